@@ -1,0 +1,103 @@
+// mul: Out = flatten(X, x_num_col_dims) * flatten(Y, y_num_col_dims).
+// The fully connected layer's product; X's leading dims stay leading.
+#include "ops/op_helpers.h"
+#include "src/framework/math/blas.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void MulInferShape(InferShapeContext* ctx) {
+  Shape x = ctx->GetInputShape("X");
+  Shape y = ctx->GetInputShape("Y");
+  int xn = ctx->Attr<int32_t>("x_num_col_dims");
+  int yn = ctx->Attr<int32_t>("y_num_col_dims");
+  FLUID_ENFORCE(xn >= 1 && xn < x.rank(), "mul: x_num_col_dims ", xn,
+                " out of range for X '", ctx->InputName("X"), "' of shape ",
+                x);
+  FLUID_ENFORCE(yn >= 1 && yn < y.rank(), "mul: y_num_col_dims ", yn,
+                " out of range for Y '", ctx->InputName("Y"), "' of shape ",
+                y);
+  int64_t xk = x.Product(xn, x.rank());
+  int64_t yk = y.Product(0, yn);
+  FLUID_ENFORCE(xk < 0 || yk < 0 || xk == yk, "mul: X '", ctx->InputName("X"),
+                "' ", x, " flattened at ", xn, " has ", xk,
+                " columns but Y '", ctx->InputName("Y"), "' ", y,
+                " flattened at ", yn, " has ", yk, " rows");
+  Shape out;
+  for (int i = 0; i < xn; ++i) out.push_back(x[i]);
+  for (int i = yn; i < y.rank(); ++i) out.push_back(y[i]);
+  ctx->SetOutputShape("Out", out);
+  ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
+}
+
+template <typename T>
+void MulKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  int xn = ctx.Attr<int32_t>("x_num_col_dims");
+  int yn = ctx.Attr<int32_t>("y_num_col_dims");
+  int64_t m = x.shape().Product(0, xn);
+  int64_t k = x.shape().Product(xn, x.shape().rank());
+  int64_t n = y.shape().Product(yn, y.shape().rank());
+  math::Gemm<T>(ctx.device(), false, false, m, n, k, T(1), x.data<T>(),
+                y.data<T>(), T(0), out->mutable_data<T>());
+}
+
+void MulGradInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape("X", GradSlot("X"));
+  ctx->ShareShape("Y", GradSlot("Y"));
+}
+
+template <typename T>
+void MulGradKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  int xn = ctx.Attr<int32_t>("x_num_col_dims");
+  int yn = ctx.Attr<int32_t>("y_num_col_dims");
+  int64_t m = x.shape().Product(0, xn);
+  int64_t k = x.shape().Product(xn, x.shape().rank());
+  int64_t n = y.shape().Product(yn, y.shape().rank());
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    // dX[m,k] = dOut[m,n] * Y[k,n]^T
+    math::Gemm<T>(ctx.device(), false, true, m, k, n, T(1), dout.data<T>(),
+                  y.data<T>(), T(0), dx->mutable_data<T>());
+  }
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    // dY[k,n] = X[m,k]^T * dOut[m,n]
+    math::Gemm<T>(ctx.device(), true, false, k, n, m, T(1), x.data<T>(),
+                  dout.data<T>(), T(0), dy->mutable_data<T>());
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(mul)
+    .Doc("Matrix product of X and Y, each flattened to 2-D.")
+    .Input("X", "left operand")
+    .Input("Y", "right operand")
+    .Output("Out", "the product, X's leading dims then Y's trailing dims")
+    .Attr<int32_t>("x_num_col_dims", 1, "leading dims of X that form rows")
+    .Attr<int32_t>("y_num_col_dims", 1, "leading dims of Y that form rows")
+    .SetInferShape(MulInferShape)
+    .SetGradMaker(DefaultGradMaker("mul_grad", {"X", "Y"}, {}, {"Out"},
+                                   {"X", "Y"}))
+    .CPUKernel<float>(MulKernel<float>)
+    .CPUKernel<double>(MulKernel<double>);
+
+REGISTER_OP(mul_grad)
+    .Input("X")
+    .Input("Y")
+    .Input(GradSlot("Out"))
+    .OptionalOutput(GradSlot("X"))
+    .OptionalOutput(GradSlot("Y"))
+    .Attr<int32_t>("x_num_col_dims", 1)
+    .Attr<int32_t>("y_num_col_dims", 1)
+    .SetInferShape(MulGradInferShape)
+    .CPUKernel<float>(MulGradKernel<float>)
+    .CPUKernel<double>(MulGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,77 @@
+// Shared helpers for CPU kernels: Eigen views of tensors, evaluation on the
+// executor's thread pool, and a parallel loop.
+#pragma once
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "src/framework/grad_op_maker.h"
+#include "src/framework/operator.h"
+
+namespace fluid {
+namespace ops {
+
+template <typename T>
+using EigenVec = Eigen::TensorMap<Eigen::Tensor<T, 1, Eigen::RowMajor>>;
+template <typename T>
+using ConstEigenVec =
+    Eigen::TensorMap<Eigen::Tensor<const T, 1, Eigen::RowMajor>>;
+template <typename T>
+using EigenMat = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>>;
+template <typename T>
+using ConstEigenMat =
+    Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>>;
+template <typename T>
+using RowMatrix =
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <typename T>
+EigenVec<T> Vec(Tensor* t) {
+  return EigenVec<T>(t->data<T>(), t->numel());
+}
+template <typename T>
+ConstEigenVec<T> Vec(const Tensor& t) {
+  return ConstEigenVec<T>(t.data<T>(), t.numel());
+}
+// Views t as [rows, numel / rows] where rows = product of dims [0, axis).
+template <typename T>
+EigenMat<T> Mat(Tensor* t, int axis) {
+  return EigenMat<T>(t->data<T>(), t->shape().Product(0, axis),
+                     t->shape().Product(axis, t->shape().rank()));
+}
+template <typename T>
+ConstEigenMat<T> Mat(const Tensor& t, int axis) {
+  return ConstEigenMat<T>(t.data<T>(), t.shape().Product(0, axis),
+                          t.shape().Product(axis, t.shape().rank()));
+}
+
+// Elementwise work below this many elements runs inline: waking the pool
+// costs more than it saves.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// out = expr, on the pool when there is one and the tensor is large.
+template <typename Out, typename Expr>
+void Assign(const CPUDeviceContext& dev, Out out, const Expr& expr) {
+  if (dev.eigen_device() != nullptr && out.size() >= kParallelElements) {
+    out.device(*dev.eigen_device()) = expr;
+  } else {
+    out = expr;
+  }
+}
+
+// Calls fn(begin, end) over [0, n) in chunks, on the pool when worthwhile.
+// `cost` is a rough count of operations per item.
+template <typename Fn>
+void ParallelFor(const CPUDeviceContext& dev, int64_t n, double cost, Fn fn) {
+  if (n <= 0) return;
+  if (dev.eigen_device() == nullptr || n * cost < kParallelElements) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  dev.eigen_device()->parallelFor(
+      n, Eigen::TensorOpCost(8, 8, cost),
+      [&fn](Eigen::Index b, Eigen::Index e) { fn(int64_t(b), int64_t(e)); });
+}
+
+}  // namespace ops
+}  // namespace fluid

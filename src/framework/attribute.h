@@ -1,0 +1,41 @@
+// Op attributes: typed values attached to an OpDesc by name. The variant's
+// alternatives follow proto::AttrType's numbering.
+#pragma once
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "proto/framework.pb.h"
+#include "src/framework/enforce.h"
+
+namespace fluid {
+
+using Attribute =
+    std::variant<int32_t, float, std::string, std::vector<int32_t>,
+                 std::vector<float>, std::vector<std::string>, bool, int64_t,
+                 std::vector<int64_t>, double>;
+using AttributeMap = std::map<std::string, Attribute>;
+
+const char* AttrTypeName(size_t variant_index);
+Attribute AttributeFromProto(const proto::OpDesc::Attr& attr);
+void AttributeToProto(const std::string& name, const Attribute& value,
+                      proto::OpDesc::Attr* out);
+
+// Reads `name` from `attrs` as T. A missing attribute or one of another type
+// is an error naming the op and the attribute.
+template <typename T>
+const T& GetAttr(const AttributeMap& attrs, const std::string& name,
+                 const std::string& op_type) {
+  auto it = attrs.find(name);
+  FLUID_ENFORCE_CODE(it != attrs.end(), ErrorCode::kNotFound, "op '", op_type,
+                     "' has no attribute '", name, "'");
+  const T* v = std::get_if<T>(&it->second);
+  FLUID_ENFORCE(v != nullptr, "attribute '", name, "' of op '", op_type,
+                "' holds ", AttrTypeName(it->second.index()),
+                ", not the type requested");
+  return *v;
+}
+
+}  // namespace fluid

@@ -1,0 +1,237 @@
+#include "src/framework/backward.h"
+
+#include <map>
+
+#include "src/framework/op_registry.h"
+#include "src/framework/operator.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+
+namespace {
+
+bool IsFloat(const proto::VarDesc& v) {
+  return v.dtype() == proto::FP32 || v.dtype() == proto::FP64;
+}
+
+// The forward var a gradient name refers to ("w@GRAD" -> "w"), or "".
+std::string ForwardName(const std::string& grad) {
+  const std::string suffix = kGradSuffix;
+  if (grad.size() > suffix.size() &&
+      grad.compare(grad.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return grad.substr(0, grad.size() - suffix.size());
+  return "";
+}
+
+void DeclareLike(proto::BlockDesc* block, const std::string& name,
+                 const proto::VarDesc& like) {
+  if (FindVarDesc(*block, name) != nullptr) return;
+  AddVarDesc(block, name, VarDtype(like), VarShape(like));
+}
+
+}  // namespace
+
+ParamGradList AppendBackward(proto::ProgramDesc* program,
+                             const std::string& loss,
+                             const std::set<std::string>& no_grad) {
+  FLUID_ENFORCE(program != nullptr && program->blocks_size() > 0,
+                "AppendBackward: empty program");
+  proto::BlockDesc* block = program->mutable_blocks(0);
+  const proto::VarDesc* loss_var = FindVarDesc(*block, loss);
+  FLUID_ENFORCE_CODE(loss_var != nullptr, ErrorCode::kNotFound, "loss '",
+                     loss, "' is not a variable of the program");
+  FLUID_ENFORCE(IsFloat(*loss_var), "loss '", loss,
+                "' must be a floating-point var");
+  int64_t loss_numel = VarShape(*loss_var).numel();
+  FLUID_ENFORCE(loss_numel == 1, "loss '", loss,
+                "' must hold exactly one element, its shape is ",
+                VarShape(*loss_var));
+
+  int loss_op = -1;
+  for (int i = 0; i < block->ops_size(); ++i)
+    for (const auto& n : OpOutputNames(block->ops(i)))
+      if (n == loss) loss_op = i;
+  FLUID_ENFORCE(loss_op >= 0, "no op computes the loss '", loss, "'");
+  const int num_fwd_ops = loss_op + 1;
+
+  // Forward pass: which vars carry a gradient at all.
+  auto eligible = [&](const std::string& name) {
+    const proto::VarDesc* v = FindVarDesc(*block, name);
+    return v != nullptr && IsFloat(*v) && !v->stop_gradient() &&
+           !no_grad.count(name);
+  };
+  std::set<std::string> produced;
+  for (int i = 0; i < num_fwd_ops; ++i)
+    for (const auto& n : OpOutputNames(block->ops(i))) produced.insert(n);
+  std::set<std::string> requires_grad;
+  for (const auto& v : block->vars()) {
+    if (!eligible(v.name()) || produced.count(v.name())) continue;
+    if (!v.persistable() || v.trainable()) requires_grad.insert(v.name());
+  }
+  for (int i = 0; i < num_fwd_ops; ++i) {
+    const proto::OpDesc& op = block->ops(i);
+    bool any = false;
+    for (const auto& n : OpInputNames(op)) any = any || requires_grad.count(n);
+    if (!any) continue;
+    for (const auto& n : OpOutputNames(op))
+      if (eligible(n)) requires_grad.insert(n);
+  }
+
+  // Backward sweep: which ops lie between a var needing a grad and the loss.
+  std::set<std::string> needed = {loss};
+  std::vector<int> relevant;
+  for (int i = loss_op; i >= 0; --i) {
+    const proto::OpDesc& op = block->ops(i);
+    bool writes_needed = false;
+    for (const auto& n : OpOutputNames(op))
+      writes_needed = writes_needed || needed.count(n);
+    if (!writes_needed) continue;
+    bool any_in = false;
+    for (const auto& n : OpInputNames(op))
+      any_in = any_in || requires_grad.count(n);
+    if (!any_in) continue;
+    const OpSchema& schema = OpRegistry::Global().Get(op.type());
+    FLUID_ENFORCE_CODE(schema.has_grad(), ErrorCode::kUnimplemented, "op '",
+                       op.type(), "' lies between the parameters and the ",
+                       "loss '", loss, "' but has no gradient");
+    relevant.push_back(i);
+    for (const auto& n : OpInputNames(op))
+      if (requires_grad.count(n)) needed.insert(n);
+  }
+
+  // Emit the grad ops.
+  std::vector<proto::OpDesc> grad_ops;
+  {
+    proto::OpDesc fill = MakeOp(
+        "fill_constant", {}, {{"Out", {GradVarName(loss)}}},
+        {{"shape", VarShape(*loss_var).ToVector()},
+         {"value", 1.0f},
+         {"dtype", static_cast<int32_t>(VarDtype(*loss_var))},
+         {kOpRoleAttr, OpRole::kBackward | OpRole::kLoss}});
+    grad_ops.push_back(fill);
+    DeclareLike(block, GradVarName(loss), *loss_var);
+  }
+  std::set<std::string> grads_written = {GradVarName(loss)};
+  for (int i : relevant) {
+    proto::OpDesc* fwd = block->mutable_ops(i);
+    int role = OpRoleOf(*fwd);
+    if (i == loss_op)
+      SetOpAttr(fwd, kOpRoleAttr, role | static_cast<int>(OpRole::kLoss));
+    std::vector<proto::OpDesc> made =
+        OpRegistry::Global().Get(fwd->type()).grad_maker()(*fwd);
+    for (auto& g : made) {
+      SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
+      // Gradients nobody needs are not computed.
+      for (auto& slot : *g.mutable_outputs()) {
+        for (auto& name : *slot.mutable_arguments()) {
+          std::string fwd_name = ForwardName(name);
+          if (!fwd_name.empty() && !needed.count(fwd_name))
+            name = kEmptyVarName;
+        }
+      }
+      // A grad input no earlier grad op produced (an output unused by the
+      // loss) is zero.
+      for (const auto& name : OpInputNames(g)) {
+        std::string fwd_name = ForwardName(name);
+        if (fwd_name.empty() || grads_written.count(name)) continue;
+        const proto::VarDesc* fv = FindVarDesc(*block, fwd_name);
+        if (fv == nullptr) continue;
+        grad_ops.push_back(MakeOp(
+            "fill_zeros_like", {{"X", {fwd_name}}}, {{"Out", {name}}},
+            {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
+        DeclareLike(block, name, *fv);
+        grads_written.insert(name);
+      }
+      for (const auto& name : OpOutputNames(g))
+        if (name != kEmptyVarName) grads_written.insert(name);
+      grad_ops.push_back(std::move(g));
+    }
+  }
+
+  // Sum the contributions to gradients written more than once.
+  std::map<std::string, std::vector<size_t>> writers;
+  for (size_t k = 0; k < grad_ops.size(); ++k)
+    for (const auto& n : OpOutputNames(grad_ops[k]))
+      if (n != kEmptyVarName) writers[n].push_back(k);
+  std::map<size_t, std::vector<proto::OpDesc>> sums_after;
+  for (auto& kv : writers) {
+    if (kv.second.size() < 2) continue;
+    const std::string& grad = kv.first;
+    std::vector<std::string> parts;
+    for (size_t j = 0; j < kv.second.size(); ++j) {
+      proto::OpDesc& w = grad_ops[kv.second[j]];
+      // One op may write the same gradient from two slots (x * x).
+      for (auto& slot : *w.mutable_outputs()) {
+        for (auto& name : *slot.mutable_arguments()) {
+          if (name != grad) continue;
+          std::string part =
+              grad + "@RENAME@" + std::to_string(parts.size());
+          name = part;
+          parts.push_back(part);
+        }
+      }
+    }
+    const proto::VarDesc* fv = FindVarDesc(*block, ForwardName(grad));
+    FLUID_ENFORCE(fv != nullptr, "gradient '", grad, "' has no forward var");
+    for (const auto& p : parts) DeclareLike(block, p, *fv);
+    sums_after[kv.second.back()].push_back(MakeOp(
+        "sum", {{"X", parts}}, {{"Out", {grad}}},
+        {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
+  }
+
+  // Append, declaring every gradient var with its forward var's shape.
+  std::set<std::string> params;
+  for (const auto& v : block->vars())
+    if (v.persistable() && v.trainable() && requires_grad.count(v.name()))
+      params.insert(v.name());
+  for (size_t k = 0; k < grad_ops.size(); ++k) {
+    std::vector<proto::OpDesc> to_add = {grad_ops[k]};
+    auto it = sums_after.find(k);
+    if (it != sums_after.end())
+      to_add.insert(to_add.end(), it->second.begin(), it->second.end());
+    for (auto& g : to_add) {
+      for (const auto& n : OpOutputNames(g)) {
+        if (n == kEmptyVarName) continue;
+        std::string base = n.substr(0, n.find("@RENAME@"));
+        std::string fwd_name = ForwardName(base);
+        const proto::VarDesc* fv = FindVarDesc(*block, fwd_name);
+        if (fv != nullptr) DeclareLike(block, n, *fv);
+        if (n == base && params.count(fwd_name))
+          SetOpAttr(&g, kOpRoleVarAttr,
+                    std::vector<std::string>{fwd_name, n});
+      }
+      *block->add_ops() = g;
+      InferShapeAtCompileTime(block->ops(block->ops_size() - 1), block);
+    }
+  }
+
+  ParamGradList pairs;
+  for (const auto& v : block->vars()) {
+    if (!params.count(v.name())) continue;
+    if (grads_written.count(GradVarName(v.name())))
+      pairs.emplace_back(v.name(), GradVarName(v.name()));
+  }
+  return pairs;
+}
+
+proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
+  proto::ProgramDesc out = program;
+  proto::BlockDesc* block = out.mutable_blocks(0);
+  block->clear_ops();
+  std::set<std::string> used;
+  const int drop = static_cast<int>(OpRole::kBackward) |
+                   static_cast<int>(OpRole::kOptimize) |
+                   static_cast<int>(OpRole::kCollective);
+  for (const auto& op : program.blocks(0).ops()) {
+    if (OpRoleOf(op) & drop) continue;
+    *block->add_ops() = op;
+    for (const auto& n : OpInputNames(op)) used.insert(n);
+    for (const auto& n : OpOutputNames(op)) used.insert(n);
+  }
+  block->clear_vars();
+  for (const auto& v : program.blocks(0).vars())
+    if (v.persistable() || used.count(v.name())) *block->add_vars() = v;
+  return out;
+}
+
+}  // namespace fluid

@@ -1,0 +1,31 @@
+// Per-place execution resources. The CPU context owns the Eigen thread pool
+// that kernels parallelise over; with one thread there is no pool and
+// kernels run inline. Owned by an Executor; shared read-only by its kernels.
+#pragma once
+
+#include <memory>
+
+namespace Eigen {
+struct ThreadPoolDevice;
+}  // namespace Eigen
+
+namespace fluid {
+
+class CPUDeviceContext {
+ public:
+  explicit CPUDeviceContext(int num_threads = 1);
+  ~CPUDeviceContext();
+  CPUDeviceContext(const CPUDeviceContext&) = delete;
+  CPUDeviceContext& operator=(const CPUDeviceContext&) = delete;
+
+  int num_threads() const { return num_threads_; }
+  // Null when num_threads() == 1.
+  Eigen::ThreadPoolDevice* eigen_device() const;
+
+ private:
+  struct Impl;
+  int num_threads_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fluid

@@ -1,0 +1,149 @@
+#include "src/framework/executor.h"
+
+#include <set>
+
+namespace fluid {
+
+PreparedProgram::~PreparedProgram() {
+  // Ops hold pointers into the local scope: release them first.
+  ops_.clear();
+  if (scope_ != nullptr) scope_->DeleteKid(local_scope_);
+}
+
+Executor::Executor(Place place, int num_threads)
+    : place_(place), device_(std::make_unique<CPUDeviceContext>(num_threads)) {
+  FLUID_ENFORCE_CODE(place.is_cpu(), ErrorCode::kUnimplemented,
+                     "this build has no kernels for ", place.ToString());
+}
+
+Executor::~Executor() = default;
+
+void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
+  FLUID_ENFORCE(value.dtype() == VarDtype(var), "feed '", var.name(),
+                "' has dtype ", DataTypeName(value.dtype()), " but the ",
+                "program declares ", DataTypeName(VarDtype(var)));
+  FLUID_ENFORCE(ShapeMatches(VarShape(var), value.shape()), "feed '",
+                var.name(), "' has shape ", value.shape(),
+                " but the program declares ", VarShape(var));
+  FLUID_ENFORCE(value.initialized() || value.numel() == 0, "feed '",
+                var.name(), "' holds no data");
+}
+
+std::unique_ptr<PreparedProgram> Executor::Prepare(
+    const proto::ProgramDesc& program, Scope* scope, int block_id) {
+  FLUID_ENFORCE(scope != nullptr, "Prepare: null scope");
+  CheckProgram(program, "program");
+  FLUID_ENFORCE(block_id >= 0 && block_id < program.blocks_size(),
+                "program has no block ", block_id);
+  auto prepared = std::unique_ptr<PreparedProgram>(new PreparedProgram());
+  prepared->program_ = program;
+  prepared->scope_ = scope;
+  prepared->local_scope_ = &scope->NewScope();
+  const proto::BlockDesc& block = prepared->program_.blocks(block_id);
+
+  std::set<std::string> declared;
+  for (const auto& var : block.vars()) {
+    declared.insert(var.name());
+    if (var.persistable()) {
+      scope->Var(var.name());
+    } else {
+      prepared->local_scope_->Var(var.name());
+    }
+  }
+
+  std::set<std::string> written;
+  std::set<std::string> needs_feed;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    for (const auto& name : OpInputNames(op)) {
+      if (name == kEmptyVarName) continue;
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
+                         i, " '", op.type(), "' reads variable '", name,
+                         "', which the program does not declare");
+      const proto::VarDesc& v = GetVarDesc(block, name);
+      if (!v.persistable() && !written.count(name) &&
+          needs_feed.insert(name).second) {
+        prepared->feed_targets_.push_back(name);
+      }
+    }
+    for (const auto& name : OpOutputNames(op)) {
+      if (name == kEmptyVarName) continue;
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
+                         i, " '", op.type(), "' writes variable '", name,
+                         "', which the program does not declare");
+      written.insert(name);
+    }
+    auto instance = std::make_unique<OperatorBase>(op, block, place_);
+    instance->Bind(*prepared->local_scope_);
+    prepared->ops_.push_back(std::move(instance));
+  }
+  for (const auto& name : prepared->feed_targets_) {
+    prepared->required_feeds_.push_back(
+        {name, FindVarDesc(block, name), prepared->local_scope_->GetVar(name)});
+  }
+  return prepared;
+}
+
+void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
+                   const std::vector<std::string>& fetch_names,
+                   std::vector<Tensor>* fetches) {
+  FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
+  const proto::BlockDesc& block = prepared->program_.blocks(0);
+  Scope* local = prepared->local_scope_;
+  for (const auto& feed : feeds) {
+    const proto::VarDesc* desc = FindVarDesc(block, feed.first);
+    FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed '",
+                       feed.first, "' is not a variable of the program");
+    CheckFeed(*desc, feed.second);
+    local->GetVar(feed.first)->GetMutableTensor()->CopyFrom(feed.second);
+  }
+  for (const auto& req : prepared->required_feeds_) {
+    bool fed = false;
+    for (const auto& feed : feeds) fed = fed || feed.first == req.name;
+    if (!fed) {
+      FLUID_ENFORCE_CODE(false, ErrorCode::kInvalidArgument, "missing feed '",
+                         req.name, "': the program reads it before any op ",
+                         "writes it");
+    }
+  }
+
+  for (auto& op : prepared->ops_) {
+    try {
+      const OpSchema& schema = op->schema();
+      if (schema.infer_shape()) {
+        RuntimeInferShapeContext ctx(*op);
+        schema.infer_shape()(&ctx);
+      }
+      op->kernel()(ExecutionContext(*op, *device_));
+    } catch (const Error& e) {
+      std::string what = e.what();
+      const std::string prefix = "op '" + op->type() + "'";
+      if (what.find(prefix) == std::string::npos)
+        what = "in op '" + op->type() + "': " + what;
+      throw Error(e.code(), what);
+    }
+  }
+
+  if (fetches != nullptr) {
+    fetches->resize(fetch_names.size());
+    for (size_t i = 0; i < fetch_names.size(); ++i) {
+      Variable* v = local->FindVar(fetch_names[i]);
+      FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "fetch '",
+                         fetch_names[i], "' is not a variable of the program");
+      const Tensor& t = v->GetTensor();
+      FLUID_ENFORCE(t.initialized(), "fetch '", fetch_names[i],
+                    "' holds no value after the run");
+      (*fetches)[i].CopyFrom(t);
+    }
+  }
+}
+
+void Executor::RunOnce(const proto::ProgramDesc& program, Scope* scope,
+                       const FeedList& feeds,
+                       const std::vector<std::string>& fetch_names,
+                       std::vector<Tensor>* fetches) {
+  auto prepared = Prepare(program, scope);
+  Run(prepared.get(), feeds, fetch_names, fetches);
+}
+
+}  // namespace fluid

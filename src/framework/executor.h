@@ -1,0 +1,94 @@
+// The executor: runs block 0 of a program, op by op, on a scope.
+//
+// Prepare() does all per-program work once: it checks the program, creates
+// every variable (persistable ones in the given scope, temporaries in a child
+// scope the PreparedProgram owns), instantiates the ops and their kernels and
+// binds their slots to variables. Run() then feeds, runs the kernels and
+// fetches, with no lookups by name and no re-creation of anything. The
+// executor never modifies the program it is given; feeds and fetches are
+// arguments.
+//
+// An Executor is not thread-safe; its prepared programs must be run one at a
+// time. The scope must outlive the prepared programs bound to it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/framework/device_context.h"
+#include "src/framework/operator.h"
+#include "src/framework/scope.h"
+
+namespace fluid {
+
+using FeedList = std::vector<std::pair<std::string, Tensor>>;
+
+class PreparedProgram {
+ public:
+  ~PreparedProgram();
+  PreparedProgram(const PreparedProgram&) = delete;
+  PreparedProgram& operator=(const PreparedProgram&) = delete;
+
+  const proto::ProgramDesc& program() const { return program_; }
+  const std::vector<std::unique_ptr<OperatorBase>>& ops() const {
+    return ops_;
+  }
+  Scope* scope() const { return scope_; }
+  Scope* local_scope() const { return local_scope_; }
+  // Vars read before any op writes them and not persistable: they must be
+  // fed on every run.
+  const std::vector<std::string>& feed_targets() const {
+    return feed_targets_;
+  }
+
+ private:
+  friend class Executor;
+  PreparedProgram() = default;
+  struct FeedSlot {
+    std::string name;
+    const proto::VarDesc* desc;
+    Variable* var;
+  };
+  proto::ProgramDesc program_;
+  std::vector<std::unique_ptr<OperatorBase>> ops_;
+  Scope* scope_ = nullptr;
+  Scope* local_scope_ = nullptr;
+  std::vector<std::string> feed_targets_;
+  std::vector<FeedSlot> required_feeds_;
+};
+
+class Executor {
+ public:
+  explicit Executor(Place place = Place::CPU(), int num_threads = 1);
+  ~Executor();
+
+  std::unique_ptr<PreparedProgram> Prepare(const proto::ProgramDesc& program,
+                                           Scope* scope, int block_id = 0);
+
+  // Copies each feed into its variable (checking dtype and shape against the
+  // var's declaration), runs every op, then copies each fetched variable
+  // into `fetches` (in the order of `fetch_names`).
+  void Run(PreparedProgram* prepared, const FeedList& feeds = {},
+           const std::vector<std::string>& fetch_names = {},
+           std::vector<Tensor>* fetches = nullptr);
+
+  // Prepare + Run once; for startup programs and one-off runs.
+  void RunOnce(const proto::ProgramDesc& program, Scope* scope,
+               const FeedList& feeds = {},
+               const std::vector<std::string>& fetch_names = {},
+               std::vector<Tensor>* fetches = nullptr);
+
+  const Place& place() const { return place_; }
+  const CPUDeviceContext& device_context() const { return *device_; }
+
+ private:
+  Place place_;
+  std::unique_ptr<CPUDeviceContext> device_;
+};
+
+// Checks a fed tensor against the var it feeds; the error names the var.
+void CheckFeed(const proto::VarDesc& var, const Tensor& value);
+
+}  // namespace fluid

@@ -1,0 +1,217 @@
+// The op registry: one OpSchema per op type, holding its slots and attrs,
+// shape inference, grad-op maker and kernels keyed by (place, dtype).
+//
+// Registration reads like a declaration:
+//
+//   REGISTER_OP(mul)
+//       .Doc("Matrix product of X and Y.")
+//       .Input("X").Input("Y").Output("Out")
+//       .Attr<int32_t>("x_num_col_dims", 1, "dims of X folded into rows")
+//       .SetInferShape(MulInferShape)
+//       .SetGradMaker(MulGradMaker)
+//       .CPUKernel<float>(MulKernel<float>)
+//       .CPUKernel<double>(MulKernel<double>);
+//
+// Kernels for other places (CUDA) register from their own files with
+// REGISTER_KERNEL. The registry is built on first use, refuses duplicate
+// types, and lists the known types when a lookup fails. Registration happens
+// during static initialisation; lookups afterwards are read-only and safe
+// from any thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/framework/attribute.h"
+#include "src/framework/program_desc.h"
+#include "src/framework/types.h"
+
+namespace fluid {
+
+class ExecutionContext;
+class InferShapeContext;
+
+using KernelFn = void (*)(const ExecutionContext&);
+using InferShapeFn = std::function<void(InferShapeContext*)>;
+// Emits the ops computing the gradients of `fwd`'s inputs from the gradients
+// of its outputs. Gradient names follow GradVarName(); the autodiff later
+// blanks out the gradients nobody needs.
+using GradMakerFn = std::function<std::vector<proto::OpDesc>(
+    const proto::OpDesc& fwd)>;
+
+struct SlotSpec {
+  std::string name;
+  std::string doc;
+  bool duplicable = false;   // may bind several vars
+  bool dispensable = false;  // may be absent
+};
+
+struct AttrSpec {
+  std::string name;
+  Attribute default_value;
+  std::string doc;
+};
+
+struct KernelKey {
+  Place::Kind place;
+  DataType dtype;
+  bool operator<(const KernelKey& o) const {
+    return place != o.place ? place < o.place : dtype < o.dtype;
+  }
+};
+
+class OpSchema {
+ public:
+  explicit OpSchema(std::string type) : type_(std::move(type)) {}
+
+  OpSchema& Doc(std::string doc) {
+    doc_ = std::move(doc);
+    return *this;
+  }
+  OpSchema& Input(const std::string& name, const std::string& doc = "") {
+    inputs_.push_back({name, doc, false, false});
+    return *this;
+  }
+  OpSchema& DuplicableInput(const std::string& name,
+                            const std::string& doc = "") {
+    inputs_.push_back({name, doc, true, false});
+    return *this;
+  }
+  OpSchema& OptionalInput(const std::string& name,
+                          const std::string& doc = "") {
+    inputs_.push_back({name, doc, false, true});
+    return *this;
+  }
+  OpSchema& Output(const std::string& name, const std::string& doc = "") {
+    outputs_.push_back({name, doc, false, false});
+    return *this;
+  }
+  OpSchema& DuplicableOutput(const std::string& name,
+                             const std::string& doc = "") {
+    outputs_.push_back({name, doc, true, false});
+    return *this;
+  }
+  OpSchema& OptionalOutput(const std::string& name,
+                           const std::string& doc = "") {
+    outputs_.push_back({name, doc, false, true});
+    return *this;
+  }
+  template <typename T>
+  OpSchema& Attr(const std::string& name, T default_value,
+                 const std::string& doc = "") {
+    attrs_.push_back({name, Attribute(std::move(default_value)), doc});
+    return *this;
+  }
+  OpSchema& SetInferShape(InferShapeFn fn) {
+    infer_shape_ = std::move(fn);
+    return *this;
+  }
+  OpSchema& SetGradMaker(GradMakerFn fn) {
+    grad_maker_ = std::move(fn);
+    return *this;
+  }
+  // The slot whose first var's dtype selects the kernel. By default, the
+  // first input slot; ops with no inputs select by their "dtype" attr.
+  OpSchema& KernelDtypeFrom(const std::string& slot) {
+    kernel_dtype_slot_ = slot;
+    return *this;
+  }
+  template <typename T>
+  OpSchema& CPUKernel(KernelFn fn);
+  // Ops that manage their own dtypes (communication, control) register one
+  // kernel used whatever the dtype.
+  OpSchema& AnyDtypeKernel(KernelFn fn);
+
+  const std::string& type() const { return type_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<SlotSpec>& inputs() const { return inputs_; }
+  const std::vector<SlotSpec>& outputs() const { return outputs_; }
+  const std::vector<AttrSpec>& attrs() const { return attrs_; }
+  const InferShapeFn& infer_shape() const { return infer_shape_; }
+  const GradMakerFn& grad_maker() const { return grad_maker_; }
+  bool has_grad() const { return static_cast<bool>(grad_maker_); }
+  const std::string& kernel_dtype_slot() const { return kernel_dtype_slot_; }
+  const SlotSpec* FindInput(const std::string& name) const;
+  const SlotSpec* FindOutput(const std::string& name) const;
+
+  // Checks an OpDesc against this schema (required slots bound, no unknown
+  // slots, attr types) and returns its attrs with defaults filled in.
+  AttributeMap ResolveAttrs(const proto::OpDesc& op) const;
+  void Validate(const proto::OpDesc& op) const;
+
+ private:
+  std::string type_;
+  std::string doc_;
+  std::vector<SlotSpec> inputs_;
+  std::vector<SlotSpec> outputs_;
+  std::vector<AttrSpec> attrs_;
+  InferShapeFn infer_shape_;
+  GradMakerFn grad_maker_;
+  std::string kernel_dtype_slot_;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& Global();
+
+  // Registers a new op type; a duplicate type is a kAlreadyExists error.
+  OpSchema& Register(const std::string& type);
+  bool RegisterKernel(const std::string& type, Place::Kind place,
+                      DataType dtype, KernelFn fn);
+  bool RegisterAnyDtypeKernel(const std::string& type, Place::Kind place,
+                              KernelFn fn);
+
+  bool Has(const std::string& type) const;
+  // An unknown type is a kNotFound error listing the known types.
+  const OpSchema& Get(const std::string& type) const;
+  // The kernel for (place, dtype); a missing one is an error naming what
+  // kernels the op has.
+  KernelFn GetKernel(const std::string& type, const Place& place,
+                     DataType dtype) const;
+  std::vector<std::string> Types() const;
+
+ private:
+  OpRegistry() = default;
+  std::map<std::string, std::unique_ptr<OpSchema>> schemas_;
+  std::map<std::string, std::map<KernelKey, KernelFn>> kernels_;
+  std::map<std::string, std::map<Place::Kind, KernelFn>> any_dtype_kernels_;
+};
+
+template <typename T>
+OpSchema& OpSchema::CPUKernel(KernelFn fn) {
+  OpRegistry::Global().RegisterKernel(type_, Place::Kind::kCPU,
+                                      DataTypeOf<T>::value, fn);
+  return *this;
+}
+
+inline OpSchema& OpSchema::AnyDtypeKernel(KernelFn fn) {
+  OpRegistry::Global().RegisterAnyDtypeKernel(type_, Place::Kind::kCPU, fn);
+  return *this;
+}
+
+// Builds an OpDesc: MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}},
+// {{"Out", {"c"}}}, {{"x_num_col_dims", 1}}).
+proto::OpDesc MakeOp(
+    const std::string& type,
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& in,
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& out,
+    const AttributeMap& attrs = {});
+
+}  // namespace fluid
+
+#define FLUID_CONCAT_INNER(a, b) a##b
+#define FLUID_CONCAT(a, b) FLUID_CONCAT_INNER(a, b)
+
+#define REGISTER_OP(type)                                              \
+  [[maybe_unused]] static ::fluid::OpSchema& FLUID_CONCAT(             \
+      fluid_op_schema_, type) = ::fluid::OpRegistry::Global().Register(#type)
+
+#define REGISTER_KERNEL(type, place_kind, cpp_type, fn)                     \
+  [[maybe_unused]] static bool FLUID_CONCAT(                                \
+      FLUID_CONCAT(fluid_kernel_, type), __LINE__) =                        \
+      ::fluid::OpRegistry::Global().RegisterKernel(                         \
+          #type, ::fluid::Place::Kind::place_kind,                          \
+          ::fluid::DataTypeOf<cpp_type>::value, fn)

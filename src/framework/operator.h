@@ -1,0 +1,194 @@
+// Operators as the executor runs them, and the contexts handed to shape
+// inference and kernels.
+//
+// An OperatorBase is made once per op when a program is prepared: its attrs
+// are resolved (defaults filled), its kernel chosen by (place, dtype) and its
+// slots bound to Variable pointers, so that a run does no lookups by name in
+// the scope. It does not own the variables (the scope does).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/framework/device_context.h"
+#include "src/framework/op_registry.h"
+#include "src/framework/scope.h"
+
+namespace fluid {
+
+// Shape inference sees the same interface at build time (over VarDescs, -1
+// for unknown dims) and at run time (over tensors, all dims known).
+class InferShapeContext {
+ public:
+  virtual ~InferShapeContext() = default;
+  virtual const std::string& op_type() const = 0;
+  virtual bool IsRuntime() const = 0;
+  virtual bool HasInput(const std::string& slot) const = 0;
+  // Bound and not the empty name.
+  virtual bool HasOutput(const std::string& slot) const = 0;
+  virtual size_t InputSize(const std::string& slot) const = 0;
+  virtual size_t OutputSize(const std::string& slot) const = 0;
+  virtual const std::string& InputName(const std::string& slot,
+                                       size_t i = 0) const = 0;
+  virtual const std::string& OutputName(const std::string& slot,
+                                        size_t i = 0) const = 0;
+  virtual Shape GetInputShape(const std::string& slot, size_t i = 0) const = 0;
+  virtual DataType GetInputDtype(const std::string& slot,
+                                 size_t i = 0) const = 0;
+  virtual void SetOutputShape(const std::string& slot, const Shape& shape,
+                              size_t i = 0) = 0;
+  virtual void SetOutputDtype(const std::string& slot, DataType dtype,
+                              size_t i = 0) = 0;
+  virtual const AttributeMap& attrs() const = 0;
+
+  template <typename T>
+  const T& Attr(const std::string& name) const {
+    return GetAttr<T>(attrs(), name, op_type());
+  }
+  // Out takes In's shape and dtype (the common case for elementwise ops).
+  void ShareShape(const std::string& in, const std::string& out,
+                  size_t i = 0) {
+    if (!HasOutput(out)) return;
+    SetOutputShape(out, GetInputShape(in, i), i);
+    SetOutputDtype(out, GetInputDtype(in, i), i);
+  }
+};
+
+struct BoundSlot {
+  std::string name;
+  std::vector<std::string> args;
+  std::vector<Variable*> vars;  // null for the empty name
+};
+
+class OperatorBase {
+ public:
+  // Validates `desc` against its schema and resolves the attrs and kernel.
+  // `block` supplies the var dtypes that select the kernel.
+  OperatorBase(const proto::OpDesc& desc, const proto::BlockDesc& block,
+               const Place& place);
+
+  // Points every slot at its variable in `scope` (which must hold them).
+  void Bind(const Scope& scope);
+
+  const std::string& type() const { return desc_.type(); }
+  const proto::OpDesc& desc() const { return desc_; }
+  const OpSchema& schema() const { return *schema_; }
+  const AttributeMap& attrs() const { return attrs_; }
+  KernelFn kernel() const { return kernel_; }
+  DataType kernel_dtype() const { return kernel_dtype_; }
+  const std::vector<BoundSlot>& inputs() const { return inputs_; }
+  const std::vector<BoundSlot>& outputs() const { return outputs_; }
+  const BoundSlot* FindInput(const std::string& slot) const;
+  const BoundSlot* FindOutput(const std::string& slot) const;
+
+ private:
+  proto::OpDesc desc_;
+  const OpSchema* schema_;
+  AttributeMap attrs_;
+  KernelFn kernel_ = nullptr;
+  DataType kernel_dtype_ = DataType::kFloat32;
+  std::vector<BoundSlot> inputs_;
+  std::vector<BoundSlot> outputs_;
+};
+
+// The dtype that selects an op's kernel, read from the block's var descs.
+DataType KernelDtypeOf(const proto::OpDesc& op, const OpSchema& schema,
+                       const AttributeMap& attrs,
+                       const proto::BlockDesc& block);
+
+class RuntimeInferShapeContext : public InferShapeContext {
+ public:
+  explicit RuntimeInferShapeContext(const OperatorBase& op) : op_(op) {}
+  const std::string& op_type() const override { return op_.type(); }
+  bool IsRuntime() const override { return true; }
+  bool HasInput(const std::string& slot) const override;
+  bool HasOutput(const std::string& slot) const override;
+  size_t InputSize(const std::string& slot) const override;
+  size_t OutputSize(const std::string& slot) const override;
+  const std::string& InputName(const std::string& slot,
+                               size_t i) const override;
+  const std::string& OutputName(const std::string& slot,
+                                size_t i) const override;
+  Shape GetInputShape(const std::string& slot, size_t i) const override;
+  DataType GetInputDtype(const std::string& slot, size_t i) const override;
+  void SetOutputShape(const std::string& slot, const Shape& shape,
+                      size_t i) override;
+  void SetOutputDtype(const std::string& slot, DataType dtype,
+                      size_t i) override;
+  const AttributeMap& attrs() const override { return op_.attrs(); }
+
+ private:
+  const Tensor& InputTensor(const std::string& slot, size_t i) const;
+  const OperatorBase& op_;
+};
+
+// Shape inference over a block's VarDescs. Output vars that the block lacks
+// are declared (dtype from the op's kernel dtype unless set).
+class CompileTimeInferShapeContext : public InferShapeContext {
+ public:
+  CompileTimeInferShapeContext(const proto::OpDesc& op,
+                               proto::BlockDesc* block);
+  const std::string& op_type() const override { return op_.type(); }
+  bool IsRuntime() const override { return false; }
+  bool HasInput(const std::string& slot) const override;
+  bool HasOutput(const std::string& slot) const override;
+  size_t InputSize(const std::string& slot) const override;
+  size_t OutputSize(const std::string& slot) const override;
+  const std::string& InputName(const std::string& slot,
+                               size_t i) const override;
+  const std::string& OutputName(const std::string& slot,
+                                size_t i) const override;
+  Shape GetInputShape(const std::string& slot, size_t i) const override;
+  DataType GetInputDtype(const std::string& slot, size_t i) const override;
+  void SetOutputShape(const std::string& slot, const Shape& shape,
+                      size_t i) override;
+  void SetOutputDtype(const std::string& slot, DataType dtype,
+                      size_t i) override;
+  const AttributeMap& attrs() const override { return attrs_; }
+
+ private:
+  proto::VarDesc* OutputVar(const std::string& slot, size_t i);
+  const proto::OpDesc& op_;
+  proto::BlockDesc* block_;
+  AttributeMap attrs_;
+  DataType default_dtype_;
+};
+
+// Runs the op's shape inference over `block` (declaring its outputs).
+void InferShapeAtCompileTime(const proto::OpDesc& op, proto::BlockDesc* block);
+
+class ExecutionContext {
+ public:
+  ExecutionContext(const OperatorBase& op, const CPUDeviceContext& dev)
+      : op_(op), dev_(dev) {}
+
+  const std::string& type() const { return op_.type(); }
+  const OperatorBase& op() const { return op_; }
+  const CPUDeviceContext& device() const { return dev_; }
+
+  bool HasInput(const std::string& slot) const;
+  size_t InputSize(const std::string& slot) const;
+  const Tensor& Input(const std::string& slot, size_t i = 0) const;
+  const std::string& InputName(const std::string& slot, size_t i = 0) const;
+  Variable* InputVar(const std::string& slot, size_t i = 0) const;
+
+  // False when the slot is unbound or bound to the empty name (a gradient
+  // nobody needs).
+  bool HasOutput(const std::string& slot, size_t i = 0) const;
+  size_t OutputSize(const std::string& slot) const;
+  // Null when !HasOutput(slot, i).
+  Tensor* Output(const std::string& slot, size_t i = 0) const;
+  const std::string& OutputName(const std::string& slot, size_t i = 0) const;
+  Variable* OutputVar(const std::string& slot, size_t i = 0) const;
+
+  template <typename T>
+  const T& Attr(const std::string& name) const {
+    return GetAttr<T>(op_.attrs(), name, op_.type());
+  }
+
+ private:
+  const OperatorBase& op_;
+  const CPUDeviceContext& dev_;
+};
+
+}  // namespace fluid

@@ -1,0 +1,57 @@
+#include "src/framework/scope.h"
+
+namespace fluid {
+
+Variable* Scope::Var(const std::string& name) {
+  auto& slot = vars_[name];
+  if (!slot) slot = std::make_unique<Variable>();
+  return slot.get();
+}
+
+Variable* Scope::FindLocalVar(const std::string& name) const {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : it->second.get();
+}
+
+Variable* Scope::FindVar(const std::string& name) const {
+  for (const Scope* s = this; s != nullptr; s = s->parent_) {
+    if (Variable* v = s->FindLocalVar(name)) return v;
+  }
+  return nullptr;
+}
+
+Variable* Scope::GetVar(const std::string& name) const {
+  Variable* v = FindVar(name);
+  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "variable '", name,
+                     "' is not in the scope");
+  return v;
+}
+
+bool Scope::Erase(const std::string& name) { return vars_.erase(name) > 0; }
+
+Scope& Scope::NewScope() {
+  kids_.push_back(std::make_unique<Scope>());
+  kids_.back()->parent_ = this;
+  return *kids_.back();
+}
+
+bool Scope::DeleteKid(Scope* kid) {
+  for (auto it = kids_.begin(); it != kids_.end(); ++it) {
+    if (it->get() == kid) {
+      kids_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Scope::DropKids() { kids_.clear(); }
+
+std::vector<std::string> Scope::LocalVarNames() const {
+  std::vector<std::string> names;
+  names.reserve(vars_.size());
+  for (const auto& kv : vars_) names.push_back(kv.first);
+  return names;
+}
+
+}  // namespace fluid

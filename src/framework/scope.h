@@ -1,0 +1,76 @@
+// Variables and scopes.
+//
+// A Variable holds one value: a Tensor, or (for collective handles and other
+// runtime objects) any other type. A Scope maps names to variables it owns;
+// lookups fall back to the parent scope. Kids are owned by their parent and
+// are the place for per-run temporaries. Not thread-safe.
+#pragma once
+
+#include <any>
+#include <map>
+#include <memory>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "src/framework/tensor.h"
+
+namespace fluid {
+
+class Variable {
+ public:
+  Tensor* GetMutableTensor() { return GetMutable<Tensor>(); }
+  const Tensor& GetTensor() const { return Get<Tensor>(); }
+  bool IsTensor() const {
+    return !value_.has_value() || value_.type() == typeid(Tensor);
+  }
+
+  template <typename T>
+  T* GetMutable() {
+    if (!value_.has_value()) value_.emplace<T>();
+    T* p = std::any_cast<T>(&value_);
+    FLUID_ENFORCE(p != nullptr, "variable holds ", value_.type().name(),
+                  ", not ", typeid(T).name());
+    return p;
+  }
+  template <typename T>
+  const T& Get() const {
+    const T* p = std::any_cast<T>(&value_);
+    FLUID_ENFORCE(p != nullptr, "variable does not hold ", typeid(T).name());
+    return *p;
+  }
+
+ private:
+  std::any value_;
+};
+
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  // Returns the variable named `name` in this scope, creating it if needed
+  // (a parent's variable of that name is shadowed).
+  Variable* Var(const std::string& name);
+  // Finds `name` here or in an ancestor; null when absent.
+  Variable* FindVar(const std::string& name) const;
+  Variable* FindLocalVar(const std::string& name) const;
+  // Like FindVar, but a missing name is a kNotFound error.
+  Variable* GetVar(const std::string& name) const;
+  bool Erase(const std::string& name);
+
+  Scope& NewScope();
+  // Destroys one kid (and its variables); false if `kid` is not ours.
+  bool DeleteKid(Scope* kid);
+  void DropKids();
+  const Scope* parent() const { return parent_; }
+  std::vector<std::string> LocalVarNames() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Variable>> vars_;
+  std::vector<std::unique_ptr<Scope>> kids_;
+  Scope* parent_ = nullptr;
+};
+
+}  // namespace fluid

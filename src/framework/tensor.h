@@ -1,0 +1,102 @@
+// Tensor: a typed, shaped view of a reference-counted buffer.
+//
+// Several tensors may share one Buffer at different offsets; that is how a
+// bucket of gradients becomes one contiguous allocation (each gradient is a
+// view into it). A Tensor is a cheap value: copying it shares the buffer.
+// Resizing never shrinks the buffer, so a tensor reused across steps with the
+// same or a smaller shape allocates only once. Not thread-safe.
+#pragma once
+
+#include <cstring>
+#include <memory>
+
+#include "src/framework/types.h"
+
+namespace fluid {
+
+// One allocation. Owns its memory; freed when the last tensor lets go.
+class Buffer {
+ public:
+  Buffer(size_t bytes, Place place);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  const Place& place() const { return place_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  Place place_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DataType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {}
+
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Place& place() const { return place_; }
+  int64_t numel() const { return shape_.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * SizeOf(dtype_); }
+  // True once memory has been attached (by mutable_data or sharing).
+  bool initialized() const { return buffer_ != nullptr; }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  size_t offset() const { return offset_; }
+
+  // Sets shape and dtype; memory is (re)allocated lazily by mutable_data.
+  void Resize(const Shape& shape) { shape_ = shape; }
+  void set_dtype(DataType dtype) { dtype_ = dtype; }
+
+  // Ensures the buffer holds numel() elements of the current dtype and
+  // returns them. Reuses the existing buffer whenever it is large enough.
+  void* raw_mutable_data(Place place = Place::CPU());
+  template <typename T>
+  T* mutable_data(Place place = Place::CPU()) {
+    dtype_ = DataTypeOf<T>::value;
+    return static_cast<T*>(raw_mutable_data(place));
+  }
+  template <typename T>
+  T* mutable_data(const Shape& shape, Place place = Place::CPU()) {
+    Resize(shape);
+    return mutable_data<T>(place);
+  }
+
+  const void* raw_data() const;
+  template <typename T>
+  const T* data() const {
+    CheckType(DataTypeOf<T>::value);
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T>
+  T* data() {
+    CheckType(DataTypeOf<T>::value);
+    return static_cast<T*>(const_cast<void*>(raw_data()));
+  }
+
+  // Makes this tensor a view of `other`'s memory (same buffer and offset)
+  // with other's dtype and shape.
+  void ShareDataWith(const Tensor& other);
+  // Views `shape` elements of `dtype` starting `byte_offset` bytes into
+  // `buffer`. The view must fit inside the buffer.
+  void ShareBuffer(std::shared_ptr<Buffer> buffer, size_t byte_offset,
+                   DataType dtype, const Shape& shape);
+  // A view of rows [begin, end) along dim 0.
+  Tensor Slice(int64_t begin, int64_t end) const;
+  // Deep copy into this tensor's own memory (reusing it when large enough).
+  void CopyFrom(const Tensor& src);
+
+ private:
+  void CheckType(DataType want) const;
+
+  std::shared_ptr<Buffer> buffer_;
+  size_t offset_ = 0;
+  DataType dtype_ = DataType::kFloat32;
+  Shape shape_;
+  Place place_;
+};
+
+}  // namespace fluid

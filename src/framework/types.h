@@ -1,0 +1,129 @@
+// Element types, places and shapes: the small value types every other part
+// of the framework passes around.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+#include "src/framework/enforce.h"
+
+namespace fluid {
+
+enum class DataType { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3 };
+
+size_t SizeOf(DataType dtype);
+const char* DataTypeName(DataType dtype);
+DataType FromProto(proto::DataType dtype);
+proto::DataType ToProto(DataType dtype);
+
+template <typename T>
+struct DataTypeOf;
+template <>
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::kFloat32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::kFloat64;
+};
+template <>
+struct DataTypeOf<int32_t> {
+  static constexpr DataType value = DataType::kInt32;
+};
+template <>
+struct DataTypeOf<int64_t> {
+  static constexpr DataType value = DataType::kInt64;
+};
+
+// Where a tensor's memory lives.
+struct Place {
+  enum class Kind { kCPU = 0, kCUDA = 1 };
+  Kind kind = Kind::kCPU;
+  int device = 0;
+
+  static Place CPU() { return Place{}; }
+  static Place CUDA(int device) { return Place{Kind::kCUDA, device}; }
+  bool is_cpu() const { return kind == Kind::kCPU; }
+  bool operator==(const Place& o) const {
+    return kind == o.kind && (kind == Kind::kCPU || device == o.device);
+  }
+  bool operator!=(const Place& o) const { return !(*this == o); }
+  std::string ToString() const;
+};
+
+// A shape with inline storage: shape arithmetic on the hot path (runtime
+// shape inference) never touches the heap. -1 marks an unknown dimension.
+class Shape {
+ public:
+  static constexpr int kMaxRank = 8;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  explicit Shape(const std::vector<int64_t>& dims);
+  template <typename It>
+  Shape(It begin, It end) {
+    for (; begin != end; ++begin) push_back(*begin);
+  }
+
+  int rank() const { return rank_; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  int64_t& operator[](int i) { return dims_[i]; }
+  const int64_t* begin() const { return dims_; }
+  const int64_t* end() const { return dims_ + rank_; }
+  void push_back(int64_t d);
+  void resize(int rank, int64_t fill = 0);
+
+  // Product of all dims; -1 if any is unknown.
+  int64_t numel() const;
+  // Product of dims in [begin, end).
+  int64_t Product(int begin, int end) const;
+  bool IsFullyKnown() const;
+  std::vector<int64_t> ToVector() const {
+    return std::vector<int64_t>(begin(), end());
+  }
+  std::string ToString() const;
+
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+
+ private:
+  int64_t dims_[kMaxRank] = {0};
+  int rank_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+std::ostream& operator<<(std::ostream& os, DataType t);
+
+// True when a runtime shape fits a declared one (-1 matches anything).
+bool ShapeMatches(const Shape& declared, const Shape& actual);
+
+// Op roles: which phase of training an op belongs to. Stored as the int attr
+// "op_role" on every op; the transpiler navigates by these, never by names.
+enum class OpRole : int {
+  kForward = 0x0,
+  kBackward = 0x1,
+  kOptimize = 0x2,
+  kCollective = 0x4,
+  kReader = 0x8,
+  kLoss = 0x100,
+};
+constexpr const char* kOpRoleAttr = "op_role";
+constexpr const char* kOpRoleVarAttr = "op_role_var";
+inline int operator|(OpRole a, OpRole b) {
+  return static_cast<int>(a) | static_cast<int>(b);
+}
+
+// Gradient naming: the gradient of x is "x@GRAD"; an output slot bound to the
+// empty name is not computed.
+constexpr const char* kGradSuffix = "@GRAD";
+constexpr const char* kEmptyVarName = "@EMPTY@";
+inline std::string GradVarName(const std::string& name) {
+  return name + kGradSuffix;
+}
+
+}  // namespace fluid

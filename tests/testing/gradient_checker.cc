@@ -1,0 +1,190 @@
+#include "tests/testing/gradient_checker.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace testing {
+
+namespace {
+
+bool IsFloat(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64;
+}
+
+// A program holding `op`, with its inputs declared from their values.
+proto::ProgramDesc ForwardProgram(const proto::OpDesc& op,
+                                  const TensorMap& inputs) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  for (const auto& kv : inputs)
+    AddVarDesc(block, kv.first, kv.second.dtype(), kv.second.shape());
+  *block->add_ops() = op;
+  InferShapeAtCompileTime(op, block);
+  return program;
+}
+
+FeedList Feeds(const TensorMap& values) {
+  FeedList feeds;
+  for (const auto& kv : values) feeds.emplace_back(kv.first, kv.second);
+  return feeds;
+}
+
+double Dot(const Tensor& a, const Tensor& b) {
+  double s = 0;
+  const double* pb = b.data<double>();
+  if (a.dtype() == DataType::kFloat64) {
+    const double* pa = a.data<double>();
+    for (int64_t i = 0; i < a.numel(); ++i) s += pa[i] * pb[i];
+  } else {
+    const float* pa = a.data<float>();
+    for (int64_t i = 0; i < a.numel(); ++i) s += pa[i] * pb[i];
+  }
+  return s;
+}
+
+double& At(Tensor* t, int64_t i) { return t->data<double>()[i]; }
+
+}  // namespace
+
+TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
+                int threads) {
+  proto::ProgramDesc program = ForwardProgram(op, inputs);
+  std::vector<std::string> outs;
+  for (const auto& n : OpOutputNames(op))
+    if (n != kEmptyVarName) outs.push_back(n);
+  Scope scope;
+  Executor exe(Place::CPU(), threads);
+  std::vector<Tensor> fetched;
+  exe.RunOnce(program, &scope, Feeds(inputs), outs, &fetched);
+  TensorMap result;
+  for (size_t i = 0; i < outs.size(); ++i) result[outs[i]] = fetched[i];
+  return result;
+}
+
+::testing::AssertionResult CheckGradient(const proto::OpDesc& op,
+                                         const TensorMap& inputs,
+                                         const GradCheckOptions& options) {
+  const OpSchema& schema = OpRegistry::Global().Get(op.type());
+  if (!schema.has_grad())
+    return ::testing::AssertionFailure()
+           << "op '" << op.type() << "' has no grad maker";
+  std::vector<std::string> wrt = options.wrt;
+  if (wrt.empty())
+    for (const auto& n : OpInputNames(op))
+      if (inputs.count(n) && IsFloat(inputs.at(n).dtype())) wrt.push_back(n);
+  for (const auto& n : wrt)
+    if (!inputs.count(n) || inputs.at(n).dtype() != DataType::kFloat64)
+      return ::testing::AssertionFailure()
+             << "input '" << n << "' must be given as float64";
+
+  // Forward once to learn the outputs' shapes and pick projections R.
+  TensorMap outputs = RunOp(op, inputs, options.threads);
+  std::vector<std::string> of = options.of;
+  if (of.empty())
+    for (const auto& kv : outputs)
+      if (IsFloat(kv.second.dtype())) of.push_back(kv.first);
+  TensorMap projections;
+  uint64_t seed = options.seed;
+  for (const auto& n : of)
+    projections[n] =
+        RandomTensor<double>(outputs.at(n).shape(), -1.0, 1.0, seed++);
+
+  // Analytic: forward op + its grad ops, fed R as the output gradients.
+  proto::ProgramDesc program = ForwardProgram(op, inputs);
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  TensorMap feeds = inputs;
+  for (const auto& kv : outputs) {
+    std::string g = GradVarName(kv.first);
+    AddVarDesc(block, g, kv.second.dtype(), kv.second.shape());
+    if (projections.count(kv.first)) {
+      feeds[g] = projections[kv.first];
+    } else {
+      Tensor zero;
+      zero.set_dtype(kv.second.dtype());
+      zero.Resize(kv.second.shape());
+      std::memset(zero.raw_mutable_data(), 0, zero.bytes());
+      feeds[g] = zero;
+    }
+  }
+  std::set<std::string> want(wrt.begin(), wrt.end());
+  for (proto::OpDesc g : schema.grad_maker()(op)) {
+    for (auto& slot : *g.mutable_outputs()) {
+      for (auto& name : *slot.mutable_arguments()) {
+        std::string base = name.substr(0, name.rfind(kGradSuffix));
+        if (!want.count(base)) {
+          name = kEmptyVarName;
+        } else if (FindVarDesc(*block, name) == nullptr) {
+          AddVarDesc(block, name, DataType::kFloat64,
+                     inputs.at(base).shape());
+        }
+      }
+    }
+    *block->add_ops() = g;
+    InferShapeAtCompileTime(g, block);
+  }
+  std::vector<std::string> grad_names;
+  for (const auto& n : wrt) grad_names.push_back(GradVarName(n));
+  Scope scope;
+  Executor exe(Place::CPU(), options.threads);
+  std::vector<Tensor> analytic;
+  try {
+    exe.RunOnce(program, &scope, Feeds(feeds), grad_names, &analytic);
+  } catch (const Error& e) {
+    return ::testing::AssertionFailure() << "grad run failed: " << e.what();
+  }
+
+  // Numeric: central differences of f = sum <o, R>.
+  proto::ProgramDesc fwd = ForwardProgram(op, inputs);
+  Scope fscope;
+  auto prepared = exe.Prepare(fwd, &fscope);
+  TensorMap perturbed;
+  for (const auto& kv : inputs) perturbed[kv.first].CopyFrom(kv.second);
+  auto f = [&]() {
+    std::vector<Tensor> got;
+    exe.Run(prepared.get(), Feeds(perturbed), of, &got);
+    double s = 0;
+    for (size_t i = 0; i < of.size(); ++i)
+      s += Dot(got[i], projections[of[i]]);
+    return s;
+  };
+  std::ostringstream failures;
+  int bad = 0;
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    Tensor* x = &perturbed[wrt[w]];
+    const Tensor& a = analytic[w];
+    if (a.shape() != x->shape())
+      return ::testing::AssertionFailure()
+             << "gradient of '" << wrt[w] << "' has shape " << a.shape()
+             << ", input has " << x->shape();
+    for (int64_t i = 0; i < x->numel(); ++i) {
+      double orig = At(x, i);
+      if (options.kink_range >= 0 &&
+          std::fabs(orig - options.kink) < options.kink_range)
+        continue;
+      At(x, i) = orig + options.step;
+      double fp = f();
+      At(x, i) = orig - options.step;
+      double fm = f();
+      At(x, i) = orig;
+      double numeric = (fp - fm) / (2 * options.step);
+      double got = a.data<double>()[i];
+      double scale = std::max({std::fabs(got), std::fabs(numeric), 1.0});
+      if (std::fabs(got - numeric) > options.tolerance * scale) {
+        if (++bad <= 5)
+          failures << "\n  d/d " << wrt[w] << "[" << i << "]: analytic "
+                   << got << ", numeric " << numeric;
+      }
+    }
+  }
+  if (bad > 0)
+    return ::testing::AssertionFailure()
+           << "op '" << op.type() << "': " << bad
+           << " gradient element(s) differ:" << failures.str();
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace testing
+}  // namespace fluid
