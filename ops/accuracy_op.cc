@@ -1,1 +1,78 @@
-// placeholder
+// accuracy: top-1 accuracy of class scores against hard labels.
+//
+// A row is correct when the index of its largest score (the lowest index
+// among ties) equals its label. Not differentiable: it has no grad maker, so
+// the autodiff never walks through it.
+#include <string>
+
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void AccuracyInferShape(InferShapeContext* ctx) {
+  const std::string& on = ctx->InputName("Out");
+  const std::string& ln = ctx->InputName("Label");
+  Shape out = ctx->GetInputShape("Out");
+  Shape label = ctx->GetInputShape("Label");
+  FLUID_ENFORCE(out.rank() == 2, "accuracy: Out '", on,
+                "' must be 2-D [N, C], got ", out);
+  FLUID_ENFORCE(ctx->GetInputDtype("Label") == DataType::kInt64,
+                "accuracy: Label '", ln, "' must be int64, got ",
+                ctx->GetInputDtype("Label"));
+  bool ok = label.rank() == 2 && (label[1] == 1 || label[1] < 0) &&
+            (label[0] < 0 || out[0] < 0 || label[0] == out[0]);
+  FLUID_ENFORCE(ok, "accuracy: Label '", ln, "' has shape ", label,
+                " but Out '", on, "' has shape ", out, "; Label must be [",
+                out[0], ", 1]");
+  ctx->SetOutputShape("Accuracy", Shape{1});
+  ctx->SetOutputDtype("Accuracy", ctx->GetInputDtype("Out"));
+  ctx->SetOutputShape("Correct", Shape{1});
+  ctx->SetOutputDtype("Correct", DataType::kInt64);
+  ctx->SetOutputShape("Total", Shape{1});
+  ctx->SetOutputDtype("Total", DataType::kInt64);
+}
+
+template <typename T>
+void AccuracyKernel(const ExecutionContext& ctx) {
+  const Tensor& out = ctx.Input("Out");
+  const Tensor& label = ctx.Input("Label");
+  const int64_t rows = out.shape()[0], classes = out.shape()[1];
+  const T* od = out.data<T>();
+  const int64_t* ld = label.data<int64_t>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    FLUID_ENFORCE(ld[i] >= 0 && ld[i] < classes, "op 'accuracy': Label '",
+                  ctx.InputName("Label"), "' holds ", ld[i], " at row ", i,
+                  ", outside [0, ", classes, ")");
+    const T* row = od + i * classes;
+    int64_t best = 0;
+    for (int64_t j = 1; j < classes; ++j)
+      if (row[j] > row[best]) best = j;
+    correct += best == ld[i];
+  }
+  *ctx.Output("Accuracy")->mutable_data<T>() =
+      rows > 0 ? static_cast<T>(correct) / static_cast<T>(rows) : T(0);
+  if (Tensor* c = ctx.Output("Correct")) *c->mutable_data<int64_t>() = correct;
+  if (Tensor* t = ctx.Output("Total")) *t->mutable_data<int64_t>() = rows;
+}
+
+}  // namespace
+
+REGISTER_OP(accuracy)
+    .Doc(
+        "Top-1 accuracy: the fraction of rows whose largest score (lowest "
+        "index among ties) is at the label's index.")
+    .Input("Out", "class scores [N, C] (probabilities or logits)")
+    .Input("Label", "int64 class indices [N, 1]")
+    .Output("Accuracy", "[1], Correct / Total, in Out's dtype (0 if N = 0)")
+    .OptionalOutput("Correct", "[1] int64, rows predicted correctly")
+    .OptionalOutput("Total", "[1] int64, rows seen (N)")
+    .KernelDtypeFrom("Out")
+    .SetInferShape(AccuracyInferShape)
+    .CPUKernel<float>(AccuracyKernel<float>)
+    .CPUKernel<double>(AccuracyKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

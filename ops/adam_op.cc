@@ -1,1 +1,192 @@
-// placeholder
+// adam: torch.optim.Adam (decoupled_weight_decay = false) and torch.optim.AdamW
+// (decoupled_weight_decay = true), without amsgrad, following torch's
+// arithmetic:
+//
+//   Adam:  g = Grad + weight_decay * Param
+//   AdamW: Param *= 1 - lr * weight_decay;  g = Grad
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   denom = sqrt(v) / sqrt(1 - beta2^t) + epsilon
+//   ParamOut = Param - (lr / (1 - beta1^t)) * m / denom
+//
+// Beta1Pow and Beta2Pow hold beta1^t and beta2^t for the current step t (the
+// startup program fills them with beta1 and beta2, i.e. t = 1); the op writes
+// Beta1Pow * beta1 and Beta2Pow * beta2 for the next step. The step scalars
+// (bias corrections, step size) are computed in double, as torch computes them
+// in Python floats. Every *Out is normally bound to its input (in place); each
+// element is read before it is written, so either binding gives the same
+// result.
+#include <cmath>
+
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+bool ShapesCompatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
+double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
+  const Tensor& t = ctx.Input(slot);
+  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
+                ctx.InputName(slot), "' must hold one element, has shape ",
+                t.shape());
+  switch (t.dtype()) {
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    default:
+      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
+                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
+                  "is ", DataTypeName(t.dtype()));
+  }
+}
+
+// Writes a one-element output in the dtype of the input it replaces.
+void WriteScalar(const ExecutionContext& ctx, const std::string& slot,
+                 const Tensor& like, double value) {
+  Tensor* t = ctx.Output(slot);
+  t->Resize(like.shape());
+  if (like.dtype() == DataType::kFloat64) {
+    t->mutable_data<double>()[0] = value;
+  } else {
+    t->mutable_data<float>()[0] = static_cast<float>(value);
+  }
+}
+
+void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
+  Shape p = ctx->GetInputShape("Param");
+  Shape s = ctx->GetInputShape(slot);
+  FLUID_ENFORCE(ShapesCompatible(p, s), "adam: ", slot, " '",
+                ctx->InputName(slot), "' has shape ", s, " but Param '",
+                ctx->InputName("Param"), "' has shape ", p);
+  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
+                "adam: ", slot, " '", ctx->InputName(slot), "' is ",
+                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
+                ctx->InputName("Param"), "' is ",
+                DataTypeName(ctx->GetInputDtype("Param")));
+}
+
+void CheckScalar(InferShapeContext* ctx, const std::string& slot) {
+  Shape s = ctx->GetInputShape(slot);
+  FLUID_ENFORCE(s.numel() < 0 || s.numel() == 1, "adam: ", slot, " '",
+                ctx->InputName(slot), "' must hold one element, has shape ", s);
+  DataType t = ctx->GetInputDtype(slot);
+  FLUID_ENFORCE(t == DataType::kFloat32 || t == DataType::kFloat64,
+                "adam: ", slot, " '", ctx->InputName(slot),
+                "' must be float32 or float64, is ", DataTypeName(t));
+}
+
+void AdamInferShape(InferShapeContext* ctx) {
+  CheckLikeParam(ctx, "Grad");
+  CheckLikeParam(ctx, "Moment1");
+  CheckLikeParam(ctx, "Moment2");
+  CheckScalar(ctx, "LearningRate");
+  CheckScalar(ctx, "Beta1Pow");
+  CheckScalar(ctx, "Beta2Pow");
+  ctx->ShareShape("Param", "ParamOut");
+  ctx->ShareShape("Moment1", "Moment1Out");
+  ctx->ShareShape("Moment2", "Moment2Out");
+  ctx->ShareShape("Beta1Pow", "Beta1PowOut");
+  ctx->ShareShape("Beta2Pow", "Beta2PowOut");
+}
+
+template <typename T>
+void AdamKernel(const ExecutionContext& ctx) {
+  const double lr = ReadScalar(ctx, "LearningRate");
+  const double beta1_pow = ReadScalar(ctx, "Beta1Pow");
+  const double beta2_pow = ReadScalar(ctx, "Beta2Pow");
+  const double beta1 = ctx.Attr<float>("beta1");
+  const double beta2 = ctx.Attr<float>("beta2");
+  const double wd = ctx.Attr<float>("weight_decay");
+  const bool decoupled = ctx.Attr<bool>("decoupled_weight_decay");
+  FLUID_ENFORCE(beta1_pow < 1.0 && beta2_pow < 1.0, "adam: Beta1Pow '",
+                ctx.InputName("Beta1Pow"), "' = ", beta1_pow, " and Beta2Pow '",
+                ctx.InputName("Beta2Pow"), "' = ", beta2_pow,
+                " must be below 1 (beta^t for step t >= 1)");
+
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& moment1 = ctx.Input("Moment1");
+  const Tensor& moment2 = ctx.Input("Moment2");
+  const int64_t n = param.numel();
+  FLUID_ENFORCE(
+      grad.numel() == n && moment1.numel() == n && moment2.numel() == n,
+      "adam: Param '", ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
+      ctx.InputName("Grad"), "' ", grad.shape(), ", Moment1 '",
+      ctx.InputName("Moment1"), "' ", moment1.shape(), " and Moment2 '",
+      ctx.InputName("Moment2"), "' ", moment2.shape(),
+      " must have the same shape");
+
+  const T b1 = static_cast<T>(beta1);
+  const T b2 = static_cast<T>(beta2);
+  const T one_minus_b1 = static_cast<T>(1.0 - beta1);
+  const T one_minus_b2 = static_cast<T>(1.0 - beta2);
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T step_size = static_cast<T>(lr / (1.0 - beta1_pow));
+  const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - beta2_pow));
+  const T l2 = decoupled ? T(0) : static_cast<T>(wd);
+  const T decay = decoupled ? static_cast<T>(1.0 - lr * wd) : T(1);
+
+  const T* p = param.data<T>();
+  const T* g = grad.data<T>();
+  const T* m1 = moment1.data<T>();
+  const T* m2 = moment2.data<T>();
+  T* p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape());
+  T* m1_out = ctx.Output("Moment1Out")->mutable_data<T>(moment1.shape());
+  T* m2_out = ctx.Output("Moment2Out")->mutable_data<T>(moment2.shape());
+  ParallelFor(ctx.device(), n, 16.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T pi = p[i];
+      if (decoupled) pi *= decay;
+      const T gi = l2 != T(0) ? g[i] + l2 * pi : g[i];
+      const T mi = b1 * m1[i] + one_minus_b1 * gi;
+      const T vi = b2 * m2[i] + one_minus_b2 * gi * gi;
+      m1_out[i] = mi;
+      m2_out[i] = vi;
+      const T denom = std::sqrt(vi) / bc2_sqrt + eps;
+      p_out[i] = pi - step_size * mi / denom;
+    }
+  });
+
+  WriteScalar(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"), beta1_pow * beta1);
+  WriteScalar(ctx, "Beta2PowOut", ctx.Input("Beta2Pow"), beta2_pow * beta2);
+}
+
+}  // namespace
+
+REGISTER_OP(adam)
+    .Doc(
+        "Adam / AdamW as in torch.optim, with bias correction from the "
+        "running powers Beta1Pow and Beta2Pow.")
+    .Input("Param", "the parameter")
+    .Input("Grad", "its gradient, shaped like Param")
+    .Input("LearningRate", "a one-element float32 or float64 tensor")
+    .Input("Moment1", "first moment, shaped like Param; starts at 0")
+    .Input("Moment2", "second moment, shaped like Param; starts at 0")
+    .Input("Beta1Pow", "beta1^t for this step t; starts at beta1")
+    .Input("Beta2Pow", "beta2^t for this step t; starts at beta2")
+    .Output("ParamOut", "the updated parameter; normally Param itself")
+    .Output("Moment1Out", "normally Moment1 itself")
+    .Output("Moment2Out", "normally Moment2 itself")
+    .Output("Beta1PowOut", "Beta1Pow * beta1; normally Beta1Pow itself")
+    .Output("Beta2PowOut", "Beta2Pow * beta2; normally Beta2Pow itself")
+    .Attr<float>("beta1", 0.9f, "decay of the first moment")
+    .Attr<float>("beta2", 0.999f, "decay of the second moment")
+    .Attr<float>("epsilon", 1e-8f, "added to the denominator")
+    .Attr<float>("weight_decay", 0.0f, "weight decay factor")
+    .Attr<bool>("decoupled_weight_decay", false,
+                "false: L2 added to the gradient (torch Adam); true: the "
+                "parameter shrinks by lr * weight_decay first (AdamW)")
+    .SetInferShape(AdamInferShape)
+    .CPUKernel<float>(AdamKernel<float>)
+    .CPUKernel<double>(AdamKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

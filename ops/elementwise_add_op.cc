@@ -1,1 +1,69 @@
-// placeholder
+// elementwise_add: Out = X + Y, with Y broadcast onto X (see
+// elementwise_op_function.h). The bias add of fc and conv layers.
+#include "ops/elementwise_op_function.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+void ElementwiseAddKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  ElementwiseCompute<T>(ctx.device(), d, x.data<T>(), y.data<T>(),
+                        out->mutable_data<T>(), AddFunctor());
+}
+
+template <typename T>
+void ElementwiseAddGradKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  // dX = dOut. Copied rather than shared: X@GRAD may be a view into a
+  // gradient bucket that must receive the values in place.
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    CopyElements<T>(ctx.device(), dout.data<T>(), dx->mutable_data<T>(),
+                    dout.numel());
+  }
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    ReduceToY<T, false>(ctx.device(), d, dout.data<T>(), nullptr,
+                        dy->mutable_data<T>());
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(elementwise_add)
+    .Doc("Out = X + Y, Y broadcast onto a run of X's dims starting at axis.")
+    .Input("X", "the larger operand; Out has its shape")
+    .Input("Y", "the operand broadcast onto X, e.g. a bias")
+    .Output("Out", "X + Y, shaped like X")
+    .Attr<int32_t>("axis", -1,
+                   "X dim that Y's first dim lines up with; -1: rank(X) - "
+                   "rank(Y)")
+    .SetInferShape(ElementwiseInferShape)
+    .SetGradMaker(DefaultGradMaker("elementwise_add_grad", {"X", "Y"}, {},
+                                   {"Out"}, {"X", "Y"}))
+    .CPUKernel<float>(ElementwiseAddKernel<float>)
+    .CPUKernel<double>(ElementwiseAddKernel<double>);
+
+REGISTER_OP(elementwise_add_grad)
+    .Doc("dX = dOut; dY = dOut summed over the dims Y was broadcast along.")
+    .Input("X", "forward X (only its shape is read)")
+    .Input("Y", "forward Y (only its shape is read)")
+    .Input(GradSlot("Out"), "gradient of Out")
+    .OptionalOutput(GradSlot("X"), "gradient of X")
+    .OptionalOutput(GradSlot("Y"), "gradient of Y")
+    .Attr<int32_t>("axis", -1, "as in elementwise_add")
+    .SetInferShape(ElementwiseGradInferShape)
+    .CPUKernel<float>(ElementwiseAddGradKernel<float>)
+    .CPUKernel<double>(ElementwiseAddGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,227 @@
-// placeholder
+// matmul: Out = alpha * op(X) * op(Y), op() an optional transpose of the last
+// two dims. Rank-2 operands are plain matrices; rank-3 operands are batches
+// of matrices. When one operand is rank 3 and the other rank 2, the rank-2
+// one is shared by every matrix of the batch (a projection applied to each
+// sequence), and its gradient sums over the batch.
+#include <algorithm>
+
+#include "ops/op_helpers.h"
+#include "src/framework/math/blas.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+// The products below this many multiply-adds run serially inside one batch
+// item; a batch of them is spread over the pool item by item instead.
+constexpr int64_t kSmallGemmFlops = 1 << 18;
+
+struct MatMulDims {
+  int64_t batch = 1;
+  int64_t m = 0, k = 0, n = 0;
+  bool x_batched = false;  // false: X is one matrix shared by the batch
+  bool y_batched = false;
+};
+
+// Checks X and Y (-1 dims match anything) and returns the product's dims.
+MatMulDims GetMatMulDims(const std::string& op, const std::string& x_name,
+                         const Shape& x, bool tx, const std::string& y_name,
+                         const Shape& y, bool ty) {
+  FLUID_ENFORCE(x.rank() == 2 || x.rank() == 3, op, ": X '", x_name,
+                "' must be rank 2 or 3, its shape is ", x);
+  FLUID_ENFORCE(y.rank() == 2 || y.rank() == 3, op, ": Y '", y_name,
+                "' must be rank 2 or 3, its shape is ", y);
+  const int xr = x.rank(), yr = y.rank();
+  MatMulDims d;
+  d.m = tx ? x[xr - 1] : x[xr - 2];
+  int64_t xk = tx ? x[xr - 2] : x[xr - 1];
+  int64_t yk = ty ? y[yr - 1] : y[yr - 2];
+  d.n = ty ? y[yr - 2] : y[yr - 1];
+  FLUID_ENFORCE(xk < 0 || yk < 0 || xk == yk, op, ": X '", x_name, "' ", x,
+                " (transpose_X=", tx, ") has K=", xk, " but Y '", y_name, "' ",
+                y, " (transpose_Y=", ty, ") has K=", yk);
+  d.k = xk >= 0 ? xk : yk;
+  d.x_batched = xr == 3;
+  d.y_batched = yr == 3;
+  if (d.x_batched && d.y_batched) {
+    FLUID_ENFORCE(x[0] < 0 || y[0] < 0 || x[0] == y[0], op,
+                  ": batch sizes differ: X '", x_name, "' ", x, ", Y '", y_name,
+                  "' ", y);
+    d.batch = x[0] >= 0 ? x[0] : y[0];
+  } else if (d.x_batched) {
+    d.batch = x[0];
+  } else if (d.y_batched) {
+    d.batch = y[0];
+  }
+  return d;
+}
+
+MatMulDims GetMatMulDims(const ExecutionContext& ctx, const Tensor& x,
+                         const Tensor& y) {
+  return GetMatMulDims(ctx.type(), ctx.InputName("X"), x.shape(),
+                       ctx.Attr<bool>("transpose_X"), ctx.InputName("Y"),
+                       y.shape(), ctx.Attr<bool>("transpose_Y"));
+}
+
+void MatMulInferShape(InferShapeContext* ctx) {
+  MatMulDims d = GetMatMulDims(
+      ctx->op_type(), ctx->InputName("X"), ctx->GetInputShape("X"),
+      ctx->Attr<bool>("transpose_X"), ctx->InputName("Y"),
+      ctx->GetInputShape("Y"), ctx->Attr<bool>("transpose_Y"));
+  FLUID_ENFORCE(ctx->GetInputDtype("X") == ctx->GetInputDtype("Y"),
+                "matmul: X '", ctx->InputName("X"), "' is ",
+                ctx->GetInputDtype("X"), " but Y '", ctx->InputName("Y"),
+                "' is ", ctx->GetInputDtype("Y"));
+  Shape out;
+  if (d.x_batched || d.y_batched) out.push_back(d.batch);
+  out.push_back(d.m);
+  out.push_back(d.n);
+  ctx->SetOutputShape("Out", out);
+  ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
+}
+
+// For each b in [0, batch): C_b = alpha * op(A_b) * op(B_b) (+ C when
+// accumulating). A stride of 0 shares one matrix across the batch; a C
+// stride of 0 sums every product into one C.
+template <typename T>
+void BatchedGemm(const CPUDeviceContext& dev, int64_t batch, bool ta, bool tb,
+                 int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                 int64_t a_stride, const T* b, int64_t b_stride, T* c,
+                 int64_t c_stride) {
+  if (c_stride == 0 || batch == 1 || dev.eigen_device() == nullptr ||
+      m * n * k >= kSmallGemmFlops) {
+    for (int64_t i = 0; i < batch; ++i) {
+      T beta = (c_stride == 0 && i > 0) ? T(1) : T(0);
+      math::Gemm<T>(dev, ta, tb, m, n, k, alpha, a + i * a_stride,
+                    b + i * b_stride, beta, c + i * c_stride);
+    }
+    if (batch == 0 && c_stride == 0) std::fill(c, c + m * n, T(0));
+    return;
+  }
+  // Many small independent products: one per task, each serial.
+  static const CPUDeviceContext kSerial(1);
+  ParallelFor(
+      dev, batch, static_cast<double>(m * n * k), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+          math::Gemm<T>(kSerial, ta, tb, m, n, k, alpha, a + i * a_stride,
+                        b + i * b_stride, T(0), c + i * c_stride);
+      });
+}
+
+template <typename T>
+void MatMulKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  const bool tx = ctx.Attr<bool>("transpose_X");
+  const bool ty = ctx.Attr<bool>("transpose_Y");
+  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  MatMulDims d = GetMatMulDims(ctx, x, y);
+  const int64_t m = d.m, n = d.n, k = d.k;
+  BatchedGemm<T>(ctx.device(), d.batch, tx, ty, m, n, k, alpha, x.data<T>(),
+                 d.x_batched ? m * k : 0, y.data<T>(), d.y_batched ? k * n : 0,
+                 out->mutable_data<T>(), m * n);
+}
+
+void MatMulGradInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape("X", GradSlot("X"));
+  ctx->ShareShape("Y", GradSlot("Y"));
+}
+
+// With G = dOut and the stored (untransposed) X and Y:
+//   Out = X Y      : dX = G Y^T     dY = X^T G
+//   Out = X^T Y    : dX = Y G^T     dY = X G
+//   Out = X Y^T    : dX = G Y       dY = G^T X
+//   Out = X^T Y^T  : dX = Y^T G^T   dY = G^T X^T
+// each times alpha. A shared (rank-2) operand's gradient sums over the
+// batch.
+template <typename T>
+void MatMulGradKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  const bool tx = ctx.Attr<bool>("transpose_X");
+  const bool ty = ctx.Attr<bool>("transpose_Y");
+  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  MatMulDims d = GetMatMulDims(ctx, x, y);
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t out_numel = (d.x_batched || d.y_batched ? d.batch : 1) * m * n;
+  FLUID_ENFORCE(dout.numel() == out_numel, "matmul_grad: Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " does not match the product of X '", ctx.InputName("X"), "' ",
+                x.shape(), " and Y '", ctx.InputName("Y"), "' ", y.shape());
+  const int64_t xs = d.x_batched ? m * k : 0;
+  const int64_t ys = d.y_batched ? k * n : 0;
+  const int64_t gs = m * n;
+  const T* xp = x.data<T>();
+  const T* yp = y.data<T>();
+  const T* gp = dout.data<T>();
+  const auto& dev = ctx.device();
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    T* p = dx->mutable_data<T>();
+    if (!tx && !ty) {
+      BatchedGemm<T>(dev, d.batch, false, true, m, k, n, alpha, gp, gs, yp, ys,
+                     p, xs);
+    } else if (tx && !ty) {
+      BatchedGemm<T>(dev, d.batch, false, true, k, m, n, alpha, yp, ys, gp, gs,
+                     p, xs);
+    } else if (!tx && ty) {
+      BatchedGemm<T>(dev, d.batch, false, false, m, k, n, alpha, gp, gs, yp, ys,
+                     p, xs);
+    } else {
+      BatchedGemm<T>(dev, d.batch, true, true, k, m, n, alpha, yp, ys, gp, gs,
+                     p, xs);
+    }
+  }
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    T* p = dy->mutable_data<T>();
+    if (!tx && !ty) {
+      BatchedGemm<T>(dev, d.batch, true, false, k, n, m, alpha, xp, xs, gp, gs,
+                     p, ys);
+    } else if (tx && !ty) {
+      BatchedGemm<T>(dev, d.batch, false, false, k, n, m, alpha, xp, xs, gp, gs,
+                     p, ys);
+    } else if (!tx && ty) {
+      BatchedGemm<T>(dev, d.batch, true, false, n, k, m, alpha, gp, gs, xp, xs,
+                     p, ys);
+    } else {
+      BatchedGemm<T>(dev, d.batch, true, true, n, k, m, alpha, gp, gs, xp, xs,
+                     p, ys);
+    }
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(matmul)
+    .Doc(
+        "Out = alpha * op(X) * op(Y) over the last two dims; rank-3 "
+        "operands are batches, a rank-2 operand is shared by the batch.")
+    .Input("X", "[M, K] or [B, M, K] ([.., K, M] with transpose_X)")
+    .Input("Y", "[K, N] or [B, K, N] ([.., N, K] with transpose_Y)")
+    .Output("Out", "[M, N], or [B, M, N] when either operand is rank 3")
+    .Attr<bool>("transpose_X", false, "transpose the last two dims of X")
+    .Attr<bool>("transpose_Y", false, "transpose the last two dims of Y")
+    .Attr<float>("alpha", 1.0f, "scale applied to the product")
+    .SetInferShape(MatMulInferShape)
+    .SetGradMaker(DefaultGradMaker("matmul_grad", {"X", "Y"}, {}, {"Out"},
+                                   {"X", "Y"}))
+    .CPUKernel<float>(MatMulKernel<float>)
+    .CPUKernel<double>(MatMulKernel<double>);
+
+REGISTER_OP(matmul_grad)
+    .Doc("Gradients of matmul with respect to X and Y.")
+    .Input("X", "forward X")
+    .Input("Y", "forward Y")
+    .Input(GradSlot("Out"), "gradient of Out")
+    .OptionalOutput(GradSlot("X"), "gradient of X")
+    .OptionalOutput(GradSlot("Y"), "gradient of Y")
+    .Attr<bool>("transpose_X", false, "as in matmul")
+    .Attr<bool>("transpose_Y", false, "as in matmul")
+    .Attr<float>("alpha", 1.0f, "as in matmul")
+    .SetInferShape(MatMulGradInferShape)
+    .CPUKernel<float>(MatMulGradKernel<float>)
+    .CPUKernel<double>(MatMulGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,120 @@
-// placeholder
+// momentum: SGD with momentum, exactly as torch.optim.SGD(momentum=mu,
+// dampening=0, nesterov=use_nesterov, weight_decay=weight_decay):
+//
+//   g' = Grad + weight_decay * Param
+//   v  = mu * Velocity + g'
+//   ParamOut = Param - lr * v                (nesterov: lr * (g' + mu * v))
+//
+// torch creates its momentum buffer on the first step as a copy of g'; that
+// equals mu * 0 + g', so starting Velocity at zero (what the startup program
+// does) reproduces torch step for step. ParamOut and VelocityOut are normally
+// bound to Param and Velocity (in-place updates); every element is read
+// before it is written, so either binding gives the same result.
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+bool ShapesCompatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
+double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
+  const Tensor& t = ctx.Input(slot);
+  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
+                ctx.InputName(slot), "' must hold one element, has shape ",
+                t.shape());
+  switch (t.dtype()) {
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    default:
+      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
+                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
+                  "is ", DataTypeName(t.dtype()));
+  }
+}
+
+// `slot` must be shaped and typed like Param.
+void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
+  Shape p = ctx->GetInputShape("Param");
+  Shape s = ctx->GetInputShape(slot);
+  FLUID_ENFORCE(ShapesCompatible(p, s), ctx->op_type(), ": ", slot, " '",
+                ctx->InputName(slot), "' has shape ", s, " but Param '",
+                ctx->InputName("Param"), "' has shape ", p);
+  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
+                ctx->op_type(), ": ", slot, " '", ctx->InputName(slot), "' is ",
+                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
+                ctx->InputName("Param"), "' is ",
+                DataTypeName(ctx->GetInputDtype("Param")));
+}
+
+void MomentumInferShape(InferShapeContext* ctx) {
+  CheckLikeParam(ctx, "Grad");
+  CheckLikeParam(ctx, "Velocity");
+  int64_t lr = ctx->GetInputShape("LearningRate").numel();
+  FLUID_ENFORCE(lr < 0 || lr == 1, "momentum: LearningRate '",
+                ctx->InputName("LearningRate"), "' must hold one element, ",
+                "has shape ", ctx->GetInputShape("LearningRate"));
+  ctx->ShareShape("Param", "ParamOut");
+  ctx->ShareShape("Velocity", "VelocityOut");
+}
+
+template <typename T>
+void MomentumKernel(const ExecutionContext& ctx) {
+  const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
+  const T mu = static_cast<T>(ctx.Attr<float>("mu"));
+  const T wd = static_cast<T>(ctx.Attr<float>("weight_decay"));
+  const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& velocity = ctx.Input("Velocity");
+  const int64_t n = param.numel();
+  FLUID_ENFORCE(grad.numel() == n && velocity.numel() == n, "momentum: Param '",
+                ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
+                ctx.InputName("Grad"), "' ", grad.shape(), " and Velocity '",
+                ctx.InputName("Velocity"), "' ", velocity.shape(),
+                " must have the same shape");
+  const T* p = param.data<T>();
+  const T* g = grad.data<T>();
+  const T* v = velocity.data<T>();
+  T* p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape());
+  T* v_out = ctx.Output("VelocityOut")->mutable_data<T>(velocity.shape());
+  ParallelFor(ctx.device(), n, 6.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T pi = p[i];
+      const T gi = wd != T(0) ? g[i] + wd * pi : g[i];
+      const T vi = mu * v[i] + gi;
+      v_out[i] = vi;
+      p_out[i] = pi - lr * (nesterov ? gi + mu * vi : vi);
+    }
+  });
+}
+
+}  // namespace
+
+REGISTER_OP(momentum)
+    .Doc(
+        "SGD with momentum and optional Nesterov and L2 weight decay, as "
+        "torch.optim.SGD with dampening 0.")
+    .Input("Param", "the parameter")
+    .Input("Grad", "its gradient, shaped like Param")
+    .Input("Velocity", "the momentum buffer, shaped like Param; starts at 0")
+    .Input("LearningRate", "a one-element float32 or float64 tensor")
+    .Output("ParamOut", "the updated parameter; normally Param itself")
+    .Output("VelocityOut", "the updated buffer; normally Velocity itself")
+    .Attr<float>("mu", 0.9f, "momentum factor")
+    .Attr<bool>("use_nesterov", false, "use Nesterov momentum")
+    .Attr<float>("weight_decay", 0.0f,
+                 "L2 penalty: weight_decay * Param is added to the gradient")
+    .SetInferShape(MomentumInferShape)
+    .CPUKernel<float>(MomentumKernel<float>)
+    .CPUKernel<double>(MomentumKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,490 @@
-// placeholder
+// pool2d: max or average pooling over NCHW images.
+//
+// Windows are clipped to the image, so padding never wins a max and, with
+// `exclusive`, never counts in an average. Each (image, channel) plane is
+// independent, so the kernels split the planes over the thread pool. Within
+// a plane, windows that need no clipping take a tight path (2x2 and 3x3
+// unrolled), and the max-pool gradient over windows that tile the plane
+// (stride = window, no padding: LeNet's 2x2 / 2) writes dx in one pass.
+// The max-pool gradient recomputes each window's first maximum from X
+// instead of storing indices in the forward pass.
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/op_helpers.h"
+#include "src/framework/math/im2col.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+using math::ConvGeometry;
+
+std::string Ints(const std::vector<int32_t>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+bool Compatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
+struct PoolAttrs {
+  bool is_max = true;
+  bool global = false;
+  bool exclusive = true;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0,
+          pad_w = 0;
+};
+
+template <typename Ctx>
+PoolAttrs ReadPoolAttrs(const Ctx& ctx, const std::string& op) {
+  PoolAttrs a;
+  const auto& type = ctx.template Attr<std::string>("pooling_type");
+  FLUID_ENFORCE(type == "max" || type == "avg", op,
+                ": pooling_type must be \"max\" or \"avg\", got \"", type,
+                "\"");
+  a.is_max = type == "max";
+  a.global = ctx.template Attr<bool>("global_pooling");
+  a.exclusive = ctx.template Attr<bool>("exclusive");
+  if (a.global) return a;  // the window is the whole image
+  const auto& k = ctx.template Attr<std::vector<int32_t>>("ksize");
+  const auto& s = ctx.template Attr<std::vector<int32_t>>("strides");
+  const auto& p = ctx.template Attr<std::vector<int32_t>>("paddings");
+  FLUID_ENFORCE(k.size() == 2 && k[0] > 0 && k[1] > 0, op,
+                ": ksize must be two positive ints, got ", Ints(k));
+  FLUID_ENFORCE(s.size() == 2 && s[0] > 0 && s[1] > 0, op,
+                ": strides must be two positive ints, got ", Ints(s));
+  FLUID_ENFORCE(
+      p.size() == 2 && p[0] >= 0 && p[1] >= 0 && p[0] < k[0] && p[1] < k[1], op,
+      ": paddings must be two non-negative ints smaller than "
+      "ksize ",
+      Ints(k), ", got ", Ints(p));
+  a.kernel_h = k[0];
+  a.kernel_w = k[1];
+  a.stride_h = s[0];
+  a.stride_w = s[1];
+  a.pad_h = p[0];
+  a.pad_w = p[1];
+  return a;
+}
+
+ConvGeometry MakeGeometry(const PoolAttrs& a, const Shape& x) {
+  ConvGeometry g;
+  g.channels = x[1];
+  g.in_h = x[2];
+  g.in_w = x[3];
+  if (a.global) {
+    g.kernel_h = g.in_h;
+    g.kernel_w = g.in_w;
+    g.out_h = g.out_w = 1;
+    return g;
+  }
+  g.kernel_h = a.kernel_h;
+  g.kernel_w = a.kernel_w;
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.pad_h = a.pad_h;
+  g.pad_w = a.pad_w;
+  g.out_h = math::ConvOutputSize(g.in_h, g.kernel_h, g.stride_h, g.pad_h, 1);
+  g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w, 1);
+  return g;
+}
+
+// Checks X and the attrs and returns Out's shape (-1 where unknown).
+Shape PoolOutputShape(const InferShapeContext& ctx, const std::string& op) {
+  const std::string& xn = ctx.InputName("X");
+  Shape x = ctx.GetInputShape("X");
+  FLUID_ENFORCE(x.rank() == 4, op, ": X '", xn,
+                "' must be 4-D [N, C, H, W], got ", x);
+  PoolAttrs a = ReadPoolAttrs(ctx, op);
+  if (a.global) return Shape{x[0], x[1], 1, 1};
+  auto out_dim = [&](int64_t in, int64_t k, int64_t s, int64_t p,
+                     const char* what) -> int64_t {
+    if (in < 0) return -1;
+    int64_t o = math::ConvOutputSize(in, k, s, p, 1);
+    FLUID_ENFORCE(o >= 1, op, ": X '", xn, "' ", x, " is too small along ",
+                  what, " for ksize ", k, " with padding ", p);
+    return o;
+  };
+  return Shape{x[0], x[1],
+               out_dim(x[2], a.kernel_h, a.stride_h, a.pad_h, "the height"),
+               out_dim(x[3], a.kernel_w, a.stride_w, a.pad_w, "the width")};
+}
+
+void Pool2dInferShape(InferShapeContext* ctx) {
+  ctx->SetOutputShape("Out", PoolOutputShape(*ctx, "pool2d"));
+  ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
+}
+
+void Pool2dGradInferShape(InferShapeContext* ctx) {
+  Shape want = PoolOutputShape(*ctx, "pool2d_grad");
+  Shape got = ctx->GetInputShape(GradSlot("Out"));
+  FLUID_ENFORCE(Compatible(want, got), "pool2d_grad: Out@GRAD '",
+                ctx->InputName(GradSlot("Out")), "' has shape ", got,
+                " but X '", ctx->InputName("X"), "' pools to ", want);
+  ctx->ShareShape("X", GradSlot("X"));
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The window of output (oh, ow), clipped to the image: rows [h0, h1),
+// columns [w0, w1).
+struct Window {
+  int64_t h0, h1, w0, w1;
+};
+
+inline Window WindowAt(const ConvGeometry& g, int64_t oh, int64_t ow) {
+  int64_t h0 = oh * g.stride_h - g.pad_h;
+  int64_t w0 = ow * g.stride_w - g.pad_w;
+  return {std::max<int64_t>(h0, 0), std::min(h0 + g.kernel_h, g.in_h),
+          std::max<int64_t>(w0, 0), std::min(w0 + g.kernel_w, g.in_w)};
+}
+
+// The output columns [lo, hi) whose windows need no clipping left or right.
+void InteriorColumns(const ConvGeometry& g, int64_t* lo, int64_t* hi) {
+  int64_t l = CeilDiv(g.pad_w, g.stride_w);
+  int64_t span = g.in_w + g.pad_w - g.kernel_w;
+  int64_t h = span >= 0 ? span / g.stride_w + 1 : 0;
+  l = std::min(l, g.out_w);
+  *lo = l;
+  *hi = std::max(l, std::min(h, g.out_w));
+}
+
+// The first maximum of window `win` in plane `x`: ties go to the earliest
+// element in row-major order. Branch-free: which element wins is
+// data-dependent, and a branch on it would mispredict.
+template <typename T>
+inline int64_t ArgMax(const T* x, int64_t width, const Window& win) {
+  int64_t best = win.h0 * width + win.w0;
+  T best_v = x[best];
+  for (int64_t h = win.h0; h < win.h1; ++h) {
+    for (int64_t w = win.w0; w < win.w1; ++w) {
+      const int64_t i = h * width + w;
+      const T v = x[i];
+      const int64_t take = -static_cast<int64_t>(v > best_v);
+      best = (i & take) | (best & ~take);
+      best_v = v > best_v ? v : best_v;
+    }
+  }
+  return best;
+}
+
+template <typename T>
+inline T WindowSum(const T* x, int64_t width, const Window& win) {
+  T sum = 0;
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) sum += x[h * width + w];
+  return sum;
+}
+
+// Interior windows, whole and unclipped: the taps of output column ow are
+// p[i * width + j], i < kh, j < kw, with p = x + h0 * width + ow * sw - pad_w.
+// KH and KW fix the window at compile time (0: read it from g), so the
+// common 2x2 and 3x3 windows become straight-line code. Taps go in row-major
+// order, as in ArgMax and WindowSum, so every path agrees to the bit.
+template <typename T, bool kMax, int KH, int KW>
+void PoolInterior(const ConvGeometry& g, T count, const T* x, int64_t h0,
+                  int64_t lo, int64_t hi, T* yr) {
+  const int64_t kh = KH ? KH : g.kernel_h, kw = KW ? KW : g.kernel_w;
+  const int64_t width = g.in_w, sw = g.stride_w;
+  const T* row = x + h0 * width - g.pad_w;
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const T* p = row + ow * sw;
+    if (kMax) {
+      T m = p[0];
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const T v = p[i * width + j];
+          m = v > m ? v : m;
+        }
+      yr[ow] = m;
+    } else {
+      T sum = 0;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) sum += p[i * width + j];
+      yr[ow] = sum / count;
+    }
+  }
+}
+
+template <typename T, bool kMax, int KH, int KW>
+void PoolInteriorGrad(const ConvGeometry& g, T count, const T* x, const T* dyr,
+                      int64_t h0, int64_t lo, int64_t hi, T* dx) {
+  const int64_t kh = KH ? KH : g.kernel_h, kw = KW ? KW : g.kernel_w;
+  const int64_t width = g.in_w, sw = g.stride_w;
+  const int64_t row = h0 * width - g.pad_w;
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const int64_t base = row + ow * sw;
+    if (kMax) {
+      const T* p = x + base;
+      int64_t best = 0;
+      T m = p[0];
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const T v = p[i * width + j];
+          // A mask rather than a select: the compiler turns the select into
+          // a branch, which mispredicts on every other window.
+          const int64_t take = -static_cast<int64_t>(v > m);
+          m = v > m ? v : m;
+          best = ((i * width + j) & take) | (best & ~take);
+        }
+      dx[base + best] += dyr[ow];
+    } else {
+      const T share = dyr[ow] / count;
+      T* q = dx + base;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) q[i * width + j] += share;
+    }
+  }
+}
+
+template <typename T, bool kMax>
+void PoolRowInterior(const ConvGeometry& g, T count, const T* x, int64_t h0,
+                     int64_t lo, int64_t hi, T* yr) {
+  if (g.kernel_h == 2 && g.kernel_w == 2) {
+    PoolInterior<T, kMax, 2, 2>(g, count, x, h0, lo, hi, yr);
+  } else if (g.kernel_h == 3 && g.kernel_w == 3) {
+    PoolInterior<T, kMax, 3, 3>(g, count, x, h0, lo, hi, yr);
+  } else {
+    PoolInterior<T, kMax, 0, 0>(g, count, x, h0, lo, hi, yr);
+  }
+}
+
+template <typename T, bool kMax>
+void PoolRowInteriorGrad(const ConvGeometry& g, T count, const T* x,
+                         const T* dyr, int64_t h0, int64_t lo, int64_t hi,
+                         T* dx) {
+  if (g.kernel_h == 2 && g.kernel_w == 2) {
+    PoolInteriorGrad<T, kMax, 2, 2>(g, count, x, dyr, h0, lo, hi, dx);
+  } else if (g.kernel_h == 3 && g.kernel_w == 3) {
+    PoolInteriorGrad<T, kMax, 3, 3>(g, count, x, dyr, h0, lo, hi, dx);
+  } else {
+    PoolInteriorGrad<T, kMax, 0, 0>(g, count, x, dyr, h0, lo, hi, dx);
+  }
+}
+
+// Pools one [H, W] plane into one [Ho, Wo] plane: windows clipped by the
+// padding one by one, unclipped ones by PoolInterior.
+template <typename T, bool kMax>
+void PoolPlane(const ConvGeometry& g, bool exclusive, const T* x, T* y) {
+  const int64_t width = g.in_w, out_w = g.out_w;
+  const T full = static_cast<T>(g.kernel_h * g.kernel_w);
+  int64_t lo, hi;
+  InteriorColumns(g, &lo, &hi);
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    T* yr = y + oh * out_w;
+    const Window rows = WindowAt(g, oh, 0);
+    const bool whole_rows = rows.h1 - rows.h0 == g.kernel_h;
+    auto one = [&](int64_t ow) {
+      const Window win = WindowAt(g, oh, ow);
+      if (kMax) {
+        yr[ow] = x[ArgMax(x, width, win)];
+      } else {
+        const T count =
+            exclusive ? static_cast<T>((win.h1 - win.h0) * (win.w1 - win.w0))
+                      : full;
+        yr[ow] = WindowSum(x, width, win) / count;
+      }
+    };
+    if (!whole_rows) {
+      for (int64_t ow = 0; ow < out_w; ++ow) one(ow);
+      continue;
+    }
+    for (int64_t ow = 0; ow < lo; ++ow) one(ow);
+    PoolRowInterior<T, kMax>(g, full, x, rows.h0, lo, hi, yr);
+    for (int64_t ow = hi; ow < out_w; ++ow) one(ow);
+  }
+}
+
+// Max-pooling gradient for windows that tile the plane (stride = window,
+// no padding, e.g. LeNet's 2x2 / 2): each input pixel is in at most one
+// window, so dx is written once, the gradient at each window's first max
+// and 0 elsewhere, with no separate zeroing pass.
+template <typename T, int KH, int KW>
+void MaxGradTiled(const ConvGeometry& g, const T* x, const T* dy, T* dx) {
+  const int64_t kh = KH ? KH : g.kernel_h, kw = KW ? KW : g.kernel_w;
+  const int64_t width = g.in_w, out_w = g.out_w;
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const int64_t row = oh * kh * width;
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const T* p = x + row + ow * kw;
+      int64_t best = 0;
+      T m = p[0];
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const T v = p[i * width + j];
+          const int64_t take = -static_cast<int64_t>(v > m);
+          m = v > m ? v : m;
+          best = ((i * width + j) & take) | (best & ~take);
+        }
+      // Zero the window, then store at the max: a select per element would
+      // compile to branches.
+      T* q = dx + row + ow * kw;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) q[i * width + j] = T(0);
+      q[best] = dy[oh * out_w + ow];
+    }
+    // Columns right of the last window.
+    for (int64_t i = 0; i < kh; ++i)
+      std::fill(dx + row + i * width + out_w * kw, dx + row + (i + 1) * width,
+                T(0));
+  }
+  // Rows below the last window.
+  std::fill(dx + g.out_h * kh * width, dx + g.in_h * width, T(0));
+}
+
+// The gradient of PoolPlane: dx (overwritten) from dy.
+template <typename T, bool kMax>
+void PoolPlaneGrad(const ConvGeometry& g, bool exclusive, const T* x,
+                   const T* dy, T* dx) {
+  const int64_t width = g.in_w, out_w = g.out_w;
+  const T full = static_cast<T>(g.kernel_h * g.kernel_w);
+  if (kMax && g.stride_h == g.kernel_h && g.stride_w == g.kernel_w &&
+      g.pad_h == 0 && g.pad_w == 0) {
+    if (g.kernel_h == 2 && g.kernel_w == 2) {
+      MaxGradTiled<T, 2, 2>(g, x, dy, dx);
+    } else {
+      MaxGradTiled<T, 0, 0>(g, x, dy, dx);
+    }
+    return;
+  }
+  int64_t lo, hi;
+  InteriorColumns(g, &lo, &hi);
+  std::fill_n(dx, g.in_h * width, T(0));
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const T* dyr = dy + oh * out_w;
+    const Window rows = WindowAt(g, oh, 0);
+    const bool whole_rows = rows.h1 - rows.h0 == g.kernel_h;
+    auto one = [&](int64_t ow) {
+      const Window win = WindowAt(g, oh, ow);
+      if (kMax) {
+        // Recomputed rather than stored: the same first maximum the
+        // forward pass took.
+        dx[ArgMax(x, width, win)] += dyr[ow];
+        return;
+      }
+      const T count =
+          exclusive ? static_cast<T>((win.h1 - win.h0) * (win.w1 - win.w0))
+                    : full;
+      const T share = dyr[ow] / count;
+      for (int64_t h = win.h0; h < win.h1; ++h)
+        for (int64_t w = win.w0; w < win.w1; ++w) dx[h * width + w] += share;
+    };
+    if (!whole_rows) {
+      for (int64_t ow = 0; ow < out_w; ++ow) one(ow);
+      continue;
+    }
+    for (int64_t ow = 0; ow < lo; ++ow) one(ow);
+    PoolRowInteriorGrad<T, kMax>(g, full, x, dyr, rows.h0, lo, hi, dx);
+    for (int64_t ow = hi; ow < out_w; ++ow) one(ow);
+  }
+}
+
+template <typename T>
+void Pool2dKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d");
+  const ConvGeometry g = MakeGeometry(a, x.shape());
+  const int64_t planes = x.shape()[0] * g.channels;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* xd = x.data<T>();
+  T* yd = out->mutable_data<T>();
+  const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
+  ParallelFor(ctx.device(), planes, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      if (a.is_max) {
+        PoolPlane<T, true>(g, a.exclusive, xd + pl * in_plane,
+                           yd + pl * out_plane);
+      } else {
+        PoolPlane<T, false>(g, a.exclusive, xd + pl * in_plane,
+                            yd + pl * out_plane);
+      }
+    }
+  });
+}
+
+template <typename T>
+void Pool2dGradKernel(const ExecutionContext& ctx) {
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  if (dx == nullptr) return;
+  const Tensor& x = ctx.Input("X");
+  const Tensor& dy = ctx.Input(GradSlot("Out"));
+  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d_grad");
+  const ConvGeometry g = MakeGeometry(a, x.shape());
+  const int64_t planes = x.shape()[0] * g.channels;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* xd = x.data<T>();
+  const T* dyd = dy.data<T>();
+  T* dxd = dx->mutable_data<T>();
+  const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
+  ParallelFor(ctx.device(), planes, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      if (a.is_max) {
+        PoolPlaneGrad<T, true>(g, a.exclusive, xd + pl * in_plane,
+                               dyd + pl * out_plane, dxd + pl * in_plane);
+      } else {
+        PoolPlaneGrad<T, false>(g, a.exclusive, xd + pl * in_plane,
+                                dyd + pl * out_plane, dxd + pl * in_plane);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+REGISTER_OP(pool2d)
+    .Doc(
+        "2-D max or average pooling of NCHW images. Windows are clipped to "
+        "the image: padding never wins a max; an average divides by the "
+        "number of pixels inside the image (exclusive) or by kh * kw.")
+    .Input("X", "images [N, C, H, W]")
+    .Output("Out",
+            "[N, C, Ho, Wo], Ho = (H + 2 pad_h - kh) / stride_h + 1, "
+            "likewise Wo; [N, C, 1, 1] with global_pooling")
+    .Attr<std::string>("pooling_type", "max", "\"max\" or \"avg\"")
+    .Attr<std::vector<int32_t>>("ksize", {2, 2}, "window size [kh, kw]")
+    .Attr<std::vector<int32_t>>("strides", {1, 1}, "window step [h, w]")
+    .Attr<std::vector<int32_t>>("paddings", {0, 0},
+                                "padding on each side [h, w], < ksize")
+    .Attr<bool>("global_pooling", false,
+                "pool each whole plane (ksize, strides, paddings ignored)")
+    .Attr<bool>("exclusive", true,
+                "avg: divide by the pixels inside the image, not kh * kw")
+    .SetInferShape(Pool2dInferShape)
+    .SetGradMaker(DefaultGradMaker("pool2d_grad", {"X"}, {"Out"}, {"Out"},
+                                   {"X"}))
+    .CPUKernel<float>(Pool2dKernel<float>)
+    .CPUKernel<double>(Pool2dKernel<double>);
+
+REGISTER_OP(pool2d_grad)
+    .Doc(
+        "Gradient of pool2d: max routes each output gradient to the first "
+        "maximum of its window (recomputed from X); avg spreads it evenly.")
+    .Input("X", "the forward X")
+    .Input("Out",
+           "the forward Out (not read on CPU: the argmax is "
+           "recomputed from X)")
+    .Input(GradSlot("Out"), "gradient of Out")
+    .OptionalOutput(GradSlot("X"), "gradient of X")
+    .Attr<std::string>("pooling_type", "max", "as in pool2d")
+    .Attr<std::vector<int32_t>>("ksize", {2, 2}, "as in pool2d")
+    .Attr<std::vector<int32_t>>("strides", {1, 1}, "as in pool2d")
+    .Attr<std::vector<int32_t>>("paddings", {0, 0}, "as in pool2d")
+    .Attr<bool>("global_pooling", false, "as in pool2d")
+    .Attr<bool>("exclusive", true, "as in pool2d")
+    .SetInferShape(Pool2dGradInferShape)
+    .CPUKernel<float>(Pool2dGradKernel<float>)
+    .CPUKernel<double>(Pool2dGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,131 @@
-// placeholder
+// uniform_random: Out ~ U[min, max); gaussian_random: Out ~ N(mean, std^2).
+//
+// Both are deterministic functions of (seed, shape, attrs): the bits come from
+// std::mt19937_64, whose output the standard fixes, and the transforms to
+// uniform and normal values are written here (53-bit mantissa fill, Box-Muller)
+// rather than taken from <random>'s distributions, whose algorithms differ
+// between standard libraries. So a job initialises the same parameters on
+// every rank and every machine. A seed of 0 means "derive one from the output
+// var's name": still deterministic, but distinct per parameter, so two
+// unseeded ops of the same shape do not draw the same values. An op run twice
+// with the same seed draws the same values again.
+#include <cmath>
+#include <random>
+
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// FNV-1a: a stable hash (std::hash is not specified).
+uint64_t StableHash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t SeedOf(const ExecutionContext& ctx) {
+  int32_t seed = ctx.Attr<int32_t>("seed");
+  if (seed != 0) return static_cast<uint32_t>(seed);
+  return StableHash(ctx.OutputName("Out"));
+}
+
+// Uniform in [0, 1) with 53 random bits.
+inline double Uniform01(std::mt19937_64* rng) {
+  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;
+}
+
+// Uniform in (0, 1]: safe to take the log of.
+inline double UniformOpen0(std::mt19937_64* rng) {
+  return static_cast<double>(((*rng)() >> 11) + 1) * 0x1.0p-53;
+}
+
+void RandomInferShape(InferShapeContext* ctx) {
+  const auto& shape = ctx->Attr<std::vector<int64_t>>("shape");
+  for (int64_t d : shape)
+    FLUID_ENFORCE(d >= 0, ctx->op_type(), ": shape ", Shape(shape), " of '",
+                  ctx->OutputName("Out"), "' must be fully known");
+  DataType dtype = static_cast<DataType>(ctx->Attr<int32_t>("dtype"));
+  FLUID_ENFORCE(dtype == DataType::kFloat32 || dtype == DataType::kFloat64,
+                ctx->op_type(), ": dtype of '", ctx->OutputName("Out"),
+                "' must be float32 or float64, is ", DataTypeName(dtype));
+  ctx->SetOutputShape("Out", Shape(shape));
+  ctx->SetOutputDtype("Out", dtype);
+}
+
+template <typename T>
+void UniformRandomKernel(const ExecutionContext& ctx) {
+  const double lo = ctx.Attr<float>("min");
+  const double hi = ctx.Attr<float>("max");
+  FLUID_ENFORCE(lo <= hi, "uniform_random: min ", lo, " exceeds max ", hi,
+                " for '", ctx.OutputName("Out"), "'");
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  T* o = out->mutable_data<T>();
+  std::mt19937_64 rng(SeedOf(ctx));
+  // Rounding to T may land on hi itself; keep the interval half-open.
+  const T top = lo < hi ? std::nextafter(static_cast<T>(hi), static_cast<T>(lo))
+                        : static_cast<T>(hi);
+  for (int64_t i = 0; i < out->numel(); ++i) {
+    T v = static_cast<T>(lo + (hi - lo) * Uniform01(&rng));
+    o[i] = v > top ? top : v;
+  }
+}
+
+template <typename T>
+void GaussianRandomKernel(const ExecutionContext& ctx) {
+  const double mean = ctx.Attr<float>("mean");
+  const double stddev = ctx.Attr<float>("std");
+  FLUID_ENFORCE(stddev >= 0.0, "gaussian_random: std ", stddev, " of '",
+                ctx.OutputName("Out"), "' must not be negative");
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  T* o = out->mutable_data<T>();
+  const int64_t n = out->numel();
+  std::mt19937_64 rng(SeedOf(ctx));
+  // Box-Muller: each pair of uniforms gives two independent normals.
+  for (int64_t i = 0; i < n; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(UniformOpen0(&rng)));
+    const double theta = kTwoPi * Uniform01(&rng);
+    o[i] = static_cast<T>(mean + stddev * r * std::cos(theta));
+    if (i + 1 < n)
+      o[i + 1] = static_cast<T>(mean + stddev * r * std::sin(theta));
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(uniform_random)
+    .Doc("Fills Out with values drawn uniformly from [min, max).")
+    .Output("Out")
+    .Attr<std::vector<int64_t>>("shape", {}, "shape of Out")
+    .Attr<float>("min", -1.0f, "lower bound (inclusive)")
+    .Attr<float>("max", 1.0f, "upper bound (exclusive)")
+    .Attr<int32_t>("seed", 0, "random seed; 0 derives one from Out's name")
+    .Attr<int32_t>("dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "element type of Out (float32 or float64)")
+    .SetInferShape(RandomInferShape)
+    .CPUKernel<float>(UniformRandomKernel<float>)
+    .CPUKernel<double>(UniformRandomKernel<double>);
+
+REGISTER_OP(gaussian_random)
+    .Doc("Fills Out with values drawn from N(mean, std^2).")
+    .Output("Out")
+    .Attr<std::vector<int64_t>>("shape", {}, "shape of Out")
+    .Attr<float>("mean", 0.0f, "mean")
+    .Attr<float>("std", 1.0f, "standard deviation")
+    .Attr<int32_t>("seed", 0, "random seed; 0 derives one from Out's name")
+    .Attr<int32_t>("dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "element type of Out (float32 or float64)")
+    .SetInferShape(RandomInferShape)
+    .CPUKernel<float>(GaussianRandomKernel<float>)
+    .CPUKernel<double>(GaussianRandomKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

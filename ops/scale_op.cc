@@ -1,1 +1,61 @@
-// placeholder
+// scale: Out = scale * X + bias, or scale * (X + bias) when
+// bias_after_scale is false. Its gradient is itself a scale op (of
+// Out@GRAD, by the same factor, with no bias), and the gradient of `sum`
+// uses it as a copy.
+#include <string>
+
+#include "ops/op_helpers.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+void ScaleKernel(const ExecutionContext& ctx) {
+  // An unneeded gradient (Out bound to the empty name) is not computed.
+  if (!ctx.HasOutput("Out")) return;
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  const T scale = static_cast<T>(ctx.Attr<float>("scale"));
+  const T bias = static_cast<T>(ctx.Attr<float>("bias"));
+  // Longer than the small-string buffer: built once, so that reading the
+  // attr does not allocate on every run.
+  static const std::string kBiasAfterScale("bias_after_scale");
+  out->mutable_data<T>();
+  if (bias == T(0)) {
+    Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * scale);
+  } else if (ctx.Attr<bool>(kBiasAfterScale)) {
+    Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * scale + bias);
+  } else {
+    Assign(ctx.device(), Vec<T>(out), (Vec<T>(x) + bias) * scale);
+  }
+}
+
+// d(scale * X + b)/dX = scale whichever side the bias is on.
+std::vector<proto::OpDesc> ScaleGradMaker(const proto::OpDesc& fwd) {
+  proto::OpDesc g = MakeGradOp(fwd, "scale", {}, {}, {}, {});
+  SetOpInput(&g, "X", {GradVarName(OpOutput(fwd, "Out").at(0))});
+  SetOpOutput(&g, "Out", {GradVarName(OpInput(fwd, "X").at(0))});
+  SetOpAttr(&g, "bias", 0.0f);
+  SetOpAttr(&g, "bias_after_scale", true);
+  return {g};
+}
+
+}  // namespace
+
+REGISTER_OP(scale)
+    .Doc("Out = scale * X + bias (or scale * (X + bias)).")
+    .Input("X", "input")
+    .Output("Out", "scaled and shifted X, same shape; may be X itself")
+    .Attr<float>("scale", 1.0f, "the factor")
+    .Attr<float>("bias", 0.0f, "the shift")
+    .Attr<bool>("bias_after_scale", true,
+                "true: scale * X + bias; false: scale * (X + bias)")
+    .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
+    .SetGradMaker(ScaleGradMaker)
+    .CPUKernel<float>(ScaleKernel<float>)
+    .CPUKernel<double>(ScaleKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,88 @@
-// placeholder
+// sgd: ParamOut = Param - LearningRate * Grad, as torch.optim.SGD without
+// momentum or weight decay. ParamOut is normally bound to the same var as
+// Param (an in-place update); the kernel reads each element before writing it,
+// so both bindings give the same result.
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+// Same rank, and every dim equal where both are known.
+bool ShapesCompatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
+// The learning rate may be stored as float32 or float64 whatever the
+// parameter's dtype.
+double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
+  const Tensor& t = ctx.Input(slot);
+  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
+                ctx.InputName(slot), "' must hold one element, has shape ",
+                t.shape());
+  switch (t.dtype()) {
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    default:
+      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
+                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
+                  "is ", DataTypeName(t.dtype()));
+  }
+}
+
+void SgdInferShape(InferShapeContext* ctx) {
+  Shape p = ctx->GetInputShape("Param");
+  Shape g = ctx->GetInputShape("Grad");
+  FLUID_ENFORCE(ShapesCompatible(p, g), "sgd: Grad '", ctx->InputName("Grad"),
+                "' has shape ", g, " but Param '", ctx->InputName("Param"),
+                "' has shape ", p);
+  FLUID_ENFORCE(ctx->GetInputDtype("Grad") == ctx->GetInputDtype("Param"),
+                "sgd: Grad '", ctx->InputName("Grad"), "' is ",
+                DataTypeName(ctx->GetInputDtype("Grad")), " but Param '",
+                ctx->InputName("Param"), "' is ",
+                DataTypeName(ctx->GetInputDtype("Param")));
+  int64_t lr = ctx->GetInputShape("LearningRate").numel();
+  FLUID_ENFORCE(lr < 0 || lr == 1, "sgd: LearningRate '",
+                ctx->InputName("LearningRate"), "' must hold one element, ",
+                "has shape ", ctx->GetInputShape("LearningRate"));
+  ctx->ShareShape("Param", "ParamOut");
+}
+
+template <typename T>
+void SgdKernel(const ExecutionContext& ctx) {
+  const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  FLUID_ENFORCE(grad.numel() == param.numel(), "sgd: Grad '",
+                ctx.InputName("Grad"), "' has shape ", grad.shape(),
+                " but Param '", ctx.InputName("Param"), "' has shape ",
+                param.shape());
+  const T* p = param.data<T>();
+  const T* g = grad.data<T>();
+  Tensor* out = ctx.Output("ParamOut");
+  // In place when ParamOut is Param: same tensor, same shape, same buffer.
+  T* o = out->mutable_data<T>(param.shape());
+  ParallelFor(ctx.device(), param.numel(), 2.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = p[i] - lr * g[i];
+  });
+}
+
+}  // namespace
+
+REGISTER_OP(sgd)
+    .Doc("Plain stochastic gradient descent: ParamOut = Param - lr * Grad.")
+    .Input("Param", "the parameter")
+    .Input("Grad", "its gradient, shaped like Param")
+    .Input("LearningRate", "a one-element float32 or float64 tensor")
+    .Output("ParamOut", "the updated parameter; normally Param itself")
+    .SetInferShape(SgdInferShape)
+    .CPUKernel<float>(SgdKernel<float>)
+    .CPUKernel<double>(SgdKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

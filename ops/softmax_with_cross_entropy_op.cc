@@ -1,1 +1,173 @@
-// placeholder
+// softmax_with_cross_entropy: softmax over the last dim fused with the cross
+// entropy against hard labels.
+//
+// Loss[i] = logsumexp(Logits[i]) - Logits[i, Label[i]], computed after
+// subtracting the row max, so large logits neither overflow nor lose the
+// loss to log(0). The gradient needs only the softmax:
+// Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD. Softmax is an output
+// for reuse (prediction, accuracy), not a differentiable one: a gradient
+// flowing into it is ignored. Rows labelled ignore_index get loss 0 and
+// gradient 0; any other label outside [0, C) is an error naming Label.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+bool Compatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
+// Checks `slot` [..., C] against Label [..., 1] int64; returns Loss's shape.
+Shape CheckScoresAndLabel(const InferShapeContext& ctx, const std::string& op,
+                          const std::string& slot) {
+  const std::string& xn = ctx.InputName(slot);
+  const std::string& ln = ctx.InputName("Label");
+  Shape x = ctx.GetInputShape(slot);
+  Shape l = ctx.GetInputShape("Label");
+  FLUID_ENFORCE(x.rank() >= 2, op, ": ", slot, " '", xn,
+                "' must be at least 2-D [N, C], got ", x);
+  FLUID_ENFORCE(ctx.GetInputDtype("Label") == DataType::kInt64, op, ": Label '",
+                ln, "' must be int64, got ", ctx.GetInputDtype("Label"));
+  Shape want = x;
+  want[want.rank() - 1] = 1;
+  FLUID_ENFORCE(Compatible(want, l), op, ": Label '", ln, "' has shape ", l,
+                " but ", slot, " '", xn, "' has shape ", x, "; Label must be ",
+                want);
+  return want;
+}
+
+void SoftmaxWithCrossEntropyInferShape(InferShapeContext* ctx) {
+  Shape loss =
+      CheckScoresAndLabel(*ctx, "softmax_with_cross_entropy", "Logits");
+  ctx->ShareShape("Logits", "Softmax");
+  ctx->SetOutputShape("Loss", loss);
+  ctx->SetOutputDtype("Loss", ctx->GetInputDtype("Logits"));
+}
+
+void SoftmaxWithCrossEntropyGradInferShape(InferShapeContext* ctx) {
+  const char* op = "softmax_with_cross_entropy_grad";
+  Shape loss = CheckScoresAndLabel(*ctx, op, "Softmax");
+  Shape dloss = ctx->GetInputShape(GradSlot("Loss"));
+  FLUID_ENFORCE(Compatible(loss, dloss), op, ": Loss@GRAD '",
+                ctx->InputName(GradSlot("Loss")), "' has shape ", dloss,
+                ", expected ", loss);
+  ctx->ShareShape("Softmax", GradSlot("Logits"));
+}
+
+void CheckLabels(const ExecutionContext& ctx, const int64_t* label,
+                 int64_t rows, int64_t classes, int64_t ignore_index) {
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t v = label[i];
+    FLUID_ENFORCE((v >= 0 && v < classes) || v == ignore_index, "op '",
+                  ctx.type(), "': Label '", ctx.InputName("Label"), "' holds ",
+                  v, " at row ", i, ", outside [0, ", classes,
+                  ") (ignore_index is ", ignore_index, ")");
+  }
+}
+
+template <typename T>
+void SoftmaxWithCrossEntropyKernel(const ExecutionContext& ctx) {
+  const Tensor& logits = ctx.Input("Logits");
+  const Tensor& label = ctx.Input("Label");
+  const int rank = logits.shape().rank();
+  const int64_t rows = logits.shape().Product(0, rank - 1);
+  const int64_t classes = logits.shape()[rank - 1];
+  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
+  const int64_t* ld = label.data<int64_t>();
+  CheckLabels(ctx, ld, rows, classes, ignore);
+  const T* xd = logits.data<T>();
+  T* sd = ctx.Output("Softmax")->mutable_data<T>();
+  T* lossd = ctx.Output("Loss")->mutable_data<T>();
+  ParallelFor(
+      ctx.device(), rows, 8.0 * classes, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T* x = xd + i * classes;
+          T* s = sd + i * classes;
+          T mx = *std::max_element(x, x + classes);
+          T sum = 0;
+          for (int64_t j = 0; j < classes; ++j) {
+            s[j] = std::exp(x[j] - mx);
+            sum += s[j];
+          }
+          T inv = T(1) / sum;
+          for (int64_t j = 0; j < classes; ++j) s[j] *= inv;
+          lossd[i] = ld[i] == ignore ? T(0) : std::log(sum) - (x[ld[i]] - mx);
+        }
+      });
+}
+
+template <typename T>
+void SoftmaxWithCrossEntropyGradKernel(const ExecutionContext& ctx) {
+  Tensor* dlogits = ctx.Output(GradSlot("Logits"));
+  if (dlogits == nullptr) return;
+  const Tensor& softmax = ctx.Input("Softmax");
+  const Tensor& label = ctx.Input("Label");
+  const Tensor& dloss = ctx.Input(GradSlot("Loss"));
+  const int rank = softmax.shape().rank();
+  const int64_t rows = softmax.shape().Product(0, rank - 1);
+  const int64_t classes = softmax.shape()[rank - 1];
+  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
+  const int64_t* ld = label.data<int64_t>();
+  CheckLabels(ctx, ld, rows, classes, ignore);
+  const T* sd = softmax.data<T>();
+  const T* dld = dloss.data<T>();
+  T* dxd = dlogits->mutable_data<T>();
+  ParallelFor(ctx.device(), rows, 2.0 * classes,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  const T* s = sd + i * classes;
+                  T* dx = dxd + i * classes;
+                  if (ld[i] == ignore) {
+                    std::fill_n(dx, classes, T(0));
+                    continue;
+                  }
+                  const T g = dld[i];
+                  for (int64_t j = 0; j < classes; ++j) dx[j] = s[j] * g;
+                  dx[ld[i]] -= g;
+                }
+              });
+}
+
+}  // namespace
+
+REGISTER_OP(softmax_with_cross_entropy)
+    .Doc(
+        "Softmax over the last dim and cross entropy against hard labels in "
+        "one numerically stable op: Loss[i] = logsumexp(Logits[i]) - "
+        "Logits[i, Label[i]].")
+    .Input("Logits", "unnormalised scores [N, C] (or [..., C])")
+    .Input("Label", "int64 class indices [N, 1] (or [..., 1])")
+    .Output("Softmax", "softmax of Logits, same shape (not differentiable)")
+    .Output("Loss", "loss per row [N, 1] (or [..., 1])")
+    .Attr<int32_t>("ignore_index", -100,
+                   "rows with this label get loss 0 and gradient 0")
+    .SetInferShape(SoftmaxWithCrossEntropyInferShape)
+    .SetGradMaker(DefaultGradMaker("softmax_with_cross_entropy_grad", {"Label"},
+                                   {"Softmax"}, {"Loss"}, {"Logits"}))
+    .CPUKernel<float>(SoftmaxWithCrossEntropyKernel<float>)
+    .CPUKernel<double>(SoftmaxWithCrossEntropyKernel<double>);
+
+REGISTER_OP(softmax_with_cross_entropy_grad)
+    .Doc(
+        "Gradient of softmax_with_cross_entropy with respect to Logits: "
+        "(Softmax - onehot(Label)) * Loss@GRAD.")
+    .Input("Softmax", "the forward Softmax")
+    .Input("Label", "the forward Label")
+    .Input(GradSlot("Loss"), "gradient of Loss")
+    .OptionalOutput(GradSlot("Logits"), "gradient of Logits")
+    .Attr<int32_t>("ignore_index", -100, "as in the forward op")
+    .KernelDtypeFrom("Softmax")
+    .SetInferShape(SoftmaxWithCrossEntropyGradInferShape)
+    .CPUKernel<float>(SoftmaxWithCrossEntropyGradKernel<float>)
+    .CPUKernel<double>(SoftmaxWithCrossEntropyGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

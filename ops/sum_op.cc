@@ -1,1 +1,128 @@
-// placeholder
+// sum: Out = X[0] + X[1] + ... + X[n-1], inputs of equal shape. The
+// autodiff accumulates every gradient with more than one contribution with
+// this op, so it runs once per such gradient per step and is written to
+// stream each input exactly once.
+#include <algorithm>
+
+#include "ops/op_helpers.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+// Elements per tile: the output tile stays in L1 while every input is added
+// into it, so Out is written to memory once however many inputs there are.
+constexpr int64_t kSumTile = 2048;
+
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+void SumInferShape(InferShapeContext* ctx) {
+  const size_t n = ctx->InputSize("X");
+  FLUID_ENFORCE(n >= 1, "sum: needs at least one input X");
+  Shape out = ctx->GetInputShape("X", 0);
+  const DataType dtype = ctx->GetInputDtype("X", 0);
+  for (size_t i = 1; i < n; ++i) {
+    Shape s = ctx->GetInputShape("X", i);
+    bool ok = s.rank() == out.rank();
+    for (int d = 0; ok && d < s.rank(); ++d) {
+      ok = s[d] < 0 || out[d] < 0 || s[d] == out[d];
+      if (ok && out[d] < 0) out[d] = s[d];  // learn unknown dims
+    }
+    FLUID_ENFORCE(ok, "sum: input X[", i, "] '", ctx->InputName("X", i),
+                  "' has shape ", s, " but X[0] '", ctx->InputName("X", 0),
+                  "' has shape ", ctx->GetInputShape("X", 0));
+    FLUID_ENFORCE(ctx->GetInputDtype("X", i) == dtype, "sum: input X[", i,
+                  "] '", ctx->InputName("X", i), "' is ",
+                  ctx->GetInputDtype("X", i), " but X[0] '",
+                  ctx->InputName("X", 0), "' is ", dtype);
+  }
+  ctx->SetOutputShape("Out", out);
+  ctx->SetOutputDtype("Out", dtype);
+}
+
+template <typename T>
+void SumKernel(const ExecutionContext& ctx) {
+  const size_t num = ctx.InputSize("X");
+  Tensor* out = ctx.Output("Out");
+  const int64_t numel = out->numel();
+  T* o = out->mutable_data<T>();
+  // Out may be one of the inputs (in-place accumulation): such inputs are
+  // counted and folded in first, so no input is read after Out overwrote it.
+  // Inputs that partly overlap Out (views at other offsets of one buffer)
+  // are not supported.
+  int aliased = 0;
+  for (size_t i = 0; i < num; ++i) {
+    const Tensor& x = ctx.Input("X", i);
+    FLUID_ENFORCE(x.numel() == numel, "sum: input X[", i, "] '",
+                  ctx.InputName("X", i), "' has shape ", x.shape(),
+                  " but Out '", ctx.OutputName("Out"), "' has shape ",
+                  out->shape());
+    if (x.data<T>() == o) ++aliased;
+  }
+  // Inputs are added a group at a time (pointers on the stack, no heap), so
+  // Out goes through memory once per kGroup inputs.
+  constexpr int kGroup = 8;
+  size_t next = 0;
+  bool first = true;
+  while (first || next < num) {
+    const T* xs[kGroup];
+    int cnt = 0;
+    while (next < num && cnt < kGroup) {
+      const T* p = ctx.Input("X", next++).data<T>();
+      if (p != o) xs[cnt++] = p;
+    }
+    const bool init = first;
+    first = false;
+    if (cnt == 0 && !(init && aliased > 1)) continue;
+    ParallelFor(ctx.device(), numel, static_cast<double>(cnt + 1),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t b = begin; b < end; b += kSumTile) {
+                    const int64_t len = std::min(kSumTile, end - b);
+                    ArrayMap<T> acc(o + b, len);
+                    int j = 0;
+                    if (init && aliased == 0) {
+                      acc = ConstArrayMap<T>(xs[0] + b, len);
+                      j = 1;
+                    } else if (init && aliased > 1) {
+                      acc *= static_cast<T>(aliased);
+                    }
+                    for (; j < cnt; ++j)
+                      acc += ConstArrayMap<T>(xs[j] + b, len);
+                  }
+                });
+  }
+}
+
+// Every input receives Out@GRAD unchanged, emitted as one scale-by-1 op per
+// input so that each copy can be dropped on its own when its gradient is
+// not needed.
+std::vector<proto::OpDesc> SumGradMaker(const proto::OpDesc& fwd) {
+  const std::string dout = GradVarName(OpOutput(fwd, "Out").at(0));
+  std::vector<proto::OpDesc> ops;
+  for (const auto& x : OpInput(fwd, "X")) {
+    ops.push_back(
+        MakeOp("scale", {{"X", {dout}}}, {{"Out", {GradVarName(x)}}},
+               {{"scale", 1.0f},
+                {"bias", 0.0f},
+                {kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
+  }
+  return ops;
+}
+
+}  // namespace
+
+REGISTER_OP(sum)
+    .Doc("Out = the elementwise sum of the inputs X, all of one shape.")
+    .DuplicableInput("X", "the terms, one or more, of equal shape and dtype")
+    .Output("Out", "their sum; may be one of the inputs (in-place)")
+    .SetInferShape(SumInferShape)
+    .SetGradMaker(SumGradMaker)
+    .CPUKernel<float>(SumKernel<float>)
+    .CPUKernel<double>(SumKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,1 +1,106 @@
-// placeholder
+#include "src/builder/initializer.h"
+
+#include <cmath>
+
+#include "src/builder/program_builder.h"
+
+namespace fluid {
+
+Fans ComputeFans(const Shape& shape, bool is_conv_filter) {
+  Fans f;
+  if (shape.rank() == 0) return f;
+  if (is_conv_filter && shape.rank() >= 3) {
+    int64_t receptive = shape.Product(2, shape.rank());
+    f.in = shape[1] * receptive;
+    f.out = shape[0] * receptive;
+  } else if (shape.rank() == 1) {
+    f.in = f.out = shape[0];
+  } else {
+    f.in = shape.Product(0, shape.rank() - 1);
+    f.out = shape[shape.rank() - 1];
+  }
+  return f;
+}
+
+void AppendInitOp(ProgramBuilder* builder, const std::string& var,
+                  const Shape& shape, DataType dtype, const Initializer& init,
+                  const Fans& fans) {
+  using Kind = Initializer::Kind;
+  const int32_t dt = static_cast<int32_t>(dtype);
+  const std::vector<int64_t> dims = shape.ToVector();
+  auto seed = [&]() {
+    return static_cast<int32_t>(init.seed != 0 ? init.seed
+                                               : builder->NextSeed());
+  };
+  auto uniform = [&](float lo, float hi) {
+    return MakeOp("uniform_random", {}, {{"Out", {var}}},
+                  {{"shape", dims},
+                   {"min", lo},
+                   {"max", hi},
+                   {"seed", seed()},
+                   {"dtype", dt}});
+  };
+  auto gaussian = [&](float mean, float std) {
+    return MakeOp("gaussian_random", {}, {{"Out", {var}}},
+                  {{"shape", dims},
+                   {"mean", mean},
+                   {"std", std},
+                   {"seed", seed()},
+                   {"dtype", dt}});
+  };
+  const double fan_in = static_cast<double>(fans.in);
+  const double fan_avg = (fans.in + fans.out) / 2.0;
+  proto::OpDesc op;
+  switch (init.kind) {
+    case Kind::kConstant:
+      op = MakeOp("fill_constant", {}, {{"Out", {var}}},
+                  {{"shape", dims}, {"value", init.value}, {"dtype", dt}});
+      break;
+    case Kind::kUniform:
+      op = uniform(init.low, init.high);
+      break;
+    case Kind::kGaussian:
+      op = gaussian(init.mean, init.std);
+      break;
+    case Kind::kXavierUniform: {
+      float limit = static_cast<float>(std::sqrt(3.0 / fan_avg));
+      op = uniform(-limit, limit);
+      break;
+    }
+    case Kind::kXavierNormal:
+      op = gaussian(0.0f, static_cast<float>(std::sqrt(1.0 / fan_avg)));
+      break;
+    case Kind::kKaimingUniform: {
+      float limit = static_cast<float>(std::sqrt(6.0 / fan_in));
+      op = uniform(-limit, limit);
+      break;
+    }
+    case Kind::kKaimingNormal:
+      op = gaussian(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
+      break;
+    case Kind::kTorchDefault: {
+      float limit = static_cast<float>(1.0 / std::sqrt(fan_in));
+      op = uniform(-limit, limit);
+      break;
+    }
+  }
+  builder->AppendStartupOp(std::move(op));
+}
+
+Initializer::Kind ParseInitializerKind(const std::string& name) {
+  using Kind = Initializer::Kind;
+  if (name == "constant") return Kind::kConstant;
+  if (name == "uniform") return Kind::kUniform;
+  if (name == "gaussian" || name == "normal") return Kind::kGaussian;
+  if (name == "xavier" || name == "xavier_uniform") return Kind::kXavierUniform;
+  if (name == "xavier_normal") return Kind::kXavierNormal;
+  if (name == "kaiming" || name == "kaiming_uniform")
+    return Kind::kKaimingUniform;
+  if (name == "kaiming_normal") return Kind::kKaimingNormal;
+  if (name == "torch" || name == "default") return Kind::kTorchDefault;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "unknown initializer '", name,
+              "'; known: constant, uniform, gaussian, xavier_uniform, "
+              "xavier_normal, kaiming_uniform, kaiming_normal, torch");
+}
+
+}  // namespace fluid

@@ -1,1 +1,227 @@
-// placeholder
+#include "src/builder/layers.h"
+
+#include <cmath>
+
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace layers {
+
+namespace {
+
+const proto::VarDesc& Var(ProgramBuilder* b, const std::string& name) {
+  return GetVarDesc(*b->main()->mutable_blocks(0), name);
+}
+
+// Appends a one-input, one-output op and returns its output.
+std::string Unary(ProgramBuilder* b, const std::string& type,
+                  const std::string& x, const AttributeMap& attrs = {}) {
+  std::string out = b->CreateTmpVar(type, VarDtype(Var(b, x)));
+  b->AppendOp(MakeOp(type, {{"X", {x}}}, {{"Out", {out}}}, attrs));
+  return out;
+}
+
+std::string ParamName(ProgramBuilder* b, const ParamAttr& attr,
+                      const std::string& layer, const char* suffix) {
+  return attr.name.empty() ? layer + suffix : attr.name;
+}
+
+ParamAttr WithDefaultInit(const ParamAttr& attr, Initializer init) {
+  ParamAttr a = attr;
+  if (!a.has_init) {
+    a.init = init;
+    a.has_init = true;
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string Data(ProgramBuilder* b, const std::string& name,
+                 const Shape& shape, DataType dtype, bool append_batch_size) {
+  Shape full;
+  if (append_batch_size) full.push_back(-1);
+  for (int64_t d : shape) full.push_back(d);
+  proto::VarDesc* v = AddVarDesc(b->main_block(), name, dtype, full);
+  v->set_stop_gradient(true);
+  return name;
+}
+
+std::string Activation(ProgramBuilder* b, const std::string& input,
+                       const std::string& act) {
+  if (act.empty()) return input;
+  FLUID_ENFORCE(act == "relu" || act == "sigmoid" || act == "tanh" ||
+                    act == "softmax",
+                "unknown activation '", act,
+                "'; known: relu, sigmoid, tanh, softmax");
+  return Unary(b, act, input);
+}
+
+std::string Relu(ProgramBuilder* b, const std::string& x) {
+  return Unary(b, "relu", x);
+}
+std::string Sigmoid(ProgramBuilder* b, const std::string& x) {
+  return Unary(b, "sigmoid", x);
+}
+std::string Tanh(ProgramBuilder* b, const std::string& x) {
+  return Unary(b, "tanh", x);
+}
+std::string Softmax(ProgramBuilder* b, const std::string& x) {
+  return Unary(b, "softmax", x);
+}
+
+std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
+               const std::string& act, int num_flatten_dims,
+               const ParamAttr& weight, const ParamAttr& bias,
+               bool with_bias) {
+  const proto::VarDesc& in = Var(b, input);
+  Shape in_shape = VarShape(in);
+  DataType dtype = VarDtype(in);
+  FLUID_ENFORCE(num_flatten_dims >= 1 && num_flatten_dims < in_shape.rank(),
+                "fc: num_flatten_dims ", num_flatten_dims,
+                " out of range for input '", input, "' of shape ", in_shape);
+  int64_t fan_in = in_shape.Product(num_flatten_dims, in_shape.rank());
+  FLUID_ENFORCE(fan_in > 0, "fc: input '", input, "' of shape ", in_shape,
+                " must have known feature dims");
+  FLUID_ENFORCE(size > 0, "fc: size must be positive, got ", size);
+  std::string layer = b->UniqueName("fc");
+  Shape w_shape{fan_in, size};
+  Fans fans = ComputeFans(w_shape, false);
+  std::string w = b->CreateParameter(
+      ParamName(b, weight, layer, ".w_0"), w_shape, dtype,
+      WithDefaultInit(weight, Initializer::Of(Initializer::Kind::kTorchDefault)),
+      fans);
+  std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
+  b->AppendOp(MakeOp("mul", {{"X", {input}}, {"Y", {w}}}, {{"Out", {out}}},
+                     {{"x_num_col_dims", int32_t{num_flatten_dims}},
+                      {"y_num_col_dims", int32_t{1}}}));
+  if (with_bias) {
+    float bound = static_cast<float>(1.0 / std::sqrt(double(fan_in)));
+    std::string bname = b->CreateParameter(
+        ParamName(b, bias, layer, ".b_0"), Shape{size}, dtype,
+        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
+    out = ElementwiseAdd(b, out, bname, num_flatten_dims);
+  }
+  return Activation(b, out, act);
+}
+
+std::string Conv2d(ProgramBuilder* b, const std::string& input,
+                   int64_t num_filters, int filter_size, int stride,
+                   int padding, const std::string& act,
+                   const ParamAttr& weight, const ParamAttr& bias,
+                   bool with_bias) {
+  const proto::VarDesc& in = Var(b, input);
+  Shape in_shape = VarShape(in);
+  DataType dtype = VarDtype(in);
+  FLUID_ENFORCE(in_shape.rank() == 4, "conv2d: input '", input,
+                "' must be NCHW, its shape is ", in_shape);
+  FLUID_ENFORCE(in_shape[1] > 0, "conv2d: input '", input,
+                "' must have a known channel count, its shape is ", in_shape);
+  std::string layer = b->UniqueName("conv2d");
+  Shape f_shape{num_filters, in_shape[1], filter_size, filter_size};
+  Fans fans = ComputeFans(f_shape, true);
+  std::string w = b->CreateParameter(
+      ParamName(b, weight, layer, ".w_0"), f_shape, dtype,
+      WithDefaultInit(weight, Initializer::Of(Initializer::Kind::kTorchDefault)),
+      fans);
+  std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
+  b->AppendOp(MakeOp("conv2d", {{"Input", {input}}, {"Filter", {w}}},
+                     {{"Output", {out}}},
+                     {{"strides", std::vector<int32_t>{stride, stride}},
+                      {"paddings", std::vector<int32_t>{padding, padding}},
+                      {"dilations", std::vector<int32_t>{1, 1}},
+                      {"groups", int32_t{1}}}));
+  if (with_bias) {
+    float bound = static_cast<float>(1.0 / std::sqrt(double(fans.in)));
+    std::string bname = b->CreateParameter(
+        ParamName(b, bias, layer, ".b_0"), Shape{num_filters}, dtype,
+        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
+    out = ElementwiseAdd(b, out, bname, 1);
+  }
+  return Activation(b, out, act);
+}
+
+std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
+                   const std::string& pool_type, int pool_stride,
+                   int pool_padding, bool global_pooling) {
+  FLUID_ENFORCE(pool_type == "max" || pool_type == "avg",
+                "pool2d: pool_type must be 'max' or 'avg', got '", pool_type,
+                "'");
+  std::string out = b->CreateTmpVar("pool2d", VarDtype(Var(b, input)));
+  b->AppendOp(MakeOp(
+      "pool2d", {{"X", {input}}}, {{"Out", {out}}},
+      {{"pooling_type", pool_type},
+       {"ksize", std::vector<int32_t>{pool_size, pool_size}},
+       {"strides", std::vector<int32_t>{pool_stride, pool_stride}},
+       {"paddings", std::vector<int32_t>{pool_padding, pool_padding}},
+       {"global_pooling", global_pooling}}));
+  return out;
+}
+
+std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,
+                                    const std::string& logits,
+                                    const std::string& label) {
+  DataType dtype = VarDtype(Var(b, logits));
+  std::string softmax = b->CreateTmpVar("softmax", dtype);
+  std::string loss = b->CreateTmpVar("cross_entropy", dtype);
+  b->AppendOp(MakeOp("softmax_with_cross_entropy",
+                     {{"Logits", {logits}}, {"Label", {label}}},
+                     {{"Softmax", {softmax}}, {"Loss", {loss}}}));
+  return loss;
+}
+
+std::string CrossEntropy(ProgramBuilder* b, const std::string& input,
+                         const std::string& label) {
+  std::string out = b->CreateTmpVar("cross_entropy", VarDtype(Var(b, input)));
+  b->AppendOp(MakeOp("cross_entropy", {{"X", {input}}, {"Label", {label}}},
+                     {{"Y", {out}}}));
+  return out;
+}
+
+std::string Mean(ProgramBuilder* b, const std::string& x) {
+  return Unary(b, "mean", x);
+}
+
+std::string Accuracy(ProgramBuilder* b, const std::string& input,
+                     const std::string& label) {
+  DataType dtype = VarDtype(Var(b, input));
+  std::string acc = b->CreateTmpVar("accuracy", dtype);
+  std::string correct = b->CreateTmpVar("accuracy_correct", DataType::kInt64);
+  std::string total = b->CreateTmpVar("accuracy_total", DataType::kInt64);
+  b->AppendOp(MakeOp(
+      "accuracy", {{"Out", {input}}, {"Label", {label}}},
+      {{"Accuracy", {acc}}, {"Correct", {correct}}, {"Total", {total}}}));
+  return acc;
+}
+
+std::string Reshape(ProgramBuilder* b, const std::string& x,
+                    const std::vector<int64_t>& shape) {
+  return Unary(b, "reshape", x, {{"shape", shape}});
+}
+
+std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
+                           const std::string& y, int axis,
+                           const std::string& act) {
+  std::string out =
+      b->CreateTmpVar("elementwise_add", VarDtype(Var(b, x)));
+  b->AppendOp(MakeOp("elementwise_add", {{"X", {x}}, {"Y", {y}}},
+                     {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
+  return Activation(b, out, act);
+}
+
+std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
+                           const std::string& y, int axis) {
+  std::string out =
+      b->CreateTmpVar("elementwise_mul", VarDtype(Var(b, x)));
+  b->AppendOp(MakeOp("elementwise_mul", {{"X", {x}}, {"Y", {y}}},
+                     {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
+  return out;
+}
+
+std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
+                  float bias) {
+  return Unary(b, "scale", x, {{"scale", scale}, {"bias", bias}});
+}
+
+}  // namespace layers
+}  // namespace fluid

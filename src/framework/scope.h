@@ -20,7 +20,12 @@ namespace fluid {
 class Variable {
  public:
   Tensor* GetMutableTensor() { return GetMutable<Tensor>(); }
-  const Tensor& GetTensor() const { return Get<Tensor>(); }
+  // An empty variable reads as an uninitialised tensor.
+  const Tensor& GetTensor() const {
+    static const Tensor kEmpty;
+    return value_.has_value() ? Get<Tensor>() : kEmpty;
+  }
+  bool HasValue() const { return value_.has_value(); }
   bool IsTensor() const {
     return !value_.has_value() || value_.type() == typeid(Tensor);
   }

@@ -79,11 +79,13 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 void Tensor::CopyFrom(const Tensor& src) {
+  if (&src == this) return;
   FLUID_ENFORCE(src.place().is_cpu(), "CopyFrom: only host tensors here");
   dtype_ = src.dtype_;
   shape_ = src.shape_;
   void* dst = raw_mutable_data(Place::CPU());
-  if (src.bytes() > 0) std::memcpy(dst, src.raw_data(), src.bytes());
+  // memmove: src may be a view of this tensor's own buffer.
+  if (src.bytes() > 0) std::memmove(dst, src.raw_data(), src.bytes());
 }
 
 }  // namespace fluid

@@ -1,1 +1,519 @@
-// placeholder
+#include "src/io/checkpoint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "src/io/crc32.h"
+
+// Tensor files hold the host's bytes as they are; the format says
+// little-endian, so a big-endian build would need a byte swap here.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoint files are little-endian; add byte swapping for this host"
+#endif
+
+namespace fluid {
+
+namespace {
+
+constexpr const char* kLatest = "LATEST";
+constexpr const char* kManifest = "manifest.pb";
+constexpr const char* kPrefix = "ckpt-";
+constexpr const char* kStagingSuffix = ".tmp";
+constexpr const char* kAsideSuffix = ".old";
+constexpr const char* kTensorExt = ".tensor";
+constexpr int64_t kManifestVersion = 1;
+// File-name stems longer than this are cut and made unique with "~<index>",
+// keeping the whole name well under NAME_MAX (255).
+constexpr size_t kMaxStem = 200;
+
+std::string CheckpointName(int64_t step) {
+  return kPrefix + std::to_string(step);
+}
+
+// "ckpt-<digits><suffix>" -> step and suffix; false for anything else.
+bool ParseCheckpointName(const std::string& name, int64_t* step,
+                         std::string* suffix) {
+  const size_t plen = std::strlen(kPrefix);
+  if (name.compare(0, plen, kPrefix) != 0) return false;
+  size_t i = plen;
+  int64_t v = 0;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) {
+    if (i - plen >= 18) return false;  // would overflow int64
+    v = v * 10 + (name[i] - '0');
+    ++i;
+  }
+  if (i == plen) return false;
+  *step = v;
+  *suffix = name.substr(i);
+  return true;
+}
+
+// Var names may hold '/', '@' and anything else: keep [A-Za-z0-9._-] and
+// write every other byte as %XX, which is injective and never produces '/'
+// or '~'. The ".tensor" extension keeps "." and ".." (and manifest.pb) out of
+// reach.
+class FileNamer {
+ public:
+  std::string Name(const std::string& var, size_t index) {
+    static const char kHex[] = "0123456789ABCDEF";
+    std::string stem;
+    for (unsigned char c : var) {
+      if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+        stem.push_back(static_cast<char>(c));
+      } else {
+        stem.push_back('%');
+        stem.push_back(kHex[c >> 4]);
+        stem.push_back(kHex[c & 15]);
+      }
+    }
+    bool unique = true;
+    if (stem.size() > kMaxStem) {
+      stem.resize(kMaxStem);
+      unique = false;
+    }
+    // Names differing only in case collide on case-insensitive file systems.
+    std::string folded = stem;
+    for (char& c : folded) c = static_cast<char>(std::tolower(c));
+    if (!unique || !used_.insert(folded).second) {
+      // Stems hold no '~', so the index after it makes the name unique.
+      stem += "~" + std::to_string(index);
+    }
+    return stem + kTensorExt;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+// A manifest must not send the reader outside the checkpoint directory.
+bool IsPlainFileName(const std::string& f) {
+  return !f.empty() && f != "." && f != ".." &&
+         f.find('/') == std::string::npos && f.find('\0') == std::string::npos;
+}
+
+std::string Hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+template <typename... Args>
+std::string Str(const Args&... args) {
+  std::ostringstream os;
+  internal::StreamAll(os, args...);
+  return os.str();
+}
+
+// Undoes a same-step swap cut short by a crash: ckpt-N.old with no ckpt-N
+// goes back; ckpt-N.old next to ckpt-N is a leftover.
+void RecoverSwaps(FileSystem* fs, const std::string& dir) {
+  for (const std::string& entry : fs->ListDir(dir)) {
+    int64_t step;
+    std::string suffix;
+    if (!ParseCheckpointName(entry, &step, &suffix) || suffix != kAsideSuffix)
+      continue;
+    std::string base = entry.substr(0, entry.size() - suffix.size());
+    if (fs->Exists(JoinPath(dir, base))) {
+      fs->RemoveAll(JoinPath(dir, entry));
+    } else {
+      fs->Rename(JoinPath(dir, entry), JoinPath(dir, base));
+    }
+  }
+}
+
+// The checkpoint LATEST names, or "" when there is none (or it is unreadable:
+// then there is no previous checkpoint worth favouring).
+std::string LatestName(FileSystem* fs, const std::string& dir) {
+  try {
+    std::string content = fs->ReadFile(JoinPath(dir, kLatest));
+    while (!content.empty() &&
+           std::isspace(static_cast<unsigned char>(content.back())))
+      content.pop_back();
+    return content;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+// After the commit: of the checkpoints older than `step`, keeps one (the
+// previous commit `previous` when it is among them, else the newest) and
+// removes the others and every leftover of an interrupted save. The previous
+// commit is preferred over a newer but never committed checkpoint, which a
+// crash may have left behind: the former is what the job resumed from.
+// Best effort: the checkpoint is already safe, and the next save tries again.
+void Prune(FileSystem* fs, const std::string& dir, int64_t step,
+           const std::string& previous) {
+  try {
+    std::vector<std::pair<int64_t, std::string>> older;
+    for (const std::string& entry : fs->ListDir(dir)) {
+      int64_t s;
+      std::string suffix;
+      if (ParseCheckpointName(entry, &s, &suffix)) {
+        if (suffix == kStagingSuffix || suffix == kAsideSuffix) {
+          fs->RemoveAll(JoinPath(dir, entry));
+        } else if (suffix.empty() && s < step) {
+          older.emplace_back(s, entry);
+        }
+      } else if (entry.size() > std::strlen(kLatest) &&
+                 entry.compare(0, std::strlen(kLatest), kLatest) == 0) {
+        fs->RemoveAll(JoinPath(dir, entry));  // a torn write's temp file
+      }
+    }
+    std::string keep;
+    for (const auto& [s, entry] : older) {
+      if (entry == previous) keep = entry;
+    }
+    if (keep.empty() && !older.empty())
+      keep = std::max_element(older.begin(), older.end())->second;
+    for (const auto& [s, entry] : older) {
+      if (entry != keep) fs->RemoveAll(JoinPath(dir, entry));
+    }
+  } catch (const Error&) {
+  }
+}
+
+struct Located {
+  std::string path;  // dir/ckpt-<step> (or its .old during a swap)
+  int64_t step = 0;
+};
+
+Located LocateLatest(FileSystem* fs, const std::string& dir) {
+  const std::string latest = JoinPath(dir, kLatest);
+  std::string content;
+  try {
+    content = fs->ReadFile(latest);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound) throw;
+    FLUID_THROW(ErrorCode::kNotFound, "no checkpoint in '", dir, "': '", latest,
+                "' does not exist");
+  }
+  while (!content.empty() &&
+         std::isspace(static_cast<unsigned char>(content.back())))
+    content.pop_back();
+  Located loc;
+  std::string suffix;
+  FLUID_ENFORCE(
+      ParseCheckpointName(content, &loc.step, &suffix) && suffix.empty(), "'",
+      latest, "' is corrupt: it holds '", content.substr(0, 64),
+      "', not 'ckpt-<step>'");
+  loc.path = JoinPath(dir, content);
+  if (!fs->Exists(loc.path)) {
+    std::string aside = loc.path + kAsideSuffix;
+    FLUID_ENFORCE_CODE(fs->Exists(aside), ErrorCode::kNotFound, "'", latest,
+                       "' names checkpoint '", loc.path,
+                       "', which does not exist");
+    loc.path = aside;
+  }
+  return loc;
+}
+
+proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
+  const std::string path = JoinPath(loc.path, kManifest);
+  std::string bytes;
+  try {
+    bytes = fs->ReadFile(path);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound) throw;
+    FLUID_THROW(ErrorCode::kNotFound, "checkpoint '", loc.path,
+                "' has no manifest: '", path, "' does not exist");
+  }
+  proto::CheckpointManifest m;
+  // step and epoch are always written and serialize last, so a manifest cut
+  // short anywhere lacks them even when the prefix happens to parse.
+  FLUID_ENFORCE(m.ParseFromString(bytes) && m.has_step() && m.has_epoch(),
+                "checkpoint '", loc.path,
+                "' has a corrupt or truncated manifest '", path, "'");
+  FLUID_ENFORCE(m.version() <= kManifestVersion, "checkpoint '", loc.path,
+                "' has manifest version ", m.version(),
+                "; this build reads up to ", kManifestVersion);
+  FLUID_ENFORCE(m.step() == loc.step, "checkpoint '", loc.path,
+                "': its manifest says step ", m.step());
+  return m;
+}
+
+// Reads the file of one manifest entry into `data` and checks its size and
+// CRC; on failure appends what is wrong to `problems` and returns false.
+bool ReadEntryFile(FileSystem* fs, const std::string& ckpt,
+                   const proto::CheckpointManifest::Entry& e,
+                   std::vector<std::string>* problems, std::string* data) {
+  if (!IsPlainFileName(e.file())) {
+    problems->push_back(Str("manifest names an invalid file '", e.file(), "'"));
+    return false;
+  }
+  const std::string path = JoinPath(ckpt, e.file());
+  try {
+    *data = fs->ReadFile(path);
+  } catch (const Error& err) {
+    problems->push_back(err.code() == ErrorCode::kNotFound
+                            ? Str("file '", path, "' is missing")
+                            : Str(err.what()));
+    return false;
+  }
+  if (data->size() != e.bytes()) {
+    problems->push_back(data->size() < e.bytes()
+                            ? Str("file '", path, "' is truncated: ",
+                                  data->size(), " of ", e.bytes(), " bytes")
+                            : Str("file '", path, "' has ", data->size(),
+                                  " bytes, the manifest says ", e.bytes()));
+    return false;
+  }
+  uint32_t crc = Crc32(*data);
+  if (crc != e.crc32()) {
+    problems->push_back(Str("file '", path, "' is corrupt: crc32 ", Hex32(crc),
+                            ", the manifest says ", Hex32(e.crc32())));
+    return false;
+  }
+  return true;
+}
+
+// The entry's own dtype and shape, or a description of why it has none.
+bool EntryShape(const proto::CheckpointManifest::Entry& e, Shape* shape,
+                std::vector<std::string>* problems) {
+  bool ok = e.shape_size() <= Shape::kMaxRank && e.has_crc32() && e.has_bytes();
+  // The manifest is untrusted input: multiply without overflowing.
+  uint64_t bytes = SizeOf(FromProto(e.dtype()));
+  for (int64_t d : e.shape()) {
+    ok = ok && d >= 0 &&
+         !__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+  }
+  ok = ok && bytes == e.bytes();
+  if (ok) *shape = Shape(e.shape().begin(), e.shape().end());
+  if (!ok) {
+    problems->push_back(
+        "its manifest entry is invalid (bad shape, or "
+        "missing or inconsistent size or crc32)");
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::vector<std::string> PersistableVars(const proto::ProgramDesc& program) {
+  std::vector<std::string> names;
+  for (const CheckpointVarSpec& s : PersistableVarSpecs(program))
+    names.push_back(s.name);
+  return names;
+}
+
+std::vector<CheckpointVarSpec> PersistableVarSpecs(
+    const proto::ProgramDesc& program) {
+  FLUID_ENFORCE(program.blocks_size() > 0, "program has no blocks");
+  std::vector<CheckpointVarSpec> specs;
+  for (const proto::VarDesc& v : program.blocks(0).vars()) {
+    if (v.persistable())
+      specs.push_back(CheckpointVarSpec{v.name(), VarDtype(v), VarShape(v)});
+  }
+  std::sort(specs.begin(), specs.end(),
+            [](const CheckpointVarSpec& a, const CheckpointVarSpec& b) {
+              return a.name < b.name;
+            });
+  return specs;
+}
+
+void SaveCheckpoint(const Scope& scope,
+                    const std::vector<std::string>& var_names,
+                    const std::string& dir, const CheckpointInfo& info,
+                    FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "SaveCheckpoint: null file system");
+  FLUID_ENFORCE(!dir.empty(), "SaveCheckpoint: empty directory");
+  FLUID_ENFORCE(info.step >= 0, "checkpoint step must be >= 0, got ",
+                info.step);
+
+  // Check every variable before touching the disk.
+  std::vector<std::string> problems;
+  std::vector<const Tensor*> tensors;
+  std::set<std::string> seen;
+  for (const std::string& name : var_names) {
+    if (!seen.insert(name).second) {
+      problems.push_back(Str(name, ": listed twice"));
+      continue;
+    }
+    if (name.empty()) {
+      problems.push_back("empty variable name");
+      continue;
+    }
+    const Variable* var = scope.FindVar(name);
+    if (var == nullptr) {
+      problems.push_back(Str(name, ": not in the scope"));
+      continue;
+    }
+    if (!var->IsTensor()) {
+      problems.push_back(Str(name, ": holds a non-tensor value"));
+      continue;
+    }
+    if (!var->HasValue()) {
+      problems.push_back(Str(name, ": was never written"));
+      continue;
+    }
+    const Tensor* t = &var->GetTensor();
+    if (!t->shape().IsFullyKnown()) {
+      problems.push_back(Str(name, ": unknown shape ", t->shape()));
+    } else if (t->bytes() > 0 && !t->initialized()) {
+      problems.push_back(Str(name, ": tensor has no memory"));
+    } else if (t->bytes() > 0 && !t->place().is_cpu()) {
+      problems.push_back(Str(name, ": tensor is on ", t->place().ToString(),
+                             "; only host tensors can be saved"));
+    } else {
+      tensors.push_back(t);
+    }
+  }
+  FLUID_ENFORCE(problems.empty(), "cannot save checkpoint to '", dir,
+                "': ", Join(problems, "; "));
+
+  const std::string name = CheckpointName(info.step);
+  const std::string final_dir = JoinPath(dir, name);
+  const std::string staging = final_dir + kStagingSuffix;
+  const std::string aside = final_dir + kAsideSuffix;
+  std::string previous;
+  try {
+    fs->CreateDir(dir);
+    RecoverSwaps(fs, dir);
+    previous = LatestName(fs, dir);
+    fs->RemoveAll(staging);
+    fs->CreateDir(staging);
+
+    proto::CheckpointManifest manifest;
+    manifest.set_version(kManifestVersion);
+    FileNamer namer;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = *tensors[i];
+      std::string_view bytes;
+      if (t.bytes() > 0)
+        bytes =
+            std::string_view(static_cast<const char*>(t.raw_data()), t.bytes());
+      auto* e = manifest.add_entries();
+      e->set_name(var_names[i]);
+      e->set_file(namer.Name(var_names[i], i));
+      e->set_dtype(ToProto(t.dtype()));
+      for (int64_t d : t.shape()) e->add_shape(d);
+      e->set_crc32(Crc32(bytes));
+      e->set_bytes(bytes.size());
+      fs->WriteFile(JoinPath(staging, e->file()), bytes);
+    }
+    manifest.set_step(info.step);
+    manifest.set_epoch(info.epoch);
+    std::string mbytes;
+    FLUID_ENFORCE(manifest.SerializeToString(&mbytes),
+                  "cannot serialize the manifest");
+    fs->WriteFile(JoinPath(staging, kManifest), mbytes);
+
+    // A directory cannot be renamed over a non-empty one, so an existing
+    // checkpoint of this step steps aside first; readers fall back to it.
+    if (fs->Exists(final_dir)) fs->Rename(final_dir, aside);
+    fs->Rename(staging, final_dir);
+    fs->RemoveAll(aside);
+    fs->WriteFile(JoinPath(dir, kLatest), name);  // the commit point
+  } catch (const Error& e) {
+    FLUID_THROW(e.code(), "cannot save checkpoint '", final_dir,
+                "': ", e.what());
+  }
+  Prune(fs, dir, info.step, previous);
+}
+
+CheckpointInfo LoadCheckpoint(Scope* scope,
+                              const std::vector<CheckpointVarSpec>& expected,
+                              const std::string& dir, FileSystem* fs) {
+  FLUID_ENFORCE(scope != nullptr, "LoadCheckpoint: null scope");
+  FLUID_ENFORCE(fs != nullptr, "LoadCheckpoint: null file system");
+  const Located loc = LocateLatest(fs, dir);
+  const proto::CheckpointManifest manifest = ReadManifest(fs, loc);
+
+  // Problems per var name; std::map keeps the report sorted by name.
+  std::map<std::string, std::vector<std::string>> problems;
+  std::map<std::string, const proto::CheckpointManifest::Entry*> entries;
+  for (const auto& e : manifest.entries()) {
+    if (!entries.emplace(e.name(), &e).second)
+      problems[e.name()].push_back("listed twice in the manifest");
+  }
+
+  std::vector<std::pair<std::string, Tensor>> staged;
+  std::set<std::string> wanted;
+  for (const CheckpointVarSpec& spec : expected) {
+    FLUID_ENFORCE(wanted.insert(spec.name).second, "LoadCheckpoint: '",
+                  spec.name, "' is expected twice");
+    std::vector<std::string>& mine = problems[spec.name];
+    const Variable* held = scope->FindLocalVar(spec.name);
+    if (held != nullptr && !held->IsTensor())
+      mine.push_back("the scope holds a non-tensor under this name");
+    auto it = entries.find(spec.name);
+    if (it == entries.end()) {
+      mine.push_back("missing from checkpoint");
+      continue;
+    }
+    const proto::CheckpointManifest::Entry& e = *it->second;
+    Shape shape;
+    if (!EntryShape(e, &shape, &mine)) continue;
+    const DataType dtype = FromProto(e.dtype());
+    bool fits = true;
+    if (dtype != spec.dtype) {
+      mine.push_back(
+          Str("dtype ", dtype, " in checkpoint, ", spec.dtype, " in program"));
+      fits = false;
+    }
+    if (!ShapeMatches(spec.shape, shape)) {
+      mine.push_back(
+          Str("shape ", shape, " in checkpoint, ", spec.shape, " in program"));
+      fits = false;
+    }
+    std::string data;
+    if (!ReadEntryFile(fs, loc.path, e, &mine, &data) || !fits) continue;
+    Tensor t(dtype, shape);
+    void* dst = t.raw_mutable_data(Place::CPU());
+    if (!data.empty()) std::memcpy(dst, data.data(), data.size());
+    staged.emplace_back(spec.name, std::move(t));
+  }
+  for (const auto& kv : entries) {
+    if (!wanted.count(kv.first))
+      problems[kv.first].push_back("in checkpoint, not in program");
+  }
+
+  std::vector<std::string> report;
+  for (const auto& kv : problems)
+    for (const std::string& p : kv.second)
+      report.push_back(kv.first + ": " + p);
+  FLUID_ENFORCE(report.empty(), "checkpoint '", loc.path,
+                "' does not match the program: ", Join(report, "; "));
+
+  // Everything checked out; nothing below throws on bad input.
+  for (auto& [name, src] : staged) {
+    Tensor* dst = scope->Var(name)->GetMutableTensor();
+    if (dst->initialized() && dst->place().is_cpu() &&
+        dst->dtype() == src.dtype() && dst->shape() == src.shape()) {
+      if (src.bytes() > 0)
+        std::memcpy(dst->raw_mutable_data(Place::CPU()), src.raw_data(),
+                    src.bytes());
+    } else {
+      *dst = std::move(src);
+    }
+  }
+  return CheckpointInfo{manifest.step(), manifest.epoch()};
+}
+
+CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
+                              const std::string& dir, FileSystem* fs) {
+  return LoadCheckpoint(scope, PersistableVarSpecs(program), dir, fs);
+}
+
+bool HasCheckpoint(const std::string& dir, FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "HasCheckpoint: null file system");
+  return fs->Exists(JoinPath(dir, kLatest));
+}
+
+}  // namespace fluid

@@ -1,1 +1,68 @@
-int main() { return 0; }
+// trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data).
+//
+//   trainer --model lenet                      train a built-in model
+//   trainer --model mlp --save model.pb        write a built-in model's job
+//   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
+//           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "src/framework/enforce.h"
+#include "src/trainer/trainer.h"
+
+int main(int argc, char** argv) {
+  fluid::TrainerOptions o;
+  CLI::App app{"Train a fluid program on MNIST-family data."};
+  app.add_option("--program", o.program, "training job (model.pb) to run");
+  app.add_option("--model", o.model, "built-in model: mlp | lenet")
+      ->check(CLI::IsMember({"mlp", "lenet"}));
+  app.add_option("--save", o.save,
+                 "with --model: write the job to this file and exit");
+  app.add_option("--data", o.data_dir, "directory of IDX files")
+      ->capture_default_str();
+  app.add_option("--epochs", o.epochs, "epochs to train")
+      ->capture_default_str();
+  app.add_option("--batch-size", o.batch_size, "samples per step")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "threads for the kernels")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed for initialisation and shuffling")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "save a checkpoint here after every epoch");
+  app.add_flag("--resume", o.resume,
+               "resume from the newest checkpoint in --checkpoint-dir");
+  app.add_option("--optimizer", o.optimizer,
+                 "with --model: sgd | momentum | adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--lr", o.learning_rate, "with --model: learning rate");
+  app.add_option("--train-samples", o.train_samples,
+                 "train on the first N samples only (0: all)");
+  app.add_option("--test-samples", o.test_samples,
+                 "evaluate on the first N test samples only (0: all)");
+  app.add_option("--log-every", o.log_every,
+                 "progress line every N steps (0: per epoch)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (o.program.empty() == o.model.empty()) {
+    std::cerr << "trainer: error: give exactly one of --program and --model"
+              << std::endl;
+    return 2;
+  }
+  try {
+    fluid::RunTrainer(o, std::cout);
+  } catch (const fluid::Error& e) {
+    std::cout.flush();
+    std::cerr << "trainer: error: " << e.what() << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "trainer: internal error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

@@ -1,1 +1,221 @@
-// placeholder
+#include "src/trainer/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "src/builder/models.h"
+#include "src/data/batcher.h"
+#include "src/data/idx_reader.h"
+#include "src/framework/executor.h"
+#include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
+
+namespace fluid {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double ScalarOf(const Tensor& t) {
+  FLUID_ENFORCE(t.numel() >= 1, "fetched an empty tensor");
+  switch (t.dtype()) {
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    case DataType::kInt32:
+      return t.data<int32_t>()[0];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+  }
+  return 0;
+}
+
+std::string FormatDuration(double s) {
+  std::ostringstream os;
+  if (s >= 3600) {
+    os << static_cast<int>(s / 3600) << "h" << static_cast<int>(s / 60) % 60
+       << "m";
+  } else if (s >= 60) {
+    os << static_cast<int>(s / 60) << "m" << static_cast<int>(s) % 60 << "s";
+  } else {
+    os << std::fixed << std::setprecision(0) << s << "s";
+  }
+  return os.str();
+}
+
+proto::TrainingJob ObtainJob(const TrainerOptions& o) {
+  if (!o.program.empty()) return LoadJob(o.program);
+  ModelOptions mo;
+  mo.seed = o.seed;
+  if (!o.optimizer.empty() || o.learning_rate > 0) {
+    mo.default_optimizer = false;
+    mo.optimizer = DefaultOptimizer(o.model);
+    if (!o.optimizer.empty()) mo.optimizer.type = o.optimizer;
+    if (o.learning_rate > 0) mo.optimizer.learning_rate = o.learning_rate;
+  }
+  return BuildModel(o.model, mo);
+}
+
+void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
+  std::ostringstream have;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    have << (i ? ", " : "") << job.feed_names(i);
+  FLUID_ENFORCE(static_cast<size_t>(job.feed_names_size()) ==
+                    data.tensors.size(),
+                "the program feeds [", have.str(), "] but the data set ",
+                "provides ", data.tensors.size(),
+                " tensors (image, label)");
+  FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
+}
+
+}  // namespace
+
+TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
+  FLUID_ENFORCE(o.program.empty() != o.model.empty(),
+                "give exactly one of --program and --model");
+  FLUID_ENFORCE(o.epochs >= 1, "--epochs must be >= 1, got ", o.epochs);
+  FLUID_ENFORCE(o.batch_size >= 1, "--batch-size must be >= 1, got ",
+                o.batch_size);
+  FLUID_ENFORCE(o.threads >= 1, "--threads must be >= 1, got ", o.threads);
+  FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
+                "--resume needs --checkpoint-dir");
+
+  proto::TrainingJob job = ObtainJob(o);
+  TrainerResult result;
+  if (!o.save.empty()) {
+    SaveJob(job, o.save);
+    out << "wrote " << o.model << " to " << o.save << "\n";
+    return result;
+  }
+
+  Dataset train = LoadMnistFamily(o.data_dir, /*train=*/true);
+  Dataset test = LoadMnistFamily(o.data_dir, /*train=*/false);
+  if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
+  if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
+  CheckFeedsMatchData(job, train);
+
+  Executor exe(Place::CPU(), o.threads);
+  Scope scope;
+  exe.RunOnce(job.startup(), &scope);
+  auto main = exe.Prepare(job.main(), &scope);
+  const proto::ProgramDesc& test_program =
+      job.has_test() ? job.test() : job.main();
+  std::unique_ptr<PreparedProgram> eval;
+
+  std::vector<std::string> fetch = {job.loss_name()};
+  for (const auto& m : job.metric_names()) fetch.push_back(m);
+
+  int start_epoch = 0;
+  int64_t step = 0;
+  std::vector<std::string> persistable = PersistableVars(job.main());
+  if (o.resume && HasCheckpoint(o.checkpoint_dir)) {
+    CheckpointInfo info =
+        LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
+    start_epoch = static_cast<int>(info.epoch);
+    step = info.step;
+    out << "resumed from " << o.checkpoint_dir << " at epoch " << start_epoch
+        << ", step " << step << "\n";
+  }
+
+  Batcher batcher(train, o.batch_size, o.seed);
+  const int64_t steps_per_epoch = batcher.StepsPerEpoch();
+  out << "training " << (o.program.empty() ? o.model : o.program) << ": "
+      << train.size() << " samples, batch " << o.batch_size << ", "
+      << steps_per_epoch << " steps/epoch, " << o.threads << " thread(s)\n";
+  out.flush();
+
+  std::vector<Tensor> batch;
+  std::vector<Tensor> fetched;
+  FeedList feeds;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    feeds.emplace_back(job.feed_names(i), Tensor());
+  auto train_start = Clock::now();
+  int64_t samples_total = 0;
+  for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
+    batcher.StartEpoch(epoch);
+    auto epoch_start = Clock::now();
+    double loss_sum = 0, acc_sum = 0;
+    int64_t seen = 0, epoch_step = 0;
+    while (batcher.Next(&batch)) {
+      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+      exe.Run(main.get(), feeds, fetch, &fetched);
+      double loss = ScalarOf(fetched[0]);
+      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
+                         "loss is ", loss, " at epoch ", epoch + 1, " step ",
+                         epoch_step + 1, ": training diverged");
+      int64_t n = batch[0].shape()[0];
+      loss_sum += loss * n;
+      if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
+      seen += n;
+      ++epoch_step;
+      ++step;
+      bool last = epoch_step == steps_per_epoch;
+      if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
+        double el = Seconds(epoch_start, Clock::now());
+        double rate = seen / std::max(el, 1e-9);
+        double remaining =
+            (steps_per_epoch - epoch_step) * (el / epoch_step) +
+            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
+                      "%.4f  %.0f samples/s  ETA %s",
+                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
+                      static_cast<long long>(steps_per_epoch),
+                      loss_sum / seen, acc_sum / seen, rate,
+                      FormatDuration(remaining).c_str());
+        out << line << "\n";
+        out.flush();
+      }
+    }
+    samples_total += seen;
+    result.final_loss = loss_sum / std::max<int64_t>(seen, 1);
+    result.train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    if (!o.checkpoint_dir.empty()) {
+      SaveCheckpoint(scope, persistable, o.checkpoint_dir,
+                     CheckpointInfo{step, epoch + 1});
+      out << "checkpoint saved to " << o.checkpoint_dir << " (epoch "
+          << epoch + 1 << ", step " << step << ")\n";
+    }
+  }
+  double train_seconds = Seconds(train_start, Clock::now());
+  result.steps = step;
+  result.samples_per_second = samples_total / std::max(train_seconds, 1e-9);
+
+  // Evaluate on the test set with the forward-only program.
+  if (test.size() > 0 && job.metric_names_size() > 0) {
+    eval = exe.Prepare(test_program, &scope);
+    Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
+    test_batcher.StartEpoch(0);
+    double acc_sum = 0;
+    int64_t seen = 0;
+    std::vector<std::string> metric = {job.metric_names(0)};
+    while (test_batcher.Next(&batch)) {
+      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+      exe.Run(eval.get(), feeds, metric, &fetched);
+      int64_t n = batch[0].shape()[0];
+      acc_sum += ScalarOf(fetched[0]) * n;
+      seen += n;
+    }
+    result.test_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "test accuracy %.4f (%lld samples); trained %lld steps at "
+                  "%.0f samples/s",
+                  result.test_accuracy, static_cast<long long>(seen),
+                  static_cast<long long>(step), result.samples_per_second);
+    out << line << "\n";
+  }
+  return result;
+}
+
+}  // namespace fluid

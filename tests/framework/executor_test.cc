@@ -1,1 +1,202 @@
-// placeholder
+#include "src/framework/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
+
+namespace fluid {
+namespace {
+
+using testing::MakeTensor;
+
+// x [-1, 3] * w [3, 2] -> y; w persistable.
+proto::ProgramDesc MulProgram() {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 3});
+  AddVarDesc(b, "w", DataType::kFloat32, Shape{3, 2}, true);
+  proto::OpDesc op =
+      MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
+  *b->add_ops() = op;
+  InferShapeAtCompileTime(op, b);
+  return p;
+}
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scope_.Var("w")->GetMutableTensor()->CopyFrom(
+        MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+    prepared_ = exe_.Prepare(MulProgram(), &scope_);
+  }
+  Executor exe_;
+  Scope scope_;
+  std::unique_ptr<PreparedProgram> prepared_;
+};
+
+TEST_F(ExecutorTest, FeedsAndFetches) {
+  std::vector<Tensor> out;
+  exe_.Run(prepared_.get(), {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}},
+           {"y"}, &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), Shape({1, 2}));
+  EXPECT_EQ(testing::ToVector<float>(out[0]), (std::vector<float>{9, 12}));
+  // A different batch size through the same prepared program.
+  exe_.Run(prepared_.get(),
+           {{"x", MakeTensor<float>({2, 3}, {1, 0, 0, 0, 0, 1})}}, {"y"},
+           &out);
+  EXPECT_EQ(testing::ToVector<float>(out[0]),
+            (std::vector<float>{1, 2, 5, 6}));
+}
+
+TEST_F(ExecutorTest, RepeatedRunsReuseVariablesAndMemory) {
+  std::vector<Tensor> out;
+  Tensor x = MakeTensor<float>({4, 3}, std::vector<float>(12, 1.0f));
+  exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
+  Variable* y = prepared_->local_scope()->FindVar("y");
+  ASSERT_NE(y, nullptr);
+  const void* mem = y->GetTensor().raw_data();
+  const void* xmem = prepared_->local_scope()->FindVar("x")->GetTensor().raw_data();
+  for (int i = 0; i < 5; ++i) exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
+  EXPECT_EQ(prepared_->local_scope()->FindVar("y"), y);
+  EXPECT_EQ(y->GetTensor().raw_data(), mem);
+  EXPECT_EQ(prepared_->local_scope()->FindVar("x")->GetTensor().raw_data(),
+            xmem);
+  // Persistable vars live in the outer scope, temporaries in the local one.
+  EXPECT_EQ(prepared_->local_scope()->FindLocalVar("w"), nullptr);
+  EXPECT_NE(scope_.FindLocalVar("w"), nullptr);
+  EXPECT_EQ(scope_.FindLocalVar("y"), nullptr);
+}
+
+TEST_F(ExecutorTest, MissingFeedNamesTheVar) {
+  std::string msg = ErrorOf([&] { exe_.Run(prepared_.get(), {}, {"y"}, nullptr); });
+  EXPECT_NE(msg.find("missing feed 'x'"), std::string::npos) << msg;
+}
+
+TEST_F(ExecutorTest, WrongFeedShapeNamesTheVar) {
+  std::string msg = ErrorOf([&] {
+    exe_.Run(prepared_.get(), {{"x", MakeTensor<float>({2, 4}, std::vector<float>(8))}});
+  });
+  EXPECT_NE(msg.find("feed 'x'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 4]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[-1, 3]"), std::string::npos) << msg;
+}
+
+TEST_F(ExecutorTest, WrongFeedDtypeNamesTheVar) {
+  std::string msg = ErrorOf([&] {
+    exe_.Run(prepared_.get(), {{"x", MakeTensor<double>({1, 3}, {1, 2, 3})}});
+  });
+  EXPECT_NE(msg.find("feed 'x'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
+}
+
+TEST_F(ExecutorTest, UnknownFeedAndFetchAreErrors) {
+  Tensor x = MakeTensor<float>({1, 3}, {1, 1, 1});
+  EXPECT_NE(ErrorOf([&] { exe_.Run(prepared_.get(), {{"x", x}, {"zz", x}}); })
+                .find("'zz'"),
+            std::string::npos);
+  std::vector<Tensor> out;
+  EXPECT_NE(ErrorOf([&] { exe_.Run(prepared_.get(), {{"x", x}}, {"qq"}, &out); })
+                .find("'qq'"),
+            std::string::npos);
+}
+
+TEST(Executor, UninitialisedParameterNamesTheVar) {
+  Executor exe;
+  Scope scope;
+  auto prepared = exe.Prepare(MulProgram(), &scope);
+  std::string msg = ErrorOf([&] {
+    exe.Run(prepared.get(), {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}});
+  });
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("startup"), std::string::npos) << msg;
+}
+
+TEST(Executor, UnknownOpListsKnownOps) {
+  proto::ProgramDesc p = MulProgram();
+  p.mutable_blocks(0)->mutable_ops(0)->set_type("mull");
+  Executor exe;
+  Scope scope;
+  std::string msg = ErrorOf([&] { exe.Prepare(p, &scope); });
+  EXPECT_NE(msg.find("unknown op type 'mull'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("mul,"), std::string::npos) << msg;
+}
+
+TEST(Executor, UndeclaredVarIsNamed) {
+  proto::ProgramDesc p = MulProgram();
+  SetOpInput(p.mutable_blocks(0)->mutable_ops(0), "Y", {"ghost"});
+  Executor exe;
+  Scope scope;
+  std::string msg = ErrorOf([&] { exe.Prepare(p, &scope); });
+  EXPECT_NE(msg.find("'ghost'"), std::string::npos) << msg;
+}
+
+TEST(Executor, NewerProgramVersionIsRefused) {
+  proto::ProgramDesc p = MulProgram();
+  p.set_version(kProgramVersion + 1);
+  Executor exe;
+  Scope scope;
+  std::string msg = ErrorOf([&] { exe.Prepare(p, &scope); });
+  EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+}
+
+TEST(Executor, DoesNotModifyTheProgram) {
+  proto::ProgramDesc p = MulProgram();
+  std::string before = p.SerializeAsString();
+  Executor exe;
+  Scope scope;
+  scope.Var("w")->GetMutableTensor()->CopyFrom(
+      MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  exe.RunOnce(p, &scope, {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}});
+  EXPECT_EQ(p.SerializeAsString(), before);
+}
+
+TEST(Executor, RunOnceLeavesNoTemporaries) {
+  Executor exe;
+  Scope scope;
+  scope.Var("w")->GetMutableTensor()->CopyFrom(
+      MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  exe.RunOnce(MulProgram(), &scope,
+              {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}});
+  EXPECT_EQ(scope.LocalVarNames(), std::vector<std::string>{"w"});
+}
+
+TEST(Executor, ThreadPoolGivesTheSameResult) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  AddVarDesc(b, "x", DataType::kFloat64, Shape{-1, 300});
+  AddVarDesc(b, "w", DataType::kFloat64, Shape{300, 200}, true);
+  proto::OpDesc op =
+      MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
+  *b->add_ops() = op;
+  InferShapeAtCompileTime(op, b);
+  Tensor x = testing::RandomTensor<double>({64, 300}, -1, 1, 1);
+  Tensor w = testing::RandomTensor<double>({300, 200}, -1, 1, 2);
+  std::vector<Tensor> r1, r2;
+  for (int threads : {1, 2}) {
+    Executor exe(Place::CPU(), threads);
+    Scope scope;
+    scope.Var("w")->GetMutableTensor()->CopyFrom(w);
+    exe.RunOnce(p, &scope, {{"x", x}}, {"y"}, threads == 1 ? &r1 : &r2);
+  }
+  auto a = testing::ToVector<double>(r1[0]);
+  auto c = testing::ToVector<double>(r2[0]);
+  ASSERT_EQ(a.size(), c.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], c[i], 1e-10);
+}
+
+}  // namespace
+}  // namespace fluid

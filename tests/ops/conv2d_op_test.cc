@@ -1,1 +1,317 @@
-// placeholder
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/framework/math/im2col.h"
+#include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
+
+namespace fluid {
+namespace {
+
+using testing::CheckGradient;
+using testing::GradCheckOptions;
+using testing::RandomTensor;
+using testing::RunOp;
+using testing::ToVector;
+
+struct ConvCase {
+  int n, c, h, w, m, kh, kw;
+  int stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1;
+};
+
+std::string Describe(const ConvCase& k) {
+  std::ostringstream os;
+  os << "N" << k.n << " C" << k.c << " " << k.h << "x" << k.w << " M" << k.m
+     << " k" << k.kh << "x" << k.kw << " s" << k.stride_h << "," << k.stride_w
+     << " p" << k.pad_h << "," << k.pad_w << " d" << k.dil_h << "," << k.dil_w;
+  return os.str();
+}
+
+int OutSize(int in, int k, int s, int p, int d) {
+  return (in + 2 * p - (d * (k - 1) + 1)) / s + 1;
+}
+
+// Direct seven-loop convolution, the definition itself.
+std::vector<double> NaiveConv(const ConvCase& k, const std::vector<double>& x,
+                              const std::vector<double>& f) {
+  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, k.dil_h);
+  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, k.dil_w);
+  std::vector<double> y(static_cast<size_t>(k.n) * k.m * oh * ow, 0.0);
+  for (int n = 0; n < k.n; ++n)
+    for (int m = 0; m < k.m; ++m)
+      for (int i = 0; i < oh; ++i)
+        for (int j = 0; j < ow; ++j) {
+          double s = 0;
+          for (int c = 0; c < k.c; ++c)
+            for (int a = 0; a < k.kh; ++a)
+              for (int b = 0; b < k.kw; ++b) {
+                int ih = i * k.stride_h - k.pad_h + a * k.dil_h;
+                int iw = j * k.stride_w - k.pad_w + b * k.dil_w;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                s += x[((n * k.c + c) * k.h + ih) * k.w + iw] *
+                     f[((m * k.c + c) * k.kh + a) * k.kw + b];
+              }
+          y[((n * k.m + m) * oh + i) * ow + j] = s;
+        }
+  return y;
+}
+
+proto::OpDesc ConvOp(const ConvCase& k, const std::string& x = "x",
+                     const std::string& w = "w") {
+  return MakeOp("conv2d", {{"Input", {x}}, {"Filter", {w}}},
+                {{"Output", {"y"}}},
+                {{"strides", std::vector<int32_t>{k.stride_h, k.stride_w}},
+                 {"paddings", std::vector<int32_t>{k.pad_h, k.pad_w}},
+                 {"dilations", std::vector<int32_t>{k.dil_h, k.dil_w}}});
+}
+
+void ExpectForwardMatches(const ConvCase& k, int threads) {
+  SCOPED_TRACE(Describe(k) + " threads " + std::to_string(threads));
+  Tensor x = RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 11);
+  Tensor f = RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 12);
+  Tensor y = RunOp(ConvOp(k), {{"x", x}, {"w", f}}, threads)["y"];
+  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, k.dil_h);
+  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, k.dil_w);
+  ASSERT_EQ(y.shape(), Shape({k.n, k.m, oh, ow}));
+  auto want = NaiveConv(k, ToVector<double>(x), ToVector<double>(f));
+  auto got = ToVector<double>(y);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-12) << "at " << i;
+}
+
+std::vector<ConvCase> ForwardCases() {
+  return {
+      {1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0},
+      {3, 2, 7, 6, 4, 3, 3, 2, 2, 1, 1},          // stride 2, padding 1
+      {2, 3, 9, 8, 5, 5, 3, 1, 1, 2, 2},          // padding 2, odd sizes
+      {3, 2, 6, 7, 3, 1, 1, 1, 1, 0, 0},          // 1x1: no im2col
+      {2, 3, 7, 7, 2, 1, 1, 2, 2, 0, 0},          // 1x1 strided: im2col
+      {1, 3, 8, 9, 2, 3, 3, 1, 2, 2, 1},          // asymmetric stride / pad
+      {3, 2, 11, 10, 3, 3, 2, 2, 1, 1, 0, 2, 3},  // dilation
+      {2, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2},        // LeNet conv1 shape
+      {3, 4, 5, 5, 2, 5, 5, 1, 1, 0, 0},          // kernel = image
+  };
+}
+
+TEST(Conv2dOp, ForwardMatchesNaive) {
+  for (const auto& k : ForwardCases()) ExpectForwardMatches(k, 1);
+}
+
+TEST(Conv2dOp, ForwardMatchesNaiveWithThreads) {
+  for (const auto& k : ForwardCases()) ExpectForwardMatches(k, 2);
+  // Large enough that the batch is cut into chunks run on the pool.
+  ExpectForwardMatches({9, 4, 10, 10, 8, 3, 3, 1, 1, 1, 1}, 2);
+  ExpectForwardMatches({5, 3, 12, 12, 8, 1, 1, 1, 1, 0, 0}, 2);
+}
+
+TEST(Conv2dOp, ForwardChunksBatchWithOneThread) {
+  // Column matrices of 72 x 256 and 200 x 64 per image: a few images fill a
+  // chunk, so the batch runs as several multi-image chunks, the last one
+  // short. 72 x 1024: one image per chunk.
+  ExpectForwardMatches({7, 8, 16, 16, 4, 3, 3, 1, 1, 1, 1}, 1);
+  ExpectForwardMatches({7, 8, 12, 12, 3, 5, 5, 1, 1, 0, 0}, 1);
+  ExpectForwardMatches({3, 8, 32, 32, 4, 3, 3, 1, 1, 1, 1}, 1);
+  ExpectForwardMatches({7, 8, 16, 16, 4, 3, 3, 1, 1, 1, 1}, 2);
+}
+
+TEST(Conv2dOp, LargePointwiseSkipsIm2Col) {
+  // One 8 x 9216 image fills a chunk: each image is its own column matrix.
+  ConvCase k{3, 8, 96, 96, 2, 1, 1, 1, 1, 0, 0};
+  ExpectForwardMatches(k, 1);
+  ExpectForwardMatches(k, 2);
+  // The gradients against their formulas: dX[n, c, p] = sum_m W[m, c]
+  // dY[n, m, p], dW[m, c] = sum_{n, p} dY[n, m, p] X[n, c, p].
+  const int n = 3, c = 8, m = 2, p = 96 * 96;
+  Tensor x = RandomTensor<double>({n, c, 96, 96}, -1, 1, 13);
+  Tensor w = RandomTensor<double>({m, c, 1, 1}, -1, 1, 14);
+  Tensor dy = RandomTensor<double>({n, m, 96, 96}, -1, 1, 15);
+  auto op =
+      MakeOp("conv2d_grad",
+             {{"Input", {"x"}}, {"Filter", {"w"}}, {"Output@GRAD", {"dy"}}},
+             {{"Input@GRAD", {"dx"}}, {"Filter@GRAD", {"dw"}}});
+  for (int threads : {1, 2}) {
+    auto got = RunOp(op, {{"x", x}, {"w", w}, {"dy", dy}}, threads);
+    auto xs = ToVector<double>(x), ws = ToVector<double>(w),
+         dys = ToVector<double>(dy), dx = ToVector<double>(got["dx"]),
+         dw = ToVector<double>(got["dw"]);
+    for (int i = 0; i < n; ++i)
+      for (int ci = 0; ci < c; ++ci)
+        for (int q = 0; q < p; q += 97) {
+          double want = 0;
+          for (int mi = 0; mi < m; ++mi)
+            want += ws[mi * c + ci] * dys[(i * m + mi) * p + q];
+          ASSERT_NEAR(dx[(i * c + ci) * p + q], want, 1e-12);
+        }
+    for (int mi = 0; mi < m; ++mi)
+      for (int ci = 0; ci < c; ++ci) {
+        double want = 0;
+        for (int i = 0; i < n; ++i)
+          for (int q = 0; q < p; ++q)
+            want += dys[(i * m + mi) * p + q] * xs[(i * c + ci) * p + q];
+        ASSERT_NEAR(dw[mi * c + ci], want, 1e-9);
+      }
+  }
+}
+
+TEST(Conv2dOp, Im2ColThenCol2ImIsAdjoint) {
+  // <im2col(x), c> == <x, col2im(c)> for random x, c.
+  math::ConvGeometry g;
+  g.channels = 2;
+  g.in_h = 7;
+  g.in_w = 6;
+  g.kernel_h = 3;
+  g.kernel_w = 2;
+  g.stride_h = 2;
+  g.stride_w = 1;
+  g.pad_h = 1;
+  g.pad_w = 2;
+  g.dilation_h = 1;
+  g.dilation_w = 2;
+  g.out_h = math::ConvOutputSize(7, 3, 2, 1, 1);
+  g.out_w = math::ConvOutputSize(6, 2, 1, 2, 2);
+  auto x = ToVector<double>(RandomTensor<double>({g.InputSize()}, -1, 1, 3));
+  auto c = ToVector<double>(
+      RandomTensor<double>({g.ColRows() * g.ColCols()}, -1, 1, 4));
+  std::vector<double> col(c.size()), im(x.size());
+  math::Im2Col(g, x.data(), g.ColCols(), col.data());
+  math::Col2Im(g, c.data(), g.ColCols(), im.data());
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < c.size(); ++i) lhs += col[i] * c[i];
+  for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * im[i];
+  EXPECT_NEAR(lhs, rhs, 1e-12);
+  EXPECT_NE(lhs, 0.0);
+}
+
+TEST(Conv2dOp, FloatMatchesDouble) {
+  ConvCase k{3, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1};
+  auto op = ConvOp(k);
+  Tensor xd = RandomTensor<double>({3, 3, 9, 9}, -1, 1, 5);
+  Tensor fd = RandomTensor<double>({4, 3, 3, 3}, -1, 1, 6);
+  Tensor xf = RandomTensor<float>({3, 3, 9, 9}, -1, 1, 5);
+  Tensor ff = RandomTensor<float>({4, 3, 3, 3}, -1, 1, 6);
+  auto d = ToVector<double>(RunOp(op, {{"x", xd}, {"w", fd}})["y"]);
+  auto f = ToVector<float>(RunOp(op, {{"x", xf}, {"w", ff}})["y"]);
+  ASSERT_EQ(d.size(), f.size());
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(f[i], d[i], 1e-5);
+}
+
+void ExpectGradient(const ConvCase& k, int threads) {
+  SCOPED_TRACE(Describe(k) + " threads " + std::to_string(threads));
+  GradCheckOptions opt;
+  opt.threads = threads;
+  EXPECT_TRUE(CheckGradient(
+      ConvOp(k),
+      {{"x", RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 21)},
+       {"w", RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 22)}},
+      opt));
+}
+
+TEST(Conv2dOp, Gradient) {
+  ExpectGradient({2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1}, 1);
+  ExpectGradient({1, 2, 7, 6, 2, 3, 3, 2, 2, 0, 0}, 1);        // stride 2
+  ExpectGradient({3, 1, 6, 5, 2, 3, 2, 2, 1, 2, 1}, 1);        // padding 2
+  ExpectGradient({2, 3, 4, 5, 2, 1, 1, 1, 1, 0, 0}, 1);        // 1x1
+  ExpectGradient({2, 2, 7, 7, 2, 2, 2, 1, 2, 1, 0, 2, 2}, 1);  // dilation
+}
+
+TEST(Conv2dOp, GradientOverSeveralChunks) {
+  // 200 x 64 column matrix per image: chunks of 4 and 3 images, one thread.
+  ExpectGradient({7, 8, 12, 12, 1, 5, 5, 1, 1, 0, 0}, 1);
+}
+
+TEST(Conv2dOp, GradientWithThreads) {
+  // Several chunks on the pool: the filter gradient is a sum of partials.
+  ExpectGradient({4, 2, 12, 12, 4, 3, 3, 1, 1, 0, 0}, 2);
+  ExpectGradient({3, 3, 8, 8, 16, 1, 1, 1, 1, 0, 0}, 2);
+}
+
+TEST(Conv2dOp, GradientOfFilterOnly) {
+  GradCheckOptions opt;
+  opt.wrt = {"w"};
+  ConvCase k{2, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1};
+  EXPECT_TRUE(
+      CheckGradient(ConvOp(k),
+                    {{"x", RandomTensor<double>({2, 2, 6, 6}, -1, 1, 31)},
+                     {"w", RandomTensor<double>({3, 2, 3, 3}, -1, 1, 32)}},
+                    opt));
+}
+
+TEST(Conv2dOp, CompileTimeShapeKeepsUnknownBatch) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  AddVarDesc(block, "img", DataType::kFloat32, Shape{-1, 1, 28, 28});
+  AddVarDesc(block, "w", DataType::kFloat32, Shape{20, 1, 5, 5});
+  auto op = MakeOp("conv2d", {{"Input", {"img"}}, {"Filter", {"w"}}},
+                   {{"Output", {"y"}}},
+                   {{"strides", std::vector<int32_t>{2, 1}},
+                    {"paddings", std::vector<int32_t>{2, 0}}});
+  InferShapeAtCompileTime(op, block);
+  EXPECT_EQ(VarShape(GetVarDesc(*block, "y")), Shape({-1, 20, 14, 24}));
+  EXPECT_EQ(VarDtype(GetVarDesc(*block, "y")), DataType::kFloat32);
+}
+
+std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
+  try {
+    RunOp(op, in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Conv2dOp, ChannelMismatchNamesVars) {
+  ConvCase k{1, 3, 6, 6, 2, 3, 3, 1, 1, 0, 0};
+  std::string msg =
+      ErrorOf(ConvOp(k, "images", "kernel"),
+              {{"images", RandomTensor<double>({1, 3, 6, 6}, -1, 1, 1)},
+               {"kernel", RandomTensor<double>({2, 4, 3, 3}, -1, 1, 1)}});
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  EXPECT_NE(msg.find("conv2d"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("images"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kernel"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 4, 3, 3]"), std::string::npos) << msg;
+}
+
+TEST(Conv2dOp, BadRankNamesVar) {
+  ConvCase k{1, 3, 6, 6, 2, 3, 3, 1, 1, 0, 0};
+  std::string msg =
+      ErrorOf(ConvOp(k, "flat", "kernel"),
+              {{"flat", RandomTensor<double>({3, 6, 6}, -1, 1, 1)},
+               {"kernel", RandomTensor<double>({2, 3, 3, 3}, -1, 1, 1)}});
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  EXPECT_NE(msg.find("flat"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("4-D"), std::string::npos) << msg;
+}
+
+TEST(Conv2dOp, ImageSmallerThanKernelIsAnError) {
+  ConvCase k{1, 1, 3, 3, 1, 5, 5, 1, 1, 0, 0};
+  std::string msg =
+      ErrorOf(ConvOp(k, "tiny", "big"),
+              {{"tiny", RandomTensor<double>({1, 1, 3, 3}, -1, 1, 1)},
+               {"big", RandomTensor<double>({1, 1, 5, 5}, -1, 1, 1)}});
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  EXPECT_NE(msg.find("tiny"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("big"), std::string::npos) << msg;
+}
+
+TEST(Conv2dOp, GroupsAndBadAttrsAreRejected) {
+  auto in =
+      testing::TensorMap{{"x", RandomTensor<double>({1, 2, 6, 6}, -1, 1, 1)},
+                         {"w", RandomTensor<double>({2, 2, 3, 3}, -1, 1, 1)}};
+  auto grouped = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
+                        {{"Output", {"y"}}}, {{"groups", 2}});
+  std::string msg = ErrorOf(grouped, in);
+  EXPECT_NE(msg.find("groups"), std::string::npos) << msg;
+  auto zero_stride =
+      MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
+             {{"Output", {"y"}}}, {{"strides", std::vector<int32_t>{0, 1}}});
+  msg = ErrorOf(zero_stride, in);
+  EXPECT_NE(msg.find("strides"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,1 +1,226 @@
-// placeholder
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
+
+namespace fluid {
+namespace {
+
+using testing::CheckGradient;
+using testing::RandomTensor;
+using testing::RunOp;
+using testing::ToVector;
+
+// Element (b, r, c) of a rank-2 or rank-3 tensor; a rank-2 one ignores b.
+double At(const std::vector<double>& v, const Shape& s, int64_t b, int64_t r,
+          int64_t c) {
+  const int rk = s.rank();
+  const int64_t rows = s[rk - 2], cols = s[rk - 1];
+  const int64_t base = rk == 3 ? b * rows * cols : 0;
+  return v[base + r * cols + c];
+}
+
+// Straight from the definition: Out[b, i, j] = alpha * sum_p op(X)[b, i, p]
+// * op(Y)[b, p, j].
+std::vector<double> NaiveMatMul(const Tensor& x, bool tx, const Tensor& y,
+                                bool ty, double alpha, Shape* out_shape) {
+  const Shape& xs = x.shape();
+  const Shape& ys = y.shape();
+  const auto xv = ToVector<double>(x);
+  const auto yv = ToVector<double>(y);
+  const int64_t batch = xs.rank() == 3 ? xs[0] : (ys.rank() == 3 ? ys[0] : 1);
+  const int64_t m = tx ? xs[xs.rank() - 1] : xs[xs.rank() - 2];
+  const int64_t k = tx ? xs[xs.rank() - 2] : xs[xs.rank() - 1];
+  const int64_t n = ty ? ys[ys.rank() - 2] : ys[ys.rank() - 1];
+  *out_shape =
+      (xs.rank() == 3 || ys.rank() == 3) ? Shape({batch, m, n}) : Shape({m, n});
+  std::vector<double> out;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += (tx ? At(xv, xs, b, p, i) : At(xv, xs, b, i, p)) *
+               (ty ? At(yv, ys, b, j, p) : At(yv, ys, b, p, j));
+        out.push_back(alpha * s);
+      }
+  return out;
+}
+
+// Stored shape of an operand holding `batch` (0: none) [r, c] matrices,
+// transposed in storage when `t`.
+Shape Stored(int64_t batch, int64_t r, int64_t c, bool t) {
+  if (batch == 0) return t ? Shape({c, r}) : Shape({r, c});
+  return t ? Shape({batch, c, r}) : Shape({batch, r, c});
+}
+
+proto::OpDesc MatMul(bool tx, bool ty, float alpha = 1.0f) {
+  return MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
+                {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", alpha}});
+}
+
+struct Case {
+  int64_t xb, yb, m, k, n;  // xb/yb: batch of X/Y, 0 for a plain matrix
+};
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      {0, 0, 1, 1, 1}, {0, 0, 3, 5, 7}, {0, 0, 17, 33, 9}, {0, 0, 6, 1, 4},
+      {2, 2, 3, 4, 5}, {3, 3, 1, 2, 1}, {2, 0, 3, 4, 2},   {0, 2, 3, 4, 2},
+      {1, 1, 4, 3, 2}, {5, 5, 2, 7, 3}};
+  return cases;
+}
+
+TEST(MatmulOp, ForwardMatchesNaive) {
+  uint64_t seed = 1;
+  for (const Case& c : Cases()) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tx = t & 1, ty = t & 2;
+      for (float alpha : {1.0f, -0.5f}) {
+        Tensor x =
+            RandomTensor<double>(Stored(c.xb, c.m, c.k, tx), -1, 1, seed++);
+        Tensor y =
+            RandomTensor<double>(Stored(c.yb, c.k, c.n, ty), -1, 1, seed++);
+        Tensor out = RunOp(MatMul(tx, ty, alpha), {{"x", x}, {"y", y}})["out"];
+        Shape want_shape;
+        auto want = NaiveMatMul(x, tx, y, ty, alpha, &want_shape);
+        ASSERT_EQ(out.shape(), want_shape)
+            << x.shape() << " x " << y.shape() << " tx=" << tx << " ty=" << ty;
+        auto got = ToVector<double>(out);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-12)
+              << x.shape() << " x " << y.shape() << " tx=" << tx << " ty=" << ty
+              << " at " << i;
+      }
+    }
+  }
+}
+
+// Many small products with a pool go one product per task; large ones go
+// through the pooled Gemm. Both must agree with the definition.
+TEST(MatmulOp, ThreadedBatchesMatchNaive) {
+  for (const Case& c : std::vector<Case>{
+           {64, 64, 8, 9, 7}, {16, 0, 5, 6, 4}, {4, 4, 70, 80, 60}}) {
+    Tensor x = RandomTensor<double>(Stored(c.xb, c.m, c.k, false), -1, 1, 3);
+    Tensor y = RandomTensor<double>(Stored(c.yb, c.k, c.n, true), -1, 1, 4);
+    Tensor out = RunOp(MatMul(false, true, 2.0f), {{"x", x}, {"y", y}},
+                       /*threads=*/4)["out"];
+    Shape want_shape;
+    auto want = NaiveMatMul(x, false, y, true, 2.0, &want_shape);
+    ASSERT_EQ(out.shape(), want_shape);
+    auto got = ToVector<double>(out);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-11) << i;
+  }
+}
+
+TEST(MatmulOp, FloatMatchesDouble) {
+  for (int t = 0; t < 4; ++t) {
+    const bool tx = t & 1, ty = t & 2;
+    const Shape xs = Stored(3, 7, 9, tx), ys = Stored(3, 9, 4, ty);
+    auto op = MatMul(tx, ty, 0.75f);
+    auto d = ToVector<double>(
+        RunOp(op, {{"x", RandomTensor<double>(xs, -1, 1, 5)},
+                   {"y", RandomTensor<double>(ys, -1, 1, 6)}})["out"]);
+    auto f = ToVector<float>(
+        RunOp(op, {{"x", RandomTensor<float>(xs, -1, 1, 5)},
+                   {"y", RandomTensor<float>(ys, -1, 1, 6)}})["out"]);
+    ASSERT_EQ(d.size(), f.size());
+    for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(f[i], d[i], 1e-5);
+  }
+}
+
+TEST(MatmulOp, Gradient) {
+  uint64_t seed = 100;
+  for (const Case& c : Cases()) {
+    if (c.m * c.k * c.n > 200) continue;  // keep the numeric check quick
+    for (int t = 0; t < 4; ++t) {
+      const bool tx = t & 1, ty = t & 2;
+      Tensor x =
+          RandomTensor<double>(Stored(c.xb, c.m, c.k, tx), -1, 1, seed++);
+      Tensor y =
+          RandomTensor<double>(Stored(c.yb, c.k, c.n, ty), -1, 1, seed++);
+      EXPECT_TRUE(CheckGradient(MatMul(tx, ty, t == 3 ? 1.5f : 1.0f),
+                                {{"x", x}, {"y", y}}))
+          << x.shape() << " x " << y.shape() << " tx=" << tx << " ty=" << ty;
+    }
+  }
+}
+
+TEST(MatmulOp, GradientWithPool) {
+  testing::GradCheckOptions opt;
+  opt.threads = 3;
+  EXPECT_TRUE(CheckGradient(MatMul(true, false),
+                            {{"x", RandomTensor<double>({6, 2, 3}, -1, 1, 7)},
+                             {"y", RandomTensor<double>({2, 4}, -1, 1, 8)}},
+                            opt));
+}
+
+TEST(MatmulOp, OnlyOneGradientRequested) {
+  testing::GradCheckOptions opt;
+  opt.wrt = {"y"};
+  EXPECT_TRUE(CheckGradient(MatMul(false, false),
+                            {{"x", RandomTensor<double>({3, 4}, -1, 1, 9)},
+                             {"y", RandomTensor<double>({4, 2}, -1, 1, 10)}},
+                            opt));
+}
+
+TEST(MatmulOp, CompileTimeShapesKeepUnknownBatch) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  AddVarDesc(block, "a", DataType::kFloat32, Shape({-1, 784}));
+  AddVarDesc(block, "w", DataType::kFloat32, Shape({784, 10}));
+  AddVarDesc(block, "q", DataType::kFloat32, Shape({-1, 5, 8}));
+  AddVarDesc(block, "k", DataType::kFloat32, Shape({-1, 6, 8}));
+  InferShapeAtCompileTime(
+      MakeOp("matmul", {{"X", {"a"}}, {"Y", {"w"}}}, {{"Out", {"o1"}}}), block);
+  EXPECT_EQ(VarShape(*FindVarDesc(*block, "o1")), Shape({-1, 10}));
+  InferShapeAtCompileTime(MakeOp("matmul", {{"X", {"q"}}, {"Y", {"k"}}},
+                                 {{"Out", {"o2"}}}, {{"transpose_Y", true}}),
+                          block);
+  EXPECT_EQ(VarShape(*FindVarDesc(*block, "o2")), Shape({-1, 5, 6}));
+}
+
+std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
+  try {
+    RunOp(op, in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MatmulOp, BadShapesNameVars) {
+  auto op =
+      MakeOp("matmul", {{"X", {"lhs"}}, {"Y", {"rhs"}}}, {{"Out", {"o"}}});
+  std::string msg =
+      ErrorOf(op, {{"lhs", RandomTensor<double>({2, 3}, -1, 1, 1)},
+                   {"rhs", RandomTensor<double>({4, 5}, -1, 1, 1)}});
+  EXPECT_NE(msg.find("lhs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rhs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[4, 5]"), std::string::npos) << msg;
+
+  msg = ErrorOf(op, {{"lhs", RandomTensor<double>({2, 3, 4}, -1, 1, 1)},
+                     {"rhs", RandomTensor<double>({3, 4, 5}, -1, 1, 1)}});
+  EXPECT_NE(msg.find("batch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lhs"), std::string::npos) << msg;
+
+  msg = ErrorOf(op, {{"lhs", RandomTensor<double>({6}, -1, 1, 1)},
+                     {"rhs", RandomTensor<double>({6, 5}, -1, 1, 1)}});
+  EXPECT_NE(msg.find("rank 2 or 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lhs"), std::string::npos) << msg;
+
+  // The transposes decide which dims must agree: [3, 2]^T x [3, 4] is fine.
+  msg = ErrorOf(MakeOp("matmul", {{"X", {"lhs"}}, {"Y", {"rhs"}}},
+                       {{"Out", {"o"}}}, {{"transpose_X", true}}),
+                {{"lhs", RandomTensor<double>({3, 2}, -1, 1, 1)},
+                 {"rhs", RandomTensor<double>({3, 4}, -1, 1, 1)}});
+  EXPECT_EQ(msg, "");
+}
+
+}  // namespace
+}  // namespace fluid

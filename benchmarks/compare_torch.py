@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Side-by-side training throughput: this framework vs PyTorch 1.13 on the
+same model, batch and thread count, in one run, interleaved, with PyTorch on
+OpenBLAS (Debian's libopenblas0-openmp), as its users get it.
+
+    /usr/bin/python3 benchmarks/compare_torch.py --bench build/benchmarks/train_bench
+
+Prints a Markdown table of samples/s (median of --repeats runs) and the ratio
+ours / PyTorch.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+
+
+def run(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True, help="path to train_bench")
+    ap.add_argument("--models", default="mlp,lenet")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+
+    torch_env = dict(os.environ)
+    if os.path.isdir(OPENBLAS):
+        torch_env["LD_LIBRARY_PATH"] = OPENBLAS + (
+            ":" + torch_env["LD_LIBRARY_PATH"]
+            if torch_env.get("LD_LIBRARY_PATH") else "")
+    else:
+        print(f"warning: {OPENBLAS} missing; PyTorch runs on the default "
+              "BLAS and is not a fair peer", file=sys.stderr)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        torch_env.pop(k, None)
+
+    rows = []
+    for model in a.models.split(","):
+        steps = a.steps if model == "mlp" else max(a.steps // 3, 50)
+        for threads in [int(t) for t in a.threads.split(",")]:
+            common = ["--model", model, "--threads", str(threads),
+                      "--batch", str(a.batch), "--steps", str(steps)]
+            ours, theirs = [], []
+            for _ in range(a.repeats):  # interleaved against drift
+                ours.append(run([a.bench] + common)["samples_per_s"])
+                env = dict(torch_env, OMP_NUM_THREADS=str(threads))
+                theirs.append(run([sys.executable,
+                                   os.path.join(HERE, "torch_train_bench.py")]
+                                  + common, env)["samples_per_s"])
+            o, t = statistics.median(ours), statistics.median(theirs)
+            rows.append((model, threads, o, t, o / t))
+            print(f"{model} threads={threads}: ours {o:.0f}, torch {t:.0f}, "
+                  f"ratio {o / t:.2f}", file=sys.stderr)
+
+    print(f"| model | threads | ours (samples/s) | PyTorch 1.13 + OpenBLAS "
+          f"(samples/s) | ratio |")
+    print("|---|---|---|---|---|")
+    for model, threads, o, t, r in rows:
+        print(f"| {model} | {threads} | {o:.0f} | {t:.0f} | {r:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

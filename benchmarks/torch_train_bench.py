@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""PyTorch counterpart of train_bench: the same model, batch, thread count,
+optimizer and timing loop (warm-up, then timed steps over in-memory batches).
+Prints one JSON line."""
+import argparse
+import gzip
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def load_fashion(d):
+    def read(name):
+        for path in (os.path.join(d, name + ".gz"), os.path.join(d, name)):
+            if os.path.exists(path):
+                opener = gzip.open if path.endswith(".gz") else open
+                with opener(path, "rb") as f:
+                    return f.read()
+        return None
+    img, lab = read("train-images-idx3-ubyte"), read("train-labels-idx1-ubyte")
+    if img is None or lab is None:
+        return None
+    x = np.frombuffer(img, np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    y = np.frombuffer(lab, np.uint8, offset=8).astype(np.int64)
+    return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y)
+
+
+def model_of(name):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(),
+                             nn.Linear(512, 256), nn.ReLU(),
+                             nn.Linear(256, 10))
+    return nn.Sequential(nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
+                         nn.Conv2d(20, 50, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
+                         nn.Flatten(), nn.Linear(800, 500), nn.ReLU(),
+                         nn.Linear(500, 10))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    data = load_fashion(a.data)
+    if data is None:
+        g = torch.Generator().manual_seed(1)
+        data = (torch.rand(a.batch * 16, 1, 28, 28, generator=g),
+                torch.randint(0, 10, (a.batch * 16,), generator=g))
+    x_all, y_all = data
+    n = x_all.shape[0]
+    net = model_of(a.model)
+    lr = 0.1 if a.model == "mlp" else 0.05
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    perm = torch.randperm(n)
+    pos = [0]
+
+    def step():
+        if pos[0] + a.batch > n:
+            pos[0] = 0
+        idx = perm[pos[0]:pos[0] + a.batch]
+        pos[0] += a.batch
+        x, y = x_all[idx], y_all[idx]
+        loss = loss_fn(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(a.warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    s = time.perf_counter() - t0
+    print(json.dumps({"framework": "torch", "model": a.model,
+                      "threads": a.threads, "batch": a.batch,
+                      "steps": a.steps, "seconds": round(s, 4),
+                      "samples_per_s": round(a.steps * a.batch / s, 1),
+                      "final_loss": round(loss.item(), 4)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+// Parameter initialisers. Each appends one op to the startup program that
+// fills a parameter; random ones carry their own seed so that a job is
+// reproducible from the builder's seed alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/framework/types.h"
+
+namespace fluid {
+
+class ProgramBuilder;
+
+struct Initializer {
+  enum class Kind {
+    kConstant,
+    kUniform,
+    kGaussian,
+    kXavierUniform,
+    kXavierNormal,
+    kKaimingUniform,
+    kKaimingNormal,
+    // PyTorch's default for Linear and Conv2d weights (kaiming_uniform with
+    // a = sqrt(5)): U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+    kTorchDefault,
+  };
+  Kind kind = Kind::kTorchDefault;
+  float value = 0.0f;  // kConstant
+  float low = -1.0f;   // kUniform
+  float high = 1.0f;
+  float mean = 0.0f;  // kGaussian
+  float std = 1.0f;
+  uint64_t seed = 0;  // 0: drawn from the builder's seed sequence
+
+  static Initializer Constant(float v) {
+    Initializer i;
+    i.kind = Kind::kConstant;
+    i.value = v;
+    return i;
+  }
+  static Initializer Uniform(float lo, float hi, uint64_t seed = 0) {
+    Initializer i;
+    i.kind = Kind::kUniform;
+    i.low = lo;
+    i.high = hi;
+    i.seed = seed;
+    return i;
+  }
+  static Initializer Gaussian(float mean, float std, uint64_t seed = 0) {
+    Initializer i;
+    i.kind = Kind::kGaussian;
+    i.mean = mean;
+    i.std = std;
+    i.seed = seed;
+    return i;
+  }
+  static Initializer Of(Kind kind, uint64_t seed = 0) {
+    Initializer i;
+    i.kind = kind;
+    i.seed = seed;
+    return i;
+  }
+};
+
+// Fan-in and fan-out of a weight: [in, out] for fc weights, [out, in, kh, kw]
+// for conv filters.
+struct Fans {
+  int64_t in = 1;
+  int64_t out = 1;
+};
+Fans ComputeFans(const Shape& shape, bool is_conv_filter);
+
+// Appends to the startup program the op that initialises `var` (declared
+// there with `shape` and `dtype`).
+void AppendInitOp(ProgramBuilder* builder, const std::string& var,
+                  const Shape& shape, DataType dtype, const Initializer& init,
+                  const Fans& fans);
+
+Initializer::Kind ParseInitializerKind(const std::string& name);
+
+}  // namespace fluid

@@ -1,0 +1,68 @@
+// Layers: functions that append the ops of one network layer through a
+// ProgramBuilder and return the name of the var holding the result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/builder/program_builder.h"
+
+namespace fluid {
+namespace layers {
+
+// Declares a feed var. With append_batch_size, a leading -1 (batch) dim is
+// added to `shape`. Data vars never receive gradients.
+std::string Data(ProgramBuilder* b, const std::string& name,
+                 const Shape& shape, DataType dtype = DataType::kFloat32,
+                 bool append_batch_size = true);
+
+// Fully connected: act(flatten(input, num_flatten_dims) * W + b). `act` is
+// "", "relu", "sigmoid", "tanh" or "softmax". W is [in, size].
+std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
+               const std::string& act = "", int num_flatten_dims = 1,
+               const ParamAttr& weight = {}, const ParamAttr& bias = {},
+               bool with_bias = true);
+
+// 2-D convolution over NCHW input, filter [num_filters, C, k, k], plus a
+// per-channel bias, then `act`.
+std::string Conv2d(ProgramBuilder* b, const std::string& input,
+                   int64_t num_filters, int filter_size, int stride = 1,
+                   int padding = 0, const std::string& act = "",
+                   const ParamAttr& weight = {}, const ParamAttr& bias = {},
+                   bool with_bias = true);
+
+// Max or average pooling over NCHW input.
+std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
+                   const std::string& pool_type = "max", int pool_stride = 1,
+                   int pool_padding = 0, bool global_pooling = false);
+
+std::string Activation(ProgramBuilder* b, const std::string& input,
+                       const std::string& act);
+std::string Relu(ProgramBuilder* b, const std::string& x);
+std::string Sigmoid(ProgramBuilder* b, const std::string& x);
+std::string Tanh(ProgramBuilder* b, const std::string& x);
+std::string Softmax(ProgramBuilder* b, const std::string& x);
+
+// Per-example loss [N, 1] of softmax + cross entropy on integer labels.
+std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,
+                                    const std::string& logits,
+                                    const std::string& label);
+// Per-example loss [N, 1] of probabilities against integer labels.
+std::string CrossEntropy(ProgramBuilder* b, const std::string& input,
+                         const std::string& label);
+std::string Mean(ProgramBuilder* b, const std::string& x);
+// Top-1 accuracy [1] of scores against integer labels.
+std::string Accuracy(ProgramBuilder* b, const std::string& input,
+                     const std::string& label);
+std::string Reshape(ProgramBuilder* b, const std::string& x,
+                    const std::vector<int64_t>& shape);
+std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
+                           const std::string& y, int axis = -1,
+                           const std::string& act = "");
+std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
+                           const std::string& y, int axis = -1);
+std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
+                  float bias = 0.0f);
+
+}  // namespace layers
+}  // namespace fluid

@@ -1,0 +1,31 @@
+// The built-in models, as complete training jobs.
+#pragma once
+
+#include <string>
+
+#include "proto/framework.pb.h"
+#include "src/builder/optimizer.h"
+
+namespace fluid {
+
+struct ModelOptions {
+  // Optimizer; when left default, each model's tuned default is used.
+  OptimizerConfig optimizer;
+  bool default_optimizer = true;
+  uint64_t seed = 1;
+  DataType dtype = DataType::kFloat32;
+};
+
+// "mlp": 784-512-256-10, ReLU; default Momentum(lr 0.1, 0.9).
+// "lenet": conv5x5x20-relu-maxpool2, conv5x5x50-relu-maxpool2, fc500-relu,
+// fc10; default Momentum(lr 0.05, 0.9).
+// Both take feeds "image" [N,1,28,28] float and "label" [N,1] int64, and
+// report "loss" and "accuracy". Weights use PyTorch's default
+// initialisation.
+proto::TrainingJob BuildModel(const std::string& name,
+                              const ModelOptions& options = {});
+
+// The model's default optimizer.
+OptimizerConfig DefaultOptimizer(const std::string& name);
+
+}  // namespace fluid

@@ -1,0 +1,76 @@
+// ProgramBuilder: appends ops and vars to a (main, startup) program pair.
+//
+// This is the one implementation of program construction; the layers, the
+// optimizers, the built-in models, the trainer and the Python package all go
+// through it. Every op it appends gets an op role and passes compile-time
+// shape inference, so a malformed model fails while it is being built, with
+// the op and var named. The builder does not own the programs. Not
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+#include "src/builder/initializer.h"
+#include "src/framework/op_registry.h"
+
+namespace fluid {
+
+struct ParamAttr {
+  std::string name;  // empty: generated
+  Initializer init;
+  bool has_init = false;
+  bool trainable = true;
+
+  ParamAttr() = default;
+  explicit ParamAttr(Initializer i) : init(i), has_init(true) {}
+};
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(proto::ProgramDesc* main, proto::ProgramDesc* startup,
+                 uint64_t seed = 0);
+
+  proto::ProgramDesc* main() { return main_; }
+  proto::ProgramDesc* startup() { return startup_; }
+  proto::BlockDesc* main_block() { return main_->mutable_blocks(0); }
+  proto::BlockDesc* startup_block() { return startup_->mutable_blocks(0); }
+
+  // "fc" -> "fc_0", "fc_1", ... unique within this builder's programs.
+  std::string UniqueName(const std::string& prefix);
+  // Seeds for random initialisers: a reproducible sequence from the
+  // builder's seed.
+  uint64_t NextSeed();
+
+  // Appends `op` to the main program with `role` (unless it already has
+  // one), runs shape inference, and returns it.
+  const proto::OpDesc& AppendOp(proto::OpDesc op,
+                                int role = static_cast<int>(OpRole::kForward));
+  const proto::OpDesc& AppendStartupOp(proto::OpDesc op);
+
+  // Declares a non-persistable var in main; shape inference fills its shape.
+  std::string CreateTmpVar(const std::string& prefix, DataType dtype);
+  // Declares a parameter in both programs and initialises it in startup.
+  std::string CreateParameter(const std::string& name, const Shape& shape,
+                              DataType dtype, const ParamAttr& attr,
+                              const Fans& fans);
+  // Declares a persistable, non-trainable var in both programs, filled with
+  // `value` in startup (learning rates, optimizer state).
+  std::string CreatePersistable(const std::string& name, const Shape& shape,
+                                DataType dtype, float value);
+
+  const std::vector<std::string>& parameters() const { return parameters_; }
+
+ private:
+  proto::ProgramDesc* main_;
+  proto::ProgramDesc* startup_;
+  uint64_t seed_;
+  uint64_t seed_counter_ = 0;
+  std::map<std::string, int> name_counters_;
+  std::vector<std::string> parameters_;
+};
+
+}  // namespace fluid

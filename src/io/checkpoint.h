@@ -1,0 +1,104 @@
+// Checkpoints: saving the persistable variables of a scope to a directory and
+// loading them back, so that a crash at any moment leaves a loadable
+// checkpoint behind.
+//
+// Layout of a checkpoint root `dir`:
+//   dir/ckpt-<step>/<file>        one file per tensor: its raw bytes
+//                                 (little-endian, row-major), nothing else
+//   dir/ckpt-<step>/manifest.pb   proto::CheckpointManifest: step, epoch and,
+//                                 per tensor, name, file, dtype, shape, byte
+//                                 count and CRC-32 of the file
+//   dir/LATEST                    "ckpt-<step>": the checkpoint to load
+//
+// Saving writes everything into dir/ckpt-<step>.tmp, renames that to
+// dir/ckpt-<step> and only then rewrites LATEST (atomically): LATEST is the
+// commit point, and it always names a complete checkpoint. Afterwards, of the
+// checkpoints older than the new one, one is kept (the one LATEST named
+// before, or failing that the newest) and the others are removed, so two
+// remain. Checkpoints of later steps, left by an abandoned run, are kept
+// until a save of that step replaces them. Re-saving the step LATEST names
+// moves the old directory aside to dir/ckpt-<step>.old for the moment of the
+// swap; a reader that finds ckpt-<step> missing reads ckpt-<step>.old.
+//
+// Loading is all or nothing: every expected variable is checked against the
+// manifest and its file (dtype, shape, size, CRC) before anything is written
+// into the scope, and every mismatch is reported in one error.
+//
+// None of these functions may run concurrently on the same `dir`; one saver
+// per directory (in data-parallel training, rank 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+#include "src/framework/scope.h"
+#include "src/framework/types.h"
+#include "src/io/file_system.h"
+
+namespace fluid {
+
+// Where training stood when the checkpoint was taken.
+struct CheckpointInfo {
+  int64_t step = 0;
+  int64_t epoch = 0;
+};
+
+// What a loader expects to find: one persistable variable of a program.
+// -1 in `shape` matches any size in that dimension.
+struct CheckpointVarSpec {
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  Shape shape;
+};
+
+// Names of the persistable vars of block 0, sorted: what a checkpoint holds.
+std::vector<std::string> PersistableVars(const proto::ProgramDesc& program);
+// The same vars with their dtypes and declared shapes, sorted by name.
+std::vector<CheckpointVarSpec> PersistableVarSpecs(
+    const proto::ProgramDesc& program);
+
+// Saves the tensors `var_names` (looked up in `scope` and its ancestors) as
+// checkpoint `info.step` under `dir`, creating `dir` if needed. Each variable
+// must hold an initialized host tensor of known shape; otherwise nothing is
+// written and the error lists every offending variable. An existing
+// checkpoint of the same step is replaced. Failures after the commit point
+// (removing old checkpoints) are ignored: the next save retries them.
+void SaveCheckpoint(const Scope& scope,
+                    const std::vector<std::string>& var_names,
+                    const std::string& dir, const CheckpointInfo& info,
+                    FileSystem* fs = DefaultFileSystem());
+
+// Loads the checkpoint LATEST names into `scope` and returns its step and
+// epoch. The checkpoint must hold exactly the variables of `expected`, with
+// matching dtypes and shapes, intact files, and `scope` must not hold a
+// non-tensor under any of those names. Otherwise nothing in `scope` changes
+// and one kInvalidArgument error lists every mismatch:
+//   checkpoint 'dir/ckpt-20' does not match the program: fc_0.w: shape
+//   [784, 512] in checkpoint, [784, 256] in program; fc_1.b: missing from
+//   checkpoint
+// No checkpoint (no LATEST, or no manifest where it points) is kNotFound.
+//
+// Variables are written into `scope` itself (created there when absent;
+// ancestors are not consulted). A variable that already holds a host tensor
+// of the same dtype and shape is overwritten in place, so views of its buffer
+// stay valid; any other is replaced by a fresh host tensor. Peak memory is
+// the checkpoint's size on top of the scope's, since everything is verified
+// before anything is committed.
+CheckpointInfo LoadCheckpoint(Scope* scope,
+                              const std::vector<CheckpointVarSpec>& expected,
+                              const std::string& dir,
+                              FileSystem* fs = DefaultFileSystem());
+// Expects exactly the persistable vars of `program` (PersistableVarSpecs).
+CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
+                              const std::string& dir,
+                              FileSystem* fs = DefaultFileSystem());
+
+// True once a checkpoint has been committed to `dir` (dir/LATEST exists).
+// Deliberately not "a loadable checkpoint exists": a damaged checkpoint must
+// make LoadCheckpoint fail loudly, not make a trainer quietly start over.
+bool HasCheckpoint(const std::string& dir,
+                   FileSystem* fs = DefaultFileSystem());
+
+}  // namespace fluid

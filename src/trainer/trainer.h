@@ -1,0 +1,46 @@
+// The trainer: loads (or builds) a training job, trains it on an IDX data
+// set, evaluates it, and checkpoints. The `trainer` command is a thin
+// parser in front of RunTrainer; all behaviour lives here so that it is
+// tested as a library.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace fluid {
+
+struct TrainerOptions {
+  std::string program;  // a TrainingJob file; or:
+  std::string model;    // a built-in model (mlp | lenet)
+  std::string save;     // with `model`: write the job here and stop
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int epochs = 1;
+  int64_t batch_size = 64;
+  int threads = 1;
+  uint64_t seed = 1;
+  std::string checkpoint_dir;
+  bool resume = false;
+  // Optimizer overrides for built-in models ("" / <= 0: model default).
+  std::string optimizer;
+  float learning_rate = 0.0f;
+  // Use only the first N training / test samples (0: all), for short runs.
+  int64_t train_samples = 0;
+  int64_t test_samples = 0;
+  // Progress line every N steps (0: once per epoch).
+  int64_t log_every = 200;
+};
+
+struct TrainerResult {
+  int64_t steps = 0;
+  double final_loss = 0;
+  double train_accuracy = 0;
+  double test_accuracy = -1;  // -1 when not evaluated
+  double samples_per_second = 0;
+};
+
+// Runs the job described by `options`, printing progress to `out`. Throws
+// fluid::Error on any failure (bad program, missing data, NaN loss, ...).
+TrainerResult RunTrainer(const TrainerOptions& options, std::ostream& out);
+
+}  // namespace fluid
