@@ -11,6 +11,8 @@ struct ThreadPoolDevice;
 
 namespace fluid {
 
+class Communicator;
+
 class CPUDeviceContext {
  public:
   explicit CPUDeviceContext(int num_threads = 1);
@@ -21,11 +23,16 @@ class CPUDeviceContext {
   int num_threads() const { return num_threads_; }
   // Null when num_threads() == 1.
   Eigen::ThreadPoolDevice* eigen_device() const;
+  // The communicator collective ops use; null outside a distributed run.
+  // Not owned.
+  Communicator* communicator() const { return communicator_; }
+  void set_communicator(Communicator* comm) { communicator_ = comm; }
 
  private:
   struct Impl;
   int num_threads_;
   std::unique_ptr<Impl> impl_;
+  Communicator* communicator_ = nullptr;
 };
 
 }  // namespace fluid

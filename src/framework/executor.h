@@ -82,6 +82,7 @@ class Executor {
 
   const Place& place() const { return place_; }
   const CPUDeviceContext& device_context() const { return *device_; }
+  CPUDeviceContext* mutable_device_context() { return device_.get(); }
 
  private:
   Place place_;

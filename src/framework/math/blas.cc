@@ -1,5 +1,7 @@
 #include "src/framework/math/blas.h"
 
+#include <algorithm>
+
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
@@ -12,46 +14,67 @@ template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 template <typename T>
+using Stride = Eigen::OuterStride<>;
+
+// Row-major GEMM on sub-blocks: lda/ldb/ldc are the row strides.
+template <typename T>
 void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                T alpha, const T* a, const T* b, T beta, T* c) {
-  Eigen::Map<RowMat<T>> cm(c, m, n);
-  Eigen::Map<const RowMat<T>> am(a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::Map<const RowMat<T>> bm(b, trans_b ? n : k, trans_b ? k : n);
-  if (beta == T(0)) {
-    cm.setZero();
-  } else if (beta != T(1)) {
-    cm *= beta;
-  }
+                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+                T beta, T* c, int64_t ldc) {
+  using CMap = Eigen::Map<RowMat<T>, 0, Stride<T>>;
+  using CMapC = Eigen::Map<const RowMat<T>, 0, Stride<T>>;
+  CMap cm(c, m, n, Stride<T>(ldc));
+  CMapC am(a, trans_a ? k : m, trans_a ? m : k, Stride<T>(lda));
+  CMapC bm(b, trans_b ? n : k, trans_b ? k : n, Stride<T>(ldb));
+  auto product = [&](auto&& lhs, auto&& rhs) {
+    if (beta == T(0)) {
+      cm.noalias() = alpha * lhs * rhs;
+    } else {
+      if (beta != T(1)) cm *= beta;
+      cm.noalias() += alpha * lhs * rhs;
+    }
+  };
   if (!trans_a && !trans_b) {
-    cm.noalias() += alpha * am * bm;
+    product(am, bm);
   } else if (trans_a && !trans_b) {
-    cm.noalias() += alpha * am.transpose() * bm;
+    product(am.transpose(), bm);
   } else if (!trans_a && trans_b) {
-    cm.noalias() += alpha * am * bm.transpose();
+    product(am, bm.transpose());
   } else {
-    cm.noalias() += alpha * am.transpose() * bm.transpose();
+    product(am.transpose(), bm.transpose());
   }
 }
 
+// Splits C into one block of rows (or columns, when C is wide) per thread
+// and runs the single-threaded product on each: Eigen's kernel at full speed
+// on every core, no shared state between blocks.
 template <typename T>
-void GemmPool(Eigen::ThreadPoolDevice* pool, bool trans_a, bool trans_b,
-              int64_t m, int64_t n, int64_t k, T alpha, const T* a, const T* b,
-              T beta, T* c) {
-  using Index = Eigen::Index;
-  Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>> at(
-      a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>> bt(
-      b, trans_b ? n : k, trans_b ? k : n);
-  Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>> ct(c, m, n);
-  Eigen::array<Eigen::IndexPair<Index>, 1> dims = {
-      Eigen::IndexPair<Index>(trans_a ? 0 : 1, trans_b ? 1 : 0)};
-  if (beta == T(0) && alpha == T(1)) {
-    ct.device(*pool) = at.contract(bt, dims);
-  } else if (beta == T(0)) {
-    ct.device(*pool) = at.contract(bt, dims) * alpha;
-  } else {
-    ct.device(*pool) = ct * beta + at.contract(bt, dims) * alpha;
+void GemmPool(Eigen::ThreadPoolDevice* pool, int threads, bool trans_a,
+              bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+              const T* a, const T* b, T beta, T* c) {
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
+  const bool split_rows = m >= n;
+  const int64_t extent = split_rows ? m : n;
+  // Blocks stay a multiple of 16 so the kernel's panels stay full.
+  int64_t block = (extent + threads - 1) / threads;
+  block = (block + 15) / 16 * 16;
+  const int64_t blocks = (extent + block - 1) / block;
+  Eigen::Barrier done(static_cast<unsigned>(blocks));
+  for (int64_t i = 0; i < blocks; ++i) {
+    pool->enqueueNoNotification([=, &done] {
+      const int64_t lo = i * block, len = std::min(block, extent - lo);
+      if (split_rows) {
+        GemmSerial(trans_a, trans_b, len, n, k, alpha,
+                   trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
+                   c + lo * ldc, ldc);
+      } else {
+        GemmSerial(trans_a, trans_b, m, len, k, alpha, a, lda,
+                   trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+      }
+      done.Notify();
+    });
   }
+  done.Wait();
 }
 
 }  // namespace
@@ -73,10 +96,11 @@ void Gemm(const CPUDeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
   // Small products are not worth waking the pool for.
   constexpr int64_t kParallelFlops = 1 << 18;
   if (dev.eigen_device() != nullptr && m * n * k >= kParallelFlops) {
-    GemmPool(dev.eigen_device(), trans_a, trans_b, m, n, k, alpha, a, b, beta,
-             c);
+    GemmPool(dev.eigen_device(), dev.num_threads(), trans_a, trans_b, m, n,
+             k, alpha, a, b, beta, c);
   } else {
-    GemmSerial(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    GemmSerial(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b,
+               trans_b ? k : n, beta, c, n);
   }
 }
 

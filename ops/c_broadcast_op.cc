@@ -1,0 +1,24 @@
+// c_broadcast: every rank's Out becomes rank `root`'s X.
+#include "ops/collective_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void BroadcastKernel(const ExecutionContext& ctx) {
+  Tensor* out = InPlaceOutput(ctx);
+  CommunicatorOf(ctx)->Broadcast(*out, ctx.Attr<int32_t>("root"));
+}
+
+}  // namespace
+
+REGISTER_OP(c_broadcast)
+    .Doc("Broadcasts X from rank `root` into Out (normally X itself).")
+    .Input("X")
+    .Output("Out")
+    .Attr<int32_t>("root", 0, "the rank whose value everyone takes")
+    .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
+    .AnyDtypeKernel(BroadcastKernel);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,82 @@
+// coalesce_tensor: lays the Input tensors out as views of one contiguous
+// buffer (FusedOutput), in order, so that one collective covers them all
+// with no copies. It only writes (the tensors need no value yet), so it
+// can run before the ops that compute them.
+//
+// The sizes come from the `numels` attr (set by the transpiler from the
+// declared shapes), because gradients have no value before the first
+// backward pass. Kernels that later write those vars through mutable_data
+// write straight into the buffer. Running it again is cheap: views already
+// in place are left alone.
+#include "ops/op_helpers.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void CoalesceInferShape(InferShapeContext* ctx) {
+  const auto& numels = ctx->Attr<std::vector<int64_t>>("numels");
+  FLUID_ENFORCE(numels.size() == ctx->OutputSize("Output"),
+                "coalesce_tensor: ", numels.size(), " sizes for ",
+                ctx->OutputSize("Output"), " tensors");
+  int64_t total = 0;
+  for (int64_t n : numels) {
+    FLUID_ENFORCE(n >= 0, "coalesce_tensor: negative size ", n);
+    total += n;
+  }
+  if (!ctx->IsRuntime()) {
+    ctx->SetOutputShape("FusedOutput", Shape{total});
+    ctx->SetOutputDtype("FusedOutput",
+                        static_cast<DataType>(ctx->Attr<int32_t>("dtype")));
+  }
+}
+
+void CoalesceKernel(const ExecutionContext& ctx) {
+  const auto& numels = ctx.Attr<std::vector<int64_t>>("numels");
+  const DataType dtype = static_cast<DataType>(ctx.Attr<int32_t>("dtype"));
+  const size_t elem = SizeOf(dtype);
+  int64_t total = 0;
+  for (int64_t n : numels) total += n;
+  Tensor* fused = ctx.Output("FusedOutput");
+  if (!fused->initialized() || fused->dtype() != dtype ||
+      fused->numel() != total) {
+    fused->set_dtype(dtype);
+    fused->Resize(Shape{total});
+    std::memset(fused->raw_mutable_data(), 0, total * elem);
+  }
+  size_t offset = fused->offset();
+  for (size_t i = 0; i < numels.size(); ++i) {
+    Tensor* t = ctx.Output("Output", i);
+    const bool in_place = t->buffer() == fused->buffer() &&
+                          t->offset() == offset && t->dtype() == dtype &&
+                          t->numel() == numels[i];
+    if (!in_place) {
+      Shape shape = t->initialized() && t->numel() == numels[i]
+                        ? t->shape()
+                        : Shape{numels[i]};
+      Tensor old = *t;
+      t->ShareBuffer(fused->buffer(), offset, dtype, shape);
+      // A var that already held values keeps them.
+      if (old.initialized() && old.numel() == numels[i] &&
+          old.dtype() == dtype)
+        std::memmove(t->raw_mutable_data(), old.raw_data(), old.bytes());
+    }
+    offset += numels[i] * elem;
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(coalesce_tensor)
+    .Doc("Makes the Input vars views of one contiguous FusedOutput buffer.")
+    .DuplicableOutput("Output", "the tensors to lay out together")
+    .Output("FusedOutput", "the contiguous buffer")
+    .Attr<int32_t>("dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "element type of every tensor")
+    .Attr<std::vector<int64_t>>("numels", {}, "element count of each input")
+    .KernelDtypeFrom("FusedOutput")
+    .SetInferShape(CoalesceInferShape)
+    .AnyDtypeKernel(CoalesceKernel);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,42 @@
+// CommBackend: blocking collectives over one group of ranks, the layer a
+// transport (MPI, NCCL, threads in one process) implements. A backend is
+// used from one thread at a time (the Communicator's worker); it never sees
+// tensors, only memory, counts and element types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/framework/types.h"
+
+namespace fluid {
+
+enum class ReduceOp { kSum, kAvg, kMax };
+
+const char* ReduceOpName(ReduceOp op);
+ReduceOp ParseReduceOp(const std::string& name);
+
+class CommBackend {
+ public:
+  virtual ~CommBackend() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;
+
+  // In place over `count` elements. kAvg is a sum followed by a division by
+  // size(), done identically on every rank.
+  virtual void AllReduce(void* data, int64_t count, DataType dtype,
+                         ReduceOp op) = 0;
+  virtual void Broadcast(void* data, int64_t bytes, int root) = 0;
+  // recv holds size() blocks of `bytes`, rank r's block at r * bytes.
+  virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
+  virtual void Barrier() = 0;
+  // Ends the job on every rank (used when this rank cannot continue). Never
+  // returns on a real transport.
+  virtual void Abort(int code) = 0;
+};
+
+// Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).
+void DivideInPlace(void* data, int64_t count, DataType dtype, int n);
+
+}  // namespace fluid

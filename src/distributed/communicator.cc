@@ -1,0 +1,128 @@
+#include "src/distributed/communicator.h"
+
+namespace fluid {
+
+void CommHandle::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool CommHandle::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void CommHandle::Finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+Communicator::Communicator(std::unique_ptr<CommBackend> backend)
+    : backend_(std::move(backend)) {
+  FLUID_ENFORCE(backend_ != nullptr, "Communicator needs a backend");
+  rank_ = backend_->rank();
+  size_ = backend_->size();
+  backend_name_ = backend_->name();
+  worker_ = std::thread([this] { Loop(); });
+}
+
+Communicator::~Communicator() { Shutdown(); }
+
+void Communicator::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+CommHandlePtr Communicator::Enqueue(std::function<void(CommBackend*)> work) {
+  auto handle = std::make_shared<CommHandle>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    FLUID_ENFORCE_CODE(!stopping_, ErrorCode::kAborted,
+                       "collective issued after the communicator shut down");
+    queue_.emplace_back(std::move(work), handle);
+  }
+  cv_.notify_one();
+  return handle;
+}
+
+void Communicator::Loop() {
+  for (;;) {
+    std::pair<std::function<void(CommBackend*)>, CommHandlePtr> item;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and drained
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      item.first(backend_.get());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    item.second->Finish(error);
+  }
+}
+
+CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op) {
+  FLUID_ENFORCE(tensor.initialized(), "allreduce of a tensor with no data");
+  Tensor t = tensor;  // shares the buffer until the collective is done
+  return Enqueue([t, op](CommBackend* b) mutable {
+    b->AllReduce(const_cast<void*>(t.raw_data()), t.numel(), t.dtype(), op);
+  });
+}
+
+CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root) {
+  FLUID_ENFORCE(tensor.initialized(), "broadcast of a tensor with no data");
+  FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
+                " out of range for ", size_, " ranks");
+  Tensor t = tensor;
+  return Enqueue([t, root](CommBackend* b) {
+    b->Broadcast(const_cast<void*>(t.raw_data()),
+                 static_cast<int64_t>(t.bytes()), root);
+  });
+}
+
+CommHandlePtr Communicator::AllGatherAsync(const Tensor& in,
+                                           const Tensor& out) {
+  FLUID_ENFORCE(in.initialized() && out.initialized(),
+                "allgather of a tensor with no data");
+  FLUID_ENFORCE(out.bytes() == in.bytes() * static_cast<size_t>(size_),
+                "allgather output holds ", out.bytes(), " bytes, needs ",
+                in.bytes() * size_);
+  Tensor i = in, o = out;
+  return Enqueue([i, o](CommBackend* b) {
+    b->AllGather(i.raw_data(), const_cast<void*>(o.raw_data()),
+                 static_cast<int64_t>(i.bytes()));
+  });
+}
+
+CommHandlePtr Communicator::BarrierAsync() {
+  return Enqueue([](CommBackend* b) { b->Barrier(); });
+}
+
+std::vector<uint64_t> Communicator::AllGatherValue(uint64_t value) {
+  Tensor in, out;
+  in.mutable_data<int64_t>(Shape{1})[0] = static_cast<int64_t>(value);
+  out.mutable_data<int64_t>(Shape{size_});
+  AllGather(in, out);
+  std::vector<uint64_t> values(size_);
+  for (int r = 0; r < size_; ++r)
+    values[r] = static_cast<uint64_t>(out.data<int64_t>()[r]);
+  return values;
+}
+
+void Communicator::Abort(int code) { backend_->Abort(code); }
+
+}  // namespace fluid

@@ -1,0 +1,93 @@
+// Communicator: runs collectives on one background thread, in the order they
+// were issued. Every rank runs the same program, so every rank issues the
+// same collectives in the same order, which is all the matching a transport
+// needs.
+//
+// An op enqueues a collective and gets a CommHandle; waiting on the handle
+// blocks until that collective (and so every earlier one) has finished and
+// rethrows its error, if any. Tensors passed in are held (their buffers are
+// shared) until the collective completes. The enqueue functions are
+// thread-safe. Destruction drains the queue and joins the worker.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "src/distributed/comm_backend.h"
+#include "src/framework/tensor.h"
+
+namespace fluid {
+
+class CommHandle {
+ public:
+  // Blocks until the collective is done; rethrows its error.
+  void Wait();
+  bool done() const;
+
+ private:
+  friend class Communicator;
+  void Finish(std::exception_ptr error);
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+using CommHandlePtr = std::shared_ptr<CommHandle>;
+
+class Communicator {
+ public:
+  explicit Communicator(std::unique_ptr<CommBackend> backend);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& backend_name() const { return backend_name_; }
+
+  CommHandlePtr AllReduceAsync(const Tensor& tensor, ReduceOp op);
+  CommHandlePtr BroadcastAsync(const Tensor& tensor, int root);
+  // `out` must hold size() times `in`'s elements, rank r's at r * numel.
+  CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out);
+  CommHandlePtr BarrierAsync();
+
+  void AllReduce(const Tensor& t, ReduceOp op) { AllReduceAsync(t, op)->Wait(); }
+  void Broadcast(const Tensor& t, int root) { BroadcastAsync(t, root)->Wait(); }
+  void AllGather(const Tensor& in, const Tensor& out) {
+    AllGatherAsync(in, out)->Wait();
+  }
+  void Barrier() { BarrierAsync()->Wait(); }
+  // Gathers one value per rank; for small control exchanges.
+  std::vector<uint64_t> AllGatherValue(uint64_t value);
+
+  // Ends the whole job (all ranks) with `code`; used by edges that cannot
+  // continue. Does not return on a real transport.
+  void Abort(int code);
+
+  // Drains the queue and joins the worker; idempotent. Collectives issued
+  // afterwards are errors.
+  void Shutdown();
+
+ private:
+  CommHandlePtr Enqueue(std::function<void(CommBackend*)> work);
+  void Loop();
+
+  std::unique_ptr<CommBackend> backend_;
+  int rank_;
+  int size_;
+  std::string backend_name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::function<void(CommBackend*)>, CommHandlePtr>>
+      queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace fluid

@@ -1,0 +1,41 @@
+// Threads standing in for ranks: an InProcessGroup of N ranks hands out one
+// backend per rank; each is used from its own thread, and the collectives
+// meet at a shared rendezvous. Reductions add the ranks' contributions in
+// rank order on every rank, so results are bitwise identical across ranks,
+// as they are with MPI. For tests: no process, no mpirun.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "src/distributed/comm_backend.h"
+
+namespace fluid {
+
+class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
+ public:
+  static std::shared_ptr<InProcessGroup> Create(int size);
+  int size() const { return size_; }
+  // The backend of `rank`; the group outlives it.
+  std::unique_ptr<CommBackend> Backend(int rank);
+
+  // Blocks until all ranks arrive; throws when the group was aborted.
+  void Arrive();
+  void Post(int rank, const void* ptr) { posted_[rank] = ptr; }
+  const void* Posted(int rank) const { return posted_[rank]; }
+  void AbortAll();
+
+ private:
+  explicit InProcessGroup(int size);
+  int size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  uint64_t generation_ = 0;
+  bool aborted_ = false;
+  std::vector<const void*> posted_;
+};
+
+}  // namespace fluid

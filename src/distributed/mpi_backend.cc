@@ -1,0 +1,143 @@
+#include "src/distributed/mpi_backend.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+
+namespace fluid {
+
+namespace {
+
+bool g_we_initialized = false;
+std::mutex g_init_mu;
+
+void Check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  FLUID_THROW(ErrorCode::kAborted, what, " failed: ", std::string(msg, len));
+}
+
+MPI_Datatype MpiType(DataType t) {
+  switch (t) {
+    case DataType::kFloat32:
+      return MPI_FLOAT;
+    case DataType::kFloat64:
+      return MPI_DOUBLE;
+    case DataType::kInt32:
+      return MPI_INT32_T;
+    case DataType::kInt64:
+      return MPI_INT64_T;
+  }
+  return MPI_BYTE;
+}
+
+// MPI counts are ints: larger buffers go in chunks.
+constexpr int64_t kMaxChunk = INT_MAX / 8;
+
+class MpiBackend : public CommBackend {
+ public:
+  MpiBackend() {
+    Check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    Check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    // Errors come back as codes, which become exceptions naming the call.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi"; }
+
+  void AllReduce(void* data, int64_t count, DataType dtype,
+                 ReduceOp op) override {
+    MPI_Op mop = op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
+    char* p = static_cast<char*>(data);
+    const size_t elem = SizeOf(dtype);
+    for (int64_t done = 0; done < count; done += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, count - done));
+      Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype),
+                          mop, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+    }
+    if (op == ReduceOp::kAvg) DivideInPlace(data, count, dtype, size_);
+  }
+
+  void Broadcast(void* data, int64_t bytes, int root) override {
+    char* p = static_cast<char*>(data);
+    for (int64_t done = 0; done < bytes; done += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
+      Check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
+    }
+  }
+
+  void AllGather(const void* send, void* recv, int64_t bytes) override {
+    FLUID_ENFORCE(bytes <= INT_MAX, "allgather block of ", bytes,
+                  " bytes is too large");
+    Check(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
+                        static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+  }
+
+  void Barrier() override { Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+  void Abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+bool LaunchedByMpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+         std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+void EnsureMpiInitialized() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  FLUID_ENFORCE_CODE(!finalized, ErrorCode::kAborted,
+                     "MPI was already finalised in this process");
+  if (initialized) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    FLUID_ENFORCE_CODE(provided >= MPI_THREAD_SERIALIZED,
+                       ErrorCode::kUnimplemented,
+                       "MPI was initialised by another library with thread "
+                       "level ",
+                       provided,
+                       "; collectives run on a worker thread and need at "
+                       "least MPI_THREAD_SERIALIZED (mpi4py: set "
+                       "mpi4py.rc.thread_level = 'multiple')");
+    return;
+  }
+  int provided = MPI_THREAD_SINGLE;
+  Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
+        "MPI_Init_thread");
+  g_we_initialized = true;
+  FLUID_ENFORCE_CODE(provided >= MPI_THREAD_SERIALIZED,
+                     ErrorCode::kUnimplemented,
+                     "this MPI provides thread level ", provided,
+                     "; at least MPI_THREAD_SERIALIZED is needed");
+}
+
+void FinalizeMpiIfOwned() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (g_we_initialized && !finalized) MPI_Finalize();
+}
+
+std::unique_ptr<CommBackend> MakeMpiBackend() {
+  EnsureMpiInitialized();
+  return std::make_unique<MpiBackend>();
+}
+
+}  // namespace fluid

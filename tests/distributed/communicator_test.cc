@@ -1,0 +1,231 @@
+// The communicator and the collective ops, with threads standing in for
+// ranks (no mpirun needed).
+#include "src/distributed/communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+#include "src/distributed/in_process_backend.h"
+#include "src/framework/executor.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace {
+
+// Runs fn(rank, communicator) on `n` threads, one per rank.
+void RunRanks(int n, const std::function<void(int, Communicator*)>& fn) {
+  auto group = InProcessGroup::Create(n);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < n; ++r)
+    comms.push_back(std::make_unique<Communicator>(group->Backend(r)));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        fn(r, comms[r].get());
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+Tensor Filled(DataType dtype, int64_t n, double base) {
+  Tensor t(dtype, Shape{n});
+  t.raw_mutable_data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == DataType::kFloat32) t.data<float>()[i] = float(base + i);
+    if (dtype == DataType::kFloat64) t.data<double>()[i] = base + i;
+    if (dtype == DataType::kInt64) t.data<int64_t>()[i] = int64_t(base + i);
+  }
+  return t;
+}
+
+TEST(Communicator, AllReduceSumAvgMax) {
+  for (int n : {1, 2, 3, 4}) {
+    RunRanks(n, [n](int rank, Communicator* comm) {
+      Tensor s = Filled(DataType::kFloat64, 5, rank * 10);
+      comm->AllReduce(s, ReduceOp::kSum);
+      Tensor a = Filled(DataType::kFloat32, 5, rank * 10);
+      comm->AllReduce(a, ReduceOp::kAvg);
+      Tensor m = Filled(DataType::kInt64, 5, rank * 10);
+      comm->AllReduce(m, ReduceOp::kMax);
+      double sum_ranks = 10.0 * n * (n - 1) / 2;
+      for (int i = 0; i < 5; ++i) {
+        ASSERT_DOUBLE_EQ(s.data<double>()[i], sum_ranks + n * i);
+        ASSERT_FLOAT_EQ(a.data<float>()[i], float(sum_ranks / n + i));
+        ASSERT_EQ(m.data<int64_t>()[i], 10 * (n - 1) + i);
+      }
+    });
+  }
+}
+
+TEST(Communicator, BroadcastAllGatherBarrier) {
+  RunRanks(3, [](int rank, Communicator* comm) {
+    Tensor t = Filled(DataType::kFloat32, 4, rank * 100);
+    comm->Broadcast(t, 1);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(t.data<float>()[i], 100 + i);
+    std::vector<uint64_t> v = comm->AllGatherValue(rank * 7 + 1);
+    ASSERT_EQ(v, (std::vector<uint64_t>{1, 8, 15}));
+    comm->Barrier();
+  });
+}
+
+TEST(Communicator, AsyncCollectivesCompleteInIssueOrder) {
+  RunRanks(2, [](int rank, Communicator* comm) {
+    std::vector<Tensor> ts;
+    std::vector<CommHandlePtr> hs;
+    for (int k = 0; k < 20; ++k) {
+      ts.push_back(Filled(DataType::kFloat32, 1000, rank + k));
+      hs.push_back(comm->AllReduceAsync(ts.back(), ReduceOp::kSum));
+    }
+    hs.back()->Wait();
+    for (int k = 0; k < 20; ++k) {
+      ASSERT_TRUE(hs[k]->done()) << "an earlier collective must be done";
+      ASSERT_EQ(ts[k].data<float>()[0], float(1 + 2 * k));
+    }
+  });
+}
+
+TEST(Communicator, ShutdownDrainsAndRefusesNewWork) {
+  auto group = InProcessGroup::Create(1);
+  Communicator comm(group->Backend(0));
+  Tensor t = Filled(DataType::kFloat32, 3, 1);
+  CommHandlePtr h = comm.AllReduceAsync(t, ReduceOp::kSum);
+  comm.Shutdown();
+  EXPECT_TRUE(h->done());
+  EXPECT_THROW(comm.Barrier(), Error);
+  comm.Shutdown();  // idempotent
+}
+
+TEST(Communicator, AbortWakesTheOtherRanks) {
+  auto group = InProcessGroup::Create(2);
+  Communicator c0(group->Backend(0)), c1(group->Backend(1));
+  std::string err;
+  std::thread waiter([&] {
+    try {
+      c1.Barrier();
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  });
+  EXPECT_THROW(c0.Abort(3), Error);
+  waiter.join();
+  EXPECT_NE(err.find("aborted"), std::string::npos) << err;
+}
+
+// ---- the ops, through the executor ----
+
+proto::ProgramDesc OneOp(proto::OpDesc op,
+                         const std::vector<std::pair<std::string, Shape>>& vars,
+                         const std::vector<std::string>& handles = {}) {
+  proto::ProgramDesc p = NewProgram();
+  auto* b = p.mutable_blocks(0);
+  for (const auto& v : vars)
+    AddVarDesc(b, v.first, DataType::kFloat32, v.second, true);
+  for (const auto& h : handles)
+    AddVarDesc(b, h, DataType::kInt64, Shape{})->set_type(
+        proto::VarDesc::COMM_HANDLE);
+  *b->add_ops() = op;
+  return p;
+}
+
+TEST(CollectiveOps, CoalescedBucketIsReducedWithOneAllReduce) {
+  RunRanks(2, [](int rank, Communicator* comm) {
+    proto::ProgramDesc p = NewProgram();
+    auto* b = p.mutable_blocks(0);
+    AddVarDesc(b, "g1", DataType::kFloat32, Shape{2, 3});
+    AddVarDesc(b, "g2", DataType::kFloat32, Shape{4});
+    AddVarDesc(b, "fused", DataType::kFloat32, Shape{10});
+    AddVarDesc(b, "h", DataType::kInt64, Shape{})->set_type(
+        proto::VarDesc::COMM_HANDLE);
+    AddVarDesc(b, "x", DataType::kFloat32, Shape{2, 3});
+    AddVarDesc(b, "y", DataType::kFloat32, Shape{4});
+    *b->add_ops() = MakeOp(
+        "coalesce_tensor", {},
+        {{"Output", {"g1", "g2"}}, {"FusedOutput", {"fused"}}},
+        {{"dtype", int32_t{0}}, {"numels", std::vector<int64_t>{6, 4}}});
+    // The "backward pass": scale writes the grads through mutable_data.
+    *b->add_ops() = MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"g1"}}},
+                           {{"scale", 1.0f}});
+    *b->add_ops() = MakeOp("scale", {{"X", {"y"}}}, {{"Out", {"g2"}}},
+                           {{"scale", 1.0f}});
+    *b->add_ops() = MakeOp("c_allreduce", {{"X", {"fused"}}},
+                           {{"Out", {"fused"}}, {"Handle", {"h"}}},
+                           {{"reduce_type", std::string("avg")}});
+    *b->add_ops() = MakeOp("c_wait", {{"Handle", {"h"}}}, {{"Out", {"fused"}}});
+    Executor exe;
+    exe.mutable_device_context()->set_communicator(comm);
+    Scope scope;
+    auto prepared = exe.Prepare(p, &scope);
+    for (int step = 0; step < 3; ++step) {
+      Tensor x = Filled(DataType::kFloat32, 6, rank * 6 + step);
+      x.Resize(Shape{2, 3});
+      Tensor y = Filled(DataType::kFloat32, 4, rank * 4 + step);
+      std::vector<Tensor> out;
+      exe.Run(prepared.get(), {{"x", x}, {"y", y}}, {"g1", "g2", "fused"},
+              &out);
+      ASSERT_EQ(out[0].shape(), Shape({2, 3}));
+      for (int i = 0; i < 6; ++i)
+        ASSERT_FLOAT_EQ(out[0].data<float>()[i], 3.0f + step + i);
+      for (int i = 0; i < 4; ++i)
+        ASSERT_FLOAT_EQ(out[1].data<float>()[i], 2.0f + step + i);
+      // g1 and g2 are views of the fused buffer.
+      Variable* g1 = prepared->local_scope()->FindVar("g1");
+      Variable* fused = prepared->local_scope()->FindVar("fused");
+      ASSERT_EQ(g1->GetTensor().buffer(), fused->GetTensor().buffer());
+      ASSERT_EQ(out[2].data<float>()[6], out[1].data<float>()[0]);
+    }
+  });
+}
+
+TEST(CollectiveOps, BroadcastAndBarrierOps) {
+  RunRanks(3, [](int rank, Communicator* comm) {
+    Executor exe;
+    exe.mutable_device_context()->set_communicator(comm);
+    Scope scope;
+    scope.Var("w")->GetMutableTensor()->CopyFrom(
+        Filled(DataType::kFloat32, 3, rank));
+    exe.RunOnce(OneOp(MakeOp("c_broadcast", {{"X", {"w"}}}, {{"Out", {"w"}}},
+                             {{"root", int32_t{2}}}),
+                      {{"w", Shape{3}}}),
+                &scope);
+    exe.RunOnce(OneOp(MakeOp("c_barrier", {}, {}), {}), &scope);
+    ASSERT_EQ(scope.GetVar("w")->GetTensor().data<float>()[0], 2.0f);
+  });
+}
+
+TEST(CollectiveOps, WithoutACommunicatorTheErrorSaysHowToRun) {
+  Executor exe;
+  Scope scope;
+  scope.Var("w")->GetMutableTensor()->CopyFrom(Filled(DataType::kFloat32, 3, 0));
+  try {
+    exe.RunOnce(OneOp(MakeOp("c_allreduce", {{"X", {"w"}}}, {{"Out", {"w"}}}),
+                      {{"w", Shape{3}}}),
+                &scope);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mpirun"), std::string::npos);
+  }
+}
+
+TEST(CollectiveOps, PserverOpsSayToTranspile) {
+  Executor exe;
+  Scope scope;
+  scope.Var("g")->GetMutableTensor()->CopyFrom(Filled(DataType::kFloat32, 3, 0));
+  try {
+    exe.RunOnce(OneOp(MakeOp("send", {{"X", {"g"}}}, {}), {{"g", Shape{3}}}),
+                &scope);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("PserverToCollective"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fluid

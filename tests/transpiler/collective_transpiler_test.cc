@@ -1,0 +1,257 @@
+// Golden op sequences and invariants of the collective transpiler; no MPI.
+#include "transpiler/collective_transpiler.h"
+
+#include <gtest/gtest.h>
+
+#include "src/builder/models.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/pserver_transpiler.h"
+
+namespace fluid {
+namespace {
+
+std::vector<std::string> Types(const proto::ProgramDesc& p) {
+  std::vector<std::string> t;
+  for (const auto& op : p.blocks(0).ops()) t.push_back(op.type());
+  return t;
+}
+
+const std::vector<std::string> kMlpForward = {
+    "mul", "elementwise_add", "relu", "mul", "elementwise_add", "relu",
+    "mul", "elementwise_add", "softmax_with_cross_entropy", "mean",
+    "accuracy"};
+
+std::vector<std::string> Concat(std::vector<std::vector<std::string>> parts) {
+  std::vector<std::string> out;
+  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+const std::vector<std::string> kMomentum6(6, "momentum");
+
+TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
+  proto::TrainingJob job = BuildModel("mlp");
+  CollectiveConfig cfg;
+  cfg.nranks = 4;
+  proto::TrainingJob out = CollectiveTranspile(job, cfg);
+  EXPECT_EQ(Types(out.main()),
+            Concat({{"coalesce_tensor"},
+                    kMlpForward,
+                    {"fill_constant", "mean_grad",
+                     "softmax_with_cross_entropy_grad",
+                     "elementwise_add_grad", "mul_grad", "relu_grad",
+                     "elementwise_add_grad", "mul_grad", "relu_grad",
+                     "elementwise_add_grad", "mul_grad", "c_allreduce",
+                     "c_wait"},
+                    kMomentum6}));
+  // The bucket holds the grads in the order the backward pass writes them.
+  const auto& co = out.main().blocks(0).ops(0);
+  EXPECT_EQ(OpOutput(co, "Output"),
+            (std::vector<std::string>{"fc_2.b_0@GRAD", "fc_2.w_0@GRAD",
+                                      "fc_1.b_0@GRAD", "fc_1.w_0@GRAD",
+                                      "fc_0.b_0@GRAD", "fc_0.w_0@GRAD"}));
+  EXPECT_EQ(out.main().nranks(), 4);
+  EXPECT_EQ(out.main().structure_hash(), StructureHash(out.main()));
+  EXPECT_EQ(out.distributed().nranks(), 4);
+  // The input is untouched.
+  EXPECT_EQ(Types(job.main()).front(), "mul");
+  // Startup ends with a broadcast of every persistable var from rank 0.
+  int broadcasts = 0, persistable = 0;
+  for (const auto& op : out.startup().blocks(0).ops())
+    if (op.type() == "c_broadcast") {
+      ++broadcasts;
+      EXPECT_EQ(GetOpAttrAs<int32_t>(op, "root"), 0);
+    }
+  for (const auto& v : out.startup().blocks(0).vars())
+    persistable += v.persistable();
+  EXPECT_EQ(broadcasts, persistable);
+  EXPECT_EQ(persistable, 6 + 6 + 1) << "params, velocities, learning rate";
+}
+
+TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
+  proto::TrainingJob job = BuildModel("mlp");
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  cfg.bucket_bytes = 600 * 1024;
+  std::vector<GradBucket> buckets = PlanBuckets(job.main(), cfg.bucket_bytes);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].grads.size(), 5u);
+  EXPECT_EQ(buckets[1].grads, std::vector<std::string>{"fc_0.w_0@GRAD"});
+
+  const std::vector<std::string> head = {"fill_constant", "mean_grad",
+                                         "softmax_with_cross_entropy_grad",
+                                         "elementwise_add_grad", "mul_grad",
+                                         "relu_grad", "elementwise_add_grad",
+                                         "mul_grad", "relu_grad",
+                                         "elementwise_add_grad"};
+  proto::TrainingJob on = CollectiveTranspile(job, cfg);
+  // Bucket 0 goes as soon as fc_0's bias grad is written, overlapping the
+  // last mul_grad; the optimizer waits for each bucket just before it needs
+  // it (fc_0.w first, in bucket 1).
+  EXPECT_EQ(Types(on.main()),
+            Concat({{"coalesce_tensor", "coalesce_tensor"}, kMlpForward, head,
+                    {"c_allreduce", "mul_grad", "c_allreduce", "c_wait",
+                     "momentum", "c_wait"},
+                    std::vector<std::string>(5, "momentum")}));
+  cfg.overlap = false;
+  proto::TrainingJob off = CollectiveTranspile(job, cfg);
+  EXPECT_EQ(Types(off.main()),
+            Concat({{"coalesce_tensor", "coalesce_tensor"}, kMlpForward, head,
+                    {"mul_grad", "c_allreduce", "c_allreduce", "c_wait",
+                     "c_wait"},
+                    kMomentum6}));
+  EXPECT_NE(StructureHash(on.main()), StructureHash(off.main()));
+}
+
+TEST(CollectiveTranspiler, SumWhenNotAveraging) {
+  CollectiveConfig cfg;
+  cfg.average = false;
+  proto::TrainingJob out = CollectiveTranspile(BuildModel("mlp"), cfg);
+  for (const auto& op : out.main().blocks(0).ops()) {
+    if (op.type() == "c_allreduce") {
+      EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "sum");
+    }
+  }
+}
+
+std::string LintError(const proto::ProgramDesc& main, int nranks) {
+  try {
+    LintCollective(main, nranks);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The mlp transpiled with one bucket per gradient, so that each gradient's
+// allreduce can be edited on its own.
+proto::ProgramDesc PerGradMain() {
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  cfg.bucket_bytes = 1;
+  return CollectiveTranspile(BuildModel("mlp"), cfg).main();
+}
+
+int FindOp(const proto::ProgramDesc& p, const std::string& type,
+           const std::string& reads) {
+  for (int i = 0; i < p.blocks(0).ops_size(); ++i) {
+    const auto& op = p.blocks(0).ops(i);
+    if (op.type() != type) continue;
+    for (const auto& n : OpInputNames(op))
+      if (n == reads) return i;
+  }
+  return -1;
+}
+
+TEST(CollectiveLint, AcceptsTranspiledProgramsAndRejectsAPlainOne) {
+  EXPECT_EQ(LintError(PerGradMain(), 2), "");
+  std::string msg = LintError(BuildModel("mlp").main(), 2);
+  EXPECT_NE(msg.find("never allreduced"), std::string::npos) << msg;
+}
+
+TEST(CollectiveLint, MissingAllReduceNamesTheGradient) {
+  proto::ProgramDesc p = PerGradMain();
+  std::string fused = "fused_grad_0@COALESCED";  // fc_2.b_0@GRAD's bucket
+  auto* ops = p.mutable_blocks(0)->mutable_ops();
+  ops->erase(ops->begin() + FindOp(p, "c_allreduce", fused));
+  std::string msg = LintError(p, 2);
+  EXPECT_NE(msg.find("'fc_2.b_0@GRAD'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("never allreduced"), std::string::npos) << msg;
+}
+
+TEST(CollectiveLint, DoubledAllReduceNamesTheGradient) {
+  proto::ProgramDesc p = PerGradMain();
+  std::string fused = "fused_grad_1@COALESCED";  // fc_2.w_0@GRAD
+  int at = FindOp(p, "c_allreduce", fused);
+  proto::OpDesc again = p.blocks(0).ops(at);
+  SetOpOutput(&again, "Handle", {});
+  auto* ops = p.mutable_blocks(0)->mutable_ops();
+  *ops->Add() = again;
+  ops->SwapElements(at + 1, ops->size() - 1);
+  std::string msg = LintError(p, 2);
+  EXPECT_NE(msg.find("'fc_2.w_0@GRAD'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 times"), std::string::npos) << msg;
+}
+
+TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
+  proto::ProgramDesc p = PerGradMain();
+  std::string fused = "fused_grad_0@COALESCED";
+  int wait = FindOp(p, "c_wait", "fused_grad_0@COALESCED@HANDLE");
+  proto::OpDesc scale = MakeOp("scale", {{"X", {fused}}}, {{"Out", {fused}}},
+                               {{"scale", 0.5f}});
+  auto* ops = p.mutable_blocks(0)->mutable_ops();
+  *ops->Add() = scale;
+  for (int i = ops->size() - 1; i > wait + 1; --i) ops->SwapElements(i, i - 1);
+  std::string msg = LintError(p, 2);
+  EXPECT_NE(msg.find("averaged 2 times"), std::string::npos) << msg;
+
+  // An allreduce moved before the backward op that writes its gradient.
+  proto::ProgramDesc q = PerGradMain();
+  int at = FindOp(q, "c_allreduce", "fused_grad_5@COALESCED");  // fc_0.w
+  auto* qops = q.mutable_blocks(0)->mutable_ops();
+  qops->SwapElements(at, at - 1);
+  msg = LintError(q, 2);
+  EXPECT_NE(msg.find("'fc_0.w_0@GRAD'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("before the backward op"), std::string::npos) << msg;
+}
+
+TEST(CollectiveTranspiler, RefusesAnAlreadyDistributedJob) {
+  proto::TrainingJob once = CollectiveTranspile(BuildModel("mlp"), {});
+  EXPECT_THROW(CollectiveTranspile(once, {}), Error);
+}
+
+TEST(PserverTranspiler, SplitsIntoTrainerAndServers) {
+  PserverSplit split =
+      PserverTranspile(BuildModel("mlp"), 2, {"127.0.0.1:6170", "127.0.0.1:6171"});
+  std::vector<std::string> t = Types(split.trainer.main());
+  EXPECT_EQ(std::count(t.begin(), t.end(), "send"), 6);
+  EXPECT_EQ(std::count(t.begin(), t.end(), "recv"), 6);
+  EXPECT_EQ(std::count(t.begin(), t.end(), "momentum"), 0);
+  ASSERT_EQ(split.pservers.size(), 2u);
+  for (const auto& ps : split.pservers) {
+    EXPECT_EQ(Types(ps.main).back(), "listen_and_serv");
+    ASSERT_EQ(ps.main.blocks_size(), 4) << "3 params per server";
+    EXPECT_EQ(Types(ps.main).size(), 1u);
+    const auto& blk = ps.main.blocks(1);
+    ASSERT_EQ(blk.ops_size(), 3);
+    EXPECT_EQ(blk.ops(0).type(), "sum");
+    EXPECT_EQ(blk.ops(1).type(), "scale");
+    EXPECT_FLOAT_EQ(GetOpAttrAs<float>(blk.ops(1), "scale"), 0.5f);
+    EXPECT_EQ(blk.ops(2).type(), "momentum");
+  }
+  EXPECT_TRUE(IsPserverTrainer(split.trainer.main()));
+}
+
+TEST(PserverTranspiler, RewriteGivesTheSameOpsAsTranspilingThePlainJob) {
+  proto::TrainingJob plain = BuildModel("mlp");
+  PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2", "c:3"});
+  for (bool overlap : {true, false}) {
+    CollectiveConfig cfg;
+    cfg.nranks = 2;
+    cfg.overlap = overlap;
+    cfg.bucket_bytes = 600 * 1024;
+    proto::TrainingJob direct = CollectiveTranspile(plain, cfg);
+    proto::TrainingJob via = PserverToCollective(split.trainer, split.pservers, cfg);
+    ASSERT_EQ(Types(via.main()), Types(direct.main()));
+    for (int i = 0; i < direct.main().blocks(0).ops_size(); ++i)
+      EXPECT_EQ(OpToString(via.main().blocks(0).ops(i)),
+                OpToString(direct.main().blocks(0).ops(i)));
+    EXPECT_EQ(Types(via.startup()), Types(direct.startup()));
+  }
+}
+
+TEST(PserverTranspiler, MismatchedPairIsAnError) {
+  PserverSplit split = PserverTranspile(BuildModel("mlp"), 2, {"a:1", "b:2"});
+  split.pservers.pop_back();
+  try {
+    PserverToPlain(split.trainer, split.pservers);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no pserver program optimizes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,0 +1,304 @@
+#include "transpiler/collective_transpiler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+
+namespace {
+
+constexpr int kCollectiveRole = static_cast<int>(OpRole::kCollective);
+
+bool HasRole(const proto::OpDesc& op, OpRole role) {
+  return (OpRoleOf(op) & static_cast<int>(role)) != 0;
+}
+
+bool Writes(const proto::OpDesc& op, const std::string& var) {
+  for (const auto& n : OpOutputNames(op))
+    if (n == var) return true;
+  return false;
+}
+
+bool Reads(const proto::OpDesc& op, const std::string& var) {
+  for (const auto& n : OpInputNames(op))
+    if (n == var) return true;
+  return false;
+}
+
+// Index of the last backward op writing `var`, or -1.
+int LastBackwardWrite(const proto::BlockDesc& block, const std::string& var) {
+  int last = -1;
+  for (int i = 0; i < block.ops_size(); ++i)
+    if (HasRole(block.ops(i), OpRole::kBackward) && Writes(block.ops(i), var))
+      last = i;
+  return last;
+}
+
+// Index of the first optimize op reading `var`, or ops_size().
+int FirstOptimizeRead(const proto::BlockDesc& block, const std::string& var) {
+  for (int i = 0; i < block.ops_size(); ++i)
+    if (HasRole(block.ops(i), OpRole::kOptimize) && Reads(block.ops(i), var))
+      return i;
+  return block.ops_size();
+}
+
+proto::OpDesc WithRole(proto::OpDesc op, int role) {
+  SetOpAttr(&op, kOpRoleAttr, role);
+  return op;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> OptimizedParams(
+    const proto::ProgramDesc& main) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::set<std::string> seen;
+  for (const auto& op : main.blocks(0).ops()) {
+    if (!HasRole(op, OpRole::kOptimize)) continue;
+    std::vector<std::string> rv = OpRoleVarOf(op);
+    if (rv.size() != 2) continue;
+    if (seen.insert(rv[1]).second) pairs.emplace_back(rv[0], rv[1]);
+  }
+  return pairs;
+}
+
+std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
+                                    int64_t bucket_bytes) {
+  FLUID_ENFORCE(bucket_bytes > 0, "bucket size must be positive, got ",
+                bucket_bytes);
+  const proto::BlockDesc& block = main.blocks(0);
+  struct Item {
+    std::string param, grad;
+    int last_write;
+    DataType dtype;
+    int64_t bytes;
+  };
+  std::vector<Item> items;
+  for (const auto& pg : OptimizedParams(main)) {
+    const proto::VarDesc& g = GetVarDesc(block, pg.second);
+    Shape shape = VarShape(g);
+    FLUID_ENFORCE(shape.IsFullyKnown(), "gradient '", pg.second,
+                  "' has shape ", shape, "; a reduced gradient must have a ",
+                  "fully known shape");
+    int last = LastBackwardWrite(block, pg.second);
+    FLUID_ENFORCE(last >= 0, "no backward op writes gradient '", pg.second,
+                  "' of parameter '", pg.first, "'");
+    items.push_back({pg.first, pg.second, last, VarDtype(g),
+                     shape.numel() * static_cast<int64_t>(SizeOf(VarDtype(g)))});
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) {
+                     return a.last_write < b.last_write;
+                   });
+  std::vector<GradBucket> buckets;
+  std::map<DataType, size_t> open;  // dtype -> index of its open bucket
+  for (const auto& it : items) {
+    auto o = open.find(it.dtype);
+    if (o == open.end() || buckets[o->second].bytes + it.bytes > bucket_bytes) {
+      buckets.emplace_back();
+      open[it.dtype] = buckets.size() - 1;
+      o = open.find(it.dtype);
+    }
+    GradBucket& b = buckets[o->second];
+    b.grads.push_back(it.grad);
+    b.params.push_back(it.param);
+    b.numels.push_back(it.bytes / static_cast<int64_t>(SizeOf(it.dtype)));
+    b.bytes += it.bytes;
+  }
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    buckets[k].fused = "fused_grad_" + std::to_string(k) + "@COALESCED";
+    buckets[k].handle = buckets[k].fused + "@HANDLE";
+  }
+  return buckets;
+}
+
+uint64_t StructureHash(const proto::ProgramDesc& program) {
+  proto::ProgramDesc copy = program;
+  copy.clear_structure_hash();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream sos(&bytes);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    copy.SerializeToCodedStream(&cos);
+  }
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
+                                       const CollectiveConfig& config) {
+  FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ",
+                config.nranks);
+  CheckJob(job, "job");
+  for (const auto& op : job.main().blocks(0).ops()) {
+    FLUID_ENFORCE(op.type() != "c_allreduce" && op.type() != "send" &&
+                      op.type() != "recv",
+                  "the job is already distributed (it has a '", op.type(),
+                  "' op); transpile the plain program");
+  }
+  proto::TrainingJob out = job;
+  const proto::BlockDesc& src = job.main().blocks(0);
+  std::vector<GradBucket> buckets = PlanBuckets(job.main(), config.bucket_bytes);
+  const std::string reduce = config.average ? "avg" : "sum";
+
+  // Where each bucket's allreduce and wait go, as indices into the original
+  // op list: allreduce after op `after[k]`, wait before op `before[k]`.
+  int first_optimize = src.ops_size();
+  for (int i = 0; i < src.ops_size(); ++i)
+    if (HasRole(src.ops(i), OpRole::kOptimize)) {
+      first_optimize = i;
+      break;
+    }
+  std::vector<int> after(buckets.size()), before(buckets.size());
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    int last = -1, first = src.ops_size();
+    for (const auto& g : buckets[k].grads) {
+      last = std::max(last, LastBackwardWrite(src, g));
+      first = std::min(first, FirstOptimizeRead(src, g));
+    }
+    FLUID_ENFORCE(last < first, "gradient bucket ", k,
+                  " is read by an optimize op before the backward pass "
+                  "finishes writing it");
+    after[k] = config.overlap ? last : first_optimize - 1;
+    before[k] = config.overlap ? first : first_optimize;
+  }
+
+  proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
+  dst->clear_ops();
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const GradBucket& b = buckets[k];
+    DataType dtype = VarDtype(GetVarDesc(src, b.grads[0]));
+    AddVarDesc(dst, b.fused, dtype,
+               Shape{b.bytes / static_cast<int64_t>(SizeOf(dtype))});
+    proto::VarDesc* h = AddVarDesc(dst, b.handle, DataType::kInt64, Shape{});
+    h->set_type(proto::VarDesc::COMM_HANDLE);
+    *dst->add_ops() = WithRole(
+        MakeOp("coalesce_tensor", {},
+               {{"Output", b.grads}, {"FusedOutput", {b.fused}}},
+               {{"dtype", static_cast<int32_t>(dtype)}, {"numels", b.numels}}),
+        kCollectiveRole);
+  }
+  auto allreduce = [&](size_t k) {
+    return WithRole(MakeOp("c_allreduce", {{"X", {buckets[k].fused}}},
+                           {{"Out", {buckets[k].fused}},
+                            {"Handle", {buckets[k].handle}}},
+                           {{"reduce_type", reduce}}),
+                    kCollectiveRole);
+  };
+  auto wait = [&](size_t k) {
+    return WithRole(MakeOp("c_wait", {{"Handle", {buckets[k].handle}}},
+                           {{"Out", {buckets[k].fused}}}),
+                    kCollectiveRole);
+  };
+  // Waits go before op i, allreduces after op i; -1 means "at the start".
+  for (size_t k = 0; k < buckets.size(); ++k)
+    if (after[k] < 0) *dst->add_ops() = allreduce(k);
+  for (int i = 0; i < src.ops_size(); ++i) {
+    for (size_t k = 0; k < buckets.size(); ++k)
+      if (before[k] == i) *dst->add_ops() = wait(k);
+    *dst->add_ops() = src.ops(i);
+    for (size_t k = 0; k < buckets.size(); ++k)
+      if (after[k] == i) *dst->add_ops() = allreduce(k);
+  }
+  for (size_t k = 0; k < buckets.size(); ++k)
+    if (before[k] == src.ops_size()) *dst->add_ops() = wait(k);
+
+  // Startup: every rank takes rank 0's parameters and optimizer state.
+  proto::BlockDesc* st = out.mutable_startup()->mutable_blocks(0);
+  for (const auto& v : job.startup().blocks(0).vars()) {
+    if (!v.persistable()) continue;
+    *st->add_ops() = WithRole(
+        MakeOp("c_broadcast", {{"X", {v.name()}}}, {{"Out", {v.name()}}},
+               {{"root", int32_t{0}}}),
+        kCollectiveRole);
+  }
+
+  proto::DistributedConfig* dc = out.mutable_distributed();
+  dc->set_nranks(config.nranks);
+  dc->set_bucket_bytes(config.bucket_bytes);
+  dc->set_overlap(config.overlap);
+  dc->set_average(config.average);
+  for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
+    p->set_nranks(config.nranks);
+    p->set_structure_hash(StructureHash(*p));
+  }
+  LintCollective(out.main(), config.nranks, config.average);
+  return out;
+}
+
+void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
+  const proto::BlockDesc& block = main.blocks(0);
+  std::map<std::string, std::string> grad_to_fused;
+  for (const auto& op : block.ops()) {
+    if (op.type() != "coalesce_tensor") continue;
+    std::vector<std::string> fused = OpOutput(op, "FusedOutput");
+    if (fused.empty()) continue;
+    for (const auto& g : OpOutput(op, "Output")) grad_to_fused[g] = fused[0];
+  }
+  const float inv = 1.0f / static_cast<float>(nranks);
+  for (const auto& pg : OptimizedParams(main)) {
+    const std::string& grad = pg.second;
+    auto f = grad_to_fused.find(grad);
+    const std::string carrier = f == grad_to_fused.end() ? grad : f->second;
+    std::vector<int> reductions;
+    int averaged = 0;
+    for (int i = 0; i < block.ops_size(); ++i) {
+      const proto::OpDesc& op = block.ops(i);
+      if (op.type() == "c_allreduce" && Reads(op, carrier)) {
+        reductions.push_back(i);
+        if (GetOpAttrAs<std::string>(op, "reduce_type") == "avg") ++averaged;
+      }
+      if (op.type() == "scale" && !reductions.empty() &&
+          (Reads(op, grad) || Reads(op, carrier)) &&
+          (Writes(op, grad) || Writes(op, carrier)) &&
+          std::abs(GetOpAttrAs<float>(op, "scale") - inv) < 1e-7f * inv + 1e-12f)
+        ++averaged;
+    }
+    FLUID_ENFORCE(!reductions.empty(), "gradient '", grad, "' of parameter '",
+                  pg.first, "' is never allreduced");
+    FLUID_ENFORCE(reductions.size() == 1, "gradient '", grad,
+                  "' of parameter '", pg.first, "' is allreduced ",
+                  reductions.size(), " times");
+    const int at = reductions[0];
+    const int last_write = LastBackwardWrite(block, grad);
+    const int first_read = FirstOptimizeRead(block, grad);
+    FLUID_ENFORCE(last_write < at, "gradient '", grad,
+                  "' is allreduced (op #", at, ") before the backward op #",
+                  last_write, " that writes it");
+    FLUID_ENFORCE(at < first_read, "gradient '", grad,
+                  "' is allreduced (op #", at, ") after the optimize op #",
+                  first_read, " that reads it");
+    const std::vector<std::string> handle =
+        OpOutput(block.ops(at), "Handle");
+    if (!handle.empty()) {
+      int waited = -1;
+      for (int i = at + 1; i < block.ops_size() && waited < 0; ++i)
+        if (block.ops(i).type() == "c_wait" && Reads(block.ops(i), handle[0]))
+          waited = i;
+      FLUID_ENFORCE(waited >= 0 && waited < first_read, "gradient '", grad,
+                    "' is read by the optimize op #", first_read,
+                    " before its allreduce is waited for");
+    }
+    if (average) {
+      FLUID_ENFORCE(averaged == 1, "gradient '", grad, "' is averaged ",
+                    averaged, " times; it must be averaged exactly once");
+    } else {
+      FLUID_ENFORCE(averaged == 0, "gradient '", grad,
+                    "' is averaged but the job sums gradients");
+    }
+  }
+}
+
+}  // namespace fluid

@@ -1,0 +1,72 @@
+// The collective transpiler: rewrites a training job so that N ranks, each
+// running it on its own shard, average their gradients by allreduce right
+// before the optimizer, with no parameter server. Pure functions on
+// programs: no MPI, no kernels, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+
+namespace fluid {
+
+struct CollectiveConfig {
+  int nranks = 1;
+  int64_t bucket_bytes = 4 << 20;
+  // Start each bucket's allreduce as soon as the backward pass has written
+  // its last gradient (overlapping communication with the rest of the
+  // backward pass), rather than all of them just before the optimizer.
+  bool overlap = true;
+  // Average (allreduce avg) rather than sum.
+  bool average = true;
+};
+
+// One allreduce's worth of gradients, in the order the backward pass
+// produces them.
+struct GradBucket {
+  std::vector<std::string> grads;
+  std::vector<std::string> params;
+  std::vector<int64_t> numels;  // element count of each grad
+  std::string fused;   // the contiguous buffer the grads are views of
+  std::string handle;  // the in-flight allreduce
+  int64_t bytes = 0;
+};
+
+// The (param, grad) pairs the optimize ops update, from their op_role_var,
+// in program order.
+std::vector<std::pair<std::string, std::string>> OptimizedParams(
+    const proto::ProgramDesc& main);
+
+// Packs the gradients of `main` into buckets of at most `bucket_bytes`
+// (a larger gradient gets a bucket of its own; dtypes never mix), in the
+// order the backward pass writes them.
+std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
+                                    int64_t bucket_bytes);
+
+// Returns the rewritten job:
+//  - startup: c_broadcast of every parameter and optimizer state from rank
+//    0, so all ranks start identical whatever their seeds;
+//  - main: per bucket a coalesce_tensor (first op: the bucket's gradients
+//    become views of one buffer), a c_allreduce after the last backward op
+//    writing the bucket (overlap) or before the first optimize op, and a
+//    c_wait before the first optimize op reading it;
+//  - both programs stamped with nranks and their structure hash.
+// The input job is not modified. The result passes LintCollective.
+proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
+                                       const CollectiveConfig& config);
+
+// Checks a transpiled main program: every trainable gradient is reduced
+// exactly once, after the last backward op writing it and before the
+// optimize op reading it (its c_wait too), and averaged exactly once (or
+// never, when `average` is false). A violation is an error naming the
+// gradient.
+void LintCollective(const proto::ProgramDesc& main, int nranks,
+                    bool average = true);
+
+// A hash of the program's structure (vars, ops, slots, attrs), ignoring the
+// stamped hash itself. Ranks compare it before their first collective.
+uint64_t StructureHash(const proto::ProgramDesc& program);
+
+}  // namespace fluid

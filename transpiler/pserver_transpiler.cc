@@ -1,0 +1,251 @@
+#include "transpiler/pserver_transpiler.h"
+
+#include <map>
+#include <set>
+
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+
+namespace {
+
+const std::set<std::string>& RpcOps() {
+  static const std::set<std::string> ops = {"send", "recv", "send_barrier",
+                                            "fetch_barrier"};
+  return ops;
+}
+
+bool IsOptimize(const proto::OpDesc& op) {
+  return (OpRoleOf(op) & static_cast<int>(OpRole::kOptimize)) != 0;
+}
+
+proto::OpDesc Rpc(proto::OpDesc op) {
+  SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective));
+  return op;
+}
+
+// Vars an op reads or writes.
+std::vector<std::string> Touched(const proto::OpDesc& op) {
+  std::vector<std::string> v = OpInputNames(op);
+  for (const auto& n : OpOutputNames(op)) v.push_back(n);
+  return v;
+}
+
+void CopyVar(const proto::BlockDesc& from, const std::string& name,
+             proto::BlockDesc* to) {
+  if (FindVarDesc(*to, name) != nullptr) return;
+  const proto::VarDesc* v = FindVarDesc(from, name);
+  if (v != nullptr) *to->add_vars() = *v;
+}
+
+}  // namespace
+
+bool IsPserverTrainer(const proto::ProgramDesc& program) {
+  for (const auto& op : program.blocks(0).ops())
+    if (op.type() == "send" || op.type() == "recv") return true;
+  return false;
+}
+
+PserverSplit PserverTranspile(const proto::TrainingJob& job, int trainers,
+                              const std::vector<std::string>& endpoints) {
+  FLUID_ENFORCE(trainers >= 1, "trainers must be >= 1, got ", trainers);
+  FLUID_ENFORCE(!endpoints.empty(), "give at least one pserver endpoint");
+  CheckJob(job, "job");
+  const proto::BlockDesc& src = job.main().blocks(0);
+  const proto::BlockDesc& sst = job.startup().blocks(0);
+  auto pairs = OptimizedParams(job.main());
+  FLUID_ENFORCE(!pairs.empty(), "the job has no optimize ops to move");
+
+  std::map<std::string, size_t> server_of;  // param -> endpoint index
+  for (size_t i = 0; i < pairs.size(); ++i)
+    server_of[pairs[i].first] = i % endpoints.size();
+
+  PserverSplit split;
+  split.trainer = job;
+  proto::BlockDesc* tmain = split.trainer.mutable_main()->mutable_blocks(0);
+  tmain->clear_ops();
+  std::set<std::string> server_state;  // vars only the optimizer touches
+  for (const auto& op : src.ops()) {
+    if (IsOptimize(op)) {
+      for (const auto& n : Touched(op)) server_state.insert(n);
+      continue;
+    }
+    *tmain->add_ops() = op;
+  }
+  for (const auto& pg : pairs) {
+    server_state.erase(pg.first);
+    server_state.erase(pg.second);
+  }
+  for (const auto& pg : pairs)
+    *tmain->add_ops() = Rpc(MakeOp(
+        "send", {{"X", {pg.second}}}, {},
+        {{"epmap", std::vector<std::string>{endpoints[server_of[pg.first]]}}}));
+  *tmain->add_ops() = Rpc(MakeOp("send_barrier", {}, {},
+                                 {{"endpoints", endpoints}}));
+  for (const auto& pg : pairs)
+    *tmain->add_ops() = Rpc(MakeOp(
+        "recv", {}, {{"Out", {pg.first}}},
+        {{"epmap", std::vector<std::string>{endpoints[server_of[pg.first]]}}}));
+  *tmain->add_ops() = Rpc(MakeOp("fetch_barrier", {}, {},
+                                 {{"endpoints", endpoints}}));
+  // The trainer keeps no optimizer state.
+  auto drop_state = [&](proto::BlockDesc* b) {
+    proto::BlockDesc kept = *b;
+    kept.clear_vars();
+    kept.clear_ops();
+    for (const auto& v : b->vars())
+      if (!server_state.count(v.name())) *kept.add_vars() = v;
+    for (const auto& op : b->ops()) {
+      bool touches = false;
+      for (const auto& n : Touched(op)) touches = touches || server_state.count(n);
+      if (!touches) *kept.add_ops() = op;
+    }
+    *b = kept;
+  };
+  drop_state(tmain);
+  drop_state(split.trainer.mutable_startup()->mutable_blocks(0));
+  split.trainer.clear_distributed();
+
+  for (size_t e = 0; e < endpoints.size(); ++e) {
+    PserverProgram ps;
+    ps.endpoint = endpoints[e];
+    ps.main = NewProgram();
+    ps.startup = NewProgram();
+    proto::BlockDesc* b0 = ps.main.mutable_blocks(0);
+    proto::BlockDesc* st = ps.startup.mutable_blocks(0);
+    std::vector<std::string> received;
+    std::vector<int32_t> blocks;
+    for (const auto& op : src.ops()) {
+      if (!IsOptimize(op)) continue;
+      std::vector<std::string> rv = OpRoleVarOf(op);
+      if (rv.size() != 2 || server_of.at(rv[0]) != e) continue;
+      const std::string& param = rv[0];
+      const std::string& grad = rv[1];
+      proto::BlockDesc* blk = ps.main.add_blocks();
+      blk->set_idx(ps.main.blocks_size() - 1);
+      blk->set_parent_idx(0);
+      blocks.push_back(blk->idx());
+      std::vector<std::string> copies;
+      for (int t = 0; t < trainers; ++t) {
+        std::string c = grad + ".trainer_" + std::to_string(t);
+        copies.push_back(c);
+        received.push_back(c);
+        const proto::VarDesc& g = GetVarDesc(src, grad);
+        AddVarDesc(b0, c, VarDtype(g), VarShape(g));
+      }
+      *blk->add_ops() = MakeOp("sum", {{"X", copies}}, {{"Out", {grad}}},
+                               {{kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize)}});
+      *blk->add_ops() = MakeOp(
+          "scale", {{"X", {grad}}}, {{"Out", {grad}}},
+          {{"scale", 1.0f / static_cast<float>(trainers)},
+           {kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize)}});
+      *blk->add_ops() = op;
+      for (const auto& n : Touched(op)) {
+        CopyVar(src, n, b0);
+        CopyVar(sst, n, st);
+      }
+      // The server initialises what it owns, as the plain startup did.
+      for (const auto& sop : sst.ops()) {
+        bool mine = false;
+        for (const auto& n : OpOutputNames(sop))
+          mine = mine || n == param || server_state.count(n);
+        bool relevant = false;
+        for (const auto& n : OpOutputNames(sop))
+          for (const auto& t : Touched(op)) relevant = relevant || n == t;
+        if (!mine || !relevant) continue;
+        bool dup = false;
+        for (const auto& have : st->ops())
+          dup = dup || have.SerializeAsString() == sop.SerializeAsString();
+        if (!dup) *st->add_ops() = sop;
+      }
+    }
+    proto::OpDesc serve = MakeOp(
+        "listen_and_serv", {{"X", received}}, {},
+        {{"endpoint", endpoints[e]},
+         {"Fanin", int32_t{trainers}},
+         {"optimize_blocks", blocks},
+         {kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective)}});
+    *b0->add_ops() = serve;
+    split.pservers.push_back(std::move(ps));
+  }
+  return split;
+}
+
+proto::TrainingJob PserverToPlain(const proto::TrainingJob& trainer,
+                                  const std::vector<PserverProgram>& pservers) {
+  CheckJob(trainer, "trainer job");
+  FLUID_ENFORCE(IsPserverTrainer(trainer.main()),
+                "the trainer program has no send/recv ops: it is not in the "
+                "parameter-server style");
+  proto::TrainingJob plain = trainer;
+  const proto::BlockDesc& src = trainer.main().blocks(0);
+  proto::BlockDesc* main = plain.mutable_main()->mutable_blocks(0);
+  main->clear_ops();
+  std::vector<std::string> sent;
+  for (const auto& op : src.ops()) {
+    if (op.type() == "send") {
+      for (const auto& g : OpInput(op, "X")) sent.push_back(g);
+      continue;
+    }
+    if (RpcOps().count(op.type())) continue;
+    *main->add_ops() = op;
+  }
+  // The servers' optimize ops, keyed by the gradient they apply.
+  std::map<std::string, std::pair<const proto::OpDesc*, size_t>> by_grad;
+  for (size_t s = 0; s < pservers.size(); ++s) {
+    CheckProgram(pservers[s].main, "pserver program " + pservers[s].endpoint);
+    const auto& blocks = pservers[s].main.blocks();
+    for (int b = 0; b < blocks.size(); ++b) {
+      for (const auto& op : blocks[b].ops()) {
+        if (!IsOptimize(op) || op.type() == "sum" || op.type() == "scale")
+          continue;
+        std::vector<std::string> rv = OpRoleVarOf(op);
+        FLUID_ENFORCE(rv.size() == 2, "optimize op '", op.type(),
+                      "' on pserver ", pservers[s].endpoint,
+                      " has no op_role_var [param, grad]");
+        FLUID_ENFORCE(by_grad.emplace(rv[1], std::make_pair(&op, s)).second,
+                      "gradient '", rv[1], "' is optimized by two pservers");
+      }
+    }
+  }
+  proto::BlockDesc* st = plain.mutable_startup()->mutable_blocks(0);
+  for (const auto& g : sent) {
+    auto it = by_grad.find(g);
+    FLUID_ENFORCE_CODE(it != by_grad.end(), ErrorCode::kNotFound,
+                       "the trainer sends gradient '", g,
+                       "' but no pserver program optimizes it");
+    const proto::OpDesc& op = *it->second.first;
+    const PserverProgram& ps = pservers[it->second.second];
+    *main->add_ops() = op;
+    for (const auto& n : Touched(op)) {
+      for (const auto& b : ps.main.blocks()) CopyVar(b, n, main);
+      CopyVar(ps.startup.blocks(0), n, st);
+    }
+    for (const auto& sop : ps.startup.blocks(0).ops()) {
+      bool relevant = false;
+      for (const auto& n : OpOutputNames(sop))
+        for (const auto& t : Touched(op))
+          relevant = relevant || (n == t && n != OpRoleVarOf(op)[0]);
+      if (!relevant) continue;
+      bool dup = false;
+      for (const auto& have : st->ops())
+        dup = dup || have.SerializeAsString() == sop.SerializeAsString();
+      if (!dup) *st->add_ops() = sop;
+    }
+    by_grad.erase(it);
+  }
+  FLUID_ENFORCE(by_grad.empty(), "pserver optimizes gradient '",
+                by_grad.empty() ? "" : by_grad.begin()->first,
+                "' that the trainer never sends");
+  return plain;
+}
+
+proto::TrainingJob PserverToCollective(
+    const proto::TrainingJob& trainer,
+    const std::vector<PserverProgram>& pservers,
+    const CollectiveConfig& config) {
+  return CollectiveTranspile(PserverToPlain(trainer, pservers), config);
+}
+
+}  // namespace fluid
