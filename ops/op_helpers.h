@@ -47,7 +47,7 @@ ConstEigenMat<T> Mat(const Tensor& t, int axis) {
 
 // Elementwise work below this many elements runs inline: waking the pool
 // costs more than it saves.
-constexpr int64_t kParallelElements = 1 << 15;
+constexpr int64_t kParallelElements = 1 << 18;
 
 // out = expr, on the pool when there is one and the tensor is large.
 template <typename Out, typename Expr>

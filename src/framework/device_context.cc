@@ -7,7 +7,9 @@
 namespace fluid {
 
 struct CPUDeviceContext::Impl {
-  explicit Impl(int n) : pool(n), device(&pool, n) {}
+  // No spinning: workers that spin after a parallel kernel steal the core
+  // from the thread running the next (serial) op.
+  explicit Impl(int n) : pool(n, /*allow_spinning=*/false), device(&pool, n) {}
   Eigen::ThreadPool pool;
   Eigen::ThreadPoolDevice device;
 };
