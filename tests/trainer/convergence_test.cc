@@ -32,21 +32,22 @@ TrainerResult TrainSubset(const std::string& model) {
   return r;
 }
 
-// Measured here with seed 1: lenet 0.79, mlp 0.78. A model that does not
+// Measured here with seed 1: test accuracy lenet 0.79, mlp 0.78; mean
+// training loss over the epoch 0.99 and 0.88. A model that does not
 // learn stays near 0.10; one with a wrong gradient somewhere lands far
 // below these bounds.
 TEST(Convergence, LenetOnAFashionMnistSubset) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at " << kData;
   TrainerResult r = TrainSubset("lenet");
   EXPECT_GE(r.test_accuracy, 0.75);
-  EXPECT_LT(r.final_loss, 0.75);
+  EXPECT_LT(r.final_loss, 1.2);  // the epoch's mean training loss; untrained: 2.30
 }
 
 TEST(Convergence, MlpOnAFashionMnistSubset) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at " << kData;
   TrainerResult r = TrainSubset("mlp");
   EXPECT_GE(r.test_accuracy, 0.74);
-  EXPECT_LT(r.final_loss, 0.8);
+  EXPECT_LT(r.final_loss, 1.1);
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// MPIExecutor: runs a training job data-parallel on every rank of a
+// communicator, with no parameter server.
+//
+// Init() takes a plain job (transpiled here for the communicator's size), a
+// parameter-server style job (converted) or one already transpiled for this
+// world size; checks that every rank holds the same program (comparing a
+// hash of its structure across ranks before any other collective: the error
+// names the ranks that differ); runs the startup program, whose broadcasts
+// give every rank rank 0's parameters; and prepares the main program. Run()
+// then runs one step on this rank's shard. Not thread-safe; one per rank.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/distributed/communicator.h"
+#include "src/framework/executor.h"
+#include "transpiler/collective_transpiler.h"
+
+namespace fluid {
+
+class MPIExecutor {
+ public:
+  // `comm` defaults to the process's global communicator.
+  explicit MPIExecutor(Place place = Place::CPU(), int num_threads = 1,
+                       Communicator* comm = nullptr);
+
+  int rank() const { return comm_->rank(); }
+  int world_size() const { return comm_->size(); }
+  Communicator* communicator() const { return comm_; }
+  Executor* executor() { return &exe_; }
+
+  // `config.nranks` is ignored: the communicator's size is used.
+  void Init(const proto::TrainingJob& job, Scope* scope,
+            CollectiveConfig config = {});
+
+  void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
+           std::vector<Tensor>* fetches);
+
+  // Gives every rank rank 0's value of every persistable var (after loading
+  // a checkpoint on rank 0).
+  void BroadcastPersistables();
+
+  // Compares a checksum of every parameter across ranks; a mismatch is an
+  // error naming the first parameter that differs and the ranks.
+  void CheckConsistency();
+
+  const proto::TrainingJob& job() const { return job_; }
+  PreparedProgram* main_program() { return main_.get(); }
+
+ private:
+  Communicator* comm_;
+  Executor exe_;
+  Scope* scope_ = nullptr;
+  proto::TrainingJob job_;
+  std::unique_ptr<PreparedProgram> main_;
+  std::vector<std::string> persistables_;
+};
+
+// The process-wide communicator, created on first use: over MPI when the
+// process was started by mpirun (MPI initialised if nobody did), else a
+// single-rank one.
+Communicator* GlobalCommunicator();
+// Drains and joins the global communicator and finalises MPI if this
+// library initialised it. Idempotent; also runs at exit.
+void ShutdownGlobalCommunicator();
+
+// Transpiles or converts `job` for `nranks` as needed (see Init).
+proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
+                                         CollectiveConfig config);
+
+}  // namespace fluid

@@ -1,0 +1,231 @@
+// Multi-rank tests; ctest runs this binary under mpirun (np 2 and 4).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "src/builder/models.h"
+#include "src/data/batcher.h"
+#include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_executor.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/pserver_transpiler.h"
+
+namespace fluid {
+namespace {
+
+Communicator* Comm() { return GlobalCommunicator(); }
+
+// Global batch `step` of `n` samples: seeded noise images, labels from a
+// fixed rule so that the models have something to learn.
+void GlobalBatch(int step, int64_t n, Tensor* images, Tensor* labels) {
+  std::mt19937 rng(1000 + step);
+  float* x = images->mutable_data<float>(Shape{n, 1, 28, 28});
+  int64_t* y = labels->mutable_data<int64_t>(Shape{n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    float sum = 0;
+    for (int p = 0; p < 784; ++p) {
+      x[i * 784 + p] = (rng() % 1000) / 1000.0f;
+      if (p < 10) sum += x[i * 784 + p];
+    }
+    y[i] = static_cast<int64_t>(sum) % 10;
+  }
+}
+
+proto::TrainingJob Mlp(const std::string& optimizer, float lr) {
+  ModelOptions mo;
+  mo.default_optimizer = false;
+  mo.optimizer.type = optimizer;
+  mo.optimizer.learning_rate = lr;
+  return BuildModel("mlp", mo);
+}
+
+std::vector<std::string> Params(const proto::TrainingJob& job) {
+  std::vector<std::string> p;
+  for (const auto& v : job.main().blocks(0).vars())
+    if (v.trainable()) p.push_back(v.name());
+  return p;
+}
+
+// Trains `job` for `steps` steps on one process with the whole global
+// batch each step; returns the scope.
+std::unique_ptr<Scope> TrainSingle(const proto::TrainingJob& job, int steps,
+                                   int64_t global_batch) {
+  auto scope = std::make_unique<Scope>();
+  Executor exe;
+  exe.RunOnce(job.startup(), scope.get());
+  auto main = exe.Prepare(job.main(), scope.get());
+  Tensor x, y;
+  for (int s = 0; s < steps; ++s) {
+    GlobalBatch(s, global_batch, &x, &y);
+    exe.Run(main.get(), {{"image", x}, {"label", y}});
+  }
+  return scope;
+}
+
+// The same steps on every rank, each feeding its slice of the global batch.
+std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
+                                        int steps, int64_t per_rank,
+                                        CollectiveConfig cfg = {}) {
+  auto scope = std::make_unique<Scope>();
+  MPIExecutor exe;
+  exe.Init(job, scope.get(), cfg);
+  const int n = exe.world_size(), r = exe.rank();
+  Tensor x, y;
+  std::vector<Tensor> out;
+  for (int s = 0; s < steps; ++s) {
+    GlobalBatch(s, per_rank * n, &x, &y);
+    exe.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
+             {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
+            {}, &out);
+  }
+  return scope;
+}
+
+// Relative error of each parameter tensor (in the 2-norm) within `rel`;
+// with `elementwise`, also every element within rel * max |p|. Adam is
+// checked in norm only: it divides by sqrt(v), so a gradient entry at
+// float-rounding level moves its parameter by up to the learning rate
+// whichever way the rounding went.
+void ExpectSameParams(const proto::TrainingJob& job, const Scope& a,
+                      const Scope& b, double rel, bool elementwise) {
+  for (const auto& name : Params(job)) {
+    const Tensor& ta = a.GetVar(name)->GetTensor();
+    const Tensor& tb = b.GetVar(name)->GetTensor();
+    ASSERT_EQ(ta.shape(), tb.shape()) << name;
+    double diff2 = 0, ref2 = 0, max_diff = 0, max_ref = 0;
+    for (int64_t i = 0; i < ta.numel(); ++i) {
+      double d = double(ta.data<float>()[i]) - tb.data<float>()[i];
+      diff2 += d * d;
+      ref2 += double(tb.data<float>()[i]) * tb.data<float>()[i];
+      max_diff = std::max(max_diff, std::fabs(d));
+      max_ref = std::max(max_ref, std::fabs(double(tb.data<float>()[i])));
+    }
+    EXPECT_LE(std::sqrt(diff2), rel * std::sqrt(ref2))
+        << name << " on rank " << Comm()->rank();
+    if (elementwise) {
+      EXPECT_LE(max_diff, rel * max_ref)
+          << name << " on rank " << Comm()->rank();
+    }
+  }
+}
+
+class Equivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Equivalence, NRanksTimesBMatchesOneRankTimesNB) {
+  const std::string opt = GetParam();
+  proto::TrainingJob job = Mlp(opt, opt == "adam" ? 0.001f : 0.1f);
+  const int64_t per_rank = 16;
+  auto dist = TrainDistributed(job, 20, per_rank);
+  auto single = TrainSingle(job, 20, per_rank * Comm()->size());
+  ExpectSameParams(job, *dist, *single, 1e-5, opt != "adam");
+}
+
+TEST_P(Equivalence, ThroughThePserverStyleRewrite) {
+  const std::string opt = GetParam();
+  proto::TrainingJob job = Mlp(opt, opt == "adam" ? 0.001f : 0.1f);
+  PserverSplit split =
+      PserverTranspile(job, Comm()->size(), {"127.0.0.1:6174", "127.0.0.1:6175"});
+  CollectiveConfig cfg;
+  cfg.nranks = Comm()->size();
+  proto::TrainingJob converted =
+      PserverToCollective(split.trainer, split.pservers, cfg);
+  const int64_t per_rank = 16;
+  auto dist = TrainDistributed(converted, 20, per_rank);
+  auto single = TrainSingle(job, 20, per_rank * Comm()->size());
+  ExpectSameParams(job, *dist, *single, 1e-5, opt != "adam");
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, Equivalence,
+                         ::testing::Values("sgd", "adam"));
+
+TEST(MultiRank, ParametersStayBitwiseIdentical) {
+  proto::TrainingJob job = Mlp("momentum", 0.05f);
+  CollectiveConfig cfg;
+  cfg.bucket_bytes = 256 * 1024;  // several buckets in flight
+  auto scope = std::make_unique<Scope>();
+  MPIExecutor exe;
+  exe.Init(job, scope.get(), cfg);
+  Tensor x, y;
+  for (int s = 0; s < 50; ++s) {
+    // Every rank its own data.
+    GlobalBatch(s * 100 + exe.rank(), 8, &x, &y);
+    exe.Run({{"image", x}, {"label", y}}, {}, nullptr);
+  }
+  EXPECT_NO_THROW(exe.CheckConsistency());
+  for (const auto& name : Params(job)) {
+    const Tensor& t = scope->GetVar(name)->GetTensor();
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char* p = static_cast<const unsigned char*>(t.raw_data());
+    for (size_t i = 0; i < t.bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    auto all = Comm()->AllGatherValue(h);
+    for (size_t r = 1; r < all.size(); ++r)
+      EXPECT_EQ(all[r], all[0]) << name << " differs on rank " << r;
+  }
+}
+
+TEST(MultiRank, DifferentProgramsFailBeforeTheFirstAllReduceNamingTheRanks) {
+  // The last rank builds with another seed: its startup program differs.
+  ModelOptions mo;
+  mo.seed = Comm()->rank() == Comm()->size() - 1 ? 99 : 1;
+  proto::TrainingJob job = BuildModel("mlp", mo);
+  Scope scope;
+  MPIExecutor exe;
+  try {
+    exe.Init(job, &scope);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("different programs"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank(s) " + std::to_string(Comm()->size() - 1)),
+              std::string::npos)
+        << msg;
+  }
+  // Nothing was left in flight: a collective still works.
+  EXPECT_NO_THROW(Comm()->Barrier());
+}
+
+TEST(MultiRank, UnevenShardsRunTheSameNumberOfSteps) {
+  Dataset data;
+  data.names = {"image", "label"};
+  Tensor x, y;
+  GlobalBatch(7, 1000, &x, &y);
+  data.tensors = {x, y};
+  Batcher batcher(data, 64, 5, Comm()->rank(), Comm()->size());
+  auto steps = Comm()->AllGatherValue(batcher.StepsPerEpoch());
+  for (auto s : steps) EXPECT_EQ(s, steps[0]);
+
+  proto::TrainingJob job = BuildModel("mlp");
+  Scope scope;
+  MPIExecutor exe;
+  exe.Init(job, &scope);
+  batcher.StartEpoch(0);
+  std::vector<Tensor> batch;
+  int64_t ran = 0;
+  while (batcher.Next(&batch)) {
+    exe.Run({{"image", batch[0]}, {"label", batch[1]}}, {}, nullptr);
+    ++ran;
+  }
+  auto all = Comm()->AllGatherValue(ran);
+  for (auto s : all) EXPECT_EQ(s, all[0]);
+  EXPECT_EQ(ran, static_cast<int64_t>(steps[0]));
+}
+
+}  // namespace
+}  // namespace fluid
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  fluid::Communicator* comm = fluid::GlobalCommunicator();
+  // Only rank 0 reports, so the output reads like one run.
+  if (comm->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  // A test that failed on any rank fails the job.
+  auto all = comm->AllGatherValue(static_cast<uint64_t>(rc));
+  for (auto r : all) rc |= static_cast<int>(r);
+  fluid::ShutdownGlobalCommunicator();
+  return rc;
+}

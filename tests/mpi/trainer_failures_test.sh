@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A rank that dies or fails brings the whole `mpirun -np 2 trainer` job down
+# within 30 s, non-zero, with one line naming the rank and the cause.
+#   trainer_failures_test.sh MPIRUN TRAINER
+set -u
+MPIRUN=$1
+TRAINER=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI=("$MPIRUN" --oversubscribe)
+work=$(mktemp -d /tmp/fluid_mpi_failures.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Tiny MNIST-shaped data sets: a good one, and one whose labels are out of
+# range (so the rank reading it fails mid-training, not at start-up).
+/usr/bin/python3 - "$work" <<'PY'
+import os, random, struct, sys
+root = sys.argv[1]
+for name, bad in (("good", False), ("bad", True)):
+    d = os.path.join(root, name); os.makedirs(d)
+    rng = random.Random(1)
+    for prefix, n in (("train", 4096), ("t10k", 64)):
+        with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, 28, 28))
+            f.write(bytes(rng.randrange(256) for _ in range(n * 784)))
+        with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n))
+            labels = [rng.randrange(10) for _ in range(n)]
+            if bad:
+                labels[n // 2] = 200
+            f.write(bytes(labels))
+PY
+[ -d "$work/good" ] || fail "could not write the test data"
+"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+
+# 1. Healthy run: both ranks train, exit 0, rank 0 reports.
+out=$(timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
+      --data "$work/good" --check-consistency 10 2>&1) \
+  || fail "healthy 2-rank run failed: $out"
+echo "$out" | grep -q "x 2 ranks" || fail "no 2-rank banner: $out"
+echo "$out" | grep -q "test accuracy" || fail "no test accuracy: $out"
+echo "ok: healthy 2-rank run"
+
+# 2. A rank that throws mid-training (rank 1 reads a bad label).
+start=$(date +%s)
+out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --program "$work/mlp.pb" \
+        --data "$work/good" --epochs 20 : \
+      -np 1 "$TRAINER" --program "$work/mlp.pb" --data "$work/bad" \
+        --epochs 20 2>&1)
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || fail "a failing rank left the job exiting 0"
+[ "$rc" -ne 124 ] || fail "the job hung after a rank failed: $out"
+[ "$took" -le 30 ] || fail "took ${took}s to come down"
+echo "$out" | grep -q "trainer: rank 1: error: .*label" \
+  || fail "no line naming rank 1 and the cause: $out"
+echo "ok: throwing rank ended the job in ${took}s (rc $rc)"
+
+# 3. A rank killed with SIGKILL mid-training.
+marker="fluid-kill-test-$$"
+start=$(date +%s)
+timeout 60 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
+  --data "$work/good" --epochs 1000 --log-every 0 \
+  --checkpoint-dir "$work/$marker" >"$work/kill.log" 2>&1 &
+job=$!
+victim=""
+for _ in $(seq 100); do
+  sleep 0.2
+  victim=$(pgrep -n -f -- "--checkpoint-dir $work/$marker" | head -1)
+  # Wait until the newest matching process is a trainer, not mpirun.
+  if [ -n "$victim" ] && grep -q trainer "/proc/$victim/comm" 2>/dev/null; then
+    break
+  fi
+  victim=""
+done
+[ -n "$victim" ] || fail "no trainer rank to kill"
+sleep 2
+kill -9 "$victim"
+wait "$job"
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || fail "a killed rank left the job exiting 0"
+[ "$rc" -ne 124 ] || fail "the job hung after a rank was killed"
+[ "$took" -le 30 ] || fail "took ${took}s to come down"
+echo "ok: killed rank ended the job in ${took}s (rc $rc)"
+echo "1 passed, 0 failed" >/dev/null
