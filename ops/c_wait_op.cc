@@ -1,5 +1,7 @@
 // c_wait: blocks until the collective behind Handle has finished; Out (the
 // tensor that collective writes) is then complete.
+#include <chrono>
+
 #include "ops/collective_helpers.h"
 
 namespace fluid {
@@ -15,7 +17,12 @@ void WaitKernel(const ExecutionContext& ctx) {
                 "' was already waited for");
   CommHandlePtr h = std::move(handle);
   handle.reset();
+  const auto start = std::chrono::steady_clock::now();
   h->Wait();
+  CommunicatorOf(ctx)->AddExposedWait(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 // thread-safe. Destruction drains the queue and joins the worker.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -66,6 +67,13 @@ class Communicator {
   // Gathers one value per rank; for small control exchanges.
   std::vector<uint64_t> AllGatherValue(uint64_t value);
 
+  // Time callers spent blocked in waits (c_wait, synchronous collectives):
+  // communication the computation did not hide.
+  double exposed_wait_seconds() const {
+    return exposed_wait_ns_.load() * 1e-9;
+  }
+  void AddExposedWait(int64_t ns) { exposed_wait_ns_ += ns; }
+
   // Ends the whole job (all ranks) with `code`; used by edges that cannot
   // continue. Does not return on a real transport.
   void Abort(int code);
@@ -87,6 +95,7 @@ class Communicator {
   std::deque<std::pair<std::function<void(CommBackend*)>, CommHandlePtr>>
       queue_;
   bool stopping_ = false;
+  std::atomic<int64_t> exposed_wait_ns_{0};
   std::thread worker_;
 };
 

@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
   app.add_option("--bucket-mb", o.bucket_mb,
                  "multi-rank: gradient bucket size in MiB")
       ->capture_default_str();
+  app.add_flag("--print-program", o.print_program,
+               "print the main program's ops and exit");
+  app.add_option("--transpile-for", o.print_nranks,
+                 "with --print-program: show it transpiled for N ranks");
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "multi-rank: allreduce all buckets after the backward pass");

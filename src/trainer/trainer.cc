@@ -93,6 +93,17 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   proto::TrainingJob job = ObtainJob(o);
   TrainerResult result;
+  if (o.print_program) {
+    if (o.print_nranks > 0) {
+      CollectiveConfig cfg;
+      cfg.nranks = o.print_nranks;
+      cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+      cfg.overlap = o.overlap;
+      job = PrepareDistributedJob(job, cfg);
+    }
+    out << ProgramToString(job.main());
+    return result;
+  }
   if (!o.save.empty()) {
     SaveJob(job, o.save);
     out << "wrote " << o.model << " to " << o.save << "\n";

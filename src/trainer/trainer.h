@@ -14,6 +14,10 @@ struct TrainerOptions {
   std::string program;  // a TrainingJob file; or:
   std::string model;    // a built-in model (mlp | lenet)
   std::string save;     // with `model`: write the job here and stop
+  // Print the main program's ops and stop; with print_nranks > 0, as the
+  // collective transpiler rewrites it for that many ranks.
+  bool print_program = false;
+  int print_nranks = 0;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 1;
   int64_t batch_size = 64;

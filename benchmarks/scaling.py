@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Weak-scaling harness: data-parallel training throughput of the built-in
+models at np = 1, 2 (and 4, oversubscribed on a 2-core machine, flagged as
+such), a fixed batch per rank, one thread per rank; next to PyTorch DDP with
+gloo on the same model, batch and threads when torch is installed.
+
+    /usr/bin/python3 benchmarks/scaling.py --build build --out docs/scaling
+
+Writes <out>.csv, <out>.md and <out>.png (samples/s and efficiency per np).
+Each point is the median of --repeats runs, interleaved across frameworks.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+
+
+def ours(build, model, np_, batch, steps):
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+           str(np_), os.path.join(build, "benchmarks", "dist_bench"),
+           "--model", model, "--batch", str(batch), "--steps", str(steps)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         timeout=600).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def ddp(model, np_, batch, steps, port):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if os.path.isdir(OPENBLAS):
+        env["LD_LIBRARY_PATH"] = OPENBLAS
+    procs = []
+    for r in range(np_):
+        e = dict(env, RANK=str(r), WORLD_SIZE=str(np_),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "torch_ddp_bench.py"),
+             "--model", model, "--batch", str(batch), "--steps", str(steps)],
+            env=e, stdout=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError("DDP run failed")
+    return json.loads(outs[0].strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", default="docs/scaling")
+    ap.add_argument("--models", default="mlp,lenet")
+    ap.add_argument("--nps", default="1,2,4")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-torch", action="store_true")
+    a = ap.parse_args()
+    try:
+        import torch  # noqa: F401
+        have_torch = not a.no_torch
+    except ImportError:
+        have_torch = False
+    cores = os.cpu_count() or 1
+    rows = []
+    port = 29500
+    for model in a.models.split(","):
+        steps = 200 if model == "mlp" else 60
+        base = {}
+        for np_ in [int(n) for n in a.nps.split(",")]:
+            runs = {"fluid": [], "torch-ddp": []}
+            share = []
+            for _ in range(a.repeats):
+                r = ours(a.build, model, np_, a.batch, steps)
+                runs["fluid"].append(r["samples_per_s"])
+                share.append(r["exposed_comm_share"])
+                if have_torch:
+                    port += 1
+                    runs["torch-ddp"].append(
+                        ddp(model, np_, a.batch, steps, port)["samples_per_s"])
+            for fw, vals in runs.items():
+                if not vals:
+                    continue
+                sps = statistics.median(vals)
+                if np_ == 1:
+                    base[fw] = sps
+                eff = sps / (np_ * base[fw]) if fw in base else float("nan")
+                rows.append({
+                    "model": model, "framework": fw, "np": np_,
+                    "oversubscribed": np_ > cores, "batch_per_rank": a.batch,
+                    "samples_per_s": round(sps, 1),
+                    "efficiency": round(eff, 3),
+                    "exposed_comm_share":
+                        round(statistics.median(share), 3)
+                        if fw == "fluid" else "",
+                })
+                print(f"{model} {fw} np={np_}: {sps:.0f} samples/s, "
+                      f"efficiency {eff:.2f}", file=sys.stderr)
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(a.out + ".md", "w") as f:
+        f.write("| model | framework | np | samples/s | efficiency | "
+                "exposed comm share |\n|---|---|---|---|---|---|\n")
+        for r in rows:
+            np_s = f"{r['np']}{' (oversubscribed)' if r['oversubscribed'] else ''}"
+            f.write(f"| {r['model']} | {r['framework']} | {np_s} | "
+                    f"{r['samples_per_s']:.0f} | {r['efficiency']:.2f} | "
+                    f"{r['exposed_comm_share']} |\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        models = sorted({r["model"] for r in rows})
+        fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4))
+        if len(models) == 1:
+            axes = [axes]
+        for ax, model in zip(axes, models):
+            for fw in ("fluid", "torch-ddp"):
+                pts = [r for r in rows if r["model"] == model
+                       and r["framework"] == fw]
+                if pts:
+                    ax.plot([r["np"] for r in pts],
+                            [r["samples_per_s"] for r in pts], "o-", label=fw)
+            ax.set_title(f"{model}, batch {a.batch}/rank, 1 thread/rank")
+            ax.set_xlabel("ranks (np > %d oversubscribed)" % cores)
+            ax.set_ylabel("samples/s")
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(a.out + ".png", dpi=100)
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+    print(open(a.out + ".md").read())
+
+
+if __name__ == "__main__":
+    main()
