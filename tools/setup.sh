@@ -31,6 +31,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# Cache hits across checkouts in different directories.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 JOBS="${JOBS:-2}"
 BUILD_DIR="${BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
