@@ -117,20 +117,28 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         models = sorted({r["model"] for r in rows})
-        fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4))
-        if len(models) == 1:
-            axes = [axes]
-        for ax, model in zip(axes, models):
+        fig, axes = plt.subplots(2, len(models), squeeze=False,
+                                 figsize=(5 * len(models), 7))
+        for col, model in enumerate(models):
             for fw in ("fluid", "torch-ddp"):
                 pts = [r for r in rows if r["model"] == model
                        and r["framework"] == fw]
-                if pts:
-                    ax.plot([r["np"] for r in pts],
-                            [r["samples_per_s"] for r in pts], "o-", label=fw)
-            ax.set_title(f"{model}, batch {a.batch}/rank, 1 thread/rank")
-            ax.set_xlabel("ranks (np > %d oversubscribed)" % cores)
-            ax.set_ylabel("samples/s")
-            ax.legend()
+                if not pts:
+                    continue
+                nps = [r["np"] for r in pts]
+                axes[0][col].plot(nps, [r["samples_per_s"] for r in pts],
+                                  "o-", label=fw)
+                axes[1][col].plot(nps, [r["efficiency"] for r in pts], "o-",
+                                  label=fw)
+            axes[0][col].set_title(
+                f"{model}, batch {a.batch}/rank, 1 thread/rank")
+            axes[0][col].set_ylabel("samples/s")
+            axes[1][col].set_ylabel("weak-scaling efficiency")
+            axes[1][col].axhline(0.9, color="grey", linestyle=":")
+            for row in (0, 1):
+                axes[row][col].set_xlabel(
+                    "ranks (np > %d oversubscribed)" % cores)
+                axes[row][col].legend()
         fig.tight_layout()
         fig.savefig(a.out + ".png", dpi=100)
     except ImportError:

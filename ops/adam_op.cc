@@ -24,30 +24,6 @@ namespace fluid {
 namespace ops {
 namespace {
 
-bool ShapesCompatible(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  return true;
-}
-
-double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
-  const Tensor& t = ctx.Input(slot);
-  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
-                ctx.InputName(slot), "' must hold one element, has shape ",
-                t.shape());
-  switch (t.dtype()) {
-    case DataType::kFloat32:
-      return t.data<float>()[0];
-    case DataType::kFloat64:
-      return t.data<double>()[0];
-    default:
-      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
-                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
-                  "is ", DataTypeName(t.dtype()));
-  }
-}
-
 // Writes a one-element output in the dtype of the input it replaces.
 void WriteScalar(const ExecutionContext& ctx, const std::string& slot,
                  const Tensor& like, double value) {

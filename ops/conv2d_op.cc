@@ -125,14 +125,6 @@ Shape ConvOutputShape(const InferShapeContext& ctx, const std::string& op) {
   return Shape{x[0], f[0], oh, ow};
 }
 
-// Same rank, and equal wherever both dims are known.
-bool Compatible(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  return true;
-}
-
 void Conv2dInferShape(InferShapeContext* ctx) {
   Shape out = ConvOutputShape(*ctx, "conv2d");
   ctx->SetOutputShape("Output", out);
@@ -142,7 +134,7 @@ void Conv2dInferShape(InferShapeContext* ctx) {
 void Conv2dGradInferShape(InferShapeContext* ctx) {
   Shape want = ConvOutputShape(*ctx, "conv2d_grad");
   Shape got = ctx->GetInputShape(GradSlot("Output"));
-  FLUID_ENFORCE(Compatible(want, got), "conv2d_grad: Output@GRAD '",
+  FLUID_ENFORCE(ShapesCompatible(want, got), "conv2d_grad: Output@GRAD '",
                 ctx->InputName(GradSlot("Output")), "' has shape ", got,
                 " but Input '", ctx->InputName("Input"), "' and Filter '",
                 ctx->InputName("Filter"), "' give an output of ", want);

@@ -73,5 +73,25 @@ void ParallelFor(const CPUDeviceContext& dev, int64_t n, double cost, Fn fn) {
       [&fn](Eigen::Index b, Eigen::Index e) { fn(int64_t(b), int64_t(e)); });
 }
 
+// The one element of a scalar input (a learning rate, a beta power), stored
+// as float32 or float64 whatever the kernel's dtype.
+inline double ReadScalar(const ExecutionContext& ctx,
+                         const std::string& slot) {
+  const Tensor& t = ctx.Input(slot);
+  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
+                ctx.InputName(slot), "' must hold one element, has shape ",
+                t.shape());
+  switch (t.dtype()) {
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat64:
+      return t.data<double>()[0];
+    default:
+      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
+                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
+                  "is ", DataTypeName(t.dtype()));
+  }
+}
+
 }  // namespace ops
 }  // namespace fluid

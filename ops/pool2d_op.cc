@@ -30,13 +30,6 @@ std::string Ints(const std::vector<int32_t>& v) {
   return os.str();
 }
 
-bool Compatible(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  return true;
-}
-
 struct PoolAttrs {
   bool is_max = true;
   bool global = false;
@@ -128,7 +121,7 @@ void Pool2dInferShape(InferShapeContext* ctx) {
 void Pool2dGradInferShape(InferShapeContext* ctx) {
   Shape want = PoolOutputShape(*ctx, "pool2d_grad");
   Shape got = ctx->GetInputShape(GradSlot("Out"));
-  FLUID_ENFORCE(Compatible(want, got), "pool2d_grad: Out@GRAD '",
+  FLUID_ENFORCE(ShapesCompatible(want, got), "pool2d_grad: Out@GRAD '",
                 ctx->InputName(GradSlot("Out")), "' has shape ", got,
                 " but X '", ctx->InputName("X"), "' pools to ", want);
   ctx->ShareShape("X", GradSlot("X"));

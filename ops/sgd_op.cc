@@ -8,33 +8,6 @@ namespace fluid {
 namespace ops {
 namespace {
 
-// Same rank, and every dim equal where both are known.
-bool ShapesCompatible(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  return true;
-}
-
-// The learning rate may be stored as float32 or float64 whatever the
-// parameter's dtype.
-double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
-  const Tensor& t = ctx.Input(slot);
-  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
-                ctx.InputName(slot), "' must hold one element, has shape ",
-                t.shape());
-  switch (t.dtype()) {
-    case DataType::kFloat32:
-      return t.data<float>()[0];
-    case DataType::kFloat64:
-      return t.data<double>()[0];
-    default:
-      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
-                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
-                  "is ", DataTypeName(t.dtype()));
-  }
-}
-
 void SgdInferShape(InferShapeContext* ctx) {
   Shape p = ctx->GetInputShape("Param");
   Shape g = ctx->GetInputShape("Grad");

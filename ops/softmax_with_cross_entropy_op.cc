@@ -18,13 +18,6 @@ namespace fluid {
 namespace ops {
 namespace {
 
-bool Compatible(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  return true;
-}
-
 // Checks `slot` [..., C] against Label [..., 1] int64; returns Loss's shape.
 Shape CheckScoresAndLabel(const InferShapeContext& ctx, const std::string& op,
                           const std::string& slot) {
@@ -38,7 +31,7 @@ Shape CheckScoresAndLabel(const InferShapeContext& ctx, const std::string& op,
                 ln, "' must be int64, got ", ctx.GetInputDtype("Label"));
   Shape want = x;
   want[want.rank() - 1] = 1;
-  FLUID_ENFORCE(Compatible(want, l), op, ": Label '", ln, "' has shape ", l,
+  FLUID_ENFORCE(ShapesCompatible(want, l), op, ": Label '", ln, "' has shape ", l,
                 " but ", slot, " '", xn, "' has shape ", x, "; Label must be ",
                 want);
   return want;
@@ -56,7 +49,7 @@ void SoftmaxWithCrossEntropyGradInferShape(InferShapeContext* ctx) {
   const char* op = "softmax_with_cross_entropy_grad";
   Shape loss = CheckScoresAndLabel(*ctx, op, "Softmax");
   Shape dloss = ctx->GetInputShape(GradSlot("Loss"));
-  FLUID_ENFORCE(Compatible(loss, dloss), op, ": Loss@GRAD '",
+  FLUID_ENFORCE(ShapesCompatible(loss, dloss), op, ": Loss@GRAD '",
                 ctx->InputName(GradSlot("Loss")), "' has shape ", dloss,
                 ", expected ", loss);
   ctx->ShareShape("Softmax", GradSlot("Logits"));

@@ -120,4 +120,11 @@ bool ShapeMatches(const Shape& declared, const Shape& actual) {
   return true;
 }
 
+bool ShapesCompatible(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
+}
+
 }  // namespace fluid

@@ -101,6 +101,8 @@ std::ostream& operator<<(std::ostream& os, DataType t);
 
 // True when a runtime shape fits a declared one (-1 matches anything).
 bool ShapeMatches(const Shape& declared, const Shape& actual);
+// Symmetric: same rank, and every dim equal where both are known.
+bool ShapesCompatible(const Shape& a, const Shape& b);
 
 // Op roles: which phase of training an op belongs to. Stored as the int attr
 // "op_role" on every op; the transpiler navigates by these, never by names.

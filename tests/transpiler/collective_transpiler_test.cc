@@ -240,6 +240,116 @@ TEST(PserverTranspiler, RewriteGivesTheSameOpsAsTranspilingThePlainJob) {
   }
 }
 
+// A one-layer model written out by hand in both styles: plain, and as a
+// trainer that sends its gradients and receives its parameters plus one
+// pserver program that merges, scales and applies them.
+TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
+  auto role = [](proto::OpDesc op, OpRole r) {
+    SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(r));
+    return op;
+  };
+  auto declare = [](proto::BlockDesc* b, bool with_state) {
+    AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 4})->set_stop_gradient(true);
+    auto* w = AddVarDesc(b, "w", DataType::kFloat32, Shape{4, 2}, true);
+    w->set_trainable(true);
+    for (const char* n : {"y", "loss", "loss@GRAD", "y@GRAD", "w@GRAD"})
+      AddVarDesc(b, n, DataType::kFloat32,
+                 std::string(n) == "w@GRAD" ? Shape{4, 2}
+                 : std::string(n).rfind("loss", 0) == 0 ? Shape{1}
+                                                         : Shape{-1, 2});
+    if (with_state) AddVarDesc(b, "lr", DataType::kFloat32, Shape{1}, true);
+  };
+  auto forward_backward = [&](proto::BlockDesc* b) {
+    *b->add_ops() = MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
+    *b->add_ops() = role(MakeOp("mean", {{"X", {"y"}}}, {{"Out", {"loss"}}}),
+                         OpRole::kLoss);
+    *b->add_ops() = role(MakeOp("fill_constant", {}, {{"Out", {"loss@GRAD"}}},
+                                {{"shape", std::vector<int64_t>{1}},
+                                 {"value", 1.0f}}),
+                         OpRole::kBackward);
+    *b->add_ops() = role(MakeOp("mean_grad",
+                                {{"X", {"y"}}, {"Out@GRAD", {"loss@GRAD"}}},
+                                {{"X@GRAD", {"y@GRAD"}}}),
+                         OpRole::kBackward);
+    *b->add_ops() = role(
+        MakeOp("mul_grad",
+               {{"X", {"x"}}, {"Y", {"w"}}, {"Out@GRAD", {"y@GRAD"}}},
+               {{"X@GRAD", {kEmptyVarName}}, {"Y@GRAD", {"w@GRAD"}}}),
+        OpRole::kBackward);
+  };
+  proto::OpDesc sgd = role(
+      MakeOp("sgd", {{"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"LearningRate", {"lr"}}},
+             {{"ParamOut", {"w"}}},
+             {{kOpRoleVarAttr, std::vector<std::string>{"w", "w@GRAD"}}}),
+      OpRole::kOptimize);
+  proto::OpDesc lr_init = MakeOp("fill_constant", {}, {{"Out", {"lr"}}},
+                                 {{"shape", std::vector<int64_t>{1}},
+                                  {"value", 0.1f}});
+
+  proto::TrainingJob plain;
+  *plain.mutable_main() = NewProgram();
+  *plain.mutable_startup() = NewProgram();
+  declare(plain.mutable_main()->mutable_blocks(0), true);
+  forward_backward(plain.mutable_main()->mutable_blocks(0));
+  *plain.mutable_main()->mutable_blocks(0)->add_ops() = sgd;
+  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "w", DataType::kFloat32,
+             Shape{4, 2}, true);
+  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "lr", DataType::kFloat32,
+             Shape{1}, true);
+  *plain.mutable_startup()->mutable_blocks(0)->add_ops() = lr_init;
+
+  proto::TrainingJob trainer;
+  *trainer.mutable_main() = NewProgram();
+  *trainer.mutable_startup() = NewProgram();
+  declare(trainer.mutable_main()->mutable_blocks(0), false);
+  forward_backward(trainer.mutable_main()->mutable_blocks(0));
+  auto* tb = trainer.mutable_main()->mutable_blocks(0);
+  *tb->add_ops() = MakeOp("send", {{"X", {"w@GRAD"}}}, {},
+                          {{"epmap", std::vector<std::string>{"ps:1"}}});
+  *tb->add_ops() = MakeOp("recv", {}, {{"Out", {"w"}}},
+                          {{"epmap", std::vector<std::string>{"ps:1"}}});
+  AddVarDesc(trainer.mutable_startup()->mutable_blocks(0), "w",
+             DataType::kFloat32, Shape{4, 2}, true);
+
+  PserverProgram ps;
+  ps.endpoint = "ps:1";
+  ps.main = NewProgram();
+  ps.startup = NewProgram();
+  auto* pb = ps.main.mutable_blocks(0);
+  AddVarDesc(pb, "w", DataType::kFloat32, Shape{4, 2}, true);
+  AddVarDesc(pb, "lr", DataType::kFloat32, Shape{1}, true);
+  for (const char* n : {"w@GRAD", "w@GRAD.trainer_0", "w@GRAD.trainer_1"})
+    AddVarDesc(pb, n, DataType::kFloat32, Shape{4, 2});
+  *pb->add_ops() = MakeOp("listen_and_serv",
+                          {{"X", {"w@GRAD.trainer_0", "w@GRAD.trainer_1"}}}, {},
+                          {{"optimize_blocks", std::vector<int32_t>{1}}});
+  auto* opt = ps.main.add_blocks();
+  opt->set_idx(1);
+  *opt->add_ops() = role(MakeOp("sum", {{"X", {"w@GRAD.trainer_0", "w@GRAD.trainer_1"}}},
+                                {{"Out", {"w@GRAD"}}}),
+                         OpRole::kOptimize);
+  *opt->add_ops() = role(MakeOp("scale", {{"X", {"w@GRAD"}}}, {{"Out", {"w@GRAD"}}},
+                                {{"scale", 0.5f}}),
+                         OpRole::kOptimize);
+  *opt->add_ops() = sgd;
+  AddVarDesc(ps.startup.mutable_blocks(0), "lr", DataType::kFloat32, Shape{1}, true);
+  *ps.startup.mutable_blocks(0)->add_ops() = lr_init;
+
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  proto::TrainingJob direct = CollectiveTranspile(plain, cfg);
+  proto::TrainingJob via = PserverToCollective(trainer, {ps}, cfg);
+  EXPECT_EQ(Types(direct.main()),
+            (std::vector<std::string>{"coalesce_tensor", "mul", "mean",
+                                      "fill_constant", "mean_grad", "mul_grad",
+                                      "c_allreduce", "c_wait", "sgd"}));
+  ASSERT_EQ(Types(via.main()), Types(direct.main()));
+  for (int i = 0; i < direct.main().blocks(0).ops_size(); ++i)
+    EXPECT_EQ(OpToString(via.main().blocks(0).ops(i)),
+              OpToString(direct.main().blocks(0).ops(i)));
+  EXPECT_EQ(Types(via.startup()), Types(direct.startup()));
+}
+
 TEST(PserverTranspiler, MismatchedPairIsAnError) {
   PserverSplit split = PserverTranspile(BuildModel("mlp"), 2, {"a:1", "b:2"});
   split.pservers.pop_back();
