@@ -31,6 +31,7 @@ class InProcessBackend : public CommBackend {
 
   void AllReduce(void* data, int64_t count, DataType dtype,
                  ReduceOp op) override {
+    if (size() == 1) return;  // the reduction of one rank is itself
     const size_t bytes = count * SizeOf(dtype);
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     group_->Post(rank_, data);
@@ -57,6 +58,7 @@ class InProcessBackend : public CommBackend {
   }
 
   void Broadcast(void* data, int64_t bytes, int root) override {
+    if (size() == 1) return;
     group_->Post(rank_, data);
     group_->Arrive();
     if (rank_ != root) std::memcpy(data, group_->Posted(root), bytes);

@@ -1,0 +1,566 @@
+// fluid._core: the native module under the Python `fluid` package. It is a
+// thin edge: it converts between Python/NumPy and the C++ library, and turns
+// fluid::Error into Python exceptions of matching kinds. No logic lives here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "src/builder/layers.h"
+#include "src/builder/optimizer.h"
+#include "src/data/idx_reader.h"
+#include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_executor.h"
+#include "src/framework/backward.h"
+#include "src/framework/executor.h"
+#include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
+#include "transpiler/collective_transpiler.h"
+#include "transpiler/pserver_transpiler.h"
+
+namespace py = pybind11;
+
+namespace fluid {
+namespace {
+
+// A program the Python side holds and the builder mutates. `version` counts
+// mutations so that executors know when a prepared copy is stale.
+struct Program {
+  proto::ProgramDesc desc = NewProgram();
+  uint64_t version = 0;
+  uint64_t id = NextId();
+  static uint64_t NextId() {
+    static uint64_t next = 1;
+    return next++;
+  }
+};
+using ProgramPtr = std::shared_ptr<Program>;
+
+ProgramPtr Wrap(proto::ProgramDesc desc) {
+  auto p = std::make_shared<Program>();
+  p->desc = std::move(desc);
+  return p;
+}
+
+// ---- tensors <-> numpy ----
+
+py::dtype NumpyDtype(DataType t) {
+  switch (t) {
+    case DataType::kFloat32:
+      return py::dtype::of<float>();
+    case DataType::kFloat64:
+      return py::dtype::of<double>();
+    case DataType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DataType::kInt64:
+      return py::dtype::of<int64_t>();
+  }
+  return py::dtype::of<float>();
+}
+
+DataType FromNumpy(const py::dtype& d, const std::string& what) {
+  if (d.is(py::dtype::of<float>())) return DataType::kFloat32;
+  if (d.is(py::dtype::of<double>())) return DataType::kFloat64;
+  if (d.is(py::dtype::of<int32_t>())) return DataType::kInt32;
+  if (d.is(py::dtype::of<int64_t>())) return DataType::kInt64;
+  FLUID_THROW(ErrorCode::kInvalidArgument, what, " has numpy dtype ",
+              py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
+              "; use float32, float64, int32 or int64");
+}
+
+DataType ParseDtype(const std::string& s) {
+  if (s == "float32") return DataType::kFloat32;
+  if (s == "float64") return DataType::kFloat64;
+  if (s == "int32") return DataType::kInt32;
+  if (s == "int64") return DataType::kInt64;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype '", s,
+              "'; known: float32, float64, int32, int64");
+}
+
+// A numpy array viewing the tensor's buffer (kept alive by the array): no
+// copy.
+py::array ToNumpy(const Tensor& t) {
+  FLUID_ENFORCE(t.initialized(), "tensor holds no value");
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  auto* keep = new std::shared_ptr<Buffer>(t.buffer());
+  py::capsule owner(keep, [](void* p) {
+    delete static_cast<std::shared_ptr<Buffer>*>(p);
+  });
+  return py::array(NumpyDtype(t.dtype()), shape,
+                   const_cast<void*>(t.raw_data()), owner);
+}
+
+Tensor FromArray(const py::array& a, const std::string& what) {
+  py::array c = py::array::ensure(a, py::array::c_style);
+  Tensor t;
+  t.set_dtype(FromNumpy(c.dtype(), what));
+  Shape shape;
+  for (py::ssize_t i = 0; i < c.ndim(); ++i) shape.push_back(c.shape(i));
+  t.Resize(shape);
+  void* dst = t.raw_mutable_data();
+  if (t.bytes() > 0) std::memcpy(dst, c.data(), t.bytes());
+  return t;
+}
+
+FeedList Feeds(const py::dict& feed) {
+  FeedList out;
+  for (auto item : feed) {
+    std::string name = py::str(item.first);
+    out.emplace_back(name, FromArray(py::array::ensure(item.second),
+                                     "feed '" + name + "'"));
+  }
+  return out;
+}
+
+py::list Fetches(const std::vector<Tensor>& fetched) {
+  py::list out;
+  for (const auto& t : fetched) out.append(ToNumpy(t));
+  return out;
+}
+
+py::dict VarInfo(const proto::VarDesc& v) {
+  py::dict d;
+  d["name"] = v.name();
+  d["shape"] = VarShape(v).ToVector();
+  d["dtype"] = std::string(DataTypeName(VarDtype(v)));
+  d["persistable"] = v.persistable();
+  d["trainable"] = v.trainable();
+  d["stop_gradient"] = v.stop_gradient();
+  return d;
+}
+
+py::dict OpInfo(const proto::OpDesc& op) {
+  py::dict d, in, out;
+  d["type"] = op.type();
+  for (const auto& v : op.inputs())
+    in[py::str(v.parameter())] =
+        std::vector<std::string>(v.arguments().begin(), v.arguments().end());
+  for (const auto& v : op.outputs())
+    out[py::str(v.parameter())] =
+        std::vector<std::string>(v.arguments().begin(), v.arguments().end());
+  d["inputs"] = in;
+  d["outputs"] = out;
+  d["role"] = OpRoleOf(op);
+  d["role_var"] = OpRoleVarOf(op);
+  return d;
+}
+
+proto::TrainingJob Job(const Program& main, const Program& startup) {
+  proto::TrainingJob job;
+  job.set_version(kProgramVersion);
+  *job.mutable_main() = main.desc;
+  *job.mutable_startup() = startup.desc;
+  return job;
+}
+
+// ---- the builder: one per (main, startup) pair, kept by Python ----
+
+class PyBuilder {
+ public:
+  PyBuilder(ProgramPtr main, ProgramPtr startup, uint64_t seed)
+      : main_(std::move(main)),
+        startup_(std::move(startup)),
+        builder_(&main_->desc, &startup_->desc, seed) {}
+
+  template <typename Fn>
+  auto Mutate(Fn fn) {
+    ++main_->version;
+    ++startup_->version;
+    return fn(&builder_);
+  }
+  ProgramBuilder* get() { return &builder_; }
+  ProgramPtr main() { return main_; }
+
+ private:
+  ProgramPtr main_, startup_;
+  ProgramBuilder builder_;
+};
+
+ParamAttr MakeParamAttr(const py::object& attr) {
+  ParamAttr a;
+  if (attr.is_none()) return a;
+  py::dict d = attr.cast<py::dict>();
+  if (d.contains("name")) a.name = d["name"].cast<std::string>();
+  if (d.contains("trainable")) a.trainable = d["trainable"].cast<bool>();
+  if (d.contains("initializer")) {
+    py::dict i = d["initializer"].cast<py::dict>();
+    Initializer init;
+    init.kind = ParseInitializerKind(i["kind"].cast<std::string>());
+    if (i.contains("value")) init.value = i["value"].cast<float>();
+    if (i.contains("low")) init.low = i["low"].cast<float>();
+    if (i.contains("high")) init.high = i["high"].cast<float>();
+    if (i.contains("mean")) init.mean = i["mean"].cast<float>();
+    if (i.contains("std")) init.std = i["std"].cast<float>();
+    if (i.contains("seed")) init.seed = i["seed"].cast<uint64_t>();
+    a.init = init;
+    a.has_init = true;
+  }
+  return a;
+}
+
+OptimizerConfig MakeOptimizerConfig(const py::dict& d) {
+  OptimizerConfig c;
+  c.type = d["type"].cast<std::string>();
+  c.learning_rate = d["learning_rate"].cast<float>();
+  if (d.contains("momentum")) c.momentum = d["momentum"].cast<float>();
+  if (d.contains("nesterov")) c.nesterov = d["nesterov"].cast<bool>();
+  if (d.contains("beta1")) c.beta1 = d["beta1"].cast<float>();
+  if (d.contains("beta2")) c.beta2 = d["beta2"].cast<float>();
+  if (d.contains("epsilon")) c.epsilon = d["epsilon"].cast<float>();
+  if (d.contains("weight_decay"))
+    c.weight_decay = d["weight_decay"].cast<float>();
+  if (d.contains("decoupled_weight_decay"))
+    c.decoupled_weight_decay = d["decoupled_weight_decay"].cast<bool>();
+  return c;
+}
+
+// ---- executors ----
+
+// Runs programs on a scope, preparing each program once per version.
+class PyExecutor {
+ public:
+  explicit PyExecutor(int threads) : exe_(Place::CPU(), threads) {}
+
+  py::list Run(const ProgramPtr& program, Scope* scope, const py::dict& feed,
+               const std::vector<std::string>& fetch) {
+    auto key = std::make_pair(program->id, scope);
+    auto it = cache_.find(key);
+    if (it == cache_.end() || it->second.first != program->version) {
+      auto prepared = exe_.Prepare(program->desc, scope);
+      it = cache_.insert_or_assign(key, std::make_pair(program->version,
+                                                       std::move(prepared)))
+               .first;
+    }
+    std::vector<Tensor> fetched;
+    FeedList feeds = Feeds(feed);
+    {
+      py::gil_scoped_release release;
+      exe_.Run(it->second.second.get(), feeds, fetch, &fetched);
+    }
+    return Fetches(fetched);
+  }
+
+  Executor* get() { return &exe_; }
+
+ private:
+  Executor exe_;
+  std::map<std::pair<uint64_t, Scope*>,
+           std::pair<uint64_t, std::unique_ptr<PreparedProgram>>>
+      cache_;
+};
+
+class PyMPIExecutor {
+ public:
+  explicit PyMPIExecutor(int threads) : exe_(Place::CPU(), threads) {}
+  int rank() const { return exe_.rank(); }
+  int world_size() const { return exe_.world_size(); }
+
+  void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
+            int64_t bucket_bytes, bool overlap) {
+    CollectiveConfig cfg;
+    cfg.bucket_bytes = bucket_bytes;
+    cfg.overlap = overlap;
+    py::gil_scoped_release release;
+    exe_.Init(Job(*main, *startup), scope, cfg);
+  }
+  py::list Run(const py::dict& feed, const std::vector<std::string>& fetch) {
+    std::vector<Tensor> fetched;
+    FeedList feeds = Feeds(feed);
+    {
+      py::gil_scoped_release release;
+      exe_.Run(feeds, fetch, &fetched);
+    }
+    return Fetches(fetched);
+  }
+  void CheckConsistency() {
+    py::gil_scoped_release release;
+    exe_.CheckConsistency();
+  }
+  ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
+
+ private:
+  MPIExecutor exe_;
+};
+
+}  // namespace
+}  // namespace fluid
+
+PYBIND11_MODULE(_core, m) {
+  using namespace fluid;
+  m.doc() = "Native core of the fluid package.";
+
+  static py::exception<Error> collective_error(m, "CollectiveError",
+                                               PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      switch (e.code()) {
+        case ErrorCode::kInvalidArgument:
+        case ErrorCode::kAlreadyExists:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
+        case ErrorCode::kNotFound:
+          PyErr_SetString(PyExc_KeyError, e.what());
+          return;
+        case ErrorCode::kUnimplemented:
+          PyErr_SetString(PyExc_NotImplementedError, e.what());
+          return;
+        case ErrorCode::kAborted:
+          collective_error(e.what());
+          return;
+        case ErrorCode::kInternal:
+          PyErr_SetString(PyExc_RuntimeError, e.what());
+          return;
+      }
+    }
+  });
+
+  py::class_<Program, ProgramPtr>(m, "ProgramDesc")
+      .def(py::init<>())
+      .def_readonly("version", &Program::version)
+      .def_readonly("id", &Program::id)
+      .def("serialize",
+           [](const Program& p) { return py::bytes(p.desc.SerializeAsString()); })
+      .def_static("parse",
+                  [](const py::bytes& b) {
+                    auto p = std::make_shared<Program>();
+                    FLUID_ENFORCE(p->desc.ParseFromString(std::string(b)),
+                                  "bytes do not parse as a ProgramDesc");
+                    CheckProgram(p->desc, "program");
+                    return p;
+                  })
+      .def("to_string", [](const Program& p) { return ProgramToString(p.desc); })
+      .def("ops",
+           [](const Program& p) {
+             py::list out;
+             for (const auto& op : p.desc.blocks(0).ops()) out.append(OpInfo(op));
+             return out;
+           })
+      .def("vars",
+           [](const Program& p) {
+             py::list out;
+             for (const auto& v : p.desc.blocks(0).vars()) out.append(VarInfo(v));
+             return out;
+           })
+      .def("var",
+           [](const Program& p, const std::string& name) {
+             return VarInfo(GetVarDesc(p.desc.blocks(0), name));
+           })
+      .def("has_var",
+           [](const Program& p, const std::string& name) {
+             return FindVarDesc(p.desc.blocks(0), name) != nullptr;
+           })
+      .def("clone_for_test",
+           [](const Program& p) { return Wrap(CloneForTest(p.desc)); })
+      .def("clone", [](const Program& p) { return Wrap(p.desc); })
+      .def_property_readonly("nranks",
+                             [](const Program& p) { return p.desc.nranks(); });
+
+  py::class_<PyBuilder>(m, "Builder")
+      .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
+      .def("data",
+           [](PyBuilder& b, const std::string& name,
+              const std::vector<int64_t>& shape, const std::string& dtype,
+              bool append_batch_size) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Data(pb, name, Shape(shape), ParseDtype(dtype),
+                                   append_batch_size);
+             });
+           })
+      .def("fc",
+           [](PyBuilder& b, const std::string& input, int64_t size,
+              const std::string& act, int num_flatten_dims,
+              const py::object& param_attr, const py::object& bias_attr,
+              bool with_bias) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Fc(pb, input, size, act, num_flatten_dims,
+                                 MakeParamAttr(param_attr),
+                                 MakeParamAttr(bias_attr), with_bias);
+             });
+           })
+      .def("conv2d",
+           [](PyBuilder& b, const std::string& input, int64_t num_filters,
+              int filter_size, int stride, int padding, const std::string& act,
+              const py::object& param_attr, const py::object& bias_attr,
+              bool with_bias) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Conv2d(pb, input, num_filters, filter_size,
+                                     stride, padding, act,
+                                     MakeParamAttr(param_attr),
+                                     MakeParamAttr(bias_attr), with_bias);
+             });
+           })
+      .def("pool2d",
+           [](PyBuilder& b, const std::string& input, int size,
+              const std::string& type, int stride, int padding, bool global) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Pool2d(pb, input, size, type, stride, padding,
+                                     global);
+             });
+           })
+      .def("activation",
+           [](PyBuilder& b, const std::string& x, const std::string& act) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Activation(pb, x, act);
+             });
+           })
+      .def("softmax_with_cross_entropy",
+           [](PyBuilder& b, const std::string& logits, const std::string& label) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::SoftmaxWithCrossEntropy(pb, logits, label);
+             });
+           })
+      .def("cross_entropy",
+           [](PyBuilder& b, const std::string& input, const std::string& label) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::CrossEntropy(pb, input, label);
+             });
+           })
+      .def("mean",
+           [](PyBuilder& b, const std::string& x) {
+             return b.Mutate(
+                 [&](ProgramBuilder* pb) { return layers::Mean(pb, x); });
+           })
+      .def("accuracy",
+           [](PyBuilder& b, const std::string& input, const std::string& label) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Accuracy(pb, input, label);
+             });
+           })
+      .def("reshape",
+           [](PyBuilder& b, const std::string& x,
+              const std::vector<int64_t>& shape) {
+             return b.Mutate(
+                 [&](ProgramBuilder* pb) { return layers::Reshape(pb, x, shape); });
+           })
+      .def("elementwise_add",
+           [](PyBuilder& b, const std::string& x, const std::string& y, int axis,
+              const std::string& act) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::ElementwiseAdd(pb, x, y, axis, act);
+             });
+           })
+      .def("minimize",
+           [](PyBuilder& b, const py::dict& config, const std::string& loss) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return MakeOptimizer(MakeOptimizerConfig(config))->Minimize(pb, loss);
+             });
+           });
+
+  py::class_<Scope>(m, "Scope")
+      .def(py::init<>())
+      .def("var_names", &Scope::LocalVarNames)
+      .def("has", [](const Scope& s, const std::string& n) {
+        Variable* v = s.FindVar(n);
+        return v != nullptr && v->HasValue() && v->IsTensor() &&
+               v->GetTensor().initialized();
+      })
+      .def("get",
+           [](const Scope& s, const std::string& n) {
+             Tensor copy;
+             copy.CopyFrom(s.GetVar(n)->GetTensor());
+             return ToNumpy(copy);
+           })
+      .def("set", [](Scope& s, const std::string& n, const py::array& a) {
+        s.Var(n)->GetMutableTensor()->CopyFrom(FromArray(a, "value of '" + n + "'"));
+      });
+
+  py::class_<PyExecutor>(m, "Executor")
+      .def(py::init<int>(), py::arg("threads") = 1)
+      .def("run", &PyExecutor::Run);
+
+  py::class_<PyMPIExecutor>(m, "MPIExecutor")
+      .def(py::init<int>(), py::arg("threads") = 1)
+      .def_property_readonly("rank", &PyMPIExecutor::rank)
+      .def_property_readonly("world_size", &PyMPIExecutor::world_size)
+      .def("init", &PyMPIExecutor::Init)
+      .def("run", &PyMPIExecutor::Run)
+      .def("check_consistency", &PyMPIExecutor::CheckConsistency)
+      .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
+
+  m.def("launched_by_mpi", &LaunchedByMpi);
+  m.def("shutdown", &ShutdownGlobalCommunicator);
+
+  m.def("collective_transpile",
+        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
+           int64_t bucket_bytes, bool overlap) {
+          CollectiveConfig cfg;
+          cfg.nranks = nranks;
+          cfg.bucket_bytes = bucket_bytes;
+          cfg.overlap = overlap;
+          proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
+          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+        });
+  m.def("pserver_transpile",
+        [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
+           const std::vector<std::string>& endpoints) {
+          PserverSplit split = PserverTranspile(Job(*main, *startup), trainers,
+                                                endpoints);
+          py::list servers;
+          for (const auto& ps : split.pservers)
+            servers.append(py::make_tuple(ps.endpoint, Wrap(ps.main),
+                                          Wrap(ps.startup)));
+          return py::make_tuple(Wrap(split.trainer.main()),
+                                Wrap(split.trainer.startup()), servers);
+        });
+  m.def("pserver_to_collective",
+        [](const ProgramPtr& main, const ProgramPtr& startup,
+           const std::vector<std::tuple<std::string, ProgramPtr, ProgramPtr>>&
+               servers,
+           int nranks, int64_t bucket_bytes, bool overlap) {
+          std::vector<PserverProgram> ps;
+          for (const auto& s : servers)
+            ps.push_back({std::get<0>(s), std::get<1>(s)->desc,
+                          std::get<2>(s)->desc});
+          CollectiveConfig cfg;
+          cfg.nranks = nranks;
+          cfg.bucket_bytes = bucket_bytes;
+          cfg.overlap = overlap;
+          proto::TrainingJob out =
+              PserverToCollective(Job(*main, *startup), ps, cfg);
+          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+        });
+
+  m.def("save_job",
+        [](const std::string& path, const ProgramPtr& main,
+           const ProgramPtr& startup, const std::vector<std::string>& feeds,
+           const std::string& loss, const std::vector<std::string>& metrics) {
+          proto::TrainingJob job = Job(*main, *startup);
+          for (const auto& f : feeds) job.add_feed_names(f);
+          job.set_loss_name(loss);
+          for (const auto& mname : metrics) job.add_metric_names(mname);
+          *job.mutable_test() = CloneForTest(main->desc);
+          SaveJob(job, path);
+        });
+  m.def("load_job", [](const std::string& path) {
+    proto::TrainingJob job = LoadJob(path);
+    py::dict d;
+    d["main"] = Wrap(job.main());
+    d["startup"] = Wrap(job.startup());
+    d["feeds"] = std::vector<std::string>(job.feed_names().begin(),
+                                          job.feed_names().end());
+    d["loss"] = job.loss_name();
+    d["metrics"] = std::vector<std::string>(job.metric_names().begin(),
+                                            job.metric_names().end());
+    return d;
+  });
+  m.def("save_checkpoint",
+        [](const Scope& scope, const ProgramPtr& program, const std::string& dir,
+           int64_t step, int64_t epoch) {
+          SaveCheckpoint(scope, PersistableVars(program->desc), dir,
+                         CheckpointInfo{step, epoch});
+        });
+  m.def("load_checkpoint",
+        [](Scope* scope, const ProgramPtr& program, const std::string& dir) {
+          CheckpointInfo info = LoadCheckpoint(scope, program->desc, dir);
+          return std::make_pair(info.step, info.epoch);
+        });
+  m.def("load_mnist_family", [](const std::string& dir, bool train) {
+    Dataset d = LoadMnistFamily(dir, train);
+    return std::make_pair(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));
+  });
+}

@@ -1,0 +1,26 @@
+"""fluid: programs built in Python, run by the C++ executor, trained
+data-parallel over MPI with no parameter server.
+
+    import fluid
+    image = fluid.layers.data("image", [1, 28, 28])
+    ...
+    exe = fluid.Executor(fluid.CPUPlace())        # one process
+    exe = fluid.MPIExecutor(fluid.CPUPlace())     # under mpirun -np N
+"""
+from . import _core
+from ._core import CollectiveError
+from .framework import (Program, Variable, default_main_program,
+                        default_startup_program, program_guard,
+                        reset_default_programs)
+from .executor import (CPUPlace, CUDAPlace, Executor, MPIExecutor, Scope,
+                       global_scope)
+from . import layers, optimizer, io, datasets, transpiler
+from .transpiler import DistributeTranspiler
+
+__all__ = [
+    "CPUPlace", "CUDAPlace", "CollectiveError", "DistributeTranspiler",
+    "Executor", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
+    "default_main_program", "default_startup_program", "global_scope", "io",
+    "layers", "optimizer", "program_guard", "reset_default_programs",
+    "transpiler",
+]

@@ -1,0 +1,141 @@
+"""Executors. Executor runs a program in this process; MPIExecutor runs the
+same scripts data-parallel when launched as `mpirun -np N python train.py`:
+it transpiles the program for the world size on first use (allreduce of the
+gradients before the optimizer), checks all ranks hold the same program,
+and broadcasts rank 0's parameters."""
+import numpy as np
+
+from . import _core
+from .framework import Program, default_main_program
+
+
+class CPUPlace:
+    def __repr__(self):
+        return "CPUPlace()"
+
+
+class CUDAPlace:
+    def __init__(self, device_id=0):
+        self.device_id = device_id
+
+    def __repr__(self):
+        return f"CUDAPlace({self.device_id})"
+
+
+def _threads_for(place):
+    if isinstance(place, CUDAPlace):
+        raise NotImplementedError(
+            "this build has no CUDA kernels; use fluid.CPUPlace()")
+    return 1
+
+
+class Scope:
+    """Variables by name; parameters live here across runs."""
+
+    def __init__(self):
+        self._core = _core.Scope()
+
+    def var_names(self):
+        return self._core.var_names()
+
+    def find_var(self, name):
+        return self._core.get(name) if self._core.has(name) else None
+
+    def get(self, name):
+        return self._core.get(name)
+
+    def set(self, name, value):
+        self._core.set(name, np.asarray(value))
+
+
+_global_scope = Scope()
+
+
+def global_scope():
+    return _global_scope
+
+
+def _names(fetch_list):
+    return [f.name if hasattr(f, "name") else str(f) for f in fetch_list or []]
+
+
+def _feed(feed):
+    out = {}
+    for k, v in (feed or {}).items():
+        out[k.name if hasattr(k, "name") else str(k)] = np.asarray(v)
+    return out
+
+
+class Executor:
+    def __init__(self, place=None, threads=1):
+        _threads_for(place)
+        self.place = place or CPUPlace()
+        self._core = _core.Executor(int(threads))
+
+    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+        """Runs `program` (default: the default main program) once; returns
+        the fetched values as NumPy arrays, in fetch_list order."""
+        program = program or default_main_program()
+        scope = scope or global_scope()
+        return list(self._core.run(program.desc, scope._core, _feed(feed),
+                                   _names(fetch_list)))
+
+
+class MPIExecutor:
+    """Same `run` as Executor. Run the startup program first, as with
+    Executor; the first run of a main program transpiles it for the world
+    size (unless it already is), checks every rank holds the same program,
+    re-runs the startup program with parameters broadcast from rank 0, and
+    prepares it. Works when launched by mpirun and in a single process."""
+
+    def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True):
+        _threads_for(place)
+        self.place = place or CPUPlace()
+        self._threads = int(threads)
+        self._bucket_bytes = int(bucket_mb * (1 << 20))
+        self._overlap = bool(overlap)
+        self._startup = None
+        self._local = _core.Executor(self._threads)
+        self._runs = {}  # main program id -> _core.MPIExecutor
+        self._probe = _core.MPIExecutor(self._threads)
+
+    @property
+    def rank(self):
+        return self._probe.rank
+
+    @property
+    def world_size(self):
+        return self._probe.world_size
+
+    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+        program = program or default_main_program()
+        scope = scope or global_scope()
+        if getattr(program, "_is_startup", False):
+            self._startup = program
+            return list(self._local.run(program.desc, scope._core, {}, []))
+        key = (program.desc.id, program.desc.version, id(scope))
+        run = self._runs.get(key)
+        if run is None:
+            if self._startup is None:
+                raise ValueError(
+                    "run the startup program with this executor before the "
+                    "main program")
+            run = self._probe if not self._runs else _core.MPIExecutor(
+                self._threads)
+            run.init(program.desc, self._startup.desc, scope._core,
+                     self._bucket_bytes, self._overlap)
+            self._runs[key] = run
+        return list(run.run(_feed(feed), _names(fetch_list)))
+
+    def check_consistency(self):
+        """Compares parameter checksums across ranks; raises
+        CollectiveError naming the first parameter that differs."""
+        for run in self._runs.values():
+            run.check_consistency()
+
+    def transpiled_program(self, program=None):
+        program = program or default_main_program()
+        for (pid, _, _), run in self._runs.items():
+            if pid == program.desc.id:
+                return Program(run.transpiled_main())
+        raise KeyError("the program has not been run by this executor")
