@@ -6,6 +6,7 @@
 
 #include "src/distributed/in_process_backend.h"
 #include "src/distributed/mpi_backend.h"
+#include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/pserver_transpiler.h"
 
@@ -72,7 +73,23 @@ proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
                   "transpiled for ", job.main().nranks(), " ranks but runs on ",
                   config.nranks);
     LintCollective(job.main(), config.nranks, job.distributed().average());
-    return job;
+    proto::TrainingJob out = job;
+    // A transpiled main program with a startup program that was not: add
+    // the broadcasts, or ranks with different seeds would diverge.
+    bool broadcasts = false;
+    for (const auto& op : job.startup().blocks(0).ops())
+      broadcasts = broadcasts || op.type() == "c_broadcast";
+    if (!broadcasts) {
+      proto::BlockDesc* st = out.mutable_startup()->mutable_blocks(0);
+      for (const auto& v : job.startup().blocks(0).vars()) {
+        if (!v.persistable()) continue;
+        proto::OpDesc op = MakeOp("c_broadcast", {{"X", {v.name()}}},
+                                  {{"Out", {v.name()}}}, {{"root", int32_t{0}}});
+        SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective));
+        *st->add_ops() = op;
+      }
+    }
+    return out;
   }
   if (IsPserverTrainer(job.main()))
     FLUID_THROW(ErrorCode::kInvalidArgument,
@@ -95,8 +112,10 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   scope_ = scope;
 
   // Same program everywhere, checked before any other collective.
-  uint64_t mine = job_.main().structure_hash() ^
-                  (job_.startup().structure_hash() * 31);
+  // Hashed here, not read from the stamps: a program edited after it was
+  // stamped (or never stamped) must still be compared as it is.
+  uint64_t mine = StructureHash(job_.main()) ^
+                  (StructureHash(job_.startup()) * 31);
   std::vector<uint64_t> all = comm_->AllGatherValue(mine);
   std::ostringstream differ;
   int n_differ = 0;

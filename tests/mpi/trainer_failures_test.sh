@@ -11,8 +11,9 @@ work=$(mktemp -d /tmp/fluid_mpi_failures.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# Tiny MNIST-shaped data sets: a good one, and one whose labels are out of
-# range (so the rank reading it fails mid-training, not at start-up).
+# Tiny MNIST-shaped data sets: a good one, and one where half the labels are
+# out of range (so the rank reading it fails in its first training steps,
+# while the other rank waits in an allreduce, not at start-up).
 /usr/bin/python3 - "$work" <<'PY'
 import os, random, struct, sys
 root = sys.argv[1]
@@ -26,8 +27,8 @@ for name, bad in (("good", False), ("bad", True)):
         with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
             f.write(struct.pack(">II", 0x801, n))
             labels = [rng.randrange(10) for _ in range(n)]
-            if bad:
-                labels[n // 2] = 200
+            if bad:  # half the labels: rank 1 meets one in its first steps
+                labels[n // 2:] = [200] * (n - n // 2)
             f.write(bytes(labels))
 PY
 [ -d "$work/good" ] || fail "could not write the test data"

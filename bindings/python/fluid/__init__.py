@@ -15,10 +15,11 @@ from .framework import (Program, Variable, default_main_program,
 from .executor import (CPUPlace, CUDAPlace, Executor, MPIExecutor, Scope,
                        global_scope)
 from . import layers, optimizer, io, datasets, transpiler
+from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
 
 __all__ = [
-    "CPUPlace", "CUDAPlace", "CollectiveError", "DistributeTranspiler",
+    "CPUPlace", "CUDAPlace", "ParamAttr", "CollectiveError", "DistributeTranspiler",
     "Executor", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "layers", "optimizer", "program_guard", "reset_default_programs",

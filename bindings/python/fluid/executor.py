@@ -71,12 +71,16 @@ class Executor:
         _threads_for(place)
         self.place = place or CPUPlace()
         self._core = _core.Executor(int(threads))
+        # Prepared programs point into the scopes they ran on: keep those
+        # scopes alive as long as this executor.
+        self._scopes = {}
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None):
         """Runs `program` (default: the default main program) once; returns
         the fetched values as NumPy arrays, in fetch_list order."""
         program = program or default_main_program()
         scope = scope or global_scope()
+        self._scopes[id(scope)] = scope
         return list(self._core.run(program.desc, scope._core, _feed(feed),
                                    _names(fetch_list)))
 
@@ -97,6 +101,7 @@ class MPIExecutor:
         self._startup = None
         self._local = _core.Executor(self._threads)
         self._runs = {}  # main program id -> _core.MPIExecutor
+        self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads)
 
     @property
@@ -110,9 +115,15 @@ class MPIExecutor:
     def run(self, program=None, feed=None, fetch_list=None, scope=None):
         program = program or default_main_program()
         scope = scope or global_scope()
+        self._scopes[id(scope)] = scope
         if getattr(program, "_is_startup", False):
             self._startup = program
-            return list(self._local.run(program.desc, scope._core, {}, []))
+            # A transpiled startup (with its broadcasts) runs through the
+            # communicator when the main program is first run; a plain one
+            # runs here too, so its values can be read at once.
+            if not any(op["type"].startswith("c_") for op in program.ops()):
+                self._local.run(program.desc, scope._core, {}, [])
+            return []
         key = (program.desc.id, program.desc.version, id(scope))
         run = self._runs.get(key)
         if run is None:

@@ -10,8 +10,8 @@ def _name(x):
 
 def _attr(attr):
     """ParamAttr as a dict for the builder (None: defaults)."""
-    if attr is None or isinstance(attr, dict):
-        return attr
+    if attr is None or attr is False or isinstance(attr, dict):
+        return None if attr is False else attr
     return attr.to_dict()
 
 
