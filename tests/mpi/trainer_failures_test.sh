@@ -42,6 +42,22 @@ echo "$out" | grep -q "x 2 ranks" || fail "no 2-rank banner: $out"
 echo "$out" | grep -q "test accuracy" || fail "no test accuracy: $out"
 echo "ok: healthy 2-rank run"
 
+# 1b. Checkpoint on rank 0, then resume on 2 ranks: rank 0 loads, every
+# rank takes its values and position.
+ck="$work/ckpt-resume"
+out=$(timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
+      --data "$work/good" --checkpoint-dir "$ck" 2>&1) \
+  || fail "2-rank run with checkpoints failed: $out"
+[ -f "$ck/LATEST" ] || fail "no checkpoint written: $out"
+out=$(timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
+      --data "$work/good" --checkpoint-dir "$ck" --epochs 2 --resume \
+      --check-consistency 5 2>&1) || fail "2-rank resume failed: $out"
+echo "$out" | grep -q "resumed from $ck at epoch 1, step 32" \
+  || fail "no resume line: $out"
+echo "$out" | grep -q "epoch 1/2" && fail "resumed run repeated epoch 1: $out"
+echo "$out" | grep -q "epoch 2/2" || fail "resumed run skipped epoch 2: $out"
+echo "ok: 2-rank checkpoint and resume"
+
 # 2. A rank that throws mid-training (rank 1 reads a bad label).
 start=$(date +%s)
 out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --program "$work/mlp.pb" \
