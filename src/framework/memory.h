@@ -1,5 +1,6 @@
 // Raw allocation per place. Host memory is 64-byte aligned so that vector
-// kernels may use aligned loads.
+// kernels may use aligned loads; device memory comes from a per-device
+// caching allocator (no cudaMalloc per step).
 #pragma once
 
 #include <cstddef>
@@ -10,5 +11,8 @@ namespace fluid {
 
 void* Allocate(const Place& place, size_t bytes);
 void Free(const Place& place, void* ptr);
+// Copies between any two places (host, CUDA devices); synchronous.
+void CopyBytes(const Place& dst_place, void* dst, const Place& src_place,
+               const void* src, size_t bytes);
 
 }  // namespace fluid

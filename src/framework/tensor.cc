@@ -78,14 +78,19 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   return t;
 }
 
-void Tensor::CopyFrom(const Tensor& src) {
-  if (&src == this) return;
-  FLUID_ENFORCE(src.place().is_cpu(), "CopyFrom: only host tensors here");
+void Tensor::CopyFrom(const Tensor& src) { CopyFrom(src, src.place()); }
+
+void Tensor::CopyFrom(const Tensor& src, const Place& place) {
+  if (&src == this && place == place_) return;
   dtype_ = src.dtype_;
   shape_ = src.shape_;
-  void* dst = raw_mutable_data(Place::CPU());
-  // memmove: src may be a view of this tensor's own buffer.
-  if (src.bytes() > 0) std::memmove(dst, src.raw_data(), src.bytes());
+  if (src.bytes() == 0) {
+    raw_mutable_data(place);
+    return;
+  }
+  Tensor keep = src;  // src may be this tensor, or a view of its buffer
+  void* dst = raw_mutable_data(place);
+  CopyBytes(place, dst, keep.place(), keep.raw_data(), keep.bytes());
 }
 
 }  // namespace fluid

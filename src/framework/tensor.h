@@ -88,6 +88,8 @@ class Tensor {
   Tensor Slice(int64_t begin, int64_t end) const;
   // Deep copy into this tensor's own memory (reusing it when large enough).
   void CopyFrom(const Tensor& src);
+  // Deep copy into memory at `place` (host <-> device as needed).
+  void CopyFrom(const Tensor& src, const Place& place);
 
  private:
   void CheckType(DataType want) const;

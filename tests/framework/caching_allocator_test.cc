@@ -1,0 +1,101 @@
+// The caching allocator's policy, over a host backing allocator whose calls
+// are counted (the CUDA build puts cudaMalloc/cudaFree behind it).
+#include "src/framework/caching_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "src/framework/enforce.h"
+
+namespace fluid {
+namespace {
+
+struct Counting {
+  int allocs = 0, frees = 0, fail_next = 0;
+  size_t limit = SIZE_MAX, live = 0;
+  std::vector<std::pair<void*, size_t>> blocks;
+  CachingAllocator::Backing backing() {
+    return {[this](size_t n) -> void* {
+              if (fail_next > 0 || live + n > limit) {
+                if (fail_next > 0) --fail_next;
+                return nullptr;
+              }
+              ++allocs;
+              live += n;
+              void* p = std::malloc(n);
+              blocks.emplace_back(p, n);
+              return p;
+            },
+            [this](void* p) {
+              ++frees;
+              for (auto& b : blocks)
+                if (b.first == p) live -= b.second;
+              std::free(p);
+            }};
+  }
+};
+
+TEST(CachingAllocator, SteadyStateStepsDoNotReachTheBackingAllocator) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  for (int step = 0; step < 50; ++step) {
+    std::vector<void*> ptrs;
+    for (size_t n : {1000, 4096, 200000, 37, 4096}) ptrs.push_back(a.Allocate(n));
+    for (void* p : ptrs) a.Free(p);
+  }
+  EXPECT_EQ(c.allocs, 5) << "only the first step allocates";
+  EXPECT_EQ(a.stats().in_use_bytes, 0u);
+  EXPECT_GT(a.stats().cached_bytes, 0u);
+  a.EmptyCache();
+  EXPECT_EQ(c.frees, 5);
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+}
+
+TEST(CachingAllocator, BestFitWithBoundedWaste) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  void* big = a.Allocate(1 << 20);
+  void* small = a.Allocate(4096);
+  a.Free(big);
+  a.Free(small);
+  EXPECT_EQ(a.Allocate(4000), small) << "the smallest block that fits";
+  // 1 MiB is more than twice 100 KiB: not reused for it.
+  void* mid = a.Allocate(100 << 10);
+  EXPECT_NE(mid, big);
+  EXPECT_EQ(a.Allocate(600 << 10), big);
+  EXPECT_EQ(c.allocs, 3);
+}
+
+TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
+  Counting c;
+  c.limit = 3 << 20;
+  CachingAllocator a(c.backing());
+  void* p = a.Allocate(2 << 20);
+  a.Free(p);  // cached, still counted against the limit
+  void* q = a.Allocate(3 << 20);  // fails, empties the cache, retries
+  EXPECT_NE(q, nullptr);
+  EXPECT_EQ(c.frees, 1);
+  try {
+    a.Allocate(1 << 20);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAborted);
+    EXPECT_NE(std::string(e.what()).find("out of device memory"),
+              std::string::npos);
+  }
+}
+
+TEST(CachingAllocator, DoubleFreeIsAnError) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  void* p = a.Allocate(10);
+  a.Free(p);
+  EXPECT_THROW(a.Free(p), Error);
+  int x = 0;
+  EXPECT_THROW(a.Free(&x), Error);
+}
+
+}  // namespace
+}  // namespace fluid
