@@ -7,61 +7,25 @@
 #include <cmath>
 #include <string>
 
-#include "ops/op_helpers.h"
+#include "ops/label_helpers.h"
 
 namespace fluid {
 namespace ops {
 namespace {
 
-// Checks X [..., C] against Label [..., 1] int64; returns Y's shape.
-Shape CheckProbsAndLabel(const InferShapeContext& ctx, const std::string& op,
-                         const std::string& x_slot) {
-  const std::string& xn = ctx.InputName(x_slot);
-  const std::string& ln = ctx.InputName("Label");
-  Shape x = ctx.GetInputShape(x_slot);
-  Shape l = ctx.GetInputShape("Label");
-  FLUID_ENFORCE(x.rank() >= 2, op, ": ", x_slot, " '", xn,
-                "' must be at least 2-D [N, C], got ", x);
-  FLUID_ENFORCE(ctx.GetInputDtype("Label") == DataType::kInt64, op, ": Label '",
-                ln, "' must be int64, got ", ctx.GetInputDtype("Label"));
-  bool ok =
-      l.rank() == x.rank() && (l[l.rank() - 1] == 1 || l[l.rank() - 1] == -1);
-  for (int i = 0; ok && i + 1 < x.rank(); ++i)
-    ok = x[i] < 0 || l[i] < 0 || x[i] == l[i];
-  FLUID_ENFORCE(ok, op, ": Label '", ln, "' has shape ", l, " but ", x_slot,
-                " '", xn, "' has shape ", x,
-                "; Label must have X's leading dims and a last dim of 1");
-  Shape y = x;
-  y[y.rank() - 1] = 1;
-  return y;
-}
-
 void CrossEntropyInferShape(InferShapeContext* ctx) {
-  Shape y = CheckProbsAndLabel(*ctx, "cross_entropy", "X");
+  Shape y = CheckScoresAndLabel(*ctx, "cross_entropy", "X");
   ctx->SetOutputShape("Y", y);
   ctx->SetOutputDtype("Y", ctx->GetInputDtype("X"));
 }
 
 void CrossEntropyGradInferShape(InferShapeContext* ctx) {
-  Shape y = CheckProbsAndLabel(*ctx, "cross_entropy_grad", "X");
+  Shape y = CheckScoresAndLabel(*ctx, "cross_entropy_grad", "X");
   Shape dy = ctx->GetInputShape(GradSlot("Y"));
   FLUID_ENFORCE(ShapeMatches(y, dy) || ShapeMatches(dy, y),
                 "cross_entropy_grad: Y@GRAD '", ctx->InputName(GradSlot("Y")),
                 "' has shape ", dy, ", expected ", y);
   ctx->ShareShape("X", GradSlot("X"));
-}
-
-// Throws, naming the Label var, unless every label is in [0, classes) or
-// equals ignore_index. Run before any output is written.
-void CheckLabels(const ExecutionContext& ctx, const int64_t* label,
-                 int64_t rows, int64_t classes, int64_t ignore_index) {
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t v = label[i];
-    FLUID_ENFORCE((v >= 0 && v < classes) || v == ignore_index, "op '",
-                  ctx.type(), "': Label '", ctx.InputName("Label"), "' holds ",
-                  v, " at row ", i, ", outside [0, ", classes,
-                  ") (ignore_index is ", ignore_index, ")");
-  }
 }
 
 template <typename T>

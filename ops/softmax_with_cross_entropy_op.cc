@@ -12,30 +12,11 @@
 #include <cmath>
 #include <string>
 
-#include "ops/op_helpers.h"
+#include "ops/label_helpers.h"
 
 namespace fluid {
 namespace ops {
 namespace {
-
-// Checks `slot` [..., C] against Label [..., 1] int64; returns Loss's shape.
-Shape CheckScoresAndLabel(const InferShapeContext& ctx, const std::string& op,
-                          const std::string& slot) {
-  const std::string& xn = ctx.InputName(slot);
-  const std::string& ln = ctx.InputName("Label");
-  Shape x = ctx.GetInputShape(slot);
-  Shape l = ctx.GetInputShape("Label");
-  FLUID_ENFORCE(x.rank() >= 2, op, ": ", slot, " '", xn,
-                "' must be at least 2-D [N, C], got ", x);
-  FLUID_ENFORCE(ctx.GetInputDtype("Label") == DataType::kInt64, op, ": Label '",
-                ln, "' must be int64, got ", ctx.GetInputDtype("Label"));
-  Shape want = x;
-  want[want.rank() - 1] = 1;
-  FLUID_ENFORCE(ShapesCompatible(want, l), op, ": Label '", ln, "' has shape ", l,
-                " but ", slot, " '", xn, "' has shape ", x, "; Label must be ",
-                want);
-  return want;
-}
 
 void SoftmaxWithCrossEntropyInferShape(InferShapeContext* ctx) {
   Shape loss =
@@ -53,17 +34,6 @@ void SoftmaxWithCrossEntropyGradInferShape(InferShapeContext* ctx) {
                 ctx->InputName(GradSlot("Loss")), "' has shape ", dloss,
                 ", expected ", loss);
   ctx->ShareShape("Softmax", GradSlot("Logits"));
-}
-
-void CheckLabels(const ExecutionContext& ctx, const int64_t* label,
-                 int64_t rows, int64_t classes, int64_t ignore_index) {
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t v = label[i];
-    FLUID_ENFORCE((v >= 0 && v < classes) || v == ignore_index, "op '",
-                  ctx.type(), "': Label '", ctx.InputName("Label"), "' holds ",
-                  v, " at row ", i, ", outside [0, ", classes,
-                  ") (ignore_index is ", ignore_index, ")");
-  }
 }
 
 template <typename T>
