@@ -19,13 +19,10 @@ void ScaleKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
   const T scale = static_cast<T>(ctx.Attr<float>("scale"));
   const T bias = static_cast<T>(ctx.Attr<float>("bias"));
-  // Longer than the small-string buffer: built once, so that reading the
-  // attr does not allocate on every run.
-  static const std::string kBiasAfterScale("bias_after_scale");
   out->mutable_data<T>();
   if (bias == T(0)) {
     Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * scale);
-  } else if (ctx.Attr<bool>(kBiasAfterScale)) {
+  } else if (ctx.Attr<bool>("bias_after_scale")) {
     Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * scale + bias);
   } else {
     Assign(ctx.device(), Vec<T>(out), (Vec<T>(x) + bias) * scale);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -16,7 +17,10 @@ using Attribute =
     std::variant<int32_t, float, std::string, std::vector<int32_t>,
                  std::vector<float>, std::vector<std::string>, bool, int64_t,
                  std::vector<int64_t>, double>;
-using AttributeMap = std::map<std::string, Attribute>;
+// Transparent comparator: kernels look attrs up by string literal on every
+// run, and a lookup must not build a std::string (which allocates for names
+// past the small-string limit).
+using AttributeMap = std::map<std::string, Attribute, std::less<>>;
 
 const char* AttrTypeName(size_t variant_index);
 Attribute AttributeFromProto(const proto::OpDesc::Attr& attr);
@@ -26,7 +30,7 @@ void AttributeToProto(const std::string& name, const Attribute& value,
 // Reads `name` from `attrs` as T. A missing attribute or one of another type
 // is an error naming the op and the attribute.
 template <typename T>
-const T& GetAttr(const AttributeMap& attrs, const std::string& name,
+const T& GetAttr(const AttributeMap& attrs, std::string_view name,
                  const std::string& op_type) {
   auto it = attrs.find(name);
   FLUID_ENFORCE_CODE(it != attrs.end(), ErrorCode::kNotFound, "op '", op_type,

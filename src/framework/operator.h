@@ -42,7 +42,7 @@ class InferShapeContext {
   virtual const AttributeMap& attrs() const = 0;
 
   template <typename T>
-  const T& Attr(const std::string& name) const {
+  const T& Attr(std::string_view name) const {
     return GetAttr<T>(attrs(), name, op_type());
   }
   // Out takes In's shape and dtype (the common case for elementwise ops).
@@ -182,7 +182,7 @@ class ExecutionContext {
   Variable* OutputVar(const std::string& slot, size_t i = 0) const;
 
   template <typename T>
-  const T& Attr(const std::string& name) const {
+  const T& Attr(std::string_view name) const {
     return GetAttr<T>(op_.attrs(), name, op_.type());
   }
 
