@@ -8,6 +8,8 @@
 namespace fluid {
 namespace {
 
+using testing::RunSteps;
+
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
@@ -32,28 +34,6 @@ proto::OpDesc AdamOp(const AttributeMap& attrs,
                  {"Beta1PowOut", {"b1p" + suffix}},
                  {"Beta2PowOut", {"b2p" + suffix}}},
                 attrs);
-}
-
-TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
-                   const std::string& grad_var,
-                   const std::vector<Tensor>& grads) {
-  proto::ProgramDesc program = NewProgram();
-  proto::BlockDesc* block = program.mutable_blocks(0);
-  for (const auto& kv : state)
-    AddVarDesc(block, kv.first, kv.second.dtype(), kv.second.shape(), true);
-  AddVarDesc(block, grad_var, grads[0].dtype(), grads[0].shape());
-  *block->add_ops() = op;
-  InferShapeAtCompileTime(op, block);
-  Scope scope;
-  for (const auto& kv : state)
-    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second);
-  Executor exe;
-  auto prepared = exe.Prepare(program, &scope);
-  for (const Tensor& g : grads) exe.Run(prepared.get(), {{grad_var, g}});
-  TensorMap out;
-  for (const auto& kv : state)
-    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor());
-  return out;
 }
 
 // torch.optim.Adam / AdamW (amsgrad off), step by step as torch writes it,

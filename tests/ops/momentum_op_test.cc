@@ -8,6 +8,8 @@
 namespace fluid {
 namespace {
 
+using testing::RunSteps;
+
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
@@ -28,28 +30,6 @@ proto::OpDesc MomentumOp(float mu, bool nesterov, float wd,
 
 // Runs `op` once per gradient on persistable state (prepared once, state kept
 // in the scope between runs) and returns the final state.
-TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
-                   const std::string& grad_var,
-                   const std::vector<Tensor>& grads) {
-  proto::ProgramDesc program = NewProgram();
-  proto::BlockDesc* block = program.mutable_blocks(0);
-  for (const auto& kv : state)
-    AddVarDesc(block, kv.first, kv.second.dtype(), kv.second.shape(), true);
-  AddVarDesc(block, grad_var, grads[0].dtype(), grads[0].shape());
-  *block->add_ops() = op;
-  InferShapeAtCompileTime(op, block);
-  Scope scope;
-  for (const auto& kv : state)
-    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second);
-  Executor exe;
-  auto prepared = exe.Prepare(program, &scope);
-  for (const Tensor& g : grads) exe.Run(prepared.get(), {{grad_var, g}});
-  TensorMap out;
-  for (const auto& kv : state)
-    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor());
-  return out;
-}
-
 // torch.optim.SGD(momentum=mu, dampening=0, nesterov, weight_decay), written
 // as torch writes it: the buffer is created on the first step as a copy of
 // the (decayed) gradient.

@@ -8,6 +8,8 @@
 namespace fluid {
 namespace {
 
+using testing::RunSteps;
+
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
@@ -22,29 +24,6 @@ proto::OpDesc SgdOp(const std::string& param_out) {
 // Runs `op` once per gradient on persistable state, as a trainer does: the
 // program is prepared once and the state lives in the scope between runs.
 // Returns the final values of `state`'s vars.
-testing::TensorMap RunSteps(const proto::OpDesc& op,
-                            const testing::TensorMap& state,
-                            const std::string& grad_var,
-                            const std::vector<Tensor>& grads) {
-  proto::ProgramDesc program = NewProgram();
-  proto::BlockDesc* block = program.mutable_blocks(0);
-  for (const auto& kv : state)
-    AddVarDesc(block, kv.first, kv.second.dtype(), kv.second.shape(), true);
-  AddVarDesc(block, grad_var, grads[0].dtype(), grads[0].shape());
-  *block->add_ops() = op;
-  InferShapeAtCompileTime(op, block);
-  Scope scope;
-  for (const auto& kv : state)
-    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second);
-  Executor exe;
-  auto prepared = exe.Prepare(program, &scope);
-  for (const Tensor& g : grads) exe.Run(prepared.get(), {{grad_var, g}});
-  testing::TensorMap out;
-  for (const auto& kv : state)
-    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor());
-  return out;
-}
-
 TEST(SgdOp, OneStep) {
   Tensor p = RandomTensor<double>({3, 4}, -1, 1, 1);
   Tensor g = RandomTensor<double>({3, 4}, -1, 1, 2);

@@ -64,6 +64,28 @@ TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
   return result;
 }
 
+TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
+                   const std::string& grad_var,
+                   const std::vector<Tensor>& grads) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  for (const auto& kv : state)
+    AddVarDesc(block, kv.first, kv.second.dtype(), kv.second.shape(), true);
+  AddVarDesc(block, grad_var, grads[0].dtype(), grads[0].shape());
+  *block->add_ops() = op;
+  InferShapeAtCompileTime(op, block);
+  Scope scope;
+  for (const auto& kv : state)
+    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second);
+  Executor exe;
+  auto prepared = exe.Prepare(program, &scope);
+  for (const Tensor& g : grads) exe.Run(prepared.get(), {{grad_var, g}});
+  TensorMap out;
+  for (const auto& kv : state)
+    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor());
+  return out;
+}
+
 ::testing::AssertionResult CheckGradient(const proto::OpDesc& op,
                                          const TensorMap& inputs,
                                          const GradCheckOptions& options) {

@@ -54,6 +54,13 @@ std::vector<T> ToVector(const Tensor& t) {
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
                 int threads = 1);
 
+// Runs `op` once per entry of `grads`, feeding it as `grad_var`, on
+// persistable `state` (var name -> initial value) kept across the runs, as
+// a trainer runs an optimizer; returns the final state.
+TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
+                   const std::string& grad_var,
+                   const std::vector<Tensor>& grads);
+
 struct GradCheckOptions {
   double step = 1e-5;
   double tolerance = 1e-6;
