@@ -48,7 +48,12 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu | cuda[:N]; batches are copied from host "
+                         "memory and the loss is read back every step, as "
+                         "fluid's train_bench does")
     a = ap.parse_args()
+    dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     data = load_fashion(a.data)
@@ -58,7 +63,7 @@ def main():
                 torch.randint(0, 10, (a.batch * 16,), generator=g))
     x_all, y_all = data
     n = x_all.shape[0]
-    net = model_of(a.model)
+    net = model_of(a.model).to(dev)
     lr = 0.1 if a.model == "mlp" else 0.05
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
@@ -70,12 +75,12 @@ def main():
             pos[0] = 0
         idx = perm[pos[0]:pos[0] + a.batch]
         pos[0] += a.batch
-        x, y = x_all[idx], y_all[idx]
+        x, y = x_all[idx].to(dev), y_all[idx].to(dev)
         loss = loss_fn(net(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        return loss
+        return loss.item()
 
     for _ in range(a.warmup):
         step()
@@ -87,7 +92,8 @@ def main():
                       "threads": a.threads, "batch": a.batch,
                       "steps": a.steps, "seconds": round(s, 4),
                       "samples_per_s": round(a.steps * a.batch / s, 1),
-                      "final_loss": round(loss.item(), 4)}))
+                      "device": a.device,
+                      "final_loss": round(loss, 4)}))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/backward.h"
+#include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
@@ -84,6 +85,8 @@ DataType ParseDtype(const std::string& s) {
 // copy.
 py::array ToNumpy(const Tensor& t) {
   FLUID_ENFORCE(t.initialized(), "tensor holds no value");
+  FLUID_ENFORCE(t.place().is_cpu(), "tensor is on ", t.place().ToString(),
+                "; copy it to host memory first");
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
   py::capsule owner(keep, [](void* p) {
@@ -219,10 +222,15 @@ OptimizerConfig MakeOptimizerConfig(const py::dict& d) {
 
 // ---- executors ----
 
+// Python passes a device index: -1 for the CPU.
+Place PlaceOf(int device) {
+  return device < 0 ? Place::CPU() : Place::CUDA(device);
+}
+
 // Runs programs on a scope, preparing each program once per version.
 class PyExecutor {
  public:
-  explicit PyExecutor(int threads) : exe_(Place::CPU(), threads) {}
+  PyExecutor(int threads, int device) : exe_(PlaceOf(device), threads) {}
 
   py::list Run(const ProgramPtr& program, Scope* scope, const py::dict& feed,
                const std::vector<std::string>& fetch) {
@@ -254,7 +262,7 @@ class PyExecutor {
 
 class PyMPIExecutor {
  public:
-  explicit PyMPIExecutor(int threads) : exe_(Place::CPU(), threads) {}
+  PyMPIExecutor(int threads, int device) : exe_(PlaceOf(device), threads) {}
   int rank() const { return exe_.rank(); }
   int world_size() const { return exe_.world_size(); }
 
@@ -461,20 +469,25 @@ PYBIND11_MODULE(_core, m) {
       })
       .def("get",
            [](const Scope& s, const std::string& n) {
-             Tensor copy;
-             copy.CopyFrom(s.GetVar(n)->GetTensor());
+             Tensor copy;  // from the device when the var lives there
+             copy.CopyFrom(s.GetVar(n)->GetTensor(), Place::CPU());
              return ToNumpy(copy);
            })
       .def("set", [](Scope& s, const std::string& n, const py::array& a) {
-        s.Var(n)->GetMutableTensor()->CopyFrom(FromArray(a, "value of '" + n + "'"));
+        Tensor* t = s.Var(n)->GetMutableTensor();
+        // A var on a device stays there: its kernels expect it.
+        const Place place = t->initialized() ? t->place() : Place::CPU();
+        t->CopyFrom(FromArray(a, "value of '" + n + "'"), place);
       });
 
   py::class_<PyExecutor>(m, "Executor")
-      .def(py::init<int>(), py::arg("threads") = 1)
+      .def(py::init<int, int>(), py::arg("threads") = 1,
+           py::arg("device") = -1)
       .def("run", &PyExecutor::Run);
 
   py::class_<PyMPIExecutor>(m, "MPIExecutor")
-      .def(py::init<int>(), py::arg("threads") = 1)
+      .def(py::init<int, int>(), py::arg("threads") = 1,
+           py::arg("device") = -1)
       .def_property_readonly("rank", &PyMPIExecutor::rank)
       .def_property_readonly("world_size", &PyMPIExecutor::world_size)
       .def("init", &PyMPIExecutor::Init)
@@ -483,6 +496,9 @@ PYBIND11_MODULE(_core, m) {
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 
   m.def("launched_by_mpi", &LaunchedByMpi);
+  m.def("built_with_cuda", &BuiltWithCuda);
+  m.def("cuda_device_count", &CudaDeviceCount);
+  m.def("local_rank_device", &LocalRankDevice);
   m.def("shutdown", &ShutdownGlobalCommunicator);
 
   m.def("collective_transpile",

@@ -11,7 +11,8 @@ namespace {
 void AllReduceKernel(const ExecutionContext& ctx) {
   Tensor* out = InPlaceOutput(ctx);
   ReduceOp op = ParseReduceOp(ctx.Attr<std::string>("reduce_type"));
-  CommHandlePtr handle = CommunicatorOf(ctx)->AllReduceAsync(*out, op);
+  CommHandlePtr handle = CommunicatorOf(ctx)->AllReduceAsync(
+      *out, op, ctx.device_context().ReadyFence());
   if (ctx.HasOutput("Handle")) {
     *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
   } else {
@@ -28,7 +29,7 @@ REGISTER_OP(c_allreduce)
     .OptionalOutput("Handle", "the in-flight reduction, for c_wait")
     .Attr<std::string>("reduce_type", "sum", "sum | avg | max")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
-    .AnyDtypeKernel(AllReduceKernel);
+    .AnyPlaceKernel(AllReduceKernel);
 
 }  // namespace ops
 }  // namespace fluid

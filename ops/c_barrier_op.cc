@@ -13,7 +13,7 @@ void BarrierKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(c_barrier)
     .Doc("Blocks until every rank has reached it.")
-    .AnyDtypeKernel(BarrierKernel);
+    .AnyPlaceKernel(BarrierKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -7,7 +7,10 @@ namespace {
 
 void BroadcastKernel(const ExecutionContext& ctx) {
   Tensor* out = InPlaceOutput(ctx);
-  CommunicatorOf(ctx)->Broadcast(*out, ctx.Attr<int32_t>("root"));
+  CommunicatorOf(ctx)
+      ->BroadcastAsync(*out, ctx.Attr<int32_t>("root"),
+                       ctx.device_context().ReadyFence())
+      ->Wait();
 }
 
 }  // namespace
@@ -18,7 +21,7 @@ REGISTER_OP(c_broadcast)
     .Output("Out")
     .Attr<int32_t>("root", 0, "the rank whose value everyone takes")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
-    .AnyDtypeKernel(BroadcastKernel);
+    .AnyPlaceKernel(BroadcastKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -31,7 +31,7 @@ REGISTER_OP(c_wait)
     .Doc("Waits for an asynchronous collective to finish.")
     .Input("Handle", "the collective to wait for")
     .OptionalOutput("Out", "the tensor the collective writes")
-    .AnyDtypeKernel(WaitKernel);
+    .AnyPlaceKernel(WaitKernel);
 
 }  // namespace ops
 }  // namespace fluid

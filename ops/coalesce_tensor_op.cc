@@ -9,6 +9,7 @@
 // write straight into the buffer. Running it again is cheap: views already
 // in place are left alone.
 #include "ops/op_helpers.h"
+#include "src/framework/memory.h"
 
 namespace fluid {
 namespace ops {
@@ -42,7 +43,7 @@ void CoalesceKernel(const ExecutionContext& ctx) {
       fused->numel() != total) {
     fused->set_dtype(dtype);
     fused->Resize(Shape{total});
-    std::memset(fused->raw_mutable_data(), 0, total * elem);
+    ZeroBytes(ctx.place(), fused->raw_mutable_data(ctx.place()), total * elem);
   }
   size_t offset = fused->offset();
   for (size_t i = 0; i < numels.size(); ++i) {
@@ -59,7 +60,8 @@ void CoalesceKernel(const ExecutionContext& ctx) {
       // A var that already held values keeps them.
       if (old.initialized() && old.numel() == numels[i] &&
           old.dtype() == dtype)
-        std::memmove(t->raw_mutable_data(), old.raw_data(), old.bytes());
+        CopyBytes(ctx.place(), t->raw_mutable_data(ctx.place()), old.place(),
+                  old.raw_data(), old.bytes());
     }
     offset += numels[i] * elem;
   }
@@ -76,7 +78,7 @@ REGISTER_OP(coalesce_tensor)
     .Attr<std::vector<int64_t>>("numels", {}, "element count of each input")
     .KernelDtypeFrom("FusedOutput")
     .SetInferShape(CoalesceInferShape)
-    .AnyDtypeKernel(CoalesceKernel);
+    .AnyPlaceKernel(CoalesceKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -8,7 +8,7 @@ namespace fluid {
 namespace ops {
 
 inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
-  Communicator* comm = ctx.device().communicator();
+  Communicator* comm = ctx.device_context().communicator();
   FLUID_ENFORCE_CODE(comm != nullptr, ErrorCode::kUnimplemented, "op '",
                      ctx.type(),
                      "' needs a communicator: run the job with MPIExecutor "

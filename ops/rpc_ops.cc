@@ -22,23 +22,23 @@ REGISTER_OP(send)
     .Doc("Parameter-server style: send X to the servers in epmap.")
     .DuplicableInput("X")
     .Attr<std::vector<std::string>>("epmap", {}, "server of each var")
-    .AnyDtypeKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerKernel);
 
 REGISTER_OP(recv)
     .Doc("Parameter-server style: receive Out from the servers in epmap.")
     .DuplicableOutput("Out")
     .Attr<std::vector<std::string>>("epmap", {}, "server of each var")
-    .AnyDtypeKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerKernel);
 
 REGISTER_OP(send_barrier)
     .Doc("Parameter-server style: all sends of this step are done.")
     .Attr<std::vector<std::string>>("endpoints", {}, "the servers")
-    .AnyDtypeKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerKernel);
 
 REGISTER_OP(fetch_barrier)
     .Doc("Parameter-server style: all recvs of this step are done.")
     .Attr<std::vector<std::string>>("endpoints", {}, "the servers")
-    .AnyDtypeKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerKernel);
 
 REGISTER_OP(listen_and_serv)
     .Doc("Parameter-server style: the server loop running optimize_blocks.")
@@ -47,7 +47,7 @@ REGISTER_OP(listen_and_serv)
     .Attr<int32_t>("Fanin", 1, "number of trainers")
     .Attr<std::vector<int32_t>>("optimize_blocks", {},
                                 "blocks holding one parameter's update each")
-    .AnyDtypeKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerKernel);
 
 }  // namespace ops
 }  // namespace fluid

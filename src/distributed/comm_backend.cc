@@ -44,4 +44,19 @@ void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
   }
 }
 
+void CommBackend::DeviceAllReduce(void*, int64_t, DataType, ReduceOp, int) {
+  FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
+              " backend does not reduce device memory");
+}
+
+void CommBackend::DeviceBroadcast(void*, int64_t, int, int) {
+  FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
+              " backend does not broadcast device memory");
+}
+
+void CommBackend::DeviceAllGather(const void*, void*, int64_t, int) {
+  FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
+              " backend does not gather device memory");
+}
+
 }  // namespace fluid

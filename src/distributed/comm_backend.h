@@ -34,6 +34,18 @@ class CommBackend {
   // Ends the job on every rank (used when this rank cannot continue). Never
   // returns on a real transport.
   virtual void Abort(int code) = 0;
+
+  // Backends that move device memory themselves (NCCL) return true and
+  // implement the Device* calls, whose pointers are on CUDA device `device`.
+  // For the others the Communicator stages device tensors through host
+  // memory and calls the host collectives above.
+  virtual bool HandlesDeviceMemory() const { return false; }
+  virtual void DeviceAllReduce(void* data, int64_t count, DataType dtype,
+                               ReduceOp op, int device);
+  virtual void DeviceBroadcast(void* data, int64_t bytes, int root,
+                               int device);
+  virtual void DeviceAllGather(const void* send, void* recv, int64_t bytes,
+                               int device);
 };
 
 // Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).

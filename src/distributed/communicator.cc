@@ -1,5 +1,8 @@
 #include "src/distributed/communicator.h"
 
+#include "src/framework/device.h"
+#include "src/framework/memory.h"
+
 namespace fluid {
 
 void CommHandle::Wait() {
@@ -75,36 +78,94 @@ void Communicator::Loop() {
   }
 }
 
-CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op) {
+void* Communicator::Staging(size_t bytes) {
+  int64_t words = static_cast<int64_t>((bytes + 7) / 8);
+  if (!staging_.initialized() || staging_.numel() < words)
+    return staging_.mutable_data<double>(Shape{words}, Place::CPU());
+  return staging_.data<double>();
+}
+
+CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
+                                           ReadyFn ready) {
   FLUID_ENFORCE(tensor.initialized(), "allreduce of a tensor with no data");
   Tensor t = tensor;  // shares the buffer until the collective is done
-  return Enqueue([t, op](CommBackend* b) mutable {
-    b->AllReduce(const_cast<void*>(t.raw_data()), t.numel(), t.dtype(), op);
+  return Enqueue([this, t, op, ready](CommBackend* b) {
+    void* data = const_cast<void*>(t.raw_data());
+    if (t.place().is_cpu()) {
+      b->AllReduce(data, t.numel(), t.dtype(), op);
+      return;
+    }
+    if (ready) ready();
+    SetCurrentDevice(t.place().device);
+    if (b->HandlesDeviceMemory()) {
+      b->DeviceAllReduce(data, t.numel(), t.dtype(), op, t.place().device);
+      return;
+    }
+    if (size_ == 1) return;  // one rank's reduction is its own value
+    void* host = Staging(t.bytes());
+    CopyBytes(Place::CPU(), host, t.place(), data, t.bytes());
+    b->AllReduce(host, t.numel(), t.dtype(), op);
+    CopyBytes(t.place(), data, Place::CPU(), host, t.bytes());
   });
 }
 
-CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root) {
+CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
+                                           ReadyFn ready) {
   FLUID_ENFORCE(tensor.initialized(), "broadcast of a tensor with no data");
   FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
                 " out of range for ", size_, " ranks");
   Tensor t = tensor;
-  return Enqueue([t, root](CommBackend* b) {
-    b->Broadcast(const_cast<void*>(t.raw_data()),
-                 static_cast<int64_t>(t.bytes()), root);
+  return Enqueue([this, t, root, ready](CommBackend* b) {
+    void* data = const_cast<void*>(t.raw_data());
+    const int64_t bytes = static_cast<int64_t>(t.bytes());
+    if (t.place().is_cpu()) {
+      b->Broadcast(data, bytes, root);
+      return;
+    }
+    if (ready) ready();
+    SetCurrentDevice(t.place().device);
+    if (b->HandlesDeviceMemory()) {
+      b->DeviceBroadcast(data, bytes, root, t.place().device);
+      return;
+    }
+    if (size_ == 1) return;
+    void* host = Staging(t.bytes());
+    CopyBytes(Place::CPU(), host, t.place(), data, t.bytes());
+    b->Broadcast(host, bytes, root);
+    CopyBytes(t.place(), data, Place::CPU(), host, t.bytes());
   });
 }
 
 CommHandlePtr Communicator::AllGatherAsync(const Tensor& in,
-                                           const Tensor& out) {
+                                           const Tensor& out, ReadyFn ready) {
   FLUID_ENFORCE(in.initialized() && out.initialized(),
                 "allgather of a tensor with no data");
   FLUID_ENFORCE(out.bytes() == in.bytes() * static_cast<size_t>(size_),
                 "allgather output holds ", out.bytes(), " bytes, needs ",
                 in.bytes() * size_);
+  FLUID_ENFORCE(in.place() == out.place(), "allgather from ",
+                in.place().ToString(), " into ", out.place().ToString(),
+                ": both tensors must be in one place");
   Tensor i = in, o = out;
-  return Enqueue([i, o](CommBackend* b) {
-    b->AllGather(i.raw_data(), const_cast<void*>(o.raw_data()),
-                 static_cast<int64_t>(i.bytes()));
+  return Enqueue([this, i, o, ready](CommBackend* b) {
+    const int64_t bytes = static_cast<int64_t>(i.bytes());
+    void* recv = const_cast<void*>(o.raw_data());
+    if (i.place().is_cpu()) {
+      b->AllGather(i.raw_data(), recv, bytes);
+      return;
+    }
+    if (ready) ready();
+    SetCurrentDevice(i.place().device);
+    if (b->HandlesDeviceMemory()) {
+      b->DeviceAllGather(i.raw_data(), recv, bytes, i.place().device);
+      return;
+    }
+    // One staging area: the send block at the end, after the receive blocks.
+    char* host = static_cast<char*>(Staging(o.bytes() + i.bytes()));
+    CopyBytes(Place::CPU(), host + o.bytes(), i.place(), i.raw_data(),
+              i.bytes());
+    b->AllGather(host + o.bytes(), host, bytes);
+    CopyBytes(o.place(), recv, Place::CPU(), host, o.bytes());
   });
 }
 

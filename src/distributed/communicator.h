@@ -52,10 +52,20 @@ class Communicator {
   int size() const { return size_; }
   const std::string& backend_name() const { return backend_name_; }
 
-  CommHandlePtr AllReduceAsync(const Tensor& tensor, ReduceOp op);
-  CommHandlePtr BroadcastAsync(const Tensor& tensor, int root);
+  // Tensors may live in host or device memory. For device tensors `ready`
+  // (when given) runs on the worker before the collective touches the
+  // memory: it waits for the kernels that produce it (see
+  // CUDADeviceContext::ReadyFence). A backend that cannot move device
+  // memory gets it staged through a host buffer the worker reuses.
+  using ReadyFn = std::function<void()>;
+  CommHandlePtr AllReduceAsync(const Tensor& tensor, ReduceOp op,
+                               ReadyFn ready = nullptr);
+  CommHandlePtr BroadcastAsync(const Tensor& tensor, int root,
+                               ReadyFn ready = nullptr);
   // `out` must hold size() times `in`'s elements, rank r's at r * numel.
-  CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out);
+  // Both in host memory or both on one device.
+  CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out,
+                               ReadyFn ready = nullptr);
   CommHandlePtr BarrierAsync();
 
   void AllReduce(const Tensor& t, ReduceOp op) { AllReduceAsync(t, op)->Wait(); }
@@ -85,6 +95,8 @@ class Communicator {
  private:
   CommHandlePtr Enqueue(std::function<void(CommBackend*)> work);
   void Loop();
+  // Worker-only: host memory for staging `bytes` of device data.
+  void* Staging(size_t bytes);
 
   std::unique_ptr<CommBackend> backend_;
   int rank_;
@@ -96,6 +108,7 @@ class Communicator {
       queue_;
   bool stopping_ = false;
   std::atomic<int64_t> exposed_wait_ns_{0};
+  Tensor staging_;  // touched by the worker only
   std::thread worker_;
 };
 

@@ -6,6 +6,9 @@
 
 #include "src/distributed/in_process_backend.h"
 #include "src/distributed/mpi_backend.h"
+#ifdef FLUID_WITH_CUDA
+#include "src/distributed/nccl_backend.h"
+#endif
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/pserver_transpiler.h"
@@ -16,6 +19,7 @@ namespace {
 
 std::mutex g_comm_mu;
 std::unique_ptr<Communicator> g_comm;
+bool g_comm_uses_mpi = false;
 bool g_atexit_registered = false;
 
 bool IsTranspiled(const proto::ProgramDesc& main) {
@@ -35,11 +39,19 @@ uint64_t Fnv(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
 
 }  // namespace
 
-Communicator* GlobalCommunicator() {
+Communicator* GlobalCommunicator(const Place& place) {
   std::lock_guard<std::mutex> lock(g_comm_mu);
   if (!g_comm) {
     if (LaunchedByMpi()) {
-      g_comm = std::make_unique<Communicator>(MakeMpiBackend());
+      std::unique_ptr<CommBackend> backend = MakeMpiBackend();
+      g_comm_uses_mpi = true;
+#ifdef FLUID_WITH_CUDA
+      if (!place.is_cpu()) {
+        std::string why;
+        backend = MakeDeviceBackend(std::move(backend), place.device, &why);
+      }
+#endif
+      g_comm = std::make_unique<Communicator>(std::move(backend));
     } else {
       g_comm = std::make_unique<Communicator>(
           InProcessGroup::Create(1)->Backend(0));
@@ -59,9 +71,8 @@ void ShutdownGlobalCommunicator() {
     comm = std::move(g_comm);
   }
   if (comm) {
-    const bool mpi = comm->backend_name() == "mpi";
     comm.reset();  // drains the queue and joins the worker
-    if (mpi) FinalizeMpiIfOwned();
+    if (g_comm_uses_mpi) FinalizeMpiIfOwned();
   }
 }
 
@@ -99,7 +110,7 @@ proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
 }
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
-    : comm_(comm != nullptr ? comm : GlobalCommunicator()),
+    : comm_(comm != nullptr ? comm : GlobalCommunicator(place)),
       exe_(place, num_threads) {
   exe_.mutable_device_context()->set_communicator(comm_);
 }
@@ -153,8 +164,9 @@ void MPIExecutor::CheckConsistency() {
   for (const auto& name : persistables_) {
     Variable* v = scope_->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
-    const Tensor& t = v->GetTensor();
-    if (!t.initialized()) continue;
+    if (!v->GetTensor().initialized()) continue;
+    Tensor t;
+    t.CopyFrom(v->GetTensor(), Place::CPU());  // device values come to host
     uint64_t sum = Fnv(t.raw_data(), t.bytes());
     std::vector<uint64_t> all = comm_->AllGatherValue(sum);
     std::ostringstream differ;

@@ -22,7 +22,9 @@ namespace fluid {
 
 class MPIExecutor {
  public:
-  // `comm` defaults to the process's global communicator.
+  // `comm` defaults to the process's global communicator (made for
+  // `place`). A CUDA place runs every kernel on that device; see
+  // LocalRankDevice() for the usual choice under mpirun.
   explicit MPIExecutor(Place place = Place::CPU(), int num_threads = 1,
                        Communicator* comm = nullptr);
 
@@ -60,8 +62,12 @@ class MPIExecutor {
 
 // The process-wide communicator, created on first use: over MPI when the
 // process was started by mpirun (MPI initialised if nobody did), else a
-// single-rank one.
-Communicator* GlobalCommunicator();
+// single-rank one. When the first user asks for a CUDA place and the job
+// runs under mpirun, device tensors travel over NCCL (bootstrapped over
+// MPI), or over MPI through host memory when ranks share a GPU (logged by
+// rank 0; see MakeDeviceBackend). The place of later calls does not change
+// the communicator already made.
+Communicator* GlobalCommunicator(const Place& place = Place::CPU());
 // Drains and joins the global communicator and finalises MPI if this
 // library initialised it. Idempotent; also runs at exit.
 void ShutdownGlobalCommunicator();

@@ -1,5 +1,9 @@
 #include "src/framework/device.h"
 
+#include <cstdlib>
+
+#include "src/framework/enforce.h"
+
 #ifdef FLUID_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -25,6 +29,32 @@ int CudaDeviceCount() {
 #else
   return 0;
 #endif
+}
+
+void SetCurrentDevice(int device) {
+#ifdef FLUID_WITH_CUDA
+  cudaError_t rc = cudaSetDevice(device);
+  if (rc != cudaSuccess) {
+    cudaGetLastError();
+    FLUID_THROW(ErrorCode::kAborted, "cannot use CUDA device ", device, ": ",
+                cudaGetErrorString(rc));
+  }
+#endif
+}
+
+int LocalRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
+int LocalRankDevice() {
+  int count = CudaDeviceCount();
+  if (count == 0) return -1;
+  return LocalRank() % count;
 }
 
 }  // namespace fluid

@@ -2,9 +2,16 @@
 
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "src/framework/device.h"
 #include "src/framework/enforce.h"
 
+#ifdef FLUID_WITH_CUDA
+#include "src/framework/cuda_device_context.h"
+#endif
+
 namespace fluid {
+
+DeviceContext::~DeviceContext() = default;
 
 struct CPUDeviceContext::Impl {
   // No spinning: workers that spin after a parallel kernel steal the core
@@ -25,6 +32,26 @@ CPUDeviceContext::~CPUDeviceContext() = default;
 
 Eigen::ThreadPoolDevice* CPUDeviceContext::eigen_device() const {
   return impl_ ? &impl_->device : nullptr;
+}
+
+std::unique_ptr<DeviceContext> MakeDeviceContext(const Place& place,
+                                                 int num_threads) {
+  if (place.is_cpu()) return std::make_unique<CPUDeviceContext>(num_threads);
+  FLUID_ENFORCE_CODE(BuiltWithCuda(), ErrorCode::kUnimplemented,
+                     "cannot run on ", place.ToString(),
+                     ": this build has no CUDA (configure with WITH_CUDA=ON)");
+  int count = CudaDeviceCount();
+  FLUID_ENFORCE_CODE(count > 0, ErrorCode::kUnimplemented, "cannot run on ",
+                     place.ToString(), ": no CUDA device is visible");
+  FLUID_ENFORCE(place.device >= 0 && place.device < count, "cannot run on ",
+                place.ToString(), ": ", count, " CUDA device",
+                count == 1 ? " is" : "s are", " visible (0..", count - 1,
+                ")");
+#ifdef FLUID_WITH_CUDA
+  return std::make_unique<CUDADeviceContext>(place.device);
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace fluid

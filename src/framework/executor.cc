@@ -11,10 +11,7 @@ PreparedProgram::~PreparedProgram() {
 }
 
 Executor::Executor(Place place, int num_threads)
-    : place_(place), device_(std::make_unique<CPUDeviceContext>(num_threads)) {
-  FLUID_ENFORCE_CODE(place.is_cpu(), ErrorCode::kUnimplemented,
-                     "this build has no kernels for ", place.ToString());
-}
+    : place_(place), device_(MakeDeviceContext(place, num_threads)) {}
 
 Executor::~Executor() = default;
 
@@ -95,7 +92,8 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed '",
                        feed.first, "' is not a variable of the program");
     CheckFeed(*desc, feed.second);
-    local->GetVar(feed.first)->GetMutableTensor()->CopyFrom(feed.second);
+    local->GetVar(feed.first)->GetMutableTensor()->CopyFrom(feed.second,
+                                                            place_);
   }
   for (const auto& req : prepared->required_feeds_) {
     bool fed = false;
@@ -124,6 +122,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     }
   }
 
+  device_->Wait();
   if (fetches != nullptr) {
     fetches->resize(fetch_names.size());
     for (size_t i = 0; i < fetch_names.size(); ++i) {
@@ -133,7 +132,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
       const Tensor& t = v->GetTensor();
       FLUID_ENFORCE(t.initialized(), "fetch '", fetch_names[i],
                     "' holds no value after the run");
-      (*fetches)[i].CopyFrom(t);
+      (*fetches)[i].CopyFrom(t, Place::CPU());
     }
   }
 }

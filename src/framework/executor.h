@@ -69,7 +69,11 @@ class Executor {
 
   // Copies each feed into its variable (checking dtype and shape against the
   // var's declaration), runs every op, then copies each fetched variable
-  // into `fetches` (in the order of `fetch_names`).
+  // into `fetches` (in the order of `fetch_names`). On a CUDA place the
+  // feeds are copied to the device, the kernels run on the context's
+  // stream, and the fetches come back to host memory; Run returns once the
+  // device has finished (so an asynchronous kernel failure is reported by
+  // the run that caused it).
   void Run(PreparedProgram* prepared, const FeedList& feeds = {},
            const std::vector<std::string>& fetch_names = {},
            std::vector<Tensor>* fetches = nullptr);
@@ -81,12 +85,12 @@ class Executor {
                std::vector<Tensor>* fetches = nullptr);
 
   const Place& place() const { return place_; }
-  const CPUDeviceContext& device_context() const { return *device_; }
-  CPUDeviceContext* mutable_device_context() { return device_.get(); }
+  const DeviceContext& device_context() const { return *device_; }
+  DeviceContext* mutable_device_context() { return device_.get(); }
 
  private:
   Place place_;
-  std::unique_ptr<CPUDeviceContext> device_;
+  std::unique_ptr<DeviceContext> device_;
 };
 
 // Checks a fed tensor against the var it feeds; the error names the var.

@@ -75,6 +75,23 @@ void Free(const Place& place, void* ptr) {
   std::free(ptr);
 }
 
+void ZeroBytes(const Place& place, void* ptr, size_t bytes) {
+  if (bytes == 0) return;
+  if (place.is_cpu()) {
+    std::memset(ptr, 0, bytes);
+    return;
+  }
+#ifdef FLUID_WITH_CUDA
+  cudaError_t rc = cudaMemset(ptr, 0, bytes);
+  FLUID_ENFORCE_CODE(rc == cudaSuccess, ErrorCode::kAborted, "zeroing ",
+                     bytes, " bytes on ", place.ToString(), " failed: ",
+                     cudaGetErrorString(rc));
+#else
+  FLUID_THROW(ErrorCode::kUnimplemented, "no memory at ", place.ToString(),
+              ": this build has no CUDA (WITH_CUDA=OFF)");
+#endif
+}
+
 void CopyBytes(const Place& dst_place, void* dst, const Place& src_place,
                const void* src, size_t bytes) {
   if (bytes == 0) return;

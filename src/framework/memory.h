@@ -11,6 +11,8 @@ namespace fluid {
 
 void* Allocate(const Place& place, size_t bytes);
 void Free(const Place& place, void* ptr);
+// Sets `bytes` at `ptr` (at `place`) to zero; synchronous.
+void ZeroBytes(const Place& place, void* ptr, size_t bytes);
 // Copies between any two places (host, CUDA devices); synchronous.
 void CopyBytes(const Place& dst_place, void* dst, const Place& src_place,
                const void* src, size_t bytes);

@@ -124,6 +124,9 @@ class OpSchema {
   // Ops that manage their own dtypes (communication, control) register one
   // kernel used whatever the dtype.
   OpSchema& AnyDtypeKernel(KernelFn fn);
+  // The same, for a kernel that drives any place itself (collectives and
+  // control ops work on host and device tensors alike).
+  OpSchema& AnyPlaceKernel(KernelFn fn);
 
   const std::string& type() const { return type_; }
   const std::string& doc() const { return doc_; }
@@ -192,6 +195,12 @@ inline OpSchema& OpSchema::AnyDtypeKernel(KernelFn fn) {
   return *this;
 }
 
+inline OpSchema& OpSchema::AnyPlaceKernel(KernelFn fn) {
+  OpRegistry::Global().RegisterAnyDtypeKernel(type_, Place::Kind::kCPU, fn);
+  OpRegistry::Global().RegisterAnyDtypeKernel(type_, Place::Kind::kCUDA, fn);
+  return *this;
+}
+
 // Builds an OpDesc: MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}},
 // {{"Out", {"c"}}}, {{"x_num_col_dims", 1}}).
 proto::OpDesc MakeOp(
@@ -211,7 +220,20 @@ proto::OpDesc MakeOp(
 
 #define REGISTER_KERNEL(type, place_kind, cpp_type, fn)                     \
   [[maybe_unused]] static bool FLUID_CONCAT(                                \
-      FLUID_CONCAT(fluid_kernel_, type), __LINE__) =                        \
+      FLUID_CONCAT(fluid_kernel_, type), __COUNTER__) =                     \
       ::fluid::OpRegistry::Global().RegisterKernel(                         \
           #type, ::fluid::Place::Kind::place_kind,                          \
           ::fluid::DataTypeOf<cpp_type>::value, fn)
+
+// One kernel for every dtype (communication, control ops) at a place.
+#define REGISTER_ANY_DTYPE_KERNEL(type, place_kind, fn)                     \
+  [[maybe_unused]] static bool FLUID_CONCAT(                                \
+      FLUID_CONCAT(fluid_any_kernel_, type), __COUNTER__) =                 \
+      ::fluid::OpRegistry::Global().RegisterAnyDtypeKernel(                 \
+          #type, ::fluid::Place::Kind::place_kind, fn)
+
+// The float32 and float64 instances of a kernel template at a place:
+// REGISTER_FLOAT_KERNELS(relu, kCUDA, ReluKernel).
+#define REGISTER_FLOAT_KERNELS(type, place_kind, kernel_template)           \
+  REGISTER_KERNEL(type, place_kind, float, kernel_template<float>);         \
+  REGISTER_KERNEL(type, place_kind, double, kernel_template<double>)

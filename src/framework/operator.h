@@ -159,12 +159,24 @@ void InferShapeAtCompileTime(const proto::OpDesc& op, proto::BlockDesc* block);
 
 class ExecutionContext {
  public:
-  ExecutionContext(const OperatorBase& op, const CPUDeviceContext& dev)
+  ExecutionContext(const OperatorBase& op, const DeviceContext& dev)
       : op_(op), dev_(dev) {}
 
   const std::string& type() const { return op_.type(); }
   const OperatorBase& op() const { return op_; }
-  const CPUDeviceContext& device() const { return dev_; }
+  const DeviceContext& device_context() const { return dev_; }
+  // Where the kernel runs; outputs are allocated there.
+  Place place() const { return dev_.place(); }
+  // The context of the kernel's place. A kernel is registered for one place
+  // and only ever called with that place's context, so this cast is exact.
+  template <typename Context>
+  const Context& device_as() const {
+    return static_cast<const Context&>(dev_);
+  }
+  // CPU kernels' shorthand for device_as<CPUDeviceContext>().
+  const CPUDeviceContext& device() const {
+    return device_as<CPUDeviceContext>();
+  }
 
   bool HasInput(const std::string& slot) const;
   size_t InputSize(const std::string& slot) const;
@@ -188,7 +200,7 @@ class ExecutionContext {
 
  private:
   const OperatorBase& op_;
-  const CPUDeviceContext& dev_;
+  const DeviceContext& dev_;
 };
 
 }  // namespace fluid

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -339,6 +340,9 @@ void SaveCheckpoint(const Scope& scope,
   // Check every variable before touching the disk.
   std::vector<std::string> problems;
   std::vector<const Tensor*> tensors;
+  // Device tensors are saved from host copies, made before anything is
+  // written (so a failing copy leaves no partial checkpoint).
+  std::vector<std::unique_ptr<Tensor>> host_copies;
   std::set<std::string> seen;
   for (const std::string& name : var_names) {
     if (!seen.insert(name).second) {
@@ -368,8 +372,9 @@ void SaveCheckpoint(const Scope& scope,
     } else if (t->bytes() > 0 && !t->initialized()) {
       problems.push_back(Str(name, ": tensor has no memory"));
     } else if (t->bytes() > 0 && !t->place().is_cpu()) {
-      problems.push_back(Str(name, ": tensor is on ", t->place().ToString(),
-                             "; only host tensors can be saved"));
+      host_copies.push_back(std::make_unique<Tensor>());
+      host_copies.back()->CopyFrom(*t, Place::CPU());
+      tensors.push_back(host_copies.back().get());
     } else {
       tensors.push_back(t);
     }
@@ -499,6 +504,10 @@ CheckpointInfo LoadCheckpoint(Scope* scope,
       if (src.bytes() > 0)
         std::memcpy(dst->raw_mutable_data(Place::CPU()), src.raw_data(),
                     src.bytes());
+    } else if (dst->initialized() && !dst->place().is_cpu()) {
+      // A var that lives on a device stays there (its kernels expect it);
+      // views into a coalesced buffer keep pointing into it.
+      dst->CopyFrom(src, dst->place());
     } else {
       *dst = std::move(src);
     }

@@ -61,7 +61,8 @@ std::vector<CheckpointVarSpec> PersistableVarSpecs(
 
 // Saves the tensors `var_names` (looked up in `scope` and its ancestors) as
 // checkpoint `info.step` under `dir`, creating `dir` if needed. Each variable
-// must hold an initialized host tensor of known shape; otherwise nothing is
+// must hold an initialized tensor of known shape (device tensors are copied
+// to the host before anything is written); otherwise nothing is
 // written and the error lists every offending variable. An existing
 // checkpoint of the same step is replaced. Failures after the commit point
 // (removing old checkpoints) are ignored: the next save retries them.

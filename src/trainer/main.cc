@@ -3,6 +3,7 @@
 //   trainer --model lenet                      train a built-in model
 //   trainer --model mlp --save model.pb        write a built-in model's job
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
+//           [--place cpu|cuda|cuda:N]
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K]             data-parallel on N ranks
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", o.batch_size, "samples per step")
       ->capture_default_str();
   app.add_option("--threads", o.threads, "threads for the kernels")
+      ->capture_default_str();
+  app.add_option("--place", o.place,
+                 "where kernels run: cpu | cuda (GPU of the node-local "
+                 "rank) | cuda:N")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed for initialisation and shuffling")
       ->capture_default_str();

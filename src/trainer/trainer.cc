@@ -12,6 +12,7 @@
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/data/idx_reader.h"
+#include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
@@ -39,6 +40,11 @@ double ScalarOf(const Tensor& t) {
       return static_cast<double>(t.data<int64_t>()[0]);
   }
   return 0;
+}
+
+const char* BackendName(const MPIExecutor* dist) {
+  return dist == nullptr ? "single process"
+                         : dist->communicator()->backend_name().c_str();
 }
 
 std::string FormatDuration(double s) {
@@ -81,6 +87,30 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
 
 }  // namespace
 
+Place ParsePlace(const std::string& place) {
+  if (place == "cpu") return Place::CPU();
+  int device = -1;
+  if (place == "cuda") {
+    device = LocalRankDevice();
+  } else if (place.rfind("cuda:", 0) == 0 && place.size() > 5 &&
+             place.find_first_not_of("0123456789", 5) == std::string::npos &&
+             place.size() < 14) {
+    device = std::stoi(place.substr(5));
+  } else {
+    FLUID_THROW(ErrorCode::kInvalidArgument, "--place must be cpu, cuda or ",
+                "cuda:N, got '", place, "'");
+  }
+  FLUID_ENFORCE_CODE(BuiltWithCuda(), ErrorCode::kUnimplemented, "--place ",
+                     place, ": this build has no CUDA (configure with ",
+                     "WITH_CUDA=ON)");
+  const int count = CudaDeviceCount();
+  FLUID_ENFORCE_CODE(count > 0, ErrorCode::kUnimplemented, "--place ", place,
+                     ": no CUDA device is visible");
+  FLUID_ENFORCE(device >= 0 && device < count, "--place ", place, ": ", count,
+                " CUDA device(s) visible (0..", count - 1, ")");
+  return Place::CUDA(device);
+}
+
 TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   FLUID_ENFORCE(o.program.empty() != o.model.empty(),
                 "give exactly one of --program and --model");
@@ -88,6 +118,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   FLUID_ENFORCE(o.batch_size >= 1, "--batch-size must be >= 1, got ",
                 o.batch_size);
   FLUID_ENFORCE(o.threads >= 1, "--threads must be >= 1, got ", o.threads);
+  const Place place = ParsePlace(o.place);
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
 
@@ -124,7 +155,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   PreparedProgram* main = nullptr;
   std::unique_ptr<PreparedProgram> local_main;
   if (LaunchedByMpi()) {
-    dist = std::make_unique<MPIExecutor>(Place::CPU(), o.threads);
+    dist = std::make_unique<MPIExecutor>(place, o.threads);
     CollectiveConfig cfg;
     FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
                   o.bucket_mb);
@@ -137,7 +168,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     result.rank = dist->rank();
     result.world_size = dist->world_size();
   } else {
-    local = std::make_unique<Executor>(Place::CPU(), o.threads);
+    local = std::make_unique<Executor>(place, o.threads);
     exe = local.get();
     exe->RunOnce(job.startup(), &scope);
     local_main = exe->Prepare(job.main(), &scope);
@@ -184,8 +215,14 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   log << "training " << (o.program.empty() ? o.model : o.program) << ": "
       << train.size() << " samples, batch " << o.batch_size;
   if (world > 1) log << " per rank x " << world << " ranks";
-  log << ", " << steps_per_epoch << " steps/epoch, " << o.threads
-      << " thread(s)" << (world > 1 ? " per rank" : "") << "\n";
+  log << ", " << steps_per_epoch << " steps/epoch, ";
+  if (place.is_cpu()) {
+    log << o.threads << " thread(s)";
+  } else {
+    log << place.ToString() << (world > 1 ? " (rank 0)" : "") << ", "
+        << BackendName(dist.get());
+  }
+  log << (world > 1 ? " per rank" : "") << "\n";
   log.flush();
 
   std::vector<Tensor> batch;

@@ -8,6 +8,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "src/framework/types.h"
+
 namespace fluid {
 
 struct TrainerOptions {
@@ -22,6 +24,9 @@ struct TrainerOptions {
   int epochs = 1;
   int64_t batch_size = 64;
   int threads = 1;
+  // Where the kernels run: "cpu", "cuda" (under mpirun each rank takes the
+  // GPU of its node-local rank, modulo the visible count) or "cuda:N".
+  std::string place = "cpu";
   uint64_t seed = 1;
   std::string checkpoint_dir;
   bool resume = false;
@@ -57,5 +62,9 @@ struct TrainerResult {
 // checkpoints. Throws fluid::Error on any failure (bad program, missing
 // data, NaN loss, ...).
 TrainerResult RunTrainer(const TrainerOptions& options, std::ostream& out);
+
+// The place `--place` names (see TrainerOptions::place); an error names the
+// cause when it is malformed or no such device is visible.
+Place ParsePlace(const std::string& place);
 
 }  // namespace fluid

@@ -158,9 +158,15 @@ def test_scope_freed_before_executor_does_not_crash():
     assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stderr)
 
 
-def test_cuda_place_is_refused():
-    with pytest.raises(NotImplementedError):
+def test_cuda_place_without_a_device_is_refused():
+    if fluid.cuda_device_count() > 0:
+        pytest.skip("a CUDA device is visible (tests/python/test_cuda.py)")
+    with pytest.raises(NotImplementedError, match="no CUDA"):
         fluid.Executor(fluid.CUDAPlace(0))
+    with pytest.raises(NotImplementedError, match="no CUDA"):
+        fluid.MPIExecutor(fluid.CUDAPlace())
+    with pytest.raises(TypeError, match="CPUPlace or CUDAPlace"):
+        fluid.Executor("gpu")
 
 
 # ---- training ----

@@ -50,13 +50,13 @@ double& At(Tensor* t, int64_t i) { return t->data<double>()[i]; }
 }  // namespace
 
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
-                int threads) {
+                int threads, const Place& place) {
   proto::ProgramDesc program = ForwardProgram(op, inputs);
   std::vector<std::string> outs;
   for (const auto& n : OpOutputNames(op))
     if (n != kEmptyVarName) outs.push_back(n);
   Scope scope;
-  Executor exe(Place::CPU(), threads);
+  Executor exe(place, threads);
   std::vector<Tensor> fetched;
   exe.RunOnce(program, &scope, Feeds(inputs), outs, &fetched);
   TensorMap result;
@@ -66,7 +66,7 @@ TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
 
 TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
                    const std::string& grad_var,
-                   const std::vector<Tensor>& grads) {
+                   const std::vector<Tensor>& grads, const Place& place) {
   proto::ProgramDesc program = NewProgram();
   proto::BlockDesc* block = program.mutable_blocks(0);
   for (const auto& kv : state)
@@ -76,13 +76,14 @@ TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
   InferShapeAtCompileTime(op, block);
   Scope scope;
   for (const auto& kv : state)
-    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second);
-  Executor exe;
+    scope.Var(kv.first)->GetMutableTensor()->CopyFrom(kv.second, place);
+  Executor exe(place);
   auto prepared = exe.Prepare(program, &scope);
   for (const Tensor& g : grads) exe.Run(prepared.get(), {{grad_var, g}});
   TensorMap out;
   for (const auto& kv : state)
-    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor());
+    out[kv.first].CopyFrom(scope.FindVar(kv.first)->GetTensor(),
+                           Place::CPU());
   return out;
 }
 

@@ -51,15 +51,18 @@ std::vector<T> ToVector(const Tensor& t) {
 
 // Runs `op` once on `inputs` (var name -> value) and returns every output
 // var by name.
+// On a CUDA `place` the inputs are copied to the device and the outputs
+// returned in host memory.
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
-                int threads = 1);
+                int threads = 1, const Place& place = Place::CPU());
 
 // Runs `op` once per entry of `grads`, feeding it as `grad_var`, on
 // persistable `state` (var name -> initial value) kept across the runs, as
 // a trainer runs an optimizer; returns the final state.
 TensorMap RunSteps(const proto::OpDesc& op, const TensorMap& state,
                    const std::string& grad_var,
-                   const std::vector<Tensor>& grads);
+                   const std::vector<Tensor>& grads,
+                   const Place& place = Place::CPU());
 
 struct GradCheckOptions {
   double step = 1e-5;

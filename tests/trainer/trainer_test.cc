@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "src/builder/models.h"
+#include "src/framework/device.h"
 #include "src/framework/program_desc.h"
 
 #ifndef FLUID_TRAINER_BIN
@@ -197,6 +198,31 @@ TEST_F(TrainerTest, BadFlagsExitNonZero) {
   EXPECT_NE(RunCli("--model mlp --epochs 0").status, 0);
   EXPECT_NE(RunCli("--model resnet").status, 0);
   EXPECT_NE(RunCli("").status, 0);
+}
+
+TEST_F(TrainerTest, BadPlaceIsOneLineError) {
+  ExpectOneLineError(RunCli("--model mlp --place tpu"),
+                     "--place must be cpu, cuda or cuda:N");
+}
+
+// Without a GPU, --place cuda says why it cannot run; with one, the same
+// run trains on it.
+TEST_F(TrainerTest, PlaceCuda) {
+  Outcome o = RunCli("--model mlp --batch-size 32 --place cuda");
+  if (!BuiltWithCuda()) {
+    ExpectOneLineError(o, "this build has no CUDA");
+  } else if (CudaDeviceCount() == 0) {
+    ExpectOneLineError(o, "--place cuda: no CUDA device is visible");
+  } else {
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("cuda:0"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("test accuracy"), std::string::npos) << o.out;
+  }
+  if (BuiltWithCuda() && CudaDeviceCount() > 0) {
+    ExpectOneLineError(RunCli("--model mlp --place cuda:" +
+                              std::to_string(CudaDeviceCount())),
+                       "visible");
+  }
 }
 
 TEST_F(TrainerTest, CheckpointAndResume) {

@@ -13,13 +13,14 @@ from .framework import (Program, Variable, default_main_program,
                         default_startup_program, program_guard,
                         reset_default_programs)
 from .executor import (CPUPlace, CUDAPlace, Executor, MPIExecutor, Scope,
-                       global_scope)
+                       cuda_device_count, global_scope, is_compiled_with_cuda)
 from . import layers, optimizer, io, datasets, transpiler
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
 
 __all__ = [
-    "CPUPlace", "CUDAPlace", "ParamAttr", "CollectiveError", "DistributeTranspiler",
+    "CPUPlace", "CUDAPlace", "ParamAttr", "CollectiveError",
+    "DistributeTranspiler", "cuda_device_count", "is_compiled_with_cuda",
     "Executor", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "layers", "optimizer", "program_guard", "reset_default_programs",

@@ -15,18 +15,49 @@ class CPUPlace:
 
 
 class CUDAPlace:
-    def __init__(self, device_id=0):
+    """A CUDA device. CUDAPlace(i) is device i; CUDAPlace() is the device of
+    this process's node-local rank under mpirun (modulo the visible device
+    count), device 0 otherwise, which is what a data-parallel script wants
+    on every rank."""
+
+    def __init__(self, device_id=None):
         self.device_id = device_id
 
     def __repr__(self):
-        return f"CUDAPlace({self.device_id})"
+        return "CUDAPlace()" if self.device_id is None else \
+            f"CUDAPlace({self.device_id})"
 
 
-def _threads_for(place):
-    if isinstance(place, CUDAPlace):
+def is_compiled_with_cuda():
+    """True when the native core was built with the CUDA path."""
+    return _core.built_with_cuda()
+
+
+def cuda_device_count():
+    """CUDA devices visible to this process (0 without CUDA or a GPU)."""
+    return _core.cuda_device_count()
+
+
+def _device_of(place):
+    """The native device index for `place`: -1 for the CPU. A CUDA place
+    that cannot be used raises NotImplementedError (no CUDA in this build,
+    or no device visible) or ValueError (no such device), naming why."""
+    if place is None or isinstance(place, CPUPlace):
+        return -1
+    if not isinstance(place, CUDAPlace):
+        raise TypeError(f"place must be CPUPlace or CUDAPlace, got {place!r}")
+    if not _core.built_with_cuda():
         raise NotImplementedError(
-            "this build has no CUDA kernels; use fluid.CPUPlace()")
-    return 1
+            f"{place!r}: this build has no CUDA (configure with WITH_CUDA=ON)")
+    count = _core.cuda_device_count()
+    if count == 0:
+        raise NotImplementedError(f"{place!r}: no CUDA device is visible")
+    device = _core.local_rank_device() if place.device_id is None \
+        else int(place.device_id)
+    if not 0 <= device < count:
+        raise ValueError(f"{place!r}: {count} CUDA device(s) visible "
+                         f"(0..{count - 1})")
+    return device
 
 
 class Scope:
@@ -68,9 +99,9 @@ def _feed(feed):
 
 class Executor:
     def __init__(self, place=None, threads=1):
-        _threads_for(place)
+        device = _device_of(place)
         self.place = place or CPUPlace()
-        self._core = _core.Executor(int(threads))
+        self._core = _core.Executor(int(threads), device)
         # Prepared programs point into the scopes they ran on: keep those
         # scopes alive as long as this executor.
         self._scopes = {}
@@ -93,16 +124,16 @@ class MPIExecutor:
     prepares it. Works when launched by mpirun and in a single process."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True):
-        _threads_for(place)
+        self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
         self._bucket_bytes = int(bucket_mb * (1 << 20))
         self._overlap = bool(overlap)
         self._startup = None
-        self._local = _core.Executor(self._threads)
+        self._local = _core.Executor(self._threads, self._device)
         self._runs = {}  # main program id -> _core.MPIExecutor
         self._scopes = {}  # kept alive: prepared programs point into them
-        self._probe = _core.MPIExecutor(self._threads)
+        self._probe = _core.MPIExecutor(self._threads, self._device)
 
     @property
     def rank(self):
@@ -132,7 +163,7 @@ class MPIExecutor:
                     "run the startup program with this executor before the "
                     "main program")
             run = self._probe if not self._runs else _core.MPIExecutor(
-                self._threads)
+                self._threads, self._device)
             run.init(program.desc, self._startup.desc, scope._core,
                      self._bucket_bytes, self._overlap)
             self._runs[key] = run

@@ -1,0 +1,27 @@
+// NCCL transport for device memory, bootstrapped over a host backend (MPI).
+//
+// Rank 0 makes the NCCL unique id and broadcasts it over the host backend;
+// every rank then joins with ncclCommInitRank on its own device. Device
+// collectives run on a dedicated stream (the Communicator's worker waits
+// for the producing kernels first, then for the NCCL call to finish), so
+// gradient reductions overlap the backward kernels issued after them. Host
+// memory collectives (program hashes, small control values) go to the host
+// backend. Built only with WITH_CUDA.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "src/distributed/comm_backend.h"
+
+namespace fluid {
+
+// A backend for a job whose tensors live on CUDA device `device`: NCCL over
+// `host` when every rank has a GPU of its own; `host` itself (which then
+// stages device tensors through host memory) when two ranks share a GPU,
+// which NCCL refuses, or when NCCL cannot start. The reason for a fallback
+// is written to *why (empty when NCCL is used); rank 0 also logs it.
+std::unique_ptr<CommBackend> MakeDeviceBackend(
+    std::unique_ptr<CommBackend> host, int device, std::string* why);
+
+}  // namespace fluid

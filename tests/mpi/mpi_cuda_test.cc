@@ -1,0 +1,157 @@
+// Multi-rank tests of the GPU path; ctest runs this binary under mpirun
+// with np 1 and np 2. Each rank takes the GPU of its node-local rank modulo
+// the visible count, so on a one-GPU machine np 2 puts both ranks on one
+// device: NCCL refuses that, and the communicator falls back to MPI through
+// host memory. Every test skips, saying so, when no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "src/builder/models.h"
+#include "src/distributed/mpi_executor.h"
+#include "src/framework/device.h"
+
+namespace fluid {
+namespace {
+
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    if (!BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";             \
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";   \
+  } while (0)
+
+Place RankPlace() { return Place::CUDA(LocalRankDevice()); }
+Communicator* Comm() { return GlobalCommunicator(RankPlace()); }
+
+// Ranks sharing a device (more ranks on the node than GPUs).
+bool DevicesShared() {
+  return Comm()->size() > CudaDeviceCount();
+}
+
+Tensor OnDevice(const std::vector<double>& values) {
+  Tensor host;
+  double* p = host.mutable_data<double>(Shape{int64_t(values.size())});
+  std::copy(values.begin(), values.end(), p);
+  Tensor dev;
+  dev.CopyFrom(host, RankPlace());
+  return dev;
+}
+
+std::vector<double> ToHost(const Tensor& t) {
+  Tensor host;
+  host.CopyFrom(t, Place::CPU());
+  return std::vector<double>(host.data<double>(),
+                             host.data<double>() + host.numel());
+}
+
+TEST(MpiCuda, BackendIsNcclUnlessRanksShareAGpu) {
+  REQUIRE_GPU();
+  const std::string want = DevicesShared() ? "mpi" : "nccl";
+  EXPECT_EQ(Comm()->backend_name(), want)
+      << Comm()->size() << " ranks, " << CudaDeviceCount() << " GPU(s)";
+}
+
+TEST(MpiCuda, AllReduceAndBroadcastOfDeviceTensors) {
+  REQUIRE_GPU();
+  const int n = Comm()->size(), r = Comm()->rank();
+  const int64_t count = 1000;
+  std::vector<double> mine(count);
+  for (int64_t i = 0; i < count; ++i) mine[i] = (r + 1) * 0.5 + i;
+  Tensor sum = OnDevice(mine);
+  Comm()->AllReduce(sum, ReduceOp::kSum);
+  Tensor avg = OnDevice(mine);
+  Comm()->AllReduce(avg, ReduceOp::kAvg);
+  const double ranks_half = 0.5 * n * (n + 1) / 2.0;  // sum of (r+1)*0.5
+  auto s = ToHost(sum), a = ToHost(avg);
+  for (int64_t i = 0; i < count; ++i) {
+    EXPECT_DOUBLE_EQ(s[i], ranks_half + n * double(i)) << i;
+    EXPECT_NEAR(a[i], (ranks_half + n * double(i)) / n, 1e-12 * (1 + i)) << i;
+  }
+  Tensor b = OnDevice(std::vector<double>(count, r == 0 ? 3.25 : -1.0));
+  Comm()->Broadcast(b, 0);
+  for (double v : ToHost(b)) EXPECT_EQ(v, 3.25);
+}
+
+void Batch(int step, int64_t n, Tensor* images, Tensor* labels) {
+  std::mt19937 rng(500 + step);
+  float* x = images->mutable_data<float>(Shape{n, 1, 28, 28});
+  int64_t* y = labels->mutable_data<int64_t>(Shape{n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    float sum = 0;
+    for (int p = 0; p < 784; ++p) {
+      x[i * 784 + p] = (rng() % 1000) / 1000.0f;
+      if (p < 10) sum += x[i * 784 + p];
+    }
+    y[i] = static_cast<int64_t>(sum) % 10;
+  }
+}
+
+// N ranks on the GPU, B samples each, give the parameters of one CPU
+// process on N*B samples (SGD, 10 steps).
+TEST(MpiCuda, DataParallelOnGpuMatchesSingleProcess) {
+  REQUIRE_GPU();
+  ModelOptions mo;
+  mo.default_optimizer = false;
+  mo.optimizer.type = "sgd";
+  mo.optimizer.learning_rate = 0.1f;
+  proto::TrainingJob job = BuildModel("mlp", mo);
+  const int n = Comm()->size(), r = Comm()->rank();
+  const int64_t per_rank = 16;
+  const int steps = 10;
+
+  Scope dist_scope;
+  MPIExecutor dist(RankPlace(), 1, Comm());
+  dist.Init(job, &dist_scope);
+  Scope single_scope;
+  Executor single;
+  single.RunOnce(job.startup(), &single_scope);
+  auto main = single.Prepare(job.main(), &single_scope);
+  Tensor x, y;
+  std::vector<Tensor> out;
+  for (int s = 0; s < steps; ++s) {
+    Batch(s, per_rank * n, &x, &y);
+    dist.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
+              {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
+             {}, &out);
+    single.Run(main.get(), {{"image", x}, {"label", y}});
+  }
+  dist.CheckConsistency();  // every rank holds the same parameters
+  for (const auto& v : job.main().blocks(0).vars()) {
+    if (!v.trainable()) continue;
+    Tensor a;
+    a.CopyFrom(dist_scope.GetVar(v.name())->GetTensor(), Place::CPU());
+    const Tensor& b = single_scope.GetVar(v.name())->GetTensor();
+    ASSERT_EQ(a.shape(), b.shape()) << v.name();
+    double diff2 = 0, ref2 = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      double d = double(a.data<float>()[i]) - b.data<float>()[i];
+      diff2 += d * d;
+      ref2 += double(b.data<float>()[i]) * b.data<float>()[i];
+    }
+    EXPECT_LE(std::sqrt(diff2), 1e-5 * std::sqrt(ref2))
+        << v.name() << " on rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace fluid
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  // The communicator is made for the rank's GPU when there is one.
+  fluid::Communicator* comm =
+      fluid::BuiltWithCuda() && fluid::CudaDeviceCount() > 0
+          ? fluid::GlobalCommunicator(
+                fluid::Place::CUDA(fluid::LocalRankDevice()))
+          : fluid::GlobalCommunicator();
+  if (comm->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  auto all = comm->AllGatherValue(static_cast<uint64_t>(rc));
+  for (auto r : all) rc |= static_cast<int>(r);
+  fluid::ShutdownGlobalCommunicator();
+  return rc;
+}
