@@ -44,16 +44,18 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--distributed", action="store_true",
                     help="fluid.MPIExecutor (run under mpirun)")
+    ap.add_argument("--use-cuda", action="store_true",
+                    help="run on the GPU (of each rank's node-local rank)")
     ap.add_argument("--save", help="write the training job here and exit")
     a = ap.parse_args()
+    place = fluid.CUDAPlace() if a.use_cuda else fluid.CPUPlace()
     main_p, startup, test, image, label, loss, acc = build()
     if a.save:
         fluid.io.save_job(a.save, main_p, startup, [image, label], loss, [acc])
         print(f"wrote {a.save}")
         return
-    exe = (fluid.MPIExecutor(fluid.CPUPlace(), threads=a.threads)
-           if a.distributed
-           else fluid.Executor(fluid.CPUPlace(), threads=a.threads))
+    exe = (fluid.MPIExecutor(place, threads=a.threads) if a.distributed
+           else fluid.Executor(place, threads=a.threads))
     rank = getattr(exe, "rank", 0)
     world = getattr(exe, "world_size", 1)
     scope = fluid.Scope()
@@ -78,7 +80,7 @@ def main():
         exe.check_consistency()  # every rank holds the same parameters
     if rank == 0:
         tx, ty = fluid.datasets.fashion_mnist.test()
-        evaluator = fluid.Executor(fluid.CPUPlace(), threads=a.threads)
+        evaluator = fluid.Executor(place, threads=a.threads)
         (test_acc,) = evaluator.run(test, feed={"image": tx, "label": ty},
                                     fetch_list=[acc], scope=scope)
         print(f"test accuracy {float(test_acc[0]):.4f}", flush=True)

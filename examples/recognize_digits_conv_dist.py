@@ -24,6 +24,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=100)
 ap.add_argument("--batch-size", type=int, default=64,
                 help="samples per step per rank")
+ap.add_argument("--use-cuda", action="store_true",
+                help="each rank on the GPU of its node-local rank (NCCL)")
 args = ap.parse_args()
 
 fluid.default_main_program().random_seed = 1  # the same init on every rank
@@ -47,7 +49,7 @@ accuracy = fluid.layers.accuracy(input=predict, label=label)
 optimizer = fluid.optimizer.Momentum(learning_rate=0.05, momentum=0.9)
 optimize_ops, params_grads = optimizer.minimize(avg_cost)
 
-place = fluid.CPUPlace()
+place = fluid.CUDAPlace() if args.use_cuda else fluid.CPUPlace()
 # exe = fluid.Executor(place)       # the parameter-server script's line
 exe = fluid.MPIExecutor(place)      # the one-line change: data-parallel
 rank, world = exe.rank, exe.world_size

@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "ops/op_helpers.h"
+#include "ops/optimizer_functors.h"
 
 namespace fluid {
 namespace ops {
@@ -100,15 +101,9 @@ void AdamKernel(const ExecutionContext& ctx) {
       ctx.InputName("Moment2"), "' ", moment2.shape(),
       " must have the same shape");
 
-  const T b1 = static_cast<T>(beta1);
-  const T b2 = static_cast<T>(beta2);
-  const T one_minus_b1 = static_cast<T>(1.0 - beta1);
-  const T one_minus_b2 = static_cast<T>(1.0 - beta2);
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  const T step_size = static_cast<T>(lr / (1.0 - beta1_pow));
-  const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - beta2_pow));
-  const T l2 = decoupled ? T(0) : static_cast<T>(wd);
-  const T decay = decoupled ? static_cast<T>(1.0 - lr * wd) : T(1);
+  const AdamFunctor<T> f =
+      AdamFunctor<T>::Make(lr, beta1_pow, beta2_pow, beta1, beta2,
+                           ctx.Attr<float>("epsilon"), wd, decoupled);
 
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
@@ -118,17 +113,8 @@ void AdamKernel(const ExecutionContext& ctx) {
   T* m1_out = ctx.Output("Moment1Out")->mutable_data<T>(moment1.shape());
   T* m2_out = ctx.Output("Moment2Out")->mutable_data<T>(moment2.shape());
   ParallelFor(ctx.device(), n, 16.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T pi = p[i];
-      if (decoupled) pi *= decay;
-      const T gi = l2 != T(0) ? g[i] + l2 * pi : g[i];
-      const T mi = b1 * m1[i] + one_minus_b1 * gi;
-      const T vi = b2 * m2[i] + one_minus_b2 * gi * gi;
-      m1_out[i] = mi;
-      m2_out[i] = vi;
-      const T denom = std::sqrt(vi) / bc2_sqrt + eps;
-      p_out[i] = pi - step_size * mi / denom;
-    }
+    for (int64_t i = b; i < e; ++i)
+      f(p[i], g[i], m1[i], m2[i], &p_out[i], &m1_out[i], &m2_out[i]);
   });
 
   WriteScalar(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"), beta1_pow * beta1);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <string>
 
+#include "ops/broadcast_dims.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -28,52 +29,6 @@ template <typename T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// X viewed as [pre, n, post]; Y as [n]. A size is -1 when some dim it
-// multiplies is unknown (compile time only).
-struct BroadcastDims {
-  int64_t pre = 1;
-  int64_t n = 1;
-  int64_t post = 1;
-  bool same_shape() const { return pre == 1 && post == 1; }
-};
-
-// Checks that Y broadcasts onto X at `axis` and returns the [pre, n, post]
-// split. Unknown (-1) dims on either side match anything. Errors name the op,
-// both vars and their shapes.
-inline BroadcastDims GetBroadcastDims(const std::string& op,
-                                      const std::string& x_name, const Shape& x,
-                                      const std::string& y_name, const Shape& y,
-                                      int axis) {
-  FLUID_ENFORCE(y.rank() <= x.rank(), op, ": Y '", y_name, "' ", y,
-                " has more dims than X '", x_name, "' ", x,
-                "; Y must broadcast onto X");
-  if (axis == -1) axis = x.rank() - y.rank();
-  int y_rank = y.rank();
-  while (y_rank > 0 && y[y_rank - 1] == 1) --y_rank;  // drop trailing 1s
-  FLUID_ENFORCE(axis >= 0 && axis + y_rank <= x.rank(), op, ": axis ", axis,
-                " out of range for X '", x_name, "' ", x, " and Y '", y_name,
-                "' ", y);
-  for (int i = 0; i < y_rank; ++i) {
-    int64_t xd = x[axis + i], yd = y[i];
-    FLUID_ENFORCE(xd < 0 || yd < 0 || xd == yd, op, ": Y '", y_name, "' ", y,
-                  " does not match X '", x_name, "' ", x, " at axis ", axis,
-                  " (X dim ", axis + i, " is ", xd, ", Y dim ", i, " is ", yd,
-                  ")");
-  }
-  BroadcastDims d;
-  d.pre = x.Product(0, axis);
-  d.n = y.Product(0, y_rank);
-  d.post = x.Product(axis + y_rank, x.rank());
-  return d;
-}
-
-inline BroadcastDims GetBroadcastDims(const ExecutionContext& ctx,
-                                      const Tensor& x, const Tensor& y) {
-  return GetBroadcastDims(ctx.type(), ctx.InputName("X"), x.shape(),
-                          ctx.InputName("Y"), y.shape(),
-                          ctx.Attr<int32_t>("axis"));
-}
 
 // Out takes X's shape once Y is known to broadcast onto it.
 inline void ElementwiseInferShape(InferShapeContext* ctx) {

@@ -11,6 +11,7 @@
 // bound to Param and Velocity (in-place updates); every element is read
 // before it is written, so either binding gives the same result.
 #include "ops/op_helpers.h"
+#include "ops/optimizer_functors.h"
 
 namespace fluid {
 namespace ops {
@@ -61,26 +62,11 @@ void MomentumKernel(const ExecutionContext& ctx) {
   const T* v = velocity.data<T>();
   T* p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape());
   T* v_out = ctx.Output("VelocityOut")->mutable_data<T>(velocity.shape());
-  // Eigen array expressions: vectorised, and safe when the outputs are the
-  // inputs (in place), since every element depends only on its own index.
-  using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  // Every element depends only on its own index: safe when the outputs are
+  // the inputs (in place).
+  const MomentumFunctor<T> f{lr, mu, wd, nesterov};
   ParallelFor(ctx.device(), n, 6.0, [&](int64_t b, int64_t e) {
-    const int64_t len = e - b;
-    Eigen::Map<const Arr> pm(p + b, len), gm(g + b, len), vm(v + b, len);
-    Eigen::Map<Arr> po(p_out + b, len), vo(v_out + b, len);
-    if (wd == T(0) && !nesterov) {
-      vo = mu * vm + gm;
-      po = pm - lr * vo;
-    } else if (wd == T(0)) {
-      vo = mu * vm + gm;
-      po = pm - lr * (gm + mu * vo);
-    } else if (!nesterov) {
-      vo = mu * vm + (gm + wd * pm);
-      po = pm - lr * vo;
-    } else {
-      vo = mu * vm + (gm + wd * pm);
-      po = pm - lr * ((gm + wd * pm) + mu * vo);
-    }
+    for (int64_t i = b; i < e; ++i) f(p[i], g[i], v[i], &p_out[i], &v_out[i]);
   });
 }
 

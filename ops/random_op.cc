@@ -8,11 +8,14 @@
 // every rank and every machine. A seed of 0 means "derive one from the output
 // var's name": still deterministic, but distinct per parameter, so two
 // unseeded ops of the same shape do not draw the same values. An op run twice
-// with the same seed draws the same values again.
+// with the same seed draws the same values again. The CUDA kernels
+// (random_op.cu) draw with the same functions on the host and copy the values
+// to the device, so both places initialise a parameter with the same bits.
 #include <cmath>
 #include <random>
 
 #include "ops/op_helpers.h"
+#include "ops/random_fill.h"
 
 namespace fluid {
 namespace ops {
@@ -60,35 +63,22 @@ void RandomInferShape(InferShapeContext* ctx) {
 }
 
 template <typename T>
-void UniformRandomKernel(const ExecutionContext& ctx) {
-  const double lo = ctx.Attr<float>("min");
-  const double hi = ctx.Attr<float>("max");
-  FLUID_ENFORCE(lo <= hi, "uniform_random: min ", lo, " exceeds max ", hi,
-                " for '", ctx.OutputName("Out"), "'");
-  Tensor* out = ctx.Output("Out");
-  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
-  T* o = out->mutable_data<T>();
-  std::mt19937_64 rng(SeedOf(ctx));
+void FillUniformImpl(const UniformParams& p, T* o, int64_t n) {
+  const double lo = p.lo, hi = p.hi;
+  std::mt19937_64 rng(p.seed);
   // Rounding to T may land on hi itself; keep the interval half-open.
   const T top = lo < hi ? std::nextafter(static_cast<T>(hi), static_cast<T>(lo))
                         : static_cast<T>(hi);
-  for (int64_t i = 0; i < out->numel(); ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     T v = static_cast<T>(lo + (hi - lo) * Uniform01(&rng));
     o[i] = v > top ? top : v;
   }
 }
 
 template <typename T>
-void GaussianRandomKernel(const ExecutionContext& ctx) {
-  const double mean = ctx.Attr<float>("mean");
-  const double stddev = ctx.Attr<float>("std");
-  FLUID_ENFORCE(stddev >= 0.0, "gaussian_random: std ", stddev, " of '",
-                ctx.OutputName("Out"), "' must not be negative");
-  Tensor* out = ctx.Output("Out");
-  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
-  T* o = out->mutable_data<T>();
-  const int64_t n = out->numel();
-  std::mt19937_64 rng(SeedOf(ctx));
+void FillGaussianImpl(const GaussianParams& p, T* o, int64_t n) {
+  const double mean = p.mean, stddev = p.stddev;
+  std::mt19937_64 rng(p.seed);
   // Box-Muller: each pair of uniforms gives two independent normals.
   for (int64_t i = 0; i < n; i += 2) {
     const double r = std::sqrt(-2.0 * std::log(UniformOpen0(&rng)));
@@ -99,7 +89,57 @@ void GaussianRandomKernel(const ExecutionContext& ctx) {
   }
 }
 
+template <typename T>
+void UniformRandomKernel(const ExecutionContext& ctx) {
+  const UniformParams p = GetUniformParams(ctx);
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  FillUniform(p, out->mutable_data<T>(), out->numel());
+}
+
+template <typename T>
+void GaussianRandomKernel(const ExecutionContext& ctx) {
+  const GaussianParams p = GetGaussianParams(ctx);
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  FillGaussian(p, out->mutable_data<T>(), out->numel());
+}
+
 }  // namespace
+
+UniformParams GetUniformParams(const ExecutionContext& ctx) {
+  UniformParams p;
+  p.lo = ctx.Attr<float>("min");
+  p.hi = ctx.Attr<float>("max");
+  FLUID_ENFORCE(p.lo <= p.hi, "uniform_random: min ", p.lo, " exceeds max ",
+                p.hi, " for '", ctx.OutputName("Out"), "'");
+  p.seed = SeedOf(ctx);
+  return p;
+}
+
+void FillUniform(const UniformParams& p, float* o, int64_t n) {
+  FillUniformImpl(p, o, n);
+}
+void FillUniform(const UniformParams& p, double* o, int64_t n) {
+  FillUniformImpl(p, o, n);
+}
+
+GaussianParams GetGaussianParams(const ExecutionContext& ctx) {
+  GaussianParams p;
+  p.mean = ctx.Attr<float>("mean");
+  p.stddev = ctx.Attr<float>("std");
+  FLUID_ENFORCE(p.stddev >= 0.0, "gaussian_random: std ", p.stddev, " of '",
+                ctx.OutputName("Out"), "' must not be negative");
+  p.seed = SeedOf(ctx);
+  return p;
+}
+
+void FillGaussian(const GaussianParams& p, float* o, int64_t n) {
+  FillGaussianImpl(p, o, n);
+}
+void FillGaussian(const GaussianParams& p, double* o, int64_t n) {
+  FillGaussianImpl(p, o, n);
+}
 
 REGISTER_OP(uniform_random)
     .Doc("Fills Out with values drawn uniformly from [min, max).")

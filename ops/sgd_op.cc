@@ -3,6 +3,7 @@
 // Param (an in-place update); the kernel reads each element before writing it,
 // so both bindings give the same result.
 #include "ops/op_helpers.h"
+#include "ops/optimizer_functors.h"
 
 namespace fluid {
 namespace ops {
@@ -40,8 +41,9 @@ void SgdKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("ParamOut");
   // In place when ParamOut is Param: same tensor, same shape, same buffer.
   T* o = out->mutable_data<T>(param.shape());
+  const SgdFunctor<T> f{lr};
   ParallelFor(ctx.device(), param.numel(), 2.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) o[i] = p[i] - lr * g[i];
+    for (int64_t i = b; i < e; ++i) o[i] = f(p[i], g[i]);
   });
 }
 

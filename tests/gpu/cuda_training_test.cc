@@ -113,6 +113,17 @@ TEST(CudaTraining, ParametersLiveOnTheDeviceAndCheckpointThroughTheHost) {
   }
   EXPECT_GT(params, 0);
 
+  // CPU kernels cannot read them: a CPU executor on this scope says so.
+  Executor cpu;
+  try {
+    cpu.RunOnce(job.main(), &run->scope);
+    FAIL() << "a CPU run read device parameters";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lives on cuda:0"),
+              std::string::npos)
+        << e.what();
+  }
+
   // Save from the device, load into a fresh device scope: same values.
   std::string dir = ::testing::TempDir() + "/cuda_ckpt";
   SaveCheckpoint(run->scope, PersistableVars(job.main()), dir,

@@ -1,0 +1,120 @@
+// CUDA kernel for adam (schema in adam_op.cc; the update rule is AdamFunctor
+// in optimizer_functors.h). One launch per parameter updates Param, both
+// moments and both beta powers, reading the learning rate and the powers on
+// the device.
+//
+// The powers are normally updated in place, and every thread reads them: the
+// block that finishes last (counted with an integer atomic) writes the new
+// powers, once every other block has read the old ones.
+#include <algorithm>
+
+#include "ops/cuda/device_scalar.cuh"
+#include "ops/optimizer_functors.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+struct AdamArgs {
+  cuda::ScalarIn lr, beta1_pow, beta2_pow;
+  double beta1, beta2, epsilon, weight_decay;
+  bool decoupled;
+  const T* p;
+  const T* g;
+  const T* m1;
+  const T* m2;
+  T* p_out;
+  T* m1_out;
+  T* m2_out;
+  cuda::ScalarOut beta1_pow_out, beta2_pow_out;
+};
+
+template <typename T>
+__global__ void AdamUpdateKernel(int64_t n, AdamArgs<T> a,
+                                 unsigned int* blocks_done) {
+  const double b1p = a.beta1_pow.Get();
+  const double b2p = a.beta2_pow.Get();
+  const AdamFunctor<T> f =
+      AdamFunctor<T>::Make(a.lr.Get(), b1p, b2p, a.beta1, a.beta2, a.epsilon,
+                           a.weight_decay, a.decoupled);
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    f(a.p[i], a.g[i], a.m1[i], a.m2[i], &a.p_out[i], &a.m1_out[i],
+      &a.m2_out[i]);
+  }
+  // This block's reads of the powers are done (and visible as done) before
+  // it is counted.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(blocks_done, 1u) + 1 == gridDim.x;
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    a.beta1_pow_out.Set(b1p * a.beta1);
+    a.beta2_pow_out.Set(b2p * a.beta2);
+  }
+}
+
+template <typename T>
+void AdamKernel(const ExecutionContext& ctx) {
+  AdamArgs<T> a;
+  a.lr = cuda::ScalarInput(ctx, "LearningRate");
+  a.beta1_pow = cuda::ScalarInput(ctx, "Beta1Pow");
+  a.beta2_pow = cuda::ScalarInput(ctx, "Beta2Pow");
+  a.beta1 = ctx.Attr<float>("beta1");
+  a.beta2 = ctx.Attr<float>("beta2");
+  a.epsilon = ctx.Attr<float>("epsilon");
+  a.weight_decay = ctx.Attr<float>("weight_decay");
+  a.decoupled = ctx.Attr<bool>("decoupled_weight_decay");
+  // The CPU kernel also requires both powers to be below 1; their values
+  // live on the device and are not checked here.
+
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& moment1 = ctx.Input("Moment1");
+  const Tensor& moment2 = ctx.Input("Moment2");
+  const int64_t n = param.numel();
+  FLUID_ENFORCE(
+      grad.numel() == n && moment1.numel() == n && moment2.numel() == n,
+      "adam: Param '", ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
+      ctx.InputName("Grad"), "' ", grad.shape(), ", Moment1 '",
+      ctx.InputName("Moment1"), "' ", moment1.shape(), " and Moment2 '",
+      ctx.InputName("Moment2"), "' ", moment2.shape(),
+      " must have the same shape");
+
+  a.p = param.data<T>();
+  a.g = grad.data<T>();
+  a.m1 = moment1.data<T>();
+  a.m2 = moment2.data<T>();
+  a.p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape(), ctx.place());
+  a.m1_out =
+      ctx.Output("Moment1Out")->mutable_data<T>(moment1.shape(), ctx.place());
+  a.m2_out =
+      ctx.Output("Moment2Out")->mutable_data<T>(moment2.shape(), ctx.place());
+  a.beta1_pow_out =
+      cuda::ScalarOutput(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"));
+  a.beta2_pow_out =
+      cuda::ScalarOutput(ctx, "Beta2PowOut", ctx.Input("Beta2Pow"));
+
+  const auto& dev = cuda::Dev(ctx);
+  // At least one block, which writes the powers even when Param is empty.
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>((n + cuda::kThreads - 1) / cuda::kThreads,
+                           int64_t{dev.multiprocessors()} * 32));
+  auto* blocks_done =
+      static_cast<unsigned int*>(dev.Workspace(sizeof(unsigned int)));
+  FLUID_CUDA_CHECK(
+      cudaMemsetAsync(blocks_done, 0, sizeof(unsigned int), dev.stream()));
+  AdamUpdateKernel<T>
+      <<<static_cast<unsigned>(blocks), cuda::kThreads, 0, dev.stream()>>>(
+          n, a, blocks_done);
+  cuda::CheckLaunch();
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(adam, kCUDA, AdamKernel);
+
+}  // namespace ops
+}  // namespace fluid

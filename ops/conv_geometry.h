@@ -1,0 +1,74 @@
+// The window attrs and geometry of conv2d, shared by its CPU kernels
+// (conv2d_op.cc) and CUDA kernels (conv2d_op.cu). Free of Eigen so that
+// nvcc can compile it.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/framework/enforce.h"
+#include "src/framework/math/im2col.h"
+#include "src/framework/types.h"
+
+namespace fluid {
+namespace ops {
+
+// "[a, b]": attr lists in error messages.
+inline std::string Ints(const std::vector<int32_t>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+struct ConvAttrs {
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+};
+
+// Reads and checks the window attrs; Ctx is InferShapeContext or
+// ExecutionContext.
+template <typename Ctx>
+ConvAttrs ReadConvAttrs(const Ctx& ctx, const std::string& op) {
+  const auto& s = ctx.template Attr<std::vector<int32_t>>("strides");
+  const auto& p = ctx.template Attr<std::vector<int32_t>>("paddings");
+  const auto& d = ctx.template Attr<std::vector<int32_t>>("dilations");
+  int32_t groups = ctx.template Attr<int32_t>("groups");
+  FLUID_ENFORCE(s.size() == 2 && s[0] > 0 && s[1] > 0, op,
+                ": strides must be two positive ints, got ", Ints(s));
+  FLUID_ENFORCE(p.size() == 2 && p[0] >= 0 && p[1] >= 0, op,
+                ": paddings must be two non-negative ints, got ", Ints(p));
+  FLUID_ENFORCE(d.size() == 2 && d[0] > 0 && d[1] > 0, op,
+                ": dilations must be two positive ints, got ", Ints(d));
+  FLUID_ENFORCE_CODE(groups == 1, ErrorCode::kUnimplemented, op,
+                     ": groups = ", groups,
+                     " is not supported (only groups = 1)");
+  return {s[0], s[1], p[0], p[1], d[0], d[1]};
+}
+
+// The sweep of a filter `filter` [M, C, kh, kw] over images `in`
+// [N, C, H, W].
+inline math::ConvGeometry MakeGeometry(const ConvAttrs& a, const Shape& in,
+                                       const Shape& filter) {
+  math::ConvGeometry g;
+  g.channels = in[1];
+  g.in_h = in[2];
+  g.in_w = in[3];
+  g.kernel_h = filter[2];
+  g.kernel_w = filter[3];
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.pad_h = a.pad_h;
+  g.pad_w = a.pad_w;
+  g.dilation_h = a.dilation_h;
+  g.dilation_w = a.dilation_w;
+  g.out_h = math::ConvOutputSize(g.in_h, g.kernel_h, g.stride_h, g.pad_h,
+                                 g.dilation_h);
+  g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w,
+                                 g.dilation_w);
+  return g;
+}
+
+}  // namespace ops
+}  // namespace fluid

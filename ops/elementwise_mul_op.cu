@@ -1,0 +1,49 @@
+// CUDA kernels for elementwise_mul and elementwise_mul_grad (schemas in
+// elementwise_mul_op.cc; broadcasting in elementwise_op_function.cuh).
+#include "ops/elementwise_op_function.cuh"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+void ElementwiseMulKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  T* out = cuda::OutputData<T>(ctx, "Out");
+  cuda::ElementwiseCompute<T>(cuda::Dev(ctx), d, x.data<T>(), y.data<T>(), out,
+                              cuda::MulOp());
+}
+
+template <typename T>
+void ElementwiseMulGradKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  const auto& dev = cuda::Dev(ctx);
+  // dY first: when X@GRAD is the same var as X, X is still intact here (the
+  // stream runs the two in order).
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    cuda::ReduceToY<T, true>(dev, d, dout.data<T>(), x.data<T>(),
+                             dy->mutable_data<T>(ctx.place()));
+  }
+  // dX = dOut * Y, broadcast exactly as in the forward.
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    cuda::ElementwiseCompute<T>(dev, d, dout.data<T>(), y.data<T>(),
+                                dx->mutable_data<T>(ctx.place()),
+                                cuda::MulOp());
+  }
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(elementwise_mul, kCUDA, ElementwiseMulKernel);
+REGISTER_FLOAT_KERNELS(elementwise_mul_grad, kCUDA, ElementwiseMulGradKernel);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,262 @@
+// CUDA side of the Paddle-style broadcasting of elementwise_add and
+// elementwise_mul (see elementwise_op_function.h for the semantics): X is
+// viewed as [pre, n, post] and Y as [n] (ops/broadcast_dims.h), and
+//
+//   Out[i, j, k] = f(X[i, j, k], Y[j])
+//   dY[j] = sum over i, k of dOut[i, j, k] (times X[i, j, k] for mul).
+//
+// The reductions are deterministic: every sum is taken in a fixed order that
+// depends only on the shapes, so a run reproduces the previous one bit for
+// bit. Included only by ops/*.cu.
+#pragma once
+
+#include <algorithm>
+
+#include "ops/broadcast_dims.h"
+#include "ops/cuda/cuda_helpers.cuh"
+
+namespace fluid {
+namespace ops {
+namespace cuda {
+
+struct AddOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MulOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+
+// The four layouts of the forward, split as on the CPU so that the common
+// ones avoid 64-bit divisions per element.
+template <typename T, typename F>
+struct BroadcastSame {  // X and Y of one shape
+  const T* x;
+  const T* y;
+  T* out;
+  F f;
+  __device__ void operator()(int64_t i) const { out[i] = f(x[i], y[i]); }
+};
+template <typename T, typename F>
+struct BroadcastScalar {  // one Y value for all of X
+  const T* x;
+  const T* y;
+  T* out;
+  F f;
+  __device__ void operator()(int64_t i) const { out[i] = f(x[i], y[0]); }
+};
+template <typename T, typename F>
+struct BroadcastRows {  // X [pre, n], Y [n]
+  const T* x;
+  const T* y;
+  T* out;
+  int64_t n;
+  F f;
+  __device__ void operator()(int64_t i) const { out[i] = f(x[i], y[i % n]); }
+};
+template <typename T, typename F>
+struct BroadcastMiddle {  // X [pre, n, post], Y [n]
+  const T* x;
+  const T* y;
+  T* out;
+  int64_t n, post;
+  F f;
+  __device__ void operator()(int64_t i) const {
+    out[i] = f(x[i], y[(i / post) % n]);
+  }
+};
+
+// out[i, j, k] = f(x[i, j, k], y[j]). `out` may alias `x`.
+template <typename T, typename F>
+void ElementwiseCompute(const CUDADeviceContext& dev, const BroadcastDims& d,
+                        const T* x, const T* y, T* out, F f) {
+  const int64_t total = d.pre * d.n * d.post;
+  if (d.same_shape()) {
+    ForEach(dev, total, BroadcastSame<T, F>{x, y, out, f});
+  } else if (d.n == 1) {
+    ForEach(dev, total, BroadcastScalar<T, F>{x, y, out, f});
+  } else if (d.post == 1) {
+    ForEach(dev, total, BroadcastRows<T, F>{x, y, out, d.n, f});
+  } else {
+    ForEach(dev, total, BroadcastMiddle<T, F>{x, y, out, d.n, d.post, f});
+  }
+}
+
+// One term of dY: dout[i], or dout[i] * x[i] when kTimesX.
+template <typename T, bool kTimesX>
+struct GradTerm {
+  const T* dout;
+  const T* x;
+  __device__ T operator()(int64_t i) const {
+    if constexpr (kTimesX) {
+      return dout[i] * x[i];
+    } else {
+      return dout[i];
+    }
+  }
+};
+
+template <typename T, bool kTimesX>
+struct SameShapeGrad {
+  GradTerm<T, kTimesX> term;
+  T* dy;
+  __device__ void operator()(int64_t i) const { dy[i] = term(i); }
+};
+
+// Column sums of a [rows, cols] matrix given by f(r, c): each block owns 32
+// adjacent columns (so a warp reads 32 adjacent elements) and one chunk of
+// `chunk_rows` rows; its 8 thread rows stride over the chunk and are then
+// added in a fixed order. Writes out[chunk * cols + c].
+constexpr int kColumnWidth = 32;
+constexpr int kColumnDepth = 8;
+
+template <typename T, typename F>
+__global__ void ColumnSumKernel(int64_t rows, int64_t cols, int64_t chunk_rows,
+                                F f, T* out) {
+  __shared__ T partial[kColumnDepth][kColumnWidth + 1];
+  const int64_t c = blockIdx.x * int64_t{kColumnWidth} + threadIdx.x;
+  const int64_t begin = blockIdx.y * chunk_rows;
+  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+  T acc = T(0);
+  if (c < cols) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += kColumnDepth)
+      acc += f(r, c);
+  }
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    T s = partial[0][threadIdx.x];
+    for (int k = 1; k < kColumnDepth; ++k) s += partial[k][threadIdx.x];
+    out[blockIdx.y * cols + c] = s;
+  }
+}
+
+template <typename T>
+struct ReadMatrix {
+  const T* p;
+  int64_t cols;
+  __device__ T operator()(int64_t r, int64_t c) const {
+    return p[r * cols + c];
+  }
+};
+
+template <typename T, typename F>
+void LaunchColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols,
+                     int64_t chunk_rows, int64_t chunks, F f, T* out) {
+  dim3 grid(static_cast<unsigned>((cols + kColumnWidth - 1) / kColumnWidth),
+            static_cast<unsigned>(chunks));
+  dim3 block(kColumnWidth, kColumnDepth);
+  ColumnSumKernel<T>
+      <<<grid, block, 0, dev.stream()>>>(rows, cols, chunk_rows, f, out);
+  CheckLaunch();
+}
+
+// out[c] = sum over r in [0, rows) of f(r, c). Tall matrices are cut into
+// row chunks (a count fixed by the shape) summed into the workspace first,
+// then the chunk sums are added.
+template <typename T, typename F>
+void ColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
+               T* out) {
+  if (cols <= 0) return;
+  const int64_t col_blocks = (cols + kColumnWidth - 1) / kColumnWidth;
+  FLUID_ENFORCE(col_blocks <= INT32_MAX, "column sum over ", cols,
+                " columns is too wide");
+  // About 2048 blocks in all, each with at least 64 rows.
+  const int64_t want = std::max<int64_t>(
+      1, std::min<int64_t>((rows + 63) / 64,
+                           (2048 + col_blocks - 1) / col_blocks));
+  const int64_t chunk_rows = std::max<int64_t>(1, (rows + want - 1) / want);
+  const int64_t chunks =
+      std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
+  if (chunks == 1) {
+    LaunchColumnSum(dev, rows, cols, std::max<int64_t>(rows, 1), 1, f, out);
+    return;
+  }
+  T* partial = static_cast<T*>(dev.Workspace(sizeof(T) * chunks * cols));
+  LaunchColumnSum(dev, rows, cols, chunk_rows, chunks, f, partial);
+  LaunchColumnSum(dev, chunks, cols, chunks, 1, ReadMatrix<T>{partial, cols},
+                  out);
+}
+
+// Row sums of an [rows, cols] matrix given by f(r, c), long rows cut into
+// segments of kSegment columns (a count fixed by the shape): the segment
+// sums go to the workspace, then each row adds its segments.
+constexpr int64_t kSegment = 4096;
+
+template <typename T, typename F>
+struct SegmentOf {
+  F f;
+  int64_t cols, segments;
+  __device__ T operator()(int64_t r, int64_t c) const {
+    const int64_t row = r / segments;
+    const int64_t col = (r % segments) * kSegment + c;
+    return col < cols ? f(row, col) : T(0);
+  }
+};
+
+template <typename T, typename F>
+void RowSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
+            T* out) {
+  const int64_t segments =
+      std::max<int64_t>(1, (cols + kSegment - 1) / kSegment);
+  if (segments == 1) {
+    RowReduce<T>(dev, rows, cols, f, SumOp(), T(0), out);
+    return;
+  }
+  T* partial = static_cast<T*>(dev.Workspace(sizeof(T) * rows * segments));
+  RowReduce<T>(dev, rows * segments, kSegment,
+               SegmentOf<T, F>{f, cols, segments}, SumOp(), T(0), partial);
+  RowReduce<T>(dev, rows, segments, ReadMatrix<T>{partial, segments}, SumOp(),
+               T(0), out);
+}
+
+// dY as a [pre, n] column sum (post == 1).
+template <typename T, bool kTimesX>
+struct ColumnTerm {
+  GradTerm<T, kTimesX> term;
+  int64_t n;
+  __device__ T operator()(int64_t i, int64_t j) const {
+    return term(i * n + j);
+  }
+};
+
+// dY[j] as the sum over c = i * post + k of term((i * n + j) * post + k).
+template <typename T, bool kTimesX>
+struct MiddleTerm {
+  GradTerm<T, kTimesX> term;
+  int64_t n, post;
+  __device__ T operator()(int64_t j, int64_t c) const {
+    const int64_t i = c / post, k = c % post;
+    return term((i * n + j) * post + k);
+  }
+};
+
+// dy[j] = sum over i, k of dout[i, j, k] (times x[i, j, k] when kTimesX).
+template <typename T, bool kTimesX>
+void ReduceToY(const CUDADeviceContext& dev, const BroadcastDims& d,
+               const T* dout, const T* x, T* dy) {
+  const int64_t pre = d.pre, n = d.n, post = d.post;
+  const GradTerm<T, kTimesX> term{dout, x};
+  if (d.same_shape()) {
+    if constexpr (kTimesX) {
+      ForEach(dev, n, SameShapeGrad<T, kTimesX>{term, dy});
+    } else {
+      CopyAsync(dev, dy, dout, sizeof(T) * n);
+    }
+  } else if (n == 1) {
+    Sum<T>(dev, pre * post, term, dy);
+  } else if (post == 1) {
+    ColumnSum<T>(dev, pre, n, ColumnTerm<T, kTimesX>{term, n}, dy);
+  } else {
+    RowSum<T>(dev, n, pre * post, MiddleTerm<T, kTimesX>{term, n, post}, dy);
+  }
+}
+
+}  // namespace cuda
+}  // namespace ops
+}  // namespace fluid

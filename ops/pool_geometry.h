@@ -1,0 +1,80 @@
+// The attrs and window geometry of pool2d, shared by its CPU kernels
+// (pool2d_op.cc) and CUDA kernels (pool2d_op.cu). Free of Eigen so that
+// nvcc can compile it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/conv_geometry.h"
+
+namespace fluid {
+namespace ops {
+
+struct PoolAttrs {
+  bool is_max = true;
+  bool global = false;
+  bool exclusive = true;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0,
+          pad_w = 0;
+};
+
+// Reads and checks the attrs; Ctx is InferShapeContext or ExecutionContext.
+template <typename Ctx>
+PoolAttrs ReadPoolAttrs(const Ctx& ctx, const std::string& op) {
+  PoolAttrs a;
+  const auto& type = ctx.template Attr<std::string>("pooling_type");
+  FLUID_ENFORCE(type == "max" || type == "avg", op,
+                ": pooling_type must be \"max\" or \"avg\", got \"", type,
+                "\"");
+  a.is_max = type == "max";
+  a.global = ctx.template Attr<bool>("global_pooling");
+  a.exclusive = ctx.template Attr<bool>("exclusive");
+  if (a.global) return a;  // the window is the whole image
+  const auto& k = ctx.template Attr<std::vector<int32_t>>("ksize");
+  const auto& s = ctx.template Attr<std::vector<int32_t>>("strides");
+  const auto& p = ctx.template Attr<std::vector<int32_t>>("paddings");
+  FLUID_ENFORCE(k.size() == 2 && k[0] > 0 && k[1] > 0, op,
+                ": ksize must be two positive ints, got ", Ints(k));
+  FLUID_ENFORCE(s.size() == 2 && s[0] > 0 && s[1] > 0, op,
+                ": strides must be two positive ints, got ", Ints(s));
+  FLUID_ENFORCE(
+      p.size() == 2 && p[0] >= 0 && p[1] >= 0 && p[0] < k[0] && p[1] < k[1], op,
+      ": paddings must be two non-negative ints smaller than "
+      "ksize ",
+      Ints(k), ", got ", Ints(p));
+  a.kernel_h = k[0];
+  a.kernel_w = k[1];
+  a.stride_h = s[0];
+  a.stride_w = s[1];
+  a.pad_h = p[0];
+  a.pad_w = p[1];
+  return a;
+}
+
+// The window sweep over images `x` [N, C, H, W]; a global pool is one
+// window covering the whole plane.
+inline math::ConvGeometry MakeGeometry(const PoolAttrs& a, const Shape& x) {
+  math::ConvGeometry g;
+  g.channels = x[1];
+  g.in_h = x[2];
+  g.in_w = x[3];
+  if (a.global) {
+    g.kernel_h = g.in_h;
+    g.kernel_w = g.in_w;
+    g.out_h = g.out_w = 1;
+    return g;
+  }
+  g.kernel_h = a.kernel_h;
+  g.kernel_w = a.kernel_w;
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.pad_h = a.pad_h;
+  g.pad_w = a.pad_w;
+  g.out_h = math::ConvOutputSize(g.in_h, g.kernel_h, g.stride_h, g.pad_h, 1);
+  g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w, 1);
+  return g;
+}
+
+}  // namespace ops
+}  // namespace fluid

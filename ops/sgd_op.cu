@@ -1,0 +1,44 @@
+// CUDA kernel for sgd (schema in sgd_op.cc; the update rule is
+// SgdFunctor in optimizer_functors.h). One launch per parameter; the
+// learning rate is read on the device.
+#include "ops/cuda/device_scalar.cuh"
+#include "ops/optimizer_functors.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+struct SgdUpdate {
+  cuda::ScalarIn lr;
+  const T* p;
+  const T* g;
+  T* out;
+  __device__ void operator()(int64_t i) const {
+    const SgdFunctor<T> f{static_cast<T>(lr.Get())};
+    out[i] = f(p[i], g[i]);
+  }
+};
+
+template <typename T>
+void SgdKernel(const ExecutionContext& ctx) {
+  const cuda::ScalarIn lr = cuda::ScalarInput(ctx, "LearningRate");
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  FLUID_ENFORCE(grad.numel() == param.numel(), "sgd: Grad '",
+                ctx.InputName("Grad"), "' has shape ", grad.shape(),
+                " but Param '", ctx.InputName("Param"), "' has shape ",
+                param.shape());
+  const T* p = param.data<T>();
+  const T* g = grad.data<T>();
+  // In place when ParamOut is Param: same tensor, same shape, same buffer.
+  T* o = ctx.Output("ParamOut")->mutable_data<T>(param.shape(), ctx.place());
+  cuda::ForEach(cuda::Dev(ctx), param.numel(), SgdUpdate<T>{lr, p, g, o});
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(sgd, kCUDA, SgdKernel);
+
+}  // namespace ops
+}  // namespace fluid
