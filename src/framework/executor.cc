@@ -50,6 +50,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
 
   std::set<std::string> written;
   std::set<std::string> needs_feed;
+  std::set<std::string> persistable_read;
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
     for (const auto& name : OpInputNames(op)) {
@@ -61,6 +62,10 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
       if (!v.persistable() && !written.count(name) &&
           needs_feed.insert(name).second) {
         prepared->feed_targets_.push_back(name);
+      }
+      if (v.persistable() && persistable_read.insert(name).second) {
+        prepared->persistable_inputs_.emplace_back(
+            name, prepared->local_scope_->FindVar(name));
       }
     }
     for (const auto& name : OpOutputNames(op)) {
@@ -105,6 +110,15 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     }
   }
 
+  for (const auto& [name, var] : prepared->persistable_inputs_) {
+    if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
+    const Tensor& t = var->GetTensor();
+    FLUID_ENFORCE(!t.initialized() || t.place() == place_, "variable '", name,
+                  "' lives on ", t.place().ToString(),
+                  " but this executor runs on ", place_.ToString(),
+                  ": run the program with an executor on ", t.place().ToString(),
+                  " (or copy the scope's values)");
+  }
   for (auto& op : prepared->ops_) {
     try {
       const OpSchema& schema = op->schema();

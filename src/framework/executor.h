@@ -57,6 +57,9 @@ class PreparedProgram {
   Scope* local_scope_ = nullptr;
   std::vector<std::string> feed_targets_;
   std::vector<FeedSlot> required_feeds_;
+  // Persistable vars the ops read: checked to live at the executor's place
+  // on each run (a scope trained on a GPU cannot be read by CPU kernels).
+  std::vector<std::pair<std::string, const Variable*>> persistable_inputs_;
 };
 
 class Executor {
