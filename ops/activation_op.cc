@@ -1,10 +1,19 @@
 // Elementwise activations: relu, sigmoid, tanh. Each gradient is computed
 // from Out rather than X (relu: Out > 0 exactly where X > 0), so the
 // backward pass does not need X kept alive.
+#include "ops/grad_checks.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
+
+void CheckOutGradLikeOut(const ExecutionContext& ctx, const Tensor& out,
+                         const Tensor& dout) {
+  FLUID_ENFORCE(dout.shape() == out.shape(), ctx.type(), ": Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " differs from Out '", ctx.InputName("Out"), "' ", out.shape());
+}
+
 namespace {
 
 struct Relu {
@@ -68,9 +77,7 @@ void ActivationGradKernel(const ExecutionContext& ctx) {
   if (dx == nullptr) return;
   const Tensor& out = ctx.Input("Out");
   const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.shape() == out.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from Out '", ctx.InputName("Out"), "' ", out.shape());
+  CheckOutGradLikeOut(ctx, out, dout);
   dx->mutable_data<T>();
   Assign(ctx.device(), Vec<T>(dx), F().Grad(Vec<T>(out), Vec<T>(dout)));
 }

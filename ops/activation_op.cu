@@ -3,6 +3,7 @@
 // reference tests also check.
 #include "ops/activation_functors.h"
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/grad_checks.h"
 
 namespace fluid {
 namespace ops {
@@ -39,10 +40,7 @@ struct Kernels {
     if (dx == nullptr) return;
     const Tensor& out = ctx.Input("Out");
     const Tensor& dout = ctx.Input(GradSlot("Out"));
-    FLUID_ENFORCE(dout.shape() == out.shape(), ctx.type(), ": Out@GRAD '",
-                  ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                  " differs from Out '", ctx.InputName("Out"), "' ",
-                  out.shape());
+    CheckOutGradLikeOut(ctx, out, dout);
     T* d = dx->mutable_data<T>(ctx.place());
     cuda::ForEach(cuda::Dev(ctx), out.numel(),
                   Backward<T, F>{out.data<T>(), dout.data<T>(), d});

@@ -16,6 +16,8 @@
 // in Python floats. Every *Out is normally bound to its input (in place); each
 // element is read before it is written, so either binding gives the same
 // result.
+#include "ops/adam_op.h"
+
 #include <cmath>
 
 #include "ops/op_helpers.h"
@@ -23,6 +25,29 @@
 
 namespace fluid {
 namespace ops {
+
+AdamAttrs ReadAdamAttrs(const ExecutionContext& ctx) {
+  return {ctx.Attr<float>("beta1"), ctx.Attr<float>("beta2"),
+          ctx.Attr<float>("epsilon"), ctx.Attr<float>("weight_decay"),
+          ctx.Attr<bool>("decoupled_weight_decay")};
+}
+
+AdamInputs GetAdamInputs(const ExecutionContext& ctx) {
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& moment1 = ctx.Input("Moment1");
+  const Tensor& moment2 = ctx.Input("Moment2");
+  const int64_t n = param.numel();
+  FLUID_ENFORCE(
+      grad.numel() == n && moment1.numel() == n && moment2.numel() == n,
+      "adam: Param '", ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
+      ctx.InputName("Grad"), "' ", grad.shape(), ", Moment1 '",
+      ctx.InputName("Moment1"), "' ", moment1.shape(), " and Moment2 '",
+      ctx.InputName("Moment2"), "' ", moment2.shape(),
+      " must have the same shape");
+  return {param, grad, moment1, moment2};
+}
+
 namespace {
 
 // Writes a one-element output in the dtype of the input it replaces.
@@ -79,31 +104,16 @@ void AdamKernel(const ExecutionContext& ctx) {
   const double lr = ReadScalar(ctx, "LearningRate");
   const double beta1_pow = ReadScalar(ctx, "Beta1Pow");
   const double beta2_pow = ReadScalar(ctx, "Beta2Pow");
-  const double beta1 = ctx.Attr<float>("beta1");
-  const double beta2 = ctx.Attr<float>("beta2");
-  const double wd = ctx.Attr<float>("weight_decay");
-  const bool decoupled = ctx.Attr<bool>("decoupled_weight_decay");
+  const AdamAttrs a = ReadAdamAttrs(ctx);
   FLUID_ENFORCE(beta1_pow < 1.0 && beta2_pow < 1.0, "adam: Beta1Pow '",
                 ctx.InputName("Beta1Pow"), "' = ", beta1_pow, " and Beta2Pow '",
                 ctx.InputName("Beta2Pow"), "' = ", beta2_pow,
                 " must be below 1 (beta^t for step t >= 1)");
-
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  const Tensor& moment1 = ctx.Input("Moment1");
-  const Tensor& moment2 = ctx.Input("Moment2");
-  const int64_t n = param.numel();
-  FLUID_ENFORCE(
-      grad.numel() == n && moment1.numel() == n && moment2.numel() == n,
-      "adam: Param '", ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
-      ctx.InputName("Grad"), "' ", grad.shape(), ", Moment1 '",
-      ctx.InputName("Moment1"), "' ", moment1.shape(), " and Moment2 '",
-      ctx.InputName("Moment2"), "' ", moment2.shape(),
-      " must have the same shape");
+  const auto& [param, grad, moment1, moment2] = GetAdamInputs(ctx);
 
   const AdamFunctor<T> f =
-      AdamFunctor<T>::Make(lr, beta1_pow, beta2_pow, beta1, beta2,
-                           ctx.Attr<float>("epsilon"), wd, decoupled);
+      AdamFunctor<T>::Make(lr, beta1_pow, beta2_pow, a.beta1, a.beta2,
+                           a.epsilon, a.weight_decay, a.decoupled);
 
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
@@ -112,13 +122,13 @@ void AdamKernel(const ExecutionContext& ctx) {
   T* p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape());
   T* m1_out = ctx.Output("Moment1Out")->mutable_data<T>(moment1.shape());
   T* m2_out = ctx.Output("Moment2Out")->mutable_data<T>(moment2.shape());
-  ParallelFor(ctx.device(), n, 16.0, [&](int64_t b, int64_t e) {
+  ParallelFor(ctx.device(), param.numel(), 16.0, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       f(p[i], g[i], m1[i], m2[i], &p_out[i], &m1_out[i], &m2_out[i]);
   });
 
-  WriteScalar(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"), beta1_pow * beta1);
-  WriteScalar(ctx, "Beta2PowOut", ctx.Input("Beta2Pow"), beta2_pow * beta2);
+  WriteScalar(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"), beta1_pow * a.beta1);
+  WriteScalar(ctx, "Beta2PowOut", ctx.Input("Beta2Pow"), beta2_pow * a.beta2);
 }
 
 }  // namespace

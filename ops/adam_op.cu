@@ -8,6 +8,7 @@
 // powers, once every other block has read the old ones.
 #include <algorithm>
 
+#include "ops/adam_op.h"
 #include "ops/cuda/device_scalar.cuh"
 #include "ops/optimizer_functors.h"
 
@@ -18,8 +19,7 @@ namespace {
 template <typename T>
 struct AdamArgs {
   cuda::ScalarIn lr, beta1_pow, beta2_pow;
-  double beta1, beta2, epsilon, weight_decay;
-  bool decoupled;
+  AdamAttrs attrs;
   const T* p;
   const T* g;
   const T* m1;
@@ -35,9 +35,10 @@ __global__ void AdamUpdateKernel(int64_t n, AdamArgs<T> a,
                                  unsigned int* blocks_done) {
   const double b1p = a.beta1_pow.Get();
   const double b2p = a.beta2_pow.Get();
+  const AdamAttrs& at = a.attrs;
   const AdamFunctor<T> f =
-      AdamFunctor<T>::Make(a.lr.Get(), b1p, b2p, a.beta1, a.beta2, a.epsilon,
-                           a.weight_decay, a.decoupled);
+      AdamFunctor<T>::Make(a.lr.Get(), b1p, b2p, at.beta1, at.beta2, at.epsilon,
+                           at.weight_decay, at.decoupled);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     f(a.p[i], a.g[i], a.m1[i], a.m2[i], &a.p_out[i], &a.m1_out[i],
@@ -51,8 +52,8 @@ __global__ void AdamUpdateKernel(int64_t n, AdamArgs<T> a,
   if (threadIdx.x == 0) last = atomicAdd(blocks_done, 1u) + 1 == gridDim.x;
   __syncthreads();
   if (last && threadIdx.x == 0) {
-    a.beta1_pow_out.Set(b1p * a.beta1);
-    a.beta2_pow_out.Set(b2p * a.beta2);
+    a.beta1_pow_out.Set(b1p * at.beta1);
+    a.beta2_pow_out.Set(b2p * at.beta2);
   }
 }
 
@@ -62,36 +63,19 @@ void AdamKernel(const ExecutionContext& ctx) {
   a.lr = cuda::ScalarInput(ctx, "LearningRate");
   a.beta1_pow = cuda::ScalarInput(ctx, "Beta1Pow");
   a.beta2_pow = cuda::ScalarInput(ctx, "Beta2Pow");
-  a.beta1 = ctx.Attr<float>("beta1");
-  a.beta2 = ctx.Attr<float>("beta2");
-  a.epsilon = ctx.Attr<float>("epsilon");
-  a.weight_decay = ctx.Attr<float>("weight_decay");
-  a.decoupled = ctx.Attr<bool>("decoupled_weight_decay");
+  a.attrs = ReadAdamAttrs(ctx);
   // The CPU kernel also requires both powers to be below 1; their values
   // live on the device and are not checked here.
-
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  const Tensor& moment1 = ctx.Input("Moment1");
-  const Tensor& moment2 = ctx.Input("Moment2");
+  const auto& [param, grad, moment1, moment2] = GetAdamInputs(ctx);
   const int64_t n = param.numel();
-  FLUID_ENFORCE(
-      grad.numel() == n && moment1.numel() == n && moment2.numel() == n,
-      "adam: Param '", ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
-      ctx.InputName("Grad"), "' ", grad.shape(), ", Moment1 '",
-      ctx.InputName("Moment1"), "' ", moment1.shape(), " and Moment2 '",
-      ctx.InputName("Moment2"), "' ", moment2.shape(),
-      " must have the same shape");
 
   a.p = param.data<T>();
   a.g = grad.data<T>();
   a.m1 = moment1.data<T>();
   a.m2 = moment2.data<T>();
-  a.p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape(), ctx.place());
-  a.m1_out =
-      ctx.Output("Moment1Out")->mutable_data<T>(moment1.shape(), ctx.place());
-  a.m2_out =
-      ctx.Output("Moment2Out")->mutable_data<T>(moment2.shape(), ctx.place());
+  a.p_out = cuda::OutputLike<T>(ctx, "ParamOut", param);
+  a.m1_out = cuda::OutputLike<T>(ctx, "Moment1Out", moment1);
+  a.m2_out = cuda::OutputLike<T>(ctx, "Moment2Out", moment2);
   a.beta1_pow_out =
       cuda::ScalarOutput(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"));
   a.beta2_pow_out =

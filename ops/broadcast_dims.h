@@ -1,7 +1,7 @@
 // The shape logic of Paddle-style broadcasting for the elementwise binary ops
 // (see elementwise_op_function.h): checking that Y lines up with X at `axis`
-// and splitting X into [pre, n, post]. Free of Eigen so that the CUDA
-// kernels share it with the CPU ones.
+// and splitting X into [pre, n, post], and what their gradient kernels read.
+// Free of Eigen so that the CUDA kernels share it with the CPU ones.
 #pragma once
 
 #include <string>
@@ -56,6 +56,18 @@ inline BroadcastDims GetBroadcastDims(const ExecutionContext& ctx,
                           ctx.InputName("Y"), y.shape(),
                           ctx.Attr<int32_t>("axis"));
 }
+
+// What the gradient kernels of the elementwise ops read: X, Y, Out@GRAD
+// (checked to be shaped like X) and the broadcast split of X and Y.
+struct ElementwiseGradArgs {
+  const Tensor& x;
+  const Tensor& y;
+  const Tensor& dout;
+  BroadcastDims dims;
+};
+
+// Defined in elementwise_add_op.cc.
+ElementwiseGradArgs ReadElementwiseGradArgs(const ExecutionContext& ctx);
 
 }  // namespace ops
 }  // namespace fluid

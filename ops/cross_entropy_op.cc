@@ -8,9 +8,19 @@
 #include <string>
 
 #include "ops/label_helpers.h"
+#include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
+
+LabelArgs ReadLabelArgs(const ExecutionContext& ctx,
+                        const std::string& scores_slot) {
+  const Tensor& scores = ctx.Input(scores_slot);
+  const int rank = scores.shape().rank();
+  return {scores, ctx.Input("Label"), scores.shape().Product(0, rank - 1),
+          scores.shape()[rank - 1], ctx.Attr<int32_t>("ignore_index")};
+}
+
 namespace {
 
 void CrossEntropyInferShape(InferShapeContext* ctx) {
@@ -30,41 +40,29 @@ void CrossEntropyGradInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void CrossEntropyKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  Tensor* y = ctx.Output("Y");
-  const int rank = x.shape().rank();
-  const int64_t rows = x.shape().Product(0, rank - 1);
-  const int64_t classes = x.shape()[rank - 1];
-  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  const int64_t* ld = label.data<int64_t>();
-  CheckLabels(ctx, ld, rows, classes, ignore);
-  const T* xd = x.data<T>();
-  T* yd = y->mutable_data<T>();
-  for (int64_t i = 0; i < rows; ++i)
-    yd[i] = ld[i] == ignore ? T(0) : -std::log(xd[i * classes + ld[i]]);
+  const LabelArgs a = ReadLabelArgs(ctx, "X");
+  const int64_t* ld = a.label.data<int64_t>();
+  CheckLabels(ctx, ld, a.rows, a.classes, a.ignore);
+  const T* xd = a.scores.data<T>();
+  T* yd = ctx.Output("Y")->mutable_data<T>();
+  for (int64_t i = 0; i < a.rows; ++i)
+    yd[i] = ld[i] == a.ignore ? T(0) : -std::log(xd[i * a.classes + ld[i]]);
 }
 
 template <typename T>
 void CrossEntropyGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  const Tensor& dy = ctx.Input(GradSlot("Y"));
-  const int rank = x.shape().rank();
-  const int64_t rows = x.shape().Product(0, rank - 1);
-  const int64_t classes = x.shape()[rank - 1];
-  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  const int64_t* ld = label.data<int64_t>();
-  CheckLabels(ctx, ld, rows, classes, ignore);
-  const T* xd = x.data<T>();
-  const T* dyd = dy.data<T>();
+  const LabelArgs a = ReadLabelArgs(ctx, "X");
+  const int64_t* ld = a.label.data<int64_t>();
+  CheckLabels(ctx, ld, a.rows, a.classes, a.ignore);
+  const T* xd = a.scores.data<T>();
+  const T* dyd = ctx.Input(GradSlot("Y")).data<T>();
   T* dxd = dx->mutable_data<T>();
-  std::fill_n(dxd, rows * classes, T(0));
-  for (int64_t i = 0; i < rows; ++i) {
-    if (ld[i] == ignore) continue;
-    int64_t j = i * classes + ld[i];
+  std::fill_n(dxd, a.rows * a.classes, T(0));
+  for (int64_t i = 0; i < a.rows; ++i) {
+    if (ld[i] == a.ignore) continue;
+    int64_t j = i * a.classes + ld[i];
     dxd[j] = -dyd[i] / xd[j];
   }
 }

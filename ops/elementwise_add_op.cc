@@ -4,6 +4,18 @@
 
 namespace fluid {
 namespace ops {
+
+ElementwiseGradArgs ReadElementwiseGradArgs(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  return {x, y, dout, d};
+}
+
 namespace {
 
 template <typename T>
@@ -18,13 +30,7 @@ void ElementwiseAddKernel(const ExecutionContext& ctx) {
 
 template <typename T>
 void ElementwiseAddGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
   // dX = dOut. Copied rather than shared: X@GRAD may be a view into a
   // gradient bucket that must receive the values in place.
   if (Tensor* dx = ctx.Output(GradSlot("X"))) {

@@ -8,23 +8,12 @@ namespace {
 
 template <typename T>
 void ElementwiseAddKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  T* out = cuda::OutputData<T>(ctx, "Out");
-  cuda::ElementwiseCompute<T>(cuda::Dev(ctx), d, x.data<T>(), y.data<T>(), out,
-                              cuda::AddOp());
+  cuda::ElementwiseForward<T>(ctx, cuda::AddOp());
 }
 
 template <typename T>
 void ElementwiseAddGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
   const auto& dev = cuda::Dev(ctx);
   // dX = dOut. Copied rather than shared: X@GRAD may be a view into a
   // gradient bucket that must receive the values in place.

@@ -18,13 +18,7 @@ void ElementwiseMulKernel(const ExecutionContext& ctx) {
 
 template <typename T>
 void ElementwiseMulGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
   // dY first: when X@GRAD is the same var as X (never emitted by the
   // autodiff, but cheap to allow) X is still intact here.
   if (Tensor* dy = ctx.Output(GradSlot("Y"))) {

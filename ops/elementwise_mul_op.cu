@@ -8,23 +8,12 @@ namespace {
 
 template <typename T>
 void ElementwiseMulKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  T* out = cuda::OutputData<T>(ctx, "Out");
-  cuda::ElementwiseCompute<T>(cuda::Dev(ctx), d, x.data<T>(), y.data<T>(), out,
-                              cuda::MulOp());
+  cuda::ElementwiseForward<T>(ctx, cuda::MulOp());
 }
 
 template <typename T>
 void ElementwiseMulGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  FLUID_ENFORCE(dout.shape() == x.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from X '", ctx.InputName("X"), "' ", x.shape());
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
   const auto& dev = cuda::Dev(ctx);
   // dY first: when X@GRAD is the same var as X, X is still intact here (the
   // stream runs the two in order).

@@ -87,6 +87,17 @@ void ElementwiseCompute(const CUDADeviceContext& dev, const BroadcastDims& d,
   }
 }
 
+// The forward kernel of an elementwise op: Out = f(X, Y), Y broadcast onto
+// X at the `axis` attr.
+template <typename T, typename F>
+void ElementwiseForward(const ExecutionContext& ctx, F f) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  T* out = OutputData<T>(ctx, "Out");
+  ElementwiseCompute<T>(Dev(ctx), d, x.data<T>(), y.data<T>(), out, f);
+}
+
 // One term of dY: dout[i], or dout[i] * x[i] when kTimesX.
 template <typename T, bool kTimesX>
 struct GradTerm {

@@ -1,13 +1,41 @@
-// Checks shared by the ops that score classes against int64 labels
-// (cross_entropy, softmax_with_cross_entropy).
+// What the ops that score classes against int64 labels (cross_entropy,
+// softmax_with_cross_entropy) share, CPU and CUDA kernels alike: their
+// checks and what their kernels read. Free of Eigen so that nvcc can compile
+// the CUDA kernels that include it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
-#include "ops/op_helpers.h"
+#include "ops/hostdevice.h"
+#include "src/framework/operator.h"
 
 namespace fluid {
 namespace ops {
+
+// What a kernel of the cross-entropy family reads: its class scores
+// [..., C] (X, Logits or Softmax) viewed as `rows` rows of `classes`
+// scores, the int64 labels (one a row), and the label that marks a row as
+// ignored (the ignore_index attr).
+struct LabelArgs {
+  const Tensor& scores;
+  const Tensor& label;
+  int64_t rows;
+  int64_t classes;
+  int64_t ignore;
+};
+
+// `scores_slot` is the input holding the scores. Defined in
+// cross_entropy_op.cc.
+LabelArgs ReadLabelArgs(const ExecutionContext& ctx,
+                        const std::string& scores_slot);
+
+// A label that selects a class: in range and not ignored. The CUDA kernels,
+// which do not check labels, give every other row loss 0 and gradient 0.
+FLUID_HOSTDEVICE bool LabelSelectsClass(int64_t label, int64_t classes,
+                                        int64_t ignore) {
+  return label != ignore && label >= 0 && label < classes;
+}
 
 // Checks `slot` [..., C] against Label [..., 1] int64; returns the shape of
 // the per-row output ([..., 1]).

@@ -1,6 +1,7 @@
 // The shape logic of matmul, shared by its CPU kernels (matmul_op.cc) and
-// CUDA kernels (matmul_op.cu): which operand is batched and the product's
-// M, K, N. Free of Eigen so that nvcc can compile it.
+// CUDA kernels (matmul_op.cu): which operand is batched, the product's M, K,
+// N, and the products that give the gradients. Free of Eigen so that nvcc
+// can compile it.
 #pragma once
 
 #include <string>
@@ -57,6 +58,47 @@ inline MatMulDims GetMatMulDims(const ExecutionContext& ctx, const Tensor& x,
                        ctx.Attr<bool>("transpose_X"), ctx.InputName("Y"),
                        y.shape(), ctx.Attr<bool>("transpose_Y"));
 }
+
+// What the kernels of matmul and matmul_grad read: X, Y, the attrs and the
+// product's dims. The functions below are defined in matmul_op.cc.
+struct MatMulArgs {
+  const Tensor& x;
+  const Tensor& y;
+  bool trans_x;
+  bool trans_y;
+  float alpha;
+  MatMulDims dims;
+  // Elements from one matrix of the batch to the next: 0 for an operand
+  // the batch shares.
+  int64_t x_stride;
+  int64_t y_stride;
+  int64_t out_stride;
+};
+
+MatMulArgs ReadMatMulArgs(const ExecutionContext& ctx);
+
+// One product of matmul_grad over the batch: C = alpha * op(A) op(B), C
+// [m, n], A and B among X, Y and Out@GRAD; strides as in MatMulArgs (C's
+// is 0 when the gradient is of a shared operand: the products sum into it).
+struct MatMulGradProduct {
+  const Tensor* a;
+  const Tensor* b;
+  bool trans_a;
+  bool trans_b;
+  int64_t m, n, k;
+  int64_t a_stride, b_stride, c_stride;
+};
+
+// matmul_grad's inputs, Out@GRAD checked against the product, and the
+// products that give X@GRAD and Y@GRAD.
+struct MatMulGradArgs {
+  MatMulArgs fwd;
+  const Tensor& dout;
+  MatMulGradProduct dx;
+  MatMulGradProduct dy;
+};
+
+MatMulGradArgs ReadMatMulGradArgs(const ExecutionContext& ctx);
 
 }  // namespace ops
 }  // namespace fluid

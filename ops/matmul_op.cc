@@ -11,6 +11,55 @@
 
 namespace fluid {
 namespace ops {
+
+MatMulArgs ReadMatMulArgs(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const bool tx = ctx.Attr<bool>("transpose_X");
+  const bool ty = ctx.Attr<bool>("transpose_Y");
+  const float alpha = ctx.Attr<float>("alpha");
+  const MatMulDims d = GetMatMulDims(ctx, x, y);
+  const int64_t x_stride = d.x_batched ? d.m * d.k : 0;
+  const int64_t y_stride = d.y_batched ? d.k * d.n : 0;
+  return {x, y, tx, ty, alpha, d, x_stride, y_stride, d.m * d.n};
+}
+
+// With G = dOut and the stored (untransposed) X and Y:
+//   Out = X Y      : dX = G Y^T     dY = X^T G
+//   Out = X^T Y    : dX = Y G^T     dY = X G
+//   Out = X Y^T    : dX = G Y       dY = G^T X
+//   Out = X^T Y^T  : dX = Y^T G^T   dY = G^T X^T
+// each times alpha. A shared (rank-2) operand's gradient sums over the
+// batch.
+MatMulGradArgs ReadMatMulGradArgs(const ExecutionContext& ctx) {
+  const MatMulArgs f = ReadMatMulArgs(ctx);
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  const MatMulDims& d = f.dims;
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t out_numel = (d.x_batched || d.y_batched ? d.batch : 1) * m * n;
+  FLUID_ENFORCE(dout.numel() == out_numel, "matmul_grad: Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " does not match the product of X '", ctx.InputName("X"), "' ",
+                f.x.shape(), " and Y '", ctx.InputName("Y"), "' ", f.y.shape());
+  const Tensor *x = &f.x, *y = &f.y, *g = &dout;
+  const int64_t xs = f.x_stride, ys = f.y_stride, gs = f.out_stride;
+  MatMulGradProduct dx, dy;
+  if (!f.trans_x && !f.trans_y) {
+    dx = {g, y, false, true, m, k, n, gs, ys, xs};
+    dy = {x, g, true, false, k, n, m, xs, gs, ys};
+  } else if (f.trans_x && !f.trans_y) {
+    dx = {y, g, false, true, k, m, n, ys, gs, xs};
+    dy = {x, g, false, false, k, n, m, xs, gs, ys};
+  } else if (!f.trans_x && f.trans_y) {
+    dx = {g, y, false, false, m, k, n, gs, ys, xs};
+    dy = {g, x, true, false, n, k, m, gs, xs, ys};
+  } else {
+    dx = {y, g, true, true, k, m, n, ys, gs, xs};
+    dy = {g, x, true, true, n, k, m, gs, xs, ys};
+  }
+  return {f, dout, dx, dy};
+}
+
 namespace {
 
 // The products below this many multiply-adds run serially inside one batch
@@ -64,17 +113,12 @@ void BatchedGemm(const CPUDeviceContext& dev, int64_t batch, bool ta, bool tb,
 
 template <typename T>
 void MatMulKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  Tensor* out = ctx.Output("Out");
-  const bool tx = ctx.Attr<bool>("transpose_X");
-  const bool ty = ctx.Attr<bool>("transpose_Y");
-  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
-  MatMulDims d = GetMatMulDims(ctx, x, y);
-  const int64_t m = d.m, n = d.n, k = d.k;
-  BatchedGemm<T>(ctx.device(), d.batch, tx, ty, m, n, k, alpha, x.data<T>(),
-                 d.x_batched ? m * k : 0, y.data<T>(), d.y_batched ? k * n : 0,
-                 out->mutable_data<T>(), m * n);
+  const MatMulArgs a = ReadMatMulArgs(ctx);
+  const MatMulDims& d = a.dims;
+  BatchedGemm<T>(ctx.device(), d.batch, a.trans_x, a.trans_y, d.m, d.n, d.k,
+                 static_cast<T>(a.alpha), a.x.data<T>(), a.x_stride,
+                 a.y.data<T>(), a.y_stride,
+                 ctx.Output("Out")->mutable_data<T>(), a.out_stride);
 }
 
 void MatMulGradInferShape(InferShapeContext* ctx) {
@@ -82,66 +126,20 @@ void MatMulGradInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("Y", GradSlot("Y"));
 }
 
-// With G = dOut and the stored (untransposed) X and Y:
-//   Out = X Y      : dX = G Y^T     dY = X^T G
-//   Out = X^T Y    : dX = Y G^T     dY = X G
-//   Out = X Y^T    : dX = G Y       dY = G^T X
-//   Out = X^T Y^T  : dX = Y^T G^T   dY = G^T X^T
-// each times alpha. A shared (rank-2) operand's gradient sums over the
-// batch.
+// The products are listed in ReadMatMulGradArgs.
 template <typename T>
 void MatMulGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  const bool tx = ctx.Attr<bool>("transpose_X");
-  const bool ty = ctx.Attr<bool>("transpose_Y");
-  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
-  MatMulDims d = GetMatMulDims(ctx, x, y);
-  const int64_t m = d.m, n = d.n, k = d.k;
-  const int64_t out_numel = (d.x_batched || d.y_batched ? d.batch : 1) * m * n;
-  FLUID_ENFORCE(dout.numel() == out_numel, "matmul_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " does not match the product of X '", ctx.InputName("X"), "' ",
-                x.shape(), " and Y '", ctx.InputName("Y"), "' ", y.shape());
-  const int64_t xs = d.x_batched ? m * k : 0;
-  const int64_t ys = d.y_batched ? k * n : 0;
-  const int64_t gs = m * n;
-  const T* xp = x.data<T>();
-  const T* yp = y.data<T>();
-  const T* gp = dout.data<T>();
-  const auto& dev = ctx.device();
+  const MatMulGradArgs a = ReadMatMulGradArgs(ctx);
+  auto product = [&](const MatMulGradProduct& p, T* c) {
+    BatchedGemm<T>(ctx.device(), a.fwd.dims.batch, p.trans_a, p.trans_b, p.m,
+                   p.n, p.k, static_cast<T>(a.fwd.alpha), p.a->data<T>(),
+                   p.a_stride, p.b->data<T>(), p.b_stride, c, p.c_stride);
+  };
   if (Tensor* dx = ctx.Output(GradSlot("X"))) {
-    T* p = dx->mutable_data<T>();
-    if (!tx && !ty) {
-      BatchedGemm<T>(dev, d.batch, false, true, m, k, n, alpha, gp, gs, yp, ys,
-                     p, xs);
-    } else if (tx && !ty) {
-      BatchedGemm<T>(dev, d.batch, false, true, k, m, n, alpha, yp, ys, gp, gs,
-                     p, xs);
-    } else if (!tx && ty) {
-      BatchedGemm<T>(dev, d.batch, false, false, m, k, n, alpha, gp, gs, yp, ys,
-                     p, xs);
-    } else {
-      BatchedGemm<T>(dev, d.batch, true, true, k, m, n, alpha, yp, ys, gp, gs,
-                     p, xs);
-    }
+    product(a.dx, dx->mutable_data<T>());
   }
   if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
-    T* p = dy->mutable_data<T>();
-    if (!tx && !ty) {
-      BatchedGemm<T>(dev, d.batch, true, false, k, n, m, alpha, xp, xs, gp, gs,
-                     p, ys);
-    } else if (tx && !ty) {
-      BatchedGemm<T>(dev, d.batch, false, false, k, n, m, alpha, xp, xs, gp, gs,
-                     p, ys);
-    } else if (!tx && ty) {
-      BatchedGemm<T>(dev, d.batch, true, false, n, k, m, alpha, gp, gs, xp, xs,
-                     p, ys);
-    } else {
-      BatchedGemm<T>(dev, d.batch, true, true, n, k, m, alpha, gp, gs, xp, xs,
-                     p, ys);
-    }
+    product(a.dy, dy->mutable_data<T>());
   }
 }
 

@@ -1,11 +1,30 @@
 // mean: Out[0] = the mean of all elements of X; usually the last op of a
 // loss.
+#include "ops/mean_op.h"
+
 #include <algorithm>
 
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
+
+const Tensor& GetMeanInput(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  FLUID_ENFORCE(x.numel() > 0, "mean: X '", ctx.InputName("X"), "' of shape ",
+                x.shape(), " has no elements");
+  return x;
+}
+
+MeanGradArgs ReadMeanGradArgs(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  FLUID_ENFORCE(dout.numel() == 1, "mean_grad: Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' must hold one element, ",
+                "its shape is ", dout.shape());
+  return {dout, x.numel()};
+}
+
 namespace {
 
 void MeanInferShape(InferShapeContext* ctx) {
@@ -15,11 +34,9 @@ void MeanInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void MeanKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+  const Tensor& x = GetMeanInput(ctx);
   Tensor* out = ctx.Output("Out");
   const int64_t n = x.numel();
-  FLUID_ENFORCE(n > 0, "mean: X '", ctx.InputName("X"), "' of shape ",
-                x.shape(), " has no elements");
   // Accumulated in double: a float sum over a large batch loses digits.
   Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> v(x.data<T>(), n);
   double sum = v.template cast<double>().sum();
@@ -34,12 +51,8 @@ template <typename T>
 void MeanGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.numel() == 1, "mean_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' must hold one element, ",
-                "its shape is ", dout.shape());
-  const T g = dout.data<T>()[0] / static_cast<T>(x.numel());
+  const MeanGradArgs a = ReadMeanGradArgs(ctx);
+  const T g = a.dout.data<T>()[0] / static_cast<T>(a.numel);
   T* p = dx->mutable_data<T>();
   ParallelFor(ctx.device(), dx->numel(), 1.0,
               [&](int64_t b, int64_t e) { std::fill(p + b, p + e, g); });

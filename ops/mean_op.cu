@@ -1,6 +1,7 @@
 // CUDA kernels for mean and mean_grad (schemas in mean_op.cc). The sum is
 // accumulated in double, as on the CPU, in a fixed order (deterministic).
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/mean_op.h"
 
 namespace fluid {
 namespace ops {
@@ -31,10 +32,8 @@ __global__ void MeanFinishKernel(const double* partial, int64_t parts,
 
 template <typename T>
 void MeanKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+  const Tensor& x = GetMeanInput(ctx);
   const int64_t n = x.numel();
-  FLUID_ENFORCE(n > 0, "mean: X '", ctx.InputName("X"), "' of shape ",
-                x.shape(), " has no elements");
   T* out = cuda::OutputData<T>(ctx, "Out");
   const auto& dev = cuda::Dev(ctx);
   const int64_t parts = (n + kMeanCols - 1) / kMeanCols;
@@ -59,14 +58,10 @@ template <typename T>
 void MeanGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.numel() == 1, "mean_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' must hold one element, ",
-                "its shape is ", dout.shape());
+  const MeanGradArgs a = ReadMeanGradArgs(ctx);
   T* p = dx->mutable_data<T>(ctx.place());
   cuda::ForEach(cuda::Dev(ctx), dx->numel(),
-                MeanGradFill<T>{dout.data<T>(), static_cast<T>(x.numel()), p});
+                MeanGradFill<T>{a.dout.data<T>(), static_cast<T>(a.numel), p});
 }
 
 }  // namespace

@@ -10,11 +10,30 @@
 // does) reproduces torch step for step. ParamOut and VelocityOut are normally
 // bound to Param and Velocity (in-place updates); every element is read
 // before it is written, so either binding gives the same result.
+#include "ops/momentum_op.h"
+
 #include "ops/op_helpers.h"
 #include "ops/optimizer_functors.h"
 
 namespace fluid {
 namespace ops {
+
+MomentumArgs ReadMomentumArgs(const ExecutionContext& ctx) {
+  const float mu = ctx.Attr<float>("mu");
+  const float wd = ctx.Attr<float>("weight_decay");
+  const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& velocity = ctx.Input("Velocity");
+  const int64_t n = param.numel();
+  FLUID_ENFORCE(grad.numel() == n && velocity.numel() == n, "momentum: Param '",
+                ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
+                ctx.InputName("Grad"), "' ", grad.shape(), " and Velocity '",
+                ctx.InputName("Velocity"), "' ", velocity.shape(),
+                " must have the same shape");
+  return {param, grad, velocity, mu, wd, nesterov};
+}
+
 namespace {
 
 // `slot` must be shaped and typed like Param.
@@ -45,27 +64,17 @@ void MomentumInferShape(InferShapeContext* ctx) {
 template <typename T>
 void MomentumKernel(const ExecutionContext& ctx) {
   const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
-  const T mu = static_cast<T>(ctx.Attr<float>("mu"));
-  const T wd = static_cast<T>(ctx.Attr<float>("weight_decay"));
-  const bool nesterov = ctx.Attr<bool>("use_nesterov");
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  const Tensor& velocity = ctx.Input("Velocity");
-  const int64_t n = param.numel();
-  FLUID_ENFORCE(grad.numel() == n && velocity.numel() == n, "momentum: Param '",
-                ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
-                ctx.InputName("Grad"), "' ", grad.shape(), " and Velocity '",
-                ctx.InputName("Velocity"), "' ", velocity.shape(),
-                " must have the same shape");
-  const T* p = param.data<T>();
-  const T* g = grad.data<T>();
-  const T* v = velocity.data<T>();
-  T* p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape());
-  T* v_out = ctx.Output("VelocityOut")->mutable_data<T>(velocity.shape());
+  const MomentumArgs a = ReadMomentumArgs(ctx);
+  const T* p = a.param.data<T>();
+  const T* g = a.grad.data<T>();
+  const T* v = a.velocity.data<T>();
+  T* p_out = ctx.Output("ParamOut")->mutable_data<T>(a.param.shape());
+  T* v_out = ctx.Output("VelocityOut")->mutable_data<T>(a.velocity.shape());
   // Every element depends only on its own index: safe when the outputs are
   // the inputs (in place).
-  const MomentumFunctor<T> f{lr, mu, wd, nesterov};
-  ParallelFor(ctx.device(), n, 6.0, [&](int64_t b, int64_t e) {
+  const MomentumFunctor<T> f{lr, static_cast<T>(a.mu),
+                             static_cast<T>(a.weight_decay), a.nesterov};
+  ParallelFor(ctx.device(), a.param.numel(), 6.0, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) f(p[i], g[i], v[i], &p_out[i], &v_out[i]);
   });
 }

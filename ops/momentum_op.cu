@@ -2,6 +2,7 @@
 // MomentumFunctor in optimizer_functors.h). One launch per parameter
 // updates Param and Velocity; the learning rate is read on the device.
 #include "ops/cuda/device_scalar.cuh"
+#include "ops/momentum_op.h"
 #include "ops/optimizer_functors.h"
 
 namespace fluid {
@@ -27,30 +28,18 @@ struct MomentumUpdate {
 template <typename T>
 void MomentumKernel(const ExecutionContext& ctx) {
   const cuda::ScalarIn lr = cuda::ScalarInput(ctx, "LearningRate");
-  const T mu = static_cast<T>(ctx.Attr<float>("mu"));
-  const T wd = static_cast<T>(ctx.Attr<float>("weight_decay"));
-  const bool nesterov = ctx.Attr<bool>("use_nesterov");
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  const Tensor& velocity = ctx.Input("Velocity");
-  const int64_t n = param.numel();
-  FLUID_ENFORCE(grad.numel() == n && velocity.numel() == n, "momentum: Param '",
-                ctx.InputName("Param"), "' ", param.shape(), ", Grad '",
-                ctx.InputName("Grad"), "' ", grad.shape(), " and Velocity '",
-                ctx.InputName("Velocity"), "' ", velocity.shape(),
-                " must have the same shape");
+  const MomentumArgs a = ReadMomentumArgs(ctx);
   MomentumUpdate<T> u;
   u.lr = lr;
-  u.mu = mu;
-  u.wd = wd;
-  u.nesterov = nesterov;
-  u.p = param.data<T>();
-  u.g = grad.data<T>();
-  u.v = velocity.data<T>();
-  u.p_out = ctx.Output("ParamOut")->mutable_data<T>(param.shape(), ctx.place());
-  u.v_out =
-      ctx.Output("VelocityOut")->mutable_data<T>(velocity.shape(), ctx.place());
-  cuda::ForEach(cuda::Dev(ctx), n, u);
+  u.mu = static_cast<T>(a.mu);
+  u.wd = static_cast<T>(a.weight_decay);
+  u.nesterov = a.nesterov;
+  u.p = a.param.data<T>();
+  u.g = a.grad.data<T>();
+  u.v = a.velocity.data<T>();
+  u.p_out = cuda::OutputLike<T>(ctx, "ParamOut", a.param);
+  u.v_out = cuda::OutputLike<T>(ctx, "VelocityOut", a.velocity);
+  cuda::ForEach(cuda::Dev(ctx), a.param.numel(), u);
 }
 
 }  // namespace

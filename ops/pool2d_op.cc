@@ -18,6 +18,14 @@
 
 namespace fluid {
 namespace ops {
+
+PoolArgs ReadPoolArgs(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const PoolAttrs a = ReadPoolAttrs(ctx, ctx.type());
+  const math::ConvGeometry g = MakeGeometry(a, x.shape());
+  return {x, a, g, x.shape()[0] * g.channels};
+}
+
 namespace {
 
 using math::ConvGeometry;
@@ -314,16 +322,14 @@ void PoolPlaneGrad(const ConvGeometry& g, bool exclusive, const T* x,
 
 template <typename T>
 void Pool2dKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d");
-  const ConvGeometry g = MakeGeometry(a, x.shape());
-  const int64_t planes = x.shape()[0] * g.channels;
+  const PoolArgs p = ReadPoolArgs(ctx);
+  const PoolAttrs& a = p.attrs;
+  const ConvGeometry& g = p.geometry;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  const T* xd = x.data<T>();
-  T* yd = out->mutable_data<T>();
+  const T* xd = p.x.data<T>();
+  T* yd = ctx.Output("Out")->mutable_data<T>();
   const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
-  ParallelFor(ctx.device(), planes, cost, [&](int64_t begin, int64_t end) {
+  ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       if (a.is_max) {
         PoolPlane<T, true>(g, a.exclusive, xd + pl * in_plane,
@@ -340,17 +346,15 @@ template <typename T>
 void Pool2dGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& dy = ctx.Input(GradSlot("Out"));
-  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d_grad");
-  const ConvGeometry g = MakeGeometry(a, x.shape());
-  const int64_t planes = x.shape()[0] * g.channels;
+  const PoolArgs p = ReadPoolArgs(ctx);
+  const PoolAttrs& a = p.attrs;
+  const ConvGeometry& g = p.geometry;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  const T* xd = x.data<T>();
-  const T* dyd = dy.data<T>();
+  const T* xd = p.x.data<T>();
+  const T* dyd = ctx.Input(GradSlot("Out")).data<T>();
   T* dxd = dx->mutable_data<T>();
   const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
-  ParallelFor(ctx.device(), planes, cost, [&](int64_t begin, int64_t end) {
+  ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       if (a.is_max) {
         PoolPlaneGrad<T, true>(g, a.exclusive, xd + pl * in_plane,

@@ -150,37 +150,33 @@ struct PoolBackward {
 
 template <typename T>
 void Pool2dKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
   T* yd = cuda::OutputData<T>(ctx, "Out");
-  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d");
-  const ConvGeometry g = MakeGeometry(a, x.shape());
-  const int64_t planes = x.shape()[0] * g.channels;
-  cuda::ForEach(cuda::Dev(ctx), planes * g.out_h * g.out_w,
-                PoolForward<T>{g, a.is_max, a.exclusive, x.data<T>(), yd});
+  const PoolArgs p = ReadPoolArgs(ctx);
+  const ConvGeometry& g = p.geometry;
+  cuda::ForEach(
+      cuda::Dev(ctx), p.planes * g.out_h * g.out_w,
+      PoolForward<T>{g, p.attrs.is_max, p.attrs.exclusive, p.x.data<T>(), yd});
 }
 
 template <typename T>
 void Pool2dGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& dy = ctx.Input(GradSlot("Out"));
-  const PoolAttrs a = ReadPoolAttrs(ctx, "pool2d_grad");
-  const ConvGeometry g = MakeGeometry(a, x.shape());
-  const int64_t planes = x.shape()[0] * g.channels;
-  const int64_t outputs = planes * g.out_h * g.out_w;
+  const PoolArgs p = ReadPoolArgs(ctx);
   T* dxd = dx->mutable_data<T>(ctx.place());
+  const ConvGeometry& g = p.geometry;
+  const int64_t outputs = p.planes * g.out_h * g.out_w;
   const auto& dev = cuda::Dev(ctx);
   const int64_t* index = nullptr;
-  if (a.is_max && outputs > 0) {
+  if (p.attrs.is_max && outputs > 0) {
     int64_t* idx = static_cast<int64_t*>(
         dev.Workspace(sizeof(int64_t) * static_cast<size_t>(outputs)));
-    cuda::ForEach(dev, outputs, MaxIndex<T>{g, x.data<T>(), idx});
+    cuda::ForEach(dev, outputs, MaxIndex<T>{g, p.x.data<T>(), idx});
     index = idx;
   }
-  cuda::ForEach(
-      dev, planes * g.in_h * g.in_w,
-      PoolBackward<T>{g, a.is_max, a.exclusive, index, dy.data<T>(), dxd});
+  cuda::ForEach(dev, p.planes * g.in_h * g.in_w,
+                PoolBackward<T>{g, p.attrs.is_max, p.attrs.exclusive, index,
+                                ctx.Input(GradSlot("Out")).data<T>(), dxd});
 }
 
 }  // namespace

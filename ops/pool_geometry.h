@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/conv_geometry.h"
+#include "src/framework/operator.h"
 
 namespace fluid {
 namespace ops {
@@ -75,6 +76,19 @@ inline math::ConvGeometry MakeGeometry(const PoolAttrs& a, const Shape& x) {
   g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w, 1);
   return g;
 }
+
+// What the kernels of pool2d and pool2d_grad read: X, the attrs (checked,
+// errors naming the kernel's op), the window sweep over X and the number of
+// (image, channel) planes.
+struct PoolArgs {
+  const Tensor& x;
+  PoolAttrs attrs;
+  math::ConvGeometry geometry;
+  int64_t planes;
+};
+
+// Defined in pool2d_op.cc.
+PoolArgs ReadPoolArgs(const ExecutionContext& ctx);
 
 }  // namespace ops
 }  // namespace fluid

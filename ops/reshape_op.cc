@@ -8,12 +8,35 @@
 // X@GRAD would stop being a view into a gradient bucket that the collective
 // reduces in place. A copy into Out's own reused buffer has none of these
 // hazards and costs one pass over memory.
+#include "ops/reshape_op.h"
+
 #include <cstring>
 
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
+
+ReshapeCopy GetReshapeCopy(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  // Shape inference ran just before and sized Out.
+  FLUID_ENFORCE(out->numel() == x.numel(), "reshape: Out '",
+                ctx.OutputName("Out"), "' ", out->shape(), " and X '",
+                ctx.InputName("X"), "' ", x.shape(), " differ in size");
+  return {&x, out};
+}
+
+ReshapeCopy GetReshapeGradCopy(const ExecutionContext& ctx) {
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  if (dx == nullptr) return {};
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  FLUID_ENFORCE(dout.numel() == dx->numel(), "reshape_grad: Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " does not fit X '", ctx.InputName("X"), "' ", dx->shape());
+  return {&dout, dx};
+}
+
 namespace {
 
 // The output shape for X under `spec`. At compile time X may hold -1 dims:
@@ -93,13 +116,8 @@ void CopyInto(const CPUDeviceContext& dev, const Tensor& src, Tensor* dst) {
 
 template <typename T>
 void ReshapeKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  // Shape inference ran just before and sized Out.
-  FLUID_ENFORCE(out->numel() == x.numel(), "reshape: Out '",
-                ctx.OutputName("Out"), "' ", out->shape(), " and X '",
-                ctx.InputName("X"), "' ", x.shape(), " differ in size");
-  CopyInto<T>(ctx.device(), x, out);
+  const ReshapeCopy c = GetReshapeCopy(ctx);
+  CopyInto<T>(ctx.device(), *c.src, c.dst);
 }
 
 void ReshapeGradInferShape(InferShapeContext* ctx) {
@@ -108,13 +126,8 @@ void ReshapeGradInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void ReshapeGradKernel(const ExecutionContext& ctx) {
-  Tensor* dx = ctx.Output(GradSlot("X"));
-  if (dx == nullptr) return;
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.numel() == dx->numel(), "reshape_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " does not fit X '", ctx.InputName("X"), "' ", dx->shape());
-  CopyInto<T>(ctx.device(), dout, dx);
+  const ReshapeCopy c = GetReshapeGradCopy(ctx);
+  if (c.dst != nullptr) CopyInto<T>(ctx.device(), *c.src, c.dst);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // reshape_op.cc). As on the CPU they copy into the output's own buffer
 // rather than share the input's (reshape_op.cc says why).
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/reshape_op.h"
 
 namespace fluid {
 namespace ops {
@@ -17,24 +18,14 @@ void CopyInto(const ExecutionContext& ctx, const Tensor& src, Tensor* dst) {
 
 template <typename T>
 void ReshapeKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  // Shape inference ran just before and sized Out.
-  FLUID_ENFORCE(out->numel() == x.numel(), "reshape: Out '",
-                ctx.OutputName("Out"), "' ", out->shape(), " and X '",
-                ctx.InputName("X"), "' ", x.shape(), " differ in size");
-  CopyInto<T>(ctx, x, out);
+  const ReshapeCopy c = GetReshapeCopy(ctx);
+  CopyInto<T>(ctx, *c.src, c.dst);
 }
 
 template <typename T>
 void ReshapeGradKernel(const ExecutionContext& ctx) {
-  Tensor* dx = ctx.Output(GradSlot("X"));
-  if (dx == nullptr) return;
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.numel() == dx->numel(), "reshape_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " does not fit X '", ctx.InputName("X"), "' ", dx->shape());
-  CopyInto<T>(ctx, dout, dx);
+  const ReshapeCopy c = GetReshapeGradCopy(ctx);
+  if (c.dst != nullptr) CopyInto<T>(ctx, *c.src, c.dst);
 }
 
 }  // namespace

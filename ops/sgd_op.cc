@@ -2,11 +2,24 @@
 // momentum or weight decay. ParamOut is normally bound to the same var as
 // Param (an in-place update); the kernel reads each element before writing it,
 // so both bindings give the same result.
+#include "ops/sgd_op.h"
+
 #include "ops/op_helpers.h"
 #include "ops/optimizer_functors.h"
 
 namespace fluid {
 namespace ops {
+
+SgdInputs GetSgdInputs(const ExecutionContext& ctx) {
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  FLUID_ENFORCE(grad.numel() == param.numel(), "sgd: Grad '",
+                ctx.InputName("Grad"), "' has shape ", grad.shape(),
+                " but Param '", ctx.InputName("Param"), "' has shape ",
+                param.shape());
+  return {param, grad};
+}
+
 namespace {
 
 void SgdInferShape(InferShapeContext* ctx) {
@@ -30,12 +43,7 @@ void SgdInferShape(InferShapeContext* ctx) {
 template <typename T>
 void SgdKernel(const ExecutionContext& ctx) {
   const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  FLUID_ENFORCE(grad.numel() == param.numel(), "sgd: Grad '",
-                ctx.InputName("Grad"), "' has shape ", grad.shape(),
-                " but Param '", ctx.InputName("Param"), "' has shape ",
-                param.shape());
+  const auto& [param, grad] = GetSgdInputs(ctx);
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
   Tensor* out = ctx.Output("ParamOut");

@@ -3,6 +3,7 @@
 // learning rate is read on the device.
 #include "ops/cuda/device_scalar.cuh"
 #include "ops/optimizer_functors.h"
+#include "ops/sgd_op.h"
 
 namespace fluid {
 namespace ops {
@@ -23,16 +24,11 @@ struct SgdUpdate {
 template <typename T>
 void SgdKernel(const ExecutionContext& ctx) {
   const cuda::ScalarIn lr = cuda::ScalarInput(ctx, "LearningRate");
-  const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
-  FLUID_ENFORCE(grad.numel() == param.numel(), "sgd: Grad '",
-                ctx.InputName("Grad"), "' has shape ", grad.shape(),
-                " but Param '", ctx.InputName("Param"), "' has shape ",
-                param.shape());
+  const auto& [param, grad] = GetSgdInputs(ctx);
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
   // In place when ParamOut is Param: same tensor, same shape, same buffer.
-  T* o = ctx.Output("ParamOut")->mutable_data<T>(param.shape(), ctx.place());
+  T* o = cuda::OutputLike<T>(ctx, "ParamOut", param);
   cuda::ForEach(cuda::Dev(ctx), param.numel(), SgdUpdate<T>{lr, p, g, o});
 }
 

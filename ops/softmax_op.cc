@@ -1,9 +1,26 @@
 // softmax over the last dim: Out[r, :] = exp(X[r, :] - max) / sum(...),
 // the row max subtracted so that large inputs do not overflow.
+#include "ops/softmax_op.h"
+
+#include "ops/grad_checks.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
+
+void SoftmaxRowsCols(const Tensor& t, int64_t* rows, int64_t* cols) {
+  const Shape& s = t.shape();
+  *cols = s.rank() == 0 ? 1 : s[s.rank() - 1];
+  *rows = *cols == 0 ? 0 : t.numel() / *cols;
+}
+
+SoftmaxGradArgs ReadSoftmaxGradArgs(const ExecutionContext& ctx) {
+  SoftmaxGradArgs a{ctx.Input("Out"), ctx.Input(GradSlot("Out")), 0, 0};
+  CheckOutGradLikeOut(ctx, a.out, a.dout);
+  SoftmaxRowsCols(a.out, &a.rows, &a.cols);
+  return a;
+}
+
 namespace {
 
 template <typename T>
@@ -18,19 +35,12 @@ void SoftmaxInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("X", "Out");
 }
 
-// Rows and row length of the last-dim view of `t`.
-void RowsCols(const Tensor& t, int64_t* rows, int64_t* cols) {
-  const Shape& s = t.shape();
-  *cols = s.rank() == 0 ? 1 : s[s.rank() - 1];
-  *rows = *cols == 0 ? 0 : t.numel() / *cols;
-}
-
 template <typename T>
 void SoftmaxKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   int64_t rows, d;
-  RowsCols(x, &rows, &d);
+  SoftmaxRowsCols(x, &rows, &d);
   const T* xp = x.data<T>();
   T* op = out->mutable_data<T>();
   // exp costs ~10 flops a lane.
@@ -55,17 +65,12 @@ template <typename T>
 void SoftmaxGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
-  const Tensor& out = ctx.Input("Out");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  FLUID_ENFORCE(dout.shape() == out.shape(), "softmax_grad: Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from Out '", ctx.InputName("Out"), "' ", out.shape());
-  int64_t rows, d;
-  RowsCols(out, &rows, &d);
-  const T* yp = out.data<T>();
-  const T* gp = dout.data<T>();
+  const SoftmaxGradArgs a = ReadSoftmaxGradArgs(ctx);
+  const int64_t d = a.cols;
+  const T* yp = a.out.data<T>();
+  const T* gp = a.dout.data<T>();
   T* dp = dx->mutable_data<T>();
-  ParallelFor(ctx.device(), rows, 4.0 * static_cast<double>(d),
+  ParallelFor(ctx.device(), a.rows, 4.0 * static_cast<double>(d),
               [&](int64_t b, int64_t e) {
                 for (int64_t r = b; r < e; ++r) {
                   ConstArrayMap<T> y(yp + r * d, d);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ops/label_helpers.h"
+#include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
@@ -38,19 +39,15 @@ void SoftmaxWithCrossEntropyGradInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void SoftmaxWithCrossEntropyKernel(const ExecutionContext& ctx) {
-  const Tensor& logits = ctx.Input("Logits");
-  const Tensor& label = ctx.Input("Label");
-  const int rank = logits.shape().rank();
-  const int64_t rows = logits.shape().Product(0, rank - 1);
-  const int64_t classes = logits.shape()[rank - 1];
-  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  const int64_t* ld = label.data<int64_t>();
-  CheckLabels(ctx, ld, rows, classes, ignore);
-  const T* xd = logits.data<T>();
+  const LabelArgs a = ReadLabelArgs(ctx, "Logits");
+  const int64_t* ld = a.label.data<int64_t>();
+  CheckLabels(ctx, ld, a.rows, a.classes, a.ignore);
+  const int64_t classes = a.classes, ignore = a.ignore;
+  const T* xd = a.scores.data<T>();
   T* sd = ctx.Output("Softmax")->mutable_data<T>();
   T* lossd = ctx.Output("Loss")->mutable_data<T>();
   ParallelFor(
-      ctx.device(), rows, 8.0 * classes, [&](int64_t begin, int64_t end) {
+      ctx.device(), a.rows, 8.0 * classes, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const T* x = xd + i * classes;
           T* s = sd + i * classes;
@@ -71,19 +68,14 @@ template <typename T>
 void SoftmaxWithCrossEntropyGradKernel(const ExecutionContext& ctx) {
   Tensor* dlogits = ctx.Output(GradSlot("Logits"));
   if (dlogits == nullptr) return;
-  const Tensor& softmax = ctx.Input("Softmax");
-  const Tensor& label = ctx.Input("Label");
-  const Tensor& dloss = ctx.Input(GradSlot("Loss"));
-  const int rank = softmax.shape().rank();
-  const int64_t rows = softmax.shape().Product(0, rank - 1);
-  const int64_t classes = softmax.shape()[rank - 1];
-  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  const int64_t* ld = label.data<int64_t>();
-  CheckLabels(ctx, ld, rows, classes, ignore);
-  const T* sd = softmax.data<T>();
-  const T* dld = dloss.data<T>();
+  const LabelArgs a = ReadLabelArgs(ctx, "Softmax");
+  const int64_t* ld = a.label.data<int64_t>();
+  CheckLabels(ctx, ld, a.rows, a.classes, a.ignore);
+  const int64_t classes = a.classes, ignore = a.ignore;
+  const T* sd = a.scores.data<T>();
+  const T* dld = ctx.Input(GradSlot("Loss")).data<T>();
   T* dxd = dlogits->mutable_data<T>();
-  ParallelFor(ctx.device(), rows, 2.0 * classes,
+  ParallelFor(ctx.device(), a.rows, 2.0 * classes,
               [&](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) {
                   const T* s = sd + i * classes;

@@ -2,6 +2,8 @@
 // autodiff accumulates every gradient with more than one contribution with
 // this op, so it runs once per such gradient per step and is written to
 // stream each input exactly once.
+#include "ops/sum_op.h"
+
 #include <algorithm>
 
 #include "ops/op_helpers.h"
@@ -9,6 +11,28 @@
 
 namespace fluid {
 namespace ops {
+
+template <typename T>
+int CheckSumInputs(const ExecutionContext& ctx, const Tensor& out,
+                   const T* out_data) {
+  const size_t num = ctx.InputSize("X");
+  int aliased = 0;
+  for (size_t i = 0; i < num; ++i) {
+    const Tensor& x = ctx.Input("X", i);
+    FLUID_ENFORCE(x.numel() == out.numel(), "sum: input X[", i, "] '",
+                  ctx.InputName("X", i), "' has shape ", x.shape(),
+                  " but Out '", ctx.OutputName("Out"), "' has shape ",
+                  out.shape());
+    if (x.data<T>() == out_data) ++aliased;
+  }
+  return aliased;
+}
+
+template int CheckSumInputs<float>(const ExecutionContext&, const Tensor&,
+                                   const float*);
+template int CheckSumInputs<double>(const ExecutionContext&, const Tensor&,
+                                    const double*);
+
 namespace {
 
 // Elements per tile: the output tile stays in L1 while every input is added
@@ -52,17 +76,7 @@ void SumKernel(const ExecutionContext& ctx) {
   T* o = out->mutable_data<T>();
   // Out may be one of the inputs (in-place accumulation): such inputs are
   // counted and folded in first, so no input is read after Out overwrote it.
-  // Inputs that partly overlap Out (views at other offsets of one buffer)
-  // are not supported.
-  int aliased = 0;
-  for (size_t i = 0; i < num; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    FLUID_ENFORCE(x.numel() == numel, "sum: input X[", i, "] '",
-                  ctx.InputName("X", i), "' has shape ", x.shape(),
-                  " but Out '", ctx.OutputName("Out"), "' has shape ",
-                  out->shape());
-    if (x.data<T>() == o) ++aliased;
-  }
+  const int aliased = CheckSumInputs(ctx, *out, o);
   // Inputs are added a group at a time (pointers on the stack, no heap), so
   // Out goes through memory once per kGroup inputs.
   constexpr int kGroup = 8;

@@ -4,6 +4,7 @@
 // every element adds the remaining inputs in their order, so the result is
 // the CPU's to the bit.
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/sum_op.h"
 
 namespace fluid {
 namespace ops {
@@ -57,17 +58,7 @@ void SumKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
   const int64_t numel = out->numel();
   T* o = out->mutable_data<T>(ctx.place());
-  // Inputs that partly overlap Out (views at other offsets of one buffer)
-  // are not supported, as on the CPU.
-  int aliased = 0;
-  for (size_t i = 0; i < num; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    FLUID_ENFORCE(x.numel() == numel, "sum: input X[", i, "] '",
-                  ctx.InputName("X", i), "' has shape ", x.shape(),
-                  " but Out '", ctx.OutputName("Out"), "' has shape ",
-                  out->shape());
-    if (x.data<T>() == o) ++aliased;
-  }
+  const int aliased = CheckSumInputs(ctx, *out, o);
   const auto& dev = cuda::Dev(ctx);
   size_t next = 0;
   bool first = true;

@@ -172,6 +172,14 @@ T* OutputData(const ExecutionContext& ctx, const std::string& slot,
   return t == nullptr ? nullptr : t->mutable_data<T>(ctx.place());
 }
 
+// The output tensor of `slot` shaped like `like` (the input it replaces,
+// usually the same var updated in place), allocated on the kernel's device.
+template <typename T>
+T* OutputLike(const ExecutionContext& ctx, const std::string& slot,
+              const Tensor& like) {
+  return ctx.Output(slot)->mutable_data<T>(like.shape(), ctx.place());
+}
+
 }  // namespace cuda
 }  // namespace ops
 }  // namespace fluid

@@ -1,8 +1,8 @@
 // What the CUDA kernels of the dense ops (mul, matmul, conv2d, softmax and
 // the cross entropies) share beyond ops/cuda/cuda_helpers.cuh: GEMMs that
 // also accept an empty contraction, a batch of products summed into one
-// matrix in a fixed order, and the block size of a one-block-per-row
-// kernel. Included only by ops/*.cu.
+// matrix in a fixed order, the block size of a one-block-per-row kernel,
+// and the softmax of a row by such a kernel. Included only by ops/*.cu.
 #pragma once
 
 #include <algorithm>
@@ -119,6 +119,36 @@ inline int RowThreads(int64_t cols) {
 // loops over the rest).
 inline unsigned RowBlocks(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+}
+
+// The max of a softmax row and the sum of exp(x - max) over it.
+template <typename T>
+struct SoftmaxRowStats {
+  T max;
+  T sum;
+};
+
+// out[c] = exp(x[c] - max) * (1 / sum) for c in [0, d), d >= 1, by the
+// whole block (a kernel with one block per row), the max and sum block
+// reductions in a fixed order. Every thread gets the max and the sum.
+template <typename T>
+__device__ SoftmaxRowStats<T> BlockSoftmaxRow(const T* x, int64_t d, T* out) {
+  // The row's first element seeds every thread's max (and stands in for the
+  // identity), so no infinity is needed.
+  T mx = x[0];
+  for (int64_t c = threadIdx.x; c < d; c += blockDim.x) mx = MaxOp()(mx, x[c]);
+  mx = BlockReduce(mx, MaxOp(), x[0]);
+  T sum = 0;
+  for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
+    const T e = exp(x[c] - mx);
+    out[c] = e;
+    sum += e;
+  }
+  sum = BlockReduce(sum, SumOp(), T(0));
+  const T inv = T(1) / sum;
+  // Each thread scales the entries it wrote itself.
+  for (int64_t c = threadIdx.x; c < d; c += blockDim.x) out[c] *= inv;
+  return {mx, sum};
 }
 
 }  // namespace cuda

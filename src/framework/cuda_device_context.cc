@@ -41,6 +41,10 @@ CUDADeviceContext::~CUDADeviceContext() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+void CUDADeviceContext::MakeCurrent() const {
+  FLUID_CUDA_CHECK(cudaSetDevice(device_));
+}
+
 void CUDADeviceContext::Wait() const {
   FLUID_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }

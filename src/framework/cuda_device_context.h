@@ -29,6 +29,7 @@ class CUDADeviceContext final : public DeviceContext {
 
   Place place() const override { return Place::CUDA(device_); }
   void Wait() const override;
+  void MakeCurrent() const override;
 
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }

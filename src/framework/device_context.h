@@ -29,6 +29,9 @@ class DeviceContext {
   // reports an asynchronous failure as an error. A no-op on the CPU, whose
   // kernels finish before they return.
   virtual void Wait() const {}
+  // Makes this context's device current on the calling thread (kernels are
+  // launched on the current device); a no-op on the CPU.
+  virtual void MakeCurrent() const {}
   // For collectives on this context's memory: a function the communicator
   // calls (on its own thread) to wait until the kernels issued so far have
   // produced their outputs. Null on the CPU, whose kernels are done when

@@ -92,6 +92,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
   FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
   const proto::BlockDesc& block = prepared->program_.blocks(0);
   Scope* local = prepared->local_scope_;
+  device_->MakeCurrent();  // another executor may have switched devices
   for (const auto& feed : feeds) {
     const proto::VarDesc* desc = FindVarDesc(block, feed.first);
     FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed '",

@@ -6,31 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "src/builder/models.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/io/checkpoint.h"
 #include "tests/gpu/cuda_op_check.h"
+#include "tests/testing/synthetic_batch.h"
 
 namespace fluid {
 namespace {
-
-template <typename T>
-void Batch(int step, int64_t n, Tensor* images, Tensor* labels) {
-  std::mt19937 rng(77 + step);
-  T* x = images->mutable_data<T>(Shape{n, 1, 28, 28});
-  int64_t* y = labels->mutable_data<int64_t>(Shape{n, 1});
-  for (int64_t i = 0; i < n; ++i) {
-    double sum = 0;
-    for (int p = 0; p < 784; ++p) {
-      x[i * 784 + p] = static_cast<T>((rng() % 1000) / 1000.0);
-      if (p < 12) sum += x[i * 784 + p];
-    }
-    y[i] = static_cast<int64_t>(sum) % 10;
-  }
-}
 
 double Scalar(const Tensor& t) {
   return t.dtype() == DataType::kFloat64 ? t.data<double>()[0]
@@ -56,9 +41,9 @@ std::unique_ptr<Run> Train(const std::string& model, DataType dtype,
   std::vector<Tensor> out;
   for (int s = 0; s < steps; ++s) {
     if (dtype == DataType::kFloat64) {
-      Batch<double>(s, 16, &x, &y);
+      testing::SyntheticBatch<double>(77 + s, 16, &x, &y, 12);
     } else {
-      Batch<float>(s, 16, &x, &y);
+      testing::SyntheticBatch<float>(77 + s, 16, &x, &y, 12);
     }
     exe.Run(main.get(), {{"image", x}, {"label", y}}, {job.loss_name()},
             &out);

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "src/builder/models.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/device.h"
+#include "tests/testing/synthetic_batch.h"
 
 namespace fluid {
 namespace {
@@ -73,20 +73,6 @@ TEST(MpiCuda, AllReduceAndBroadcastOfDeviceTensors) {
   for (double v : ToHost(b)) EXPECT_EQ(v, 3.25);
 }
 
-void Batch(int step, int64_t n, Tensor* images, Tensor* labels) {
-  std::mt19937 rng(500 + step);
-  float* x = images->mutable_data<float>(Shape{n, 1, 28, 28});
-  int64_t* y = labels->mutable_data<int64_t>(Shape{n, 1});
-  for (int64_t i = 0; i < n; ++i) {
-    float sum = 0;
-    for (int p = 0; p < 784; ++p) {
-      x[i * 784 + p] = (rng() % 1000) / 1000.0f;
-      if (p < 10) sum += x[i * 784 + p];
-    }
-    y[i] = static_cast<int64_t>(sum) % 10;
-  }
-}
-
 // N ranks on the GPU, B samples each, give the parameters of one CPU
 // process on N*B samples (SGD, 10 steps).
 TEST(MpiCuda, DataParallelOnGpuMatchesSingleProcess) {
@@ -110,7 +96,7 @@ TEST(MpiCuda, DataParallelOnGpuMatchesSingleProcess) {
   Tensor x, y;
   std::vector<Tensor> out;
   for (int s = 0; s < steps; ++s) {
-    Batch(s, per_rank * n, &x, &y);
+    testing::SyntheticBatch<float>(500 + s, per_rank * n, &x, &y);
     dist.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
               {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
              {}, &out);

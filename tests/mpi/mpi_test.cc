@@ -2,13 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/program_desc.h"
+#include "tests/testing/synthetic_batch.h"
 #include "transpiler/pserver_transpiler.h"
 
 namespace fluid {
@@ -16,20 +16,9 @@ namespace {
 
 Communicator* Comm() { return GlobalCommunicator(); }
 
-// Global batch `step` of `n` samples: seeded noise images, labels from a
-// fixed rule so that the models have something to learn.
+// Global batch `step` of `n` samples.
 void GlobalBatch(int step, int64_t n, Tensor* images, Tensor* labels) {
-  std::mt19937 rng(1000 + step);
-  float* x = images->mutable_data<float>(Shape{n, 1, 28, 28});
-  int64_t* y = labels->mutable_data<int64_t>(Shape{n, 1});
-  for (int64_t i = 0; i < n; ++i) {
-    float sum = 0;
-    for (int p = 0; p < 784; ++p) {
-      x[i * 784 + p] = (rng() % 1000) / 1000.0f;
-      if (p < 10) sum += x[i * 784 + p];
-    }
-    y[i] = static_cast<int64_t>(sum) % 10;
-  }
+  testing::SyntheticBatch<float>(1000 + step, n, images, labels);
 }
 
 proto::TrainingJob Mlp(const std::string& optimizer, float lr) {

@@ -1,0 +1,20 @@
+// What sum's CPU kernel (sum_op.cc) and CUDA kernel (sum_op.cu) check on the
+// host, defined once in sum_op.cc (for float and double). Free of Eigen so
+// that nvcc can compile the CUDA kernel that includes it.
+#pragma once
+
+#include "src/framework/operator.h"
+
+namespace fluid {
+namespace ops {
+
+// Checks that every input X holds as many elements as `out` (Out, whose
+// elements are at `out_data`) and returns how many of the inputs are Out
+// itself (an in-place accumulation). Inputs that partly overlap Out (views
+// at other offsets of one buffer) are not supported.
+template <typename T>
+int CheckSumInputs(const ExecutionContext& ctx, const Tensor& out,
+                   const T* out_data);
+
+}  // namespace ops
+}  // namespace fluid
