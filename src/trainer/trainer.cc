@@ -42,11 +42,6 @@ double ScalarOf(const Tensor& t) {
   return 0;
 }
 
-const char* BackendName(const MPIExecutor* dist) {
-  return dist == nullptr ? "single process"
-                         : dist->communicator()->backend_name().c_str();
-}
-
 std::string FormatDuration(double s) {
   std::ostringstream os;
   if (s >= 3600) {
@@ -217,12 +212,14 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (world > 1) log << " per rank x " << world << " ranks";
   log << ", " << steps_per_epoch << " steps/epoch, ";
   if (place.is_cpu()) {
-    log << o.threads << " thread(s)";
+    log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
   } else {
-    log << place.ToString() << (world > 1 ? " (rank 0)" : "") << ", "
-        << BackendName(dist.get());
+    log << "on " << place.ToString();
+    if (world > 1)
+      log << " (rank 0), gradients over "
+          << dist->communicator()->backend_name();
   }
-  log << (world > 1 ? " per rank" : "") << "\n";
+  log << "\n";
   log.flush();
 
   std::vector<Tensor> batch;
