@@ -20,7 +20,7 @@ CachingAllocator::~CachingAllocator() {
 }
 
 void* CachingAllocator::Allocate(size_t bytes) {
-  const size_t size = (bytes == 0 ? 1 : bytes + kRound - 1) / kRound * kRound;
+  const size_t size = ((bytes == 0 ? 1 : bytes) + kRound - 1) / kRound * kRound;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = free_.lower_bound(size);
   if (it != free_.end() && it->first <= 2 * size) {
@@ -55,7 +55,10 @@ void CachingAllocator::Free(void* ptr) {
                      "free?)");
   const size_t size = it->second;
   in_use_.erase(it);
-  free_.emplace(size, ptr);
+  // First among the blocks of its size: the block freed last is handed out
+  // first (it is the one most likely still in cache, and a steady state
+  // keeps reusing the same blocks).
+  free_.emplace_hint(free_.lower_bound(size), size, ptr);
   stats_.in_use_bytes -= size;
   stats_.cached_bytes += size;
 }

@@ -50,8 +50,9 @@ proto::DataType ToProto(DataType dtype) {
 }
 
 std::string Place::ToString() const {
-  if (kind == Kind::kCPU) return "CPU";
-  return "CUDA:" + std::to_string(device);
+  // Spelt as `trainer --place` takes it.
+  if (kind == Kind::kCPU) return "cpu";
+  return "cuda:" + std::to_string(device);
 }
 
 Shape::Shape(std::initializer_list<int64_t> dims) {

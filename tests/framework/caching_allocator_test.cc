@@ -37,6 +37,31 @@ struct Counting {
   }
 };
 
+TEST(CachingAllocator, TheBlockFreedLastIsHandedOutFirst) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  void* x = a.Allocate(4096);
+  void* y = a.Allocate(4096);
+  a.Free(x);
+  a.Free(y);
+  // Equal sizes: the most recent free wins, every time, so one tensor that
+  // is freed and reallocated step after step keeps its block.
+  for (int step = 0; step < 5; ++step) {
+    void* p = a.Allocate(4096);
+    EXPECT_EQ(p, y) << "step " << step;
+    a.Free(p);
+  }
+  EXPECT_EQ(c.allocs, 2);
+}
+
+TEST(CachingAllocator, ZeroBytesGetsARealBlock) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  void* p = a.Allocate(0);
+  EXPECT_NE(p, nullptr);
+  a.Free(p);
+}
+
 TEST(CachingAllocator, SteadyStateStepsDoNotReachTheBackingAllocator) {
   Counting c;
   CachingAllocator a(c.backing());

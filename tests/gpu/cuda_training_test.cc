@@ -100,8 +100,10 @@ TEST(CudaTraining, ParametersLiveOnTheDeviceAndCheckpointThroughTheHost) {
 
   // CPU kernels cannot read them: a CPU executor on this scope says so.
   Executor cpu;
+  Tensor x, y;
+  testing::SyntheticBatch<float>(1, 4, &x, &y);
   try {
-    cpu.RunOnce(job.main(), &run->scope);
+    cpu.RunOnce(job.main(), &run->scope, {{"image", x}, {"label", y}});
     FAIL() << "a CPU run read device parameters";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("lives on cuda:0"),

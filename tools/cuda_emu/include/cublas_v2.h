@@ -1,0 +1,79 @@
+// cuBLAS (v2 API) of the CUDA emulation: handles and the real-typed GEMMs,
+// computed on the host with cuBLAS's column-major semantics and argument
+// checks. Each element of C is accumulated in the element type in
+// increasing k, then C = alpha * acc + beta * C (beta == 0: C is not read).
+#pragma once
+
+#include "cuda_runtime_api.h"
+
+typedef enum {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_ALLOC_FAILED = 3,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_ARCH_MISMATCH = 8,
+  CUBLAS_STATUS_MAPPING_ERROR = 11,
+  CUBLAS_STATUS_EXECUTION_FAILED = 13,
+  CUBLAS_STATUS_INTERNAL_ERROR = 14,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
+  CUBLAS_STATUS_LICENSE_ERROR = 16,
+} cublasStatus_t;
+
+typedef enum {
+  CUBLAS_OP_N = 0,
+  CUBLAS_OP_T = 1,
+  CUBLAS_OP_C = 2,
+} cublasOperation_t;
+
+typedef enum {
+  CUBLAS_ATOMICS_NOT_ALLOWED = 0,
+  CUBLAS_ATOMICS_ALLOWED = 1,
+} cublasAtomicsMode_t;
+
+typedef enum {
+  CUBLAS_POINTER_MODE_HOST = 0,
+  CUBLAS_POINTER_MODE_DEVICE = 1,
+} cublasPointerMode_t;
+
+struct cublasContext;
+typedef struct cublasContext* cublasHandle_t;
+
+extern "C" {
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream);
+cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle,
+                                    cublasAtomicsMode_t mode);
+cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle,
+                                    cublasAtomicsMode_t* mode);
+cublasStatus_t cublasSetPointerMode(cublasHandle_t handle,
+                                    cublasPointerMode_t mode);
+cublasStatus_t cublasGetPointerMode(cublasHandle_t handle,
+                                    cublasPointerMode_t* mode);
+
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const float* alpha, const float* A, int lda,
+                           const float* B, int ldb, const float* beta,
+                           float* C, int ldc);
+cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const double* alpha, const double* A, int lda,
+                           const double* B, int ldb, const double* beta,
+                           double* C, int ldc);
+cublasStatus_t cublasSgemmStridedBatched(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const float* alpha, const float* A, int lda,
+    long long int strideA, const float* B, int ldb, long long int strideB,
+    const float* beta, float* C, int ldc, long long int strideC,
+    int batchCount);
+cublasStatus_t cublasDgemmStridedBatched(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const double* alpha, const double* A, int lda,
+    long long int strideA, const double* B, int ldb, long long int strideB,
+    const double* beta, double* C, int ldc, long long int strideC,
+    int batchCount);
+
+}  // extern "C"
