@@ -10,6 +10,7 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/gpu/cuda_op_check.h"
+#include "tests/testing/optimizer_ops.h"
 
 namespace fluid {
 namespace {
@@ -17,7 +18,9 @@ namespace {
 using testing::CudaMatchesCpu;
 using testing::CudaStepsMatchCpu;
 using testing::MakeTensor;
+using testing::MomentumOp;
 using testing::RandomTensor;
+using testing::SgdOp;
 using testing::TensorMap;
 
 const DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat64};
@@ -58,12 +61,6 @@ std::vector<Tensor> Grads(DataType dtype, const Shape& shape, int steps,
 
 // ---- sgd ----
 
-proto::OpDesc SgdOp(const std::string& param_out = "p") {
-  return MakeOp("sgd",
-                {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
-                {{"ParamOut", {param_out}}});
-}
-
 TEST(OptimizerCuda, SgdSteps) {
   REQUIRE_GPU();
   uint64_t seed = 1;
@@ -88,22 +85,11 @@ TEST(OptimizerCuda, SgdOutOfPlace) {
     TensorMap in = {{"p", Random(dt, {5, 7}, 3)},
                     {"g", Random(dt, {5, 7}, 4)},
                     {"lr", Scalar(DataType::kFloat32, 0.25)}};
-    EXPECT_TRUE(CudaMatchesCpu(SgdOp("p_out"), in)) << DataTypeName(dt);
+    EXPECT_TRUE(CudaMatchesCpu(SgdOp("_out"), in)) << DataTypeName(dt);
   }
 }
 
 // ---- momentum ----
-
-proto::OpDesc MomentumOp(float mu, bool nesterov, float wd,
-                         const std::string& suffix = "") {
-  return MakeOp("momentum",
-                {{"Param", {"p"}},
-                 {"Grad", {"g"}},
-                 {"Velocity", {"v"}},
-                 {"LearningRate", {"lr"}}},
-                {{"ParamOut", {"p" + suffix}}, {"VelocityOut", {"v" + suffix}}},
-                {{"mu", mu}, {"use_nesterov", nesterov}, {"weight_decay", wd}});
-}
 
 TEST(OptimizerCuda, MomentumSteps) {
   REQUIRE_GPU();
@@ -146,24 +132,12 @@ TEST(OptimizerCuda, MomentumOutOfPlace) {
 // ---- adam ----
 
 proto::OpDesc AdamOp(float wd, bool decoupled, const std::string& suffix = "") {
-  return MakeOp("adam",
-                {{"Param", {"p"}},
-                 {"Grad", {"g"}},
-                 {"LearningRate", {"lr"}},
-                 {"Moment1", {"m1"}},
-                 {"Moment2", {"m2"}},
-                 {"Beta1Pow", {"b1p"}},
-                 {"Beta2Pow", {"b2p"}}},
-                {{"ParamOut", {"p" + suffix}},
-                 {"Moment1Out", {"m1" + suffix}},
-                 {"Moment2Out", {"m2" + suffix}},
-                 {"Beta1PowOut", {"b1p" + suffix}},
-                 {"Beta2PowOut", {"b2p" + suffix}}},
-                {{"beta1", 0.9f},
-                 {"beta2", 0.999f},
-                 {"epsilon", 1e-8f},
-                 {"weight_decay", wd},
-                 {"decoupled_weight_decay", decoupled}});
+  return testing::AdamOp({{"beta1", 0.9f},
+                          {"beta2", 0.999f},
+                          {"epsilon", 1e-8f},
+                          {"weight_decay", wd},
+                          {"decoupled_weight_decay", decoupled}},
+                         suffix);
 }
 
 TensorMap AdamState(DataType dt, DataType scalar_dt, const Shape& s,

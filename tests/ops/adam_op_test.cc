@@ -4,6 +4,7 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/optimizer_ops.h"
 
 namespace fluid {
 namespace {
@@ -12,29 +13,10 @@ using testing::RunSteps;
 
 using testing::MakeTensor;
 using testing::RandomTensor;
+using testing::AdamOp;
 using testing::RunOp;
 using testing::TensorMap;
 using testing::ToVector;
-
-// All outputs bound to their inputs (in place), as the optimizer builds it,
-// unless `suffix` renames them.
-proto::OpDesc AdamOp(const AttributeMap& attrs,
-                     const std::string& suffix = "") {
-  return MakeOp("adam",
-                {{"Param", {"p"}},
-                 {"Grad", {"g"}},
-                 {"LearningRate", {"lr"}},
-                 {"Moment1", {"m1"}},
-                 {"Moment2", {"m2"}},
-                 {"Beta1Pow", {"b1p"}},
-                 {"Beta2Pow", {"b2p"}}},
-                {{"ParamOut", {"p" + suffix}},
-                 {"Moment1Out", {"m1" + suffix}},
-                 {"Moment2Out", {"m2" + suffix}},
-                 {"Beta1PowOut", {"b1p" + suffix}},
-                 {"Beta2PowOut", {"b2p" + suffix}}},
-                attrs);
-}
 
 // torch.optim.Adam / AdamW (amsgrad off), step by step as torch writes it,
 // with the step count t and bias corrections from pow().

@@ -4,6 +4,7 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/optimizer_ops.h"
 
 namespace fluid {
 namespace {
@@ -12,21 +13,10 @@ using testing::RunSteps;
 
 using testing::MakeTensor;
 using testing::RandomTensor;
+using testing::MomentumOp;
 using testing::RunOp;
 using testing::TensorMap;
 using testing::ToVector;
-
-proto::OpDesc MomentumOp(float mu, bool nesterov, float wd,
-                         const std::string& p_out = "p",
-                         const std::string& v_out = "v") {
-  return MakeOp("momentum",
-                {{"Param", {"p"}},
-                 {"Grad", {"g"}},
-                 {"Velocity", {"v"}},
-                 {"LearningRate", {"lr"}}},
-                {{"ParamOut", {p_out}}, {"VelocityOut", {v_out}}},
-                {{"mu", mu}, {"use_nesterov", nesterov}, {"weight_decay", wd}});
-}
 
 // Runs `op` once per gradient on persistable state (prepared once, state kept
 // in the scope between runs) and returns the final state.
@@ -125,7 +115,7 @@ TEST(MomentumOp, SeparateOutputsLeaveInputsAlone) {
   Tensor g = RandomTensor<double>({6}, -1, 1, 2);
   Tensor v = RandomTensor<double>({6}, -1, 1, 3);
   auto out = RunOp(
-      MomentumOp(0.9f, false, 0.0f, "p_out", "v_out"),
+      MomentumOp(0.9f, false, 0.0f, "_out"),
       {{"p", p}, {"g", g}, {"v", v}, {"lr", MakeTensor<double>({1}, {0.5})}});
   auto pv = ToVector<double>(p), gv = ToVector<double>(g),
        vv = ToVector<double>(v);

@@ -4,6 +4,7 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/optimizer_ops.h"
 
 namespace fluid {
 namespace {
@@ -13,13 +14,8 @@ using testing::RunSteps;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::SgdOp;
 using testing::ToVector;
-
-proto::OpDesc SgdOp(const std::string& param_out) {
-  return MakeOp("sgd",
-                {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
-                {{"ParamOut", {param_out}}});
-}
 
 // Runs `op` once per gradient on persistable state, as a trainer does: the
 // program is prepared once and the state lives in the scope between runs.
@@ -28,7 +24,7 @@ TEST(SgdOp, OneStep) {
   Tensor p = RandomTensor<double>({3, 4}, -1, 1, 1);
   Tensor g = RandomTensor<double>({3, 4}, -1, 1, 2);
   Tensor lr = MakeTensor<double>({1}, {0.25});
-  auto out = RunOp(SgdOp("p_out"), {{"p", p}, {"g", g}, {"lr", lr}});
+  auto out = RunOp(SgdOp("_out"), {{"p", p}, {"g", g}, {"lr", lr}});
   ASSERT_EQ(out["p_out"].shape(), Shape({3, 4}));
   auto pv = ToVector<double>(p), gv = ToVector<double>(g);
   auto got = ToVector<double>(out["p_out"]);
@@ -50,7 +46,7 @@ TEST(SgdOp, InPlaceStepsMatchReference) {
     Tensor p0 = fp64 ? p0d : RandomTensor<float>({7, 3}, -1, 1, 3);
     // A float32 learning rate drives a float64 parameter too.
     Tensor lr = MakeTensor<float>({1}, {0.1f});
-    auto state = RunSteps(SgdOp("p"), {{"p", p0}, {"lr", lr}}, "g", grads);
+    auto state = RunSteps(SgdOp(), {{"p", p0}, {"lr", lr}}, "g", grads);
 
     std::vector<double> ref = ToVector<double>(p0d);
     for (int s = 0; s < steps; ++s)
@@ -83,7 +79,7 @@ TEST(SgdOp, GradShapeMismatchNamesVars) {
 }
 
 TEST(SgdOp, LearningRateMustBeScalar) {
-  EXPECT_THROW(RunOp(SgdOp("p"), {{"p", RandomTensor<double>({2}, -1, 1, 1)},
+  EXPECT_THROW(RunOp(SgdOp(), {{"p", RandomTensor<double>({2}, -1, 1, 1)},
                                   {"g", RandomTensor<double>({2}, -1, 1, 2)},
                                   {"lr", MakeTensor<double>({2}, {0.1, 0.2})}}),
                Error);
