@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/bandwidth_table.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/program_desc.h"
 
@@ -39,9 +40,7 @@ int Main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# fluid c_allreduce (executor) vs MPI_Allreduce, %d ranks, "
                 "float32 sum\n", n);
-    std::printf("%12s %12s | %10s %8s %8s %7s | %10s %8s %8s %7s | %6s\n",
-                "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong",
-                "time(us)", "algbw", "busbw", "#wrong", "ratio");
+    bench::PrintBandwidthHeader();
   }
   const int64_t max_bytes = static_cast<int64_t>(max_mb * (1 << 20));
   for (int64_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
@@ -89,16 +88,9 @@ int Main(int argc, char** argv) {
       wrong_raw = 0;
       for (int64_t i = 0; i < count; ++i) wrong_raw += raw[i] != float(want);
     }
-    const double factor = 2.0 * (n - 1) / n;
-    const double alg_op = bytes / t_op / 1e9, alg_raw = bytes / t_raw / 1e9;
     if (rank == 0)
-      std::printf("%12lld %12lld | %10.1f %8.3f %8.3f %7lld | %10.1f %8.3f "
-                  "%8.3f %7lld | %6.3f\n",
-                  static_cast<long long>(bytes), static_cast<long long>(count),
-                  t_op * 1e6, alg_op, alg_op * factor,
-                  static_cast<long long>(wrong_op), t_raw * 1e6, alg_raw,
-                  alg_raw * factor, static_cast<long long>(wrong_raw),
-                  alg_op / alg_raw);
+      bench::PrintBandwidthRow(bytes, count, n, t_op, wrong_op, t_raw,
+                               wrong_raw);
   }
   return 0;
 }
