@@ -12,6 +12,8 @@
 #include "src/builder/layers.h"
 #include "src/builder/optimizer.h"
 #include "src/data/idx_reader.h"
+#include "src/distributed/job_control.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/backward.h"
@@ -266,13 +268,21 @@ class PyMPIExecutor {
   int rank() const { return exe_.rank(); }
   int world_size() const { return exe_.world_size(); }
 
+  void RunStartup(const ProgramPtr& startup, Scope* scope) {
+    py::gil_scoped_release release;
+    exe_.RunStartup(startup->desc, scope);
+  }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
-            int64_t bucket_bytes, bool overlap) {
+            int64_t bucket_bytes, bool overlap, bool run_startup) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
     py::gil_scoped_release release;
-    exe_.Init(Job(*main, *startup), scope, cfg);
+    exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
+  }
+  std::string NonFiniteGradient() {
+    py::gil_scoped_release release;
+    return exe_.NonFiniteGradient();
   }
   py::list Run(const py::dict& feed, const std::vector<std::string>& fetch) {
     std::vector<Tensor> fetched;
@@ -365,6 +375,9 @@ PYBIND11_MODULE(_core, m) {
       .def("clone_for_test",
            [](const Program& p) { return Wrap(CloneForTest(p.desc)); })
       .def("clone", [](const Program& p) { return Wrap(p.desc); })
+      .def("is_training",
+           [](const Program& p) { return IsTrainingProgram(p.desc); })
+      .def("loss_vars", [](const Program& p) { return LossVars(p.desc); })
       .def_property_readonly("nranks",
                              [](const Program& p) { return p.desc.nranks(); });
 
@@ -490,16 +503,29 @@ PYBIND11_MODULE(_core, m) {
            py::arg("device") = -1)
       .def_property_readonly("rank", &PyMPIExecutor::rank)
       .def_property_readonly("world_size", &PyMPIExecutor::world_size)
+      .def("run_startup", &PyMPIExecutor::RunStartup)
       .def("init", &PyMPIExecutor::Init)
+      .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 
   m.def("launched_by_mpi", &LaunchedByMpi);
+  m.def("launcher_world_size", &LauncherWorldSize);
+  m.def("launcher_rank", &LauncherRank);
+  m.def("abort_job", [](int code) {
+    py::gil_scoped_release release;
+    AbortJob(code);
+  });
+  m.def("install_fatal_signal_line", &InstallFatalSignalLine);
   m.def("built_with_cuda", &BuiltWithCuda);
   m.def("cuda_device_count", &CudaDeviceCount);
   m.def("local_rank_device", &LocalRankDevice);
   m.def("shutdown", &ShutdownGlobalCommunicator);
+  m.def("leave_job", [] {
+    py::gil_scoped_release release;
+    LeaveJob();
+  });
 
   m.def("collective_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,

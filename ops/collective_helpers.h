@@ -2,6 +2,7 @@
 #pragma once
 
 #include "src/distributed/communicator.h"
+#include "src/distributed/launcher.h"
 #include "src/framework/operator.h"
 
 namespace fluid {
@@ -9,11 +10,17 @@ namespace ops {
 
 inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
   Communicator* comm = ctx.device_context().communicator();
-  FLUID_ENFORCE_CODE(comm != nullptr, ErrorCode::kUnimplemented, "op '",
-                     ctx.type(),
-                     "' needs a communicator: run the job with MPIExecutor "
-                     "or under mpirun");
-  return comm;
+  if (comm != nullptr) return comm;
+  // Under a launcher already: the executor is the thing to change.
+  if (LauncherWorldSize() > 1)
+    FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
+                "' needs a communicator, and this plain executor has none "
+                "although the process is rank ", LauncherRank(), " of ",
+                LauncherWorldSize(), ": run the program with MPIExecutor "
+                "(Python: fluid.MPIExecutor; C++: fluid::MPIExecutor)");
+  FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
+              "' needs a communicator: run the program with MPIExecutor, "
+              "under mpirun");
 }
 
 // Out is normally X itself (in place); otherwise X is copied into Out first.

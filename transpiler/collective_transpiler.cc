@@ -216,14 +216,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
     if (before[k] == src.ops_size()) *dst->add_ops() = wait(k);
 
   // Startup: every rank takes rank 0's parameters and optimizer state.
-  proto::BlockDesc* st = out.mutable_startup()->mutable_blocks(0);
-  for (const auto& v : job.startup().blocks(0).vars()) {
-    if (!v.persistable()) continue;
-    *st->add_ops() = WithRole(
-        MakeOp("c_broadcast", {{"X", {v.name()}}}, {{"Out", {v.name()}}},
-               {{"root", int32_t{0}}}),
-        kCollectiveRole);
-  }
+  *out.mutable_startup() = StartupWithBroadcasts(job.startup());
 
   proto::DistributedConfig* dc = out.mutable_distributed();
   dc->set_nranks(config.nranks);
@@ -235,6 +228,26 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
     p->set_structure_hash(StructureHash(*p));
   }
   LintCollective(out.main(), config.nranks, config.average);
+  return out;
+}
+
+bool HasStartupBroadcasts(const proto::ProgramDesc& startup) {
+  for (const auto& op : startup.blocks(0).ops())
+    if (op.type() == "c_broadcast") return true;
+  return false;
+}
+
+proto::ProgramDesc StartupWithBroadcasts(const proto::ProgramDesc& startup) {
+  proto::ProgramDesc out = startup;
+  if (HasStartupBroadcasts(startup)) return out;
+  proto::BlockDesc* st = out.mutable_blocks(0);
+  for (const auto& v : startup.blocks(0).vars()) {
+    if (!v.persistable()) continue;
+    *st->add_ops() = WithRole(
+        MakeOp("c_broadcast", {{"X", {v.name()}}}, {{"Out", {v.name()}}},
+               {{"root", int32_t{0}}}),
+        kCollectiveRole);
+  }
   return out;
 }
 

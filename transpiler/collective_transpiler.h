@@ -62,6 +62,12 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
 // optimize op reading it (its c_wait too), and averaged exactly once (or
 // never, when `average` is false). A violation is an error naming the
 // gradient.
+// The startup program with a c_broadcast from rank 0 of every persistable
+// var appended (parameters and optimizer state), so that all ranks start
+// identical whatever their seeds; unchanged when it already broadcasts.
+proto::ProgramDesc StartupWithBroadcasts(const proto::ProgramDesc& startup);
+bool HasStartupBroadcasts(const proto::ProgramDesc& startup);
+
 void LintCollective(const proto::ProgramDesc& main, int nranks,
                     bool average = true);
 

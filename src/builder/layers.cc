@@ -77,6 +77,10 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
+  FLUID_ENFORCE(dtype == DataType::kFloat32 || dtype == DataType::kFloat64,
+                "fc: input '", input, "' is ", DataTypeName(dtype),
+                "; fc needs float32 or float64 input (integer ids need an "
+                "embedding, or a cast to float)");
   FLUID_ENFORCE(num_flatten_dims >= 1 && num_flatten_dims < in_shape.rank(),
                 "fc: num_flatten_dims ", num_flatten_dims,
                 " out of range for input '", input, "' of shape ", in_shape);

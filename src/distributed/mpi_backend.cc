@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "src/distributed/mpi_membership.h"
+
 namespace fluid {
 
 namespace {
@@ -45,7 +47,11 @@ class MpiBackend : public CommBackend {
     Check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     // Errors come back as codes, which become exceptions naming the call.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    membership_ = std::make_unique<MpiMembership>(MPI_COMM_WORLD);
   }
+  // Says farewell: see MpiMembership. Runs when the communicator shuts down,
+  // after its queue has drained.
+  ~MpiBackend() override { membership_.reset(); }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
@@ -55,6 +61,7 @@ class MpiBackend : public CommBackend {
     MPI_Op mop = op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
     char* p = static_cast<char*>(data);
     const size_t elem = SizeOf(dtype);
+    Counted counted(membership_.get(), "allreduce", count * elem);
     for (int64_t done = 0; done < count; done += kMaxChunk) {
       int n = static_cast<int>(std::min(kMaxChunk, count - done));
       Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype),
@@ -65,6 +72,7 @@ class MpiBackend : public CommBackend {
   }
 
   void Broadcast(void* data, int64_t bytes, int root) override {
+    Counted counted(membership_.get(), "broadcast", bytes);
     char* p = static_cast<char*>(data);
     for (int64_t done = 0; done < bytes; done += kMaxChunk) {
       int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
@@ -76,18 +84,35 @@ class MpiBackend : public CommBackend {
   void AllGather(const void* send, void* recv, int64_t bytes) override {
     FLUID_ENFORCE(bytes <= INT_MAX, "allgather block of ", bytes,
                   " bytes is too large");
+    Counted counted(membership_.get(), "allgather", bytes * size_);
     Check(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
                         static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
           "MPI_Allgather");
   }
 
-  void Barrier() override { Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void Barrier() override {
+    Counted counted(membership_.get(), "barrier", 0);
+    Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
 
   void Abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
+  // Marks one collective for the membership watcher, for its duration.
+  class Counted {
+   public:
+    Counted(MpiMembership* m, const char* what, int64_t bytes) : m_(m) {
+      m_->Enter(what, bytes);
+    }
+    ~Counted() { m_->Exit(); }
+
+   private:
+    MpiMembership* m_;
+  };
+
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<MpiMembership> membership_;
 };
 
 }  // namespace

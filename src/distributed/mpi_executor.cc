@@ -1,11 +1,15 @@
 #include "src/distributed/mpi_executor.h"
 
+#include <Eigen/Core>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <sstream>
 
 #include "src/distributed/in_process_backend.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_membership.h"
 #ifdef FLUID_WITH_CUDA
 #include "src/distributed/nccl_backend.h"
 #endif
@@ -21,11 +25,38 @@ std::mutex g_comm_mu;
 std::unique_ptr<Communicator> g_comm;
 bool g_comm_uses_mpi = false;
 bool g_atexit_registered = false;
+bool g_left = false;  // this process said farewell (see LeaveJob)
 
 bool IsTranspiled(const proto::ProgramDesc& main) {
   for (const auto& op : main.blocks(0).ops())
     if (op.type() == "c_allreduce") return true;
   return false;
+}
+
+template <typename T>
+bool FiniteValues(const Tensor& t) {
+  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(t.data<T>(),
+                                                              t.numel())
+      .allFinite();
+}
+
+// Integer tensors are always finite.
+bool AllFinite(const Tensor& value) {
+  if (!value.initialized() || value.numel() == 0) return true;
+  Tensor host;
+  const Tensor* t = &value;
+  if (!value.place().is_cpu()) {
+    host.CopyFrom(value, Place::CPU());
+    t = &host;
+  }
+  switch (t->dtype()) {
+    case DataType::kFloat32:
+      return FiniteValues<float>(*t);
+    case DataType::kFloat64:
+      return FiniteValues<double>(*t);
+    default:
+      return true;
+  }
 }
 
 uint64_t Fnv(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
@@ -71,9 +102,29 @@ void ShutdownGlobalCommunicator() {
     comm = std::move(g_comm);
   }
   if (comm) {
-    comm.reset();  // drains the queue and joins the worker
+    comm.reset();  // drains the queue, joins the worker, says farewell
     if (g_comm_uses_mpi) FinalizeMpiIfOwned();
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    g_left = true;
   }
+}
+
+void LeaveJob() {
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    if (g_left) return;
+    if (!g_comm) {
+      g_left = true;
+      if (LauncherWorldSize() <= 1) return;
+      // Never made a communicator: say farewell all the same, or ranks
+      // that did would wait for this one forever.
+      EnsureMpiInitialized();
+      { MpiMembership(MPI_COMM_WORLD).Leave(); }
+      FinalizeMpiIfOwned();
+      return;
+    }
+  }
+  ShutdownGlobalCommunicator();
 }
 
 proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
@@ -87,19 +138,7 @@ proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
     proto::TrainingJob out = job;
     // A transpiled main program with a startup program that was not: add
     // the broadcasts, or ranks with different seeds would diverge.
-    bool broadcasts = false;
-    for (const auto& op : job.startup().blocks(0).ops())
-      broadcasts = broadcasts || op.type() == "c_broadcast";
-    if (!broadcasts) {
-      proto::BlockDesc* st = out.mutable_startup()->mutable_blocks(0);
-      for (const auto& v : job.startup().blocks(0).vars()) {
-        if (!v.persistable()) continue;
-        proto::OpDesc op = MakeOp("c_broadcast", {{"X", {v.name()}}},
-                                  {{"Out", {v.name()}}}, {{"root", int32_t{0}}});
-        SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective));
-        *st->add_ops() = op;
-      }
-    }
+    *out.mutable_startup() = StartupWithBroadcasts(job.startup());
     return out;
   }
   if (IsPserverTrainer(job.main()))
@@ -115,8 +154,26 @@ MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
   exe_.mutable_device_context()->set_communicator(comm_);
 }
 
+void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
+  std::vector<uint64_t> all = comm_->AllGatherValue(mine);
+  std::ostringstream differ;
+  int n_differ = 0;
+  for (int r = 1; r < comm_->size(); ++r)
+    if (all[r] != all[0]) differ << (n_differ++ ? ", " : "") << r;
+  FLUID_ENFORCE_CODE(n_differ == 0, ErrorCode::kAborted, "ranks hold "
+                     "different ", what, ": rank(s) ", differ.str(),
+                     " differ from rank 0");
+}
+
+void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
+  FLUID_ENFORCE(scope != nullptr, "MPIExecutor::RunStartup: null scope");
+  proto::ProgramDesc program = StartupWithBroadcasts(startup);
+  CheckSameProgram(StructureHash(program), "startup programs");
+  exe_.RunOnce(program, scope);
+}
+
 void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
-                       CollectiveConfig config) {
+                       CollectiveConfig config, bool run_startup) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
   config.nranks = comm_->size();
   job_ = PrepareDistributedJob(job, config);
@@ -125,22 +182,46 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   // Same program everywhere, checked before any other collective.
   // Hashed here, not read from the stamps: a program edited after it was
   // stamped (or never stamped) must still be compared as it is.
-  uint64_t mine = StructureHash(job_.main()) ^
-                  (StructureHash(job_.startup()) * 31);
-  std::vector<uint64_t> all = comm_->AllGatherValue(mine);
-  std::ostringstream differ;
-  int n_differ = 0;
-  for (int r = 1; r < comm_->size(); ++r)
-    if (all[r] != all[0]) differ << (n_differ++ ? ", " : "") << r;
-  FLUID_ENFORCE_CODE(n_differ == 0, ErrorCode::kAborted,
-                     "ranks hold different programs: rank(s) ", differ.str(),
-                     " differ from rank 0");
+  CheckSameProgram(StructureHash(job_.main()) ^
+                       (StructureHash(job_.startup()) * 31),
+                   "programs");
 
   persistables_.clear();
   for (const auto& v : job_.main().blocks(0).vars())
     if (v.persistable()) persistables_.push_back(v.name());
-  exe_.RunOnce(job_.startup(), scope_);
+  averaged_.clear();
+  for (const auto& op : job_.main().blocks(0).ops()) {
+    if (op.type() != "c_allreduce") continue;
+    for (const auto& n : OpInput(op, "X")) averaged_.push_back(n);
+  }
+  if (run_startup) exe_.RunOnce(job_.startup(), scope_);
   main_ = exe_.Prepare(job_.main(), scope_);
+}
+
+std::string MPIExecutor::NonFiniteGradient() const {
+  FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: NonFiniteGradient before Init");
+  // Bucket buffers first (one scan each); the gradient inside a bad bucket
+  // is named by scanning its members.
+  std::map<std::string, std::vector<std::string>> members;
+  for (const auto& op : job_.main().blocks(0).ops()) {
+    if (op.type() != "coalesce_tensor") continue;
+    auto fused = OpOutput(op, "FusedOutput");
+    if (!fused.empty()) members[fused[0]] = OpOutput(op, "Output");
+  }
+  auto finite = [this](const std::string& name) {
+    const Variable* v = scope_->FindVar(name);
+    if (v == nullptr || !v->HasValue() || !v->IsTensor()) return true;
+    return AllFinite(v->GetTensor());
+  };
+  for (const auto& name : averaged_) {
+    if (finite(name)) continue;
+    auto it = members.find(name);
+    if (it != members.end())
+      for (const auto& m : it->second)
+        if (!finite(m)) return m;
+    return name;
+  }
+  return "";
 }
 
 void MPIExecutor::Run(const FeedList& feeds,

@@ -33,9 +33,18 @@ class MPIExecutor {
   Communicator* communicator() const { return comm_; }
   Executor* executor() { return &exe_; }
 
-  // `config.nranks` is ignored: the communicator's size is used.
+  // Runs a startup program once on `scope`, on every rank, with a
+  // broadcast from rank 0 of every persistable var it initialises (added
+  // unless it has them), after checking that every rank holds the same
+  // startup program. Collective: every rank calls it.
+  void RunStartup(const proto::ProgramDesc& startup, Scope* scope);
+
+  // `config.nranks` is ignored: the communicator's size is used. With
+  // `run_startup` false the job's startup program is not run: `scope`
+  // already holds its values (see RunStartup), and they are left as they
+  // are.
   void Init(const proto::TrainingJob& job, Scope* scope,
-            CollectiveConfig config = {});
+            CollectiveConfig config = {}, bool run_startup = true);
 
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
@@ -48,16 +57,25 @@ class MPIExecutor {
   // error naming the first parameter that differs and the ranks.
   void CheckConsistency();
 
+  // After a step: the first averaged gradient holding a NaN or an
+  // infinity, or "" when all are finite. The averaged gradients are equal
+  // on every rank, so every rank gets the same answer at the same step.
+  std::string NonFiniteGradient() const;
+
   const proto::TrainingJob& job() const { return job_; }
   PreparedProgram* main_program() { return main_.get(); }
 
  private:
+  // Ends with an error naming the ranks whose `mine` differs from rank 0's.
+  void CheckSameProgram(uint64_t mine, const char* what);
+
   Communicator* comm_;
   Executor exe_;
   Scope* scope_ = nullptr;
   proto::TrainingJob job_;
   std::unique_ptr<PreparedProgram> main_;
   std::vector<std::string> persistables_;
+  std::vector<std::string> averaged_;  // the c_allreduce buffers
 };
 
 // The process-wide communicator, created on first use: over MPI when the
@@ -71,6 +89,11 @@ Communicator* GlobalCommunicator(const Place& place = Place::CPU());
 // Drains and joins the global communicator and finalises MPI if this
 // library initialised it. Idempotent; also runs at exit.
 void ShutdownGlobalCommunicator();
+// Ends this process's part in a multi-rank job: ShutdownGlobalCommunicator,
+// or, when this process never made a communicator, a farewell that lets
+// ranks waiting for it in a collective end the job naming it (see
+// MpiMembership). Idempotent; a no-op outside an MPI launch.
+void LeaveJob();
 
 // Transpiles or converts `job` for `nranks` as needed (see Init).
 proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,

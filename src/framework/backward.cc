@@ -234,4 +234,25 @@ proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
   return out;
 }
 
+bool IsTrainingProgram(const proto::ProgramDesc& program) {
+  const int optimize = static_cast<int>(OpRole::kOptimize);
+  for (const auto& op : program.blocks(0).ops())
+    if (OpRoleOf(op) & optimize) return true;
+  return false;
+}
+
+std::vector<std::string> LossVars(const proto::ProgramDesc& program) {
+  const int seed = OpRole::kBackward | OpRole::kLoss;
+  const std::string suffix = kGradSuffix;
+  std::vector<std::string> out;
+  for (const auto& op : program.blocks(0).ops()) {
+    if ((OpRoleOf(op) & seed) != seed) continue;
+    for (const auto& n : OpOutputNames(op))
+      if (n.size() > suffix.size() &&
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out.push_back(n.substr(0, n.size() - suffix.size()));
+  }
+  return out;
+}
+
 }  // namespace fluid

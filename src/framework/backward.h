@@ -27,4 +27,12 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
 // optimize ops), and only the vars they use plus the persistable ones.
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program);
 
+// True when the program updates parameters: it has ops with the optimize
+// role. Evaluation programs (CloneForTest) are not training programs.
+bool IsTrainingProgram(const proto::ProgramDesc& program);
+
+// The losses AppendBackward differentiated in `program`: the vars whose
+// gradient is seeded by the op with the loss role.
+std::vector<std::string> LossVars(const proto::ProgramDesc& program);
+
 }  // namespace fluid

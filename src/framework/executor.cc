@@ -26,6 +26,30 @@ void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
                 var.name(), "' holds no data");
 }
 
+namespace {
+
+// A persistable var that already holds a value (from another program run
+// on the same scope) must hold what this program declares: a different
+// shape means two programs use one name for different variables.
+void CheckHeldValue(const proto::VarDesc& var, const Variable& held) {
+  if (!held.HasValue() || !held.IsTensor()) return;
+  const Tensor& t = held.GetTensor();
+  if (!t.initialized()) return;
+  const Shape declared = VarShape(var);
+  for (int64_t d : declared)
+    if (d < 0) return;  // not fully known: nothing to compare
+  if (declared == t.shape() && VarDtype(var) == t.dtype()) return;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "variable '", var.name(),
+              "' already holds a ", DataTypeName(t.dtype()), " ",
+              t.shape().ToString(), " value in this scope, but the program "
+              "declares it ", DataTypeName(VarDtype(var)), " ",
+              declared.ToString(), ": two programs run on one scope use this "
+              "name for different variables (layer names such as fc_0 are "
+              "numbered per program); run each program in its own scope");
+}
+
+}  // namespace
+
 std::unique_ptr<PreparedProgram> Executor::Prepare(
     const proto::ProgramDesc& program, Scope* scope, int block_id) {
   FLUID_ENFORCE(scope != nullptr, "Prepare: null scope");
@@ -42,7 +66,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   for (const auto& var : block.vars()) {
     declared.insert(var.name());
     if (var.persistable()) {
-      scope->Var(var.name());
+      CheckHeldValue(var, *scope->Var(var.name()));
     } else {
       prepared->local_scope_->Var(var.name());
     }

@@ -8,12 +8,14 @@ data-parallel over MPI with no parameter server.
     exe = fluid.MPIExecutor(fluid.CPUPlace())     # under mpirun -np N
 """
 from . import _core
+from . import _job  # noqa: F401  (the job policy under mpirun; see _job.py)
 from ._core import CollectiveError
 from .framework import (Program, Variable, default_main_program,
                         default_startup_program, program_guard,
                         reset_default_programs)
-from .executor import (CPUPlace, CUDAPlace, Executor, MPIExecutor, Scope,
-                       cuda_device_count, global_scope, is_compiled_with_cuda)
+from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
+                       MPIExecutor, Scope, cuda_device_count, global_scope,
+                       is_compiled_with_cuda)
 from . import layers, optimizer, io, datasets, transpiler
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
@@ -21,7 +23,7 @@ from .transpiler import DistributeTranspiler
 __all__ = [
     "CPUPlace", "CUDAPlace", "ParamAttr", "CollectiveError",
     "DistributeTranspiler", "cuda_device_count", "is_compiled_with_cuda",
-    "Executor", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
+    "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "layers", "optimizer", "program_guard", "reset_default_programs",
     "transpiler",

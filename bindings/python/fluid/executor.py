@@ -3,6 +3,10 @@ same scripts data-parallel when launched as `mpirun -np N python train.py`:
 it transpiles the program for the world size on first use (allreduce of the
 gradients before the optimizer), checks all ranks hold the same program,
 and broadcasts rank 0's parameters."""
+import os
+import threading
+import warnings
+
 import numpy as np
 
 from . import _core
@@ -97,7 +101,66 @@ def _feed(feed):
     return out
 
 
+class IndependentRanksWarning(UserWarning):
+    """A plain Executor trains a program under an MPI launcher: each rank
+    trains on its own and the ranks' parameters drift apart."""
+
+
+_independent_warned = False
+
+
+def _warn_if_independent_ranks(program):
+    """Once per process, on rank 0: a training program run by a plain
+    Executor in a process that mpirun started as one of several ranks."""
+    global _independent_warned
+    if _independent_warned or _core.launcher_world_size() <= 1:
+        return
+    if not program.desc.is_training():
+        return
+    _independent_warned = True
+    if os.environ.get("FLUID_INDEPENDENT_RANKS") == "1":
+        return
+    if _core.launcher_rank() != 0:
+        return
+    warnings.warn(
+        f"fluid.Executor trains this process on its own, but it is rank 0 "
+        f"of {_core.launcher_world_size()} started by an MPI launcher: a "
+        "plain Executor averages no gradients, so every rank's parameters "
+        "drift apart. For data-parallel training run the program with "
+        "fluid.MPIExecutor (a DistributeTranspiler trainer program too); "
+        "set FLUID_INDEPENDENT_RANKS=1 if independent ranks are meant.",
+        IndependentRanksWarning, stacklevel=3)
+
+
+class _Steps:
+    """Per prepared program: how many times it ran, and what check_finite
+    looks at by default (the losses a training program differentiates)."""
+
+    def __init__(self, program):
+        self.count = 0
+        self.losses = set(program.desc.loss_vars()) \
+            if program.desc.is_training() else set()
+
+
+def _check_finite(names, values, watched, step, where=""):
+    """Raises FloatingPointError for the first fetched value in `watched`
+    (all floating fetches when watched is None) holding NaN or Inf."""
+    for name, value in zip(names, values):
+        if watched is not None and name not in watched:
+            continue
+        if value.dtype.kind != "f" or np.isfinite(value).all():
+            continue
+        bad = value[~np.isfinite(value)].ravel()[0]
+        raise FloatingPointError(
+            f"step {step}: '{name}' is {bad}{where}: training diverged "
+            "(a lower learning rate or gradient clipping usually helps); "
+            "run(..., check_finite=False) returns such values unchecked")
+
+
 class Executor:
+    """Runs programs in this process. `run` calls are serialised: several
+    threads may share one executor, one run at a time."""
+
     def __init__(self, place=None, threads=1):
         device = _device_of(place)
         self.place = place or CPUPlace()
@@ -105,23 +168,52 @@ class Executor:
         # Prepared programs point into the scopes they ran on: keep those
         # scopes alive as long as this executor.
         self._scopes = {}
+        self._steps = {}
+        self._lock = threading.Lock()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None,
+            check_finite=None):
         """Runs `program` (default: the default main program) once; returns
-        the fetched values as NumPy arrays, in fetch_list order."""
+        the fetched values as NumPy arrays, in fetch_list order.
+
+        check_finite: None (default) raises FloatingPointError when a
+        fetched loss of a training program holds NaN or Inf; True checks
+        every floating fetch; False checks nothing."""
         program = program or default_main_program()
         scope = scope or global_scope()
-        self._scopes[id(scope)] = scope
-        return list(self._core.run(program.desc, scope._core, _feed(feed),
-                                   _names(fetch_list)))
+        names = _names(fetch_list)
+        with self._lock:
+            _warn_if_independent_ranks(program)
+            self._scopes[id(scope)] = scope
+            key = (program.desc.id, program.desc.version, id(scope))
+            steps = self._steps.get(key)
+            if steps is None:
+                steps = self._steps[key] = _Steps(program)
+            out = list(self._core.run(program.desc, scope._core,
+                                      _feed(feed), names))
+            steps.count += 1
+        if check_finite is not False:
+            _check_finite(names, out, None if check_finite else steps.losses,
+                          steps.count)
+        return out
 
 
 class MPIExecutor:
-    """Same `run` as Executor. Run the startup program first, as with
-    Executor; the first run of a main program transpiles it for the world
-    size (unless it already is), checks every rank holds the same program,
-    re-runs the startup program with parameters broadcast from rank 0, and
-    prepares it. Works when launched by mpirun and in a single process."""
+    """Same `run` as Executor, data-parallel across the ranks mpirun
+    started (a world of one without mpirun).
+
+    - `run(startup_program)` initialises the scope once, explicitly: every
+      rank runs it, then every parameter and optimizer state takes rank 0's
+      value. No later run re-runs it.
+    - The first run of a training program (one with optimizer ops) on a
+      scope transpiles it for the world size (allreduce-average of the
+      gradients before the optimizer) unless it already is, checks that
+      every rank holds the same program, and prepares it. It starts from the
+      values the scope holds.
+    - A program without optimizer ops (`clone(for_test=True)`, an
+      evaluation program) runs on this rank alone, without collectives, on
+      the current parameters.
+    - `run` calls are serialised, as with Executor."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True):
         self._device = _device_of(place)
@@ -130,10 +222,13 @@ class MPIExecutor:
         self._bucket_bytes = int(bucket_mb * (1 << 20))
         self._overlap = bool(overlap)
         self._startup = None
+        self._started = set()  # ids of scopes a startup program ran on
         self._local = _core.Executor(self._threads, self._device)
-        self._runs = {}  # main program id -> _core.MPIExecutor
+        self._runs = {}  # (program id, version, scope id) -> _core.MPIExecutor
+        self._steps = {}
         self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads, self._device)
+        self._lock = threading.Lock()
 
     @property
     def rank(self):
@@ -143,37 +238,67 @@ class MPIExecutor:
     def world_size(self):
         return self._probe.world_size
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None,
+            check_finite=None):
+        """check_finite: None (default) checks, after each step of a
+        training program, the averaged gradients (equal on every rank, so
+        every rank raises FloatingPointError at the same step with the same
+        message) and then the fetched losses; True also checks every
+        floating fetch; False checks nothing."""
         program = program or default_main_program()
         scope = scope or global_scope()
-        self._scopes[id(scope)] = scope
-        if getattr(program, "_is_startup", False):
-            self._startup = program
-            # A transpiled startup (with its broadcasts) runs through the
-            # communicator when the main program is first run; a plain one
-            # runs here too, so its values can be read at once.
-            if not any(op["type"].startswith("c_") for op in program.ops()):
-                self._local.run(program.desc, scope._core, {}, [])
-            return []
-        key = (program.desc.id, program.desc.version, id(scope))
-        run = self._runs.get(key)
-        if run is None:
-            if self._startup is None:
+        names = _names(fetch_list)
+        with self._lock:
+            self._scopes[id(scope)] = scope
+            if getattr(program, "_is_startup", False):
+                self._probe.run_startup(program.desc, scope._core)
+                self._startup = program
+                self._started.add(id(scope))
+                return []
+            if id(scope) not in self._started:
                 raise ValueError(
-                    "run the startup program with this executor before the "
-                    "main program")
-            run = self._probe if not self._runs else _core.MPIExecutor(
-                self._threads, self._device)
-            run.init(program.desc, self._startup.desc, scope._core,
-                     self._bucket_bytes, self._overlap)
-            self._runs[key] = run
-        return list(run.run(_feed(feed), _names(fetch_list)))
+                    "run the startup program with this executor (on this "
+                    "scope) before other programs: exe.run(startup_program)")
+            key = (program.desc.id, program.desc.version, id(scope))
+            steps = self._steps.get(key)
+            if steps is None:
+                steps = self._steps[key] = _Steps(program)
+            if not program.desc.is_training():
+                out = list(self._local.run(program.desc, scope._core,
+                                           _feed(feed), names))
+                steps.count += 1
+                if check_finite:
+                    _check_finite(names, out, None, steps.count)
+                return out
+            run = self._runs.get(key)
+            if run is None:
+                run = self._probe if not self._runs else _core.MPIExecutor(
+                    self._threads, self._device)
+                run.init(program.desc, self._startup.desc, scope._core,
+                         self._bucket_bytes, self._overlap, False)
+                self._runs[key] = run
+            out = list(run.run(_feed(feed), names))
+            steps.count += 1
+            if check_finite is not False:
+                bad = run.non_finite_gradient()
+                if bad:
+                    raise FloatingPointError(
+                        f"step {steps.count}: the averaged gradient '{bad}' "
+                        f"holds NaN or Inf on all {self.world_size} rank(s): "
+                        "training diverged (a lower learning rate or "
+                        "gradient clipping usually helps); run(..., "
+                        "check_finite=False) turns this check off")
+        if check_finite is not False:
+            _check_finite(names, out, None if check_finite else steps.losses,
+                          steps.count, f" on rank {self.rank}")
+        return out
 
     def check_consistency(self):
         """Compares parameter checksums across ranks; raises
         CollectiveError naming the first parameter that differs."""
-        for run in self._runs.values():
-            run.check_consistency()
+        with self._lock:
+            for run in self._runs.values():
+                run.check_consistency()
 
     def transpiled_program(self, program=None):
         program = program or default_main_program()

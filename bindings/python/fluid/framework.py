@@ -86,8 +86,15 @@ class Program:
         return self.desc.to_string()
 
 
+def _as_startup(program):
+    """Marks `program` as a startup program: executors run it to initialise
+    a scope (see MPIExecutor)."""
+    program._is_startup = True
+    return program
+
+
 _main = Program()
-_startup = Program()
+_startup = _as_startup(Program())
 
 
 def default_main_program():
@@ -101,7 +108,7 @@ def default_startup_program():
 def reset_default_programs():
     """Fresh default programs (for scripts and tests that build twice)."""
     global _main, _startup
-    _main, _startup = Program(), Program()
+    _main, _startup = Program(), _as_startup(Program())
 
 
 @contextlib.contextmanager
@@ -111,7 +118,7 @@ def program_guard(main_program, startup_program=None):
     saved = (_main, _startup)
     _main = main_program
     if startup_program is not None:
-        _startup = startup_program
+        _startup = _as_startup(startup_program)
     try:
         yield
     finally:
