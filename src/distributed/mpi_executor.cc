@@ -208,8 +208,10 @@ std::string MPIExecutor::NonFiniteGradient() const {
     auto fused = OpOutput(op, "FusedOutput");
     if (!fused.empty()) members[fused[0]] = OpOutput(op, "Output");
   }
-  auto finite = [this](const std::string& name) {
-    const Variable* v = scope_->FindVar(name);
+  // Gradients and buckets are temporaries of the prepared program's scope.
+  const Scope* scope = main_ != nullptr ? main_->local_scope() : scope_;
+  auto finite = [scope](const std::string& name) {
+    const Variable* v = scope->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) return true;
     return AllFinite(v->GetTensor());
   };
