@@ -89,15 +89,13 @@ REGISTER_OP(relu)
     .Input("X", "input")
     .Output("Out", "the activation of X, same shape")
     .SetInferShape(ActivationInferShape)
-    .SetGradMaker(DefaultGradMaker("relu_grad", {}, {"Out"}, {"Out"}, {"X"}))
+    .SetGrad(
+        GradSpec("relu_grad").Outputs({"Out"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ActivationKernel<float, Relu>)
     .CPUKernel<double>(ActivationKernel<double, Relu>);
 
-REGISTER_OP(relu_grad)
+REGISTER_GRAD_OP(relu_grad)
     .Doc("dX = dOut where Out > 0, else 0.")
-    .Input("Out", "forward Out")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
     .SetInferShape(ActivationGradInferShape)
     .CPUKernel<float>(ActivationGradKernel<float, Relu>)
     .CPUKernel<double>(ActivationGradKernel<double, Relu>);
@@ -107,15 +105,15 @@ REGISTER_OP(sigmoid)
     .Input("X", "input")
     .Output("Out", "the activation of X, same shape")
     .SetInferShape(ActivationInferShape)
-    .SetGradMaker(DefaultGradMaker("sigmoid_grad", {}, {"Out"}, {"Out"}, {"X"}))
+    .SetGrad(GradSpec("sigmoid_grad")
+                 .Outputs({"Out"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}))
     .CPUKernel<float>(ActivationKernel<float, Sigmoid>)
     .CPUKernel<double>(ActivationKernel<double, Sigmoid>);
 
-REGISTER_OP(sigmoid_grad)
+REGISTER_GRAD_OP(sigmoid_grad)
     .Doc("dX = dOut * Out * (1 - Out).")
-    .Input("Out", "forward Out")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
     .SetInferShape(ActivationGradInferShape)
     .CPUKernel<float>(ActivationGradKernel<float, Sigmoid>)
     .CPUKernel<double>(ActivationGradKernel<double, Sigmoid>);
@@ -125,15 +123,13 @@ REGISTER_OP(tanh)
     .Input("X", "input")
     .Output("Out", "the activation of X, same shape")
     .SetInferShape(ActivationInferShape)
-    .SetGradMaker(DefaultGradMaker("tanh_grad", {}, {"Out"}, {"Out"}, {"X"}))
+    .SetGrad(
+        GradSpec("tanh_grad").Outputs({"Out"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ActivationKernel<float, Tanh>)
     .CPUKernel<double>(ActivationKernel<double, Tanh>);
 
-REGISTER_OP(tanh_grad)
+REGISTER_GRAD_OP(tanh_grad)
     .Doc("dX = dOut * (1 - Out^2).")
-    .Input("Out", "forward Out")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
     .SetInferShape(ActivationGradInferShape)
     .CPUKernel<float>(ActivationGradKernel<float, Tanh>)
     .CPUKernel<double>(ActivationGradKernel<double, Tanh>);

@@ -287,24 +287,17 @@ REGISTER_OP(conv2d)
                                 "spacing of the kernel taps [h, w]")
     .Attr<int32_t>("groups", 1, "channel groups; only 1 is supported")
     .SetInferShape(Conv2dInferShape)
-    .SetGradMaker(DefaultGradMaker("conv2d_grad", {"Input", "Filter"}, {},
-                                   {"Output"}, {"Input", "Filter"}))
+    .SetGrad(GradSpec("conv2d_grad")
+                 .Inputs({"Input", "Filter"})
+                 .OutGrads({"Output"})
+                 .InGrads({"Input", "Filter"}))
     .CPUKernel<float>(Conv2dKernel<float>)
     .CPUKernel<double>(Conv2dKernel<double>);
 
-REGISTER_OP(conv2d_grad)
+REGISTER_GRAD_OP(conv2d_grad)
     .Doc(
         "Gradients of conv2d with respect to Input (col2im of W^T dOut) and "
         "Filter (dOut times the column matrix).")
-    .Input("Input", "the forward Input")
-    .Input("Filter", "the forward Filter")
-    .Input(GradSlot("Output"), "gradient of the forward Output")
-    .OptionalOutput(GradSlot("Input"), "gradient of Input")
-    .OptionalOutput(GradSlot("Filter"), "gradient of Filter")
-    .Attr<std::vector<int32_t>>("strides", {1, 1}, "as in conv2d")
-    .Attr<std::vector<int32_t>>("paddings", {0, 0}, "as in conv2d")
-    .Attr<std::vector<int32_t>>("dilations", {1, 1}, "as in conv2d")
-    .Attr<int32_t>("groups", 1, "as in conv2d")
     .SetInferShape(Conv2dGradInferShape)
     .CPUKernel<float>(Conv2dGradKernel<float>)
     .CPUKernel<double>(Conv2dGradKernel<double>);

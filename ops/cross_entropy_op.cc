@@ -79,20 +79,17 @@ REGISTER_OP(cross_entropy)
     .Attr<int32_t>("ignore_index", -100,
                    "rows with this label get loss 0 and gradient 0")
     .SetInferShape(CrossEntropyInferShape)
-    .SetGradMaker(DefaultGradMaker("cross_entropy_grad", {"X", "Label"}, {},
-                                   {"Y"}, {"X"}))
+    .SetGrad(GradSpec("cross_entropy_grad")
+                 .Inputs({"X", "Label"})
+                 .OutGrads({"Y"})
+                 .InGrads({"X"}))
     .CPUKernel<float>(CrossEntropyKernel<float>)
     .CPUKernel<double>(CrossEntropyKernel<double>);
 
-REGISTER_OP(cross_entropy_grad)
+REGISTER_GRAD_OP(cross_entropy_grad)
     .Doc(
         "Gradient of cross_entropy with respect to X: "
         "-Y@GRAD[i] / X[i, Label[i]] at the label, 0 elsewhere.")
-    .Input("X", "the forward X")
-    .Input("Label", "the forward Label")
-    .Input(GradSlot("Y"), "gradient of Y")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
-    .Attr<int32_t>("ignore_index", -100, "as in cross_entropy")
     .SetInferShape(CrossEntropyGradInferShape)
     .CPUKernel<float>(CrossEntropyGradKernel<float>)
     .CPUKernel<double>(CrossEntropyGradKernel<double>);

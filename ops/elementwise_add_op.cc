@@ -54,19 +54,17 @@ REGISTER_OP(elementwise_add)
                    "X dim that Y's first dim lines up with; -1: rank(X) - "
                    "rank(Y)")
     .SetInferShape(ElementwiseInferShape)
-    .SetGradMaker(DefaultGradMaker("elementwise_add_grad", {"X", "Y"}, {},
-                                   {"Out"}, {"X", "Y"}))
+    .SetGrad(GradSpec("elementwise_add_grad")
+                 .Inputs({"X", "Y"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseAddKernel<float>)
     .CPUKernel<double>(ElementwiseAddKernel<double>);
 
-REGISTER_OP(elementwise_add_grad)
-    .Doc("dX = dOut; dY = dOut summed over the dims Y was broadcast along.")
-    .Input("X", "forward X (only its shape is read)")
-    .Input("Y", "forward Y (only its shape is read)")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
-    .OptionalOutput(GradSlot("Y"), "gradient of Y")
-    .Attr<int32_t>("axis", -1, "as in elementwise_add")
+REGISTER_GRAD_OP(elementwise_add_grad)
+    .Doc(
+        "dX = dOut; dY = dOut summed over the dims Y was broadcast along. Only "
+        "the shapes of the forward X and Y are read.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseAddGradKernel<float>)
     .CPUKernel<double>(ElementwiseAddGradKernel<double>);

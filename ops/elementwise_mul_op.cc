@@ -43,21 +43,17 @@ REGISTER_OP(elementwise_mul)
                    "X dim that Y's first dim lines up with; -1: rank(X) - "
                    "rank(Y)")
     .SetInferShape(ElementwiseInferShape)
-    .SetGradMaker(DefaultGradMaker("elementwise_mul_grad", {"X", "Y"}, {},
-                                   {"Out"}, {"X", "Y"}))
+    .SetGrad(GradSpec("elementwise_mul_grad")
+                 .Inputs({"X", "Y"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseMulKernel<float>)
     .CPUKernel<double>(ElementwiseMulKernel<double>);
 
-REGISTER_OP(elementwise_mul_grad)
+REGISTER_GRAD_OP(elementwise_mul_grad)
     .Doc(
         "dX = dOut * Y (broadcast); dY = sum of dOut * X over the dims Y "
         "was broadcast along.")
-    .Input("X", "forward X")
-    .Input("Y", "forward Y")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
-    .OptionalOutput(GradSlot("Y"), "gradient of Y")
-    .Attr<int32_t>("axis", -1, "as in elementwise_mul")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseMulGradKernel<float>)
     .CPUKernel<double>(ElementwiseMulGradKernel<double>);

@@ -65,15 +65,13 @@ REGISTER_OP(mean)
     .Input("X", "any non-empty tensor")
     .Output("Out", "[1], the mean")
     .SetInferShape(MeanInferShape)
-    .SetGradMaker(DefaultGradMaker("mean_grad", {"X"}, {}, {"Out"}, {"X"}))
+    .SetGrad(
+        GradSpec("mean_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(MeanKernel<float>)
     .CPUKernel<double>(MeanKernel<double>);
 
-REGISTER_OP(mean_grad)
-    .Doc("dX = dOut[0] / numel(X) everywhere.")
-    .Input("X", "forward X (only its shape is read)")
-    .Input(GradSlot("Out"), "gradient of Out, one element")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
+REGISTER_GRAD_OP(mean_grad)
+    .Doc("dX = dOut[0] / numel(X) everywhere (only the shape of X is read).")
     .SetInferShape(MeanGradInferShape)
     .CPUKernel<float>(MeanGradKernel<float>)
     .CPUKernel<double>(MeanGradKernel<double>);

@@ -13,17 +13,15 @@ void MulInferShape(InferShapeContext* ctx) {
   int xn = ctx->Attr<int32_t>("x_num_col_dims");
   int yn = ctx->Attr<int32_t>("y_num_col_dims");
   FLUID_ENFORCE(xn >= 1 && xn < x.rank(), "mul: x_num_col_dims ", xn,
-                " out of range for X '", ctx->InputName("X"), "' of shape ",
-                x);
+                " out of range for X '", ctx->InputName("X"), "' of shape ", x);
   FLUID_ENFORCE(yn >= 1 && yn < y.rank(), "mul: y_num_col_dims ", yn,
-                " out of range for Y '", ctx->InputName("Y"), "' of shape ",
-                y);
+                " out of range for Y '", ctx->InputName("Y"), "' of shape ", y);
   int64_t xk = x.Product(xn, x.rank());
   int64_t yk = y.Product(0, yn);
   FLUID_ENFORCE(xk < 0 || yk < 0 || xk == yk, "mul: X '", ctx->InputName("X"),
-                "' ", x, " flattened at ", xn, " has ", xk,
-                " columns but Y '", ctx->InputName("Y"), "' ", y,
-                " flattened at ", yn, " has ", yk, " rows");
+                "' ", x, " flattened at ", xn, " has ", xk, " columns but Y '",
+                ctx->InputName("Y"), "' ", y, " flattened at ", yn, " has ", yk,
+                " rows");
   Shape out;
   for (int i = 0; i < xn; ++i) out.push_back(x[i]);
   for (int i = yn; i < y.rank(); ++i) out.push_back(y[i]);
@@ -82,19 +80,14 @@ REGISTER_OP(mul)
     .Attr<int32_t>("x_num_col_dims", 1, "leading dims of X that form rows")
     .Attr<int32_t>("y_num_col_dims", 1, "leading dims of Y that form rows")
     .SetInferShape(MulInferShape)
-    .SetGradMaker(DefaultGradMaker("mul_grad", {"X", "Y"}, {}, {"Out"},
-                                   {"X", "Y"}))
+    .SetGrad(GradSpec("mul_grad")
+                 .Inputs({"X", "Y"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X", "Y"}))
     .CPUKernel<float>(MulKernel<float>)
     .CPUKernel<double>(MulKernel<double>);
 
-REGISTER_OP(mul_grad)
-    .Input("X")
-    .Input("Y")
-    .Input(GradSlot("Out"))
-    .OptionalOutput(GradSlot("X"))
-    .OptionalOutput(GradSlot("Y"))
-    .Attr<int32_t>("x_num_col_dims", 1)
-    .Attr<int32_t>("y_num_col_dims", 1)
+REGISTER_GRAD_OP(mul_grad)
     .SetInferShape(MulGradInferShape)
     .CPUKernel<float>(MulGradKernel<float>)
     .CPUKernel<double>(MulGradKernel<double>);

@@ -388,27 +388,19 @@ REGISTER_OP(pool2d)
     .Attr<bool>("exclusive", true,
                 "avg: divide by the pixels inside the image, not kh * kw")
     .SetInferShape(Pool2dInferShape)
-    .SetGradMaker(DefaultGradMaker("pool2d_grad", {"X"}, {"Out"}, {"Out"},
-                                   {"X"}))
+    .SetGrad(GradSpec("pool2d_grad")
+                 .Inputs({"X"})
+                 .Outputs({"Out"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}))
     .CPUKernel<float>(Pool2dKernel<float>)
     .CPUKernel<double>(Pool2dKernel<double>);
 
-REGISTER_OP(pool2d_grad)
+REGISTER_GRAD_OP(pool2d_grad)
     .Doc(
         "Gradient of pool2d: max routes each output gradient to the first "
-        "maximum of its window (recomputed from X); avg spreads it evenly.")
-    .Input("X", "the forward X")
-    .Input("Out",
-           "the forward Out (not read on CPU: the argmax is "
-           "recomputed from X)")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
-    .Attr<std::string>("pooling_type", "max", "as in pool2d")
-    .Attr<std::vector<int32_t>>("ksize", {2, 2}, "as in pool2d")
-    .Attr<std::vector<int32_t>>("strides", {1, 1}, "as in pool2d")
-    .Attr<std::vector<int32_t>>("paddings", {0, 0}, "as in pool2d")
-    .Attr<bool>("global_pooling", false, "as in pool2d")
-    .Attr<bool>("exclusive", true, "as in pool2d")
+        "maximum of its window (recomputed from X; the forward Out is not "
+        "read on CPU); avg spreads it evenly.")
     .SetInferShape(Pool2dGradInferShape)
     .CPUKernel<float>(Pool2dGradKernel<float>)
     .CPUKernel<double>(Pool2dGradKernel<double>);

@@ -140,15 +140,13 @@ REGISTER_OP(reshape)
         "shape", {},
         "new shape; 0 copies X's dim at that position, one -1 is inferred")
     .SetInferShape(ReshapeInferShape)
-    .SetGradMaker(DefaultGradMaker("reshape_grad", {"X"}, {}, {"Out"}, {"X"}))
+    .SetGrad(
+        GradSpec("reshape_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ReshapeKernel<float>)
     .CPUKernel<double>(ReshapeKernel<double>);
 
-REGISTER_OP(reshape_grad)
-    .Doc("dX = dOut under X's shape.")
-    .Input("X", "forward X (only its shape is read)")
-    .Input(GradSlot("Out"), "gradient of Out")
-    .OptionalOutput(GradSlot("X"), "gradient of X")
+REGISTER_GRAD_OP(reshape_grad)
+    .Doc("dX = dOut under X's shape (only the shape of X is read).")
     .SetInferShape(ReshapeGradInferShape)
     .CPUKernel<float>(ReshapeGradKernel<float>)
     .CPUKernel<double>(ReshapeGradKernel<double>);

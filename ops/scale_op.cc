@@ -31,7 +31,7 @@ void ScaleKernel(const ExecutionContext& ctx) {
 
 // d(scale * X + b)/dX = scale whichever side the bias is on.
 std::vector<proto::OpDesc> ScaleGradMaker(const proto::OpDesc& fwd) {
-  proto::OpDesc g = MakeGradOp(fwd, "scale", {}, {}, {}, {});
+  proto::OpDesc g = MakeGradOp(fwd, GradSpec("scale"));
   SetOpInput(&g, "X", {GradVarName(OpOutput(fwd, "Out").at(0))});
   SetOpOutput(&g, "Out", {GradVarName(OpInput(fwd, "X").at(0))});
   SetOpAttr(&g, "bias", 0.0f);

@@ -105,20 +105,18 @@ REGISTER_OP(softmax_with_cross_entropy)
     .Attr<int32_t>("ignore_index", -100,
                    "rows with this label get loss 0 and gradient 0")
     .SetInferShape(SoftmaxWithCrossEntropyInferShape)
-    .SetGradMaker(DefaultGradMaker("softmax_with_cross_entropy_grad", {"Label"},
-                                   {"Softmax"}, {"Loss"}, {"Logits"}))
+    .SetGrad(GradSpec("softmax_with_cross_entropy_grad")
+                 .Inputs({"Label"})
+                 .Outputs({"Softmax"})
+                 .OutGrads({"Loss"})
+                 .InGrads({"Logits"}))
     .CPUKernel<float>(SoftmaxWithCrossEntropyKernel<float>)
     .CPUKernel<double>(SoftmaxWithCrossEntropyKernel<double>);
 
-REGISTER_OP(softmax_with_cross_entropy_grad)
+REGISTER_GRAD_OP(softmax_with_cross_entropy_grad)
     .Doc(
         "Gradient of softmax_with_cross_entropy with respect to Logits: "
         "(Softmax - onehot(Label)) * Loss@GRAD.")
-    .Input("Softmax", "the forward Softmax")
-    .Input("Label", "the forward Label")
-    .Input(GradSlot("Loss"), "gradient of Loss")
-    .OptionalOutput(GradSlot("Logits"), "gradient of Logits")
-    .Attr<int32_t>("ignore_index", -100, "as in the forward op")
     .KernelDtypeFrom("Softmax")
     .SetInferShape(SoftmaxWithCrossEntropyGradInferShape)
     .CPUKernel<float>(SoftmaxWithCrossEntropyGradKernel<float>)

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "src/framework/grad_op_maker.h"
+
 namespace fluid {
 
 const SlotSpec* OpSchema::FindInput(const std::string& name) const {
@@ -18,10 +20,10 @@ const SlotSpec* OpSchema::FindOutput(const std::string& name) const {
 
 namespace {
 
-void CheckSlots(const OpSchema& schema, const std::vector<SlotSpec>& specs,
-                const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>&
-                    bound,
-                const char* kind) {
+void CheckSlots(
+    const OpSchema& schema, const std::vector<SlotSpec>& specs,
+    const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& bound,
+    const char* kind) {
   for (const auto& v : bound) {
     const SlotSpec* spec = nullptr;
     for (const auto& s : specs)
@@ -94,8 +96,63 @@ bool OpRegistry::RegisterKernel(const std::string& type, Place::Kind place,
 
 bool OpRegistry::RegisterAnyDtypeKernel(const std::string& type,
                                         Place::Kind place, KernelFn fn) {
-  any_dtype_kernels_[type][place] = fn;
+  auto& m = any_dtype_kernels_[type];
+  FLUID_ENFORCE_CODE(m.count(place) == 0, ErrorCode::kAlreadyExists,
+                     "any-dtype kernel for op '", type, "' (",
+                     place == Place::Kind::kCPU ? "CPU" : "CUDA",
+                     ") registered twice");
+  m[place] = fn;
   return true;
+}
+
+OpSchema& OpSchema::SetGrad(GradSpec spec) {
+  auto shared = std::make_shared<const GradSpec>(std::move(spec));
+  grad_spec_ = shared;
+  grad_maker_ = [shared](const proto::OpDesc& fwd) {
+    return std::vector<proto::OpDesc>{MakeGradOp(fwd, *shared)};
+  };
+  return *this;
+}
+
+OpSchema& OpRegistry::RegisterGrad(const std::string& grad_type) {
+  const OpSchema* fwd = nullptr;
+  for (const auto& kv : schemas_) {
+    const GradSpec* spec = kv.second->grad_spec();
+    if (spec != nullptr && spec->type == grad_type) fwd = kv.second.get();
+  }
+  FLUID_ENFORCE_CODE(fwd != nullptr, ErrorCode::kNotFound, "gradient op '",
+                     grad_type,
+                     "': no registered op names it in SetGrad "
+                     "(register the forward op first)");
+  const GradSpec& spec = *fwd->grad_spec();
+  auto slot = [&](const std::vector<SlotSpec>& slots, const std::string& name) {
+    for (const auto& s : slots)
+      if (s.name == name) return s;
+    FLUID_THROW(ErrorCode::kNotFound, "gradient op '", grad_type, "': op '",
+                fwd->type(), "' has no slot '", name, "'");
+  };
+  OpSchema& g = Register(grad_type);
+  auto add = [&g](const SlotSpec& s, bool input, const std::string& name,
+                  const std::string& doc, bool dispensable) {
+    SlotSpec out{name, doc, s.duplicable, dispensable};
+    (input ? g.inputs_ : g.outputs_).push_back(out);
+  };
+  for (const auto& n : spec.inputs) {
+    SlotSpec s = slot(fwd->inputs(), n);
+    add(s, true, n, "forward input: " + s.doc, s.dispensable);
+  }
+  for (const auto& n : spec.outputs) {
+    SlotSpec s = slot(fwd->outputs(), n);
+    add(s, true, n, "forward output: " + s.doc, s.dispensable);
+  }
+  for (const auto& n : spec.out_grads)
+    add(slot(fwd->outputs(), n), true, GradSlot(n), "gradient of " + n, false);
+  for (const auto& n : spec.in_grads)
+    add(slot(fwd->inputs(), n), false, GradSlot(n), "gradient of " + n, true);
+  for (const auto& a : fwd->attrs())
+    g.attrs_.push_back(
+        {a.name, a.default_value, "as in " + fwd->type() + ": " + a.doc});
+  return g;
 }
 
 bool OpRegistry::Has(const std::string& type) const {

@@ -39,8 +39,8 @@ using InferShapeFn = std::function<void(InferShapeContext*)>;
 // Emits the ops computing the gradients of `fwd`'s inputs from the gradients
 // of its outputs. Gradient names follow GradVarName(); the autodiff later
 // blanks out the gradients nobody needs.
-using GradMakerFn = std::function<std::vector<proto::OpDesc>(
-    const proto::OpDesc& fwd)>;
+using GradMakerFn =
+    std::function<std::vector<proto::OpDesc>(const proto::OpDesc& fwd)>;
 
 struct SlotSpec {
   std::string name;
@@ -61,6 +61,38 @@ struct KernelKey {
   bool operator<(const KernelKey& o) const {
     return place != o.place ? place < o.place : dtype < o.dtype;
   }
+};
+
+// The usual gradient of an op: one op of type `type` whose slots are taken
+// from the forward op by name. Named fields, set by chaining:
+//   GradSpec("conv2d_grad").Inputs({"Input", "Filter"})
+//       .OutGrads({"Output"}).InGrads({"Input", "Filter"})
+struct GradSpec {
+  explicit GradSpec(std::string grad_type) : type(std::move(grad_type)) {}
+  GradSpec& Inputs(std::vector<std::string> slots) {
+    inputs = std::move(slots);
+    return *this;
+  }
+  GradSpec& Outputs(std::vector<std::string> slots) {
+    outputs = std::move(slots);
+    return *this;
+  }
+  GradSpec& OutGrads(std::vector<std::string> slots) {
+    out_grads = std::move(slots);
+    return *this;
+  }
+  GradSpec& InGrads(std::vector<std::string> slots) {
+    in_grads = std::move(slots);
+    return *this;
+  }
+
+  std::string type;
+  std::vector<std::string> inputs;     // forward inputs the grad op reads
+  std::vector<std::string> outputs;    // forward outputs the grad op reads
+  std::vector<std::string> out_grads;  // forward outputs whose gradients
+                                       // it reads ("<slot>@GRAD" inputs)
+  std::vector<std::string> in_grads;   // forward inputs whose gradients it
+                                       // writes ("<slot>@GRAD" outputs)
 };
 
 class OpSchema {
@@ -109,10 +141,14 @@ class OpSchema {
     infer_shape_ = std::move(fn);
     return *this;
   }
+  // A grad maker of its own, for gradients of an unusual shape.
   OpSchema& SetGradMaker(GradMakerFn fn) {
     grad_maker_ = std::move(fn);
     return *this;
   }
+  // The usual gradient (see GradSpec): sets the grad maker, and lets
+  // REGISTER_GRAD_OP(spec.type) declare the gradient op from this schema.
+  OpSchema& SetGrad(GradSpec spec);
   // The slot whose first var's dtype selects the kernel. By default, the
   // first input slot; ops with no inputs select by their "dtype" attr.
   OpSchema& KernelDtypeFrom(const std::string& slot) {
@@ -135,6 +171,7 @@ class OpSchema {
   const std::vector<AttrSpec>& attrs() const { return attrs_; }
   const InferShapeFn& infer_shape() const { return infer_shape_; }
   const GradMakerFn& grad_maker() const { return grad_maker_; }
+  const GradSpec* grad_spec() const { return grad_spec_.get(); }
   bool has_grad() const { return static_cast<bool>(grad_maker_); }
   const std::string& kernel_dtype_slot() const { return kernel_dtype_slot_; }
   const SlotSpec* FindInput(const std::string& name) const;
@@ -146,6 +183,8 @@ class OpSchema {
   void Validate(const proto::OpDesc& op) const;
 
  private:
+  friend class OpRegistry;  // RegisterGrad fills a schema from another
+
   std::string type_;
   std::string doc_;
   std::vector<SlotSpec> inputs_;
@@ -153,6 +192,7 @@ class OpSchema {
   std::vector<AttrSpec> attrs_;
   InferShapeFn infer_shape_;
   GradMakerFn grad_maker_;
+  std::shared_ptr<const GradSpec> grad_spec_;
   std::string kernel_dtype_slot_;
 };
 
@@ -162,6 +202,13 @@ class OpRegistry {
 
   // Registers a new op type; a duplicate type is a kAlreadyExists error.
   OpSchema& Register(const std::string& type);
+  // Registers the gradient op `grad_type` of the forward op whose SetGrad
+  // named it: its inputs are the forward slots the spec passes through and
+  // the "<slot>@GRAD" of the forward outputs, its outputs the (optional)
+  // "<slot>@GRAD" of the forward inputs, each as duplicable as the forward
+  // slot; its attrs are the forward attrs with their defaults. The forward
+  // op must be registered before (above it, in the same file).
+  OpSchema& RegisterGrad(const std::string& grad_type);
   bool RegisterKernel(const std::string& type, Place::Kind place,
                       DataType dtype, KernelFn fn);
   bool RegisterAnyDtypeKernel(const std::string& type, Place::Kind place,
@@ -214,26 +261,34 @@ proto::OpDesc MakeOp(
 #define FLUID_CONCAT_INNER(a, b) a##b
 #define FLUID_CONCAT(a, b) FLUID_CONCAT_INNER(a, b)
 
-#define REGISTER_OP(type)                                              \
-  [[maybe_unused]] static ::fluid::OpSchema& FLUID_CONCAT(             \
+#define REGISTER_OP(type)                                  \
+  [[maybe_unused]] static ::fluid::OpSchema& FLUID_CONCAT( \
       fluid_op_schema_, type) = ::fluid::OpRegistry::Global().Register(#type)
 
-#define REGISTER_KERNEL(type, place_kind, cpp_type, fn)                     \
-  [[maybe_unused]] static bool FLUID_CONCAT(                                \
-      FLUID_CONCAT(fluid_kernel_, type), __COUNTER__) =                     \
-      ::fluid::OpRegistry::Global().RegisterKernel(                         \
-          #type, ::fluid::Place::Kind::place_kind,                          \
+// The gradient op declared by its forward op's SetGrad: slots and attrs
+// come from there; the registration adds the doc, shape inference and
+// kernels.
+#define REGISTER_GRAD_OP(type)                                              \
+  [[maybe_unused]] static ::fluid::OpSchema& FLUID_CONCAT(fluid_op_schema_, \
+                                                          type) =           \
+      ::fluid::OpRegistry::Global().RegisterGrad(#type)
+
+#define REGISTER_KERNEL(type, place_kind, cpp_type, fn)                        \
+  [[maybe_unused]] static bool FLUID_CONCAT(FLUID_CONCAT(fluid_kernel_, type), \
+                                            __COUNTER__) =                     \
+      ::fluid::OpRegistry::Global().RegisterKernel(                            \
+          #type, ::fluid::Place::Kind::place_kind,                             \
           ::fluid::DataTypeOf<cpp_type>::value, fn)
 
 // One kernel for every dtype (communication, control ops) at a place.
-#define REGISTER_ANY_DTYPE_KERNEL(type, place_kind, fn)                     \
-  [[maybe_unused]] static bool FLUID_CONCAT(                                \
-      FLUID_CONCAT(fluid_any_kernel_, type), __COUNTER__) =                 \
-      ::fluid::OpRegistry::Global().RegisterAnyDtypeKernel(                 \
+#define REGISTER_ANY_DTYPE_KERNEL(type, place_kind, fn)     \
+  [[maybe_unused]] static bool FLUID_CONCAT(                \
+      FLUID_CONCAT(fluid_any_kernel_, type), __COUNTER__) = \
+      ::fluid::OpRegistry::Global().RegisterAnyDtypeKernel( \
           #type, ::fluid::Place::Kind::place_kind, fn)
 
 // The float32 and float64 instances of a kernel template at a place:
 // REGISTER_FLOAT_KERNELS(relu, kCUDA, ReluKernel).
-#define REGISTER_FLOAT_KERNELS(type, place_kind, kernel_template)           \
-  REGISTER_KERNEL(type, place_kind, float, kernel_template<float>);         \
+#define REGISTER_FLOAT_KERNELS(type, place_kind, kernel_template)   \
+  REGISTER_KERNEL(type, place_kind, float, kernel_template<float>); \
   REGISTER_KERNEL(type, place_kind, double, kernel_template<double>)

@@ -2,10 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include "src/framework/grad_op_maker.h"
 #include "src/framework/operator.h"
 
 namespace fluid {
 namespace {
+
+REGISTER_OP(test_dup)
+    .DuplicableInput("X", "several inputs")
+    .Output("Out", "one output")
+    .Attr<float>("k", 2.0f, "a factor")
+    .SetGrad(GradSpec("test_dup_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads(
+        {"X"}));
+REGISTER_GRAD_OP(test_dup_grad);
 
 TEST(OpRegistry, DuplicateTypeIsRefused) {
   ASSERT_TRUE(OpRegistry::Global().Has("mul"));
@@ -39,6 +48,64 @@ TEST(OpRegistry, MissingKernelNamesWhatExists) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
     EXPECT_NE(msg.find("CPU/float32"), std::string::npos) << msg;
+  }
+}
+
+TEST(OpRegistry, DuplicateAnyDtypeKernelIsRefused) {
+  EXPECT_THROW(OpRegistry::Global().RegisterAnyDtypeKernel(
+                   "c_allreduce", Place::Kind::kCPU,
+                   [](const ExecutionContext&) {}),
+               Error);
+}
+
+// A gradient op declared by its forward op: every forward attr, with its
+// default; pass-through slots, gradient slots as duplicable as the forward
+// ones; optional gradient outputs.
+TEST(OpRegistry, GradOpSchemaComesFromTheForwardOp) {
+  const OpSchema& fwd = OpRegistry::Global().Get("conv2d");
+  const OpSchema& g = OpRegistry::Global().Get("conv2d_grad");
+  ASSERT_NE(fwd.grad_spec(), nullptr);
+  EXPECT_EQ(fwd.grad_spec()->type, "conv2d_grad");
+  ASSERT_EQ(g.attrs().size(), fwd.attrs().size());
+  for (size_t i = 0; i < g.attrs().size(); ++i) {
+    EXPECT_EQ(g.attrs()[i].name, fwd.attrs()[i].name);
+    EXPECT_EQ(g.attrs()[i].default_value, fwd.attrs()[i].default_value);
+  }
+  std::vector<std::string> ins, outs;
+  for (const auto& s : g.inputs()) ins.push_back(s.name);
+  for (const auto& s : g.outputs()) {
+    outs.push_back(s.name);
+    EXPECT_TRUE(s.dispensable) << s.name;
+  }
+  EXPECT_EQ(ins, (std::vector<std::string>{"Input", "Filter",
+                                           GradSlot("Output")}));
+  EXPECT_EQ(outs, (std::vector<std::string>{GradSlot("Input"),
+                                            GradSlot("Filter")}));
+  // The op the grad maker emits validates against that schema.
+  proto::OpDesc op = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
+                            {{"Output", {"y"}}}, {{"groups", int32_t{1}}});
+  std::vector<proto::OpDesc> made = fwd.grad_maker()(op);
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].type(), "conv2d_grad");
+  EXPECT_NO_THROW(g.Validate(made[0]));
+  EXPECT_EQ(OpInput(made[0], GradSlot("Output")),
+            (std::vector<std::string>{GradVarName("y")}));
+  EXPECT_EQ(OpOutput(made[0], GradSlot("Filter")),
+            (std::vector<std::string>{GradVarName("w")}));
+
+  // Duplicable forward slots stay duplicable in the gradient op.
+  const OpSchema& sum_like = OpRegistry::Global().Get("test_dup_grad");
+  EXPECT_TRUE(sum_like.inputs()[0].duplicable);
+  EXPECT_TRUE(sum_like.outputs()[0].duplicable);
+}
+
+TEST(OpRegistry, GradOpWithoutForwardIsRefused) {
+  try {
+    OpRegistry::Global().RegisterGrad("nobody_grad");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("nobody_grad"), std::string::npos);
   }
 }
 

@@ -16,7 +16,8 @@ void SquareKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   double* o = out->mutable_data<double>();
-  for (int64_t i = 0; i < x.numel(); ++i) o[i] = x.data<double>()[i] * x.data<double>()[i];
+  for (int64_t i = 0; i < x.numel(); ++i)
+    o[i] = x.data<double>()[i] * x.data<double>()[i];
 }
 
 // Correct: dX = 2 x dOut.
@@ -38,28 +39,30 @@ REGISTER_OP(test_square)
     .Input("X")
     .Output("Out")
     .SetInferShape(SquareInfer)
-    .SetGradMaker(DefaultGradMaker("test_square_grad", {"X"}, {}, {"Out"},
-                                   {"X"}))
+    .SetGrad(GradSpec("test_square_grad")
+                 .Inputs({"X"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}))
     .CPUKernel<double>(SquareKernel);
-REGISTER_OP(test_square_grad)
-    .Input("X")
-    .Input(GradSlot("Out"))
-    .Output(GradSlot("X"))
-    .SetInferShape([](InferShapeContext* c) { c->ShareShape("X", GradSlot("X")); })
+REGISTER_GRAD_OP(test_square_grad)
+    .SetInferShape([](InferShapeContext* c) {
+      c->ShareShape("X", GradSlot("X"));
+    })
     .CPUKernel<double>(SquareGradKernel);
 
 REGISTER_OP(test_square_bad)
     .Input("X")
     .Output("Out")
     .SetInferShape(SquareInfer)
-    .SetGradMaker(DefaultGradMaker("test_square_bad_grad", {"X"}, {},
-                                   {"Out"}, {"X"}))
+    .SetGrad(GradSpec("test_square_bad_grad")
+                 .Inputs({"X"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}))
     .CPUKernel<double>(SquareKernel);
-REGISTER_OP(test_square_bad_grad)
-    .Input("X")
-    .Input(GradSlot("Out"))
-    .Output(GradSlot("X"))
-    .SetInferShape([](InferShapeContext* c) { c->ShareShape("X", GradSlot("X")); })
+REGISTER_GRAD_OP(test_square_bad_grad)
+    .SetInferShape([](InferShapeContext* c) {
+      c->ShareShape("X", GradSlot("X"));
+    })
     .CPUKernel<double>(SquareBadGradKernel);
 
 TEST(GradientChecker, AcceptsACorrectGradient) {
