@@ -1,5 +1,6 @@
 #include "src/trainer/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/data/idx_reader.h"
+#include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -80,7 +82,164 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
   FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
 }
 
+bool IsEmptyOrMissingDir(const std::string& dir) {
+  FileSystem* fs = DefaultFileSystem();
+  return !fs->Exists(dir) || fs->ListDir(dir).empty();
+}
+
+// Where training picks up.
+struct Position {
+  int epoch = 0;
+  int64_t step = 0;
+};
+
+// --resume on rank 0: the newest intact checkpoint, or from scratch in an
+// empty directory, or (with --start-fresh) in one with nothing usable.
+Position LoadNewestCheckpoint(const TrainerOptions& o,
+                              const proto::ProgramDesc& main, Scope* scope,
+                              std::ostream& log) {
+  const std::string& dir = o.checkpoint_dir;
+  if (IsEmptyOrMissingDir(dir)) {
+    log << "no checkpoint in " << dir << ": starting from scratch\n";
+    return {};
+  }
+  CheckpointInfo info;
+  std::string why_none;
+  if (TryLoadCheckpoint(scope, main, dir, &info, &why_none)) {
+    for (const std::string& why : info.skipped)
+      log << "skipped a checkpoint: " << why << "\n";
+    log << "resumed from " << dir << " at epoch " << info.epoch << ", step "
+        << info.step << " (" << info.path << ")\n";
+    return Position{static_cast<int>(info.epoch), info.step};
+  }
+  FLUID_ENFORCE_CODE(o.start_fresh, ErrorCode::kNotFound,
+                     "--resume: no usable checkpoint in non-empty '", dir,
+                     "' (", why_none, "); pass --start-fresh to discard it ",
+                     "and train from scratch");
+  const int removed = RemoveCheckpoints(dir);
+  log << "starting fresh in " << dir << " (--start-fresh): no usable "
+      << "checkpoint (" << why_none << "); removed " << removed
+      << " unusable checkpoint(s)\n";
+  return {};
+}
+
+// Rank 0 reads the checkpoint; every rank takes its values and position.
+Position Resume(const TrainerOptions& o, const proto::ProgramDesc& main,
+                Scope* scope, MPIExecutor* dist, int rank, std::ostream& log) {
+  Position pos;
+  if (rank == 0) pos = LoadNewestCheckpoint(o, main, scope, log);
+  if (dist) {
+    dist->BroadcastPersistables();
+    auto epochs = dist->communicator()->AllGatherValue(pos.epoch);
+    auto steps = dist->communicator()->AllGatherValue(pos.step);
+    pos.epoch = static_cast<int>(epochs[0]);
+    pos.step = static_cast<int64_t>(steps[0]);
+  }
+  return pos;
+}
+
+// The classes the model scores, from the ops that read `label` through a
+// "Label" slot: the last dim of their scores input; -1 when unknown.
+int64_t NumClasses(const proto::ProgramDesc& program,
+                   const std::string& label) {
+  const proto::BlockDesc& block = program.blocks(0);
+  int64_t classes = -1;
+  for (const proto::OpDesc& op : block.ops()) {
+    const std::vector<std::string> labels = OpInput(op, "Label");
+    if (std::find(labels.begin(), labels.end(), label) == labels.end())
+      continue;
+    for (const proto::OpDesc::Var& in : op.inputs()) {
+      if (in.parameter() == "Label" || in.arguments_size() == 0) continue;
+      const proto::VarDesc* v = FindVarDesc(block, in.arguments(0));
+      if (v == nullptr) continue;
+      const Shape shape = VarShape(*v);
+      if (shape.rank() >= 1 && shape[shape.rank() - 1] > 0) {
+        const int64_t c = shape[shape.rank() - 1];
+        classes = classes < 0 ? c : std::min(classes, c);
+      }
+      break;
+    }
+  }
+  return classes;
+}
+
+// The test set against the evaluation program, before any training: feed
+// count, every label within the model's classes, and one small batch run
+// through the program (image size, dtypes).
+void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
+                  const proto::ProgramDesc& eval_program, const Dataset& test,
+                  Executor* exe, PreparedProgram* eval) {
+  const std::string what = "test set in '" + o.data_dir + "'";
+  try {
+    CheckFeedsMatchData(job, test);
+  } catch (const Error& e) {
+    FLUID_RETHROW(e, what, ": ", e.what());
+  }
+  for (size_t i = 0; i < test.tensors.size(); ++i) {
+    const Tensor& t = test.tensors[i];
+    if (t.dtype() != DataType::kInt64) continue;
+    const int64_t classes = NumClasses(eval_program, job.feed_names(i));
+    if (classes <= 0) continue;
+    const int64_t* d = t.data<int64_t>();
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      FLUID_ENFORCE(d[k] >= 0 && d[k] < classes, what, ": label ", d[k],
+                    " of sample ", k, " is outside the model's ", classes,
+                    " classes [0, ", classes, ")");
+    }
+  }
+  Batcher probe(TakeFirst(test, 16), 16, 0, 0, 1, /*shuffle=*/false);
+  probe.StartEpoch(0);
+  std::vector<Tensor> batch;
+  std::vector<Tensor> fetched;
+  FeedList feeds;
+  if (!probe.Next(&batch)) return;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    feeds.emplace_back(job.feed_names(i), batch[i]);
+  try {
+    exe->Run(eval, feeds, {job.metric_names(0)}, &fetched);
+  } catch (const Error& e) {
+    FLUID_RETHROW(e, what, " does not fit the evaluation program: ",
+                  e.what());
+  }
+}
+
+// Top-1 accuracy of the first metric over the whole test set.
+double Evaluate(const proto::TrainingJob& job, const Dataset& test,
+                Executor* exe, PreparedProgram* eval, int64_t* seen) {
+  Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
+  test_batcher.StartEpoch(0);
+  std::vector<Tensor> batch;
+  std::vector<Tensor> fetched;
+  FeedList feeds;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    feeds.emplace_back(job.feed_names(i), Tensor());
+  double acc_sum = 0;
+  *seen = 0;
+  const std::vector<std::string> metric = {job.metric_names(0)};
+  while (test_batcher.Next(&batch)) {
+    for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+    exe->Run(eval, feeds, metric, &fetched);
+    int64_t n = batch[0].shape()[0];
+    acc_sum += ScalarOf(fetched[0]) * n;
+    *seen += n;
+  }
+  return acc_sum / std::max<int64_t>(*seen, 1);
+}
+
 }  // namespace
+
+proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
+                                     std::ostream& log) {
+  if (job.has_test()) {
+    CheckEvaluationProgram(job.test(), "the job's test program");
+    return job.test();
+  }
+  proto::ProgramDesc test = CloneForTest(job.main());
+  log << "the job has no test program: evaluating with the forward part of "
+      << "the main program (" << test.blocks(0).ops_size() << " of "
+      << job.main().blocks(0).ops_size() << " ops)\n";
+  return test;
+}
 
 Place ParsePlace(const std::string& place) {
   if (place == "cpu") return Place::CPU();
@@ -116,6 +275,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const Place place = ParsePlace(o.place);
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
+  FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
 
   proto::TrainingJob job = ObtainJob(o);
   TrainerResult result;
@@ -173,36 +333,24 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // Only rank 0 speaks.
   std::ostringstream muted;
   std::ostream& log = rank == 0 ? out : muted;
-  const proto::ProgramDesc& test_program =
-      job.has_test() ? job.test() : job.main();
-  std::unique_ptr<PreparedProgram> eval;
-
   std::vector<std::string> fetch = {job.loss_name()};
   for (const auto& m : job.metric_names()) fetch.push_back(m);
 
-  int start_epoch = 0;
-  int64_t step = 0;
+  // Rank 0 checkpoints and evaluates; what would fail there after training
+  // is checked now, and a failure ends every rank (main aborts the job).
+  std::unique_ptr<PreparedProgram> eval;
+  const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
+  if (rank == 0 && !o.checkpoint_dir.empty())
+    CheckCheckpointDirWritable(o.checkpoint_dir);
+  Position pos;
+  if (o.resume) pos = Resume(o, job.main(), &scope, dist.get(), rank, log);
+  int start_epoch = pos.epoch;
+  int64_t step = pos.step;
   std::vector<std::string> persistable = PersistableVars(job.main());
-  if (o.resume) {
-    // Rank 0 reads the checkpoint; everyone takes its values and position.
-    bool have = rank == 0 && HasCheckpoint(o.checkpoint_dir);
-    if (have) {
-      CheckpointInfo info =
-          LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
-      start_epoch = static_cast<int>(info.epoch);
-      step = info.step;
-    }
-    if (dist) {
-      dist->BroadcastPersistables();
-      auto epochs = dist->communicator()->AllGatherValue(start_epoch);
-      auto steps = dist->communicator()->AllGatherValue(step);
-      start_epoch = static_cast<int>(epochs[0]);
-      step = static_cast<int64_t>(steps[0]);
-      have = epochs[0] != 0 || steps[0] != 0;
-    }
-    if (have)
-      log << "resumed from " << o.checkpoint_dir << " at epoch "
-          << start_epoch << ", step " << step << "\n";
+  if (rank == 0 && evaluate) {
+    const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
+    eval = exe->Prepare(eval_program, &scope);
+    CheckTestSet(o, job, eval_program, test, exe, eval.get());
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
@@ -285,21 +433,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters).
-  if (rank == 0 && test.size() > 0 && job.metric_names_size() > 0) {
-    eval = exe->Prepare(test_program, &scope);
-    Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
-    test_batcher.StartEpoch(0);
-    double acc_sum = 0;
+  if (eval) {
     int64_t seen = 0;
-    std::vector<std::string> metric = {job.metric_names(0)};
-    while (test_batcher.Next(&batch)) {
-      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe->Run(eval.get(), feeds, metric, &fetched);
-      int64_t n = batch[0].shape()[0];
-      acc_sum += ScalarOf(fetched[0]) * n;
-      seen += n;
-    }
-    result.test_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    result.test_accuracy = Evaluate(job, test, exe, eval.get(), &seen);
     char line[160];
     std::snprintf(line, sizeof(line),
                   "test accuracy %.4f (%lld samples); trained %lld steps at "

@@ -229,6 +229,10 @@ class CrashingFileSystem : public FileSystem {
     Alive();
     return base_->Exists(path);
   }
+  FileStat Stat(const std::string& path) override {
+    Alive();
+    return base_->Stat(path);
+  }
 
  private:
   void Alive() {
