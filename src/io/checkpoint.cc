@@ -711,6 +711,24 @@ bool TryLoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
   return false;
 }
 
+void RepointLatest(const std::string& dir, const std::string& checkpoint_path,
+                   FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "RepointLatest: null file system");
+  const size_t slash = checkpoint_path.find_last_of('/');
+  const std::string entry = slash == std::string::npos
+                                ? checkpoint_path
+                                : checkpoint_path.substr(slash + 1);
+  int64_t step;
+  std::string suffix;
+  FLUID_ENFORCE(ParseCheckpointName(entry, &step, &suffix) &&
+                    (suffix.empty() || suffix == kAsideSuffix),
+                "RepointLatest: '", checkpoint_path, "' is not a checkpoint");
+  FLUID_ENFORCE(JoinPath(dir, entry) == checkpoint_path, "RepointLatest: '",
+                checkpoint_path, "' is not in '", dir, "'");
+  // ckpt-N.old stands in for a missing ckpt-N, so LATEST names ckpt-N.
+  fs->WriteFile(JoinPath(dir, kLatest), CheckpointName(step));
+}
+
 void CheckCheckpointDirWritable(const std::string& dir, FileSystem* fs) {
   FLUID_ENFORCE(fs != nullptr, "CheckCheckpointDirWritable: null file system");
   const std::string probe = JoinPath(dir, kProbe);

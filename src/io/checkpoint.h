@@ -130,6 +130,13 @@ bool TryLoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
                        std::string* why_none,
                        FileSystem* fs = DefaultFileSystem());
 
+// Makes LATEST name the checkpoint at `checkpoint_path` (a path LoadCheckpoint
+// returned in CheckpointInfo::path). A job that resumed from an older
+// checkpoint because the newer ones are damaged calls this, so that its
+// next save keeps the checkpoint it resumed from as the fallback.
+void RepointLatest(const std::string& dir, const std::string& checkpoint_path,
+                   FileSystem* fs = DefaultFileSystem());
+
 // Creates `dir` if needed and writes and removes a probe file there, so that
 // a directory checkpoints cannot be written to is found before training
 // rather than after the first epoch. The error (the file system's code and

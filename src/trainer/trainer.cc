@@ -108,6 +108,10 @@ Position LoadNewestCheckpoint(const TrainerOptions& o,
   if (TryLoadCheckpoint(scope, main, dir, &info, &why_none)) {
     for (const std::string& why : info.skipped)
       log << "skipped a checkpoint: " << why << "\n";
+    if (!info.skipped.empty()) {
+      // The next save must keep this one, not a damaged one, as fallback.
+      RepointLatest(dir, info.path);
+    }
     log << "resumed from " << dir << " at epoch " << info.epoch << ", step "
         << info.step << " (" << info.path << ")\n";
     return Position{static_cast<int>(info.epoch), info.step};
