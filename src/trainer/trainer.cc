@@ -230,6 +230,95 @@ double Evaluate(const proto::TrainingJob& job, const Dataset& test,
   return acc_sum / std::max<int64_t>(*seen, 1);
 }
 
+// The line that opens training: what runs where.
+void LogBanner(const TrainerOptions& o, int64_t samples,
+               int64_t steps_per_epoch, const Place& place, int world,
+               MPIExecutor* dist, std::ostream& log) {
+  log << "training " << (o.program.empty() ? o.model : o.program) << ": "
+      << samples << " samples, batch " << o.batch_size;
+  if (world > 1) log << " per rank x " << world << " ranks";
+  log << ", " << steps_per_epoch << " steps/epoch, ";
+  if (place.is_cpu()) {
+    log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
+  } else {
+    log << "on " << place.ToString();
+    if (world > 1)
+      log << " (rank 0), gradients over "
+          << dist->communicator()->backend_name();
+  }
+  log << "\n";
+  log.flush();
+}
+
+// The training steps of one rank, one epoch at a time.
+struct TrainLoop {
+  const TrainerOptions& o;
+  const proto::TrainingJob& job;
+  Executor* exe;
+  PreparedProgram* main;
+  MPIExecutor* dist;  // null in a single process
+  Batcher* batcher;
+  int rank;
+  int world;
+  std::ostream& log;
+
+  // Trains epoch `epoch`, advancing `step`, printing progress, and storing
+  // its loss and accuracy in `result`; returns the samples trained on by
+  // all ranks.
+  int64_t RunEpoch(int epoch, int64_t* step, TrainerResult* result) {
+    std::vector<std::string> fetch = {job.loss_name()};
+    for (const auto& m : job.metric_names()) fetch.push_back(m);
+    std::vector<Tensor> batch;
+    std::vector<Tensor> fetched;
+    FeedList feeds;
+    for (int i = 0; i < job.feed_names_size(); ++i)
+      feeds.emplace_back(job.feed_names(i), Tensor());
+    const int64_t steps_per_epoch = batcher->StepsPerEpoch();
+    batcher->StartEpoch(epoch);
+    auto epoch_start = Clock::now();
+    double loss_sum = 0, acc_sum = 0;
+    int64_t seen = 0, epoch_step = 0;
+    while (batcher->Next(&batch)) {
+      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+      exe->Run(main, feeds, fetch, &fetched);
+      double loss = ScalarOf(fetched[0]);
+      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
+                         "loss is ", loss, " at epoch ", epoch + 1, " step ",
+                         epoch_step + 1, " on rank ", rank,
+                         ": training diverged");
+      int64_t n = batch[0].shape()[0];
+      loss_sum += loss * n;
+      if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
+      seen += n;
+      ++epoch_step;
+      ++*step;
+      if (dist && o.check_consistency > 0 && *step % o.check_consistency == 0)
+        dist->CheckConsistency();
+      bool last = epoch_step == steps_per_epoch;
+      if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
+        double el = Seconds(epoch_start, Clock::now());
+        double rate = seen * world / std::max(el, 1e-9);
+        double remaining =
+            (steps_per_epoch - epoch_step) * (el / epoch_step) +
+            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
+                      "%.4f  %.0f samples/s  ETA %s",
+                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
+                      static_cast<long long>(steps_per_epoch),
+                      loss_sum / seen, acc_sum / seen, rate,
+                      FormatDuration(remaining).c_str());
+        log << line << "\n";
+        log.flush();
+      }
+    }
+    result->final_loss = loss_sum / std::max<int64_t>(seen, 1);
+    result->train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    return seen * world;
+  }
+};
+
 }  // namespace
 
 proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
@@ -337,9 +426,6 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // Only rank 0 speaks.
   std::ostringstream muted;
   std::ostream& log = rank == 0 ? out : muted;
-  std::vector<std::string> fetch = {job.loss_name()};
-  for (const auto& m : job.metric_names()) fetch.push_back(m);
-
   // Rank 0 checkpoints and evaluates; what would fail there after training
   // is checked now, and a failure ends every rank (main aborts the job).
   std::unique_ptr<PreparedProgram> eval;
@@ -358,72 +444,14 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  const int64_t steps_per_epoch = batcher.StepsPerEpoch();
-  log << "training " << (o.program.empty() ? o.model : o.program) << ": "
-      << train.size() << " samples, batch " << o.batch_size;
-  if (world > 1) log << " per rank x " << world << " ranks";
-  log << ", " << steps_per_epoch << " steps/epoch, ";
-  if (place.is_cpu()) {
-    log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
-  } else {
-    log << "on " << place.ToString();
-    if (world > 1)
-      log << " (rank 0), gradients over "
-          << dist->communicator()->backend_name();
-  }
-  log << "\n";
-  log.flush();
+  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world,
+            dist.get(), log);
 
-  std::vector<Tensor> batch;
-  std::vector<Tensor> fetched;
-  FeedList feeds;
-  for (int i = 0; i < job.feed_names_size(); ++i)
-    feeds.emplace_back(job.feed_names(i), Tensor());
+  TrainLoop loop{o, job, exe, main, dist.get(), &batcher, rank, world, log};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
-    batcher.StartEpoch(epoch);
-    auto epoch_start = Clock::now();
-    double loss_sum = 0, acc_sum = 0;
-    int64_t seen = 0, epoch_step = 0;
-    while (batcher.Next(&batch)) {
-      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe->Run(main, feeds, fetch, &fetched);
-      double loss = ScalarOf(fetched[0]);
-      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
-                         "loss is ", loss, " at epoch ", epoch + 1, " step ",
-                         epoch_step + 1, " on rank ", rank,
-                         ": training diverged");
-      int64_t n = batch[0].shape()[0];
-      loss_sum += loss * n;
-      if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
-      seen += n;
-      ++epoch_step;
-      ++step;
-      if (dist && o.check_consistency > 0 && step % o.check_consistency == 0)
-        dist->CheckConsistency();
-      bool last = epoch_step == steps_per_epoch;
-      if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
-        double el = Seconds(epoch_start, Clock::now());
-        double rate = seen * world / std::max(el, 1e-9);
-        double remaining =
-            (steps_per_epoch - epoch_step) * (el / epoch_step) +
-            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
-        char line[256];
-        std::snprintf(line, sizeof(line),
-                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
-                      "%.4f  %.0f samples/s  ETA %s",
-                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
-                      static_cast<long long>(steps_per_epoch),
-                      loss_sum / seen, acc_sum / seen, rate,
-                      FormatDuration(remaining).c_str());
-        log << line << "\n";
-        log.flush();
-      }
-    }
-    samples_total += seen * world;
-    result.final_loss = loss_sum / std::max<int64_t>(seen, 1);
-    result.train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    samples_total += loop.RunEpoch(epoch, &step, &result);
     if (!o.checkpoint_dir.empty() && rank == 0) {
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
