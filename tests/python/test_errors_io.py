@@ -74,6 +74,19 @@ def test_save_params_over_a_regular_file(tmp_path):
                              scope=scope)
 
 
+def test_save_job_where_no_file_can_be_made(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4])
+        label = L.data("label", [1], dtype="int64")
+        loss = L.mean(L.softmax_with_cross_entropy(L.fc(x, 3), label))
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(NotADirectoryError, match="model.pb"):
+        fluid.io.save_job(str(blocker / "model.pb"), main, startup,
+                          feeds=[x, label], loss=loss)
+
+
 def test_missing_checkpoint_is_still_key_error(tmp_path):
     exe, scope, main = small_net()
     with pytest.raises(KeyError, match="LATEST"):
