@@ -214,8 +214,7 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
   return pairs;
 }
 
-bool IsTrainingOnlyOp(const proto::OpDesc& op,
-                      const proto::BlockDesc& block) {
+bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block) {
   const int train = static_cast<int>(OpRole::kBackward) |
                     static_cast<int>(OpRole::kOptimize) |
                     static_cast<int>(OpRole::kCollective);
@@ -234,8 +233,7 @@ bool IsTrainingOnlyOp(const proto::OpDesc& op,
 }
 
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
-  FLUID_ENFORCE(program.blocks_size() > 0, "CloneForTest: program has no "
-                "blocks");
+  FLUID_ENFORCE(program.blocks_size() > 0, "CloneForTest: no blocks");
   proto::ProgramDesc out = program;
   proto::BlockDesc* block = out.mutable_blocks(0);
   block->clear_ops();
@@ -258,8 +256,8 @@ void CheckEvaluationProgram(const proto::ProgramDesc& program,
   FLUID_ENFORCE(program.blocks_size() > 0, what, " has no blocks");
   const proto::BlockDesc& block = program.blocks(0);
   for (int i = 0; i < block.ops_size(); ++i) {
-    FLUID_ENFORCE(!IsTrainingOnlyOp(block.ops(i), block), what, " holds op ",
-                  i, " '", block.ops(i).type(), "' (", OpToString(block.ops(i)),
+    FLUID_ENFORCE(!IsTrainingOnlyOp(block.ops(i), block), what, " holds op ", i,
+                  " '", block.ops(i).type(), "' (", OpToString(block.ops(i)),
                   "), which trains or communicates; evaluation runs forward "
                   "ops only");
   }

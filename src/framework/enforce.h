@@ -98,5 +98,4 @@ template <typename... Args>
 // FLUID_RETHROW(cause, msg...) throws a new error with the code and errno of
 // `cause` (a fluid::Error) and the given message, which usually ends with
 // cause.what().
-#define FLUID_RETHROW(cause, ...) \
-  ::fluid::internal::Rethrow(cause, __VA_ARGS__)
+#define FLUID_RETHROW(cause, ...) ::fluid::internal::Rethrow(cause, __VA_ARGS__)

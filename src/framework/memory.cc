@@ -61,7 +61,8 @@ void* Allocate(const Place& place, size_t bytes) {
   }
   // A size within 63 of SIZE_MAX would round to 0.
   void* p = nullptr;
-  if (bytes <= SIZE_MAX - 63) p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (bytes <= SIZE_MAX - 63)
+    p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   FLUID_ENFORCE_CODE(p != nullptr, ErrorCode::kResourceExhausted,
                      "out of memory allocating ", bytes, " bytes on cpu");
   return p;

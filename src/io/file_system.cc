@@ -132,8 +132,8 @@ class PosixFileSystem : public FileSystem {
     bool created = std::filesystem::create_directories(path, ec);
     if (ec) ThrowErrno(ec.value(), "create directory", path);
     if (!std::filesystem::is_directory(path, ec))
-      FLUID_THROW_OS(ErrorCode::kIO, ENOTDIR, "cannot create directory '",
-                     path, "': it exists and is not a directory");
+      FLUID_THROW_OS(ErrorCode::kIO, ENOTDIR, "cannot create directory '", path,
+                     "': it exists and is not a directory");
     if (created) SyncDir(ParentDir(path));
   }
 
@@ -165,8 +165,8 @@ class PosixFileSystem : public FileSystem {
   void Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) {
       int err = errno;
-      FLUID_THROW_OS(CodeFor(err), err, "cannot rename '", from, "' to '",
-                     to, "': ", std::strerror(err));
+      FLUID_THROW_OS(CodeFor(err), err, "cannot rename '", from, "' to '", to,
+                     "': ", std::strerror(err));
     }
     std::string from_dir = ParentDir(from), to_dir = ParentDir(to);
     SyncDir(to_dir);

@@ -202,8 +202,7 @@ void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
   try {
     exe->Run(eval, feeds, {job.metric_names(0)}, &fetched);
   } catch (const Error& e) {
-    FLUID_RETHROW(e, what, " does not fit the evaluation program: ",
-                  e.what());
+    FLUID_RETHROW(e, what, " does not fit the evaluation program: ", e.what());
   }
 }
 
@@ -282,8 +281,8 @@ struct TrainLoop {
       for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
-      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
-                         "loss is ", loss, " at epoch ", epoch + 1, " step ",
+      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",
+                         loss, " at epoch ", epoch + 1, " step ",
                          epoch_step + 1, " on rank ", rank,
                          ": training diverged");
       int64_t n = batch[0].shape()[0];
@@ -306,9 +305,8 @@ struct TrainLoop {
                       "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
                       "%.4f  %.0f samples/s  ETA %s",
                       epoch + 1, o.epochs, static_cast<long long>(epoch_step),
-                      static_cast<long long>(steps_per_epoch),
-                      loss_sum / seen, acc_sum / seen, rate,
-                      FormatDuration(remaining).c_str());
+                      static_cast<long long>(steps_per_epoch), loss_sum / seen,
+                      acc_sum / seen, rate, FormatDuration(remaining).c_str());
         log << line << "\n";
         log.flush();
       }
@@ -444,8 +442,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world,
-            dist.get(), log);
+  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist.get(),
+            log);
 
   TrainLoop loop{o, job, exe, main, dist.get(), &batcher, rank, world, log};
   auto train_start = Clock::now();

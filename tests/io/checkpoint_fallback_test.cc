@@ -17,8 +17,6 @@
 namespace fluid {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using checkpoint_testing::ExpectModel;
 using checkpoint_testing::LoadError;
 using checkpoint_testing::LoadModel;
@@ -28,6 +26,8 @@ using checkpoint_testing::SaveModel;
 using checkpoint_testing::SetModel;
 using checkpoint_testing::TempDir;
 using checkpoint_testing::WriteRaw;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 void FlipByte(const std::string& path, size_t at) {
   std::string bytes = DefaultFileSystem()->ReadFile(path);
@@ -171,18 +171,18 @@ TEST(CheckpointFallbackTest, TryLoadReportsNothingUsableWithoutThrowing) {
   Scope scope;
   CheckpointInfo info;
   std::string why;
-  EXPECT_FALSE(TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info,
-                                 &why));
+  EXPECT_FALSE(
+      TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info, &why));
   EXPECT_THAT(why, HasSubstr("LATEST"));
   SaveModel(dir.path(), 10);
   FlipByte(OnlyFileOf(dir / "ckpt-10", "fc_0.w"), 1);
-  EXPECT_FALSE(TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info,
-                                 &why));
+  EXPECT_FALSE(
+      TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info, &why));
   EXPECT_THAT(why, HasSubstr("ckpt-10' is damaged"));
   EXPECT_TRUE(scope.LocalVarNames().empty());
   SaveModel(dir.path(), 20);
-  EXPECT_TRUE(TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info,
-                                &why));
+  EXPECT_TRUE(
+      TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info, &why));
   EXPECT_EQ(info.step, 20);
 }
 
@@ -215,9 +215,9 @@ TEST_F(CheckpointFileKindTest, HugeSparseFileIsRefusedBeforeReading) {
   ASSERT_EQ(::truncate(file_.c_str(), static_cast<off_t>(huge)), 0);
   Scope scope;
   Error e = LoadError(&scope, ModelProgram(), dir_.path());
-  EXPECT_THAT(e.what(), HasSubstr("fc_0.w: file '" + file_ + "' has " +
-                                  std::to_string(huge) +
-                                  " bytes, the manifest says 48"));
+  EXPECT_THAT(e.what(),
+              HasSubstr("fc_0.w: file '" + file_ + "' has " +
+                        std::to_string(huge) + " bytes, the manifest says 48"));
 }
 
 TEST_F(CheckpointFileKindTest, SymlinkToADeviceIsRefused) {
@@ -225,10 +225,9 @@ TEST_F(CheckpointFileKindTest, SymlinkToADeviceIsRefused) {
   std::filesystem::create_symlink("/dev/zero", file_);
   Scope scope;
   Error e = LoadError(&scope, ModelProgram(), dir_.path());
-  EXPECT_THAT(e.what(),
-              HasSubstr("fc_0.w: file '" + file_ +
-                        "' is not a regular file (a device, fifo or "
-                        "socket), the manifest says 48 bytes"));
+  EXPECT_THAT(e.what(), HasSubstr("fc_0.w: file '" + file_ +
+                                  "' is not a regular file (a device, fifo or "
+                                  "socket), the manifest says 48 bytes"));
 }
 
 TEST_F(CheckpointFileKindTest, FifoIsRefusedWithoutBlocking) {

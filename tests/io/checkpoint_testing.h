@@ -124,7 +124,7 @@ inline void ExpectModel(const Scope& scope, int seed) {
 }
 
 inline void SaveModel(const std::string& dir, int64_t step,
-               FileSystem* fs = DefaultFileSystem()) {
+                      FileSystem* fs = DefaultFileSystem()) {
   Scope scope;
   SetModel(&scope, static_cast<int>(step));
   SaveCheckpoint(scope, ModelNames(), dir, CheckpointInfo{step, step / 10}, fs);
@@ -141,7 +141,7 @@ inline int64_t LoadModel(const std::string& dir) {
 }
 
 inline Error LoadError(Scope* scope, const proto::ProgramDesc& program,
-                const std::string& dir) {
+                       const std::string& dir) {
   try {
     LoadCheckpoint(scope, program, dir);
   } catch (const Error& e) {

@@ -297,8 +297,8 @@ TEST_F(TrainerCheckpointTest, CorruptNewestCheckpointFallsBackToThePrevious) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("is corrupt: crc32"), std::string::npos) << out;
-  EXPECT_NE(out.find("resumed from " + ckpt_ + " at epoch 1, step 4 (" +
-                     ckpt_ + "/ckpt-4)"),
+  EXPECT_NE(out.find("resumed from " + ckpt_ + " at epoch 1, step 4 (" + ckpt_ +
+                     "/ckpt-4)"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("epoch 1/3"), std::string::npos) << out;
@@ -329,8 +329,7 @@ TEST_F(TrainerCheckpointTest, ResumeWithoutLatestFindsTheNewestByScanning) {
 TEST_F(TrainerCheckpointTest, ResumeInAMissingOrEmptyDirectoryStartsOver) {
   Outcome o = RunCli(Cli("--resume"));
   ASSERT_EQ(o.status, 0) << o.err;
-  EXPECT_NE(o.out.find("no checkpoint in " + ckpt_ +
-                       ": starting from scratch"),
+  EXPECT_NE(o.out.find("no checkpoint in " + ckpt_ + ": starting from scratch"),
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("epoch 1/1"), std::string::npos) << o.out;
@@ -341,8 +340,8 @@ TEST_F(TrainerCheckpointTest, NothingUsableInANonEmptyDirectoryIsRefused) {
   RunTrainer(Options(1), log1);  // ckpt-4 only
   Corrupt(ckpt_ + "/ckpt-4");
   Outcome refused = RunCli(Cli("--resume --epochs 2"));
-  ExpectOneLineError(refused, "--resume: no usable checkpoint in non-empty '" +
-                                  ckpt_ + "'");
+  ExpectOneLineError(
+      refused, "--resume: no usable checkpoint in non-empty '" + ckpt_ + "'");
   EXPECT_NE(refused.err.find("--start-fresh"), std::string::npos);
   EXPECT_EQ(refused.out.find("epoch 1/2"), std::string::npos) << refused.out;
   EXPECT_TRUE(std::filesystem::exists(ckpt_ + "/ckpt-4"));
@@ -374,8 +373,8 @@ TEST_F(TrainerCheckpointTest, StrayFilesAloneAreNotACheckpoint) {
 TEST_F(TrainerCheckpointTest, UnwritableCheckpointDirFailsBeforeTraining) {
   std::ofstream(dir_ + "/file") << "x";
   Outcome o = RunCli("--model mlp --checkpoint-dir '" + dir_ + "/file/ckpt'");
-  ExpectOneLineError(o, "checkpoint directory '" + dir_ +
-                            "/file/ckpt' is not writable");
+  ExpectOneLineError(
+      o, "checkpoint directory '" + dir_ + "/file/ckpt' is not writable");
   EXPECT_NE(o.err.find("Not a directory"), std::string::npos) << o.err;
   EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
 }
@@ -410,8 +409,9 @@ TEST_F(TrainerTest, TestLabelsOutOfRangeFailBeforeTraining) {
   labels[33] = 200;
   WriteTestSplit(dir_, 28, 28, labels);
   Outcome o = RunCli("--model mlp");
-  ExpectOneLineError(o, "label 200 of sample 33 is outside the model's 10 "
-                        "classes [0, 10)");
+  ExpectOneLineError(o,
+                     "label 200 of sample 33 is outside the model's 10 "
+                     "classes [0, 10)");
   EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
 }
 
