@@ -316,6 +316,20 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
+      if (e.code() == ErrorCode::kIO || e.os_errno() != 0) {
+        // OSError(errno, message) becomes the matching subclass
+        // (FileNotFoundError, PermissionError, NotADirectoryError, ...).
+        PyObject* exc =
+            e.os_errno() != 0
+                ? PyObject_CallFunction(PyExc_OSError, "is", e.os_errno(),
+                                        e.what())
+                : PyObject_CallFunction(PyExc_OSError, "s", e.what());
+        if (exc != nullptr) {
+          PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
+          Py_DECREF(exc);
+        }
+        return;
+      }
       switch (e.code()) {
         case ErrorCode::kInvalidArgument:
         case ErrorCode::kAlreadyExists:
@@ -332,6 +346,12 @@ PYBIND11_MODULE(_core, m) {
           return;
         case ErrorCode::kInternal:
           PyErr_SetString(PyExc_RuntimeError, e.what());
+          return;
+        case ErrorCode::kResourceExhausted:
+          PyErr_SetString(PyExc_MemoryError, e.what());
+          return;
+        case ErrorCode::kIO:  // handled above
+          PyErr_SetString(PyExc_OSError, e.what());
           return;
       }
     }

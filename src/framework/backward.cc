@@ -214,22 +214,39 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
   return pairs;
 }
 
+bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block) {
+  const int train = static_cast<int>(OpRole::kBackward) |
+                    static_cast<int>(OpRole::kOptimize) |
+                    static_cast<int>(OpRole::kCollective);
+  if (OpRoleOf(op) & train) return true;
+  // Programs written without roles: judge by what the op does.
+  const std::string& type = op.type();
+  if (type.rfind("c_", 0) == 0 || type == "send" || type == "recv" ||
+      type == "coalesce_tensor")
+    return true;
+  for (const std::string& out : OpOutputNames(op)) {
+    if (!ForwardName(out).empty()) return true;
+    const proto::VarDesc* v = FindVarDesc(block, out);
+    if (v != nullptr && v->persistable()) return true;
+  }
+  return false;
+}
+
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
+  FLUID_ENFORCE(program.blocks_size() > 0, "CloneForTest: no blocks");
   proto::ProgramDesc out = program;
   proto::BlockDesc* block = out.mutable_blocks(0);
   block->clear_ops();
   std::set<std::string> used;
-  const int drop = static_cast<int>(OpRole::kBackward) |
-                   static_cast<int>(OpRole::kOptimize) |
-                   static_cast<int>(OpRole::kCollective);
-  for (const auto& op : program.blocks(0).ops()) {
-    if (OpRoleOf(op) & drop) continue;
+  const proto::BlockDesc& src = program.blocks(0);
+  for (const auto& op : src.ops()) {
+    if (IsTrainingOnlyOp(op, src)) continue;
     *block->add_ops() = op;
     for (const auto& n : OpInputNames(op)) used.insert(n);
     for (const auto& n : OpOutputNames(op)) used.insert(n);
   }
   block->clear_vars();
-  for (const auto& v : program.blocks(0).vars())
+  for (const auto& v : src.vars())
     if (v.persistable() || used.count(v.name())) *block->add_vars() = v;
   return out;
 }
@@ -253,6 +270,18 @@ std::vector<std::string> LossVars(const proto::ProgramDesc& program) {
         out.push_back(n.substr(0, n.size() - suffix.size()));
   }
   return out;
+}
+
+void CheckEvaluationProgram(const proto::ProgramDesc& program,
+                            const std::string& what) {
+  FLUID_ENFORCE(program.blocks_size() > 0, what, " has no blocks");
+  const proto::BlockDesc& block = program.blocks(0);
+  for (int i = 0; i < block.ops_size(); ++i) {
+    FLUID_ENFORCE(!IsTrainingOnlyOp(block.ops(i), block), what, " holds op ", i,
+                  " '", block.ops(i).type(), "' (", OpToString(block.ops(i)),
+                  "), which trains or communicates; evaluation runs forward "
+                  "ops only");
+  }
 }
 
 }  // namespace fluid

@@ -23,8 +23,17 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
                              const std::string& loss,
                              const std::set<std::string>& no_grad = {});
 
-// A copy of `program` for evaluation: forward ops only (no backward, no
-// optimize ops), and only the vars they use plus the persistable ones.
+// True for an op that evaluation must never run: a backward, optimize or
+// collective op by its op_role (the loss-gradient seed is a backward op),
+// and, for ops written without a role, one that communicates (c_*, send,
+// recv, coalesce_tensor), writes a gradient (x@GRAD) or writes a persistable
+// var (a parameter or optimizer state). `block` declares the op's vars.
+bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block);
+
+// A copy of `program` for evaluation: the forward part only (every op
+// IsTrainingOnlyOp rejects is dropped), and only the vars the kept ops use
+// plus the persistable ones. The trainer derives a job's missing test
+// program with it; Python's Program.clone(for_test=True) calls it too.
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program);
 
 // True when the program updates parameters: it has ops with the optimize
@@ -34,5 +43,10 @@ bool IsTrainingProgram(const proto::ProgramDesc& program);
 // The losses AppendBackward differentiated in `program`: the vars whose
 // gradient is seeded by the op with the loss role.
 std::vector<std::string> LossVars(const proto::ProgramDesc& program);
+
+// Refuses (kInvalidArgument, naming the op) a program meant for evaluation
+// that holds an op IsTrainingOnlyOp rejects. `what` names the program.
+void CheckEvaluationProgram(const proto::ProgramDesc& program,
+                            const std::string& what);
 
 }  // namespace fluid

@@ -37,9 +37,9 @@ void* CachingAllocator::Allocate(size_t bytes) {
     EmptyCacheLocked();
     p = backing_.allocate(size);
   }
-  FLUID_ENFORCE_CODE(p != nullptr, ErrorCode::kAborted, "out of device memory "
-                     "allocating ", bytes, " bytes (", stats_.in_use_bytes,
-                     " bytes in use)");
+  FLUID_ENFORCE_CODE(p != nullptr, ErrorCode::kResourceExhausted,
+                     "out of device memory allocating ", bytes, " bytes (",
+                     stats_.in_use_bytes, " bytes in use)");
   ++stats_.backing_allocations;
   in_use_[p] = size;
   stats_.in_use_bytes += size;

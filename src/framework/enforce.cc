@@ -16,6 +16,10 @@ const char* ErrorCodeName(ErrorCode code) {
       return "aborted";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kResourceExhausted:
+      return "resource exhausted";
+    case ErrorCode::kIO:
+      return "I/O error";
   }
   return "unknown";
 }

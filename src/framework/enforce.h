@@ -17,18 +17,28 @@ enum class ErrorCode {
   kUnimplemented,
   kAborted,
   kInternal,
+  // Out of host or device memory.
+  kResourceExhausted,
+  // A file-system or other operating-system call failed; Error::os_errno()
+  // holds the errno value when there is one.
+  kIO,
 };
 
 const char* ErrorCodeName(ErrorCode code);
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(ErrorCode code, const std::string& message, int os_errno = 0)
+      : std::runtime_error(message), code_(code), os_errno_(os_errno) {}
   ErrorCode code() const { return code_; }
+  // The errno of the failed system call behind this error, 0 if none. Kept
+  // when an error is rethrown with more context (FLUID_RETHROW), so an edge
+  // can tell "permission denied" from "no such file".
+  int os_errno() const { return os_errno_; }
 
  private:
   ErrorCode code_;
+  int os_errno_;
 };
 
 namespace internal {
@@ -45,6 +55,20 @@ template <typename... Args>
   std::ostringstream os;
   StreamAll(os, args...);
   throw Error(code, os.str());
+}
+
+// Like Throw, recording the errno of the failed system call.
+template <typename... Args>
+[[noreturn]] void ThrowOs(ErrorCode code, int os_errno, const Args&... args) {
+  std::ostringstream os;
+  StreamAll(os, args...);
+  throw Error(code, os.str(), os_errno);
+}
+
+// Throws a new message with the code and errno of `cause`.
+template <typename... Args>
+[[noreturn]] void Rethrow(const Error& cause, const Args&... args) {
+  ThrowOs(cause.code(), cause.os_errno(), args...);
 }
 
 }  // namespace internal
@@ -66,3 +90,12 @@ template <typename... Args>
   } while (0)
 
 #define FLUID_THROW(code, ...) ::fluid::internal::Throw(code, __VA_ARGS__)
+
+// FLUID_THROW_OS(code, err, msg...) also records the errno `err`.
+#define FLUID_THROW_OS(code, err, ...) \
+  ::fluid::internal::ThrowOs(code, err, __VA_ARGS__)
+
+// FLUID_RETHROW(cause, msg...) throws a new error with the code and errno of
+// `cause` (a fluid::Error) and the given message, which usually ends with
+// cause.what().
+#define FLUID_RETHROW(cause, ...) ::fluid::internal::Rethrow(cause, __VA_ARGS__)

@@ -1,5 +1,6 @@
 #include "src/framework/memory.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -58,10 +59,12 @@ void* Allocate(const Place& place, size_t bytes) {
                 place.ToString(), ": this build has no CUDA (WITH_CUDA=OFF)");
 #endif
   }
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  FLUID_ENFORCE_CODE(p != nullptr, ErrorCode::kAborted, "out of memory (",
-                     bytes, " bytes)");
+  // A size within 63 of SIZE_MAX would round to 0.
+  void* p = nullptr;
+  if (bytes <= SIZE_MAX - 63)
+    p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  FLUID_ENFORCE_CODE(p != nullptr, ErrorCode::kResourceExhausted,
+                     "out of memory allocating ", bytes, " bytes on cpu");
   return p;
 }
 

@@ -230,8 +230,11 @@ std::string ReadFile(const std::string& path) {
 void WriteFileAtomic(const std::string& path, const std::string& bytes) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  FLUID_ENFORCE_CODE(fd >= 0, ErrorCode::kAborted, "cannot create '", tmp,
-                     "': ", std::strerror(errno));
+  if (fd < 0) {
+    int err = errno;
+    FLUID_THROW_OS(ErrorCode::kIO, err, "cannot create '", tmp,
+                   "': ", std::strerror(err));
+  }
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -240,8 +243,8 @@ void WriteFileAtomic(const std::string& path, const std::string& bytes) {
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      FLUID_THROW(ErrorCode::kAborted, "cannot write '", tmp,
-                  "': ", std::strerror(err));
+      FLUID_THROW_OS(ErrorCode::kIO, err, "cannot write '", tmp,
+                     "': ", std::strerror(err));
     }
     done += static_cast<size_t>(n);
   }
@@ -250,8 +253,8 @@ void WriteFileAtomic(const std::string& path, const std::string& bytes) {
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    FLUID_THROW(ErrorCode::kAborted, "cannot write '", path,
-                "': ", std::strerror(err));
+    FLUID_THROW_OS(ErrorCode::kIO, err, "cannot write '", path,
+                   "': ", std::strerror(err));
   }
 }
 

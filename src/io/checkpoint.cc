@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -12,34 +10,17 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "src/io/checkpoint_internal.h"
 #include "src/io/crc32.h"
-
-// Tensor files hold the host's bytes as they are; the format says
-// little-endian, so a big-endian build would need a byte swap here.
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "checkpoint files are little-endian; add byte swapping for this host"
-#endif
 
 namespace fluid {
 
-namespace {
-
-constexpr const char* kLatest = "LATEST";
-constexpr const char* kManifest = "manifest.pb";
-constexpr const char* kPrefix = "ckpt-";
-constexpr const char* kStagingSuffix = ".tmp";
-constexpr const char* kAsideSuffix = ".old";
-constexpr const char* kTensorExt = ".tensor";
-constexpr int64_t kManifestVersion = 1;
-// File-name stems longer than this are cut and made unique with "~<index>",
-// keeping the whole name well under NAME_MAX (255).
-constexpr size_t kMaxStem = 200;
+namespace checkpoint_internal {
 
 std::string CheckpointName(int64_t step) {
   return kPrefix + std::to_string(step);
 }
 
-// "ckpt-<digits><suffix>" -> step and suffix; false for anything else.
 bool ParseCheckpointName(const std::string& name, int64_t* step,
                          std::string* suffix) {
   const size_t plen = std::strlen(kPrefix);
@@ -56,6 +37,80 @@ bool ParseCheckpointName(const std::string& name, int64_t* step,
   *suffix = name.substr(i);
   return true;
 }
+
+std::string Join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string ReadSmallFile(FileSystem* fs, const std::string& path,
+                          uint64_t limit) {
+  const FileStat st = fs->Stat(path);
+  FLUID_ENFORCE(st.kind == FileStat::Kind::kRegular, "'", path,
+                "' is not a regular file");
+  FLUID_ENFORCE(st.size <= limit, "'", path, "' has ", st.size,
+                " bytes, more than the ", limit, " such a file may hold");
+  std::string bytes = fs->ReadFile(path);
+  FLUID_ENFORCE(bytes.size() <= limit, "'", path, "' grew to ", bytes.size(),
+                " bytes while being read");
+  return bytes;
+}
+
+Located LocateLatest(FileSystem* fs, const std::string& dir) {
+  const std::string latest = JoinPath(dir, kLatest);
+  std::string content;
+  try {
+    content = ReadSmallFile(fs, latest, kMaxLatestBytes);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound) throw;
+    FLUID_THROW(ErrorCode::kNotFound, "no checkpoint in '", dir, "': '", latest,
+                "' does not exist");
+  }
+  while (!content.empty() &&
+         std::isspace(static_cast<unsigned char>(content.back())))
+    content.pop_back();
+  Located loc;
+  std::string suffix;
+  FLUID_ENFORCE(
+      ParseCheckpointName(content, &loc.step, &suffix) && suffix.empty(), "'",
+      latest, "' is corrupt: it holds '", content.substr(0, 64),
+      "', not 'ckpt-<step>'");
+  loc.path = JoinPath(dir, content);
+  if (!fs->Exists(loc.path)) {
+    std::string aside = loc.path + kAsideSuffix;
+    FLUID_ENFORCE_CODE(fs->Exists(aside), ErrorCode::kNotFound, "'", latest,
+                       "' names checkpoint '", loc.path,
+                       "', which does not exist");
+    loc.path = aside;
+  }
+  return loc;
+}
+
+}  // namespace checkpoint_internal
+
+namespace {
+
+using checkpoint_internal::CheckpointName;
+using checkpoint_internal::Join;
+using checkpoint_internal::kAsideSuffix;
+using checkpoint_internal::kLatest;
+using checkpoint_internal::kManifest;
+using checkpoint_internal::kManifestVersion;
+using checkpoint_internal::kMaxLatestBytes;
+using checkpoint_internal::kMaxStem;
+using checkpoint_internal::kPrefix;
+using checkpoint_internal::kProbe;
+using checkpoint_internal::kStagingSuffix;
+using checkpoint_internal::kTensorExt;
+using checkpoint_internal::Located;
+using checkpoint_internal::LocateLatest;
+using checkpoint_internal::ParseCheckpointName;
+using checkpoint_internal::ReadSmallFile;
+using checkpoint_internal::Str;
 
 // Var names may hold '/', '@' and anything else: keep [A-Za-z0-9._-] and
 // write every other byte as %XX, which is injective and never produces '/'
@@ -94,34 +149,6 @@ class FileNamer {
   std::set<std::string> used_;
 };
 
-// A manifest must not send the reader outside the checkpoint directory.
-bool IsPlainFileName(const std::string& f) {
-  return !f.empty() && f != "." && f != ".." &&
-         f.find('/') == std::string::npos && f.find('\0') == std::string::npos;
-}
-
-std::string Hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", v);
-  return buf;
-}
-
-std::string Join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
-template <typename... Args>
-std::string Str(const Args&... args) {
-  std::ostringstream os;
-  internal::StreamAll(os, args...);
-  return os.str();
-}
-
 // Undoes a same-step swap cut short by a crash: ckpt-N.old with no ckpt-N
 // goes back; ckpt-N.old next to ckpt-N is a leftover.
 void RecoverSwaps(FileSystem* fs, const std::string& dir) {
@@ -143,7 +170,8 @@ void RecoverSwaps(FileSystem* fs, const std::string& dir) {
 // then there is no previous checkpoint worth favouring).
 std::string LatestName(FileSystem* fs, const std::string& dir) {
   try {
-    std::string content = fs->ReadFile(JoinPath(dir, kLatest));
+    std::string content =
+        ReadSmallFile(fs, JoinPath(dir, kLatest), kMaxLatestBytes);
     while (!content.empty() &&
            std::isspace(static_cast<unsigned char>(content.back())))
       content.pop_back();
@@ -188,120 +216,6 @@ void Prune(FileSystem* fs, const std::string& dir, int64_t step,
     }
   } catch (const Error&) {
   }
-}
-
-struct Located {
-  std::string path;  // dir/ckpt-<step> (or its .old during a swap)
-  int64_t step = 0;
-};
-
-Located LocateLatest(FileSystem* fs, const std::string& dir) {
-  const std::string latest = JoinPath(dir, kLatest);
-  std::string content;
-  try {
-    content = fs->ReadFile(latest);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kNotFound) throw;
-    FLUID_THROW(ErrorCode::kNotFound, "no checkpoint in '", dir, "': '", latest,
-                "' does not exist");
-  }
-  while (!content.empty() &&
-         std::isspace(static_cast<unsigned char>(content.back())))
-    content.pop_back();
-  Located loc;
-  std::string suffix;
-  FLUID_ENFORCE(
-      ParseCheckpointName(content, &loc.step, &suffix) && suffix.empty(), "'",
-      latest, "' is corrupt: it holds '", content.substr(0, 64),
-      "', not 'ckpt-<step>'");
-  loc.path = JoinPath(dir, content);
-  if (!fs->Exists(loc.path)) {
-    std::string aside = loc.path + kAsideSuffix;
-    FLUID_ENFORCE_CODE(fs->Exists(aside), ErrorCode::kNotFound, "'", latest,
-                       "' names checkpoint '", loc.path,
-                       "', which does not exist");
-    loc.path = aside;
-  }
-  return loc;
-}
-
-proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
-  const std::string path = JoinPath(loc.path, kManifest);
-  std::string bytes;
-  try {
-    bytes = fs->ReadFile(path);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kNotFound) throw;
-    FLUID_THROW(ErrorCode::kNotFound, "checkpoint '", loc.path,
-                "' has no manifest: '", path, "' does not exist");
-  }
-  proto::CheckpointManifest m;
-  // step and epoch are always written and serialize last, so a manifest cut
-  // short anywhere lacks them even when the prefix happens to parse.
-  FLUID_ENFORCE(m.ParseFromString(bytes) && m.has_step() && m.has_epoch(),
-                "checkpoint '", loc.path,
-                "' has a corrupt or truncated manifest '", path, "'");
-  FLUID_ENFORCE(m.version() <= kManifestVersion, "checkpoint '", loc.path,
-                "' has manifest version ", m.version(),
-                "; this build reads up to ", kManifestVersion);
-  FLUID_ENFORCE(m.step() == loc.step, "checkpoint '", loc.path,
-                "': its manifest says step ", m.step());
-  return m;
-}
-
-// Reads the file of one manifest entry into `data` and checks its size and
-// CRC; on failure appends what is wrong to `problems` and returns false.
-bool ReadEntryFile(FileSystem* fs, const std::string& ckpt,
-                   const proto::CheckpointManifest::Entry& e,
-                   std::vector<std::string>* problems, std::string* data) {
-  if (!IsPlainFileName(e.file())) {
-    problems->push_back(Str("manifest names an invalid file '", e.file(), "'"));
-    return false;
-  }
-  const std::string path = JoinPath(ckpt, e.file());
-  try {
-    *data = fs->ReadFile(path);
-  } catch (const Error& err) {
-    problems->push_back(err.code() == ErrorCode::kNotFound
-                            ? Str("file '", path, "' is missing")
-                            : Str(err.what()));
-    return false;
-  }
-  if (data->size() != e.bytes()) {
-    problems->push_back(data->size() < e.bytes()
-                            ? Str("file '", path, "' is truncated: ",
-                                  data->size(), " of ", e.bytes(), " bytes")
-                            : Str("file '", path, "' has ", data->size(),
-                                  " bytes, the manifest says ", e.bytes()));
-    return false;
-  }
-  uint32_t crc = Crc32(*data);
-  if (crc != e.crc32()) {
-    problems->push_back(Str("file '", path, "' is corrupt: crc32 ", Hex32(crc),
-                            ", the manifest says ", Hex32(e.crc32())));
-    return false;
-  }
-  return true;
-}
-
-// The entry's own dtype and shape, or a description of why it has none.
-bool EntryShape(const proto::CheckpointManifest::Entry& e, Shape* shape,
-                std::vector<std::string>* problems) {
-  bool ok = e.shape_size() <= Shape::kMaxRank && e.has_crc32() && e.has_bytes();
-  // The manifest is untrusted input: multiply without overflowing.
-  uint64_t bytes = SizeOf(FromProto(e.dtype()));
-  for (int64_t d : e.shape()) {
-    ok = ok && d >= 0 &&
-         !__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
-  }
-  ok = ok && bytes == e.bytes();
-  if (ok) *shape = Shape(e.shape().begin(), e.shape().end());
-  if (!ok) {
-    problems->push_back(
-        "its manifest entry is invalid (bad shape, or "
-        "missing or inconsistent size or crc32)");
-  }
-  return ok;
 }
 
 }  // namespace
@@ -426,103 +340,62 @@ void SaveCheckpoint(const Scope& scope,
     fs->RemoveAll(aside);
     fs->WriteFile(JoinPath(dir, kLatest), name);  // the commit point
   } catch (const Error& e) {
-    FLUID_THROW(e.code(), "cannot save checkpoint '", final_dir,
-                "': ", e.what());
+    FLUID_RETHROW(e, "cannot save checkpoint '", final_dir, "': ", e.what());
   }
   Prune(fs, dir, info.step, previous);
-}
-
-CheckpointInfo LoadCheckpoint(Scope* scope,
-                              const std::vector<CheckpointVarSpec>& expected,
-                              const std::string& dir, FileSystem* fs) {
-  FLUID_ENFORCE(scope != nullptr, "LoadCheckpoint: null scope");
-  FLUID_ENFORCE(fs != nullptr, "LoadCheckpoint: null file system");
-  const Located loc = LocateLatest(fs, dir);
-  const proto::CheckpointManifest manifest = ReadManifest(fs, loc);
-
-  // Problems per var name; std::map keeps the report sorted by name.
-  std::map<std::string, std::vector<std::string>> problems;
-  std::map<std::string, const proto::CheckpointManifest::Entry*> entries;
-  for (const auto& e : manifest.entries()) {
-    if (!entries.emplace(e.name(), &e).second)
-      problems[e.name()].push_back("listed twice in the manifest");
-  }
-
-  std::vector<std::pair<std::string, Tensor>> staged;
-  std::set<std::string> wanted;
-  for (const CheckpointVarSpec& spec : expected) {
-    FLUID_ENFORCE(wanted.insert(spec.name).second, "LoadCheckpoint: '",
-                  spec.name, "' is expected twice");
-    std::vector<std::string>& mine = problems[spec.name];
-    const Variable* held = scope->FindLocalVar(spec.name);
-    if (held != nullptr && !held->IsTensor())
-      mine.push_back("the scope holds a non-tensor under this name");
-    auto it = entries.find(spec.name);
-    if (it == entries.end()) {
-      mine.push_back("missing from checkpoint");
-      continue;
-    }
-    const proto::CheckpointManifest::Entry& e = *it->second;
-    Shape shape;
-    if (!EntryShape(e, &shape, &mine)) continue;
-    const DataType dtype = FromProto(e.dtype());
-    bool fits = true;
-    if (dtype != spec.dtype) {
-      mine.push_back(
-          Str("dtype ", dtype, " in checkpoint, ", spec.dtype, " in program"));
-      fits = false;
-    }
-    if (!ShapeMatches(spec.shape, shape)) {
-      mine.push_back(
-          Str("shape ", shape, " in checkpoint, ", spec.shape, " in program"));
-      fits = false;
-    }
-    std::string data;
-    if (!ReadEntryFile(fs, loc.path, e, &mine, &data) || !fits) continue;
-    Tensor t(dtype, shape);
-    void* dst = t.raw_mutable_data(Place::CPU());
-    if (!data.empty()) std::memcpy(dst, data.data(), data.size());
-    staged.emplace_back(spec.name, std::move(t));
-  }
-  for (const auto& kv : entries) {
-    if (!wanted.count(kv.first))
-      problems[kv.first].push_back("in checkpoint, not in program");
-  }
-
-  std::vector<std::string> report;
-  for (const auto& kv : problems)
-    for (const std::string& p : kv.second)
-      report.push_back(kv.first + ": " + p);
-  FLUID_ENFORCE(report.empty(), "checkpoint '", loc.path,
-                "' does not match the program: ", Join(report, "; "));
-
-  // Everything checked out; nothing below throws on bad input.
-  for (auto& [name, src] : staged) {
-    Tensor* dst = scope->Var(name)->GetMutableTensor();
-    if (dst->initialized() && dst->place().is_cpu() &&
-        dst->dtype() == src.dtype() && dst->shape() == src.shape()) {
-      if (src.bytes() > 0)
-        std::memcpy(dst->raw_mutable_data(Place::CPU()), src.raw_data(),
-                    src.bytes());
-    } else if (dst->initialized() && !dst->place().is_cpu()) {
-      // A var that lives on a device stays there (its kernels expect it);
-      // views into a coalesced buffer keep pointing into it.
-      dst->CopyFrom(src, dst->place());
-    } else {
-      *dst = std::move(src);
-    }
-  }
-  return CheckpointInfo{manifest.step(), manifest.epoch()};
-}
-
-CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
-                              const std::string& dir, FileSystem* fs) {
-  return LoadCheckpoint(scope, PersistableVarSpecs(program), dir, fs);
 }
 
 bool HasCheckpoint(const std::string& dir, FileSystem* fs) {
   FLUID_ENFORCE(fs != nullptr, "HasCheckpoint: null file system");
   return fs->Exists(JoinPath(dir, kLatest));
+}
+
+void RepointLatest(const std::string& dir, const std::string& checkpoint_path,
+                   FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "RepointLatest: null file system");
+  const size_t slash = checkpoint_path.find_last_of('/');
+  const std::string entry = slash == std::string::npos
+                                ? checkpoint_path
+                                : checkpoint_path.substr(slash + 1);
+  int64_t step;
+  std::string suffix;
+  FLUID_ENFORCE(ParseCheckpointName(entry, &step, &suffix) &&
+                    (suffix.empty() || suffix == kAsideSuffix),
+                "RepointLatest: '", checkpoint_path, "' is not a checkpoint");
+  FLUID_ENFORCE(JoinPath(dir, entry) == checkpoint_path, "RepointLatest: '",
+                checkpoint_path, "' is not in '", dir, "'");
+  // ckpt-N.old stands in for a missing ckpt-N, so LATEST names ckpt-N.
+  fs->WriteFile(JoinPath(dir, kLatest), CheckpointName(step));
+}
+
+void CheckCheckpointDirWritable(const std::string& dir, FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "CheckCheckpointDirWritable: null file system");
+  const std::string probe = JoinPath(dir, kProbe);
+  try {
+    fs->CreateDir(dir);
+    fs->WriteFile(probe, "probe");
+    fs->RemoveAll(probe);
+  } catch (const Error& e) {
+    FLUID_RETHROW(e, "checkpoint directory '", dir,
+                  "' is not writable: ", e.what());
+  }
+}
+
+int RemoveCheckpoints(const std::string& dir, FileSystem* fs) {
+  FLUID_ENFORCE(fs != nullptr, "RemoveCheckpoints: null file system");
+  if (!fs->Exists(dir)) return 0;
+  int removed = 0;
+  for (const std::string& entry : fs->ListDir(dir)) {
+    int64_t step;
+    std::string suffix;
+    if (ParseCheckpointName(entry, &step, &suffix)) {
+      fs->RemoveAll(JoinPath(dir, entry));
+      ++removed;
+    } else if (entry.compare(0, std::strlen(kLatest), kLatest) == 0) {
+      fs->RemoveAll(JoinPath(dir, entry));  // LATEST and its temp files
+    }
+  }
+  return removed;
 }
 
 }  // namespace fluid

@@ -22,7 +22,17 @@
 //
 // Loading is all or nothing: every expected variable is checked against the
 // manifest and its file (dtype, shape, size, CRC) before anything is written
-// into the scope, and every mismatch is reported in one error.
+// into the scope, and every mismatch is reported in one error. Each file is
+// checked to be a regular file of the size the manifest gives before it is
+// read, so a device, a fifo or a huge file in a checkpoint is an error, not
+// an allocation failure.
+//
+// A damaged checkpoint (missing or corrupt manifest, a file missing,
+// truncated or failing its CRC) is skipped and the next older one is tried:
+// the one LATEST names first, then the older ones beside it, newest first.
+// Without a usable LATEST every complete checkpoint in the directory is a
+// candidate. A checkpoint that is intact but does not match the program is
+// an error, never skipped: an older one would not match either.
 //
 // None of these functions may run concurrently on the same `dir`; one saver
 // per directory (in data-parallel training, rank 0).
@@ -43,6 +53,11 @@ namespace fluid {
 struct CheckpointInfo {
   int64_t step = 0;
   int64_t epoch = 0;
+  // Set by loading: the checkpoint directory loaded, and why each newer
+  // checkpoint (or LATEST) was passed over, one line each.
+  // (Explicit initializers keep CheckpointInfo{step, epoch} warning-free.)
+  std::string path = {};
+  std::vector<std::string> skipped = {};
 };
 
 // What a loader expects to find: one persistable variable of a program.
@@ -71,15 +86,20 @@ void SaveCheckpoint(const Scope& scope,
                     const std::string& dir, const CheckpointInfo& info,
                     FileSystem* fs = DefaultFileSystem());
 
-// Loads the checkpoint LATEST names into `scope` and returns its step and
-// epoch. The checkpoint must hold exactly the variables of `expected`, with
-// matching dtypes and shapes, intact files, and `scope` must not hold a
-// non-tensor under any of those names. Otherwise nothing in `scope` changes
-// and one kInvalidArgument error lists every mismatch:
+// Loads the newest intact checkpoint (see above: LATEST's, else an older
+// one) into `scope` and returns its step and epoch, its path and what was
+// skipped. The checkpoint must hold exactly the variables of `expected`,
+// with matching dtypes and shapes, and `scope` must not hold a non-tensor
+// under any of those names. Otherwise nothing in `scope` changes and one
+// kInvalidArgument error lists every mismatch:
 //   checkpoint 'dir/ckpt-20' does not match the program: fc_0.w: shape
 //   [784, 512] in checkpoint, [784, 256] in program; fc_1.b: missing from
 //   checkpoint
-// No checkpoint (no LATEST, or no manifest where it points) is kNotFound.
+// With no intact checkpoint the error is that of the newest damaged one
+// (kInvalidArgument: "checkpoint 'dir/ckpt-20' is damaged: ..."; kNotFound
+// for a missing manifest), or with none at all, kNotFound (no LATEST, or
+// LATEST naming nothing) or kInvalidArgument (a corrupt LATEST); when
+// several were tried, the message lists them all.
 //
 // Variables are written into `scope` itself (created there when absent;
 // ancestors are not consulted). A variable that already holds a host tensor
@@ -101,5 +121,33 @@ CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
 // make LoadCheckpoint fail loudly, not make a trainer quietly start over.
 bool HasCheckpoint(const std::string& dir,
                    FileSystem* fs = DefaultFileSystem());
+
+// Like LoadCheckpoint for a program, but "no intact checkpoint" is not an
+// error: returns false with `why_none` saying what was found, and `scope` is
+// unchanged. A checkpoint that does not match the program still throws.
+bool TryLoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
+                       const std::string& dir, CheckpointInfo* info,
+                       std::string* why_none,
+                       FileSystem* fs = DefaultFileSystem());
+
+// Makes LATEST name the checkpoint at `checkpoint_path` (a path LoadCheckpoint
+// returned in CheckpointInfo::path). A job that resumed from an older
+// checkpoint because the newer ones are damaged calls this, so that its
+// next save keeps the checkpoint it resumed from as the fallback.
+void RepointLatest(const std::string& dir, const std::string& checkpoint_path,
+                   FileSystem* fs = DefaultFileSystem());
+
+// Creates `dir` if needed and writes and removes a probe file there, so that
+// a directory checkpoints cannot be written to is found before training
+// rather than after the first epoch. The error (the file system's code and
+// errno) names the directory and the cause.
+void CheckCheckpointDirWritable(const std::string& dir,
+                                FileSystem* fs = DefaultFileSystem());
+
+// Removes every checkpoint (ckpt-*, complete or not) and LATEST from `dir`,
+// leaving any other file; returns how many checkpoints went. For starting
+// over in a directory whose checkpoints are all unusable.
+int RemoveCheckpoints(const std::string& dir,
+                      FileSystem* fs = DefaultFileSystem());
 
 }  // namespace fluid

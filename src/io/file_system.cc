@@ -19,13 +19,13 @@ namespace fluid {
 namespace {
 
 ErrorCode CodeFor(int err) {
-  return err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kAborted;
+  return err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIO;
 }
 
 [[noreturn]] void ThrowErrno(int err, const char* what,
                              const std::string& path) {
-  FLUID_THROW(CodeFor(err), "cannot ", what, " '", path,
-              "': ", std::strerror(err));
+  FLUID_THROW_OS(CodeFor(err), err, "cannot ", what, " '", path,
+                 "': ", std::strerror(err));
 }
 
 std::string ParentDir(const std::string& path) {
@@ -131,8 +131,9 @@ class PosixFileSystem : public FileSystem {
     std::error_code ec;
     bool created = std::filesystem::create_directories(path, ec);
     if (ec) ThrowErrno(ec.value(), "create directory", path);
-    FLUID_ENFORCE(std::filesystem::is_directory(path, ec), "cannot create '",
-                  path, "': it exists and is not a directory");
+    if (!std::filesystem::is_directory(path, ec))
+      FLUID_THROW_OS(ErrorCode::kIO, ENOTDIR, "cannot create directory '", path,
+                     "': it exists and is not a directory");
     if (created) SyncDir(ParentDir(path));
   }
 
@@ -164,8 +165,8 @@ class PosixFileSystem : public FileSystem {
   void Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) {
       int err = errno;
-      FLUID_THROW(CodeFor(err), "cannot rename '", from, "' to '", to,
-                  "': ", std::strerror(err));
+      FLUID_THROW_OS(CodeFor(err), err, "cannot rename '", from, "' to '", to,
+                     "': ", std::strerror(err));
     }
     std::string from_dir = ParentDir(from), to_dir = ParentDir(to);
     SyncDir(to_dir);
@@ -175,6 +176,19 @@ class PosixFileSystem : public FileSystem {
   bool Exists(const std::string& path) override {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
+  }
+
+  FileStat Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) ThrowErrno(errno, "stat", path);
+    FileStat out;
+    if (S_ISREG(st.st_mode)) {
+      out.kind = FileStat::Kind::kRegular;
+      out.size = static_cast<uint64_t>(std::max<off_t>(st.st_size, 0));
+    } else if (S_ISDIR(st.st_mode)) {
+      out.kind = FileStat::Kind::kDirectory;
+    }
+    return out;
   }
 
  private:

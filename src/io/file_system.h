@@ -3,16 +3,25 @@
 // call, after LevelDB's Env.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace fluid {
 
+// What Stat reports about a path (after following symbolic links).
+struct FileStat {
+  enum class Kind { kRegular, kDirectory, kOther };  // kOther: device, fifo...
+  Kind kind = Kind::kOther;
+  uint64_t size = 0;  // bytes, for a regular file
+};
+
 // A small file-system interface. Paths are plain strings joined with '/'.
-// Failures throw fluid::Error: kNotFound for a missing path, kAborted for an
-// I/O error, kInvalidArgument for a path of the wrong kind (a directory where
-// a file is expected and the like).
+// Failures throw fluid::Error: kNotFound for a missing path, kIO for any
+// other failed system call (with Error::os_errno() set), kInvalidArgument for
+// a path of the wrong kind (a directory where a file is expected and the
+// like).
 //
 // Implementations must be thread-safe; callers own the objects they create,
 // except DefaultFileSystem(), which lives for the whole process.
@@ -37,6 +46,9 @@ class FileSystem {
   // directory.
   virtual void Rename(const std::string& from, const std::string& to) = 0;
   virtual bool Exists(const std::string& path) = 0;
+  // The kind and size of `path`, without opening it (so a device, a fifo or
+  // a huge file can be refused before it is read).
+  virtual FileStat Stat(const std::string& path) = 0;
 };
 
 // The local POSIX file system. Writes go through a temp file, fsync and

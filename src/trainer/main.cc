@@ -5,6 +5,7 @@
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--place cpu|cuda|cuda:N]
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
+//           [--start-fresh]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K]             data-parallel on N ranks
 #include <CLI/CLI.hpp>
@@ -42,7 +43,11 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "save a checkpoint here after every epoch");
   app.add_flag("--resume", o.resume,
-               "resume from the newest checkpoint in --checkpoint-dir");
+               "resume from the newest intact checkpoint in --checkpoint-dir");
+  app.add_flag("--start-fresh", o.start_fresh,
+               "with --resume: when --checkpoint-dir holds nothing usable, "
+               "remove its checkpoints and train from scratch instead of "
+               "refusing");
   app.add_option("--optimizer", o.optimizer,
                  "with --model: sgd | momentum | adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));

@@ -1,5 +1,6 @@
 #include "src/trainer/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/data/idx_reader.h"
+#include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -80,7 +82,255 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
   FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
 }
 
+bool IsEmptyOrMissingDir(const std::string& dir) {
+  FileSystem* fs = DefaultFileSystem();
+  return !fs->Exists(dir) || fs->ListDir(dir).empty();
+}
+
+// Where training picks up.
+struct Position {
+  int epoch = 0;
+  int64_t step = 0;
+};
+
+// --resume on rank 0: the newest intact checkpoint, or from scratch in an
+// empty directory, or (with --start-fresh) in one with nothing usable.
+Position LoadNewestCheckpoint(const TrainerOptions& o,
+                              const proto::ProgramDesc& main, Scope* scope,
+                              std::ostream& log) {
+  const std::string& dir = o.checkpoint_dir;
+  if (IsEmptyOrMissingDir(dir)) {
+    log << "no checkpoint in " << dir << ": starting from scratch\n";
+    return {};
+  }
+  CheckpointInfo info;
+  std::string why_none;
+  if (TryLoadCheckpoint(scope, main, dir, &info, &why_none)) {
+    for (const std::string& why : info.skipped)
+      log << "skipped a checkpoint: " << why << "\n";
+    if (!info.skipped.empty()) {
+      // The next save must keep this one, not a damaged one, as fallback.
+      RepointLatest(dir, info.path);
+    }
+    log << "resumed from " << dir << " at epoch " << info.epoch << ", step "
+        << info.step << " (" << info.path << ")\n";
+    return Position{static_cast<int>(info.epoch), info.step};
+  }
+  FLUID_ENFORCE_CODE(o.start_fresh, ErrorCode::kNotFound,
+                     "--resume: no usable checkpoint in non-empty '", dir,
+                     "' (", why_none, "); pass --start-fresh to discard it ",
+                     "and train from scratch");
+  const int removed = RemoveCheckpoints(dir);
+  log << "starting fresh in " << dir << " (--start-fresh): no usable "
+      << "checkpoint (" << why_none << "); removed " << removed
+      << " unusable checkpoint(s)\n";
+  return {};
+}
+
+// Rank 0 reads the checkpoint; every rank takes its values and position.
+Position Resume(const TrainerOptions& o, const proto::ProgramDesc& main,
+                Scope* scope, MPIExecutor* dist, int rank, std::ostream& log) {
+  Position pos;
+  if (rank == 0) pos = LoadNewestCheckpoint(o, main, scope, log);
+  if (dist) {
+    dist->BroadcastPersistables();
+    auto epochs = dist->communicator()->AllGatherValue(pos.epoch);
+    auto steps = dist->communicator()->AllGatherValue(pos.step);
+    pos.epoch = static_cast<int>(epochs[0]);
+    pos.step = static_cast<int64_t>(steps[0]);
+  }
+  return pos;
+}
+
+// The classes the model scores, from the ops that read `label` through a
+// "Label" slot: the last dim of their scores input; -1 when unknown.
+int64_t NumClasses(const proto::ProgramDesc& program,
+                   const std::string& label) {
+  const proto::BlockDesc& block = program.blocks(0);
+  int64_t classes = -1;
+  for (const proto::OpDesc& op : block.ops()) {
+    const std::vector<std::string> labels = OpInput(op, "Label");
+    if (std::find(labels.begin(), labels.end(), label) == labels.end())
+      continue;
+    for (const proto::OpDesc::Var& in : op.inputs()) {
+      if (in.parameter() == "Label" || in.arguments_size() == 0) continue;
+      const proto::VarDesc* v = FindVarDesc(block, in.arguments(0));
+      if (v == nullptr) continue;
+      const Shape shape = VarShape(*v);
+      if (shape.rank() >= 1 && shape[shape.rank() - 1] > 0) {
+        const int64_t c = shape[shape.rank() - 1];
+        classes = classes < 0 ? c : std::min(classes, c);
+      }
+      break;
+    }
+  }
+  return classes;
+}
+
+// The test set against the evaluation program, before any training: feed
+// count, every label within the model's classes, and one small batch run
+// through the program (image size, dtypes).
+void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
+                  const proto::ProgramDesc& eval_program, const Dataset& test,
+                  Executor* exe, PreparedProgram* eval) {
+  const std::string what = "test set in '" + o.data_dir + "'";
+  try {
+    CheckFeedsMatchData(job, test);
+  } catch (const Error& e) {
+    FLUID_RETHROW(e, what, ": ", e.what());
+  }
+  for (size_t i = 0; i < test.tensors.size(); ++i) {
+    const Tensor& t = test.tensors[i];
+    if (t.dtype() != DataType::kInt64) continue;
+    const int64_t classes = NumClasses(eval_program, job.feed_names(i));
+    if (classes <= 0) continue;
+    const int64_t* d = t.data<int64_t>();
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      FLUID_ENFORCE(d[k] >= 0 && d[k] < classes, what, ": label ", d[k],
+                    " of sample ", k, " is outside the model's ", classes,
+                    " classes [0, ", classes, ")");
+    }
+  }
+  Batcher probe(TakeFirst(test, 16), 16, 0, 0, 1, /*shuffle=*/false);
+  probe.StartEpoch(0);
+  std::vector<Tensor> batch;
+  std::vector<Tensor> fetched;
+  FeedList feeds;
+  if (!probe.Next(&batch)) return;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    feeds.emplace_back(job.feed_names(i), batch[i]);
+  try {
+    exe->Run(eval, feeds, {job.metric_names(0)}, &fetched);
+  } catch (const Error& e) {
+    FLUID_RETHROW(e, what, " does not fit the evaluation program: ", e.what());
+  }
+}
+
+// Top-1 accuracy of the first metric over the whole test set.
+double Evaluate(const proto::TrainingJob& job, const Dataset& test,
+                Executor* exe, PreparedProgram* eval, int64_t* seen) {
+  Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
+  test_batcher.StartEpoch(0);
+  std::vector<Tensor> batch;
+  std::vector<Tensor> fetched;
+  FeedList feeds;
+  for (int i = 0; i < job.feed_names_size(); ++i)
+    feeds.emplace_back(job.feed_names(i), Tensor());
+  double acc_sum = 0;
+  *seen = 0;
+  const std::vector<std::string> metric = {job.metric_names(0)};
+  while (test_batcher.Next(&batch)) {
+    for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+    exe->Run(eval, feeds, metric, &fetched);
+    int64_t n = batch[0].shape()[0];
+    acc_sum += ScalarOf(fetched[0]) * n;
+    *seen += n;
+  }
+  return acc_sum / std::max<int64_t>(*seen, 1);
+}
+
+// The line that opens training: what runs where.
+void LogBanner(const TrainerOptions& o, int64_t samples,
+               int64_t steps_per_epoch, const Place& place, int world,
+               MPIExecutor* dist, std::ostream& log) {
+  log << "training " << (o.program.empty() ? o.model : o.program) << ": "
+      << samples << " samples, batch " << o.batch_size;
+  if (world > 1) log << " per rank x " << world << " ranks";
+  log << ", " << steps_per_epoch << " steps/epoch, ";
+  if (place.is_cpu()) {
+    log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
+  } else {
+    log << "on " << place.ToString();
+    if (world > 1)
+      log << " (rank 0), gradients over "
+          << dist->communicator()->backend_name();
+  }
+  log << "\n";
+  log.flush();
+}
+
+// The training steps of one rank, one epoch at a time.
+struct TrainLoop {
+  const TrainerOptions& o;
+  const proto::TrainingJob& job;
+  Executor* exe;
+  PreparedProgram* main;
+  MPIExecutor* dist;  // null in a single process
+  Batcher* batcher;
+  int rank;
+  int world;
+  std::ostream& log;
+
+  // Trains epoch `epoch`, advancing `step`, printing progress, and storing
+  // its loss and accuracy in `result`; returns the samples trained on by
+  // all ranks.
+  int64_t RunEpoch(int epoch, int64_t* step, TrainerResult* result) {
+    std::vector<std::string> fetch = {job.loss_name()};
+    for (const auto& m : job.metric_names()) fetch.push_back(m);
+    std::vector<Tensor> batch;
+    std::vector<Tensor> fetched;
+    FeedList feeds;
+    for (int i = 0; i < job.feed_names_size(); ++i)
+      feeds.emplace_back(job.feed_names(i), Tensor());
+    const int64_t steps_per_epoch = batcher->StepsPerEpoch();
+    batcher->StartEpoch(epoch);
+    auto epoch_start = Clock::now();
+    double loss_sum = 0, acc_sum = 0;
+    int64_t seen = 0, epoch_step = 0;
+    while (batcher->Next(&batch)) {
+      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+      exe->Run(main, feeds, fetch, &fetched);
+      double loss = ScalarOf(fetched[0]);
+      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",
+                         loss, " at epoch ", epoch + 1, " step ",
+                         epoch_step + 1, " on rank ", rank,
+                         ": training diverged");
+      int64_t n = batch[0].shape()[0];
+      loss_sum += loss * n;
+      if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
+      seen += n;
+      ++epoch_step;
+      ++*step;
+      if (dist && o.check_consistency > 0 && *step % o.check_consistency == 0)
+        dist->CheckConsistency();
+      bool last = epoch_step == steps_per_epoch;
+      if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
+        double el = Seconds(epoch_start, Clock::now());
+        double rate = seen * world / std::max(el, 1e-9);
+        double remaining =
+            (steps_per_epoch - epoch_step) * (el / epoch_step) +
+            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
+                      "%.4f  %.0f samples/s  ETA %s",
+                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
+                      static_cast<long long>(steps_per_epoch), loss_sum / seen,
+                      acc_sum / seen, rate, FormatDuration(remaining).c_str());
+        log << line << "\n";
+        log.flush();
+      }
+    }
+    result->final_loss = loss_sum / std::max<int64_t>(seen, 1);
+    result->train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    return seen * world;
+  }
+};
+
 }  // namespace
+
+proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
+                                     std::ostream& log) {
+  if (job.has_test()) {
+    CheckEvaluationProgram(job.test(), "the job's test program");
+    return job.test();
+  }
+  proto::ProgramDesc test = CloneForTest(job.main());
+  log << "the job has no test program: evaluating with the forward part of "
+      << "the main program (" << test.blocks(0).ops_size() << " of "
+      << job.main().blocks(0).ops_size() << " ops)\n";
+  return test;
+}
 
 Place ParsePlace(const std::string& place) {
   if (place == "cpu") return Place::CPU();
@@ -116,6 +366,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const Place place = ParsePlace(o.place);
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
+  FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
 
   proto::TrainingJob job = ObtainJob(o);
   TrainerResult result;
@@ -173,105 +424,32 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // Only rank 0 speaks.
   std::ostringstream muted;
   std::ostream& log = rank == 0 ? out : muted;
-  const proto::ProgramDesc& test_program =
-      job.has_test() ? job.test() : job.main();
+  // Rank 0 checkpoints and evaluates; what would fail there after training
+  // is checked now, and a failure ends every rank (main aborts the job).
   std::unique_ptr<PreparedProgram> eval;
-
-  std::vector<std::string> fetch = {job.loss_name()};
-  for (const auto& m : job.metric_names()) fetch.push_back(m);
-
-  int start_epoch = 0;
-  int64_t step = 0;
+  const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
+  if (rank == 0 && !o.checkpoint_dir.empty())
+    CheckCheckpointDirWritable(o.checkpoint_dir);
+  Position pos;
+  if (o.resume) pos = Resume(o, job.main(), &scope, dist.get(), rank, log);
+  int start_epoch = pos.epoch;
+  int64_t step = pos.step;
   std::vector<std::string> persistable = PersistableVars(job.main());
-  if (o.resume) {
-    // Rank 0 reads the checkpoint; everyone takes its values and position.
-    bool have = rank == 0 && HasCheckpoint(o.checkpoint_dir);
-    if (have) {
-      CheckpointInfo info =
-          LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
-      start_epoch = static_cast<int>(info.epoch);
-      step = info.step;
-    }
-    if (dist) {
-      dist->BroadcastPersistables();
-      auto epochs = dist->communicator()->AllGatherValue(start_epoch);
-      auto steps = dist->communicator()->AllGatherValue(step);
-      start_epoch = static_cast<int>(epochs[0]);
-      step = static_cast<int64_t>(steps[0]);
-      have = epochs[0] != 0 || steps[0] != 0;
-    }
-    if (have)
-      log << "resumed from " << o.checkpoint_dir << " at epoch "
-          << start_epoch << ", step " << step << "\n";
+  if (rank == 0 && evaluate) {
+    const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
+    eval = exe->Prepare(eval_program, &scope);
+    CheckTestSet(o, job, eval_program, test, exe, eval.get());
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  const int64_t steps_per_epoch = batcher.StepsPerEpoch();
-  log << "training " << (o.program.empty() ? o.model : o.program) << ": "
-      << train.size() << " samples, batch " << o.batch_size;
-  if (world > 1) log << " per rank x " << world << " ranks";
-  log << ", " << steps_per_epoch << " steps/epoch, ";
-  if (place.is_cpu()) {
-    log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
-  } else {
-    log << "on " << place.ToString();
-    if (world > 1)
-      log << " (rank 0), gradients over "
-          << dist->communicator()->backend_name();
-  }
-  log << "\n";
-  log.flush();
+  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist.get(),
+            log);
 
-  std::vector<Tensor> batch;
-  std::vector<Tensor> fetched;
-  FeedList feeds;
-  for (int i = 0; i < job.feed_names_size(); ++i)
-    feeds.emplace_back(job.feed_names(i), Tensor());
+  TrainLoop loop{o, job, exe, main, dist.get(), &batcher, rank, world, log};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
-    batcher.StartEpoch(epoch);
-    auto epoch_start = Clock::now();
-    double loss_sum = 0, acc_sum = 0;
-    int64_t seen = 0, epoch_step = 0;
-    while (batcher.Next(&batch)) {
-      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe->Run(main, feeds, fetch, &fetched);
-      double loss = ScalarOf(fetched[0]);
-      FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted,
-                         "loss is ", loss, " at epoch ", epoch + 1, " step ",
-                         epoch_step + 1, " on rank ", rank,
-                         ": training diverged");
-      int64_t n = batch[0].shape()[0];
-      loss_sum += loss * n;
-      if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
-      seen += n;
-      ++epoch_step;
-      ++step;
-      if (dist && o.check_consistency > 0 && step % o.check_consistency == 0)
-        dist->CheckConsistency();
-      bool last = epoch_step == steps_per_epoch;
-      if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
-        double el = Seconds(epoch_start, Clock::now());
-        double rate = seen * world / std::max(el, 1e-9);
-        double remaining =
-            (steps_per_epoch - epoch_step) * (el / epoch_step) +
-            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
-        char line[256];
-        std::snprintf(line, sizeof(line),
-                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
-                      "%.4f  %.0f samples/s  ETA %s",
-                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
-                      static_cast<long long>(steps_per_epoch),
-                      loss_sum / seen, acc_sum / seen, rate,
-                      FormatDuration(remaining).c_str());
-        log << line << "\n";
-        log.flush();
-      }
-    }
-    samples_total += seen * world;
-    result.final_loss = loss_sum / std::max<int64_t>(seen, 1);
-    result.train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    samples_total += loop.RunEpoch(epoch, &step, &result);
     if (!o.checkpoint_dir.empty() && rank == 0) {
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
@@ -285,21 +463,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters).
-  if (rank == 0 && test.size() > 0 && job.metric_names_size() > 0) {
-    eval = exe->Prepare(test_program, &scope);
-    Batcher test_batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
-    test_batcher.StartEpoch(0);
-    double acc_sum = 0;
+  if (eval) {
     int64_t seen = 0;
-    std::vector<std::string> metric = {job.metric_names(0)};
-    while (test_batcher.Next(&batch)) {
-      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
-      exe->Run(eval.get(), feeds, metric, &fetched);
-      int64_t n = batch[0].shape()[0];
-      acc_sum += ScalarOf(fetched[0]) * n;
-      seen += n;
-    }
-    result.test_accuracy = acc_sum / std::max<int64_t>(seen, 1);
+    result.test_accuracy = Evaluate(job, test, exe, eval.get(), &seen);
     char line[160];
     std::snprintf(line, sizeof(line),
                   "test accuracy %.4f (%lld samples); trained %lld steps at "

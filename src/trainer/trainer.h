@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "proto/framework.pb.h"
 #include "src/framework/types.h"
 
 namespace fluid {
@@ -29,7 +30,12 @@ struct TrainerOptions {
   std::string place = "cpu";
   uint64_t seed = 1;
   std::string checkpoint_dir;
+  // Resume from the newest intact checkpoint in checkpoint_dir. An empty or
+  // missing directory starts from scratch; a non-empty one with nothing
+  // usable is an error unless start_fresh (then its unusable checkpoints
+  // are removed and training starts from scratch).
   bool resume = false;
+  bool start_fresh = false;
   // Optimizer overrides for built-in models ("" / <= 0: model default).
   std::string optimizer;
   float learning_rate = 0.0f;
@@ -62,6 +68,13 @@ struct TrainerResult {
 // checkpoints. Throws fluid::Error on any failure (bad program, missing
 // data, NaN loss, ...).
 TrainerResult RunTrainer(const TrainerOptions& options, std::ostream& out);
+
+// The program the trainer evaluates with: the job's test program (refused
+// if it holds an op that trains or communicates), or, when the job has
+// none, the forward part of the main program (CloneForTest), which is said
+// on `log`. Never the main program itself: evaluation must not train.
+proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
+                                     std::ostream& log);
 
 // The place `--place` names (see TrainerOptions::place); an error names the
 // cause when it is malformed or no such device is visible.

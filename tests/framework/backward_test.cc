@@ -4,9 +4,11 @@
 
 #include <cmath>
 
+#include "src/builder/models.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "transpiler/collective_transpiler.h"
 
 namespace fluid {
 namespace {
@@ -186,6 +188,59 @@ TEST(Backward, CloneForTestKeepsForwardOnly) {
   EXPECT_EQ(t.blocks(0).ops_size(), fwd_ops);
   EXPECT_EQ(FindVarDesc(t.blocks(0), "w@GRAD"), nullptr);
   EXPECT_NE(FindVarDesc(t.blocks(0), "w"), nullptr);
+}
+
+std::vector<std::string> OpTypes(const proto::ProgramDesc& p) {
+  std::vector<std::string> types;
+  for (const auto& op : p.blocks(0).ops()) types.push_back(op.type());
+  return types;
+}
+
+// The forward part is the same whether derived from the plain main program,
+// from its transpiled form (collective ops dropped), or from a program
+// whose ops carry no op_role (judged by what they write).
+TEST(Backward, CloneForTestDropsTrainingOpsWithOrWithoutRoles) {
+  proto::TrainingJob job = BuildModel("mlp");
+  const std::vector<std::string> forward = OpTypes(CloneForTest(job.main()));
+  EXPECT_EQ(forward, OpTypes(job.test()));
+  for (const std::string& t : forward) {
+    EXPECT_EQ(t.find("_grad"), std::string::npos) << t;
+    EXPECT_NE(t, "momentum");
+  }
+
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  proto::TrainingJob dist = CollectiveTranspile(job, cfg);
+  EXPECT_EQ(OpTypes(CloneForTest(dist.main())), forward);
+
+  proto::ProgramDesc roleless = job.main();
+  for (auto& op : *roleless.mutable_blocks(0)->mutable_ops()) {
+    auto* attrs = op.mutable_attrs();
+    for (int i = attrs->size() - 1; i >= 0; --i)
+      if (attrs->Get(i).name() == kOpRoleAttr) attrs->DeleteSubrange(i, 1);
+  }
+  EXPECT_EQ(OpTypes(CloneForTest(roleless)), forward);
+}
+
+TEST(Backward, CheckEvaluationProgramRefusesOpsThatTrain) {
+  proto::TrainingJob job = BuildModel("mlp");
+  CheckEvaluationProgram(job.test(), "test");
+  try {
+    CheckEvaluationProgram(job.main(), "the main program");
+    FAIL() << "the main program passed as an evaluation program";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the main program holds op"),
+              std::string::npos)
+        << e.what();
+  }
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  proto::TrainingJob dist = CollectiveTranspile(job, cfg);
+  proto::ProgramDesc with_allreduce = CloneForTest(dist.main());
+  for (const auto& op : dist.main().blocks(0).ops())
+    if (op.type() == "c_allreduce")
+      *with_allreduce.mutable_blocks(0)->add_ops() = op;
+  EXPECT_THROW(CheckEvaluationProgram(with_allreduce, "test"), Error);
 }
 
 }  // namespace

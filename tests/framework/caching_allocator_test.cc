@@ -106,7 +106,7 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
     a.Allocate(1 << 20);
     FAIL() << "expected an out-of-memory error";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kAborted);
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
     EXPECT_NE(std::string(e.what()).find("out of device memory"),
               std::string::npos);
   }

@@ -17,154 +17,27 @@
 
 #include "src/framework/program_desc.h"
 #include "src/io/crc32.h"
+#include "tests/io/checkpoint_testing.h"
 
 namespace fluid {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fluid_ckpt_test_XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    if (p == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const {
-    return path_ + "/" + name;
-  }
-
- private:
-  std::string path_;
-};
-
-std::vector<std::string> List(const std::string& dir) {
-  return DefaultFileSystem()->ListDir(dir);
-}
-
-void WriteRaw(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-template <typename T>
-void SetVar(Scope* scope, const std::string& name, const Shape& shape,
-            const std::vector<T>& values) {
-  Tensor* t = scope->Var(name)->GetMutableTensor();
-  T* p = t->mutable_data<T>(shape);
-  ASSERT_EQ(static_cast<size_t>(t->numel()), values.size()) << name;
-  if (!values.empty()) std::memcpy(p, values.data(), values.size() * sizeof(T));
-}
-
-// The tensor's bytes, for bitwise comparison (NaN payloads, -0.0).
-std::string Bytes(const Scope& scope, const std::string& name) {
-  const Tensor& t = scope.GetVar(name)->GetTensor();
-  if (t.bytes() == 0) return "";
-  return std::string(static_cast<const char*>(t.raw_data()), t.bytes());
-}
-
-template <typename T>
-T BitsAs(uint64_t bits) {
-  T v;
-  std::memcpy(&v, &bits, sizeof(T));
-  return v;
-}
-
-// A small model whose every value depends on `seed`, so a loaded checkpoint
-// tells which save it came from.
-const std::vector<CheckpointVarSpec>& ModelSpecs() {
-  static const std::vector<CheckpointVarSpec> specs = {
-      {"fc_0.w", DataType::kFloat32, Shape{3, 4}},
-      {"fc_0.w@MOMENT/1", DataType::kFloat64, Shape{3, 4}},
-      {"global_step", DataType::kInt64, Shape{1}},
-      {"empty", DataType::kFloat32, Shape{0, 5}},
-  };
-  return specs;
-}
-
-std::vector<std::string> ModelNames() {
-  std::vector<std::string> names;
-  for (const auto& s : ModelSpecs()) names.push_back(s.name);
-  return names;
-}
-
-proto::ProgramDesc ModelProgram() {
-  proto::ProgramDesc p = NewProgram();
-  for (const auto& s : ModelSpecs())
-    AddVarDesc(p.mutable_blocks(0), s.name, s.dtype, s.shape, true);
-  AddVarDesc(p.mutable_blocks(0), "fc_0.tmp", DataType::kFloat32, Shape{-1, 4});
-  return p;
-}
-
-void SetModel(Scope* scope, int seed) {
-  std::vector<float> w(12);
-  std::vector<double> m(12);
-  for (int i = 0; i < 12; ++i) {
-    w[i] = seed + 0.25f * i;
-    m[i] = -seed - 0.125 * i;
-  }
-  SetVar<float>(scope, "fc_0.w", Shape{3, 4}, w);
-  SetVar<double>(scope, "fc_0.w@MOMENT/1", Shape{3, 4}, m);
-  SetVar<int64_t>(scope, "global_step", Shape{1}, {int64_t{1000} * seed});
-  SetVar<float>(scope, "empty", Shape{0, 5}, {});
-}
-
-void ExpectModel(const Scope& scope, int seed) {
-  Scope want;
-  SetModel(&want, seed);
-  for (const auto& s : ModelSpecs()) {
-    const Tensor& t = scope.GetVar(s.name)->GetTensor();
-    EXPECT_EQ(t.dtype(), s.dtype) << s.name;
-    EXPECT_EQ(t.shape(), s.shape) << s.name;
-    EXPECT_EQ(Bytes(scope, s.name), Bytes(want, s.name))
-        << s.name << " differs from the values of seed " << seed;
-  }
-}
-
-void SaveModel(const std::string& dir, int64_t step,
-               FileSystem* fs = DefaultFileSystem()) {
-  Scope scope;
-  SetModel(&scope, static_cast<int>(step));
-  SaveCheckpoint(scope, ModelNames(), dir, CheckpointInfo{step, step / 10}, fs);
-}
-
-// Loads `dir` into a fresh scope and returns the step, checking that the
-// values are exactly those saved at that step.
-int64_t LoadModel(const std::string& dir) {
-  Scope scope;
-  CheckpointInfo info = LoadCheckpoint(&scope, ModelProgram(), dir);
-  ExpectModel(scope, static_cast<int>(info.step));
-  EXPECT_EQ(info.epoch, info.step / 10);
-  return info.step;
-}
-
-Error LoadError(Scope* scope, const proto::ProgramDesc& program,
-                const std::string& dir) {
-  try {
-    LoadCheckpoint(scope, program, dir);
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "LoadCheckpoint of '" << dir << "' did not fail";
-  return Error(ErrorCode::kInternal, "");
-}
-
-std::string OnlyFileOf(const std::string& ckpt, const std::string& var) {
-  proto::CheckpointManifest m;
-  EXPECT_TRUE(
-      m.ParseFromString(DefaultFileSystem()->ReadFile(ckpt + "/manifest.pb")));
-  for (const auto& e : m.entries())
-    if (e.name() == var) return ckpt + "/" + e.file();
-  ADD_FAILURE() << var << " not in the manifest";
-  return "";
-}
+using checkpoint_testing::TempDir;
+using checkpoint_testing::List;
+using checkpoint_testing::WriteRaw;
+using checkpoint_testing::SetVar;
+using checkpoint_testing::Bytes;
+using checkpoint_testing::BitsAs;
+using checkpoint_testing::ModelSpecs;
+using checkpoint_testing::ModelNames;
+using checkpoint_testing::ModelProgram;
+using checkpoint_testing::SetModel;
+using checkpoint_testing::ExpectModel;
+using checkpoint_testing::SaveModel;
+using checkpoint_testing::LoadModel;
+using checkpoint_testing::LoadError;
+using checkpoint_testing::OnlyFileOf;
 
 // Stands in for a process that dies inside a file-system call. Mutating calls
 // (WriteFile, CreateDir, RemoveAll, Rename) are numbered from 0; the one
@@ -228,6 +101,10 @@ class CrashingFileSystem : public FileSystem {
   bool Exists(const std::string& path) override {
     Alive();
     return base_->Exists(path);
+  }
+  FileStat Stat(const std::string& path) override {
+    Alive();
+    return base_->Stat(path);
   }
 
  private:

@@ -6,14 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "src/builder/models.h"
 #include "src/framework/device.h"
+#include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
 
 #ifndef FLUID_TRAINER_BIN
 #error "FLUID_TRAINER_BIN must name the trainer binary"
@@ -241,6 +245,263 @@ TEST_F(TrainerTest, CheckpointAndResume) {
   EXPECT_NE(log2.str().find("resumed from"), std::string::npos) << log2.str();
   EXPECT_EQ(second.steps, 8) << "resumes at step 4 and runs epoch 2 only";
   EXPECT_EQ(log2.str().find("epoch 1/2"), std::string::npos) << log2.str();
+}
+
+// ------------------------------------------------ resume and checkpoints
+
+class TrainerCheckpointTest : public TrainerTest {
+ protected:
+  void SetUp() override {
+    TrainerTest::SetUp();
+    ckpt_ = dir_ + "/ckpt";
+  }
+  TrainerOptions Options(int epochs) {
+    TrainerOptions o;
+    o.model = "mlp";
+    o.data_dir = dir_;
+    o.batch_size = 64;  // 4 steps per epoch
+    o.epochs = epochs;
+    o.checkpoint_dir = ckpt_;
+    return o;
+  }
+  // Flips one byte in the first non-empty tensor file of `ckpt`.
+  void Corrupt(const std::string& ckpt) {
+    for (const auto& e : std::filesystem::directory_iterator(ckpt)) {
+      if (e.path().extension() != ".tensor" || e.file_size() == 0) continue;
+      std::string bytes = ReadFile(e.path().string());
+      bytes[bytes.size() / 2] ^= 0x40;
+      std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << bytes;
+      return;
+    }
+    FAIL() << "no tensor file in " << ckpt;
+  }
+  std::string Cli(const std::string& extra) {
+    return "--model mlp --batch-size 64 --checkpoint-dir '" + ckpt_ + "' " +
+           extra;
+  }
+
+  std::string ckpt_;
+};
+
+TEST_F(TrainerCheckpointTest, CorruptNewestCheckpointFallsBackToThePrevious) {
+  std::ostringstream log1;
+  RunTrainer(Options(2), log1);  // ckpt-4 and ckpt-8
+  Corrupt(ckpt_ + "/ckpt-8");
+  TrainerOptions o = Options(3);
+  o.resume = true;
+  std::ostringstream log2;
+  TrainerResult r = RunTrainer(o, log2);
+  const std::string out = log2.str();
+  EXPECT_NE(out.find("skipped a checkpoint: checkpoint '" + ckpt_ +
+                     "/ckpt-8' is damaged"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("is corrupt: crc32"), std::string::npos) << out;
+  EXPECT_NE(out.find("resumed from " + ckpt_ + " at epoch 1, step 4 (" + ckpt_ +
+                     "/ckpt-4)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("epoch 1/3"), std::string::npos) << out;
+  EXPECT_EQ(r.steps, 12);
+}
+
+TEST_F(TrainerCheckpointTest, ResumeWithoutLatestFindsTheNewestByScanning) {
+  std::ostringstream log1;
+  RunTrainer(Options(2), log1);
+  std::filesystem::remove(ckpt_ + "/LATEST");
+  TrainerOptions o = Options(3);
+  o.resume = true;
+  std::ostringstream log2;
+  TrainerResult r = RunTrainer(o, log2);
+  const std::string out = log2.str();
+  EXPECT_NE(out.find("LATEST' does not exist"), std::string::npos) << out;
+  EXPECT_NE(out.find("resumed from " + ckpt_ + " at epoch 2, step 8"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("epoch 1/3"), std::string::npos) << out;
+  EXPECT_EQ(out.find("epoch 2/3"), std::string::npos) << out;
+  EXPECT_EQ(r.steps, 12);
+  // LATEST is back, and only the two newest checkpoints are left.
+  EXPECT_EQ(ReadFile(ckpt_ + "/LATEST"), "ckpt-12");
+  EXPECT_FALSE(std::filesystem::exists(ckpt_ + "/ckpt-4"));
+}
+
+TEST_F(TrainerCheckpointTest, ResumeInAMissingOrEmptyDirectoryStartsOver) {
+  Outcome o = RunCli(Cli("--resume"));
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("no checkpoint in " + ckpt_ + ": starting from scratch"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+TEST_F(TrainerCheckpointTest, NothingUsableInANonEmptyDirectoryIsRefused) {
+  std::ostringstream log1;
+  RunTrainer(Options(1), log1);  // ckpt-4 only
+  Corrupt(ckpt_ + "/ckpt-4");
+  Outcome refused = RunCli(Cli("--resume --epochs 2"));
+  ExpectOneLineError(
+      refused, "--resume: no usable checkpoint in non-empty '" + ckpt_ + "'");
+  EXPECT_NE(refused.err.find("--start-fresh"), std::string::npos);
+  EXPECT_EQ(refused.out.find("epoch 1/2"), std::string::npos) << refused.out;
+  EXPECT_TRUE(std::filesystem::exists(ckpt_ + "/ckpt-4"));
+
+  Outcome fresh = RunCli(Cli("--resume --start-fresh --epochs 2"));
+  ASSERT_EQ(fresh.status, 0) << fresh.err;
+  EXPECT_NE(fresh.out.find("starting fresh in " + ckpt_), std::string::npos)
+      << fresh.out;
+  EXPECT_NE(fresh.out.find("removed 1 unusable checkpoint(s)"),
+            std::string::npos)
+      << fresh.out;
+  EXPECT_NE(fresh.out.find("epoch 1/2"), std::string::npos) << fresh.out;
+  EXPECT_EQ(ReadFile(ckpt_ + "/LATEST"), "ckpt-8");
+}
+
+TEST_F(TrainerCheckpointTest, StrayFilesAloneAreNotACheckpoint) {
+  std::filesystem::create_directories(ckpt_);
+  std::ofstream(ckpt_ + "/notes.txt") << "mine";
+  ExpectOneLineError(RunCli(Cli("--resume")), "no usable checkpoint");
+  Outcome fresh = RunCli(Cli("--resume --start-fresh"));
+  ASSERT_EQ(fresh.status, 0) << fresh.err;
+  EXPECT_TRUE(std::filesystem::exists(ckpt_ + "/notes.txt"));
+  ExpectOneLineError(RunCli("--model mlp --start-fresh"),
+                     "--start-fresh needs --resume");
+}
+
+// -------------------------------------------- failures found before step 1
+
+TEST_F(TrainerCheckpointTest, UnwritableCheckpointDirFailsBeforeTraining) {
+  std::ofstream(dir_ + "/file") << "x";
+  Outcome o = RunCli("--model mlp --checkpoint-dir '" + dir_ + "/file/ckpt'");
+  ExpectOneLineError(
+      o, "checkpoint directory '" + dir_ + "/file/ckpt' is not writable");
+  EXPECT_NE(o.err.find("Not a directory"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+// Replaces the test split with `n` images of rows x cols and these labels.
+void WriteTestSplit(const std::string& dir, int rows, int cols,
+                    const std::vector<int>& labels) {
+  std::ofstream img(dir + "/t10k-images-idx3-ubyte",
+                    std::ios::binary | std::ios::trunc);
+  WriteBigEndian(img, 0x803);
+  WriteBigEndian(img, static_cast<uint32_t>(labels.size()));
+  WriteBigEndian(img, rows);
+  WriteBigEndian(img, cols);
+  for (size_t i = 0; i < labels.size() * rows * cols; ++i) img.put(7);
+  std::ofstream lab(dir + "/t10k-labels-idx1-ubyte",
+                    std::ios::binary | std::ios::trunc);
+  WriteBigEndian(lab, 0x801);
+  WriteBigEndian(lab, static_cast<uint32_t>(labels.size()));
+  for (int l : labels) lab.put(static_cast<char>(l));
+}
+
+TEST_F(TrainerTest, TestImagesOfAnotherSizeFailBeforeTraining) {
+  WriteTestSplit(dir_, 32, 32, std::vector<int>(20, 1));
+  Outcome o = RunCli("--model mlp");
+  ExpectOneLineError(o, "does not fit the evaluation program");
+  EXPECT_NE(o.err.find("feed 'image'"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+TEST_F(TrainerTest, TestLabelsOutOfRangeFailBeforeTraining) {
+  std::vector<int> labels(40, 3);
+  labels[33] = 200;
+  WriteTestSplit(dir_, 28, 28, labels);
+  Outcome o = RunCli("--model mlp");
+  ExpectOneLineError(o,
+                     "label 200 of sample 33 is outside the model's 10 "
+                     "classes [0, 10)");
+  EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+TEST_F(TrainerTest, MissingTestFileFailsBeforeTraining) {
+  std::filesystem::remove(dir_ + "/t10k-labels-idx1-ubyte");
+  Outcome o = RunCli("--model mlp");
+  ExpectOneLineError(o, "t10k-labels-idx1-ubyte");
+  EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+// ------------------------------------------------------------ evaluation
+
+std::string Persistables(const Scope& scope, const proto::ProgramDesc& p) {
+  std::string all;
+  for (const std::string& name : PersistableVars(p)) {
+    const Tensor& t = scope.GetVar(name)->GetTensor();
+    all += name + ":" +
+           std::string(static_cast<const char*>(t.raw_data()), t.bytes());
+  }
+  return all;
+}
+
+// A job without a test program evaluates with the forward part of its main
+// program: the same accuracy as with the explicit test program, no training
+// on the test set.
+TEST_F(TrainerTest, JobWithoutTestProgramEvaluatesForwardOnly) {
+  const std::string with = SaveMlp([](proto::TrainingJob*) {}, "with.pb");
+  const std::string without =
+      SaveMlp([](proto::TrainingJob* j) { j->clear_test(); }, "without.pb");
+  TrainerOptions o;
+  o.data_dir = dir_;
+  o.batch_size = 32;
+  o.program = with;
+  std::ostringstream log1, log2;
+  TrainerResult a = RunTrainer(o, log1);
+  o.program = without;
+  TrainerResult b = RunTrainer(o, log2);
+  ASSERT_GE(a.test_accuracy, 0);
+  EXPECT_DOUBLE_EQ(a.test_accuracy, b.test_accuracy);
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_NE(log2.str().find("the job has no test program: evaluating with "
+                            "the forward part of the main program"),
+            std::string::npos)
+      << log2.str();
+}
+
+TEST(EvaluationProgramTest, DerivedProgramRunsNoOptimizerAndChangesNothing) {
+  proto::TrainingJob job = BuildModel("mlp");
+  job.clear_test();
+  std::ostringstream log;
+  const proto::ProgramDesc eval = EvaluationProgram(job, log);
+  for (const proto::OpDesc& op : eval.blocks(0).ops()) {
+    EXPECT_EQ(OpRoleOf(op) & (OpRole::kBackward | OpRole::kOptimize), 0)
+        << OpToString(op);
+    EXPECT_NE(op.type(), "momentum");
+  }
+  Executor exe(Place::CPU(), 1);
+  Scope scope;
+  exe.RunOnce(job.startup(), &scope);
+  const std::string before = Persistables(scope, job.main());
+  Tensor image(DataType::kFloat32, Shape{8, 1, 28, 28});
+  float* px = image.mutable_data<float>(Place::CPU());
+  for (int i = 0; i < 8 * 784; ++i) px[i] = (i % 13) / 13.0f;
+  Tensor label(DataType::kInt64, Shape{8, 1});
+  int64_t* pl = label.mutable_data<int64_t>(Place::CPU());
+  for (int i = 0; i < 8; ++i) pl[i] = i;
+  auto prepared = exe.Prepare(eval, &scope);
+  std::vector<Tensor> fetched;
+  for (int i = 0; i < 3; ++i)
+    exe.Run(prepared.get(), {{"image", image}, {"label", label}},
+            {job.metric_names(0)}, &fetched);
+  EXPECT_EQ(Persistables(scope, job.main()), before)
+      << "evaluation changed a parameter";
+}
+
+TEST(EvaluationProgramTest, TestProgramThatTrainsIsRefused) {
+  proto::TrainingJob job = BuildModel("mlp");
+  *job.mutable_test() = job.main();
+  std::ostringstream log;
+  try {
+    EvaluationProgram(job, log);
+    FAIL() << "a test program with optimizer ops was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the job's test program holds op"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("trains or communicates"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+// Internals shared by the checkpoint writer (checkpoint.cc) and reader
+// (checkpoint_load.cc): names, limits, and locating the checkpoint LATEST
+// names. Not part of the public API; see checkpoint.h for the format.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/framework/enforce.h"
+#include "src/io/file_system.h"
+
+// Tensor files hold the host's bytes as they are; the format says
+// little-endian, so a big-endian build would need a byte swap here.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoint files are little-endian; add byte swapping for this host"
+#endif
+
+namespace fluid {
+namespace checkpoint_internal {
+
+inline constexpr const char* kLatest = "LATEST";
+inline constexpr const char* kManifest = "manifest.pb";
+inline constexpr const char* kPrefix = "ckpt-";
+inline constexpr const char* kStagingSuffix = ".tmp";
+inline constexpr const char* kAsideSuffix = ".old";
+inline constexpr const char* kTensorExt = ".tensor";
+inline constexpr int64_t kManifestVersion = 1;
+inline constexpr const char* kProbe = "LATEST.probe";
+// Upper bounds for the control files; anything larger is damage.
+inline constexpr uint64_t kMaxLatestBytes = 4096;
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+// File-name stems longer than this are cut and made unique with "~<index>",
+// keeping the whole name well under NAME_MAX (255).
+inline constexpr size_t kMaxStem = 200;
+
+// "ckpt-<step>".
+std::string CheckpointName(int64_t step);
+// "ckpt-<digits><suffix>" -> step and suffix; false for anything else.
+bool ParseCheckpointName(const std::string& name, int64_t* step,
+                         std::string* suffix);
+
+std::string Join(const std::vector<std::string>& parts, const char* sep);
+
+template <typename... Args>
+std::string Str(const Args&... args) {
+  std::ostringstream os;
+  internal::StreamAll(os, args...);
+  return os.str();
+}
+
+// Reads a control file (LATEST, a manifest) after checking that it is a
+// regular file of at most `limit` bytes: a damaged checkpoint may hold a
+// device, a fifo or a huge file where a small file belongs.
+std::string ReadSmallFile(FileSystem* fs, const std::string& path,
+                          uint64_t limit);
+
+struct Located {
+  std::string path;  // dir/ckpt-<step> (or its .old during a swap)
+  int64_t step = 0;
+};
+
+// The checkpoint LATEST names: kNotFound when LATEST or the checkpoint is
+// missing, kInvalidArgument when LATEST is corrupt.
+Located LocateLatest(FileSystem* fs, const std::string& dir);
+
+}  // namespace checkpoint_internal
+}  // namespace fluid
