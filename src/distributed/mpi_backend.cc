@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "src/distributed/launcher.h"
+
 namespace fluid {
 
 namespace {
@@ -99,6 +101,9 @@ bool LaunchedByMpi() {
 }
 
 void EnsureMpiInitialized() {
+  // A rank outliving its launcher would keep training (and checkpointing)
+  // unseen: stop with it.
+  if (LaunchedByMpi()) WatchLauncher();
   std::lock_guard<std::mutex> lock(g_init_mu);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

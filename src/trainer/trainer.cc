@@ -10,6 +10,7 @@
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
 #include "src/data/idx_reader.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/distributed/run_settings.h"
@@ -323,6 +324,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     result.final_loss = loss_sum / std::max<int64_t>(seen, 1);
     result.train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
     if (!o.checkpoint_dir.empty() && rank == 0) {
+      FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
+                         "the launcher (mpirun) is gone: not writing the "
+                         "checkpoint of epoch ", epoch + 1);
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
       log << "checkpoint saved to " << o.checkpoint_dir << " (epoch "
