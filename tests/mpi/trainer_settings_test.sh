@@ -63,6 +63,10 @@ expect() {
   [ "$took" -le 30 ] || fail "$setting: took ${took}s to come down"
   echo "$out" | grep -qF -- "error: ranks disagree on $setting: $values" \
     || fail "$setting: no line naming it and the values: $out"
+  # Both ranks fail at once: each line is whole, never two interleaved.
+  echo "$out" | grep "trainer" | grep -vqE \
+    "^trainer: rank [01]: error: ranks disagree on [^:]*: rank 0 has .*, rank 1 has [^:]*$" \
+    && fail "$setting: a malformed or interleaved error line: $out"
   echo "ok: $setting (${took}s, rc $rc)"
 }
 
@@ -81,3 +85,15 @@ expect --resume "--checkpoint-dir $work/ckpt" \
 expect --seed "--seed 1" "--seed 2" "rank 0 has 1, rank 1 has 2"
 expect --bucket-mb "--bucket-mb 0.5" "" "rank 0 has 0.5, rank 1 has 4"
 expect --no-overlap "" "--no-overlap" "rank 0 has no, rank 1 has yes"
+
+# The rank in the error line is the communicator's, not the environment's.
+out=$(timeout 60 "${MPI[@]}" \
+      -np 1 env OMPI_COMM_WORLD_RANK=5 "$TRAINER" "${base[@]}" \
+        --data "$work/big" --epochs 3 : \
+      -np 1 env OMPI_COMM_WORLD_RANK=6 "$TRAINER" "${base[@]}" \
+        --data "$work/big" --epochs 2 2>&1)
+echo "$out" | grep -qE "^trainer: rank [01]: error: ranks disagree on --epochs" \
+  || fail "no error line with the communicator's rank: $out"
+echo "$out" | grep -qE "^trainer: rank [56]:" \
+  && fail "the error line took its rank from the environment: $out"
+echo "ok: error lines name the communicator's rank"
