@@ -19,7 +19,8 @@ CASE = textwrap.dedent("""
     main, startup = fluid.Program(), fluid.Program()
     try:
         with fluid.program_guard(main, startup):
-            x = L.data("x", dims, dtype="float32")
+            x = L.data("x", dims, dtype="float32",
+                       append_batch_size=sys.argv[2] == "batch")
             y = L.fc(x, 10)
             exe = fluid.Executor(fluid.CPUPlace())
             exe.run(startup)
@@ -31,14 +32,15 @@ CASE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize("batch", ["batch", "nobatch"])
 @pytest.mark.parametrize("dims", [
     "2147483648,2147483648",   # [2^31, 2^31]: 2^64 bytes
     "4294967296,1073741824",   # [2^32, 2^30]
     "3,4611686018427387904",   # [3, 2^62]: the element count overflows
     "1,2147483648,2147483648",
 ])
-def test_data_slot_too_large_raises(dims):
-    r = subprocess.run([sys.executable, "-c", CASE, dims],
+def test_data_slot_too_large_raises(dims, batch):
+    r = subprocess.run([sys.executable, "-c", CASE, dims, batch],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
     assert "too large" in r.stdout, r.stdout
