@@ -1,9 +1,9 @@
 #include "src/distributed/launcher.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <mutex>
-
-#include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif

@@ -44,8 +44,8 @@ struct Received {
 std::vector<Received> ExchangeSetting(Communicator* comm,
                                       const RunSetting& mine) {
   Tensor in, out;
-  char* send = reinterpret_cast<char*>(
-      in.mutable_data<int64_t>(Shape{kRecordWords}));
+  char* send =
+      reinterpret_cast<char*>(in.mutable_data<int64_t>(Shape{kRecordWords}));
   std::memset(send, 0, kRecordWords * 8);
   const int64_t length = static_cast<int64_t>(mine.value.size());
   std::memcpy(send, &length, 8);
@@ -166,7 +166,8 @@ void CheckRunSettingsAgree(Communicator* comm,
       continue;
     const std::vector<Received> got = ExchangeSetting(comm, mine);
     bool same_name = true;
-    for (const Received& v : got) same_name = same_name && v.name == got[0].name;
+    for (const Received& v : got)
+      same_name = same_name && v.name == got[0].name;
     std::vector<std::string> shown;
     for (const Received& v : got)
       shown.push_back(same_name ? Display(v) : v.name + "=" + Display(v));

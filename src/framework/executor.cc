@@ -41,9 +41,9 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   std::set<std::string> declared;
   for (const auto& var : block.vars()) {
     int64_t bytes = 0;
-    FLUID_ENFORCE(ShapeBytes(VarShape(var), VarDtype(var), &bytes),
-                  "variable ", Quote(var.name()), " of shape ", VarShape(var),
-                  " (", DataTypeName(VarDtype(var)), ") is too large: its ",
+    FLUID_ENFORCE(ShapeBytes(VarShape(var), VarDtype(var), &bytes), "variable ",
+                  Quote(var.name()), " of shape ", VarShape(var), " (",
+                  DataTypeName(VarDtype(var)), ") is too large: its ",
                   "size in bytes overflows int64, more than any allocation ",
                   "can hold");
     declared.insert(var.name());
@@ -61,9 +61,9 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     const proto::OpDesc& op = block.ops(i);
     for (const auto& name : OpInputNames(op)) {
       if (name == kEmptyVarName) continue;
-      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
-                         i, " ", Quote(op.type()), " reads variable ",
-                         Quote(name), ", which the program does not declare");
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #", i,
+                         " ", Quote(op.type()), " reads variable ", Quote(name),
+                         ", which the program does not declare");
       const proto::VarDesc& v = GetVarDesc(block, name);
       if (!v.persistable() && !written.count(name) &&
           needs_feed.insert(name).second) {
@@ -76,8 +76,8 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     }
     for (const auto& name : OpOutputNames(op)) {
       if (name == kEmptyVarName) continue;
-      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
-                         i, " ", Quote(op.type()), " writes variable ",
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #", i,
+                         " ", Quote(op.type()), " writes variable ",
                          Quote(name), ", which the program does not declare");
       written.insert(name);
     }
@@ -112,19 +112,19 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     for (const auto& feed : feeds) fed = fed || feed.first == req.name;
     if (!fed) {
       FLUID_ENFORCE_CODE(false, ErrorCode::kInvalidArgument, "missing feed ",
-                         Quote(req.name), ": the program reads it before any op ",
-                         "writes it");
+                         Quote(req.name),
+                         ": the program reads it before any op writes it");
     }
   }
 
   for (const auto& [name, var] : prepared->persistable_inputs_) {
     if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
     const Tensor& t = var->GetTensor();
-    FLUID_ENFORCE(!t.initialized() || t.place() == place_, "variable ", Quote(name),
-                  " lives on ", t.place().ToString(),
+    FLUID_ENFORCE(!t.initialized() || t.place() == place_, "variable ",
+                  Quote(name), " lives on ", t.place().ToString(),
                   " but this executor runs on ", place_.ToString(),
-                  ": run the program with an executor on ", t.place().ToString(),
-                  " (or copy the scope's values)");
+                  ": run the program with an executor on ",
+                  t.place().ToString(), " (or copy the scope's values)");
   }
   for (auto& op : prepared->ops_) {
     try {

@@ -56,8 +56,8 @@ DataType KernelDtypeOf(const proto::OpDesc& op, const OpSchema& schema,
     if (!names.empty()) {
       const proto::VarDesc* v = FindVarDesc(block, names[0]);
       FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "op ",
-                         Quote(op.type()), " uses variable ",
-                         Quote(names[0]), ", which is not declared");
+                         Quote(op.type()), " uses variable ", Quote(names[0]),
+                         ", which is not declared");
       return VarDtype(*v);
     }
   }
@@ -136,7 +136,8 @@ const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
                                                     size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op ", Quote(op_.type()), " has no input '", slot, "'[", i, "]");
+                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
+                "]");
   const Tensor& t = s->vars[i]->GetTensor();
   FLUID_ENFORCE(t.initialized(), "op ", Quote(op_.type()), " reads variable ",
                 Quote(s->args[i]), " (input ", slot,
@@ -162,9 +163,9 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
   Tensor* t = s->vars[i]->GetMutableTensor();
   // Named here, where the variable is known, before a kernel allocates it.
   int64_t bytes = 0;
-  FLUID_ENFORCE(ShapeBytes(shape, t->dtype(), &bytes), "op ",
-                Quote(op_.type()), ": variable ", Quote(s->args[i]),
-                " of shape ", shape, " (", DataTypeName(t->dtype()),
+  FLUID_ENFORCE(ShapeBytes(shape, t->dtype(), &bytes), "op ", Quote(op_.type()),
+                ": variable ", Quote(s->args[i]), " of shape ", shape, " (",
+                DataTypeName(t->dtype()),
                 ") is too large: its size in bytes overflows int64, more ",
                 "than any allocation can hold");
   t->Resize(shape);
@@ -275,7 +276,8 @@ size_t ExecutionContext::InputSize(const std::string& slot) const {
 Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op ", Quote(op_.type()), " has no input '", slot, "'[", i, "]");
+                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
+                "]");
   return s->vars[i];
 }
 

@@ -52,10 +52,10 @@ void Tensor::ShareBuffer(std::shared_ptr<Buffer> buffer, size_t byte_offset,
   FLUID_ENFORCE(buffer != nullptr, "ShareBuffer: null buffer");
   const size_t bytes =
       static_cast<size_t>(TensorBytes(shape, dtype, "a ShareBuffer view"));
-  FLUID_ENFORCE(byte_offset <= buffer->size() &&
-                    bytes <= buffer->size() - byte_offset,
-                "ShareBuffer: view of ", bytes, " bytes at offset ",
-                byte_offset, " exceeds buffer of ", buffer->size(), " bytes");
+  FLUID_ENFORCE(
+      byte_offset <= buffer->size() && bytes <= buffer->size() - byte_offset,
+      "ShareBuffer: view of ", bytes, " bytes at offset ", byte_offset,
+      " exceeds buffer of ", buffer->size(), " bytes");
   place_ = buffer->place();
   buffer_ = std::move(buffer);
   offset_ = byte_offset;

@@ -110,8 +110,8 @@ int64_t TensorBytes(const Shape& shape, DataType dtype,
   FLUID_ENFORCE(shape.IsFullyKnown(), "cannot allocate ", subject,
                 " of unknown shape ", shape);
   int64_t bytes = 0;
-  FLUID_ENFORCE(ShapeBytes(shape, dtype, &bytes), subject, " of shape ",
-                shape, " (", DataTypeName(dtype), ") is too large: its ",
+  FLUID_ENFORCE(ShapeBytes(shape, dtype, &bytes), subject, " of shape ", shape,
+                " (", DataTypeName(dtype), ") is too large: its ",
                 "size in bytes overflows int64, more than any allocation ",
                 "can hold");
   return bytes;

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <initializer_list>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>

@@ -7,13 +7,13 @@
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K]             data-parallel on N ranks
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <string>
-
-#include <unistd.h>
 
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   } catch (const fluid::Error& e) {
     failure = std::string("error: ") + e.what();
   } catch (const std::exception& e) {
-    failure = std::string("internal error: ") +
-              fluid::SanitizeMessage(e.what());
+    failure =
+        std::string("internal error: ") + fluid::SanitizeMessage(e.what());
   }
   if (failure.empty()) {
     fluid::ShutdownGlobalCommunicator();

@@ -215,8 +215,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   // One process, or one rank of many (started by mpirun).
   Scope scope;
-  Execution run = SetUpExecution(o, place, train, test, &job, &scope,
-                                 &result);
+  Execution run = SetUpExecution(o, place, train, test, &job, &scope, &result);
   Executor* exe = run.exe;
   PreparedProgram* main = run.main;
   MPIExecutor* dist = run.dist.get();
@@ -326,7 +325,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     if (!o.checkpoint_dir.empty() && rank == 0) {
       FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
                          "the launcher (mpirun) is gone: not writing the "
-                         "checkpoint of epoch ", epoch + 1);
+                         "checkpoint of epoch ",
+                         epoch + 1);
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
       log << "checkpoint saved to " << o.checkpoint_dir << " (epoch "

@@ -40,8 +40,7 @@ std::vector<std::string> Check(
 std::vector<RunSetting> Usual(int64_t epochs, double bucket_mb = 4.0) {
   return {RunSetting::Int("--epochs", epochs),
           RunSetting::Real("--bucket-mb", bucket_mb),
-          RunSetting::Flag("--resume", false),
-          RunSetting::Text("--seed", "1")};
+          RunSetting::Flag("--resume", false), RunSetting::Text("--seed", "1")};
 }
 
 TEST(RunSettings, CanonicalText) {
@@ -62,21 +61,23 @@ TEST(RunSettings, AgreeingRanksPass) {
 TEST(RunSettings, MismatchNamesTheSettingAndTheRanksOnEveryRank) {
   auto errors = Check(2, [](int r) { return Usual(r == 0 ? 3 : 2); });
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(errors[r], "ranks disagree on --epochs: rank 0 has 3, rank 1 "
-                         "has 2");
+    EXPECT_EQ(errors[r],
+              "ranks disagree on --epochs: rank 0 has 3, rank 1 "
+              "has 2");
 }
 
 TEST(RunSettings, FirstDifferingSettingIsReportedAndRanksAreGrouped) {
-  auto errors = Check(4, [](int r) {
-    return Usual(r == 2 ? 5 : 3, r == 1 ? 0.5 : 4.0);
-  });
+  auto errors =
+      Check(4, [](int r) { return Usual(r == 2 ? 5 : 3, r == 1 ? 0.5 : 4.0); });
   for (int r = 0; r < 4; ++r)
-    EXPECT_EQ(errors[r], "ranks disagree on --epochs: ranks 0,1,3 have 3, "
-                         "rank 2 has 5")
+    EXPECT_EQ(errors[r],
+              "ranks disagree on --epochs: ranks 0,1,3 have 3, "
+              "rank 2 has 5")
         << "rank " << r;
   errors = Check(3, [](int r) { return Usual(3, r == 1 ? 0.5 : 4.0); });
-  EXPECT_EQ(errors[0], "ranks disagree on --bucket-mb: ranks 0,2 have 4, "
-                       "rank 1 has 0.5");
+  EXPECT_EQ(errors[0],
+            "ranks disagree on --bucket-mb: ranks 0,2 have 4, "
+            "rank 1 has 0.5");
 }
 
 TEST(RunSettings, DifferentListsAreNamedToo) {
@@ -85,8 +86,9 @@ TEST(RunSettings, DifferentListsAreNamedToo) {
     if (r == 1) s.push_back(RunSetting::Int("--extra", 1));
     return s;
   });
-  EXPECT_EQ(errors[0], "ranks disagree on the run settings: rank 0 has "
-                       "(no setting)='', rank 1 has --extra=1");
+  EXPECT_EQ(errors[0],
+            "ranks disagree on the run settings: rank 0 has "
+            "(no setting)='', rank 1 has --extra=1");
   EXPECT_EQ(errors[1], errors[0]);
 }
 
@@ -95,9 +97,10 @@ TEST(RunSettings, ValuesAreQuotedAndCut) {
     return std::vector<RunSetting>{RunSetting::Text(
         "--data", r == 0 ? std::string("a\x1b[2Jb") : std::string(5000, 'z'))};
   });
-  EXPECT_EQ(errors[0], "ranks disagree on --data: rank 0 has 'a\\x1b[2Jb', "
-                       "rank 1 has '" + std::string(kMaxQuotedBytes, 'z') +
-                       "...' (5000 bytes)");
+  EXPECT_EQ(errors[0],
+            "ranks disagree on --data: rank 0 has 'a\\x1b[2Jb', "
+            "rank 1 has '" +
+                std::string(kMaxQuotedBytes, 'z') + "...' (5000 bytes)");
 }
 
 TEST(RunSettings, DescribeCapsTheRanksListed) {

@@ -31,7 +31,8 @@ TEST(Quote, ControlBytesAreEscaped) {
 TEST(Quote, LongNamesAreCutWithTheirLength) {
   const std::string name(1 << 20, 'n');
   const std::string q = Quote(name);
-  EXPECT_EQ(q, "'" + std::string(kMaxQuotedBytes, 'n') + "...' (1048576 bytes)");
+  EXPECT_EQ(q,
+            "'" + std::string(kMaxQuotedBytes, 'n') + "...' (1048576 bytes)");
   EXPECT_EQ(Quote("abcdef", 3), "'abc...' (6 bytes)");
 }
 

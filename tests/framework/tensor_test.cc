@@ -84,7 +84,6 @@ TEST(Shape, UnknownDimsAndMatching) {
   EXPECT_EQ(Shape({2, 3}).ToString(), "[2, 3]");
 }
 
-
 std::string ErrorOf(const std::function<void()>& fn) {
   try {
     fn();

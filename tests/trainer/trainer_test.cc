@@ -227,8 +227,8 @@ TEST_F(TrainerTest, HostileVarNamesGiveOneShortPrintableLine) {
   for (const std::string& name : names) {
     std::string path = SaveMlp(
         [&](proto::TrainingJob* j) {
-          SetOpInput(j->mutable_main()->mutable_blocks(0)->mutable_ops(0),
-                     "X", {name});
+          SetOpInput(j->mutable_main()->mutable_blocks(0)->mutable_ops(0), "X",
+                     {name});
         },
         "hostile.pb");
     Outcome o = RunCli("--program '" + path + "'");
