@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_membership.h"
 
 namespace fluid {
@@ -124,6 +125,9 @@ bool LaunchedByMpi() {
 }
 
 void EnsureMpiInitialized() {
+  // A rank outliving its launcher would keep training (and checkpointing)
+  // unseen: stop with it.
+  if (LaunchedByMpi()) WatchLauncher();
   std::lock_guard<std::mutex> lock(g_init_mu);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

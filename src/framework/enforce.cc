@@ -1,6 +1,46 @@
 #include "src/framework/enforce.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace fluid {
+
+namespace {
+
+bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+void AppendEscaped(std::string* out, std::string_view text) {
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (!IsControl(c)) {
+      out->push_back(ch);
+      continue;
+    }
+    char hex[5];
+    std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+    out->append(hex);
+  }
+}
+
+}  // namespace
+
+std::string Quote(std::string_view text, size_t max_bytes) {
+  std::string out = "'";
+  AppendEscaped(&out, text.substr(0, max_bytes));
+  if (text.size() <= max_bytes) return out + "'";
+  return out + "...' (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string SanitizeMessage(std::string_view message) {
+  std::string out;
+  const size_t keep = std::min(message.size(), kMaxErrorMessageBytes);
+  out.reserve(keep + 32);
+  AppendEscaped(&out, message.substr(0, keep));
+  if (message.size() > keep)
+    out += "... (message cut at " + std::to_string(keep) + " of " +
+           std::to_string(message.size()) + " bytes)";
+  return out;
+}
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {

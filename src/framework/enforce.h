@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace fluid {
@@ -26,10 +27,30 @@ enum class ErrorCode {
 
 const char* ErrorCodeName(ErrorCode code);
 
+// The longest message an Error carries; longer ones are cut (see
+// SanitizeMessage).
+constexpr size_t kMaxErrorMessageBytes = 2048;
+// The most bytes of one name Quote echoes.
+constexpr size_t kMaxQuotedBytes = 200;
+
+// `text` as it may be echoed in a message: in single quotes, control bytes
+// (and DEL) written as \xNN, cut after `max_bytes` bytes of the original
+// with "... (N bytes)" naming its full length. Names read from input (var
+// names in a model.pb, paths, flags) go through here, so that a message is
+// one short printable line whatever the input holds.
+std::string Quote(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
+
+// `message` with control bytes escaped as Quote does (so it stays on one
+// line) and cut to kMaxErrorMessageBytes. Every Error's message passes
+// through here.
+std::string SanitizeMessage(std::string_view message);
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message, int os_errno = 0)
-      : std::runtime_error(message), code_(code), os_errno_(os_errno) {}
+      : std::runtime_error(SanitizeMessage(message)),
+        code_(code),
+        os_errno_(os_errno) {}
   ErrorCode code() const { return code_; }
   // The errno of the failed system call behind this error, 0 if none. Kept
   // when an error is rethrown with more context (FLUID_RETHROW), so an edge

@@ -16,14 +16,14 @@ Executor::Executor(Place place, int num_threads)
 Executor::~Executor() = default;
 
 void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
-  FLUID_ENFORCE(value.dtype() == VarDtype(var), "feed '", var.name(),
-                "' has dtype ", DataTypeName(value.dtype()), " but the ",
+  FLUID_ENFORCE(value.dtype() == VarDtype(var), "feed ", Quote(var.name()),
+                " has dtype ", DataTypeName(value.dtype()), " but the ",
                 "program declares ", DataTypeName(VarDtype(var)));
-  FLUID_ENFORCE(ShapeMatches(VarShape(var), value.shape()), "feed '",
-                var.name(), "' has shape ", value.shape(),
+  FLUID_ENFORCE(ShapeMatches(VarShape(var), value.shape()), "feed ",
+                Quote(var.name()), " has shape ", value.shape(),
                 " but the program declares ", VarShape(var));
-  FLUID_ENFORCE(value.initialized() || value.numel() == 0, "feed '",
-                var.name(), "' holds no data");
+  FLUID_ENFORCE(value.initialized() || value.numel() == 0, "feed ",
+                Quote(var.name()), " holds no data");
 }
 
 namespace {
@@ -64,6 +64,12 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
 
   std::set<std::string> declared;
   for (const auto& var : block.vars()) {
+    int64_t bytes = 0;
+    FLUID_ENFORCE(ShapeBytes(VarShape(var), VarDtype(var), &bytes), "variable ",
+                  Quote(var.name()), " of shape ", VarShape(var), " (",
+                  DataTypeName(VarDtype(var)), ") is too large: its ",
+                  "size in bytes overflows int64, more than any allocation ",
+                  "can hold");
     declared.insert(var.name());
     if (var.persistable()) {
       CheckHeldValue(var, *scope->Var(var.name()));
@@ -79,9 +85,9 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     const proto::OpDesc& op = block.ops(i);
     for (const auto& name : OpInputNames(op)) {
       if (name == kEmptyVarName) continue;
-      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
-                         i, " '", op.type(), "' reads variable '", name,
-                         "', which the program does not declare");
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #", i,
+                         " ", Quote(op.type()), " reads variable ", Quote(name),
+                         ", which the program does not declare");
       const proto::VarDesc& v = GetVarDesc(block, name);
       if (!v.persistable() && !written.count(name) &&
           needs_feed.insert(name).second) {
@@ -94,9 +100,9 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     }
     for (const auto& name : OpOutputNames(op)) {
       if (name == kEmptyVarName) continue;
-      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #",
-                         i, " '", op.type(), "' writes variable '", name,
-                         "', which the program does not declare");
+      FLUID_ENFORCE_CODE(declared.count(name), ErrorCode::kNotFound, "op #", i,
+                         " ", Quote(op.type()), " writes variable ",
+                         Quote(name), ", which the program does not declare");
       written.insert(name);
     }
     auto instance = std::make_unique<OperatorBase>(op, block, place_);
@@ -119,8 +125,8 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
   device_->MakeCurrent();  // another executor may have switched devices
   for (const auto& feed : feeds) {
     const proto::VarDesc* desc = FindVarDesc(block, feed.first);
-    FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed '",
-                       feed.first, "' is not a variable of the program");
+    FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed ",
+                       Quote(feed.first), " is not a variable of the program");
     CheckFeed(*desc, feed.second);
     local->GetVar(feed.first)->GetMutableTensor()->CopyFrom(feed.second,
                                                             place_);
@@ -129,20 +135,20 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     bool fed = false;
     for (const auto& feed : feeds) fed = fed || feed.first == req.name;
     if (!fed) {
-      FLUID_ENFORCE_CODE(false, ErrorCode::kInvalidArgument, "missing feed '",
-                         req.name, "': the program reads it before any op ",
-                         "writes it");
+      FLUID_ENFORCE_CODE(false, ErrorCode::kInvalidArgument, "missing feed ",
+                         Quote(req.name),
+                         ": the program reads it before any op writes it");
     }
   }
 
   for (const auto& [name, var] : prepared->persistable_inputs_) {
     if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
     const Tensor& t = var->GetTensor();
-    FLUID_ENFORCE(!t.initialized() || t.place() == place_, "variable '", name,
-                  "' lives on ", t.place().ToString(),
+    FLUID_ENFORCE(!t.initialized() || t.place() == place_, "variable ",
+                  Quote(name), " lives on ", t.place().ToString(),
                   " but this executor runs on ", place_.ToString(),
-                  ": run the program with an executor on ", t.place().ToString(),
-                  " (or copy the scope's values)");
+                  ": run the program with an executor on ",
+                  t.place().ToString(), " (or copy the scope's values)");
   }
   for (auto& op : prepared->ops_) {
     try {
@@ -154,9 +160,9 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
       op->kernel()(ExecutionContext(*op, *device_));
     } catch (const Error& e) {
       std::string what = e.what();
-      const std::string prefix = "op '" + op->type() + "'";
+      const std::string prefix = "op " + Quote(op->type());
       if (what.find(prefix) == std::string::npos)
-        what = "in op '" + op->type() + "': " + what;
+        what = "in " + prefix + ": " + what;
       throw Error(e.code(), what);
     }
   }
@@ -166,11 +172,12 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     fetches->resize(fetch_names.size());
     for (size_t i = 0; i < fetch_names.size(); ++i) {
       Variable* v = local->FindVar(fetch_names[i]);
-      FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "fetch '",
-                         fetch_names[i], "' is not a variable of the program");
+      FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "fetch ",
+                         Quote(fetch_names[i]),
+                         " is not a variable of the program");
       const Tensor& t = v->GetTensor();
-      FLUID_ENFORCE(t.initialized(), "fetch '", fetch_names[i],
-                    "' holds no value after the run");
+      FLUID_ENFORCE(t.initialized(), "fetch ", Quote(fetch_names[i]),
+                    " holds no value after the run");
       (*fetches)[i].CopyFrom(t, Place::CPU());
     }
   }

@@ -168,8 +168,8 @@ const OpSchema& OpRegistry::Get(const std::string& type) const {
       known << (first ? "" : ", ") << kv.first;
       first = false;
     }
-    FLUID_THROW(ErrorCode::kNotFound, "unknown op type '", type,
-                "'; known types: ", known.str());
+    FLUID_THROW(ErrorCode::kNotFound, "unknown op type ", Quote(type),
+                "; known types: ", known.str());
   }
   return *it->second;
 }

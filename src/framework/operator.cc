@@ -37,7 +37,7 @@ const std::string& SlotArg(const proto::OpDesc& op,
                            const proto::OpDesc::Var* v, const std::string& slot,
                            size_t i, const char* kind) {
   FLUID_ENFORCE(v != nullptr && static_cast<int>(i) < v->arguments_size(),
-                "op '", op.type(), "' has no ", kind, " '", slot, "'[", i,
+                "op ", Quote(op.type()), " has no ", kind, " '", slot, "'[", i,
                 "]");
   return v->arguments(static_cast<int>(i));
 }
@@ -55,9 +55,9 @@ DataType KernelDtypeOf(const proto::OpDesc& op, const OpSchema& schema,
     if (names.empty()) names = OpOutput(op, slot);
     if (!names.empty()) {
       const proto::VarDesc* v = FindVarDesc(block, names[0]);
-      FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "op '",
-                         op.type(), "' uses variable '", names[0],
-                         "', which is not declared");
+      FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "op ",
+                         Quote(op.type()), " uses variable ", Quote(names[0]),
+                         ", which is not declared");
       return VarDtype(*v);
     }
   }
@@ -136,10 +136,11 @@ const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
                                                     size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op '", op_.type(), "' has no input '", slot, "'[", i, "]");
+                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
+                "]");
   const Tensor& t = s->vars[i]->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "op '", op_.type(), "' reads variable '",
-                s->args[i], "' (input ", slot,
+  FLUID_ENFORCE(t.initialized(), "op ", Quote(op_.type()), " reads variable ",
+                Quote(s->args[i]), " (input ", slot,
                 "), which holds no value: feed it, or run the startup "
                 "program first");
   return t;
@@ -159,7 +160,15 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
                                               const Shape& shape, size_t i) {
   const BoundSlot* s = op_.FindOutput(slot);
   if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
-  s->vars[i]->GetMutableTensor()->Resize(shape);
+  Tensor* t = s->vars[i]->GetMutableTensor();
+  // Named here, where the variable is known, before a kernel allocates it.
+  int64_t bytes = 0;
+  FLUID_ENFORCE(ShapeBytes(shape, t->dtype(), &bytes), "op ", Quote(op_.type()),
+                ": variable ", Quote(s->args[i]), " of shape ", shape, " (",
+                DataTypeName(t->dtype()),
+                ") is too large: its size in bytes overflows int64, more ",
+                "than any allocation can hold");
+  t->Resize(shape);
 }
 
 void RuntimeInferShapeContext::SetOutputDtype(const std::string& slot,
@@ -267,15 +276,16 @@ size_t ExecutionContext::InputSize(const std::string& slot) const {
 Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op '", op_.type(), "' has no input '", slot, "'[", i, "]");
+                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
+                "]");
   return s->vars[i];
 }
 
 const Tensor& ExecutionContext::Input(const std::string& slot,
                                       size_t i) const {
   const Tensor& t = InputVar(slot, i)->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "op '", op_.type(), "' reads variable '",
-                InputName(slot, i), "' (input ", slot,
+  FLUID_ENFORCE(t.initialized(), "op ", Quote(op_.type()), " reads variable ",
+                Quote(InputName(slot, i)), " (input ", slot,
                 "), which holds no value");
   return t;
 }

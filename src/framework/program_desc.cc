@@ -27,8 +27,8 @@ proto::VarDesc* FindMutableVarDesc(proto::BlockDesc* block,
 const proto::VarDesc& GetVarDesc(const proto::BlockDesc& block,
                                  const std::string& name) {
   const proto::VarDesc* v = FindVarDesc(block, name);
-  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "variable '", name,
-                     "' is not declared in block ", block.idx());
+  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "variable ",
+                     Quote(name), " is not declared in block ", block.idx());
   return *v;
 }
 
@@ -36,8 +36,8 @@ proto::VarDesc* AddVarDesc(proto::BlockDesc* block, const std::string& name,
                            DataType dtype, const Shape& shape,
                            bool persistable) {
   FLUID_ENFORCE_CODE(FindVarDesc(*block, name) == nullptr,
-                     ErrorCode::kAlreadyExists, "variable '", name,
-                     "' is already declared");
+                     ErrorCode::kAlreadyExists, "variable ", Quote(name),
+                     " is already declared");
   proto::VarDesc* v = block->add_vars();
   v->set_name(name);
   v->set_dtype(ToProto(dtype));
@@ -51,6 +51,11 @@ Shape VarShape(const proto::VarDesc& var) {
 }
 
 void SetVarShape(proto::VarDesc* var, const Shape& shape) {
+  int64_t bytes = 0;
+  FLUID_ENFORCE(ShapeBytes(shape, VarDtype(*var), &bytes), "variable ",
+                Quote(var->name()), " of shape ", shape, " (",
+                DataTypeName(VarDtype(*var)), ") is too large: its size in ",
+                "bytes overflows int64, more than any allocation can hold");
   var->clear_shape();
   for (int64_t d : shape) var->add_shape(d);
 }

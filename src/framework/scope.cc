@@ -22,8 +22,8 @@ Variable* Scope::FindVar(const std::string& name) const {
 
 Variable* Scope::GetVar(const std::string& name) const {
   Variable* v = FindVar(name);
-  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "variable '", name,
-                     "' is not in the scope");
+  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "variable ",
+                     Quote(name), " is not in the scope");
   return v;
 }
 

@@ -18,9 +18,7 @@ Buffer::Buffer(size_t bytes, Place place) : size_(bytes), place_(place) {
 Buffer::~Buffer() { Free(place_, data_); }
 
 void* Tensor::raw_mutable_data(Place place) {
-  int64_t n = shape_.numel();
-  FLUID_ENFORCE(n >= 0, "cannot allocate a tensor of unknown shape ", shape_);
-  size_t need = static_cast<size_t>(n) * SizeOf(dtype_);
+  const size_t need = static_cast<size_t>(TensorBytes(shape_, dtype_));
   if (!buffer_ || buffer_->place() != place ||
       buffer_->size() < offset_ + need) {
     buffer_ = std::make_shared<Buffer>(need, place);
@@ -52,11 +50,12 @@ void Tensor::ShareDataWith(const Tensor& other) {
 void Tensor::ShareBuffer(std::shared_ptr<Buffer> buffer, size_t byte_offset,
                          DataType dtype, const Shape& shape) {
   FLUID_ENFORCE(buffer != nullptr, "ShareBuffer: null buffer");
-  int64_t n = shape.numel();
-  FLUID_ENFORCE(n >= 0, "ShareBuffer: unknown shape ", shape);
-  FLUID_ENFORCE(byte_offset + n * SizeOf(dtype) <= buffer->size(),
-                "ShareBuffer: view of ", n * SizeOf(dtype), " bytes at offset ",
-                byte_offset, " exceeds buffer of ", buffer->size(), " bytes");
+  const size_t bytes =
+      static_cast<size_t>(TensorBytes(shape, dtype, "a ShareBuffer view"));
+  FLUID_ENFORCE(
+      byte_offset <= buffer->size() && bytes <= buffer->size() - byte_offset,
+      "ShareBuffer: view of ", bytes, " bytes at offset ", byte_offset,
+      " exceeds buffer of ", buffer->size(), " bytes");
   place_ = buffer->place();
   buffer_ = std::move(buffer);
   offset_ = byte_offset;

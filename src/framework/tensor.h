@@ -41,7 +41,11 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   const Place& place() const { return place_; }
   int64_t numel() const { return shape_.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * SizeOf(dtype_); }
+  // numel() * SizeOf(dtype()); an error when the shape is unknown or too
+  // large (see TensorBytes).
+  size_t bytes() const {
+    return static_cast<size_t>(TensorBytes(shape_, dtype_));
+  }
   // True once memory has been attached (by mutable_data or sharing).
   bool initialized() const { return buffer_ != nullptr; }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }

@@ -78,11 +78,43 @@ int64_t Shape::numel() const { return Product(0, rank_); }
 
 int64_t Shape::Product(int begin, int end) const {
   int64_t n = 1;
+  bool overflow = false;
   for (int i = begin; i < end; ++i) {
     if (dims_[i] < 0) return -1;
-    n *= dims_[i];
+    overflow = overflow || !CheckedMul(n, dims_[i], &n);
   }
+  FLUID_ENFORCE(!overflow, "shape ", *this, " is too large: its element ",
+                "count overflows int64");
   return n;
+}
+
+bool CheckedMul(int64_t a, int64_t b, int64_t* out) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
+
+bool ShapeBytes(const Shape& shape, DataType dtype, int64_t* bytes) {
+  int64_t n = static_cast<int64_t>(SizeOf(dtype));
+  for (int64_t d : shape)
+    if (d >= 0 && !CheckedMul(n, d, &n)) return false;
+  if (n > kMaxTensorBytes) return false;
+  *bytes = n;
+  return true;
+}
+
+int64_t TensorBytes(const Shape& shape, DataType dtype,
+                    const std::string& what) {
+  const std::string subject = what.empty() ? "a tensor" : what;
+  FLUID_ENFORCE(shape.IsFullyKnown(), "cannot allocate ", subject,
+                " of unknown shape ", shape);
+  int64_t bytes = 0;
+  FLUID_ENFORCE(ShapeBytes(shape, dtype, &bytes), subject, " of shape ", shape,
+                " (", DataTypeName(dtype), ") is too large: its ",
+                "size in bytes overflows int64, more than any allocation ",
+                "can hold");
+  return bytes;
 }
 
 bool Shape::IsFullyKnown() const {

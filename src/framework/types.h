@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -78,9 +79,11 @@ class Shape {
   void push_back(int64_t d);
   void resize(int rank, int64_t fill = 0);
 
-  // Product of all dims; -1 if any is unknown.
+  // Product of all dims; -1 if any is unknown. A product that does not fit
+  // in int64 is an error saying the shape is too large (never a wrapped
+  // value).
   int64_t numel() const;
-  // Product of dims in [begin, end).
+  // Product of dims in [begin, end); -1 and errors as numel().
   int64_t Product(int begin, int end) const;
   bool IsFullyKnown() const;
   std::vector<int64_t> ToVector() const {
@@ -97,6 +100,25 @@ class Shape {
 };
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+// Checked shape arithmetic: every element count and byte size of a tensor
+// is computed here, so that no product of dims (or of dims and element
+// size) can wrap around into a small allocation.
+//
+// *out = a * b for a, b >= 0; false (and *out untouched) when the product
+// overflows int64.
+bool CheckedMul(int64_t a, int64_t b, int64_t* out);
+// The most bytes one tensor may occupy: what an allocation can address
+// (PTRDIFF_MAX on the 64-bit platforms this builds for).
+constexpr int64_t kMaxTensorBytes = std::numeric_limits<int64_t>::max();
+// *bytes = the size of a `dtype` tensor of `shape`, counting only its known
+// dims (so -1 dims count as 1); false when that exceeds kMaxTensorBytes.
+bool ShapeBytes(const Shape& shape, DataType dtype, int64_t* bytes);
+// The size in bytes of a fully known `shape` of `dtype`; an error saying the
+// shape is too large (or unknown) otherwise. `what` names the tensor or
+// variable in the error (may be empty).
+int64_t TensorBytes(const Shape& shape, DataType dtype,
+                    const std::string& what = "");
 std::ostream& operator<<(std::ostream& os, DataType t);
 
 // True when a runtime shape fits a declared one (-1 matches anything).

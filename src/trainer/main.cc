@@ -8,7 +8,10 @@
 //           [--start-fresh]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K]             data-parallel on N ranks
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,6 +20,38 @@
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/enforce.h"
 #include "src/trainer/trainer.h"
+
+namespace {
+
+// Writes `line` and a newline to stderr with one write(2) (retrying only
+// what a short write left), so that lines from ranks failing at the same
+// time never interleave.
+void WriteLine(std::string line) {
+  line.push_back('\n');
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = write(STDERR_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// This rank's number: the communicator's once MPI is up (making it if no
+// one has); the launcher's environment only when MPI cannot start.
+std::string RankForErrors() {
+  try {
+    return std::to_string(fluid::GlobalCommunicator()->rank());
+  } catch (const std::exception&) {
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank == nullptr) rank = std::getenv("PMIX_RANK");
+    return rank != nullptr ? rank : "?";
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   fluid::TrainerOptions o;
@@ -88,7 +123,8 @@ int main(int argc, char** argv) {
   } catch (const fluid::Error& e) {
     failure = std::string("error: ") + e.what();
   } catch (const std::exception& e) {
-    failure = std::string("internal error: ") + e.what();
+    failure =
+        std::string("internal error: ") + fluid::SanitizeMessage(e.what());
   }
   if (failure.empty()) {
     fluid::ShutdownGlobalCommunicator();
@@ -98,11 +134,14 @@ int main(int argc, char** argv) {
   if (fluid::LaunchedByMpi()) {
     // One line naming the rank, then take the whole job down: the other
     // ranks may be waiting in a collective for this one.
-    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    std::cerr << "trainer: rank " << (rank ? rank : "?") << ": " << failure
-              << std::endl;
-    fluid::GlobalCommunicator()->Abort(1);
+    WriteLine("trainer: rank " + RankForErrors() + ": " + failure);
+    try {
+      fluid::GlobalCommunicator()->Abort(1);
+    } catch (const std::exception&) {
+      // MPI cannot start: this rank ends alone, and mpirun ends the job.
+    }
+    return 1;
   }
-  std::cerr << "trainer: " << failure << std::endl;
+  WriteLine("trainer: " + failure);
   return 1;
 }

@@ -10,8 +10,10 @@
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
+#include "src/distributed/run_settings.h"
 #include "src/data/idx_reader.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
@@ -317,6 +319,75 @@ struct TrainLoop {
   }
 };
 
+// What runs the job: a plain executor, or one rank's MPIExecutor.
+struct Execution {
+  std::unique_ptr<Executor> local;
+  std::unique_ptr<MPIExecutor> dist;
+  std::unique_ptr<PreparedProgram> local_main;
+  Executor* exe = nullptr;
+  PreparedProgram* main = nullptr;
+};
+
+// The run settings that decide which collectives a rank issues (see
+// CheckRunSettingsAgree), in the order a mismatch is reported: what the
+// user set first, what follows from it last.
+std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
+                                           const Dataset& train,
+                                           const Dataset& test, int world) {
+  const int64_t per_rank = (train.size() + world - 1) / world;
+  return {
+      RunSetting::Int("--epochs", o.epochs),
+      RunSetting::Int("--batch-size", o.batch_size),
+      RunSetting::Int("--train-samples", o.train_samples),
+      RunSetting::Int("--test-samples", o.test_samples),
+      RunSetting::Int("--data (training samples)", train.size()),
+      RunSetting::Int("--data (test samples)", test.size()),
+      RunSetting::Text("--seed", std::to_string(o.seed)),
+      RunSetting::Int("--check-consistency", o.check_consistency),
+      RunSetting::Flag("--resume", o.resume),
+      RunSetting::Real("--bucket-mb", o.bucket_mb),
+      RunSetting::Flag("--no-overlap", !o.overlap),
+      RunSetting::Int("samples per rank", per_rank),
+      RunSetting::Int("steps per epoch",
+                      (per_rank + o.batch_size - 1) / o.batch_size),
+  };
+}
+
+// Makes the executor and runs the startup program. Under mpirun, the ranks
+// first check that they agree on every run setting that decides their
+// collectives (before MPIExecutor::Init's program check, the first
+// collective otherwise), then transpile and broadcast the parameters.
+Execution SetUpExecution(const TrainerOptions& o, const Place& place,
+                         const Dataset& train, const Dataset& test,
+                         proto::TrainingJob* job, Scope* scope,
+                         TrainerResult* result) {
+  Execution run;
+  if (!LaunchedByMpi()) {
+    run.local = std::make_unique<Executor>(place, o.threads);
+    run.exe = run.local.get();
+    run.exe->RunOnce(job->startup(), scope);
+    run.local_main = run.exe->Prepare(job->main(), scope);
+    run.main = run.local_main.get();
+    return run;
+  }
+  FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
+                o.bucket_mb);
+  run.dist = std::make_unique<MPIExecutor>(place, o.threads);
+  CheckRunSettingsAgree(
+      run.dist->communicator(),
+      CollectiveSettings(o, train, test, run.dist->world_size()));
+  CollectiveConfig cfg;
+  cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+  cfg.overlap = o.overlap;
+  run.dist->Init(*job, scope, cfg);
+  *job = run.dist->job();
+  run.exe = run.dist->executor();
+  run.main = run.dist->main_program();
+  result->rank = run.dist->rank();
+  result->world_size = run.dist->world_size();
+  return run;
+}
+
 }  // namespace
 
 proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
@@ -395,31 +466,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   // One process, or one rank of many (started by mpirun).
   Scope scope;
-  std::unique_ptr<Executor> local;
-  std::unique_ptr<MPIExecutor> dist;
-  Executor* exe = nullptr;
-  PreparedProgram* main = nullptr;
-  std::unique_ptr<PreparedProgram> local_main;
-  if (LaunchedByMpi()) {
-    dist = std::make_unique<MPIExecutor>(place, o.threads);
-    CollectiveConfig cfg;
-    FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
-                  o.bucket_mb);
-    cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
-    cfg.overlap = o.overlap;
-    dist->Init(job, &scope, cfg);
-    job = dist->job();
-    exe = dist->executor();
-    main = dist->main_program();
-    result.rank = dist->rank();
-    result.world_size = dist->world_size();
-  } else {
-    local = std::make_unique<Executor>(place, o.threads);
-    exe = local.get();
-    exe->RunOnce(job.startup(), &scope);
-    local_main = exe->Prepare(job.main(), &scope);
-    main = local_main.get();
-  }
+  Execution run = SetUpExecution(o, place, train, test, &job, &scope, &result);
+  Executor* exe = run.exe;
+  PreparedProgram* main = run.main;
+  MPIExecutor* dist = run.dist.get();
   const int rank = result.rank, world = result.world_size;
   // Only rank 0 speaks.
   std::ostringstream muted;
@@ -431,7 +481,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (rank == 0 && !o.checkpoint_dir.empty())
     CheckCheckpointDirWritable(o.checkpoint_dir);
   Position pos;
-  if (o.resume) pos = Resume(o, job.main(), &scope, dist.get(), rank, log);
+  if (o.resume) pos = Resume(o, job.main(), &scope, dist, rank, log);
   int start_epoch = pos.epoch;
   int64_t step = pos.step;
   std::vector<std::string> persistable = PersistableVars(job.main());
@@ -442,15 +492,19 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist.get(),
+  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist,
             log);
 
-  TrainLoop loop{o, job, exe, main, dist.get(), &batcher, rank, world, log};
+  TrainLoop loop{o, job, exe, main, dist, &batcher, rank, world, log};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     samples_total += loop.RunEpoch(epoch, &step, &result);
     if (!o.checkpoint_dir.empty() && rank == 0) {
+      FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
+                         "the launcher (mpirun) is gone: not writing the "
+                         "checkpoint of epoch ",
+                         epoch + 1);
       SaveCheckpoint(scope, persistable, o.checkpoint_dir,
                      CheckpointInfo{step, epoch + 1});
       log << "checkpoint saved to " << o.checkpoint_dir << " (epoch "

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+
 namespace fluid {
 namespace {
 
@@ -79,6 +82,85 @@ TEST(Shape, UnknownDimsAndMatching) {
   EXPECT_FALSE(ShapeMatches(s, Shape{64, 784, 1}));
   EXPECT_EQ(Shape({2, 3, 4}).Product(1, 3), 12);
   EXPECT_EQ(Shape({2, 3}).ToString(), "[2, 3]");
+}
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ShapeArithmetic, CheckedMulDetectsOverflow) {
+  int64_t out = -7;
+  EXPECT_TRUE(CheckedMul(int64_t{1} << 31, int64_t{1} << 31, &out));
+  EXPECT_EQ(out, int64_t{1} << 62);
+  EXPECT_FALSE(CheckedMul(int64_t{1} << 32, int64_t{1} << 31, &out));
+  EXPECT_EQ(out, int64_t{1} << 62);  // untouched on overflow
+  EXPECT_FALSE(CheckedMul(3, int64_t{1} << 62, &out));
+  EXPECT_TRUE(CheckedMul(0, int64_t{1} << 62, &out));
+  EXPECT_EQ(out, 0);
+}
+
+TEST(ShapeArithmetic, NumelThatOverflowsIsAnErrorNotAWrappedValue) {
+  // 2^64 elements wrap to 0 in int64 arithmetic.
+  Shape wraps_to_zero{int64_t{1} << 32, int64_t{1} << 32};
+  std::string msg = ErrorOf([&] { (void)wraps_to_zero.numel(); });
+  EXPECT_NE(msg.find("[4294967296, 4294967296] is too large"),
+            std::string::npos)
+      << msg;
+  // 3 * 2^62 wraps to a negative number, once read as "unknown".
+  Shape wraps_negative{3, int64_t{1} << 62};
+  msg = ErrorOf([&] { (void)wraps_negative.Product(0, 2); });
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+  EXPECT_EQ((Shape{-1, int64_t{1} << 62}).numel(), -1);
+  EXPECT_EQ((Shape{int64_t{1} << 31, int64_t{1} << 31}).numel(),
+            int64_t{1} << 62);
+}
+
+TEST(ShapeArithmetic, BytesThatOverflowAreAnError) {
+  int64_t bytes = 0;
+  // 2^62 elements fit, 2^62 * 4 bytes do not.
+  Shape s{int64_t{1} << 31, int64_t{1} << 31};
+  EXPECT_FALSE(ShapeBytes(s, DataType::kFloat32, &bytes));
+  EXPECT_FALSE(ShapeBytes(Shape{int64_t{1} << 32, int64_t{1} << 30},
+                          DataType::kFloat32, &bytes));
+  EXPECT_TRUE(ShapeBytes(Shape{-1, 1 << 20}, DataType::kFloat64, &bytes));
+  EXPECT_EQ(bytes, 8 << 20);  // unknown dims count as 1
+  EXPECT_FALSE(
+      ShapeBytes(Shape{-1, int64_t{1} << 61}, DataType::kFloat32, &bytes));
+  EXPECT_EQ(TensorBytes(Shape{2, 3}, DataType::kInt64), 48);
+  std::string msg =
+      ErrorOf([&] { TensorBytes(s, DataType::kFloat32, "variable 'w'"); });
+  EXPECT_NE(msg.find("variable 'w' of shape [2147483648, 2147483648] "
+                     "(float32) is too large"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ShapeArithmetic, TensorTooLargeToAllocateSaysSo) {
+  Tensor t(DataType::kFloat32, Shape{int64_t{1} << 31, int64_t{1} << 31});
+  std::string msg = ErrorOf([&] { t.mutable_data<float>(); });
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+  EXPECT_FALSE(t.initialized());
+  Tensor u(DataType::kFloat32, Shape{3, int64_t{1} << 62});
+  msg = ErrorOf([&] { u.mutable_data<float>(); });
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unknown"), std::string::npos) << msg;
+  Tensor v(DataType::kFloat32, Shape{-1, 3});
+  msg = ErrorOf([&] { v.mutable_data<float>(); });
+  EXPECT_NE(msg.find("unknown shape [-1, 3]"), std::string::npos) << msg;
+  // A view whose size wraps cannot pass the bounds check.
+  Tensor small(DataType::kFloat32, Shape{4});
+  small.mutable_data<float>();
+  Tensor view;
+  msg = ErrorOf([&] {
+    view.ShareBuffer(small.buffer(), 0, DataType::kFloat32,
+                     Shape{int64_t{1} << 31, int64_t{1} << 31});
+  });
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
 }
 
 }  // namespace

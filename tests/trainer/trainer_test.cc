@@ -183,6 +183,67 @@ TEST_F(TrainerTest, FeedOfWrongDtype) {
   ExpectOneLineError(RunCli("--program '" + path + "'"), "feed 'label'");
 }
 
+// Sets a VarDesc's shape as a hand-edited model.pb would (SetVarShape
+// refuses shapes too large to allocate).
+void SetRawShape(proto::TrainingJob* job, const std::string& var,
+                 const std::vector<int64_t>& dims) {
+  for (proto::ProgramDesc* p : {job->mutable_startup(), job->mutable_main()}) {
+    proto::VarDesc* v = FindMutableVarDesc(p->mutable_blocks(0), var);
+    if (v == nullptr) continue;
+    v->clear_shape();
+    for (int64_t d : dims) v->add_shape(d);
+  }
+}
+
+TEST_F(TrainerTest, VarShapeTooLargeIsOneLineError) {
+  // 2^32 * 2^30 float32s are 2^64 bytes: 0 once wrapped.
+  std::string path = SaveMlp(
+      [](proto::TrainingJob* j) {
+        SetRawShape(j, "fc_0.w_0", {int64_t{1} << 32, int64_t{1} << 30});
+      },
+      "big_var.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"),
+                     "variable 'fc_0.w_0' of shape [4294967296, 1073741824] "
+                     "(float32) is too large");
+}
+
+TEST_F(TrainerTest, InitShapeTooLargeIsOneLineError) {
+  // The initialiser's shape attr alone: the var is sized at run time.
+  std::string path = SaveMlp(
+      [](proto::TrainingJob* j) {
+        for (auto& op :
+             *j->mutable_startup()->mutable_blocks(0)->mutable_ops()) {
+          if (OpOutput(op, "Out") != std::vector<std::string>{"fc_0.w_0"})
+            continue;
+          SetOpAttr(&op, "shape",
+                    std::vector<int64_t>{int64_t{1} << 31, int64_t{1} << 31});
+        }
+      },
+      "big_init.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"),
+                     "variable 'fc_0.w_0' of shape [2147483648, 2147483648] "
+                     "(float32) is too large");
+}
+
+TEST_F(TrainerTest, HostileVarNamesGiveOneShortPrintableLine) {
+  const std::string names[] = {std::string("image\x1b[2J\r\nx\0y", 14),
+                               std::string(1 << 20, 'v')};
+  for (const std::string& name : names) {
+    std::string path = SaveMlp(
+        [&](proto::TrainingJob* j) {
+          SetOpInput(j->mutable_main()->mutable_blocks(0)->mutable_ops(0), "X",
+                     {name});
+        },
+        "hostile.pb");
+    Outcome o = RunCli("--program '" + path + "'");
+    ExpectOneLineError(o, "which the program does not declare");
+    EXPECT_LT(o.err.size(), 1000u) << o.err.substr(0, 300);
+    for (char c : o.err.substr(0, o.err.size() - 1))
+      ASSERT_TRUE(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f)
+          << o.err.substr(0, 300);
+  }
+}
+
 TEST_F(TrainerTest, MissingDataDirectory) {
   TrainerOptions opts;
   opts.model = "mlp";

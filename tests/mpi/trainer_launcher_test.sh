@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# When mpirun is killed, its ranks stop at once and write nothing more: no
+# trainer of the job is left 3 s later, and no checkpoint is committed after
+# mpirun is gone.
+#   trainer_launcher_test.sh MPIRUN TRAINER
+set -u
+MPIRUN=$1
+TRAINER=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d /tmp/fluid_mpi_launcher.XXXXXX)
+marker="fluid-launcher-test-$$"
+ck="$work/$marker"
+cleanup() {
+  pkill -9 -f -- "$marker" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A tiny data set: an epoch is two steps, so rank 0 commits a checkpoint
+# every few milliseconds for as long as it runs.
+/usr/bin/python3 - "$work" <<'PY'
+import os, random, struct, sys
+d = os.path.join(sys.argv[1], "data"); os.makedirs(d)
+rng = random.Random(1)
+for prefix, n in (("train", 256), ("t10k", 16)):
+    with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28))
+        f.write(bytes(rng.randrange(256) for _ in range(n * 784)))
+    with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n))
+        f.write(bytes(rng.randrange(10) for _ in range(n)))
+PY
+[ -d "$work/data" ] || fail "could not write the test data"
+"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+
+ranks() { pgrep -f -- "--checkpoint-dir $ck" | while read -r p; do
+  grep -qx trainer "/proc/$p/comm" 2>/dev/null && echo "$p"; done; }
+
+"$MPIRUN" --oversubscribe -np 2 "$TRAINER" --program "$work/mlp.pb" \
+  --data "$work/data" --epochs 1000000 --log-every 0 \
+  --checkpoint-dir "$ck" >"$work/job.log" 2>&1 &
+launcher=$!
+for _ in $(seq 300); do
+  [ -f "$ck/LATEST" ] && break
+  sleep 0.1
+done
+[ -f "$ck/LATEST" ] || fail "no checkpoint within 30 s: $(cat "$work/job.log")"
+sleep 0.5
+[ "$(ranks | wc -l)" -eq 2 ] || fail "expected 2 running ranks"
+
+kill -9 "$launcher"
+wait "$launcher" 2>/dev/null
+# mpirun is gone (reaped): from here on nothing may be committed.
+committed=$(cat "$ck/LATEST")
+gone=""
+for _ in $(seq 30); do
+  if [ -z "$(ranks)" ]; then gone=yes; break; fi
+  sleep 0.1
+done
+[ -n "$gone" ] || fail "ranks still running 3 s after mpirun was killed: $(ranks | tr '\n' ' ')"
+sleep 1
+now=$(cat "$ck/LATEST")
+[ "$now" = "$committed" ] \
+  || fail "a checkpoint was committed after mpirun was gone ($committed -> $now)"
+echo "ok: ranks stopped with mpirun; last checkpoint $committed"

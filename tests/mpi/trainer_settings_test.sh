@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Ranks started with different run settings (MPMD: `mpirun -np 1 trainer A :
+# -np 1 trainer B`) stop at once with one line naming the setting and each
+# rank's value, instead of hanging in mismatched collectives.
+#   trainer_settings_test.sh MPIRUN TRAINER
+set -u
+MPIRUN=$1
+TRAINER=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI=("$MPIRUN" --oversubscribe)
+work=$(mktemp -d /tmp/fluid_mpi_settings.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Two tiny MNIST-shaped data sets of different sizes.
+/usr/bin/python3 - "$work" <<'PY'
+import os, random, struct, sys
+root = sys.argv[1]
+for name, n in (("big", 512), ("small", 256)):
+    d = os.path.join(root, name); os.makedirs(d)
+    rng = random.Random(1)
+    for prefix, m in (("train", n), ("t10k", 32)):
+        with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, m, 28, 28))
+            f.write(bytes(rng.randrange(256) for _ in range(m * 784)))
+        with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, m))
+            f.write(bytes(rng.randrange(10) for _ in range(m)))
+PY
+[ -d "$work/small" ] || fail "could not write the test data"
+"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+base=(--program "$work/mlp.pb" --log-every 0)
+
+# A healthy 2-rank run with the same settings everywhere still trains.
+out=$(timeout 120 "${MPI[@]}" -np 1 "$TRAINER" "${base[@]}" --data "$work/big" \
+      --epochs 2 : -np 1 "$TRAINER" "${base[@]}" --data "$work/big" \
+      --epochs 2 2>&1) \
+  || fail "healthy MPMD run failed: $out"
+echo "$out" | grep -q "test accuracy" || fail "no test accuracy: $out"
+echo "ok: healthy MPMD run"
+
+# A checkpoint for the --resume case.
+timeout 120 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --data "$work/big" \
+  --checkpoint-dir "$work/ckpt" >/dev/null 2>&1 || fail "checkpoint run"
+
+# expect SETTING "RANK0 FLAGS" "RANK1 FLAGS" "VALUES IN THE LINE"; a rank
+# reads the big data set unless its flags name another.
+expect() {
+  local setting=$1 values=$4
+  local -a a b
+  read -r -a a <<<"$2"
+  read -r -a b <<<"$3"
+  [[ " $2 " == *" --data "* ]] || a+=(--data "$work/big")
+  [[ " $3 " == *" --data "* ]] || b+=(--data "$work/big")
+  local start rc took out
+  start=$(date +%s)
+  out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" "${base[@]}" "${a[@]}" : \
+        -np 1 "$TRAINER" "${base[@]}" "${b[@]}" 2>&1)
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  [ "$rc" -ne 124 ] || fail "$setting: the job hung: $out"
+  [ "$rc" -ne 0 ] || fail "$setting: ranks that differ exited 0: $out"
+  [ "$took" -le 30 ] || fail "$setting: took ${took}s to come down"
+  echo "$out" | grep -qF -- "error: ranks disagree on $setting: $values" \
+    || fail "$setting: no line naming it and the values: $out"
+  # Both ranks fail at once: each line is whole, never two interleaved.
+  echo "$out" | grep "trainer" | grep -vqE \
+    "^trainer: rank [01]: error: ranks disagree on [^:]*: rank 0 has .*, rank 1 has [^:]*$" \
+    && fail "$setting: a malformed or interleaved error line: $out"
+  echo "ok: $setting (${took}s, rc $rc)"
+}
+
+expect --epochs "--epochs 3" "--epochs 2" "rank 0 has 3, rank 1 has 2"
+expect --batch-size "--batch-size 32" "" "rank 0 has 32, rank 1 has 64"
+expect --train-samples "--train-samples 100" "" "rank 0 has 100, rank 1 has 0"
+expect --test-samples "" "--test-samples 10" "rank 0 has 0, rank 1 has 10"
+expect "--data (training samples)" "" "--data $work/small" \
+  "rank 0 has 512, rank 1 has 256"
+expect --check-consistency "--check-consistency 5" "" \
+  "rank 0 has 5, rank 1 has 0"
+expect --resume "--checkpoint-dir $work/ckpt --resume" \
+  "--checkpoint-dir $work/ckpt" "rank 0 has yes, rank 1 has no"
+expect --resume "--checkpoint-dir $work/ckpt" \
+  "--checkpoint-dir $work/ckpt --resume" "rank 0 has no, rank 1 has yes"
+expect --seed "--seed 1" "--seed 2" "rank 0 has 1, rank 1 has 2"
+expect --bucket-mb "--bucket-mb 0.5" "" "rank 0 has 0.5, rank 1 has 4"
+expect --no-overlap "" "--no-overlap" "rank 0 has no, rank 1 has yes"
+
+# The rank in the error line is the communicator's, not the environment's.
+out=$(timeout 60 "${MPI[@]}" \
+      -np 1 env OMPI_COMM_WORLD_RANK=5 "$TRAINER" "${base[@]}" \
+        --data "$work/big" --epochs 3 : \
+      -np 1 env OMPI_COMM_WORLD_RANK=6 "$TRAINER" "${base[@]}" \
+        --data "$work/big" --epochs 2 2>&1)
+echo "$out" | grep -qE "^trainer: rank [01]: error: ranks disagree on --epochs" \
+  || fail "no error line with the communicator's rank: $out"
+echo "$out" | grep -qE "^trainer: rank [56]:" \
+  && fail "the error line took its rank from the environment: $out"
+echo "ok: error lines name the communicator's rank"
