@@ -1,6 +1,7 @@
 #include "src/framework/program_desc.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -222,7 +223,21 @@ std::string ProgramToString(const proto::ProgramDesc& program) {
   return os.str();
 }
 
+// Protocol buffers parse at most 2 GiB; a program is far smaller.
+constexpr int64_t kMaxProgramFileBytes = int64_t{1} << 30;
+
 std::string ReadFile(const std::string& path) {
+  // Looked at before it is read: a device (/dev/zero), a fifo or a huge
+  // file would otherwise be read until memory runs out, or forever.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    FLUID_ENFORCE(S_ISREG(st.st_mode), Quote(path),
+                  " is not a regular file (a device, fifo or directory): "
+                  "not a training job");
+    FLUID_ENFORCE(st.st_size <= kMaxProgramFileBytes, Quote(path), " holds ",
+                  static_cast<int64_t>(st.st_size), " bytes, more than a "
+                  "training job can (", kMaxProgramFileBytes, ")");
+  }
   std::ifstream in(path, std::ios::binary);
   FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound, "cannot open '", path,
                      "': ", std::strerror(errno));

@@ -131,6 +131,13 @@ TEST_F(TrainerTest, MissingProgramFile) {
   ExpectOneLineError(RunCli("--program '" + dir_ + "/nope.pb'"), "nope.pb");
 }
 
+// Looked at before it is read: a device would be read until memory runs
+// out, a fifo forever.
+TEST_F(TrainerTest, ProgramThatIsNotARegularFile) {
+  ExpectOneLineError(RunCli("--program /dev/zero"), "not a regular file");
+  ExpectOneLineError(RunCli("--program '" + dir_ + "'"), "not a regular file");
+}
+
 TEST_F(TrainerTest, NewerProgramVersion) {
   std::string path = SaveMlp(
       [](proto::TrainingJob* j) { j->mutable_main()->set_version(99); },
