@@ -15,23 +15,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # Tiny MNIST-shaped data sets: a good one, and one whose test labels go
 # beyond the model's 10 classes (the training labels are fine).
-/usr/bin/python3 - "$work" <<'PY'
-import os, random, struct, sys
-root = sys.argv[1]
-for name, bad in (("good", False), ("badtest", True)):
-    d = os.path.join(root, name); os.makedirs(d)
-    rng = random.Random(1)
-    for prefix, n in (("train", 1024), ("t10k", 64)):
-        with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
-            f.write(struct.pack(">IIII", 0x803, n, 28, 28))
-            f.write(bytes(rng.randrange(256) for _ in range(n * 784)))
-        with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
-            f.write(struct.pack(">II", 0x801, n))
-            labels = [rng.randrange(10) for _ in range(n)]
-            if bad and prefix == "t10k":
-                labels[n - 1] = 42
-            f.write(bytes(labels))
-PY
+idx=(/usr/bin/python3 "$(dirname "$0")/make_idx.py")
+"${idx[@]}" "$work/good" 1024 64
+"${idx[@]}" "$work/badtest" 1024 64 --test-labels-from 63:42
 [ -d "$work/good" ] || fail "could not write the test data"
 "$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
 

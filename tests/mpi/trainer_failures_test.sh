@@ -14,23 +14,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Tiny MNIST-shaped data sets: a good one, and one where half the labels are
 # out of range (so the rank reading it fails in its first training steps,
 # while the other rank waits in an allreduce, not at start-up).
-/usr/bin/python3 - "$work" <<'PY'
-import os, random, struct, sys
-root = sys.argv[1]
-for name, bad in (("good", False), ("bad", True)):
-    d = os.path.join(root, name); os.makedirs(d)
-    rng = random.Random(1)
-    for prefix, n in (("train", 4096), ("t10k", 64)):
-        with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
-            f.write(struct.pack(">IIII", 0x803, n, 28, 28))
-            f.write(bytes(rng.randrange(256) for _ in range(n * 784)))
-        with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
-            f.write(struct.pack(">II", 0x801, n))
-            labels = [rng.randrange(10) for _ in range(n)]
-            if bad:  # half the labels: rank 1 meets one in its first steps
-                labels[n // 2:] = [200] * (n - n // 2)
-            f.write(bytes(labels))
-PY
+idx=(/usr/bin/python3 "$(dirname "$0")/make_idx.py")
+"${idx[@]}" "$work/good" 4096 64
+"${idx[@]}" "$work/bad" 4096 64 --train-labels-from 2048:200
 [ -d "$work/good" ] || fail "could not write the test data"
 "$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
 

@@ -19,18 +19,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # A tiny data set: an epoch is two steps, so rank 0 commits a checkpoint
 # every few milliseconds for as long as it runs.
-/usr/bin/python3 - "$work" <<'PY'
-import os, random, struct, sys
-d = os.path.join(sys.argv[1], "data"); os.makedirs(d)
-rng = random.Random(1)
-for prefix, n in (("train", 256), ("t10k", 16)):
-    with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28))
-        f.write(bytes(rng.randrange(256) for _ in range(n * 784)))
-    with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
-        f.write(struct.pack(">II", 0x801, n))
-        f.write(bytes(rng.randrange(10) for _ in range(n)))
-PY
+/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/data" 256 16
 [ -d "$work/data" ] || fail "could not write the test data"
 "$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
 

@@ -13,20 +13,8 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # Two tiny MNIST-shaped data sets of different sizes.
-/usr/bin/python3 - "$work" <<'PY'
-import os, random, struct, sys
-root = sys.argv[1]
-for name, n in (("big", 512), ("small", 256)):
-    d = os.path.join(root, name); os.makedirs(d)
-    rng = random.Random(1)
-    for prefix, m in (("train", n), ("t10k", 32)):
-        with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
-            f.write(struct.pack(">IIII", 0x803, m, 28, 28))
-            f.write(bytes(rng.randrange(256) for _ in range(m * 784)))
-        with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
-            f.write(struct.pack(">II", 0x801, m))
-            f.write(bytes(rng.randrange(10) for _ in range(m)))
-PY
+/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/big" 512 32
+/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/small" 256 32
 [ -d "$work/small" ] || fail "could not write the test data"
 "$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
 base=(--program "$work/mlp.pb" --log-every 0)

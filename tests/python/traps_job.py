@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-MODE = sys.argv[1]
+MODE = sys.argv[1] if __name__ == "__main__" else None
 ARGS = sys.argv[2:]
 RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
 
@@ -44,6 +44,7 @@ L = fluid.layers
 
 
 def build(lr=0.1):
+    """A small classifier: (main, startup, test program, loss, accuracy)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 7
     with fluid.program_guard(main, startup):
@@ -58,6 +59,7 @@ def build(lr=0.1):
 
 
 def batch(step, rank, n=4):
+    """A seeded batch of n samples for (step, rank)."""
     rng = np.random.RandomState(1000 * step + rank)
     return {"x": rng.rand(n, 8).astype("float32"),
             "y": rng.randint(0, 4, (n, 1)).astype("int64")}
@@ -124,4 +126,5 @@ elif MODE == "plain":
         print(f"PLAIN-NO-ERROR rank {RANK}")
     except NotImplementedError as e:
         print(f"PLAIN-ERROR rank {RANK}: {e}")
-print(f"DONE rank {RANK}")
+if MODE is not None:
+    print(f"DONE rank {RANK}")
