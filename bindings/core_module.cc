@@ -362,7 +362,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("version", &Program::version)
       .def_readonly("id", &Program::id)
       .def("serialize",
-           [](const Program& p) { return py::bytes(p.desc.SerializeAsString()); })
+           [](const Program& p) {
+             return py::bytes(p.desc.SerializeAsString());
+           })
       .def_static("parse",
                   [](const py::bytes& b) {
                     auto p = std::make_shared<Program>();
@@ -371,17 +373,20 @@ PYBIND11_MODULE(_core, m) {
                     CheckProgram(p->desc, "program");
                     return p;
                   })
-      .def("to_string", [](const Program& p) { return ProgramToString(p.desc); })
+      .def("to_string",
+           [](const Program& p) { return ProgramToString(p.desc); })
       .def("ops",
            [](const Program& p) {
              py::list out;
-             for (const auto& op : p.desc.blocks(0).ops()) out.append(OpInfo(op));
+             for (const auto& op : p.desc.blocks(0).ops())
+               out.append(OpInfo(op));
              return out;
            })
       .def("vars",
            [](const Program& p) {
              py::list out;
-             for (const auto& v : p.desc.blocks(0).vars()) out.append(VarInfo(v));
+             for (const auto& v : p.desc.blocks(0).vars())
+               out.append(VarInfo(v));
              return out;
            })
       .def("var",
@@ -519,8 +524,7 @@ PYBIND11_MODULE(_core, m) {
       .def("run", &PyExecutor::Run);
 
   py::class_<PyMPIExecutor>(m, "MPIExecutor")
-      .def(py::init<int, int>(), py::arg("threads") = 1,
-           py::arg("device") = -1)
+      .def(py::init<int, int>(), py::arg("threads") = 1, py::arg("device") = -1)
       .def_property_readonly("rank", &PyMPIExecutor::rank)
       .def_property_readonly("world_size", &PyMPIExecutor::world_size)
       .def("run_startup", &PyMPIExecutor::RunStartup)

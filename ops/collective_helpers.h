@@ -15,8 +15,9 @@ inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
   if (LauncherWorldSize() > 1)
     FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
                 "' needs a communicator, and this plain executor has none "
-                "although the process is rank ", LauncherRank(), " of ",
-                LauncherWorldSize(), ": run the program with MPIExecutor "
+                "although the process is rank ",
+                LauncherRank(), " of ", LauncherWorldSize(),
+                ": run the program with MPIExecutor "
                 "(Python: fluid.MPIExecutor; C++: fluid::MPIExecutor)");
   FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
               "' needs a communicator: run the program with MPIExecutor, "

@@ -244,10 +244,10 @@ proto::ProgramDesc StartupWithBroadcasts(const proto::ProgramDesc& startup) {
   proto::BlockDesc* st = out.mutable_blocks(0);
   for (const auto& v : startup.blocks(0).vars()) {
     if (!v.persistable()) continue;
-    *st->add_ops() = WithRole(
-        MakeOp("c_broadcast", {{"X", {v.name()}}}, {{"Out", {v.name()}}},
-               {{"root", int32_t{0}}}),
-        kCollectiveRole);
+    *st->add_ops() =
+        WithRole(MakeOp("c_broadcast", {{"X", {v.name()}}},
+                        {{"Out", {v.name()}}}, {{"root", int32_t{0}}}),
+                 kCollectiveRole);
   }
   return out;
 }

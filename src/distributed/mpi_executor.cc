@@ -171,8 +171,8 @@ void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
   int n_differ = 0;
   for (int r = 1; r < comm_->size(); ++r)
     if (all[r] != all[0]) differ << (n_differ++ ? ", " : "") << r;
-  FLUID_ENFORCE_CODE(n_differ == 0, ErrorCode::kAborted, "ranks hold "
-                     "different ", what, ": rank(s) ", differ.str(),
+  FLUID_ENFORCE_CODE(n_differ == 0, ErrorCode::kAborted,
+                     "ranks hold different ", what, ": rank(s) ", differ.str(),
                      " differ from rank 0");
 }
 
@@ -193,9 +193,9 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   // Same program everywhere, checked before any other collective.
   // Hashed here, not read from the stamps: a program edited after it was
   // stamped (or never stamped) must still be compared as it is.
-  CheckSameProgram(StructureHash(job_.main()) ^
-                       (StructureHash(job_.startup()) * 31),
-                   "programs");
+  CheckSameProgram(
+      StructureHash(job_.main()) ^ (StructureHash(job_.startup()) * 31),
+      "programs");
 
   persistables_.clear();
   for (const auto& v : job_.main().blocks(0).vars())
@@ -210,7 +210,8 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
 }
 
 std::string MPIExecutor::NonFiniteGradient() const {
-  FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: NonFiniteGradient before Init");
+  FLUID_ENFORCE(scope_ != nullptr,
+                "MPIExecutor: NonFiniteGradient before Init");
   // Bucket buffers first (one scan each); the gradient inside a bad bucket
   // is named by scanning its members.
   std::map<std::string, std::vector<std::string>> members;

@@ -1,11 +1,11 @@
 #include "src/distributed/mpi_membership.h"
 
-#include "src/distributed/job_control.h"
-
 #include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <vector>
+
+#include "src/distributed/job_control.h"
 
 namespace fluid {
 
@@ -84,8 +84,8 @@ void MpiMembership::CheckLocked() {
   line << "fluid: rank " << rank_ << ": rank" << (n > 1 ? "s " : " ")
        << who.str() << " left the job (process ended after " << count
        << " collective(s)) while rank " << rank_ << " waits for "
-       << (n > 1 ? "them" : "it") << " in collective " << seq_ << " ("
-       << what_ << ", " << Bytes(bytes_)
+       << (n > 1 ? "them" : "it") << " in collective " << seq_ << " (" << what_
+       << ", " << Bytes(bytes_)
        << "): every rank must run the same steps; ending the job";
   WriteErrorLine(line.str());
   MPI_Abort(MPI_COMM_WORLD, 1);
@@ -94,8 +94,7 @@ void MpiMembership::CheckLocked() {
 void MpiMembership::Watch() {
   int64_t count = 0;
   MPI_Request req = MPI_REQUEST_NULL;
-  MPI_Irecv(&count, 1, MPI_INT64_T, MPI_ANY_SOURCE, kFarewellTag, world_,
-            &req);
+  MPI_Irecv(&count, 1, MPI_INT64_T, MPI_ANY_SOURCE, kFarewellTag, world_, &req);
   while (received_ < size_ - 1) {
     int flag = 0;
     MPI_Status status;
@@ -107,8 +106,8 @@ void MpiMembership::Watch() {
         CheckLocked();
       }
       if (++received_ < size_ - 1)
-        MPI_Irecv(&count, 1, MPI_INT64_T, MPI_ANY_SOURCE, kFarewellTag,
-                  world_, &req);
+        MPI_Irecv(&count, 1, MPI_INT64_T, MPI_ANY_SOURCE, kFarewellTag, world_,
+                  &req);
       continue;
     }
     if (stop_) {

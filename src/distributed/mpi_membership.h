@@ -63,7 +63,7 @@ class MpiMembership {
   MPI_Comm world_ = MPI_COMM_NULL;
   std::atomic<int> received_{0};  // farewells of peers
   std::mutex mu_;
-  int64_t seq_ = 0;            // collectives entered
+  int64_t seq_ = 0;  // collectives entered
   bool in_collective_ = false;
   std::string what_;
   int64_t bytes_ = 0;

@@ -41,9 +41,11 @@ void CheckHeldValue(const proto::VarDesc& var, const Variable& held) {
   if (declared == t.shape() && VarDtype(var) == t.dtype()) return;
   FLUID_THROW(ErrorCode::kInvalidArgument, "variable '", var.name(),
               "' already holds a ", DataTypeName(t.dtype()), " ",
-              t.shape().ToString(), " value in this scope, but the program "
-              "declares it ", DataTypeName(VarDtype(var)), " ",
-              declared.ToString(), ": two programs run on one scope use this "
+              t.shape().ToString(),
+              " value in this scope, but the program "
+              "declares it ",
+              DataTypeName(VarDtype(var)), " ", declared.ToString(),
+              ": two programs run on one scope use this "
               "name for different variables (layer names such as fc_0 are "
               "numbered per program); run each program in its own scope");
 }

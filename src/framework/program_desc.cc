@@ -235,8 +235,10 @@ std::string ReadFile(const std::string& path) {
                   " is not a regular file (a device, fifo or directory): "
                   "not a training job");
     FLUID_ENFORCE(st.st_size <= kMaxProgramFileBytes, Quote(path), " holds ",
-                  static_cast<int64_t>(st.st_size), " bytes, more than a "
-                  "training job can (", kMaxProgramFileBytes, ")");
+                  static_cast<int64_t>(st.st_size),
+                  " bytes, more than a "
+                  "training job can (",
+                  kMaxProgramFileBytes, ")");
   }
   std::ifstream in(path, std::ios::binary);
   FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound, "cannot open '", path,

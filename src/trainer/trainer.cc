@@ -10,11 +10,11 @@
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
+#include "src/data/idx_reader.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/distributed/run_settings.h"
-#include "src/data/idx_reader.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
@@ -492,8 +492,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   }
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist,
-            log);
+  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist, log);
 
   TrainLoop loop{o, job, exe, main, dist, &batcher, rank, world, log};
   auto train_start = Clock::now();

@@ -12,8 +12,10 @@ REGISTER_OP(test_dup)
     .DuplicableInput("X", "several inputs")
     .Output("Out", "one output")
     .Attr<float>("k", 2.0f, "a factor")
-    .SetGrad(GradSpec("test_dup_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads(
-        {"X"}));
+    .SetGrad(GradSpec("test_dup_grad")
+                 .Inputs({"X"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}));
 REGISTER_GRAD_OP(test_dup_grad);
 
 TEST(OpRegistry, DuplicateTypeIsRefused) {
@@ -52,10 +54,10 @@ TEST(OpRegistry, MissingKernelNamesWhatExists) {
 }
 
 TEST(OpRegistry, DuplicateAnyDtypeKernelIsRefused) {
-  EXPECT_THROW(OpRegistry::Global().RegisterAnyDtypeKernel(
-                   "c_allreduce", Place::Kind::kCPU,
-                   [](const ExecutionContext&) {}),
-               Error);
+  EXPECT_THROW(
+      OpRegistry::Global().RegisterAnyDtypeKernel(
+          "c_allreduce", Place::Kind::kCPU, [](const ExecutionContext&) {}),
+      Error);
 }
 
 // A gradient op declared by its forward op: every forward attr, with its
@@ -77,10 +79,10 @@ TEST(OpRegistry, GradOpSchemaComesFromTheForwardOp) {
     outs.push_back(s.name);
     EXPECT_TRUE(s.dispensable) << s.name;
   }
-  EXPECT_EQ(ins, (std::vector<std::string>{"Input", "Filter",
-                                           GradSlot("Output")}));
-  EXPECT_EQ(outs, (std::vector<std::string>{GradSlot("Input"),
-                                            GradSlot("Filter")}));
+  EXPECT_EQ(ins,
+            (std::vector<std::string>{"Input", "Filter", GradSlot("Output")}));
+  EXPECT_EQ(outs,
+            (std::vector<std::string>{GradSlot("Input"), GradSlot("Filter")}));
   // The op the grad maker emits validates against that schema.
   proto::OpDesc op = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
                             {{"Output", {"y"}}}, {{"groups", int32_t{1}}});

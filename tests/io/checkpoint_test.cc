@@ -22,22 +22,22 @@
 namespace fluid {
 namespace {
 
-using ::testing::HasSubstr;
-using checkpoint_testing::TempDir;
-using checkpoint_testing::List;
-using checkpoint_testing::WriteRaw;
-using checkpoint_testing::SetVar;
-using checkpoint_testing::Bytes;
 using checkpoint_testing::BitsAs;
-using checkpoint_testing::ModelSpecs;
+using checkpoint_testing::Bytes;
+using checkpoint_testing::ExpectModel;
+using checkpoint_testing::List;
+using checkpoint_testing::LoadError;
+using checkpoint_testing::LoadModel;
 using checkpoint_testing::ModelNames;
 using checkpoint_testing::ModelProgram;
-using checkpoint_testing::SetModel;
-using checkpoint_testing::ExpectModel;
-using checkpoint_testing::SaveModel;
-using checkpoint_testing::LoadModel;
-using checkpoint_testing::LoadError;
+using checkpoint_testing::ModelSpecs;
 using checkpoint_testing::OnlyFileOf;
+using checkpoint_testing::SaveModel;
+using checkpoint_testing::SetModel;
+using checkpoint_testing::SetVar;
+using checkpoint_testing::TempDir;
+using checkpoint_testing::WriteRaw;
+using ::testing::HasSubstr;
 
 // Stands in for a process that dies inside a file-system call. Mutating calls
 // (WriteFile, CreateDir, RemoveAll, Rename) are numbered from 0; the one
