@@ -200,10 +200,18 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   persistables_.clear();
   for (const auto& v : job_.main().blocks(0).vars())
     if (v.persistable()) persistables_.push_back(v.name());
+  // The averaged buffers, each with the gradients laid out in it, for
+  // NonFiniteGradient.
+  std::map<std::string, std::vector<std::string>> members;
+  for (const auto& op : job_.main().blocks(0).ops()) {
+    if (op.type() != "coalesce_tensor") continue;
+    auto fused = OpOutput(op, "FusedOutput");
+    if (!fused.empty()) members[fused[0]] = OpOutput(op, "Output");
+  }
   averaged_.clear();
   for (const auto& op : job_.main().blocks(0).ops()) {
     if (op.type() != "c_allreduce") continue;
-    for (const auto& n : OpInput(op, "X")) averaged_.push_back(n);
+    for (const auto& n : OpInput(op, "X")) averaged_.push_back({n, members[n]});
   }
   if (run_startup) exe_.RunOnce(job_.startup(), scope_);
   main_ = exe_.Prepare(job_.main(), scope_);
@@ -213,27 +221,19 @@ std::string MPIExecutor::NonFiniteGradient() const {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: NonFiniteGradient before Init");
   // Bucket buffers first (one scan each); the gradient inside a bad bucket
-  // is named by scanning its members.
-  std::map<std::string, std::vector<std::string>> members;
-  for (const auto& op : job_.main().blocks(0).ops()) {
-    if (op.type() != "coalesce_tensor") continue;
-    auto fused = OpOutput(op, "FusedOutput");
-    if (!fused.empty()) members[fused[0]] = OpOutput(op, "Output");
-  }
-  // Gradients and buckets are temporaries of the prepared program's scope.
+  // is named by scanning its members. Gradients and buckets are
+  // temporaries of the prepared program's scope.
   const Scope* scope = main_ != nullptr ? main_->local_scope() : scope_;
   auto finite = [scope](const std::string& name) {
     const Variable* v = scope->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) return true;
     return AllFinite(v->GetTensor());
   };
-  for (const auto& name : averaged_) {
-    if (finite(name)) continue;
-    auto it = members.find(name);
-    if (it != members.end())
-      for (const auto& m : it->second)
-        if (!finite(m)) return m;
-    return name;
+  for (const auto& [buffer, members] : averaged_) {
+    if (finite(buffer)) continue;
+    for (const auto& m : members)
+      if (!finite(m)) return m;
+    return buffer;
   }
   return "";
 }

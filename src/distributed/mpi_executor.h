@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/distributed/communicator.h"
@@ -75,7 +76,9 @@ class MPIExecutor {
   proto::TrainingJob job_;
   std::unique_ptr<PreparedProgram> main_;
   std::vector<std::string> persistables_;
-  std::vector<std::string> averaged_;  // the c_allreduce buffers
+  // The c_allreduce buffers, each with the gradients it holds (empty when
+  // it is a gradient itself).
+  std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;
 };
 
 // The process-wide communicator, created on first use: over MPI when the
