@@ -127,6 +127,11 @@ void LeaveJob() {
     if (!g_comm) {
       g_left = true;
       if (LauncherWorldSize() <= 1) return;
+      // Another library (mpi4py) finalised MPI already: nothing to say it
+      // with.
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized) return;
       // Never made a communicator: say farewell all the same, or ranks
       // that did would wait for this one forever.
       EnsureMpiInitialized();
