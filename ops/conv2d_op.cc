@@ -19,6 +19,7 @@
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
 #include "src/framework/math/im2col.h"
+#include "src/framework/math/int_math.h"
 
 namespace fluid {
 namespace ops {
@@ -33,8 +34,6 @@ using math::ConvGeometry;
 // were fastest, 1M elements 10-30% slower, one image at a time slower still
 // for conv1.
 constexpr int64_t kColChunkElements = 1 << 16;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Checks Input and Filter and returns Output's shape (-1 where unknown).
 Shape ConvOutputShape(const InferShapeContext& ctx, const std::string& op) {

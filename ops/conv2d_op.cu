@@ -17,6 +17,7 @@
 
 #include "ops/conv_geometry.h"
 #include "ops/cuda/dense_helpers.cuh"
+#include "src/framework/math/int_math.h"
 
 namespace fluid {
 namespace ops {
@@ -28,8 +29,6 @@ using math::ConvGeometry;
 // enough that the GEMMs are wide, bounded so that big batches of big images
 // do not claim the whole device.
 constexpr int64_t kChunkElements = int64_t{1} << 25;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Images per chunk when each needs `per_image` workspace elements; the
 // chunks come out even (64 images at most 18 a chunk go as 4 of 16).

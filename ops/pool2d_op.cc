@@ -15,6 +15,7 @@
 #include "ops/op_helpers.h"
 #include "ops/pool_geometry.h"
 #include "src/framework/math/im2col.h"
+#include "src/framework/math/int_math.h"
 
 namespace fluid {
 namespace ops {
@@ -64,8 +65,6 @@ void Pool2dGradInferShape(InferShapeContext* ctx) {
                 " but X '", ctx->InputName("X"), "' pools to ", want);
   ctx->ShareShape("X", GradSlot("X"));
 }
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The window of output (oh, ow), clipped to the image: rows [h0, h1),
 // columns [w0, w1).

@@ -16,6 +16,7 @@
 
 #include "ops/op_helpers.h"
 #include "ops/random_fill.h"
+#include "src/framework/hash.h"
 
 namespace fluid {
 namespace ops {
@@ -23,20 +24,10 @@ namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-// FNV-1a: a stable hash (std::hash is not specified).
-uint64_t StableHash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 uint64_t SeedOf(const ExecutionContext& ctx) {
   int32_t seed = ctx.Attr<int32_t>("seed");
   if (seed != 0) return static_cast<uint32_t>(seed);
-  return StableHash(ctx.OutputName("Out"));
+  return Fnv1a64(ctx.OutputName("Out"));
 }
 
 // Uniform in [0, 1) with 53 random bits.

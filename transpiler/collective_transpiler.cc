@@ -7,6 +7,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 
@@ -130,12 +131,7 @@ uint64_t StructureHash(const proto::ProgramDesc& program) {
     cos.SetSerializationDeterministic(true);
     copy.SerializeToCodedStream(&cos);
   }
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return Fnv1a64(bytes);
 }
 
 proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,

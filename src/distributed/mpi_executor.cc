@@ -13,6 +13,7 @@
 #ifdef FLUID_WITH_CUDA
 #include "src/distributed/nccl_backend.h"
 #endif
+#include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/pserver_transpiler.h"
@@ -70,14 +71,6 @@ bool AllFinite(const Tensor& value) {
   }
 }
 
-uint64_t Fnv(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 }  // namespace
 
@@ -267,7 +260,7 @@ void MPIExecutor::CheckConsistency() {
     if (!v->GetTensor().initialized()) continue;
     Tensor t;
     t.CopyFrom(v->GetTensor(), Place::CPU());  // device values come to host
-    uint64_t sum = Fnv(t.raw_data(), t.bytes());
+    uint64_t sum = Fnv1a64(t.raw_data(), t.bytes());
     std::vector<uint64_t> all = comm_->AllGatherValue(sum);
     std::ostringstream differ;
     int n = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/framework/cuda_check.h"
+#include "src/framework/hash.h"
 
 #define FLUID_NCCL_CHECK(call)                                              \
   do {                                                                      \
@@ -128,15 +129,6 @@ class NcclBackend final : public CommBackend {
   cudaStream_t stream_ = nullptr;
 };
 
-uint64_t Fnv(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 // Ranks (other than the first) whose GPU another rank also uses, as
 // "r and s share <bus id> on <host>"; empty when every GPU is distinct.
 std::string SharedDevices(CommBackend* host, int device) {
@@ -148,7 +140,7 @@ std::string SharedDevices(CommBackend* host, int device) {
   char hostname[256] = {0};
   gethostname(hostname, sizeof(hostname) - 1);
   const std::string where = std::string(bus) + " on " + hostname;
-  uint64_t mine = Fnv(where);
+  uint64_t mine = Fnv1a64(where);
   std::vector<uint64_t> all(host->size());
   host->AllGather(&mine, all.data(), sizeof(mine));
   std::map<uint64_t, int> first;

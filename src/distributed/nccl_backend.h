@@ -19,8 +19,11 @@ namespace fluid {
 // A backend for a job whose tensors live on CUDA device `device`: NCCL over
 // `host` when every rank has a GPU of its own; `host` itself (which then
 // stages device tensors through host memory) when two ranks share a GPU,
-// which NCCL refuses, or when NCCL cannot start. The reason for a fallback
-// is written to *why (empty when NCCL is used); rank 0 also logs it.
+// which NCCL refuses. The reason for that fallback is written to *why
+// (empty when NCCL is used); rank 0 also logs it. When NCCL fails to start
+// there is no fallback: the error ("starting NCCL: ...") ends the job, since
+// the ranks might not all have failed, and a rank that fell back alone
+// would wait for the others in collectives they never issue.
 std::unique_ptr<CommBackend> MakeDeviceBackend(
     std::unique_ptr<CommBackend> host, int device, std::string* why);
 

@@ -8,23 +8,16 @@
 #include <string_view>
 
 #include "src/framework/enforce.h"
+#include "src/framework/hash.h"
 
 namespace fluid {
 
 namespace {
 
-uint64_t Fnv(std::string_view text, uint64_t h = 1469598103934665603ull) {
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 uint64_t SettingHash(const RunSetting& s) {
-  uint64_t h = Fnv(s.name);
-  h = Fnv(std::string_view("\0", 1), h);
-  return Fnv(s.value, h);
+  uint64_t h = Fnv1a64(s.name);
+  h = Fnv1a64(std::string_view("\0", 1), h);
+  return Fnv1a64(s.value, h);
 }
 
 // A fixed-size record of one rank's setting, for the exchange on a
@@ -142,7 +135,7 @@ std::string DescribeSettingMismatch(const std::string& name,
 void CheckRunSettingsAgree(Communicator* comm,
                            const std::vector<RunSetting>& settings) {
   FLUID_ENFORCE(comm != nullptr, "CheckRunSettingsAgree: null communicator");
-  uint64_t fingerprint = Fnv(std::to_string(settings.size()));
+  uint64_t fingerprint = Fnv1a64(std::to_string(settings.size()));
   for (const RunSetting& s : settings)
     fingerprint = fingerprint * 31 + SettingHash(s);
   const std::vector<uint64_t> all = comm->AllGatherValue(fingerprint);

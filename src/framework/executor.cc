@@ -62,6 +62,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   prepared->program_ = program;
   prepared->scope_ = scope;
   prepared->local_scope_ = &scope->NewScope();
+  prepared->block_id_ = block_id;
   const proto::BlockDesc& block = prepared->program_.blocks(block_id);
 
   std::set<std::string> declared;
@@ -122,7 +123,8 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
                    const std::vector<std::string>& fetch_names,
                    std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
-  const proto::BlockDesc& block = prepared->program_.blocks(0);
+  const proto::BlockDesc& block =
+      prepared->program_.blocks(prepared->block_id_);
   Scope* local = prepared->local_scope_;
   device_->MakeCurrent();  // another executor may have switched devices
   for (const auto& feed : feeds) {

@@ -32,6 +32,8 @@ class PreparedProgram {
   PreparedProgram& operator=(const PreparedProgram&) = delete;
 
   const proto::ProgramDesc& program() const { return program_; }
+  // The block Prepare was asked to run.
+  int block_id() const { return block_id_; }
   const std::vector<std::unique_ptr<OperatorBase>>& ops() const {
     return ops_;
   }
@@ -52,6 +54,7 @@ class PreparedProgram {
     Variable* var;
   };
   proto::ProgramDesc program_;
+  int block_id_ = 0;
   std::vector<std::unique_ptr<OperatorBase>> ops_;
   Scope* scope_ = nullptr;
   Scope* local_scope_ = nullptr;

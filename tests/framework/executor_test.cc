@@ -47,6 +47,36 @@ class ExecutorTest : public ::testing::Test {
   std::unique_ptr<PreparedProgram> prepared_;
 };
 
+// A prepared block other than 0 is the block that runs: its feeds, its ops.
+TEST_F(ExecutorTest, PreparedBlockIsTheOneThatRuns) {
+  proto::ProgramDesc p = MulProgram();
+  proto::BlockDesc* b1 = p.add_blocks();
+  *b1 = p.blocks(0);
+  b1->set_idx(1);
+  b1->clear_ops();
+  b1->clear_vars();
+  AddVarDesc(b1, "x1", DataType::kFloat32, Shape{-1, 3});
+  AddVarDesc(b1, "w", DataType::kFloat32, Shape{3, 2}, true);
+  proto::OpDesc op =
+      MakeOp("mul", {{"X", {"x1"}}, {"Y", {"w"}}}, {{"Out", {"y1"}}});
+  *b1->add_ops() = op;
+  InferShapeAtCompileTime(op, b1);
+  auto prepared = exe_.Prepare(p, &scope_, 1);
+  EXPECT_EQ(prepared->block_id(), 1);
+  std::vector<Tensor> out;
+  exe_.Run(prepared.get(), {{"x1", MakeTensor<float>({1, 3}, {1, 1, 1})}},
+           {"y1"}, &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(testing::ToVector<float>(out[0]), (std::vector<float>{9, 12}));
+  // Block 0's feed is not this block's.
+  EXPECT_NE(ErrorOf([&] {
+              exe_.Run(prepared.get(),
+                       {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}}, {"y1"},
+                       &out);
+            }).find("'x' is not a variable of the program"),
+            std::string::npos);
+}
+
 TEST_F(ExecutorTest, FeedsAndFetches) {
   std::vector<Tensor> out;
   exe_.Run(prepared_.get(), {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}},

@@ -7,6 +7,7 @@
 #include "src/data/batcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
+#include "src/framework/hash.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/synthetic_batch.h"
 #include "transpiler/pserver_transpiler.h"
@@ -144,9 +145,7 @@ TEST(MultiRank, ParametersStayBitwiseIdentical) {
   EXPECT_NO_THROW(exe.CheckConsistency());
   for (const auto& name : Params(job)) {
     const Tensor& t = scope->GetVar(name)->GetTensor();
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char* p = static_cast<const unsigned char*>(t.raw_data());
-    for (size_t i = 0; i < t.bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    uint64_t h = Fnv1a64(t.raw_data(), t.bytes());
     auto all = Comm()->AllGatherValue(h);
     for (size_t r = 1; r < all.size(); ++r)
       EXPECT_EQ(all[r], all[0]) << name << " differs on rank " << r;

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
+#include "src/framework/math/int_math.h"
+
 namespace fluid {
 namespace math {
 
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The outputs [lo, hi) whose input index o * stride + offset lies inside
 // [0, in): outside it the kernel tap sees padding.
