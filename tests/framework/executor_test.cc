@@ -26,14 +26,7 @@ proto::ProgramDesc MulProgram() {
   return p;
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 class ExecutorTest : public ::testing::Test {
  protected:

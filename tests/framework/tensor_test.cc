@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "tests/testing/gradient_checker.h"
+
 namespace fluid {
 namespace {
 
@@ -84,14 +86,7 @@ TEST(Shape, UnknownDimsAndMatching) {
   EXPECT_EQ(Shape({2, 3}).ToString(), "[2, 3]");
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(ShapeArithmetic, CheckedMulDetectsOverflow) {
   int64_t out = -7;

@@ -85,14 +85,7 @@ TEST(AccuracyOp, CompileTimeShapes) {
   EXPECT_EQ(VarDtype(GetVarDesc(*block, "total")), DataType::kInt64);
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(AccuracyOp, BadLabelsNameTheVar) {
   std::string msg = ErrorOf(AccuracyOp("truth"),

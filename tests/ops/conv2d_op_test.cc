@@ -254,14 +254,7 @@ TEST(Conv2dOp, CompileTimeShapeKeepsUnknownBatch) {
   EXPECT_EQ(VarDtype(GetVarDesc(*block, "y")), DataType::kFloat32);
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(Conv2dOp, ChannelMismatchNamesVars) {
   ConvCase k{1, 3, 6, 6, 2, 3, 3, 1, 1, 0, 0};

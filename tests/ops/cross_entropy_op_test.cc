@@ -101,14 +101,7 @@ TEST(CrossEntropyOp, CompileTimeShapeKeepsUnknownBatch) {
   EXPECT_EQ(VarShape(GetVarDesc(*block, "y")), Shape({-1, 1}));
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(CrossEntropyOp, LabelOutOfRangeNamesLabelVar) {
   for (int64_t bad : {3, -1}) {

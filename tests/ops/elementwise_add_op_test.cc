@@ -179,14 +179,7 @@ TEST(ElementwiseAddOp, CompileTimeUnknownDims) {
   }
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(ElementwiseAddOp, BadShapesNameVars) {
   auto op = [](int axis) {

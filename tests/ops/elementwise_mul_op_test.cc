@@ -211,14 +211,7 @@ TEST(ElementwiseMulOp, SquareThroughAutodiff) {
     EXPECT_NEAR(gx[i], 2 * xv[i] / 6.0, 1e-12) << i;
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(ElementwiseMulOp, BadShapesNameVars) {
   auto op = [](int axis) {

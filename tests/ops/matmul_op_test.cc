@@ -184,14 +184,7 @@ TEST(MatmulOp, CompileTimeShapesKeepUnknownBatch) {
   EXPECT_EQ(VarShape(*FindVarDesc(*block, "o2")), Shape({-1, 5, 6}));
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(MatmulOp, BadShapesNameVars) {
   auto op =

@@ -246,14 +246,7 @@ TEST(Pool2dOp, CompileTimeShapeKeepsUnknownBatch) {
   EXPECT_EQ(VarShape(GetVarDesc(*block, "y")), Shape({-1, 6, 12, 12}));
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(Pool2dOp, BadShapesAndAttrsNameTheVar) {
   PoolCase k{1, 1, 4, 4, 2, 2, 2, 2, 0, 0};

@@ -155,14 +155,7 @@ TEST(SoftmaxWithCrossEntropyOp, CompileTimeShapeKeepsUnknownBatch) {
   EXPECT_EQ(VarDtype(GetVarDesc(*block, "loss")), DataType::kFloat32);
 }
 
-std::string ErrorOf(const proto::OpDesc& op, const testing::TensorMap& in) {
-  try {
-    RunOp(op, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(SoftmaxWithCrossEntropyOp, LabelOutOfRangeNamesLabelVar) {
   for (int64_t bad : {10, -3}) {

@@ -49,6 +49,19 @@ double& At(Tensor* t, int64_t i) { return t->data<double>()[i]; }
 
 }  // namespace
 
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string ErrorOf(const proto::OpDesc& op, const TensorMap& inputs) {
+  return ErrorOf([&] { RunOp(op, inputs); });
+}
+
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
                 int threads, const Place& place) {
   proto::ProgramDesc program = ForwardProgram(op, inputs);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -55,6 +56,13 @@ std::vector<T> ToVector(const Tensor& t) {
 // returned in host memory.
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs,
                 int threads = 1, const Place& place = Place::CPU());
+
+// The message of the fluid::Error that `fn` throws, or "" when it throws
+// none: tests check that errors name what they should.
+std::string ErrorOf(const std::function<void()>& fn);
+// The message of the error that running `op` on `inputs` (RunOp) throws,
+// or "".
+std::string ErrorOf(const proto::OpDesc& op, const TensorMap& inputs);
 
 // Runs `op` once per entry of `grads`, feeding it as `grad_var`, on
 // persistable `state` (var name -> initial value) kept across the runs, as
