@@ -91,9 +91,8 @@ py::array ToNumpy(const Tensor& t) {
                 "; copy it to host memory first");
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
-  py::capsule owner(keep, [](void* p) {
-    delete static_cast<std::shared_ptr<Buffer>*>(p);
-  });
+  py::capsule owner(
+      keep, [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); });
   return py::array(NumpyDtype(t.dtype()), shape,
                    const_cast<void*>(t.raw_data()), owner);
 }
@@ -114,8 +113,8 @@ FeedList Feeds(const py::dict& feed) {
   FeedList out;
   for (auto item : feed) {
     std::string name = py::str(item.first);
-    out.emplace_back(name, FromArray(py::array::ensure(item.second),
-                                     "feed '" + name + "'"));
+    out.emplace_back(
+        name, FromArray(py::array::ensure(item.second), "feed '" + name + "'"));
   }
   return out;
 }
@@ -240,8 +239,9 @@ class PyExecutor {
     auto it = cache_.find(key);
     if (it == cache_.end() || it->second.first != program->version) {
       auto prepared = exe_.Prepare(program->desc, scope);
-      it = cache_.insert_or_assign(key, std::make_pair(program->version,
-                                                       std::move(prepared)))
+      it = cache_
+               .insert_or_assign(
+                   key, std::make_pair(program->version, std::move(prepared)))
                .first;
     }
     std::vector<Tensor> fetched;
@@ -303,13 +303,8 @@ class PyMPIExecutor {
   MPIExecutor exe_;
 };
 
-}  // namespace
-}  // namespace fluid
-
-PYBIND11_MODULE(_core, m) {
-  using namespace fluid;
-  m.doc() = "Native core of the fluid package.";
-
+// fluid::Error -> Python exceptions of matching kinds.
+void BindErrors(py::module_& m) {
   static py::exception<Error> collective_error(m, "CollectiveError",
                                                PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -356,7 +351,10 @@ PYBIND11_MODULE(_core, m) {
       }
     }
   });
+}
 
+// Programs: the ProgramDesc Python holds and the builder mutates.
+void BindPrograms(py::module_& m) {
   py::class_<Program, ProgramPtr>(m, "ProgramDesc")
       .def(py::init<>())
       .def_readonly("version", &Program::version)
@@ -405,7 +403,10 @@ PYBIND11_MODULE(_core, m) {
       .def("loss_vars", [](const Program& p) { return LossVars(p.desc); })
       .def_property_readonly("nranks",
                              [](const Program& p) { return p.desc.nranks(); });
+}
 
+// The program builder: one method per layer, and minimize.
+void BindBuilder(py::module_& m) {
   py::class_<PyBuilder>(m, "Builder")
       .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
       .def("data",
@@ -455,56 +456,64 @@ PYBIND11_MODULE(_core, m) {
              });
            })
       .def("softmax_with_cross_entropy",
-           [](PyBuilder& b, const std::string& logits, const std::string& label) {
+           [](PyBuilder& b, const std::string& logits,
+              const std::string& label) {
              return b.Mutate([&](ProgramBuilder* pb) {
                return layers::SoftmaxWithCrossEntropy(pb, logits, label);
              });
            })
-      .def("cross_entropy",
-           [](PyBuilder& b, const std::string& input, const std::string& label) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::CrossEntropy(pb, input, label);
-             });
-           })
+      .def(
+          "cross_entropy",
+          [](PyBuilder& b, const std::string& input, const std::string& label) {
+            return b.Mutate([&](ProgramBuilder* pb) {
+              return layers::CrossEntropy(pb, input, label);
+            });
+          })
       .def("mean",
            [](PyBuilder& b, const std::string& x) {
              return b.Mutate(
                  [&](ProgramBuilder* pb) { return layers::Mean(pb, x); });
            })
-      .def("accuracy",
-           [](PyBuilder& b, const std::string& input, const std::string& label) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Accuracy(pb, input, label);
-             });
-           })
+      .def(
+          "accuracy",
+          [](PyBuilder& b, const std::string& input, const std::string& label) {
+            return b.Mutate([&](ProgramBuilder* pb) {
+              return layers::Accuracy(pb, input, label);
+            });
+          })
       .def("reshape",
            [](PyBuilder& b, const std::string& x,
               const std::vector<int64_t>& shape) {
-             return b.Mutate(
-                 [&](ProgramBuilder* pb) { return layers::Reshape(pb, x, shape); });
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return layers::Reshape(pb, x, shape);
+             });
            })
       .def("elementwise_add",
-           [](PyBuilder& b, const std::string& x, const std::string& y, int axis,
-              const std::string& act) {
+           [](PyBuilder& b, const std::string& x, const std::string& y,
+              int axis, const std::string& act) {
              return b.Mutate([&](ProgramBuilder* pb) {
                return layers::ElementwiseAdd(pb, x, y, axis, act);
              });
            })
-      .def("minimize",
-           [](PyBuilder& b, const py::dict& config, const std::string& loss) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return MakeOptimizer(MakeOptimizerConfig(config))->Minimize(pb, loss);
-             });
-           });
+      .def("minimize", [](PyBuilder& b, const py::dict& config,
+                          const std::string& loss) {
+        return b.Mutate([&](ProgramBuilder* pb) {
+          return MakeOptimizer(MakeOptimizerConfig(config))->Minimize(pb, loss);
+        });
+      });
+}
 
+// Scopes and the executors that run programs on them.
+void BindExecutors(py::module_& m) {
   py::class_<Scope>(m, "Scope")
       .def(py::init<>())
       .def("var_names", &Scope::LocalVarNames)
-      .def("has", [](const Scope& s, const std::string& n) {
-        Variable* v = s.FindVar(n);
-        return v != nullptr && v->HasValue() && v->IsTensor() &&
-               v->GetTensor().initialized();
-      })
+      .def("has",
+           [](const Scope& s, const std::string& n) {
+             Variable* v = s.FindVar(n);
+             return v != nullptr && v->HasValue() && v->IsTensor() &&
+                    v->GetTensor().initialized();
+           })
       .def("get",
            [](const Scope& s, const std::string& n) {
              Tensor copy;  // from the device when the var lives there
@@ -519,8 +528,7 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<PyExecutor>(m, "Executor")
-      .def(py::init<int, int>(), py::arg("threads") = 1,
-           py::arg("device") = -1)
+      .def(py::init<int, int>(), py::arg("threads") = 1, py::arg("device") = -1)
       .def("run", &PyExecutor::Run);
 
   py::class_<PyMPIExecutor>(m, "MPIExecutor")
@@ -533,7 +541,10 @@ PYBIND11_MODULE(_core, m) {
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
+}
 
+// The process in its job: launcher, job policy, devices.
+void BindJob(py::module_& m) {
   m.def("launched_by_mpi", &LaunchedByMpi);
   m.def("launcher_world_size", &LauncherWorldSize);
   m.def("launcher_rank", &LauncherRank);
@@ -550,26 +561,29 @@ PYBIND11_MODULE(_core, m) {
     py::gil_scoped_release release;
     LeaveJob();
   });
+}
 
-  m.def("collective_transpile",
-        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-           int64_t bucket_bytes, bool overlap) {
-          CollectiveConfig cfg;
-          cfg.nranks = nranks;
-          cfg.bucket_bytes = bucket_bytes;
-          cfg.overlap = overlap;
-          proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
-          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-        });
+// The collective and parameter-server transpilers.
+void BindTranspilers(py::module_& m) {
+  m.def("collective_transpile", [](const ProgramPtr& main,
+                                   const ProgramPtr& startup, int nranks,
+                                   int64_t bucket_bytes, bool overlap) {
+    CollectiveConfig cfg;
+    cfg.nranks = nranks;
+    cfg.bucket_bytes = bucket_bytes;
+    cfg.overlap = overlap;
+    proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
+    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+  });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {
-          PserverSplit split = PserverTranspile(Job(*main, *startup), trainers,
-                                                endpoints);
+          PserverSplit split =
+              PserverTranspile(Job(*main, *startup), trainers, endpoints);
           py::list servers;
           for (const auto& ps : split.pservers)
-            servers.append(py::make_tuple(ps.endpoint, Wrap(ps.main),
-                                          Wrap(ps.startup)));
+            servers.append(
+                py::make_tuple(ps.endpoint, Wrap(ps.main), Wrap(ps.startup)));
           return py::make_tuple(Wrap(split.trainer.main()),
                                 Wrap(split.trainer.startup()), servers);
         });
@@ -580,8 +594,8 @@ PYBIND11_MODULE(_core, m) {
            int nranks, int64_t bucket_bytes, bool overlap) {
           std::vector<PserverProgram> ps;
           for (const auto& s : servers)
-            ps.push_back({std::get<0>(s), std::get<1>(s)->desc,
-                          std::get<2>(s)->desc});
+            ps.push_back(
+                {std::get<0>(s), std::get<1>(s)->desc, std::get<2>(s)->desc});
           CollectiveConfig cfg;
           cfg.nranks = nranks;
           cfg.bucket_bytes = bucket_bytes;
@@ -590,7 +604,10 @@ PYBIND11_MODULE(_core, m) {
               PserverToCollective(Job(*main, *startup), ps, cfg);
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
         });
+}
 
+// Training jobs, checkpoints and data sets on disk.
+void BindIo(py::module_& m) {
   m.def("save_job",
         [](const std::string& path, const ProgramPtr& main,
            const ProgramPtr& startup, const std::vector<std::string>& feeds,
@@ -615,8 +632,8 @@ PYBIND11_MODULE(_core, m) {
     return d;
   });
   m.def("save_checkpoint",
-        [](const Scope& scope, const ProgramPtr& program, const std::string& dir,
-           int64_t step, int64_t epoch) {
+        [](const Scope& scope, const ProgramPtr& program,
+           const std::string& dir, int64_t step, int64_t epoch) {
           SaveCheckpoint(scope, PersistableVars(program->desc), dir,
                          CheckpointInfo{step, epoch});
         });
@@ -629,4 +646,19 @@ PYBIND11_MODULE(_core, m) {
     Dataset d = LoadMnistFamily(dir, train);
     return std::make_pair(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));
   });
+}
+
+}  // namespace
+}  // namespace fluid
+
+PYBIND11_MODULE(_core, m) {
+  using namespace fluid;
+  m.doc() = "Native core of the fluid package.";
+  BindErrors(m);
+  BindPrograms(m);
+  BindBuilder(m);
+  BindExecutors(m);
+  BindJob(m);
+  BindTranspilers(m);
+  BindIo(m);
 }
