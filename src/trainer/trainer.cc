@@ -388,6 +388,42 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   return run;
 }
 
+// The options that need no data or program to check.
+void CheckOptions(const TrainerOptions& o) {
+  FLUID_ENFORCE(o.program.empty() != o.model.empty(),
+                "give exactly one of --program and --model");
+  FLUID_ENFORCE(o.epochs >= 1, "--epochs must be >= 1, got ", o.epochs);
+  FLUID_ENFORCE(o.batch_size >= 1, "--batch-size must be >= 1, got ",
+                o.batch_size);
+  FLUID_ENFORCE(o.threads >= 1, "--threads must be >= 1, got ", o.threads);
+  FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
+                "--resume needs --checkpoint-dir");
+  FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
+}
+
+// --print-program and --save: show or write the job instead of training.
+// True when one of them was asked for (and done).
+bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
+                 std::ostream& out) {
+  if (o.print_program) {
+    if (o.print_nranks > 0) {
+      CollectiveConfig cfg;
+      cfg.nranks = o.print_nranks;
+      cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+      cfg.overlap = o.overlap;
+      job = PrepareDistributedJob(job, cfg);
+    }
+    out << ProgramToString(job.main());
+    return true;
+  }
+  if (!o.save.empty()) {
+    SaveJob(job, o.save);
+    out << "wrote " << o.model << " to " << o.save << "\n";
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 proto::ProgramDesc EvaluationProgram(const proto::TrainingJob& job,
@@ -428,35 +464,12 @@ Place ParsePlace(const std::string& place) {
 }
 
 TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
-  FLUID_ENFORCE(o.program.empty() != o.model.empty(),
-                "give exactly one of --program and --model");
-  FLUID_ENFORCE(o.epochs >= 1, "--epochs must be >= 1, got ", o.epochs);
-  FLUID_ENFORCE(o.batch_size >= 1, "--batch-size must be >= 1, got ",
-                o.batch_size);
-  FLUID_ENFORCE(o.threads >= 1, "--threads must be >= 1, got ", o.threads);
+  CheckOptions(o);
   const Place place = ParsePlace(o.place);
-  FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
-                "--resume needs --checkpoint-dir");
-  FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
 
   proto::TrainingJob job = ObtainJob(o);
   TrainerResult result;
-  if (o.print_program) {
-    if (o.print_nranks > 0) {
-      CollectiveConfig cfg;
-      cfg.nranks = o.print_nranks;
-      cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
-      cfg.overlap = o.overlap;
-      job = PrepareDistributedJob(job, cfg);
-    }
-    out << ProgramToString(job.main());
-    return result;
-  }
-  if (!o.save.empty()) {
-    SaveJob(job, o.save);
-    out << "wrote " << o.model << " to " << o.save << "\n";
-    return result;
-  }
+  if (PrintOrSave(o, job, out)) return result;
 
   Dataset train = LoadMnistFamily(o.data_dir, /*train=*/true);
   Dataset test = LoadMnistFamily(o.data_dir, /*train=*/false);
