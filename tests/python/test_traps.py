@@ -152,7 +152,7 @@ def test_a_failing_rank_ends_the_job_naming_it(np_, kind, when):
     named = {
         "raise": f"fluid: rank {bad}: uncaught RuntimeError: failing on "
                  "purpose",
-        "exit3": f"rank {bad} left the job",
+        "exit3": f"fluid: rank {bad}: sys.exit(3); ending the job",
         "exit0": f"rank {bad} left the job",
         "kill": f"process rank {bad} ",
     }[kind]

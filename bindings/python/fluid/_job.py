@@ -10,10 +10,13 @@ rank (nothing changes otherwise):
   aborts the job (MPI_Abort, or exit 1 before MPI is up);
 - a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints
   `fluid: rank R: fatal signal ...` before the process dies of it;
-- a rank that ends (sys.exit, the end of the script) while other ranks
-  still issue collectives is named by them and the job ends (see
-  src/distributed/mpi_membership.h); a SIGKILLed rank is reported by mpirun,
-  which ends the job.
+- `sys.exit` with a non-zero status prints
+  `fluid: rank R: sys.exit(CODE); ending the job of N ranks` and aborts the
+  job with that status;
+- a rank that ends otherwise (sys.exit(0), the end of the script) while
+  other ranks still issue collectives is named by them and the job ends
+  (see src/distributed/mpi_membership.h); a SIGKILLed rank is reported by
+  mpirun, which ends the job.
 """
 import atexit
 import os
@@ -22,6 +25,7 @@ import sys
 from . import _core
 
 _MAX_MESSAGE = 500
+_exit_status = [None]  # what sys.exit was last called with
 
 
 def quote(text, limit=_MAX_MESSAGE):
@@ -38,6 +42,17 @@ def quote(text, limit=_MAX_MESSAGE):
     return s
 
 
+def _end_job(line, status):
+    """Writes `line` whole and aborts the job with `status`."""
+    try:
+        sys.stderr.flush()
+        sys.stdout.flush()
+    except Exception:  # a closed stream must not stop the abort
+        pass
+    os.write(2, (line + "\n").encode("utf-8", "replace"))
+    _core.abort_job(status)
+
+
 def _install():
     size = _core.launcher_world_size()
     if size <= 1:
@@ -50,21 +65,33 @@ def _install():
         try:
             previous(etype, value, tb)
         finally:
-            line = (f"fluid: rank {rank}: uncaught {etype.__name__}: "
-                    f"{quote(value)}; ending the job of {size} ranks\n")
-            try:
-                sys.stderr.flush()
-                sys.stdout.flush()
-            except Exception:  # a closed stream must not stop the abort
-                pass
-            os.write(2, line.encode("utf-8", "replace"))
-            _core.abort_job(1)
+            _end_job(f"fluid: rank {rank}: uncaught {etype.__name__}: "
+                     f"{quote(value)}; ending the job of {size} ranks", 1)
 
     sys.excepthook = end_job
+
+    # sys.exit raises SystemExit, which never reaches the excepthook: its
+    # status is noted here and acted on at exit.
+    plain_exit = sys.exit
+
+    def noting_exit(status=None):
+        _exit_status[0] = status
+        plain_exit(status)
+
+    sys.exit = noting_exit
+
+    def leave():
+        status = _exit_status[0]
+        if status is not None and status != 0:
+            _end_job(f"fluid: rank {rank}: sys.exit({quote(repr(status))}); "
+                     f"ending the job of {size} ranks",
+                     status if isinstance(status, int) else 1)
+        _core.leave_job()
+
     # The farewell (see LeaveJob), also from a rank that never made a
     # communicator: registered first, so it runs after the script's own
     # exit handlers.
-    atexit.register(_core.leave_job)
+    atexit.register(leave)
 
 
 _install()
