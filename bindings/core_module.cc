@@ -147,7 +147,7 @@ py::dict OpInfo(const proto::OpDesc& op) {
         std::vector<std::string>(v.arguments().begin(), v.arguments().end());
   d["inputs"] = in;
   d["outputs"] = out;
-  d["role"] = OpRoleOf(op);
+  d["roles"] = OpRoleNames(op);
   d["role_var"] = OpRoleVarOf(op);
   return d;
 }
@@ -398,6 +398,16 @@ void BindPrograms(py::module_& m) {
       .def("clone_for_test",
            [](const Program& p) { return Wrap(CloneForTest(p.desc)); })
       .def("clone", [](const Program& p) { return Wrap(p.desc); })
+      .def_property_readonly(
+          "is_startup",
+          [](const Program& p) {
+            return p.desc.kind() == proto::ProgramDesc::STARTUP;
+          })
+      .def("mark_startup",
+           [](Program& p) {
+             p.desc.set_kind(proto::ProgramDesc::STARTUP);
+             ++p.version;
+           })
       .def("is_training",
            [](const Program& p) { return IsTrainingProgram(p.desc); })
       .def("loss_vars", [](const Program& p) { return LossVars(p.desc); })
@@ -623,6 +633,8 @@ void BindIo(py::module_& m) {
     proto::TrainingJob job = LoadJob(path);
     py::dict d;
     d["main"] = Wrap(job.main());
+    // A job's startup program is one, whether or not its writer tagged it.
+    job.mutable_startup()->set_kind(proto::ProgramDesc::STARTUP);
     d["startup"] = Wrap(job.startup());
     d["feeds"] = std::vector<std::string>(job.feed_names().begin(),
                                           job.feed_names().end());

@@ -14,6 +14,7 @@ ProgramBuilder::ProgramBuilder(proto::ProgramDesc* main,
     if (p->blocks_size() == 0) *p = NewProgram();
     if (p->version() == 0) p->set_version(kProgramVersion);
   }
+  startup_->set_kind(proto::ProgramDesc::STARTUP);
 }
 
 std::string ProgramBuilder::UniqueName(const std::string& prefix) {

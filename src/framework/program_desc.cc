@@ -165,6 +165,21 @@ int OpRoleOf(const proto::OpDesc& op) {
   return GetOpAttrAs<int32_t>(op, kOpRoleAttr);
 }
 
+std::vector<std::string> OpRoleNames(const proto::OpDesc& op) {
+  const int role = OpRoleOf(op);
+  std::vector<std::string> names;
+  const std::pair<OpRole, const char*> phases[] = {
+      {OpRole::kBackward, "backward"},
+      {OpRole::kOptimize, "optimize"},
+      {OpRole::kCollective, "collective"},
+      {OpRole::kReader, "reader"}};
+  for (const auto& [bit, name] : phases)
+    if (role & static_cast<int>(bit)) names.push_back(name);
+  if (names.empty()) names.push_back("forward");
+  if (role & static_cast<int>(OpRole::kLoss)) names.push_back("loss");
+  return names;
+}
+
 std::vector<std::string> OpRoleVarOf(const proto::OpDesc& op) {
   if (!HasOpAttr(op, kOpRoleVarAttr)) return {};
   return GetOpAttrAs<std::vector<std::string>>(op, kOpRoleVarAttr);

@@ -61,6 +61,10 @@ T GetOpAttrAs(const proto::OpDesc& op, const std::string& name) {
   return *v;
 }
 int OpRoleOf(const proto::OpDesc& op);
+// The op's role as names: "forward" (no other phase bit), "backward",
+// "optimize", "collective", "reader", plus "loss" on the ops around the
+// loss. For the edges (Python), which read roles by name, never by bit.
+std::vector<std::string> OpRoleNames(const proto::OpDesc& op);
 std::vector<std::string> OpRoleVarOf(const proto::OpDesc& op);
 
 // ---- programs ----

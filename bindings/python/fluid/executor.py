@@ -250,7 +250,7 @@ class MPIExecutor:
         names = _names(fetch_list)
         with self._lock:
             self._scopes[id(scope)] = scope
-            if getattr(program, "_is_startup", False):
+            if program.is_startup:
                 self._probe.run_startup(program.desc, scope._core)
                 self._startup = program
                 self._started.add(id(scope))

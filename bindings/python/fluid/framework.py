@@ -52,7 +52,6 @@ class Program:
         self._seed = int(seed)
 
     def builder(self, startup):
-        startup._is_startup = True
         key = startup.desc.id
         if key not in self._builders:
             self._builders[key] = _core.Builder(self.desc, startup.desc,
@@ -64,8 +63,16 @@ class Program:
             raise KeyError(f"program has no variable '{name}'")
         return Variable(self, name)
 
+    @property
+    def is_startup(self):
+        """True for a startup program (tagged in the ProgramDesc by the
+        builder, program_guard, load_job and the transpilers)."""
+        return self.desc.is_startup
+
     def ops(self):
-        """The ops of block 0, as dicts (type, inputs, outputs, role)."""
+        """The ops of block 0, as dicts (type, inputs, outputs, roles: a list
+        of "forward", "backward", "optimize", "collective", "reader",
+        "loss")."""
         return self.desc.ops()
 
     def op_types(self):
@@ -87,9 +94,9 @@ class Program:
 
 
 def _as_startup(program):
-    """Marks `program` as a startup program: executors run it to initialise
-    a scope (see MPIExecutor)."""
-    program._is_startup = True
+    """Tags `program` as a startup program in its ProgramDesc: executors run
+    it to initialise a scope (see MPIExecutor)."""
+    program.desc.mark_startup()
     return program
 
 

@@ -27,8 +27,7 @@ def load_job(path):
     """Returns dict(main=Program, startup=Program, feeds, loss, metrics)."""
     d = _core.load_job(path)
     d["main"] = Program(d["main"])
-    d["startup"] = Program(d["startup"])
-    d["startup"]._is_startup = True
+    d["startup"] = Program(d["startup"])  # tagged startup by _core
     return d
 
 

@@ -13,7 +13,7 @@ class Optimizer:
         before = len(program.ops())
         pairs = b.minimize(self._config, loss.name if hasattr(loss, "name")
                            else str(loss))
-        optimize_ops = [op for op in program.ops()[before:] if op["role"] & 2]
+        optimize_ops = [op for op in program.ops()[before:] if "optimize" in op["roles"]]
         params_grads = [(program.var(p), program.var(g)) for p, g in pairs]
         return optimize_ops, params_grads
 

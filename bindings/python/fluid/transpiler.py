@@ -3,13 +3,12 @@ program carries allreduce ops and no parameter server is needed.
 mode="pserver" produces the old send/recv pair, which to_collective() turns
 into the collective program."""
 from . import _core
-from .framework import Program, default_main_program, default_startup_program
+from .framework import (Program, _as_startup, default_main_program,
+                        default_startup_program)
 
 
 def _startup(desc):
-    p = Program(desc)
-    p._is_startup = True
-    return p
+    return _as_startup(Program(desc))
 
 
 class DistributeTranspiler:
