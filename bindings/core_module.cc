@@ -21,6 +21,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
+#include "src/io/job_io.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/pserver_transpiler.h"
 
@@ -563,6 +564,10 @@ void BindJob(py::module_& m) {
     AbortJob(code);
   });
   m.def("install_fatal_signal_line", &InstallFatalSignalLine);
+  // Control bytes escaped, cut at the length every fluid::Error keeps: for
+  // the one-line messages of the job policy (_job.py).
+  m.def("sanitize_message",
+        [](const std::string& text) { return SanitizeMessage(text); });
   m.def("built_with_cuda", &BuiltWithCuda);
   m.def("cuda_device_count", &CudaDeviceCount);
   m.def("local_rank_device", &LocalRankDevice);

@@ -91,9 +91,9 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
     int last = LastBackwardWrite(block, pg.second);
     FLUID_ENFORCE(last >= 0, "no backward op writes gradient '", pg.second,
                   "' of parameter '", pg.first, "'");
-    items.push_back(
-        {pg.first, pg.second, last, VarDtype(g),
-         TensorBytes(shape, VarDtype(g), "gradient " + Quote(pg.second))});
+    items.push_back({pg.first, pg.second, last, VarDtype(g),
+                     TensorBytes(shape, VarDtype(g),
+                                 ("gradient " + Quote(pg.second)).c_str())});
   }
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) {

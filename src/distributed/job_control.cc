@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -50,6 +51,7 @@ void WriteErrorLine(const std::string& line) {
   size_t left = whole.size();
   while (left > 0) {
     ssize_t n = ::write(2, p, left);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     p += n;
     left -= static_cast<size_t>(n);

@@ -9,8 +9,9 @@
 
 namespace fluid {
 
-// Writes `line` (a newline is added) to stderr in one write(2), so that
-// lines of ranks failing at once never interleave.
+// Writes `line` (a newline is added) to stderr in one write(2) (retrying
+// only what a short or interrupted write left), so that lines of ranks
+// failing at once never interleave.
 void WriteErrorLine(const std::string& line);
 
 // Ends the job: MPI_Abort over the world when MPI is up in this process,

@@ -52,14 +52,14 @@ bool FiniteValues(const Tensor& t) {
   return most != kExponent;
 }
 
-// Integer tensors are always finite.
-bool AllFinite(const Tensor& value) {
+// Integer tensors are always finite. A device tensor is scanned in
+// `staging`, a host buffer reused from step to step.
+bool AllFinite(const Tensor& value, Tensor* staging) {
   if (!value.initialized() || value.numel() == 0) return true;
-  Tensor host;
   const Tensor* t = &value;
   if (!value.place().is_cpu()) {
-    host.CopyFrom(value, Place::CPU());
-    t = &host;
+    staging->CopyFrom(value, Place::CPU());
+    t = staging;
   }
   switch (t->dtype()) {
     case DataType::kFloat32:
@@ -71,6 +71,15 @@ bool AllFinite(const Tensor& value) {
   }
 }
 
+// The ranks whose value in `all` (one per rank) differs from rank 0's, as
+// "1, 3"; empty when none does.
+std::string RanksDifferingFromRank0(const std::vector<uint64_t>& all) {
+  std::ostringstream differ;
+  int n = 0;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) differ << (n++ ? ", " : "") << r;
+  return differ.str();
+}
 
 }  // namespace
 
@@ -164,13 +173,10 @@ MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
 }
 
 void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
-  std::vector<uint64_t> all = comm_->AllGatherValue(mine);
-  std::ostringstream differ;
-  int n_differ = 0;
-  for (int r = 1; r < comm_->size(); ++r)
-    if (all[r] != all[0]) differ << (n_differ++ ? ", " : "") << r;
-  FLUID_ENFORCE_CODE(n_differ == 0, ErrorCode::kAborted,
-                     "ranks hold different ", what, ": rank(s) ", differ.str(),
+  const std::string differ =
+      RanksDifferingFromRank0(comm_->AllGatherValue(mine));
+  FLUID_ENFORCE_CODE(differ.empty(), ErrorCode::kAborted,
+                     "ranks hold different ", what, ": rank(s) ", differ,
                      " differ from rank 0");
 }
 
@@ -216,16 +222,15 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
 }
 
 std::string MPIExecutor::NonFiniteGradient() const {
-  FLUID_ENFORCE(scope_ != nullptr,
-                "MPIExecutor: NonFiniteGradient before Init");
+  FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: NonFiniteGradient before Init");
   // Bucket buffers first (one scan each); the gradient inside a bad bucket
   // is named by scanning its members. Gradients and buckets are
   // temporaries of the prepared program's scope.
-  const Scope* scope = main_ != nullptr ? main_->local_scope() : scope_;
-  auto finite = [scope](const std::string& name) {
+  const Scope* scope = main_->local_scope();
+  auto finite = [this, scope](const std::string& name) {
     const Variable* v = scope->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) return true;
-    return AllFinite(v->GetTensor());
+    return AllFinite(v->GetTensor(), &finite_staging_);
   };
   for (const auto& [buffer, members] : averaged_) {
     if (finite(buffer)) continue;
@@ -260,14 +265,10 @@ void MPIExecutor::CheckConsistency() {
     if (!v->GetTensor().initialized()) continue;
     Tensor t;
     t.CopyFrom(v->GetTensor(), Place::CPU());  // device values come to host
-    uint64_t sum = Fnv1a64(t.raw_data(), t.bytes());
-    std::vector<uint64_t> all = comm_->AllGatherValue(sum);
-    std::ostringstream differ;
-    int n = 0;
-    for (int r = 1; r < comm_->size(); ++r)
-      if (all[r] != all[0]) differ << (n++ ? ", " : "") << r;
-    FLUID_ENFORCE_CODE(n == 0, ErrorCode::kAborted, "parameters diverged: '",
-                       name, "' on rank(s) ", differ.str(),
+    const std::string differ = RanksDifferingFromRank0(
+        comm_->AllGatherValue(Fnv1a64(t.raw_data(), t.bytes())));
+    FLUID_ENFORCE_CODE(differ.empty(), ErrorCode::kAborted,
+                       "parameters diverged: '", name, "' on rank(s) ", differ,
                        " differs from rank 0");
   }
 }

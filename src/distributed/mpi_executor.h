@@ -79,6 +79,7 @@ class MPIExecutor {
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;
+  mutable Tensor finite_staging_;  // NonFiniteGradient's host copies
 };
 
 // The process-wide communicator, created on first use: over MPI when the

@@ -67,12 +67,8 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
 
   std::set<std::string> declared;
   for (const auto& var : block.vars()) {
-    int64_t bytes = 0;
-    FLUID_ENFORCE(ShapeBytes(VarShape(var), VarDtype(var), &bytes), "variable ",
-                  Quote(var.name()), " of shape ", VarShape(var), " (",
-                  DataTypeName(VarDtype(var)), ") is too large: its ",
-                  "size in bytes overflows int64, more than any allocation ",
-                  "can hold");
+    CheckShapeFits(VarShape(var), VarDtype(var),
+                   "variable " + Quote(var.name()));
     declared.insert(var.name());
     if (var.persistable()) {
       CheckHeldValue(var, *scope->Var(var.name()));

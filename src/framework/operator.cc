@@ -163,11 +163,10 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
   Tensor* t = s->vars[i]->GetMutableTensor();
   // Named here, where the variable is known, before a kernel allocates it.
   int64_t bytes = 0;
-  FLUID_ENFORCE(ShapeBytes(shape, t->dtype(), &bytes), "op ", Quote(op_.type()),
-                ": variable ", Quote(s->args[i]), " of shape ", shape, " (",
-                DataTypeName(t->dtype()),
-                ") is too large: its size in bytes overflows int64, more ",
-                "than any allocation can hold");
+  if (!ShapeBytes(shape, t->dtype(), &bytes))
+    ThrowShapeTooLarge(
+        "op " + Quote(op_.type()) + ": variable " + Quote(s->args[i]), shape,
+        t->dtype());
   t->Resize(shape);
 }
 

@@ -1,12 +1,5 @@
 #include "src/framework/program_desc.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace fluid {
@@ -52,11 +45,7 @@ Shape VarShape(const proto::VarDesc& var) {
 }
 
 void SetVarShape(proto::VarDesc* var, const Shape& shape) {
-  int64_t bytes = 0;
-  FLUID_ENFORCE(ShapeBytes(shape, VarDtype(*var), &bytes), "variable ",
-                Quote(var->name()), " of shape ", shape, " (",
-                DataTypeName(VarDtype(*var)), ") is too large: its size in ",
-                "bytes overflows int64, more than any allocation can hold");
+  CheckShapeFits(shape, VarDtype(*var), "variable " + Quote(var->name()));
   var->clear_shape();
   for (int64_t d : shape) var->add_shape(d);
 }
@@ -236,80 +225,6 @@ std::string ProgramToString(const proto::ProgramDesc& program) {
   for (const auto& block : program.blocks())
     for (const auto& op : block.ops()) os << OpToString(op) << "\n";
   return os.str();
-}
-
-// Protocol buffers parse at most 2 GiB; a program is far smaller.
-constexpr int64_t kMaxProgramFileBytes = int64_t{1} << 30;
-
-std::string ReadFile(const std::string& path) {
-  // Looked at before it is read: a device (/dev/zero), a fifo or a huge
-  // file would otherwise be read until memory runs out, or forever.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    FLUID_ENFORCE(S_ISREG(st.st_mode), Quote(path),
-                  " is not a regular file (a device, fifo or directory): "
-                  "not a training job");
-    FLUID_ENFORCE(st.st_size <= kMaxProgramFileBytes, Quote(path), " holds ",
-                  static_cast<int64_t>(st.st_size),
-                  " bytes, more than a "
-                  "training job can (",
-                  kMaxProgramFileBytes, ")");
-  }
-  std::ifstream in(path, std::ios::binary);
-  FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound, "cannot open '", path,
-                     "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  FLUID_ENFORCE(!in.bad(), "error reading '", path, "'");
-  return ss.str();
-}
-
-void WriteFileAtomic(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) {
-    int err = errno;
-    FLUID_THROW_OS(ErrorCode::kIO, err, "cannot create '", tmp,
-                   "': ", std::strerror(err));
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      FLUID_THROW_OS(ErrorCode::kIO, err, "cannot write '", tmp,
-                     "': ", std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  bool ok = ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    FLUID_THROW_OS(ErrorCode::kIO, err, "cannot write '", path,
-                   "': ", std::strerror(err));
-  }
-}
-
-proto::TrainingJob LoadJob(const std::string& path) {
-  std::string bytes = ReadFile(path);
-  proto::TrainingJob job;
-  FLUID_ENFORCE(!bytes.empty(), "'", path, "' is empty, not a training job");
-  FLUID_ENFORCE(job.ParseFromString(bytes), "'", path,
-                "' is truncated or corrupt: it does not parse as a "
-                "TrainingJob");
-  CheckJob(job, "'" + path + "'");
-  return job;
-}
-
-void SaveJob(const proto::TrainingJob& job, const std::string& path) {
-  std::string bytes;
-  FLUID_ENFORCE(job.SerializeToString(&bytes), "cannot serialize job");
-  WriteFileAtomic(path, bytes);
 }
 
 }  // namespace fluid

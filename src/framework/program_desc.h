@@ -78,15 +78,4 @@ void CheckJob(const proto::TrainingJob& job, const std::string& what);
 std::string ProgramToString(const proto::ProgramDesc& program);
 std::string OpToString(const proto::OpDesc& op);
 
-// Reads and parses a TrainingJob file; a missing, truncated or corrupt file,
-// or one of a newer version, is an error naming the path.
-proto::TrainingJob LoadJob(const std::string& path);
-// Writes atomically (temp file + rename).
-void SaveJob(const proto::TrainingJob& job, const std::string& path);
-
-// Writes `bytes` to `path` through a temp file in the same directory and a
-// rename, so readers see either the old file or the whole new one.
-void WriteFileAtomic(const std::string& path, const std::string& bytes);
-std::string ReadFile(const std::string& path);
-
 }  // namespace fluid

@@ -99,22 +99,24 @@ bool ShapeBytes(const Shape& shape, DataType dtype, int64_t* bytes) {
   int64_t n = static_cast<int64_t>(SizeOf(dtype));
   for (int64_t d : shape)
     if (d >= 0 && !CheckedMul(n, d, &n)) return false;
-  if (n > kMaxTensorBytes) return false;
   *bytes = n;
   return true;
 }
 
-int64_t TensorBytes(const Shape& shape, DataType dtype,
-                    const std::string& what) {
-  const std::string subject = what.empty() ? "a tensor" : what;
+void ThrowShapeTooLarge(const std::string& what, const Shape& shape,
+                        DataType dtype) {
+  FLUID_THROW(ErrorCode::kInvalidArgument, what, " of shape ", shape, " (",
+              DataTypeName(dtype), ") is too large: its size in bytes ",
+              "overflows int64, more than any allocation can hold");
+}
+
+int64_t TensorBytes(const Shape& shape, DataType dtype, const char* what) {
+  int64_t bytes = 0;
+  if (shape.IsFullyKnown() && ShapeBytes(shape, dtype, &bytes)) return bytes;
+  const std::string subject = what != nullptr ? what : "a tensor";
   FLUID_ENFORCE(shape.IsFullyKnown(), "cannot allocate ", subject,
                 " of unknown shape ", shape);
-  int64_t bytes = 0;
-  FLUID_ENFORCE(ShapeBytes(shape, dtype, &bytes), subject, " of shape ", shape,
-                " (", DataTypeName(dtype), ") is too large: its ",
-                "size in bytes overflows int64, more than any allocation ",
-                "can hold");
-  return bytes;
+  ThrowShapeTooLarge(subject, shape, dtype);
 }
 
 bool Shape::IsFullyKnown() const {

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -108,17 +107,26 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 // *out = a * b for a, b >= 0; false (and *out untouched) when the product
 // overflows int64.
 bool CheckedMul(int64_t a, int64_t b, int64_t* out);
-// The most bytes one tensor may occupy: what an allocation can address
-// (PTRDIFF_MAX on the 64-bit platforms this builds for).
-constexpr int64_t kMaxTensorBytes = std::numeric_limits<int64_t>::max();
 // *bytes = the size of a `dtype` tensor of `shape`, counting only its known
-// dims (so -1 dims count as 1); false when that exceeds kMaxTensorBytes.
+// dims (so -1 dims count as 1); false when that overflows int64.
 bool ShapeBytes(const Shape& shape, DataType dtype, int64_t* bytes);
+// The one error for a shape whose size overflows: "`what` of shape S
+// (dtype) is too large: ...". `what` names the tensor or variable.
+[[noreturn]] void ThrowShapeTooLarge(const std::string& what,
+                                     const Shape& shape, DataType dtype);
+// Throws ThrowShapeTooLarge's error when ShapeBytes fails. For checks made
+// where a variable is named (builder, Prepare, shape inference).
+inline void CheckShapeFits(const Shape& shape, DataType dtype,
+                           const std::string& what) {
+  int64_t bytes = 0;
+  if (!ShapeBytes(shape, dtype, &bytes)) ThrowShapeTooLarge(what, shape, dtype);
+}
 // The size in bytes of a fully known `shape` of `dtype`; an error saying the
-// shape is too large (or unknown) otherwise. `what` names the tensor or
-// variable in the error (may be empty).
+// shape is too large (or unknown) otherwise. `what` (may be null: "a
+// tensor") names the tensor in the error; nothing is formatted unless it is
+// thrown, since kernels size their outputs through here on every step.
 int64_t TensorBytes(const Shape& shape, DataType dtype,
-                    const std::string& what = "");
+                    const char* what = nullptr);
 std::ostream& operator<<(std::ostream& os, DataType t);
 
 // True when a runtime shape fits a declared one (-1 matches anything).

@@ -47,24 +47,11 @@ std::string Join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-std::string ReadSmallFile(FileSystem* fs, const std::string& path,
-                          uint64_t limit) {
-  const FileStat st = fs->Stat(path);
-  FLUID_ENFORCE(st.kind == FileStat::Kind::kRegular, "'", path,
-                "' is not a regular file");
-  FLUID_ENFORCE(st.size <= limit, "'", path, "' has ", st.size,
-                " bytes, more than the ", limit, " such a file may hold");
-  std::string bytes = fs->ReadFile(path);
-  FLUID_ENFORCE(bytes.size() <= limit, "'", path, "' grew to ", bytes.size(),
-                " bytes while being read");
-  return bytes;
-}
-
 Located LocateLatest(FileSystem* fs, const std::string& dir) {
   const std::string latest = JoinPath(dir, kLatest);
   std::string content;
   try {
-    content = ReadSmallFile(fs, latest, kMaxLatestBytes);
+    content = ReadFileAtMost(fs, latest, kMaxLatestBytes);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kNotFound) throw;
     FLUID_THROW(ErrorCode::kNotFound, "no checkpoint in '", dir, "': '", latest,
@@ -109,7 +96,6 @@ using checkpoint_internal::kTensorExt;
 using checkpoint_internal::Located;
 using checkpoint_internal::LocateLatest;
 using checkpoint_internal::ParseCheckpointName;
-using checkpoint_internal::ReadSmallFile;
 using checkpoint_internal::Str;
 
 // Var names may hold '/', '@' and anything else: keep [A-Za-z0-9._-] and
@@ -171,7 +157,7 @@ void RecoverSwaps(FileSystem* fs, const std::string& dir) {
 std::string LatestName(FileSystem* fs, const std::string& dir) {
   try {
     std::string content =
-        ReadSmallFile(fs, JoinPath(dir, kLatest), kMaxLatestBytes);
+        ReadFileAtMost(fs, JoinPath(dir, kLatest), kMaxLatestBytes);
     while (!content.empty() &&
            std::isspace(static_cast<unsigned char>(content.back())))
       content.pop_back();

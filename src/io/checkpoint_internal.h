@@ -50,12 +50,6 @@ std::string Str(const Args&... args) {
   return os.str();
 }
 
-// Reads a control file (LATEST, a manifest) after checking that it is a
-// regular file of at most `limit` bytes: a damaged checkpoint may hold a
-// device, a fifo or a huge file where a small file belongs.
-std::string ReadSmallFile(FileSystem* fs, const std::string& path,
-                          uint64_t limit);
-
 struct Located {
   std::string path;  // dir/ckpt-<step> (or its .old during a swap)
   int64_t step = 0;

@@ -28,7 +28,6 @@ using checkpoint_internal::kMaxManifestBytes;
 using checkpoint_internal::Located;
 using checkpoint_internal::LocateLatest;
 using checkpoint_internal::ParseCheckpointName;
-using checkpoint_internal::ReadSmallFile;
 using checkpoint_internal::Str;
 
 // A manifest must not send the reader outside the checkpoint directory.
@@ -47,7 +46,7 @@ proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
   const std::string path = JoinPath(loc.path, kManifest);
   std::string bytes;
   try {
-    bytes = ReadSmallFile(fs, path, kMaxManifestBytes);
+    bytes = ReadFileAtMost(fs, path, kMaxManifestBytes);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kNotFound)
       FLUID_RETHROW(e, "checkpoint '", loc.path, "': ", e.what());

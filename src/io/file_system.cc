@@ -209,4 +209,17 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
+std::string ReadFileAtMost(FileSystem* fs, const std::string& path,
+                           uint64_t limit) {
+  const FileStat st = fs->Stat(path);
+  FLUID_ENFORCE(st.kind == FileStat::Kind::kRegular, Quote(path),
+                " is not a regular file");
+  FLUID_ENFORCE(st.size <= limit, Quote(path), " has ", st.size,
+                " bytes, more than the ", limit, " such a file may hold");
+  std::string bytes = fs->ReadFile(path);
+  FLUID_ENFORCE(bytes.size() <= limit, Quote(path), " grew to ", bytes.size(),
+                " bytes while being read");
+  return bytes;
+}
+
 }  // namespace fluid

@@ -55,6 +55,12 @@ class FileSystem {
 // rename, followed by an fsync of the directory. Thread-safe.
 FileSystem* DefaultFileSystem();
 
+// Reads `path` after checking that it is a regular file of at most `limit`
+// bytes (a device, a fifo, a directory or a huge file where a small file
+// belongs is an error naming the path, not an endless read).
+std::string ReadFileAtMost(FileSystem* fs, const std::string& path,
+                           uint64_t limit);
+
 // "a" + "b" -> "a/b" (no doubled '/').
 std::string JoinPath(const std::string& dir, const std::string& name);
 

@@ -8,14 +8,13 @@
 //           [--start-fresh]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K]             data-parallel on N ranks
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
+#include "src/distributed/job_control.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_executor.h"
 #include "src/framework/enforce.h"
@@ -23,31 +22,13 @@
 
 namespace {
 
-// Writes `line` and a newline to stderr with one write(2) (retrying only
-// what a short write left), so that lines from ranks failing at the same
-// time never interleave.
-void WriteLine(std::string line) {
-  line.push_back('\n');
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
-
 // This rank's number: the communicator's once MPI is up (making it if no
 // one has); the launcher's environment only when MPI cannot start.
 std::string RankForErrors() {
   try {
     return std::to_string(fluid::GlobalCommunicator()->rank());
   } catch (const std::exception&) {
-    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (rank == nullptr) rank = std::getenv("PMIX_RANK");
-    return rank != nullptr ? rank : "?";
+    return std::to_string(fluid::LauncherRank());
   }
 }
 
@@ -133,15 +114,11 @@ int main(int argc, char** argv) {
   std::cout.flush();
   if (fluid::LaunchedByMpi()) {
     // One line naming the rank, then take the whole job down: the other
-    // ranks may be waiting in a collective for this one.
-    WriteLine("trainer: rank " + RankForErrors() + ": " + failure);
-    try {
-      fluid::GlobalCommunicator()->Abort(1);
-    } catch (const std::exception&) {
-      // MPI cannot start: this rank ends alone, and mpirun ends the job.
-    }
-    return 1;
+    // ranks may be waiting in a collective for this one (without MPI, which
+    // could not start, this rank ends alone and mpirun ends the job).
+    fluid::WriteErrorLine("trainer: rank " + RankForErrors() + ": " + failure);
+    fluid::AbortJob(1);
   }
-  WriteLine("trainer: " + failure);
+  fluid::WriteErrorLine("trainer: " + failure);
   return 1;
 }

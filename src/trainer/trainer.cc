@@ -20,6 +20,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
+#include "src/io/job_io.h"
 
 namespace fluid {
 
@@ -82,6 +83,18 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
                 "provides ", data.tensors.size(),
                 " tensors (image, label)");
   FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
+}
+
+// The job's feeds, in the order the reader yields them, without values.
+FeedList JobFeeds(const proto::TrainingJob& job) {
+  FeedList feeds;
+  for (const auto& name : job.feed_names()) feeds.emplace_back(name, Tensor());
+  return feeds;
+}
+
+// Puts one batch from the reader into `feeds` (shared buffers, no copy).
+void SetFeeds(const std::vector<Tensor>& batch, FeedList* feeds) {
+  for (size_t i = 0; i < feeds->size(); ++i) (*feeds)[i].second = batch[i];
 }
 
 bool IsEmptyOrMissingDir(const std::string& dir) {
@@ -197,10 +210,9 @@ void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
   probe.StartEpoch(0);
   std::vector<Tensor> batch;
   std::vector<Tensor> fetched;
-  FeedList feeds;
+  FeedList feeds = JobFeeds(job);
   if (!probe.Next(&batch)) return;
-  for (int i = 0; i < job.feed_names_size(); ++i)
-    feeds.emplace_back(job.feed_names(i), batch[i]);
+  SetFeeds(batch, &feeds);
   try {
     exe->Run(eval, feeds, {job.metric_names(0)}, &fetched);
   } catch (const Error& e) {
@@ -215,14 +227,12 @@ double Evaluate(const proto::TrainingJob& job, const Dataset& test,
   test_batcher.StartEpoch(0);
   std::vector<Tensor> batch;
   std::vector<Tensor> fetched;
-  FeedList feeds;
-  for (int i = 0; i < job.feed_names_size(); ++i)
-    feeds.emplace_back(job.feed_names(i), Tensor());
+  FeedList feeds = JobFeeds(job);
   double acc_sum = 0;
   *seen = 0;
   const std::vector<std::string> metric = {job.metric_names(0)};
   while (test_batcher.Next(&batch)) {
-    for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+    SetFeeds(batch, &feeds);
     exe->Run(eval, feeds, metric, &fetched);
     int64_t n = batch[0].shape()[0];
     acc_sum += ScalarOf(fetched[0]) * n;
@@ -271,16 +281,14 @@ struct TrainLoop {
     for (const auto& m : job.metric_names()) fetch.push_back(m);
     std::vector<Tensor> batch;
     std::vector<Tensor> fetched;
-    FeedList feeds;
-    for (int i = 0; i < job.feed_names_size(); ++i)
-      feeds.emplace_back(job.feed_names(i), Tensor());
+    FeedList feeds = JobFeeds(job);
     const int64_t steps_per_epoch = batcher->StepsPerEpoch();
     batcher->StartEpoch(epoch);
     auto epoch_start = Clock::now();
     double loss_sum = 0, acc_sum = 0;
     int64_t seen = 0, epoch_step = 0;
     while (batcher->Next(&batch)) {
-      for (size_t i = 0; i < feeds.size(); ++i) feeds[i].second = batch[i];
+      SetFeeds(batch, &feeds);
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
       FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "src/framework/op_registry.h"
+#include "src/io/job_io.h"
 
 namespace fluid {
 namespace {
@@ -93,11 +94,15 @@ TEST(ProgramDesc, OpHelpers) {
   EXPECT_THROW(GetOpAttr(op, "nope"), Error);
 }
 
-TEST(ProgramDesc, AtomicWriteReplacesWholeFile) {
-  std::string path = TempPath("atomic.txt");
-  WriteFileAtomic(path, "first version");
-  WriteFileAtomic(path, "second");
-  EXPECT_EQ(ReadFile(path), "second");
+// Job files are written through FileSystem::WriteFile: a whole new file
+// replaces the old one.
+TEST(ProgramDesc, JobFileIsReplacedWhole) {
+  std::string path = TempPath("atomic.pb");
+  proto::TrainingJob job = SmallJob();
+  SaveJob(job, path);
+  job.add_feed_names("second_feed");
+  SaveJob(job, path);
+  EXPECT_EQ(LoadJob(path).feed_names_size(), 2);
   ::unlink(path.c_str());
 }
 

@@ -4,22 +4,14 @@
 # without a test program evaluates forward-only and does not hang; a corrupt
 # newest checkpoint gives way to the previous one.
 #   trainer_checks_test.sh MPIRUN TRAINER
-set -u
-MPIRUN=$1
-TRAINER=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe -np 2)
-work=$(mktemp -d /tmp/fluid_mpi_checks.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # Tiny MNIST-shaped data sets: a good one, and one whose test labels go
 # beyond the model's 10 classes (the training labels are fine).
-idx=(/usr/bin/python3 "$(dirname "$0")/make_idx.py")
-"${idx[@]}" "$work/good" 1024 64
-"${idx[@]}" "$work/badtest" 1024 64 --test-labels-from 63:42
-[ -d "$work/good" ] || fail "could not write the test data"
-"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+make_idx "$work/good" 1024 64
+make_idx "$work/badtest" 1024 64 --test-labels-from 63:42
+save_mlp
 
 # The same job without its test program (TrainingJob field 8), dropped at
 # the protobuf wire level.

@@ -2,23 +2,15 @@
 # A rank that dies or fails brings the whole `mpirun -np 2 trainer` job down
 # within 30 s, non-zero, with one line naming the rank and the cause.
 #   trainer_failures_test.sh MPIRUN TRAINER
-set -u
-MPIRUN=$1
-TRAINER=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
-work=$(mktemp -d /tmp/fluid_mpi_failures.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # Tiny MNIST-shaped data sets: a good one, and one where half the labels are
 # out of range (so the rank reading it fails in its first training steps,
 # while the other rank waits in an allreduce, not at start-up).
-idx=(/usr/bin/python3 "$(dirname "$0")/make_idx.py")
-"${idx[@]}" "$work/good" 4096 64
-"${idx[@]}" "$work/bad" 4096 64 --train-labels-from 2048:200
-[ -d "$work/good" ] || fail "could not write the test data"
-"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+make_idx "$work/good" 4096 64
+make_idx "$work/bad" 4096 64 --train-labels-from 2048:200
+save_mlp
 
 # 1. Healthy run: both ranks train, exit 0, rank 0 reports.
 out=$(timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
@@ -86,4 +78,3 @@ took=$(( $(date +%s) - start ))
 [ "$rc" -ne 124 ] || fail "the job hung after a rank was killed"
 [ "$took" -le 30 ] || fail "took ${took}s to come down"
 echo "ok: killed rank ended the job in ${took}s (rc $rc)"
-echo "1 passed, 0 failed" >/dev/null

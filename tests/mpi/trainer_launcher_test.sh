@@ -3,11 +3,7 @@
 # trainer of the job is left 3 s later, and no checkpoint is committed after
 # mpirun is gone.
 #   trainer_launcher_test.sh MPIRUN TRAINER
-set -u
-MPIRUN=$1
-TRAINER=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-work=$(mktemp -d /tmp/fluid_mpi_launcher.XXXXXX)
+source "$(dirname "$0")/trainer_common.sh" "$@"
 marker="fluid-launcher-test-$$"
 ck="$work/$marker"
 cleanup() {
@@ -15,13 +11,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # A tiny data set: an epoch is two steps, so rank 0 commits a checkpoint
 # every few milliseconds for as long as it runs.
-/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/data" 256 16
-[ -d "$work/data" ] || fail "could not write the test data"
-"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+make_idx "$work/data" 256 16
+save_mlp
 
 ranks() { pgrep -f -- "--checkpoint-dir $ck" | while read -r p; do
   grep -qx trainer "/proc/$p/comm" 2>/dev/null && echo "$p"; done; }

@@ -3,20 +3,13 @@
 # -np 1 trainer B`) stop at once with one line naming the setting and each
 # rank's value, instead of hanging in mismatched collectives.
 #   trainer_settings_test.sh MPIRUN TRAINER
-set -u
-MPIRUN=$1
-TRAINER=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
-work=$(mktemp -d /tmp/fluid_mpi_settings.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # Two tiny MNIST-shaped data sets of different sizes.
-/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/big" 512 32
-/usr/bin/python3 "$(dirname "$0")/make_idx.py" "$work/small" 256 32
-[ -d "$work/small" ] || fail "could not write the test data"
-"$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+make_idx "$work/big" 512 32
+make_idx "$work/small" 256 32
+save_mlp
 base=(--program "$work/mlp.pb" --log-every 0)
 
 # A healthy 2-rank run with the same settings everywhere still trains.

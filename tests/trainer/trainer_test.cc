@@ -18,6 +18,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
+#include "src/io/job_io.h"
 
 #ifndef FLUID_TRAINER_BIN
 #error "FLUID_TRAINER_BIN must name the trainer binary"
@@ -25,6 +26,10 @@
 
 namespace fluid {
 namespace {
+
+std::string ReadFile(const std::string& path) {
+  return DefaultFileSystem()->ReadFile(path);
+}
 
 void WriteBigEndian(std::ofstream& f, uint32_t v) {
   unsigned char b[4] = {static_cast<unsigned char>(v >> 24),

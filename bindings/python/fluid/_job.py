@@ -24,22 +24,7 @@ import sys
 
 from . import _core
 
-_MAX_MESSAGE = 500
 _exit_status = [None]  # what sys.exit was last called with
-
-
-def quote(text, limit=_MAX_MESSAGE):
-    """`text` with control characters escaped and cut to `limit`
-    characters, for one-line messages that echo user input."""
-    text = str(text)
-    out = []
-    for ch in text[:limit]:
-        code = ord(ch)
-        out.append(f"\\x{code:02x}" if code < 32 or code == 127 else ch)
-    s = "".join(out)
-    if len(text) > limit:
-        s += f"... ({len(text)} characters)"
-    return s
 
 
 def _end_job(line, status):
@@ -66,7 +51,7 @@ def _install():
             previous(etype, value, tb)
         finally:
             _end_job(f"fluid: rank {rank}: uncaught {etype.__name__}: "
-                     f"{quote(value)}; ending the job of {size} ranks", 1)
+                     f"{_core.sanitize_message(str(value))}; ending the job of {size} ranks", 1)
 
     sys.excepthook = end_job
 
@@ -83,7 +68,7 @@ def _install():
     def leave():
         status = _exit_status[0]
         if status is not None and status != 0:
-            _end_job(f"fluid: rank {rank}: sys.exit({quote(repr(status))}); "
+            _end_job(f"fluid: rank {rank}: sys.exit({_core.sanitize_message(repr(status))}); "
                      f"ending the job of {size} ranks",
                      status if isinstance(status, int) else 1)
         _core.leave_job()

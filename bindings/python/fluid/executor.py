@@ -106,16 +106,16 @@ class IndependentRanksWarning(UserWarning):
     trains on its own and the ranks' parameters drift apart."""
 
 
+# Ranks the MPI launcher started this process among (1 without one).
+_LAUNCHED_RANKS = _core.launcher_world_size()
 _independent_warned = False
 
 
-def _warn_if_independent_ranks(program):
+def _warn_if_independent_ranks(steps):
     """Once per process, on rank 0: a training program run by a plain
     Executor in a process that mpirun started as one of several ranks."""
     global _independent_warned
-    if _independent_warned or _core.launcher_world_size() <= 1:
-        return
-    if not program.desc.is_training():
+    if _independent_warned or _LAUNCHED_RANKS <= 1 or not steps.training:
         return
     _independent_warned = True
     if os.environ.get("FLUID_INDEPENDENT_RANKS") == "1":
@@ -124,7 +124,7 @@ def _warn_if_independent_ranks(program):
         return
     warnings.warn(
         f"fluid.Executor trains this process on its own, but it is rank 0 "
-        f"of {_core.launcher_world_size()} started by an MPI launcher: a "
+        f"of {_LAUNCHED_RANKS} started by an MPI launcher: a "
         "plain Executor averages no gradients, so every rank's parameters "
         "drift apart. For data-parallel training run the program with "
         "fluid.MPIExecutor (a DistributeTranspiler trainer program too); "
@@ -133,13 +133,23 @@ def _warn_if_independent_ranks(program):
 
 
 class _Steps:
-    """Per prepared program: how many times it ran, and what check_finite
-    looks at by default (the losses a training program differentiates)."""
+    """Per prepared program (and scope): how many times it ran, whether it
+    trains, and what check_finite looks at by default (the losses a training
+    program differentiates). Read from the program once, not every run."""
 
     def __init__(self, program):
         self.count = 0
-        self.losses = set(program.desc.loss_vars()) \
-            if program.desc.is_training() else set()
+        self.training = program.desc.is_training()
+        self.losses = set(program.desc.loss_vars()) if self.training \
+            else set()
+
+    @staticmethod
+    def of(table, program, scope):
+        key = (program.desc.id, program.desc.version, id(scope))
+        steps = table.get(key)
+        if steps is None:
+            steps = table[key] = _Steps(program)
+        return steps
 
 
 def _check_finite(names, values, watched, step, where=""):
@@ -183,12 +193,9 @@ class Executor:
         scope = scope or global_scope()
         names = _names(fetch_list)
         with self._lock:
-            _warn_if_independent_ranks(program)
             self._scopes[id(scope)] = scope
-            key = (program.desc.id, program.desc.version, id(scope))
-            steps = self._steps.get(key)
-            if steps is None:
-                steps = self._steps[key] = _Steps(program)
+            steps = _Steps.of(self._steps, program, scope)
+            _warn_if_independent_ranks(steps)
             out = list(self._core.run(program.desc, scope._core,
                                       _feed(feed), names))
             steps.count += 1
@@ -259,17 +266,15 @@ class MPIExecutor:
                 raise ValueError(
                     "run the startup program with this executor (on this "
                     "scope) before other programs: exe.run(startup_program)")
-            key = (program.desc.id, program.desc.version, id(scope))
-            steps = self._steps.get(key)
-            if steps is None:
-                steps = self._steps[key] = _Steps(program)
-            if not program.desc.is_training():
+            steps = _Steps.of(self._steps, program, scope)
+            if not steps.training:
                 out = list(self._local.run(program.desc, scope._core,
                                            _feed(feed), names))
                 steps.count += 1
                 if check_finite:
                     _check_finite(names, out, None, steps.count)
                 return out
+            key = (program.desc.id, program.desc.version, id(scope))
             run = self._runs.get(key)
             if run is None:
                 run = self._probe if not self._runs else _core.MPIExecutor(
