@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/builder/models.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
 
 namespace fluid {
 namespace {

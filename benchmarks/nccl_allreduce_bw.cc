@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "benchmarks/bandwidth_table.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/distributed/global_communicator.h"
+#include "src/framework/executor.h"
+#include "src/framework/op_registry.h"
 #include "src/framework/device.h"
 #include "src/framework/program_desc.h"
 

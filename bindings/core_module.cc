@@ -15,7 +15,7 @@
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"

@@ -10,6 +10,7 @@
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/distributed_job.h"
 
 namespace fluid {
 
@@ -134,31 +135,27 @@ uint64_t StructureHash(const proto::ProgramDesc& program) {
   return Fnv1a64(bytes);
 }
 
-proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
-                                       const CollectiveConfig& config) {
-  FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ",
-                config.nranks);
-  CheckJob(job, "job");
-  for (const auto& op : job.main().blocks(0).ops()) {
-    FLUID_ENFORCE(op.type() != "c_allreduce" && op.type() != "send" &&
-                      op.type() != "recv",
-                  "the job is already distributed (it has a '", op.type(),
-                  "' op); transpile the plain program");
-  }
-  proto::TrainingJob out = job;
-  const proto::BlockDesc& src = job.main().blocks(0);
-  std::vector<GradBucket> buckets = PlanBuckets(job.main(), config.bucket_bytes);
-  const std::string reduce = config.average ? "avg" : "sum";
+namespace {
 
-  // Where each bucket's allreduce and wait go, as indices into the original
-  // op list: allreduce after op `after[k]`, wait before op `before[k]`.
+// Where each bucket's allreduce and wait go, as indices into the original
+// op list: allreduce after op `after[k]`, wait before op `before[k]` (-1:
+// at the start; the op count: at the end).
+struct Placement {
+  std::vector<int> after, before;
+};
+
+Placement PlaceCollectives(const proto::BlockDesc& src,
+                           const std::vector<GradBucket>& buckets,
+                           bool overlap) {
   int first_optimize = src.ops_size();
   for (int i = 0; i < src.ops_size(); ++i)
     if (HasRole(src.ops(i), OpRole::kOptimize)) {
       first_optimize = i;
       break;
     }
-  std::vector<int> after(buckets.size()), before(buckets.size());
+  Placement at;
+  at.after.resize(buckets.size());
+  at.before.resize(buckets.size());
   for (size_t k = 0; k < buckets.size(); ++k) {
     int last = -1, first = src.ops_size();
     for (const auto& g : buckets[k].grads) {
@@ -168,14 +165,17 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
     FLUID_ENFORCE(last < first, "gradient bucket ", k,
                   " is read by an optimize op before the backward pass "
                   "finishes writing it");
-    after[k] = config.overlap ? last : first_optimize - 1;
-    before[k] = config.overlap ? first : first_optimize;
+    at.after[k] = overlap ? last : first_optimize - 1;
+    at.before[k] = overlap ? first : first_optimize;
   }
+  return at;
+}
 
-  proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
-  dst->clear_ops();
-  for (size_t k = 0; k < buckets.size(); ++k) {
-    const GradBucket& b = buckets[k];
+// The bucket buffers and handles, and a coalesce_tensor per bucket making
+// its gradients views of one buffer.
+void AddBuckets(const proto::BlockDesc& src,
+                const std::vector<GradBucket>& buckets, proto::BlockDesc* dst) {
+  for (const GradBucket& b : buckets) {
     DataType dtype = VarDtype(GetVarDesc(src, b.grads[0]));
     AddVarDesc(dst, b.fused, dtype,
                Shape{b.bytes / static_cast<int64_t>(SizeOf(dtype))});
@@ -187,6 +187,13 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                {{"dtype", static_cast<int32_t>(dtype)}, {"numels", b.numels}}),
         kCollectiveRole);
   }
+}
+
+// The original ops with each bucket's allreduce and wait where `at` says.
+void AddOpsWithCollectives(const proto::BlockDesc& src,
+                           const std::vector<GradBucket>& buckets,
+                           const Placement& at, const std::string& reduce,
+                           proto::BlockDesc* dst) {
   auto allreduce = [&](size_t k) {
     return WithRole(MakeOp("c_allreduce", {{"X", {buckets[k].fused}}},
                            {{"Out", {buckets[k].fused}},
@@ -199,18 +206,38 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                            {{"Out", {buckets[k].fused}}}),
                     kCollectiveRole);
   };
-  // Waits go before op i, allreduces after op i; -1 means "at the start".
   for (size_t k = 0; k < buckets.size(); ++k)
-    if (after[k] < 0) *dst->add_ops() = allreduce(k);
+    if (at.after[k] < 0) *dst->add_ops() = allreduce(k);
   for (int i = 0; i < src.ops_size(); ++i) {
     for (size_t k = 0; k < buckets.size(); ++k)
-      if (before[k] == i) *dst->add_ops() = wait(k);
+      if (at.before[k] == i) *dst->add_ops() = wait(k);
     *dst->add_ops() = src.ops(i);
     for (size_t k = 0; k < buckets.size(); ++k)
-      if (after[k] == i) *dst->add_ops() = allreduce(k);
+      if (at.after[k] == i) *dst->add_ops() = allreduce(k);
   }
   for (size_t k = 0; k < buckets.size(); ++k)
-    if (before[k] == src.ops_size()) *dst->add_ops() = wait(k);
+    if (at.before[k] == src.ops_size()) *dst->add_ops() = wait(k);
+}
+
+}  // namespace
+
+proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
+                                       const CollectiveConfig& config) {
+  FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ",
+                config.nranks);
+  CheckJob(job, "job");
+  const JobForm form = FormOf(job.main());
+  FLUID_ENFORCE(form == JobForm::kLocal, "the job is already distributed (",
+                JobFormName(form), "); transpile the plain program");
+  proto::TrainingJob out = job;
+  const proto::BlockDesc& src = job.main().blocks(0);
+  const std::vector<GradBucket> buckets =
+      PlanBuckets(job.main(), config.bucket_bytes);
+  const Placement at = PlaceCollectives(src, buckets, config.overlap);
+  proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
+  dst->clear_ops();
+  AddBuckets(src, buckets, dst);
+  AddOpsWithCollectives(src, buckets, at, config.average ? "avg" : "sum", dst);
 
   // Startup: every rank takes rank 0's parameters and optimizer state.
   *out.mutable_startup() = StartupWithBroadcasts(job.startup());
@@ -221,6 +248,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   dc->set_overlap(config.overlap);
   dc->set_average(config.average);
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
+    SetForm(p, JobForm::kCollective);
     p->set_nranks(config.nranks);
     p->set_structure_hash(StructureHash(*p));
   }

@@ -16,7 +16,7 @@
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/distributed/global_communicator.h"
 #include "src/framework/enforce.h"
 #include "src/trainer/trainer.h"
 

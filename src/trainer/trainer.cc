@@ -13,7 +13,8 @@
 #include "src/data/idx_reader.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
+#include "transpiler/distributed_job.h"
 #include "src/distributed/run_settings.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
@@ -419,7 +420,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.nranks = o.print_nranks;
       cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
       cfg.overlap = o.overlap;
-      job = PrepareDistributedJob(job, cfg);
+      job = PrepareJob(job, cfg);
     }
     out << ProgramToString(job.main());
     return true;

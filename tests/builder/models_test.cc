@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 #include "src/builder/models.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "tests/transpiler/testdata.h"
 
 namespace fluid {
 namespace {
@@ -16,6 +19,18 @@ std::vector<std::pair<std::string, Shape>> Params(
   for (const auto& v : job.main().blocks(0).vars())
     if (v.trainable()) out.emplace_back(v.name(), VarShape(v));
   return out;
+}
+
+// The transpiler's tests start from the mlp job written out as text: it must
+// stay what the builder makes. FLUID_UPDATE_TESTDATA=1 rewrites the file.
+TEST(Models, TranspilerTestdataIsWhatTheBuilderMakes) {
+  const std::string built = testing::TestJobText(BuildModel("mlp"));
+  if (std::getenv("FLUID_UPDATE_TESTDATA") != nullptr) {
+    std::ofstream(testing::TestJobPath("mlp")) << built;
+  }
+  EXPECT_EQ(testing::TestJobText(testing::LoadTestJob("mlp")), built)
+      << testing::TestJobPath("mlp") << " is out of date: rerun this test "
+      << "with FLUID_UPDATE_TESTDATA=1 and review the difference";
 }
 
 TEST(Models, MlpShapes) {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "src/builder/models.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
 #include "src/framework/device.h"
 #include "tests/testing/synthetic_batch.h"
 

@@ -6,7 +6,7 @@
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
 #include "src/framework/hash.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/synthetic_batch.h"

@@ -1,10 +1,12 @@
-// Golden op sequences and invariants of the collective transpiler; no MPI.
+// Golden op sequences and invariants of the collective transpiler; no MPI
+// and no kernels.
 #include "transpiler/collective_transpiler.h"
 
 #include <gtest/gtest.h>
 
-#include "src/builder/models.h"
+#include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "tests/transpiler/testdata.h"
 #include "transpiler/pserver_transpiler.h"
 
 namespace fluid {
@@ -30,7 +32,7 @@ std::vector<std::string> Concat(std::vector<std::vector<std::string>> parts) {
 const std::vector<std::string> kMomentum6(6, "momentum");
 
 TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
-  proto::TrainingJob job = BuildModel("mlp");
+  proto::TrainingJob job = testing::LoadTestJob("mlp");
   CollectiveConfig cfg;
   cfg.nranks = 4;
   proto::TrainingJob out = CollectiveTranspile(job, cfg);
@@ -69,7 +71,7 @@ TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
 }
 
 TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
-  proto::TrainingJob job = BuildModel("mlp");
+  proto::TrainingJob job = testing::LoadTestJob("mlp");
   CollectiveConfig cfg;
   cfg.nranks = 2;
   cfg.bucket_bytes = 600 * 1024;
@@ -106,7 +108,7 @@ TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
 TEST(CollectiveTranspiler, SumWhenNotAveraging) {
   CollectiveConfig cfg;
   cfg.average = false;
-  proto::TrainingJob out = CollectiveTranspile(BuildModel("mlp"), cfg);
+  proto::TrainingJob out = CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
   for (const auto& op : out.main().blocks(0).ops()) {
     if (op.type() == "c_allreduce") {
       EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "sum");
@@ -129,7 +131,7 @@ proto::ProgramDesc PerGradMain() {
   CollectiveConfig cfg;
   cfg.nranks = 2;
   cfg.bucket_bytes = 1;
-  return CollectiveTranspile(BuildModel("mlp"), cfg).main();
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg).main();
 }
 
 int FindOp(const proto::ProgramDesc& p, const std::string& type,
@@ -145,7 +147,7 @@ int FindOp(const proto::ProgramDesc& p, const std::string& type,
 
 TEST(CollectiveLint, AcceptsTranspiledProgramsAndRejectsAPlainOne) {
   EXPECT_EQ(LintError(PerGradMain(), 2), "");
-  std::string msg = LintError(BuildModel("mlp").main(), 2);
+  std::string msg = LintError(testing::LoadTestJob("mlp").main(), 2);
   EXPECT_NE(msg.find("never allreduced"), std::string::npos) << msg;
 }
 
@@ -196,13 +198,13 @@ TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
 }
 
 TEST(CollectiveTranspiler, RefusesAnAlreadyDistributedJob) {
-  proto::TrainingJob once = CollectiveTranspile(BuildModel("mlp"), {});
+  proto::TrainingJob once = CollectiveTranspile(testing::LoadTestJob("mlp"), {});
   EXPECT_THROW(CollectiveTranspile(once, {}), Error);
 }
 
 TEST(PserverTranspiler, SplitsIntoTrainerAndServers) {
   PserverSplit split =
-      PserverTranspile(BuildModel("mlp"), 2, {"127.0.0.1:6170", "127.0.0.1:6171"});
+      PserverTranspile(testing::LoadTestJob("mlp"), 2, {"127.0.0.1:6170", "127.0.0.1:6171"});
   std::vector<std::string> t = Types(split.trainer.main());
   EXPECT_EQ(std::count(t.begin(), t.end(), "send"), 6);
   EXPECT_EQ(std::count(t.begin(), t.end(), "recv"), 6);
@@ -223,7 +225,7 @@ TEST(PserverTranspiler, SplitsIntoTrainerAndServers) {
 }
 
 TEST(PserverTranspiler, RewriteGivesTheSameOpsAsTranspilingThePlainJob) {
-  proto::TrainingJob plain = BuildModel("mlp");
+  proto::TrainingJob plain = testing::LoadTestJob("mlp");
   PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2", "c:3"});
   for (bool overlap : {true, false}) {
     CollectiveConfig cfg;
@@ -351,7 +353,7 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
 }
 
 TEST(PserverTranspiler, MismatchedPairIsAnError) {
-  PserverSplit split = PserverTranspile(BuildModel("mlp"), 2, {"a:1", "b:2"});
+  PserverSplit split = PserverTranspile(testing::LoadTestJob("mlp"), 2, {"a:1", "b:2"});
   split.pservers.pop_back();
   try {
     PserverToPlain(split.trainer, split.pservers);

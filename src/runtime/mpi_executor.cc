@@ -1,38 +1,17 @@
-#include "src/distributed/mpi_executor.h"
+#include "src/runtime/mpi_executor.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <sstream>
 
-#include "src/distributed/in_process_backend.h"
-#include "src/distributed/launcher.h"
-#include "src/distributed/mpi_backend.h"
-#include "src/distributed/mpi_membership.h"
-#ifdef FLUID_WITH_CUDA
-#include "src/distributed/nccl_backend.h"
-#endif
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
-#include "transpiler/pserver_transpiler.h"
+#include "transpiler/distributed_job.h"
 
 namespace fluid {
 
 namespace {
-
-std::mutex g_comm_mu;
-std::unique_ptr<Communicator> g_comm;
-bool g_comm_uses_mpi = false;
-bool g_atexit_registered = false;
-bool g_left = false;  // this process said farewell (see LeaveJob)
-
-bool IsTranspiled(const proto::ProgramDesc& main) {
-  for (const auto& op : main.blocks(0).ops())
-    if (op.type() == "c_allreduce") return true;
-  return false;
-}
 
 // A float is NaN or infinite exactly when its exponent bits are all set:
 // the largest exponent field seen says it, in a loop of integer ops that
@@ -83,89 +62,6 @@ std::string RanksDifferingFromRank0(const std::vector<uint64_t>& all) {
 
 }  // namespace
 
-Communicator* GlobalCommunicator(const Place& place) {
-  std::lock_guard<std::mutex> lock(g_comm_mu);
-  if (!g_comm) {
-    if (LaunchedByMpi()) {
-      std::unique_ptr<CommBackend> backend = MakeMpiBackend();
-      g_comm_uses_mpi = true;
-#ifdef FLUID_WITH_CUDA
-      if (!place.is_cpu()) {
-        std::string why;
-        backend = MakeDeviceBackend(std::move(backend), place.device, &why);
-      }
-#endif
-      g_comm = std::make_unique<Communicator>(std::move(backend));
-    } else {
-      g_comm = std::make_unique<Communicator>(
-          InProcessGroup::Create(1)->Backend(0));
-    }
-    if (!g_atexit_registered) {
-      g_atexit_registered = true;
-      std::atexit([] { ShutdownGlobalCommunicator(); });
-    }
-  }
-  return g_comm.get();
-}
-
-void ShutdownGlobalCommunicator() {
-  std::unique_ptr<Communicator> comm;
-  {
-    std::lock_guard<std::mutex> lock(g_comm_mu);
-    comm = std::move(g_comm);
-  }
-  if (comm) {
-    comm.reset();  // drains the queue, joins the worker, says farewell
-    if (g_comm_uses_mpi) FinalizeMpiIfOwned();
-    std::lock_guard<std::mutex> lock(g_comm_mu);
-    g_left = true;
-  }
-}
-
-void LeaveJob() {
-  {
-    std::lock_guard<std::mutex> lock(g_comm_mu);
-    if (g_left) return;
-    if (!g_comm) {
-      g_left = true;
-      if (LauncherWorldSize() <= 1) return;
-      // Another library (mpi4py) finalised MPI already: nothing to say it
-      // with.
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (finalized) return;
-      // Never made a communicator: say farewell all the same, or ranks
-      // that did would wait for this one forever.
-      EnsureMpiInitialized();
-      { MpiMembership(MPI_COMM_WORLD).Leave(); }
-      FinalizeMpiIfOwned();
-      return;
-    }
-  }
-  ShutdownGlobalCommunicator();
-}
-
-proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
-                                         CollectiveConfig config) {
-  CheckJob(job, "job");
-  if (IsTranspiled(job.main())) {
-    FLUID_ENFORCE(job.main().nranks() == config.nranks, "the job was "
-                  "transpiled for ", job.main().nranks(), " ranks but runs on ",
-                  config.nranks);
-    LintCollective(job.main(), config.nranks, job.distributed().average());
-    proto::TrainingJob out = job;
-    // A transpiled main program with a startup program that was not: add
-    // the broadcasts, or ranks with different seeds would diverge.
-    *out.mutable_startup() = StartupWithBroadcasts(job.startup());
-    return out;
-  }
-  if (IsPserverTrainer(job.main()))
-    FLUID_THROW(ErrorCode::kInvalidArgument,
-                "the job is a parameter-server trainer program; convert it "
-                "with its pserver programs (PserverToCollective) first");
-  return CollectiveTranspile(job, config);
-}
-
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
     : comm_(comm != nullptr ? comm : GlobalCommunicator(place)),
       exe_(place, num_threads) {
@@ -191,7 +87,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
                        CollectiveConfig config, bool run_startup) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
   config.nranks = comm_->size();
-  job_ = PrepareDistributedJob(job, config);
+  job_ = PrepareJob(job, config);
   scope_ = scope;
 
   // Same program everywhere, checked before any other collective.

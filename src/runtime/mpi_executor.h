@@ -1,9 +1,9 @@
 // MPIExecutor: runs a training job data-parallel on every rank of a
 // communicator, with no parameter server.
 //
-// Init() takes a plain job (transpiled here for the communicator's size), a
-// parameter-server style job (converted) or one already transpiled for this
-// world size; checks that every rank holds the same program (comparing a
+// Init() takes a job in any form PrepareJob (transpiler/distributed_job.h)
+// prepares for the communicator's size without servers: plain (transpiled
+// here) or already transpiled for this world size; checks that every rank holds the same program (comparing a
 // hash of its structure across ranks before any other collective: the error
 // names the ranks that differ); runs the startup program, whose broadcasts
 // give every rank rank 0's parameters; and prepares the main program. Run()
@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "src/distributed/communicator.h"
+#include "src/distributed/global_communicator.h"
 #include "src/framework/executor.h"
-#include "transpiler/collective_transpiler.h"
+#include "transpiler/distributed_job.h"
 
 namespace fluid {
 
@@ -81,26 +82,5 @@ class MPIExecutor {
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;
   mutable Tensor finite_staging_;  // NonFiniteGradient's host copies
 };
-
-// The process-wide communicator, created on first use: over MPI when the
-// process was started by mpirun (MPI initialised if nobody did), else a
-// single-rank one. When the first user asks for a CUDA place and the job
-// runs under mpirun, device tensors travel over NCCL (bootstrapped over
-// MPI), or over MPI through host memory when ranks share a GPU (logged by
-// rank 0; see MakeDeviceBackend). The place of later calls does not change
-// the communicator already made.
-Communicator* GlobalCommunicator(const Place& place = Place::CPU());
-// Drains and joins the global communicator and finalises MPI if this
-// library initialised it. Idempotent; also runs at exit.
-void ShutdownGlobalCommunicator();
-// Ends this process's part in a multi-rank job: ShutdownGlobalCommunicator,
-// or, when this process never made a communicator, a farewell that lets
-// ranks waiting for it in a collective end the job naming it (see
-// MpiMembership). Idempotent; a no-op outside an MPI launch.
-void LeaveJob();
-
-// Transpiles or converts `job` for `nranks` as needed (see Init).
-proto::TrainingJob PrepareDistributedJob(const proto::TrainingJob& job,
-                                         CollectiveConfig config);
 
 }  // namespace fluid

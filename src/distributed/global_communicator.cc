@@ -1,0 +1,89 @@
+#include "src/distributed/global_communicator.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "src/distributed/in_process_backend.h"
+#include "src/distributed/launcher.h"
+#include "src/distributed/mpi_backend.h"
+#include "src/distributed/mpi_membership.h"
+#ifdef FLUID_WITH_CUDA
+#include "src/distributed/nccl_backend.h"
+#endif
+
+namespace fluid {
+
+namespace {
+
+std::mutex g_comm_mu;
+std::unique_ptr<Communicator> g_comm;
+bool g_comm_uses_mpi = false;
+bool g_atexit_registered = false;
+bool g_left = false;  // this process said farewell (see LeaveJob)
+
+}  // namespace
+
+Communicator* GlobalCommunicator(const Place& place) {
+  std::lock_guard<std::mutex> lock(g_comm_mu);
+  if (!g_comm) {
+    if (LaunchedByMpi()) {
+      std::unique_ptr<CommBackend> backend = MakeMpiBackend();
+      g_comm_uses_mpi = true;
+#ifdef FLUID_WITH_CUDA
+      if (!place.is_cpu()) {
+        std::string why;
+        backend = MakeDeviceBackend(std::move(backend), place.device, &why);
+      }
+#endif
+      g_comm = std::make_unique<Communicator>(std::move(backend));
+    } else {
+      g_comm = std::make_unique<Communicator>(
+          InProcessGroup::Create(1)->Backend(0));
+    }
+    if (!g_atexit_registered) {
+      g_atexit_registered = true;
+      std::atexit([] { ShutdownGlobalCommunicator(); });
+    }
+  }
+  return g_comm.get();
+}
+
+void ShutdownGlobalCommunicator() {
+  std::unique_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    comm = std::move(g_comm);
+  }
+  if (comm) {
+    comm.reset();  // drains the queue, joins the worker, says farewell
+    if (g_comm_uses_mpi) FinalizeMpiIfOwned();
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    g_left = true;
+  }
+}
+
+void LeaveJob() {
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    if (g_left) return;
+    if (!g_comm) {
+      g_left = true;
+      if (LauncherWorldSize() <= 1) return;
+      // Another library (mpi4py) finalised MPI already: nothing to say it
+      // with.
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized) return;
+      // Never made a communicator: say farewell all the same, or ranks
+      // that did would wait for this one forever.
+      EnsureMpiInitialized();
+      { MpiMembership(MPI_COMM_WORLD).Leave(); }
+      FinalizeMpiIfOwned();
+      return;
+    }
+  }
+  ShutdownGlobalCommunicator();
+}
+
+}  // namespace fluid
