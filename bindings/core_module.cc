@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "src/builder/layers.h"
+#include "src/builder/layer_registry.h"
 #include "src/builder/optimizer.h"
 #include "src/data/idx_reader.h"
 #include "src/distributed/job_control.h"
@@ -73,15 +73,6 @@ DataType FromNumpy(const py::dtype& d, const std::string& what) {
   FLUID_THROW(ErrorCode::kInvalidArgument, what, " has numpy dtype ",
               py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
               "; use float32, float64, int32 or int64");
-}
-
-DataType ParseDtype(const std::string& s) {
-  if (s == "float32") return DataType::kFloat32;
-  if (s == "float64") return DataType::kFloat64;
-  if (s == "int32") return DataType::kInt32;
-  if (s == "int64") return DataType::kInt64;
-  FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype '", s,
-              "'; known: float32, float64, int32, int64");
 }
 
 // A numpy array viewing the tensor's buffer (kept alive by the array): no
@@ -184,23 +175,63 @@ class PyBuilder {
   ProgramBuilder builder_;
 };
 
-ParamAttr MakeParamAttr(const py::object& attr) {
+// d[key] cast to T into *out, when d holds the key; a value of another type
+// is an error naming `where`, the key and `type_word`.
+template <typename T>
+void ReadItem(const py::dict& d, const char* key, const char* type_word,
+              const std::string& where, T* out) {
+  if (!d.contains(key)) return;
+  py::object v = d[key];
+  try {
+    *out = v.cast<T>();
+  } catch (const py::cast_error&) {
+    FLUID_THROW(ErrorCode::kInvalidArgument, where, ": '", key, "' must be ",
+                type_word, ", got a value of type ",
+                Quote(Py_TYPE(v.ptr())->tp_name));
+  }
+}
+
+void CheckKeys(const py::dict& d, const std::vector<std::string>& known,
+               const std::string& where) {
+  for (auto item : d) {
+    std::string key = py::str(item.first);
+    bool found = false;
+    std::string names;
+    for (const auto& k : known) {
+      found = found || k == key;
+      names += (names.empty() ? "" : ", ") + k;
+    }
+    FLUID_ENFORCE(found, where, ": unknown key ", Quote(key),
+                  "; known: ", names);
+  }
+}
+
+Initializer MakeInitializer(const py::dict& d, const std::string& where) {
+  CheckKeys(d, {"kind", "value", "low", "high", "mean", "std", "seed"}, where);
+  FLUID_ENFORCE(d.contains("kind"), where, ": the initializer has no 'kind'");
+  std::string kind;
+  ReadItem(d, "kind", "a str", where, &kind);
+  Initializer init;
+  init.kind = ParseInitializerKind(kind);
+  ReadItem(d, "value", "a float", where, &init.value);
+  ReadItem(d, "low", "a float", where, &init.low);
+  ReadItem(d, "high", "a float", where, &init.high);
+  ReadItem(d, "mean", "a float", where, &init.mean);
+  ReadItem(d, "std", "a float", where, &init.std);
+  ReadItem(d, "seed", "a non-negative int", where, &init.seed);
+  return init;
+}
+
+// A param attr as fluid.layers passes it: a dict (ParamAttr.to_dict()).
+ParamAttr MakeParamAttr(const py::dict& d, const std::string& where) {
+  CheckKeys(d, {"name", "trainable", "initializer"}, where);
   ParamAttr a;
-  if (attr.is_none()) return a;
-  py::dict d = attr.cast<py::dict>();
-  if (d.contains("name")) a.name = d["name"].cast<std::string>();
-  if (d.contains("trainable")) a.trainable = d["trainable"].cast<bool>();
+  ReadItem(d, "name", "a str", where, &a.name);
+  ReadItem(d, "trainable", "a bool", where, &a.trainable);
   if (d.contains("initializer")) {
-    py::dict i = d["initializer"].cast<py::dict>();
-    Initializer init;
-    init.kind = ParseInitializerKind(i["kind"].cast<std::string>());
-    if (i.contains("value")) init.value = i["value"].cast<float>();
-    if (i.contains("low")) init.low = i["low"].cast<float>();
-    if (i.contains("high")) init.high = i["high"].cast<float>();
-    if (i.contains("mean")) init.mean = i["mean"].cast<float>();
-    if (i.contains("std")) init.std = i["std"].cast<float>();
-    if (i.contains("seed")) init.seed = i["seed"].cast<uint64_t>();
-    a.init = init;
+    py::dict init;
+    ReadItem(d, "initializer", "a dict", where, &init);
+    a.init = MakeInitializer(init, where + " initializer");
     a.has_init = true;
   }
   return a;
@@ -416,94 +447,118 @@ void BindPrograms(py::module_& m) {
                              [](const Program& p) { return p.desc.nranks(); });
 }
 
-// The program builder: one method per layer, and minimize.
+// ---- layers: Python values <-> LayerValue ----
+
+bool IsPyInt(const py::handle& v) {
+  return !PyBool_Check(v.ptr()) && PyIndex_Check(v.ptr());
+}
+
+int64_t PyToInt64(const py::handle& v, const std::string& where) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+  FLUID_ENFORCE(overflow == 0, where, " is an int past the 64-bit range");
+  return x;
+}
+
+// A list or tuple: of ints, or of strs (names); an empty one stands for
+// either (the layer's declaration decides).
+LayerValue PyListToLayerValue(const py::sequence& seq,
+                              const std::string& where) {
+  std::vector<int64_t> ints;
+  std::vector<std::string> strs;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    py::object item = seq[i];
+    if (IsPyInt(item) && strs.empty()) {
+      ints.push_back(PyToInt64(item, where));
+    } else if (py::isinstance<py::str>(item) && ints.empty()) {
+      strs.push_back(item.cast<std::string>());
+    } else {
+      FLUID_THROW(ErrorCode::kInvalidArgument, where,
+                  " must be a list of ints or of names; item ", i,
+                  " is of type ", Quote(Py_TYPE(item.ptr())->tp_name));
+    }
+  }
+  if (!strs.empty()) return strs;
+  return ints;
+}
+
+// A layer argument from Python, by its Python type alone; the layer's
+// declaration then checks it (BuildLayer). A dict is a param attr.
+LayerValue PyToLayerValue(const py::handle& v, const std::string& layer,
+                          const std::string& arg) {
+  const std::string where =
+      "layer " + Quote(layer) + ": argument " + Quote(arg);
+  if (v.is_none()) return std::monostate{};
+  if (PyBool_Check(v.ptr())) return v.cast<bool>();
+  if (IsPyInt(v)) return PyToInt64(v, where);
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (PyFloat_Check(v.ptr()) || py::hasattr(v, "__float__"))
+    return v.cast<double>();
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))
+    return PyListToLayerValue(v.cast<py::sequence>(), where);
+  if (py::isinstance<py::dict>(v))
+    return MakeParamAttr(v.cast<py::dict>(), where);
+  FLUID_THROW(ErrorCode::kInvalidArgument, where, " is of type ",
+              Quote(Py_TYPE(v.ptr())->tp_name),
+              ", which no layer argument takes (None, bool, int, float, str, "
+              "a list of ints or of names, or a param attr dict)");
+}
+
+// A declared default, as Python writes it: the default param attr is None.
+py::object LayerValueToPy(const LayerValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate> ||
+                      std::is_same_v<T, ParamAttr>) {
+          return py::none();
+        } else {
+          return py::cast(x);
+        }
+      },
+      v);
+}
+
+// Every registered layer: {type: {"doc", "args": [{"name", "kind",
+// "required", "default"}, ...]}}, arguments in declaration order.
+py::dict LayerSchemas() {
+  py::dict out;
+  for (const std::string& type : LayerRegistry::Global().Types()) {
+    const LayerSchema& schema = LayerRegistry::Global().Get(type);
+    py::list args;
+    for (const LayerArgSpec& spec : schema.args()) {
+      py::dict a;
+      a["name"] = spec.name;
+      a["kind"] = std::string(LayerArgKindName(spec.kind));
+      a["required"] = spec.required;
+      a["default"] = LayerValueToPy(spec.default_value);
+      args.append(a);
+    }
+    py::dict d;
+    d["doc"] = schema.doc();
+    d["args"] = args;
+    out[py::str(type)] = d;
+  }
+  return out;
+}
+
+// The program builder: every layer through one generic entry, and minimize.
 void BindBuilder(py::module_& m) {
+  m.def("layer_schemas", &LayerSchemas);
   py::class_<PyBuilder>(m, "Builder")
       .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
-      .def("data",
-           [](PyBuilder& b, const std::string& name,
-              const std::vector<int64_t>& shape, const std::string& dtype,
-              bool append_batch_size) {
+      .def("layer",
+           [](PyBuilder& b, const std::string& type, const py::dict& args) {
+             LayerValues values;
+             for (auto item : args) {
+               std::string name = py::str(item.first);
+               values[name] = PyToLayerValue(item.second, type, name);
+             }
              return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Data(pb, name, Shape(shape), ParseDtype(dtype),
-                                   append_batch_size);
-             });
-           })
-      .def("fc",
-           [](PyBuilder& b, const std::string& input, int64_t size,
-              const std::string& act, int num_flatten_dims,
-              const py::object& param_attr, const py::object& bias_attr,
-              bool with_bias) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Fc(pb, input, size, act, num_flatten_dims,
-                                 MakeParamAttr(param_attr),
-                                 MakeParamAttr(bias_attr), with_bias);
-             });
-           })
-      .def("conv2d",
-           [](PyBuilder& b, const std::string& input, int64_t num_filters,
-              int filter_size, int stride, int padding, const std::string& act,
-              const py::object& param_attr, const py::object& bias_attr,
-              bool with_bias) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Conv2d(pb, input, num_filters, filter_size,
-                                     stride, padding, act,
-                                     MakeParamAttr(param_attr),
-                                     MakeParamAttr(bias_attr), with_bias);
-             });
-           })
-      .def("pool2d",
-           [](PyBuilder& b, const std::string& input, int size,
-              const std::string& type, int stride, int padding, bool global) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Pool2d(pb, input, size, type, stride, padding,
-                                     global);
-             });
-           })
-      .def("activation",
-           [](PyBuilder& b, const std::string& x, const std::string& act) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Activation(pb, x, act);
-             });
-           })
-      .def("softmax_with_cross_entropy",
-           [](PyBuilder& b, const std::string& logits,
-              const std::string& label) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::SoftmaxWithCrossEntropy(pb, logits, label);
-             });
-           })
-      .def(
-          "cross_entropy",
-          [](PyBuilder& b, const std::string& input, const std::string& label) {
-            return b.Mutate([&](ProgramBuilder* pb) {
-              return layers::CrossEntropy(pb, input, label);
-            });
-          })
-      .def("mean",
-           [](PyBuilder& b, const std::string& x) {
-             return b.Mutate(
-                 [&](ProgramBuilder* pb) { return layers::Mean(pb, x); });
-           })
-      .def(
-          "accuracy",
-          [](PyBuilder& b, const std::string& input, const std::string& label) {
-            return b.Mutate([&](ProgramBuilder* pb) {
-              return layers::Accuracy(pb, input, label);
-            });
-          })
-      .def("reshape",
-           [](PyBuilder& b, const std::string& x,
-              const std::vector<int64_t>& shape) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::Reshape(pb, x, shape);
-             });
-           })
-      .def("elementwise_add",
-           [](PyBuilder& b, const std::string& x, const std::string& y,
-              int axis, const std::string& act) {
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return layers::ElementwiseAdd(pb, x, y, axis, act);
+               return BuildLayer(pb, type, values);
              });
            })
       .def("minimize", [](PyBuilder& b, const py::dict& config,

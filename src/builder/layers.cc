@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "src/builder/layer_registry.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -226,6 +227,172 @@ std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
                   float bias) {
   return Unary(b, "scale", x, {{"scale", scale}, {"bias", bias}});
 }
+
+// ---- registrations: each layer by name, with its arguments as Fluid names
+// them (the Python functions of fluid.layers take the same, in this order).
+
+namespace {
+
+DataType DtypeArg(const LayerArgs& a, const std::string& name) {
+  const std::string& s = a.String(name);
+  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                     DataType::kInt64})
+    if (s == DataTypeName(t)) return t;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "layer ", Quote(a.layer()),
+              ": argument ", Quote(name), ": unknown dtype ", Quote(s),
+              "; known: float32, float64, int32, int64");
+}
+
+// The attr of a parameter the layer cannot go without (its weight).
+ParamAttr WeightArg(const LayerArgs& a, const std::string& name) {
+  std::optional<ParamAttr> attr = a.Param(name);
+  FLUID_ENFORCE(attr.has_value(), "layer ", Quote(a.layer()), ": argument ",
+                Quote(name),
+                " cannot be false: the layer cannot go without "
+                "this parameter");
+  return *attr;
+}
+
+}  // namespace
+
+REGISTER_LAYER(data)
+    .Doc(
+        "Declares a feed var; a leading -1 (batch) dim is prepended with "
+        "append_batch_size.")
+    .String("name")
+    .IntList("shape")
+    .String("dtype", "float32")
+    .Bool("append_batch_size", true)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Data(b, a.String("name"), Shape(a.IntList("shape")),
+                  DtypeArg(a, "dtype"), a.Bool("append_batch_size"));
+    });
+
+REGISTER_LAYER(fc)
+    .Doc("Fully connected: act(flatten(input, num_flatten_dims) * W + b).")
+    .Var("input")
+    .Int("size")
+    .String("act", "")
+    .Int("num_flatten_dims", 1)
+    .Param("param_attr")
+    .Param("bias_attr")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      std::optional<ParamAttr> bias = a.Param("bias_attr");
+      return Fc(b, a.Var("input"), a.Int("size"), a.String("act"),
+                a.Int32("num_flatten_dims"), WeightArg(a, "param_attr"),
+                bias.value_or(ParamAttr{}), bias.has_value());
+    });
+
+REGISTER_LAYER(conv2d)
+    .Doc("2-D convolution over NCHW input plus a per-channel bias, then act.")
+    .Var("input")
+    .Int("num_filters")
+    .Int("filter_size")
+    .Int("stride", 1)
+    .Int("padding", 0)
+    .String("act", "")
+    .Param("param_attr")
+    .Param("bias_attr")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      std::optional<ParamAttr> bias = a.Param("bias_attr");
+      return Conv2d(b, a.Var("input"), a.Int("num_filters"),
+                    a.Int32("filter_size"), a.Int32("stride"),
+                    a.Int32("padding"), a.String("act"),
+                    WeightArg(a, "param_attr"), bias.value_or(ParamAttr{}),
+                    bias.has_value());
+    });
+
+REGISTER_LAYER(pool2d)
+    .Doc("Max or average pooling over NCHW input.")
+    .Var("input")
+    .Int("pool_size")
+    .String("pool_type", "max")
+    .Int("pool_stride", 1)
+    .Int("pool_padding", 0)
+    .Bool("global_pooling", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Pool2d(b, a.Var("input"), a.Int32("pool_size"),
+                    a.String("pool_type"), a.Int32("pool_stride"),
+                    a.Int32("pool_padding"), a.Bool("global_pooling"));
+    });
+
+REGISTER_LAYER(relu)
+    .Doc("max(x, 0).")
+    .Var("x")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Relu(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(sigmoid)
+    .Doc("1 / (1 + exp(-x)).")
+    .Var("x")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Sigmoid(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(tanh)
+    .Doc("tanh(x).")
+    .Var("x")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Tanh(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(softmax)
+    .Doc("Softmax over the last dim.")
+    .Var("x")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Softmax(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(softmax_with_cross_entropy)
+    .Doc("Per-example loss [N, 1] of softmax + cross entropy.")
+    .Var("logits")
+    .Var("label")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return SoftmaxWithCrossEntropy(b, a.Var("logits"), a.Var("label"));
+    });
+
+REGISTER_LAYER(cross_entropy)
+    .Doc("Per-example loss [N, 1] of probabilities against integer labels.")
+    .Var("input")
+    .Var("label")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return CrossEntropy(b, a.Var("input"), a.Var("label"));
+    });
+
+REGISTER_LAYER(mean)
+    .Doc("The mean of all elements, shape [1].")
+    .Var("x")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Mean(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(accuracy)
+    .Doc("Top-1 accuracy [1] of scores against integer labels.")
+    .Var("input")
+    .Var("label")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Accuracy(b, a.Var("input"), a.Var("label"));
+    });
+
+REGISTER_LAYER(reshape)
+    .Doc("-1 in shape is inferred, 0 copies the input dim.")
+    .Var("x")
+    .IntList("shape")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Reshape(b, a.Var("x"), a.IntList("shape"));
+    });
+
+REGISTER_LAYER(elementwise_add)
+    .Doc("x + y, y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return ElementwiseAdd(b, a.Var("x"), a.Var("y"), a.Int32("axis"),
+                            a.String("act"));
+    });
 
 }  // namespace layers
 }  // namespace fluid

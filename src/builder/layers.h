@@ -1,5 +1,7 @@
 // Layers: functions that append the ops of one network layer through a
-// ProgramBuilder and return the name of the var holding the result.
+// ProgramBuilder and return the name of the var holding the result. Each
+// layer a front end builds by name is also registered, next to its function
+// in layers.cc (REGISTER_LAYER, see layer_registry.h).
 #pragma once
 
 #include <string>

@@ -1,6 +1,12 @@
 """Layers: each appends its ops to the current main program (and its
 parameters' initialisers to the startup program) through the C++ builder,
-and returns the output Variable."""
+and returns the output Variable.
+
+Every layer is declared once, in C++ (src/builder/layers.cc, REGISTER_LAYER),
+with its arguments named as here; a function below only checks and converts
+its Python arguments (Variables to names, Fluid's spellings of sizes and
+param attrs) and passes them on by name through `_layer`.
+"""
 from .framework import current_builder
 
 
@@ -21,15 +27,15 @@ def _name(x, layer="layer", arg="input"):
 
 
 def _attr(attr, layer="layer", arg="param_attr"):
-    """ParamAttr as a dict for the builder (None: defaults). Takes what
-    Fluid takes: None or True (defaults), a ParamAttr, a dict, or a string
-    (the parameter's name); False only where the layer can go without the
-    parameter (bias_attr)."""
+    """ParamAttr as a dict for the builder (None: defaults; False: no such
+    parameter). Takes what Fluid takes: None or True (defaults), a
+    ParamAttr, a dict, or a string (the parameter's name); False only where
+    the layer can go without the parameter (bias_attr)."""
     if attr is None or attr is True:
         return None
     if attr is False:
         if arg == "bias_attr":
-            return None
+            return False  # the layer goes without this parameter
         raise TypeError(f"{layer}({arg}=False): a layer cannot go without "
                         "its weight; pass None for the default")
     if isinstance(attr, str):
@@ -70,77 +76,87 @@ class ParamAttr:
         return d
 
 
-def _build(method, *args):
+def _layer(type, **args):
+    """Builds the C++ layer `type` with `args` (its argument names) and
+    returns its output Variable (a tuple of them for several outputs). None
+    stands for an argument's default."""
     b, program = current_builder()
-    return program.var(getattr(b, method)(*args))
+    outs = [program.var(name) for name in b.layer(type, args)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def data(name, shape, dtype="float32", append_batch_size=True):
-    return _build("data", name, list(shape), dtype, append_batch_size)
+    return _layer("data", name=name, shape=list(shape), dtype=dtype,
+                  append_batch_size=append_batch_size)
 
 
 def fc(input, size, act=None, num_flatten_dims=1, param_attr=None,
        bias_attr=None):
-    return _build("fc", _name(input, "fc"), size, act or "",
-                  num_flatten_dims, _attr(param_attr, "fc", "param_attr"),
-                  _attr(bias_attr, "fc", "bias_attr"), bias_attr is not False)
+    return _layer("fc", input=_name(input, "fc"), size=size, act=act,
+                  num_flatten_dims=num_flatten_dims,
+                  param_attr=_attr(param_attr, "fc", "param_attr"),
+                  bias_attr=_attr(bias_attr, "fc", "bias_attr"))
 
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, act=None,
            param_attr=None, bias_attr=None):
-    return _build("conv2d", _name(input, "conv2d"), num_filters,
-                  _square(filter_size, "conv2d", "filter_size"),
-                  _square(stride, "conv2d", "stride"),
-                  _square(padding, "conv2d", "padding"), act or "",
-                  _attr(param_attr, "conv2d", "param_attr"),
-                  _attr(bias_attr, "conv2d", "bias_attr"),
-                  bias_attr is not False)
+    return _layer("conv2d", input=_name(input, "conv2d"),
+                  num_filters=num_filters,
+                  filter_size=_square(filter_size, "conv2d", "filter_size"),
+                  stride=_square(stride, "conv2d", "stride"),
+                  padding=_square(padding, "conv2d", "padding"), act=act,
+                  param_attr=_attr(param_attr, "conv2d", "param_attr"),
+                  bias_attr=_attr(bias_attr, "conv2d", "bias_attr"))
 
 
 def pool2d(input, pool_size, pool_type="max", pool_stride=1, pool_padding=0,
            global_pooling=False):
-    return _build("pool2d", _name(input, "pool2d"),
-                  _square(pool_size, "pool2d", "pool_size"), pool_type,
-                  _square(pool_stride, "pool2d", "pool_stride"),
-                  _square(pool_padding, "pool2d", "pool_padding"),
-                  global_pooling)
+    return _layer("pool2d", input=_name(input, "pool2d"),
+                  pool_size=_square(pool_size, "pool2d", "pool_size"),
+                  pool_type=pool_type,
+                  pool_stride=_square(pool_stride, "pool2d", "pool_stride"),
+                  pool_padding=_square(pool_padding, "pool2d",
+                                       "pool_padding"),
+                  global_pooling=global_pooling)
 
 
 def relu(x):
-    return _build("activation", _name(x), "relu")
+    return _layer("relu", x=_name(x))
 
 
 def sigmoid(x):
-    return _build("activation", _name(x), "sigmoid")
+    return _layer("sigmoid", x=_name(x))
 
 
 def tanh(x):
-    return _build("activation", _name(x), "tanh")
+    return _layer("tanh", x=_name(x))
 
 
 def softmax(x):
-    return _build("activation", _name(x), "softmax")
+    return _layer("softmax", x=_name(x))
 
 
 def cross_entropy(input, label):
-    return _build("cross_entropy", _name(input), _name(label))
+    return _layer("cross_entropy", input=_name(input), label=_name(label))
 
 
 def softmax_with_cross_entropy(logits, label):
-    return _build("softmax_with_cross_entropy", _name(logits), _name(label))
+    return _layer("softmax_with_cross_entropy", logits=_name(logits),
+                  label=_name(label))
 
 
 def mean(x):
-    return _build("mean", _name(x))
+    return _layer("mean", x=_name(x))
 
 
 def accuracy(input, label):
-    return _build("accuracy", _name(input), _name(label))
+    return _layer("accuracy", input=_name(input), label=_name(label))
 
 
 def reshape(x, shape):
-    return _build("reshape", _name(x), list(shape))
+    return _layer("reshape", x=_name(x), shape=list(shape))
 
 
 def elementwise_add(x, y, axis=-1, act=None):
-    return _build("elementwise_add", _name(x), _name(y), axis, act or "")
+    return _layer("elementwise_add", x=_name(x), y=_name(y), axis=axis,
+                  act=act)

@@ -1,0 +1,353 @@
+#include "src/builder/layer_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "src/builder/layers.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace {
+
+// A (main, startup) pair with the vars every case below reads.
+struct Built {
+  proto::ProgramDesc main = NewProgram();
+  proto::ProgramDesc startup = NewProgram();
+  ProgramBuilder b{&main, &startup, 5};
+
+  Built() {
+    layers::Data(&b, "img", Shape{3, 8, 8});
+    layers::Data(&b, "x", Shape{10});
+    layers::Data(&b, "y", Shape{10});
+    layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  }
+};
+
+// The error `fn` throws; fails the test when it throws none.
+Error ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error thrown";
+  return Error(ErrorCode::kInternal, "");
+}
+
+void ExpectError(const std::function<void()>& fn, ErrorCode code,
+                 const std::string& message) {
+  Error e = ErrorOf(fn);
+  EXPECT_EQ(e.code(), code) << e.what();
+  EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+      << "message: " << e.what() << "\nexpected to hold: " << message;
+}
+
+TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
+  Built p;
+  Error e = ErrorOf([&] { BuildLayer(&p.b, "fully_connected", {}); });
+  EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  EXPECT_NE(std::string(e.what()).find(
+                "unknown layer 'fully_connected'; known layers: accuracy, "),
+            std::string::npos)
+      << e.what();
+  EXPECT_NE(std::string(e.what()).find(", fc, "), std::string::npos);
+}
+
+TEST(LayerRegistry, ArgumentErrorsNameTheLayerAndTheArgument) {
+  Built p;
+  auto fc = [&](LayerValues v) {
+    return [&p, v] { BuildLayer(&p.b, "fc", v); };
+  };
+  ExpectError(fc({{"input", "x"}, {"size", int64_t{3}}, {"sise", int64_t{3}}}),
+              ErrorCode::kInvalidArgument,
+              "layer 'fc': unknown argument 'sise'; its arguments: input, "
+              "size, act, num_flatten_dims, param_attr, bias_attr");
+  ExpectError(fc({{"input", "x"}, {"size", std::string("3")}}),
+              ErrorCode::kInvalidArgument,
+              "layer 'fc': argument 'size' must be an int, got a string");
+  ExpectError(fc({{"input", "x"}}), ErrorCode::kInvalidArgument,
+              "layer 'fc': missing argument 'size' (an int)");
+  ExpectError(fc({{"input", "x"}, {"size", std::monostate{}}}),
+              ErrorCode::kInvalidArgument,
+              "layer 'fc': argument 'size' must be an int, got None");
+  ExpectError(fc({{"input", int64_t{1}}, {"size", int64_t{3}}}),
+              ErrorCode::kInvalidArgument,
+              "layer 'fc': argument 'input' must be a var name, got an int");
+  ExpectError(fc({{"input", "nope"}, {"size", int64_t{3}}}),
+              ErrorCode::kNotFound,
+              "layer 'fc': argument 'input' names no variable of the "
+              "program: 'nope'");
+  ExpectError(fc({{"input", "x"}, {"size", int64_t{3}}, {"param_attr", false}}),
+              ErrorCode::kInvalidArgument,
+              "layer 'fc': argument 'param_attr' cannot be false");
+  ExpectError(
+      fc({{"input", "x"},
+          {"size", int64_t{3}},
+          {"num_flatten_dims", int64_t{1} << 40}}),
+      ErrorCode::kInvalidArgument,
+      "layer 'fc': argument 'num_flatten_dims' is 1099511627776, out of the "
+      "32-bit range");
+  ExpectError(
+      [&] {
+        BuildLayer(&p.b, "data",
+                   {{"name", "d"},
+                    {"shape", std::vector<int64_t>{2}},
+                    {"dtype", "int8"}});
+      },
+      ErrorCode::kInvalidArgument,
+      "layer 'data': argument 'dtype': unknown dtype 'int8'");
+  // Nothing was appended by the failed calls.
+  EXPECT_EQ(p.main.blocks(0).ops_size(), 0);
+}
+
+// A layer of every argument kind, in a registry of its own.
+LayerSchema& KindsLayer(LayerRegistry* registry) {
+  return registry->Register("kinds")
+      .Var("v")
+      .VarList("vs")
+      .Int("i", 7)
+      .IntList("is", {1, 2})
+      .Float("f", 0.5)
+      .Bool("b", true)
+      .String("s", "text")
+      .Param("p");
+}
+
+TEST(LayerArgs, DefaultsFillWhatIsNotGivenOrNone) {
+  LayerRegistry registry;
+  const LayerSchema& schema = KindsLayer(&registry);
+  LayerArgs a(schema, {{"v", "x"},
+                       {"vs", std::vector<std::string>{"x", "y"}},
+                       {"i", std::monostate{}}});
+  EXPECT_EQ(a.layer(), "kinds");
+  EXPECT_EQ(a.Var("v"), "x");
+  EXPECT_EQ(a.VarList("vs"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(a.Int("i"), 7);
+  EXPECT_EQ(a.Int32("i"), 7);
+  EXPECT_EQ(a.IntList("is"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(a.Float("f"), 0.5);
+  EXPECT_TRUE(a.Bool("b"));
+  EXPECT_EQ(a.String("s"), "text");
+  ASSERT_TRUE(a.Param("p").has_value());
+  EXPECT_TRUE(a.Param("p")->name.empty());
+  EXPECT_FALSE(a.Param("p")->has_init);
+}
+
+TEST(LayerArgs, CoercionsAFrontEndNeeds) {
+  LayerRegistry registry;
+  const LayerSchema& schema = KindsLayer(&registry);
+  ParamAttr named;
+  named.name = "w";
+  // An int for a float; an empty list of either kind for any list.
+  LayerArgs a(schema, {{"v", "x"},
+                       {"vs", std::vector<int64_t>{}},
+                       {"is", std::vector<std::string>{}},
+                       {"f", int64_t{2}},
+                       {"p", named}});
+  EXPECT_TRUE(a.VarList("vs").empty());
+  EXPECT_TRUE(a.IntList("is").empty());
+  EXPECT_EQ(a.Float("f"), 2.0);
+  EXPECT_EQ(a.Param("p")->name, "w");
+  // A param attr given as a bool: true is the default, false is none.
+  LayerValues given = {{"v", "x"}, {"vs", std::vector<std::string>{}}};
+  given["p"] = true;
+  EXPECT_TRUE(LayerArgs(schema, given).Param("p").has_value());
+  given["p"] = false;
+  EXPECT_FALSE(LayerArgs(schema, given).Param("p").has_value());
+}
+
+TEST(LayerArgs, WrongKindsAreInvalidArguments) {
+  LayerRegistry registry;
+  const LayerSchema& schema = KindsLayer(&registry);
+  auto bind = [&schema](const std::string& name, LayerValue v) {
+    return [&schema, name, v] {
+      LayerValues given = {{"v", "x"}, {"vs", std::vector<std::string>{}}};
+      given[name] = v;
+      LayerArgs args(schema, given);
+    };
+  };
+  ExpectError(bind("b", int64_t{1}), ErrorCode::kInvalidArgument,
+              "layer 'kinds': argument 'b' must be a bool, got an int");
+  ExpectError(bind("f", "1.5"), ErrorCode::kInvalidArgument,
+              "layer 'kinds': argument 'f' must be a float, got a string");
+  ExpectError(bind("vs", std::vector<int64_t>{1}), ErrorCode::kInvalidArgument,
+              "argument 'vs' must be a list of var names, got a list of ints");
+  ExpectError(bind("is", std::vector<std::string>{"a"}),
+              ErrorCode::kInvalidArgument,
+              "argument 'is' must be a list of ints, got a list of strings");
+  ExpectError(bind("p", 1.0), ErrorCode::kInvalidArgument,
+              "argument 'p' must be a param attr or a bool, got a float");
+  ExpectError(bind("s", ParamAttr{}), ErrorCode::kInvalidArgument,
+              "argument 's' must be a string, got a param attr");
+}
+
+TEST(LayerArgs, ReadingAnUndeclaredArgumentIsARegistrationMistake) {
+  LayerRegistry registry;
+  const LayerSchema& schema = KindsLayer(&registry);
+  LayerArgs a(schema, {{"v", "x"}, {"vs", std::vector<std::string>{}}});
+  ExpectError([&] { a.Int("s"); }, ErrorCode::kInternal,
+              "layer 'kinds' reads argument 's' as int but declares it "
+              "string");
+  ExpectError([&] { a.Var("w"); }, ErrorCode::kInternal,
+              "layer 'kinds' reads argument 'w', which it does not declare");
+}
+
+TEST(LayerRegistry, RefusesDuplicatesAndLayersWithoutABuild) {
+  LayerRegistry registry;
+  KindsLayer(&registry);
+  ExpectError([&] { registry.Register("kinds"); }, ErrorCode::kAlreadyExists,
+              "layer 'kinds' is registered twice");
+  ExpectError([&] { registry.Register("dup").Int("a").Bool("a"); },
+              ErrorCode::kAlreadyExists,
+              "layer 'dup' declares argument 'a' twice");
+  Built p;
+  ExpectError(
+      [&] {
+        registry.Get("kinds").Build(
+            &p.b, {{"v", "x"}, {"vs", std::vector<std::string>{}}});
+      },
+      ErrorCode::kInternal, "layer 'kinds' has no build function");
+  EXPECT_TRUE(registry.Has("dup"));
+  EXPECT_EQ(registry.Types(), (std::vector<std::string>{"dup", "kinds"}));
+}
+
+TEST(LayerRegistry, ALayerMayHaveSeveralOutputs) {
+  LayerRegistry registry;
+  registry.Register("twice").Var("x").SetBuild(
+      [](ProgramBuilder* b, const LayerArgs& a) {
+        return std::vector<std::string>{layers::Relu(b, a.Var("x")),
+                                        layers::Tanh(b, a.Var("x"))};
+      });
+  Built p;
+  std::vector<std::string> out =
+      registry.Get("twice").Build(&p.b, {{"x", "x"}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(p.main.blocks(0).ops(0).type(), "relu");
+  EXPECT_EQ(OpOutput(p.main.blocks(0).ops(1), "Out"),
+            std::vector<std::string>{out[1]});
+}
+
+// ---- each registered layer builds what its typed function builds ----
+
+struct LayerCase {
+  std::string type;
+  LayerValues values;
+  std::function<std::string(ProgramBuilder*)> typed;
+};
+
+using Ints = std::vector<int64_t>;
+
+// Layers with parameters or attributes.
+std::vector<LayerCase> ConfiguredLayerCases() {
+  ParamAttr half(Initializer::Constant(0.5f));
+  half.name = "w_half";
+  return {
+      {"data",
+       {{"name", "d"},
+        {"shape", Ints{2, 3}},
+        {"dtype", "float64"},
+        {"append_batch_size", false}},
+       [](ProgramBuilder* b) {
+         return layers::Data(b, "d", Shape{2, 3}, DataType::kFloat64, false);
+       }},
+      {"fc",
+       {{"input", "x"}, {"size", int64_t{4}}},
+       [](ProgramBuilder* b) { return layers::Fc(b, "x", 4); }},
+      {"fc",
+       {{"input", "img"},
+        {"size", int64_t{5}},
+        {"act", "relu"},
+        {"num_flatten_dims", int64_t{2}},
+        {"param_attr", half},
+        {"bias_attr", false}},
+       [half](ProgramBuilder* b) {
+         return layers::Fc(b, "img", 5, "relu", 2, half, {}, false);
+       }},
+      {"conv2d",
+       {{"input", "img"},
+        {"num_filters", int64_t{4}},
+        {"filter_size", int64_t{3}},
+        {"stride", int64_t{2}},
+        {"padding", int64_t{1}},
+        {"act", "tanh"},
+        {"bias_attr", half}},
+       [half](ProgramBuilder* b) {
+         return layers::Conv2d(b, "img", 4, 3, 2, 1, "tanh", {}, half);
+       }},
+      {"pool2d",
+       {{"input", "img"},
+        {"pool_size", int64_t{2}},
+        {"pool_type", "avg"},
+        {"pool_stride", int64_t{2}},
+        {"global_pooling", true}},
+       [](ProgramBuilder* b) {
+         return layers::Pool2d(b, "img", 2, "avg", 2, 0, true);
+       }},
+  };
+}
+
+std::vector<LayerCase> OpLayerCases() {
+  return {
+      {"relu",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Relu(b, "x"); }},
+      {"sigmoid",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Sigmoid(b, "x"); }},
+      {"tanh",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Tanh(b, "x"); }},
+      {"softmax",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Softmax(b, "x"); }},
+      {"softmax_with_cross_entropy",
+       {{"logits", "x"}, {"label", "label"}},
+       [](ProgramBuilder* b) {
+         return layers::SoftmaxWithCrossEntropy(b, "x", "label");
+       }},
+      {"cross_entropy",
+       {{"input", "x"}, {"label", "label"}},
+       [](ProgramBuilder* b) { return layers::CrossEntropy(b, "x", "label"); }},
+      {"mean",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Mean(b, "x"); }},
+      {"accuracy",
+       {{"input", "x"}, {"label", "label"}},
+       [](ProgramBuilder* b) { return layers::Accuracy(b, "x", "label"); }},
+      {"reshape",
+       {{"x", "img"}, {"shape", Ints{-1, 192}}},
+       [](ProgramBuilder* b) {
+         return layers::Reshape(b, "img", {-1, 192});
+       }},
+      {"elementwise_add",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"act", "sigmoid"}},
+       [](ProgramBuilder* b) {
+         return layers::ElementwiseAdd(b, "x", "y", 0, "sigmoid");
+       }},
+  };
+}
+
+TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
+  std::vector<LayerCase> cases = ConfiguredLayerCases();
+  for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
+  std::set<std::string> covered;
+  for (const LayerCase& c : cases) {
+    SCOPED_TRACE(c.type);
+    Built by_name, typed;
+    std::vector<std::string> out = BuildLayer(&by_name.b, c.type, c.values);
+    std::string expected = c.typed(&typed.b);
+    EXPECT_EQ(out, std::vector<std::string>{expected});
+    EXPECT_EQ(by_name.main.DebugString(), typed.main.DebugString());
+    EXPECT_EQ(by_name.startup.DebugString(), typed.startup.DebugString());
+    covered.insert(c.type);
+  }
+  // A new layer needs its case here.
+  std::vector<std::string> registered = LayerRegistry::Global().Types();
+  EXPECT_EQ(covered,
+            std::set<std::string>(registered.begin(), registered.end()));
+}
+
+}  // namespace
+}  // namespace fluid
