@@ -4,15 +4,10 @@
 
 #include "src/framework/device.h"
 #include "src/framework/tensor.h"
+#include "tests/testing/require_gpu.h"
 
 namespace fluid {
 namespace {
-
-#define REQUIRE_GPU()                                                        \
-  do {                                                                       \
-    if (!BuiltWithCuda()) GTEST_SKIP() << "built without CUDA (WITH_CUDA=OFF)"; \
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";   \
-  } while (0)
 
 TEST(CudaMemory, DeviceCountIsSaneEverywhere) {
   EXPECT_GE(CudaDeviceCount(), 0);

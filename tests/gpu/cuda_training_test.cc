@@ -11,7 +11,7 @@
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/io/checkpoint.h"
-#include "tests/gpu/cuda_op_check.h"
+#include "tests/testing/cuda_op_check.h"
 #include "tests/testing/synthetic_batch.h"
 
 namespace fluid {

@@ -10,16 +10,11 @@
 #include "src/builder/models.h"
 #include "src/runtime/mpi_executor.h"
 #include "src/framework/device.h"
+#include "tests/testing/require_gpu.h"
 #include "tests/testing/synthetic_batch.h"
 
 namespace fluid {
 namespace {
-
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    if (!BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";             \
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";   \
-  } while (0)
 
 Place RankPlace() { return Place::CUDA(LocalRankDevice()); }
 Communicator* Comm() { return GlobalCommunicator(RankPlace()); }

@@ -5,24 +5,17 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
+using testing::AccuracyOp;
+using testing::Labels;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
-
-proto::OpDesc AccuracyOp(const std::string& label = "label") {
-  return MakeOp(
-      "accuracy", {{"Out", {"scores"}}, {"Label", {label}}},
-      {{"Accuracy", {"acc"}}, {"Correct", {"correct"}}, {"Total", {"total"}}});
-}
-
-Tensor Labels(const std::vector<int64_t>& v) {
-  return MakeTensor<int64_t>({static_cast<int64_t>(v.size()), 1}, v);
-}
 
 TEST(AccuracyOp, CountsTop1Hits) {
   // argmaxes: 1, 0, 2, 2

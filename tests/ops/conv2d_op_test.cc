@@ -1,34 +1,23 @@
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "src/framework/math/im2col.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
 using testing::CheckGradient;
+using testing::Conv2dOp;
+using testing::ConvCase;
 using testing::GradCheckOptions;
 using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
-
-struct ConvCase {
-  int n, c, h, w, m, kh, kw;
-  int stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1;
-};
-
-std::string Describe(const ConvCase& k) {
-  std::ostringstream os;
-  os << "N" << k.n << " C" << k.c << " " << k.h << "x" << k.w << " M" << k.m
-     << " k" << k.kh << "x" << k.kw << " s" << k.stride_h << "," << k.stride_w
-     << " p" << k.pad_h << "," << k.pad_w << " d" << k.dil_h << "," << k.dil_w;
-  return os.str();
-}
 
 int OutSize(int in, int k, int s, int p, int d) {
   return (in + 2 * p - (d * (k - 1) + 1)) / s + 1;
@@ -59,20 +48,11 @@ std::vector<double> NaiveConv(const ConvCase& k, const std::vector<double>& x,
   return y;
 }
 
-proto::OpDesc ConvOp(const ConvCase& k, const std::string& x = "x",
-                     const std::string& w = "w") {
-  return MakeOp("conv2d", {{"Input", {x}}, {"Filter", {w}}},
-                {{"Output", {"y"}}},
-                {{"strides", std::vector<int32_t>{k.stride_h, k.stride_w}},
-                 {"paddings", std::vector<int32_t>{k.pad_h, k.pad_w}},
-                 {"dilations", std::vector<int32_t>{k.dil_h, k.dil_w}}});
-}
-
 void ExpectForwardMatches(const ConvCase& k, int threads) {
   SCOPED_TRACE(Describe(k) + " threads " + std::to_string(threads));
   Tensor x = RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 11);
   Tensor f = RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 12);
-  Tensor y = RunOp(ConvOp(k), {{"x", x}, {"w", f}}, threads)["y"];
+  Tensor y = RunOp(Conv2dOp(k), {{"x", x}, {"w", f}}, threads)["y"];
   int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, k.dil_h);
   int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, k.dil_w);
   ASSERT_EQ(y.shape(), Shape({k.n, k.m, oh, ow}));
@@ -188,7 +168,7 @@ TEST(Conv2dOp, Im2ColThenCol2ImIsAdjoint) {
 
 TEST(Conv2dOp, FloatMatchesDouble) {
   ConvCase k{3, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1};
-  auto op = ConvOp(k);
+  auto op = Conv2dOp(k);
   Tensor xd = RandomTensor<double>({3, 3, 9, 9}, -1, 1, 5);
   Tensor fd = RandomTensor<double>({4, 3, 3, 3}, -1, 1, 6);
   Tensor xf = RandomTensor<float>({3, 3, 9, 9}, -1, 1, 5);
@@ -204,7 +184,7 @@ void ExpectGradient(const ConvCase& k, int threads) {
   GradCheckOptions opt;
   opt.threads = threads;
   EXPECT_TRUE(CheckGradient(
-      ConvOp(k),
+      Conv2dOp(k),
       {{"x", RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 21)},
        {"w", RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 22)}},
       opt));
@@ -234,7 +214,7 @@ TEST(Conv2dOp, GradientOfFilterOnly) {
   opt.wrt = {"w"};
   ConvCase k{2, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1};
   EXPECT_TRUE(
-      CheckGradient(ConvOp(k),
+      CheckGradient(Conv2dOp(k),
                     {{"x", RandomTensor<double>({2, 2, 6, 6}, -1, 1, 31)},
                      {"w", RandomTensor<double>({3, 2, 3, 3}, -1, 1, 32)}},
                     opt));
@@ -259,7 +239,7 @@ using testing::ErrorOf;
 TEST(Conv2dOp, ChannelMismatchNamesVars) {
   ConvCase k{1, 3, 6, 6, 2, 3, 3, 1, 1, 0, 0};
   std::string msg =
-      ErrorOf(ConvOp(k, "images", "kernel"),
+      ErrorOf(Conv2dOp(k, "images", "kernel"),
               {{"images", RandomTensor<double>({1, 3, 6, 6}, -1, 1, 1)},
                {"kernel", RandomTensor<double>({2, 4, 3, 3}, -1, 1, 1)}});
   ASSERT_FALSE(msg.empty()) << "expected an error";
@@ -272,7 +252,7 @@ TEST(Conv2dOp, ChannelMismatchNamesVars) {
 TEST(Conv2dOp, BadRankNamesVar) {
   ConvCase k{1, 3, 6, 6, 2, 3, 3, 1, 1, 0, 0};
   std::string msg =
-      ErrorOf(ConvOp(k, "flat", "kernel"),
+      ErrorOf(Conv2dOp(k, "flat", "kernel"),
               {{"flat", RandomTensor<double>({3, 6, 6}, -1, 1, 1)},
                {"kernel", RandomTensor<double>({2, 3, 3, 3}, -1, 1, 1)}});
   ASSERT_FALSE(msg.empty()) << "expected an error";
@@ -283,7 +263,7 @@ TEST(Conv2dOp, BadRankNamesVar) {
 TEST(Conv2dOp, ImageSmallerThanKernelIsAnError) {
   ConvCase k{1, 1, 3, 3, 1, 5, 5, 1, 1, 0, 0};
   std::string msg =
-      ErrorOf(ConvOp(k, "tiny", "big"),
+      ErrorOf(Conv2dOp(k, "tiny", "big"),
               {{"tiny", RandomTensor<double>({1, 1, 3, 3}, -1, 1, 1)},
                {"big", RandomTensor<double>({1, 1, 5, 5}, -1, 1, 1)}});
   ASSERT_FALSE(msg.empty()) << "expected an error";

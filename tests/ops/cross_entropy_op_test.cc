@@ -6,22 +6,19 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
 using testing::CheckGradient;
+using testing::CrossEntropyOp;
 using testing::GradCheckOptions;
+using testing::Labels;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
-
-proto::OpDesc CrossEntropyOp(const std::string& label = "label",
-                             int ignore_index = -100) {
-  return MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {label}}},
-                {{"Y", {"y"}}}, {{"ignore_index", ignore_index}});
-}
 
 // Rows of probabilities in [0.05, 1] (normalised, so each row sums to 1).
 template <typename T>
@@ -35,10 +32,6 @@ Tensor Probabilities(int n, int c, uint64_t seed) {
     for (int j = 0; j < c; ++j) p[i * c + j] = static_cast<T>(v[i * c + j] / s);
   }
   return MakeTensor<T>({n, c}, p);
-}
-
-Tensor Labels(const std::vector<int64_t>& v) {
-  return MakeTensor<int64_t>({static_cast<int64_t>(v.size()), 1}, v);
 }
 
 TEST(CrossEntropyOp, ForwardIsMinusLogOfLabelProbability) {

@@ -6,68 +6,25 @@
 #include "src/framework/backward.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
+using testing::BroadcastCase;
+using testing::BroadcastCases;
+using testing::BroadcastIndex;
 using testing::CheckGradient;
+using testing::ElementwiseOp;
 using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
 
-// Y's flat index for each element of X, straight from the broadcast rule:
-// X's multi-index restricted to dims [axis, axis + rank(Y without trailing
-// 1s)).
-std::vector<int64_t> BroadcastIndex(const Shape& xs, const Shape& ys,
-                                    int axis) {
-  if (axis == -1) axis = xs.rank() - ys.rank();
-  int yr = ys.rank();
-  while (yr > 0 && ys[yr - 1] == 1) --yr;
-  std::vector<int64_t> idx(xs.rank()), out;
-  for (int64_t flat = 0; flat < xs.numel(); ++flat) {
-    int64_t r = flat;
-    for (int d = xs.rank() - 1; d >= 0; --d) {
-      idx[d] = r % xs[d];
-      r /= xs[d];
-    }
-    int64_t yi = 0;
-    for (int j = 0; j < yr; ++j) yi = yi * ys[j] + idx[axis + j];
-    out.push_back(yi);
-  }
-  return out;
-}
-
-struct Case {
-  Shape x, y;
-  int axis;
-};
-
-const std::vector<Case>& Cases() {
-  static const std::vector<Case> cases = {
-      {{3, 4}, {3, 4}, -1},       // same shape
-      {{5, 7}, {7}, -1},          // fc bias
-      {{1, 1}, {1}, -1},          // size-1 everything
-      {{2, 3, 4, 5}, {3}, 1},     // conv bias
-      {{2, 3, 4, 5}, {3, 4}, 1},  // middle run of dims
-      {{2, 3, 4}, {3, 1}, 1},     // trailing 1 of Y dropped
-      {{3, 4}, {4, 1}, 1},        // same, at the last dim
-      {{4, 6}, {1}, -1},          // one scalar for all
-      {{2, 3, 5}, {2}, 0},        // leading dim, post > 1
-      {{2, 3, 5}, {2, 3}, 0},     // leading run
-      {{6, 1, 3}, {1, 3}, 1},     // size-1 dim inside the run
-      {{3, 1}, {3, 1}, -1},       // same shape with a trailing 1
-  };
-  return cases;
-}
-
-proto::OpDesc Mul(int axis) {
-  return MakeOp("elementwise_mul", {{"X", {"x"}}, {"Y", {"y"}}},
-                {{"Out", {"out"}}}, {{"axis", axis}});
-}
+proto::OpDesc Mul(int axis) { return ElementwiseOp("elementwise_mul", axis); }
 
 TEST(ElementwiseMulOp, ForwardMatchesNaive) {
   uint64_t seed = 1;
-  for (const Case& c : Cases()) {
+  for (const BroadcastCase& c : BroadcastCases()) {
     Tensor x = RandomTensor<double>(c.x, -1, 1, seed++);
     Tensor y = RandomTensor<double>(c.y, -1, 1, seed++);
     Tensor out = RunOp(Mul(c.axis), {{"x", x}, {"y", y}})["out"];
@@ -83,7 +40,7 @@ TEST(ElementwiseMulOp, ForwardMatchesNaive) {
 
 TEST(ElementwiseMulOp, Gradient) {
   uint64_t seed = 50;
-  for (const Case& c : Cases()) {
+  for (const BroadcastCase& c : BroadcastCases()) {
     EXPECT_TRUE(CheckGradient(
         Mul(c.axis), {{"x", RandomTensor<double>(c.x, -1, 1, seed)},
                       {"y", RandomTensor<double>(c.y, -1, 1, seed + 1)}}))
@@ -104,11 +61,12 @@ TEST(ElementwiseMulOp, OnlyYGradient) {
 // Tensors big enough for the pool: every parallel path, forward and grad,
 // against the naive result.
 TEST(ElementwiseMulOp, ThreadedMatchesNaive) {
-  for (const Case& c : std::vector<Case>{{{300, 200}, {200}, -1},
-                                         {{8, 16, 32, 32}, {16}, 1},
-                                         {{70000}, {70000}, -1},
-                                         {{300, 200}, {300, 1}, 0},
-                                         {{70000, 2}, {1}, -1}}) {
+  for (const BroadcastCase& c :
+       std::vector<BroadcastCase>{{{300, 200}, {200}, -1},
+                                  {{8, 16, 32, 32}, {16}, 1},
+                                  {{70000}, {70000}, -1},
+                                  {{300, 200}, {300, 1}, 0},
+                                  {{70000, 2}, {1}, -1}}) {
     Tensor x = RandomTensor<double>(c.x, -1, 1, 11);
     Tensor y = RandomTensor<double>(c.y, -1, 1, 12);
     Tensor g = RandomTensor<double>(c.x, -1, 1, 13);
@@ -139,7 +97,7 @@ TEST(ElementwiseMulOp, ThreadedMatchesNaive) {
 }
 
 TEST(ElementwiseMulOp, FloatMatchesDouble) {
-  for (const Case& c : Cases()) {
+  for (const BroadcastCase& c : BroadcastCases()) {
     auto d = ToVector<double>(RunOp(
         Mul(c.axis), {{"x", RandomTensor<double>(c.x, -1, 1, 5)},
                       {"y", RandomTensor<double>(c.y, -1, 1, 6)}})["out"]);

@@ -5,13 +5,17 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
 using testing::CheckGradient;
+using testing::MatMulCase;
+using testing::MatMulOp;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::StoredShape;
 using testing::ToVector;
 
 // Element (b, r, c) of a rank-2 or rank-3 tensor; a rank-2 one ignores b.
@@ -50,24 +54,8 @@ std::vector<double> NaiveMatMul(const Tensor& x, bool tx, const Tensor& y,
   return out;
 }
 
-// Stored shape of an operand holding `batch` (0: none) [r, c] matrices,
-// transposed in storage when `t`.
-Shape Stored(int64_t batch, int64_t r, int64_t c, bool t) {
-  if (batch == 0) return t ? Shape({c, r}) : Shape({r, c});
-  return t ? Shape({batch, c, r}) : Shape({batch, r, c});
-}
-
-proto::OpDesc MatMul(bool tx, bool ty, float alpha = 1.0f) {
-  return MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
-                {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", alpha}});
-}
-
-struct Case {
-  int64_t xb, yb, m, k, n;  // xb/yb: batch of X/Y, 0 for a plain matrix
-};
-
-const std::vector<Case>& Cases() {
-  static const std::vector<Case> cases = {
+const std::vector<MatMulCase>& Cases() {
+  static const std::vector<MatMulCase> cases = {
       {0, 0, 1, 1, 1}, {0, 0, 3, 5, 7}, {0, 0, 17, 33, 9}, {0, 0, 6, 1, 4},
       {2, 2, 3, 4, 5}, {3, 3, 1, 2, 1}, {2, 0, 3, 4, 2},   {0, 2, 3, 4, 2},
       {1, 1, 4, 3, 2}, {5, 5, 2, 7, 3}};
@@ -76,15 +64,16 @@ const std::vector<Case>& Cases() {
 
 TEST(MatmulOp, ForwardMatchesNaive) {
   uint64_t seed = 1;
-  for (const Case& c : Cases()) {
+  for (const MatMulCase& c : Cases()) {
     for (int t = 0; t < 4; ++t) {
       const bool tx = t & 1, ty = t & 2;
       for (float alpha : {1.0f, -0.5f}) {
-        Tensor x =
-            RandomTensor<double>(Stored(c.xb, c.m, c.k, tx), -1, 1, seed++);
-        Tensor y =
-            RandomTensor<double>(Stored(c.yb, c.k, c.n, ty), -1, 1, seed++);
-        Tensor out = RunOp(MatMul(tx, ty, alpha), {{"x", x}, {"y", y}})["out"];
+        Tensor x = RandomTensor<double>(StoredShape(c.xb, c.m, c.k, tx), -1, 1,
+                                        seed++);
+        Tensor y = RandomTensor<double>(StoredShape(c.yb, c.k, c.n, ty), -1, 1,
+                                        seed++);
+        Tensor out =
+            RunOp(MatMulOp(tx, ty, alpha), {{"x", x}, {"y", y}})["out"];
         Shape want_shape;
         auto want = NaiveMatMul(x, tx, y, ty, alpha, &want_shape);
         ASSERT_EQ(out.shape(), want_shape)
@@ -102,11 +91,13 @@ TEST(MatmulOp, ForwardMatchesNaive) {
 // Many small products with a pool go one product per task; large ones go
 // through the pooled Gemm. Both must agree with the definition.
 TEST(MatmulOp, ThreadedBatchesMatchNaive) {
-  for (const Case& c : std::vector<Case>{
+  for (const MatMulCase& c : std::vector<MatMulCase>{
            {64, 64, 8, 9, 7}, {16, 0, 5, 6, 4}, {4, 4, 70, 80, 60}}) {
-    Tensor x = RandomTensor<double>(Stored(c.xb, c.m, c.k, false), -1, 1, 3);
-    Tensor y = RandomTensor<double>(Stored(c.yb, c.k, c.n, true), -1, 1, 4);
-    Tensor out = RunOp(MatMul(false, true, 2.0f), {{"x", x}, {"y", y}},
+    Tensor x =
+        RandomTensor<double>(StoredShape(c.xb, c.m, c.k, false), -1, 1, 3);
+    Tensor y =
+        RandomTensor<double>(StoredShape(c.yb, c.k, c.n, true), -1, 1, 4);
+    Tensor out = RunOp(MatMulOp(false, true, 2.0f), {{"x", x}, {"y", y}},
                        /*threads=*/4)["out"];
     Shape want_shape;
     auto want = NaiveMatMul(x, false, y, true, 2.0, &want_shape);
@@ -120,8 +111,8 @@ TEST(MatmulOp, ThreadedBatchesMatchNaive) {
 TEST(MatmulOp, FloatMatchesDouble) {
   for (int t = 0; t < 4; ++t) {
     const bool tx = t & 1, ty = t & 2;
-    const Shape xs = Stored(3, 7, 9, tx), ys = Stored(3, 9, 4, ty);
-    auto op = MatMul(tx, ty, 0.75f);
+    const Shape xs = StoredShape(3, 7, 9, tx), ys = StoredShape(3, 9, 4, ty);
+    auto op = MatMulOp(tx, ty, 0.75f);
     auto d = ToVector<double>(
         RunOp(op, {{"x", RandomTensor<double>(xs, -1, 1, 5)},
                    {"y", RandomTensor<double>(ys, -1, 1, 6)}})["out"]);
@@ -135,15 +126,15 @@ TEST(MatmulOp, FloatMatchesDouble) {
 
 TEST(MatmulOp, Gradient) {
   uint64_t seed = 100;
-  for (const Case& c : Cases()) {
+  for (const MatMulCase& c : Cases()) {
     if (c.m * c.k * c.n > 200) continue;  // keep the numeric check quick
     for (int t = 0; t < 4; ++t) {
       const bool tx = t & 1, ty = t & 2;
       Tensor x =
-          RandomTensor<double>(Stored(c.xb, c.m, c.k, tx), -1, 1, seed++);
+          RandomTensor<double>(StoredShape(c.xb, c.m, c.k, tx), -1, 1, seed++);
       Tensor y =
-          RandomTensor<double>(Stored(c.yb, c.k, c.n, ty), -1, 1, seed++);
-      EXPECT_TRUE(CheckGradient(MatMul(tx, ty, t == 3 ? 1.5f : 1.0f),
+          RandomTensor<double>(StoredShape(c.yb, c.k, c.n, ty), -1, 1, seed++);
+      EXPECT_TRUE(CheckGradient(MatMulOp(tx, ty, t == 3 ? 1.5f : 1.0f),
                                 {{"x", x}, {"y", y}}))
           << x.shape() << " x " << y.shape() << " tx=" << tx << " ty=" << ty;
     }
@@ -153,7 +144,7 @@ TEST(MatmulOp, Gradient) {
 TEST(MatmulOp, GradientWithPool) {
   testing::GradCheckOptions opt;
   opt.threads = 3;
-  EXPECT_TRUE(CheckGradient(MatMul(true, false),
+  EXPECT_TRUE(CheckGradient(MatMulOp(true, false),
                             {{"x", RandomTensor<double>({6, 2, 3}, -1, 1, 7)},
                              {"y", RandomTensor<double>({2, 4}, -1, 1, 8)}},
                             opt));
@@ -162,7 +153,7 @@ TEST(MatmulOp, GradientWithPool) {
 TEST(MatmulOp, OnlyOneGradientRequested) {
   testing::GradCheckOptions opt;
   opt.wrt = {"y"};
-  EXPECT_TRUE(CheckGradient(MatMul(false, false),
+  EXPECT_TRUE(CheckGradient(MatMulOp(false, false),
                             {{"x", RandomTensor<double>({3, 4}, -1, 1, 9)},
                              {"y", RandomTensor<double>({4, 2}, -1, 1, 10)}},
                             opt));

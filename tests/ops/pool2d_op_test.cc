@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
@@ -16,21 +16,11 @@ namespace {
 using testing::CheckGradient;
 using testing::GradCheckOptions;
 using testing::MakeTensor;
+using testing::Pool2dOp;
+using testing::PoolCase;
 using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
-
-struct PoolCase {
-  int n, c, h, w, kh, kw, stride_h, stride_w, pad_h, pad_w;
-};
-
-std::string Describe(const PoolCase& k) {
-  std::ostringstream os;
-  os << "N" << k.n << " C" << k.c << " " << k.h << "x" << k.w << " k" << k.kh
-     << "x" << k.kw << " s" << k.stride_h << "," << k.stride_w << " p"
-     << k.pad_h << "," << k.pad_w;
-  return os.str();
-}
 
 int OutSize(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
 
@@ -61,16 +51,6 @@ std::vector<double> NaivePool(const PoolCase& k, const std::vector<double>& x,
   return y;
 }
 
-proto::OpDesc PoolOp(const PoolCase& k, const std::string& type,
-                     bool exclusive = true, const std::string& x = "x") {
-  return MakeOp("pool2d", {{"X", {x}}}, {{"Out", {"y"}}},
-                {{"pooling_type", type},
-                 {"ksize", std::vector<int32_t>{k.kh, k.kw}},
-                 {"strides", std::vector<int32_t>{k.stride_h, k.stride_w}},
-                 {"paddings", std::vector<int32_t>{k.pad_h, k.pad_w}},
-                 {"exclusive", exclusive}});
-}
-
 std::vector<PoolCase> Cases() {
   return {
       {1, 1, 4, 4, 2, 2, 2, 2, 0, 0},    // LeNet-style 2x2 / 2
@@ -91,7 +71,7 @@ void ExpectForward(const PoolCase& k, const std::string& type, bool exclusive,
   SCOPED_TRACE(Describe(k) + " " + type + (exclusive ? " exclusive" : "") +
                " threads " + std::to_string(threads));
   Tensor x = RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 41);
-  Tensor y = RunOp(PoolOp(k, type, exclusive), {{"x", x}}, threads)["y"];
+  Tensor y = RunOp(Pool2dOp(k, type, exclusive), {{"x", x}}, threads)["y"];
   int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h);
   int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w);
   ASSERT_EQ(y.shape(), Shape({k.n, k.c, oh, ow}));
@@ -126,8 +106,8 @@ TEST(Pool2dOp, ExclusiveDiffersOnlyAtPaddedWindows) {
   // ignores the attr.
   PoolCase k{1, 1, 4, 4, 3, 3, 1, 1, 1, 1};
   Tensor x = MakeTensor<double>({1, 1, 4, 4}, std::vector<double>(16, 1.0));
-  auto ex = ToVector<double>(RunOp(PoolOp(k, "avg", true), {{"x", x}})["y"]);
-  auto in = ToVector<double>(RunOp(PoolOp(k, "avg", false), {{"x", x}})["y"]);
+  auto ex = ToVector<double>(RunOp(Pool2dOp(k, "avg", true), {{"x", x}})["y"]);
+  auto in = ToVector<double>(RunOp(Pool2dOp(k, "avg", false), {{"x", x}})["y"]);
   for (double v : ex) EXPECT_DOUBLE_EQ(v, 1.0);
   EXPECT_DOUBLE_EQ(in[0], 4.0 / 9.0);  // corner: 2x2 of 3x3 inside
   EXPECT_DOUBLE_EQ(in[1], 6.0 / 9.0);  // edge
@@ -157,7 +137,7 @@ TEST(Pool2dOp, GlobalPooling) {
 TEST(Pool2dOp, FloatMatchesDouble) {
   PoolCase k{2, 3, 9, 9, 3, 3, 2, 2, 1, 1};
   for (std::string type : {"max", "avg"}) {
-    auto op = PoolOp(k, type);
+    auto op = Pool2dOp(k, type);
     auto d = ToVector<double>(
         RunOp(op, {{"x", RandomTensor<double>({2, 3, 9, 9}, -1, 1, 7)}})["y"]);
     auto f = ToVector<float>(
@@ -180,7 +160,7 @@ TEST(Pool2dOp, MaxGradient) {
   for (const auto& k : Cases()) {
     SCOPED_TRACE(Describe(k));
     EXPECT_TRUE(CheckGradient(
-        PoolOp(k, "max"), {{"x", DistinctTensor({k.n, k.c, k.h, k.w}, 51)}}));
+        Pool2dOp(k, "max"), {{"x", DistinctTensor({k.n, k.c, k.h, k.w}, 51)}}));
   }
 }
 
@@ -189,7 +169,7 @@ TEST(Pool2dOp, AvgGradient) {
     SCOPED_TRACE(Describe(k));
     for (bool exclusive : {true, false})
       EXPECT_TRUE(CheckGradient(
-          PoolOp(k, "avg", exclusive),
+          Pool2dOp(k, "avg", exclusive),
           {{"x", RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 52)}}));
   }
 }
@@ -198,10 +178,10 @@ TEST(Pool2dOp, GradientWithThreads) {
   PoolCase k{4, 8, 12, 12, 3, 3, 2, 2, 1, 1};
   GradCheckOptions opt;
   opt.threads = 2;
-  EXPECT_TRUE(CheckGradient(PoolOp(k, "max"),
+  EXPECT_TRUE(CheckGradient(Pool2dOp(k, "max"),
                             {{"x", DistinctTensor({4, 8, 12, 12}, 53)}}, opt));
   EXPECT_TRUE(CheckGradient(
-      PoolOp(k, "avg"),
+      Pool2dOp(k, "avg"),
       {{"x", RandomTensor<double>({4, 8, 12, 12}, -1, 1, 54)}}, opt));
 }
 
@@ -242,7 +222,8 @@ TEST(Pool2dOp, CompileTimeShapeKeepsUnknownBatch) {
   proto::ProgramDesc program = NewProgram();
   proto::BlockDesc* block = program.mutable_blocks(0);
   AddVarDesc(block, "x", DataType::kFloat32, Shape{-1, 6, 24, 24});
-  InferShapeAtCompileTime(PoolOp({0, 0, 0, 0, 2, 2, 2, 2, 0, 0}, "max"), block);
+  InferShapeAtCompileTime(Pool2dOp({0, 0, 0, 0, 2, 2, 2, 2, 0, 0}, "max"),
+                          block);
   EXPECT_EQ(VarShape(GetVarDesc(*block, "y")), Shape({-1, 6, 12, 12}));
 }
 
@@ -251,7 +232,7 @@ using testing::ErrorOf;
 TEST(Pool2dOp, BadShapesAndAttrsNameTheVar) {
   PoolCase k{1, 1, 4, 4, 2, 2, 2, 2, 0, 0};
   std::string msg =
-      ErrorOf(PoolOp(k, "max", true, "feature_map"),
+      ErrorOf(Pool2dOp(k, "max", true, "feature_map"),
               {{"feature_map", RandomTensor<double>({4, 4}, -1, 1, 1)}});
   ASSERT_FALSE(msg.empty()) << "expected an error";
   EXPECT_NE(msg.find("pool2d"), std::string::npos) << msg;
@@ -259,16 +240,16 @@ TEST(Pool2dOp, BadShapesAndAttrsNameTheVar) {
   EXPECT_NE(msg.find("[4, 4]"), std::string::npos) << msg;
 
   PoolCase small{1, 1, 2, 2, 3, 3, 1, 1, 0, 0};
-  msg = ErrorOf(PoolOp(small, "max", true, "tiny"),
+  msg = ErrorOf(Pool2dOp(small, "max", true, "tiny"),
                 {{"tiny", RandomTensor<double>({1, 1, 2, 2}, -1, 1, 1)}});
   EXPECT_NE(msg.find("tiny"), std::string::npos) << msg;
 
   PoolCase pad{1, 1, 4, 4, 2, 2, 1, 1, 2, 0};
-  msg = ErrorOf(PoolOp(pad, "max"),
+  msg = ErrorOf(Pool2dOp(pad, "max"),
                 {{"x", RandomTensor<double>({1, 1, 4, 4}, -1, 1, 1)}});
   EXPECT_NE(msg.find("paddings"), std::string::npos) << msg;
 
-  msg = ErrorOf(PoolOp(k, "median"),
+  msg = ErrorOf(Pool2dOp(k, "median"),
                 {{"x", RandomTensor<double>({1, 1, 4, 4}, -1, 1, 1)}});
   EXPECT_NE(msg.find("median"), std::string::npos) << msg;
 }

@@ -6,34 +6,20 @@
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/op_cases.h"
 
 namespace fluid {
 namespace {
 
 using testing::CheckGradient;
 using testing::GradCheckOptions;
+using testing::Labels;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::SoftmaxCeOp;
+using testing::SomeLabels;
 using testing::ToVector;
-
-proto::OpDesc SoftmaxCeOp(const std::string& label = "label",
-                          int ignore_index = -100) {
-  return MakeOp("softmax_with_cross_entropy",
-                {{"Logits", {"logits"}}, {"Label", {label}}},
-                {{"Softmax", {"softmax"}}, {"Loss", {"loss"}}},
-                {{"ignore_index", ignore_index}});
-}
-
-Tensor Labels(const std::vector<int64_t>& v) {
-  return MakeTensor<int64_t>({static_cast<int64_t>(v.size()), 1}, v);
-}
-
-std::vector<int64_t> SomeLabels(int n, int c) {
-  std::vector<int64_t> v;
-  for (int i = 0; i < n; ++i) v.push_back((i * 7 + 2) % c);
-  return v;
-}
 
 // Textbook formulas in long double: softmax_j = e^x_j / sum e^x,
 // loss = -log softmax_label.

@@ -49,6 +49,25 @@ double& At(Tensor* t, int64_t i) { return t->data<double>()[i]; }
 
 }  // namespace
 
+Tensor RandomTensor(DataType dtype, const Shape& shape, double lo, double hi,
+                    uint64_t seed) {
+  FLUID_ENFORCE(IsFloat(dtype), "RandomTensor: ", DataTypeName(dtype),
+                " is not a float type");
+  if (dtype == DataType::kFloat64)
+    return RandomTensor<double>(shape, lo, hi, seed);
+  return RandomTensor<float>(shape, lo, hi, seed);
+}
+
+Tensor FilledTensor(DataType dtype, const Shape& shape, double value) {
+  FLUID_ENFORCE(IsFloat(dtype), "FilledTensor: ", DataTypeName(dtype),
+                " is not a float type");
+  const size_t n = static_cast<size_t>(shape.numel());
+  if (dtype == DataType::kFloat64)
+    return MakeTensor<double>(shape, std::vector<double>(n, value));
+  return MakeTensor<float>(shape,
+                           std::vector<float>(n, static_cast<float>(value)));
+}
+
 std::string ErrorOf(const std::function<void()>& fn) {
   try {
     fn();

@@ -44,6 +44,13 @@ Tensor RandomTensor(const Shape& shape, double lo, double hi, uint64_t seed) {
   return t;
 }
 
+// RandomTensor<float> or RandomTensor<double>, as `dtype` says.
+Tensor RandomTensor(DataType dtype, const Shape& shape, double lo, double hi,
+                    uint64_t seed);
+
+// A float32 or float64 tensor of `shape` with every element `value`.
+Tensor FilledTensor(DataType dtype, const Shape& shape, double value);
+
 template <typename T>
 std::vector<T> ToVector(const Tensor& t) {
   const T* p = t.data<T>();

@@ -2,8 +2,9 @@
 # Builds the project with its CUDA code compiled for the host against the
 # CUDA emulation (tools/cuda_emu), in a build tree of its own.
 #   tools/cuda_emu/build.sh [cmake target ...]
-# Default targets: what the GPU tests need (cuda_emu_selftest, fluid_unit_tests,
-# fluid_mpi_cuda_tests and the Python package). ALL=1 builds everything.
+# Default targets: what run_tests.sh runs -- cuda_emu_selftest and what the
+# ctests labelled gpu need (fluid_cuda_tests, fluid_mpi_cuda_tests, the Python
+# package). ALL=1 builds everything.
 # BUILD_DIR (default /tmp/build-emu), JOBS (default 2), CMAKE_ARGS.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -26,7 +27,7 @@ if [ "$#" -gt 0 ]; then
 elif [ "${ALL:-0}" = 1 ]; then
   targets=(all)
 else
-  targets=(cuda_emu_selftest fluid_unit_tests fluid_mpi_cuda_tests fluid_python)
+  targets=(cuda_emu_selftest fluid_cuda_tests fluid_mpi_cuda_tests fluid_python)
 fi
 for t in "${targets[@]}"; do
   cmake --build "$BUILD_DIR" -j "$JOBS" --target "$t"

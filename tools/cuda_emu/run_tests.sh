@@ -1,55 +1,55 @@
 #!/usr/bin/env bash
 # Runs the GPU tests under the CUDA emulation (build first with build.sh):
-# the emulation's self-test, the CUDA tests of fluid_unit_tests,
-# fluid_mpi_cuda_tests under mpirun -np 1 and -np 2, and
-# tests/python/test_cuda.py. Logs go to $LOG_DIR (default $BUILD_DIR/logs);
-# a summary line per step is printed. Exit status 1 when any step failed.
-#   tools/cuda_emu/run_tests.sh [step ...]   steps: selftest unit mpi1 mpi2 python
-# GTEST_FILTER overrides the unit-test filter ('*Cuda*:*cuda*').
+# the emulation's self-test, then every ctest of the build tree labelled
+# gpu, in three steps by their other labels:
+#   unit    gpu only (fluid_cuda_tests: the op, memory, registry and
+#           training tests)
+#   mpi     gpu and mpi (fluid_mpi_cuda_tests under mpirun -np 1 and -np 2)
+#   python  gpu and python (tests/python/test_cuda.py)
+# Logs go to $LOG_DIR (default $BUILD_DIR/logs); a summary line per step is
+# printed. Exit status 1 when any step failed.
+#   tools/cuda_emu/run_tests.sh [step ...]   steps: selftest unit mpi python
+# CTEST_ARGS adds arguments to each ctest run (e.g. CTEST_ARGS='-R Conv2d').
 set -uo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
-SRC="$(cd "$HERE/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-/tmp/build-emu}"
 LOG_DIR="${LOG_DIR:-$BUILD_DIR/logs}"
 mkdir -p "$LOG_DIR"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-TESTS="$BUILD_DIR/fluid/tests"
 
 steps=("$@")
-[ "${#steps[@]}" -eq 0 ] && steps=(selftest unit mpi1 mpi2 python)
+[ "${#steps[@]}" -eq 0 ] && steps=(selftest unit mpi python)
 
 status=0
 run() {  # run NAME COMMAND...
   local name="$1"; shift
-  local start=$SECONDS
-  "$@" >"$LOG_DIR/$name.log" 2>&1
+  local log="$LOG_DIR/$name.log" start=$SECONDS
+  "$@" >"$log" 2>&1
   local rc=$?
-  printf '%-9s %s (exit %d, %ds) log: %s\n' "$name" \
+  # ctest's own count of the tests it ran and of those that skipped.
+  local counts=""
+  local total
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  if [ -n "$total" ]; then
+    counts="; $total tests, $(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' \
+      "$log") skipped"
+  fi
+  printf '%-9s %s (exit %d, %ds%s) log: %s\n' "$name" \
     "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "$rc" \
-    $((SECONDS - start)) "$LOG_DIR/$name.log"
+    $((SECONDS - start)) "$counts" "$log"
   [ $rc -eq 0 ] || status=1
+}
+
+gpu_ctest() {  # gpu_ctest LABEL-ARGS...: the gpu tests those labels select
+  # shellcheck disable=SC2086  # CTEST_ARGS is a list of arguments
+  ctest --test-dir "$BUILD_DIR" -V --no-tests=error -L '^gpu$' "$@" \
+    ${CTEST_ARGS:-}
 }
 
 for step in "${steps[@]}"; do
   case "$step" in
-    selftest)
-      run selftest "$BUILD_DIR/cuda_emu_selftest" ;;
-    unit)
-      run unit "$TESTS/fluid_unit_tests" \
-        --gtest_filter="${GTEST_FILTER:-*Cuda*:*cuda*}" ;;
-    mpi1)
-      run mpi1 mpirun --allow-run-as-root --oversubscribe -np 1 \
-        "$TESTS/fluid_mpi_cuda_tests" ;;
-    mpi2)
-      run mpi2 mpirun --allow-run-as-root --oversubscribe -np 2 \
-        "$TESTS/fluid_mpi_cuda_tests" ;;
-    python)
-      run python env PYTHONPATH="$BUILD_DIR/python" \
-        FLUID_PYTHONPATH="$BUILD_DIR/python" \
-        FLUID_TRAINER="$BUILD_DIR/bin/trainer" \
-        /usr/bin/python3 -m pytest -v -p no:cacheprovider \
-        "$SRC/tests/python/test_cuda.py" ;;
+    selftest) run selftest "$BUILD_DIR/cuda_emu_selftest" ;;
+    unit) run unit gpu_ctest -LE '^(mpi|python)$' ;;
+    mpi) run mpi gpu_ctest -L '^mpi$' ;;
+    python) run python gpu_ctest -L '^python$' ;;
     *)
       echo "run_tests.sh: unknown step $step" >&2; exit 2 ;;
   esac

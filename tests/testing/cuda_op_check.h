@@ -13,19 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "src/framework/device.h"
 #include "tests/testing/gradient_checker.h"
-
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    if (!::fluid::BuiltWithCuda())                                          \
-      GTEST_SKIP() << "built without CUDA (WITH_CUDA=OFF)";                 \
-    if (::fluid::CudaDeviceCount() == 0)                                    \
-      GTEST_SKIP() << "no CUDA device visible";                             \
-  } while (0)
+#include "tests/testing/require_gpu.h"
 
 namespace fluid {
 namespace testing {
+
+// The dtypes every float kernel is registered for, on both places.
+inline constexpr DataType kFloatTypes[] = {DataType::kFloat32,
+                                           DataType::kFloat64};
 
 struct CudaCheckOptions {
   double tolerance = -1;  // < 0: by dtype

@@ -1,4 +1,4 @@
-#include "tests/gpu/cuda_op_check.h"
+#include "tests/testing/cuda_op_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,18 +14,16 @@ double DefaultTolerance(DataType dtype) {
 
 double At(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat64: return t.data<double>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kFloat32:
+      return t.data<float>()[i];
+    case DataType::kFloat64:
+      return t.data<double>()[i];
+    case DataType::kInt32:
+      return t.data<int32_t>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[i]);
   }
   return 0;
-}
-
-Tensor RandomLike(const Tensor& like, uint64_t seed) {
-  if (like.dtype() == DataType::kFloat64)
-    return RandomTensor<double>(like.shape(), -1, 1, seed);
-  return RandomTensor<float>(like.shape(), -1, 1, seed);
 }
 
 bool IsFloat(DataType t) {
@@ -39,12 +37,12 @@ bool IsFloat(DataType t) {
                                         const std::string& what) {
   if (cpu.dtype() != cuda.dtype())
     return ::testing::AssertionFailure()
-           << what << ": dtype " << DataTypeName(cuda.dtype())
-           << " on CUDA, " << DataTypeName(cpu.dtype()) << " on CPU";
+           << what << ": dtype " << DataTypeName(cuda.dtype()) << " on CUDA, "
+           << DataTypeName(cpu.dtype()) << " on CPU";
   if (cpu.shape() != cuda.shape())
-    return ::testing::AssertionFailure() << what << ": shape " << cuda.shape()
-                                         << " on CUDA, " << cpu.shape()
-                                         << " on CPU";
+    return ::testing::AssertionFailure()
+           << what << ": shape " << cuda.shape() << " on CUDA, " << cpu.shape()
+           << " on CPU";
   if (tolerance < 0) tolerance = DefaultTolerance(cpu.dtype());
   for (int64_t i = 0; i < cpu.numel(); ++i) {
     double a = At(cpu, i), b = At(cuda, i);
@@ -82,7 +80,8 @@ bool IsFloat(DataType t) {
   uint64_t seed = options.seed;
   for (const auto& kv : cpu)
     if (IsFloat(kv.second.dtype()))
-      known[GradVarName(kv.first)] = RandomLike(kv.second, seed++);
+      known[GradVarName(kv.first)] =
+          RandomTensor(kv.second.dtype(), kv.second.shape(), -1, 1, seed++);
 
   for (const proto::OpDesc& grad : schema.grad_maker()(op)) {
     TensorMap feeds;

@@ -1,0 +1,69 @@
+// The CUDA kernels of matmul (cuBLAS GEMM, strided-batched) against its CPU
+// kernels: forward and both gradients for every transpose, scaled, plain
+// and batched, one operand shared by the batch; float32 and float64. Every
+// test skips, saying why, without a CUDA build or a visible device.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/testing/cuda_op_check.h"
+#include "tests/testing/op_cases.h"
+
+namespace fluid {
+namespace {
+
+using testing::CudaMatchesCpu;
+using testing::MatMulCase;
+using testing::MatMulOp;
+using testing::RandomTensor;
+using testing::StoredShape;
+
+template <typename T>
+void CheckMatMul() {
+  const std::vector<MatMulCase> cases = {
+      {0, 0, 1, 1, 1},
+      {0, 0, 3, 5, 7},
+      {0, 0, 17, 33, 9},
+      {0, 0, 6, 1, 4},
+      {2, 2, 3, 4, 5},
+      {3, 3, 1, 2, 1},
+      {1, 1, 4, 3, 2},
+      {5, 5, 2, 7, 3},
+      // One operand shared by the batch: its gradient sums over the batch.
+      {2, 0, 3, 4, 2},
+      {0, 2, 3, 4, 2},
+      {7, 0, 5, 3, 6},
+      {0, 6, 4, 9, 5},
+      {1, 0, 3, 3, 3},
+      {0, 1, 2, 5, 4}};
+  uint64_t seed = 100;
+  for (const MatMulCase& c : cases) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tx = t & 1, ty = t & 2;
+      for (float alpha : {1.0f, -0.5f}) {
+        Tensor x =
+            RandomTensor<T>(StoredShape(c.xb, c.m, c.k, tx), -1, 1, seed++);
+        Tensor y =
+            RandomTensor<T>(StoredShape(c.yb, c.k, c.n, ty), -1, 1, seed++);
+        SCOPED_TRACE(::testing::Message()
+                     << x.shape() << " x " << y.shape() << " tx=" << tx
+                     << " ty=" << ty << " alpha=" << alpha);
+        EXPECT_TRUE(
+            CudaMatchesCpu(MatMulOp(tx, ty, alpha), {{"x", x}, {"y", y}}));
+      }
+    }
+  }
+}
+
+TEST(MatmulOpCuda, Float) {
+  REQUIRE_GPU();
+  CheckMatMul<float>();
+}
+
+TEST(MatmulOpCuda, Double) {
+  REQUIRE_GPU();
+  CheckMatMul<double>();
+}
+
+}  // namespace
+}  // namespace fluid

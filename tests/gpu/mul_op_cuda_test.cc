@@ -1,0 +1,53 @@
+// The CUDA kernels of mul (cuBLAS GEMM) against its CPU kernels: forward
+// and both gradients over the flattening attrs, float32 and float64. Every
+// test skips, saying why, without a CUDA build or a visible device.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/testing/cuda_op_check.h"
+
+namespace fluid {
+namespace {
+
+using testing::CudaMatchesCpu;
+using testing::RandomTensor;
+
+proto::OpDesc Mul(int xn, int yn) {
+  return MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
+                {{"x_num_col_dims", xn}, {"y_num_col_dims", yn}});
+}
+
+template <typename T>
+void CheckMul() {
+  struct Case {
+    Shape x, y;
+    int xn, yn;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1}, {1, 1}, 1, 1},          {{3, 5}, {5, 7}, 1, 1},
+      {{17, 33}, {33, 9}, 1, 1},       {{2, 3, 4}, {12, 5}, 1, 1},
+      {{2, 3, 4}, {4, 5}, 2, 1},       {{6, 2, 2}, {2, 2, 3}, 1, 2},
+      {{2, 3, 2, 2}, {2, 2, 5}, 2, 2}, {{64, 10}, {10, 1}, 1, 1}};
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.x << " x " << c.y << " at " << c.xn << ", " << c.yn);
+    EXPECT_TRUE(CudaMatchesCpu(Mul(c.xn, c.yn),
+                               {{"x", RandomTensor<T>(c.x, -1, 1, seed++)},
+                                {"y", RandomTensor<T>(c.y, -1, 1, seed++)}}));
+  }
+}
+
+TEST(MulOpCuda, Float) {
+  REQUIRE_GPU();
+  CheckMul<float>();
+}
+
+TEST(MulOpCuda, Double) {
+  REQUIRE_GPU();
+  CheckMul<double>();
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,0 +1,65 @@
+// The CUDA kernels of sum against its CPU kernels: input counts around the
+// kernel's group of 8, and Out bound to inputs. float32 and float64. Every
+// test skips, saying why, without a CUDA build or a visible device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/testing/cuda_op_check.h"
+
+namespace fluid {
+namespace {
+
+using testing::CudaMatchesCpu;
+using testing::kFloatTypes;
+using testing::RandomTensor;
+using testing::TensorMap;
+
+TEST(SumOpCuda, InputCounts) {
+  REQUIRE_GPU();
+  uint64_t seed = 300;
+  for (DataType dt : kFloatTypes) {
+    // Counts around the 8-input group.
+    for (int n : {1, 2, 3, 8, 9, 17}) {
+      for (Shape s : {Shape({1}), Shape({3, 5}), Shape({3, 1, 1500})}) {
+        TensorMap in;
+        std::vector<std::string> names;
+        for (int i = 0; i < n; ++i) {
+          names.push_back("x" + std::to_string(i));
+          in[names.back()] = RandomTensor(dt, s, -1, 1, seed++);
+        }
+        auto op = MakeOp("sum", {{"X", names}}, {{"Out", {"out"}}});
+        EXPECT_TRUE(CudaMatchesCpu(op, in))
+            << DataTypeName(dt) << " " << n << " inputs " << s;
+      }
+    }
+  }
+}
+
+// Out bound to an input, once or several times, as the autodiff's gradient
+// accumulation does.
+TEST(SumOpCuda, InPlace) {
+  REQUIRE_GPU();
+  const std::vector<std::vector<std::string>> aliases = {
+      {"a", "b"},
+      {"b", "a"},
+      {"b", "a", "b", "a", "a"},
+      {"a", "a"},
+      {"a"},
+      {"b", "b", "b", "b", "b", "b", "b", "b", "b", "a"},
+      {"a", "b", "b", "b", "b", "b", "b", "b", "b", "b", "a"}};
+  for (DataType dt : kFloatTypes) {
+    for (const auto& xs : aliases) {
+      TensorMap in = {{"a", RandomTensor(dt, {3, 700}, -1, 1, 5)}};
+      for (const auto& x : xs)
+        if (x == "b") in["b"] = RandomTensor(dt, {3, 700}, -1, 1, 6);
+      auto op = MakeOp("sum", {{"X", xs}}, {{"Out", {"a"}}});
+      EXPECT_TRUE(CudaMatchesCpu(op, in))
+          << DataTypeName(dt) << " " << xs.size() << " inputs";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fluid
