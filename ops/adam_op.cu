@@ -84,7 +84,7 @@ void AdamKernel(const ExecutionContext& ctx) {
   const auto& dev = cuda::Dev(ctx);
   // At least one block, which writes the powers even when Param is empty.
   const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((n + cuda::kThreads - 1) / cuda::kThreads,
+      1, std::min<int64_t>(CeilDiv(n, cuda::kThreads),
                            int64_t{dev.multiprocessors()} * 32));
   auto* blocks_done =
       static_cast<unsigned int*>(dev.Workspace(sizeof(unsigned int)));

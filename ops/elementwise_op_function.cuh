@@ -159,7 +159,7 @@ struct ReadMatrix {
 template <typename T, typename F>
 void LaunchColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols,
                      int64_t chunk_rows, int64_t chunks, F f, T* out) {
-  dim3 grid(static_cast<unsigned>((cols + kColumnWidth - 1) / kColumnWidth),
+  dim3 grid(static_cast<unsigned>(CeilDiv(cols, kColumnWidth)),
             static_cast<unsigned>(chunks));
   dim3 block(kColumnWidth, kColumnDepth);
   ColumnSumKernel<T>
@@ -174,16 +174,16 @@ template <typename T, typename F>
 void ColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
                T* out) {
   if (cols <= 0) return;
-  const int64_t col_blocks = (cols + kColumnWidth - 1) / kColumnWidth;
+  const int64_t col_blocks = CeilDiv(cols, kColumnWidth);
   FLUID_ENFORCE(col_blocks <= INT32_MAX, "column sum over ", cols,
                 " columns is too wide");
   // About 2048 blocks in all, each with at least 64 rows.
   const int64_t want = std::max<int64_t>(
-      1, std::min<int64_t>((rows + 63) / 64,
-                           (2048 + col_blocks - 1) / col_blocks));
-  const int64_t chunk_rows = std::max<int64_t>(1, (rows + want - 1) / want);
+      1, std::min<int64_t>(CeilDiv(rows, 64),
+                           CeilDiv(2048, col_blocks)));
+  const int64_t chunk_rows = std::max<int64_t>(1, CeilDiv(rows, want));
   const int64_t chunks =
-      std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
+      std::max<int64_t>(1, CeilDiv(rows, chunk_rows));
   if (chunks == 1) {
     LaunchColumnSum(dev, rows, cols, std::max<int64_t>(rows, 1), 1, f, out);
     return;

@@ -36,7 +36,7 @@ void MeanKernel(const ExecutionContext& ctx) {
   const int64_t n = x.numel();
   T* out = cuda::OutputData<T>(ctx, "Out");
   const auto& dev = cuda::Dev(ctx);
-  const int64_t parts = (n + kMeanCols - 1) / kMeanCols;
+  const int64_t parts = CeilDiv(n, kMeanCols);
   double* partial = static_cast<double*>(dev.Workspace(sizeof(double) * parts));
   cuda::RowReduce<double>(dev, parts, kMeanCols, AsDouble<T>{x.data<T>(), n},
                           cuda::SumOp(), 0.0, partial);

@@ -18,6 +18,7 @@
 #include "src/framework/cuda_check.h"
 #include "src/framework/cuda_device_context.h"
 #include "src/framework/grad_op_maker.h"
+#include "src/framework/math/int_math.h"
 #include "src/framework/operator.h"
 
 namespace fluid {
@@ -48,7 +49,7 @@ __global__ void ForEachKernel(int64_t n, F f) {
 template <typename F>
 void ForEach(const CUDADeviceContext& dev, int64_t n, F f) {
   if (n <= 0) return;
-  int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads,
+  int64_t blocks = std::min<int64_t>(CeilDiv(n, kThreads),
                                      int64_t{dev.multiprocessors()} * 32);
   ForEachKernel<<<static_cast<unsigned>(blocks), kThreads, 0, dev.stream()>>>(
       n, f);
@@ -132,7 +133,7 @@ struct ReadAt {
 template <typename T, typename F>
 void Sum(const CUDADeviceContext& dev, int64_t n, F f, T* out) {
   const int64_t cols = 4096;
-  const int64_t rows = std::max<int64_t>(1, (n + cols - 1) / cols);
+  const int64_t rows = std::max<int64_t>(1, CeilDiv(n, cols));
   T* partial = static_cast<T*>(dev.Workspace(sizeof(T) * rows));
   RowReduce<T>(dev, rows, cols, FlatAt<T, F>{f, n, cols}, SumOp(), T(0),
                partial);
