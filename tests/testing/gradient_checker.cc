@@ -211,6 +211,16 @@ std::string ErrorOf(const proto::OpDesc& op, const TensorMap& inputs) {
   return ErrorOf([&] { RunOp(op, inputs); });
 }
 
+Error ErrorThrownBy(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no fluid::Error was thrown";
+  return Error(ErrorCode::kInternal, "");
+}
+
 TensorMap RunOp(const proto::OpDesc& op, const TensorMap& inputs, int threads,
                 const Place& place) {
   proto::ProgramDesc program = ForwardProgram(op, inputs);
