@@ -43,7 +43,7 @@ void AccuracyKernel(const ExecutionContext& ctx) {
   const int64_t* ld = label.data<int64_t>();
   int64_t correct = 0;
   for (int64_t i = 0; i < rows; ++i) {
-    FLUID_ENFORCE(ld[i] >= 0 && ld[i] < classes, "op 'accuracy': Label '",
+    FLUID_ENFORCE(ld[i] >= 0 && ld[i] < classes, "Label '",
                   ctx.InputName("Label"), "' holds ", ld[i], " at row ", i,
                   ", outside [0, ", classes, ")");
     const T* row = od + i * classes;

@@ -13,15 +13,15 @@ inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
   if (comm != nullptr) return comm;
   // Under a launcher already: the executor is the thing to change.
   if (LauncherWorldSize() > 1)
-    FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
-                "' needs a communicator, and this plain executor has none "
-                "although the process is rank ",
+    FLUID_THROW(ErrorCode::kUnimplemented,
+                "this op needs a communicator, and this plain executor has "
+                "none although the process is rank ",
                 LauncherRank(), " of ", LauncherWorldSize(),
                 ": run the program with MPIExecutor "
                 "(Python: fluid.MPIExecutor; C++: fluid::MPIExecutor)");
-  FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
-              "' needs a communicator: run the program with MPIExecutor, "
-              "under mpirun");
+  FLUID_THROW(ErrorCode::kUnimplemented,
+              "this op needs a communicator: run the program with "
+              "MPIExecutor, under mpirun");
 }
 
 // Out is normally X itself (in place); otherwise X is copied into Out first.

@@ -65,10 +65,10 @@ inline void CheckLabels(const ExecutionContext& ctx, const int64_t* label,
                         int64_t rows, int64_t classes, int64_t ignore_index) {
   for (int64_t i = 0; i < rows; ++i) {
     int64_t v = label[i];
-    FLUID_ENFORCE((v >= 0 && v < classes) || v == ignore_index, "op '",
-                  ctx.type(), "': Label '", ctx.InputName("Label"),
-                  "' holds ", v, " at row ", i, ", outside [0, ", classes,
-                  ") (ignore_index is ", ignore_index, ")");
+    FLUID_ENFORCE((v >= 0 && v < classes) || v == ignore_index, "Label '",
+                  ctx.InputName("Label"), "' holds ", v, " at row ", i,
+                  ", outside [0, ", classes, ") (ignore_index is ",
+                  ignore_index, ")");
   }
 }
 

@@ -78,18 +78,16 @@ void ParallelFor(const CPUDeviceContext& dev, int64_t n, double cost, Fn fn) {
 inline double ReadScalar(const ExecutionContext& ctx,
                          const std::string& slot) {
   const Tensor& t = ctx.Input(slot);
-  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
-                ctx.InputName(slot), "' must hold one element, has shape ",
-                t.shape());
+  FLUID_ENFORCE(t.numel() == 1, slot, " '", ctx.InputName(slot),
+                "' must hold one element, has shape ", t.shape());
   switch (t.dtype()) {
     case DataType::kFloat32:
       return t.data<float>()[0];
     case DataType::kFloat64:
       return t.data<double>()[0];
     default:
-      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
-                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
-                  "is ", DataTypeName(t.dtype()));
+      FLUID_THROW(ErrorCode::kInvalidArgument, slot, " '", ctx.InputName(slot),
+                  "' must be float32 or float64, is ", DataTypeName(t.dtype()));
   }
 }
 

@@ -8,10 +8,10 @@ namespace fluid {
 namespace ops {
 namespace {
 
-void NoServerKernel(const ExecutionContext& ctx) {
-  FLUID_THROW(ErrorCode::kUnimplemented, "op '", ctx.type(),
-              "' belongs to a parameter-server program, and this framework "
-              "has no parameter server: convert the job with "
+void NoServerKernel(const ExecutionContext& /*ctx*/) {
+  FLUID_THROW(ErrorCode::kUnimplemented,
+              "this op belongs to a parameter-server program, and this "
+              "framework has no parameter server: convert the job with "
               "PserverToCollective (the trainer and MPIExecutor do it on "
               "load)");
 }

@@ -38,9 +38,8 @@ struct ScalarOut {
 inline ScalarIn ScalarInput(const ExecutionContext& ctx,
                             const std::string& slot) {
   const Tensor& t = ctx.Input(slot);
-  FLUID_ENFORCE(t.numel() == 1, "op '", ctx.type(), "': ", slot, " '",
-                ctx.InputName(slot), "' must hold one element, has shape ",
-                t.shape());
+  FLUID_ENFORCE(t.numel() == 1, slot, " '", ctx.InputName(slot),
+                "' must hold one element, has shape ", t.shape());
   ScalarIn s;
   switch (t.dtype()) {
     case DataType::kFloat32:
@@ -50,9 +49,8 @@ inline ScalarIn ScalarInput(const ExecutionContext& ctx,
       s.d = t.data<double>();
       break;
     default:
-      FLUID_THROW(ErrorCode::kInvalidArgument, "op '", ctx.type(), "': ", slot,
-                  " '", ctx.InputName(slot), "' must be float32 or float64, ",
-                  "is ", DataTypeName(t.dtype()));
+      FLUID_THROW(ErrorCode::kInvalidArgument, slot, " '", ctx.InputName(slot),
+                  "' must be float32 or float64, is ", DataTypeName(t.dtype()));
   }
   return s;
 }

@@ -42,6 +42,20 @@ std::string SanitizeMessage(std::string_view message) {
   return out;
 }
 
+std::string OpContextPrefix(const OpContext& context) {
+  std::string out =
+      "in op " + Quote(context.type) + " (#" + std::to_string(context.index);
+  if (context.block_id != 0)
+    out += " of block " + std::to_string(context.block_id);
+  return out + "): ";
+}
+
+Error Error::WithOpContext(const OpContext& context) const {
+  if (op_context_ != nullptr) return *this;
+  return Error(Composed{}, code_, OpContextPrefix(context) + what(), os_errno_,
+               std::make_shared<const OpContext>(context));
+}
+
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArgument:

@@ -3,6 +3,7 @@
 // edge map the error to an exit status or an exception type.
 #pragma once
 
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -45,21 +46,66 @@ std::string Quote(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
 // through here.
 std::string SanitizeMessage(std::string_view message);
 
+// Where in a program an error arose: the op that was running. The executor
+// records it when an error escapes an op, so that code handling the error
+// can tell which op failed without reading the message.
+struct OpContext {
+  std::string type;  // the op's type, e.g. "mul"
+  int index = -1;    // the op's position in its block
+  int block_id = 0;
+};
+
+// What an error's message starts with once it has left op `context`:
+// "in op 'mul' (#3): " for an op of block 0, "in op 'mul' (#3 of block 1): "
+// for another block.
+std::string OpContextPrefix(const OpContext& context);
+
+// Copies are cheap and never throw: the op context is shared.
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message, int os_errno = 0)
       : std::runtime_error(SanitizeMessage(message)),
         code_(code),
         os_errno_(os_errno) {}
+  // An error that adds to `cause`: `message` (which usually ends with
+  // cause.what()) with the code, the errno and the op context of `cause`.
+  // FLUID_RETHROW throws one of these. The message is not prefixed again:
+  // the cause's prefix is in it when the caller embeds cause.what().
+  Error(const Error& cause, const std::string& message)
+      : std::runtime_error(SanitizeMessage(message)),
+        code_(cause.code_),
+        os_errno_(cause.os_errno_),
+        op_context_(cause.op_context_) {}
+
   ErrorCode code() const { return code_; }
   // The errno of the failed system call behind this error, 0 if none. Kept
   // when an error is rethrown with more context (FLUID_RETHROW), so an edge
   // can tell "permission denied" from "no such file".
   int os_errno() const { return os_errno_; }
+  // The op this error escaped from, or nullptr when it arose outside any op
+  // (preparing a program, feeding, fetching, or outside an executor). Kept
+  // through FLUID_RETHROW.
+  const OpContext* op_context() const { return op_context_.get(); }
+
+  // This error as it leaves op `context`: the same code and errno, the
+  // context recorded, and the message prefixed with OpContextPrefix(context).
+  // An error that already carries a context (one that escaped an op run by
+  // an executor inside this op) comes back unchanged, so the message names
+  // the innermost op, once.
+  Error WithOpContext(const OpContext& context) const;
 
  private:
+  struct Composed {};  // the message is already sanitized
+  Error(Composed, ErrorCode code, const std::string& message, int os_errno,
+        std::shared_ptr<const OpContext> op_context)
+      : std::runtime_error(message),
+        code_(code),
+        os_errno_(os_errno),
+        op_context_(std::move(op_context)) {}
+
   ErrorCode code_;
   int os_errno_;
+  std::shared_ptr<const OpContext> op_context_;
 };
 
 namespace internal {
@@ -86,10 +132,12 @@ template <typename... Args>
   throw Error(code, os.str(), os_errno);
 }
 
-// Throws a new message with the code and errno of `cause`.
+// Throws a new message with the code, errno and op context of `cause`.
 template <typename... Args>
 [[noreturn]] void Rethrow(const Error& cause, const Args&... args) {
-  ThrowOs(cause.code(), cause.os_errno(), args...);
+  std::ostringstream os;
+  StreamAll(os, args...);
+  throw Error(cause, os.str());
 }
 
 }  // namespace internal
@@ -116,7 +164,7 @@ template <typename... Args>
 #define FLUID_THROW_OS(code, err, ...) \
   ::fluid::internal::ThrowOs(code, err, __VA_ARGS__)
 
-// FLUID_RETHROW(cause, msg...) throws a new error with the code and errno of
-// `cause` (a fluid::Error) and the given message, which usually ends with
-// cause.what().
+// FLUID_RETHROW(cause, msg...) throws a new error with the code, errno and
+// op context of `cause` (a fluid::Error) and the given message, which
+// usually ends with cause.what().
 #define FLUID_RETHROW(cause, ...) ::fluid::internal::Rethrow(cause, __VA_ARGS__)

@@ -150,20 +150,18 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
                   ": run the program with an executor on ",
                   t.place().ToString(), " (or copy the scope's values)");
   }
-  for (auto& op : prepared->ops_) {
+  for (size_t i = 0; i < prepared->ops_.size(); ++i) {
+    const OperatorBase& op = *prepared->ops_[i];
     try {
-      const OpSchema& schema = op->schema();
+      const OpSchema& schema = op.schema();
       if (schema.infer_shape()) {
-        RuntimeInferShapeContext ctx(*op);
+        RuntimeInferShapeContext ctx(op);
         schema.infer_shape()(&ctx);
       }
-      op->kernel()(ExecutionContext(*op, *device_));
+      op.kernel()(ExecutionContext(op, *device_));
     } catch (const Error& e) {
-      std::string what = e.what();
-      const std::string prefix = "op " + Quote(op->type());
-      if (what.find(prefix) == std::string::npos)
-        what = "in " + prefix + ": " + what;
-      throw Error(e.code(), what);
+      throw e.WithOpContext(
+          OpContext{op.type(), static_cast<int>(i), prepared->block_id_});
     }
   }
 

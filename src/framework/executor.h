@@ -79,7 +79,9 @@ class Executor {
   // feeds are copied to the device, the kernels run on the context's
   // stream, and the fetches come back to host memory; Run returns once the
   // device has finished (so an asynchronous kernel failure is reported by
-  // the run that caused it).
+  // the run that caused it). An Error escaping an op's shape inference or
+  // kernel leaves with the op's type, index and block recorded
+  // (Error::WithOpContext).
   void Run(PreparedProgram* prepared, const FeedList& feeds = {},
            const std::vector<std::string>& fetch_names = {},
            std::vector<Tensor>* fetches = nullptr);

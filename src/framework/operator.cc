@@ -136,12 +136,10 @@ const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
                                                     size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
-                "]");
+                "input '", slot, "'[", i, "] is missing");
   const Tensor& t = s->vars[i]->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "op ", Quote(op_.type()), " reads variable ",
-                Quote(s->args[i]), " (input ", slot,
-                "), which holds no value: feed it, or run the startup "
+  FLUID_ENFORCE(t.initialized(), "variable ", Quote(s->args[i]), " (input ",
+                slot, ") holds no value: feed it, or run the startup ",
                 "program first");
   return t;
 }
@@ -164,9 +162,7 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
   // Named here, where the variable is known, before a kernel allocates it.
   int64_t bytes = 0;
   if (!ShapeBytes(shape, t->dtype(), &bytes))
-    ThrowShapeTooLarge(
-        "op " + Quote(op_.type()) + ": variable " + Quote(s->args[i]), shape,
-        t->dtype());
+    ThrowShapeTooLarge("variable " + Quote(s->args[i]), shape, t->dtype());
   t->Resize(shape);
 }
 
@@ -275,25 +271,23 @@ size_t ExecutionContext::InputSize(const std::string& slot) const {
 Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
-                "op ", Quote(op_.type()), " has no input '", slot, "'[", i,
-                "]");
+                "input '", slot, "'[", i, "] is missing");
   return s->vars[i];
 }
 
 const Tensor& ExecutionContext::Input(const std::string& slot,
                                       size_t i) const {
   const Tensor& t = InputVar(slot, i)->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "op ", Quote(op_.type()), " reads variable ",
-                Quote(InputName(slot, i)), " (input ", slot,
-                "), which holds no value");
+  FLUID_ENFORCE(t.initialized(), "variable ", Quote(InputName(slot, i)),
+                " (input ", slot, ") holds no value");
   return t;
 }
 
 const std::string& ExecutionContext::InputName(const std::string& slot,
                                                size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
-  FLUID_ENFORCE(s != nullptr && i < s->args.size(), "op '", op_.type(),
-                "' has no input '", slot, "'[", i, "]");
+  FLUID_ENFORCE(s != nullptr && i < s->args.size(), "input '", slot, "'[", i,
+                "] is missing");
   return s->args[i];
 }
 
@@ -322,8 +316,8 @@ Tensor* ExecutionContext::Output(const std::string& slot, size_t i) const {
 const std::string& ExecutionContext::OutputName(const std::string& slot,
                                                 size_t i) const {
   const BoundSlot* s = op_.FindOutput(slot);
-  FLUID_ENFORCE(s != nullptr && i < s->args.size(), "op '", op_.type(),
-                "' has no output '", slot, "'[", i, "]");
+  FLUID_ENFORCE(s != nullptr && i < s->args.size(), "output '", slot, "'[", i,
+                "] is missing");
   return s->args[i];
 }
 

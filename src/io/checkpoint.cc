@@ -204,6 +204,111 @@ void Prune(FileSystem* fs, const std::string& dir, int64_t step,
   }
 }
 
+// The tensor `name` holds in `scope`, or nullptr with `*problem` saying why
+// it cannot be saved.
+const Tensor* SavableTensor(const Scope& scope, const std::string& name,
+                            std::string* problem) {
+  if (name.empty()) {
+    *problem = "empty variable name";
+    return nullptr;
+  }
+  const Variable* var = scope.FindVar(name);
+  if (var == nullptr) {
+    *problem = Str(name, ": not in the scope");
+  } else if (!var->IsTensor()) {
+    *problem = Str(name, ": holds a non-tensor value");
+  } else if (!var->HasValue()) {
+    *problem = Str(name, ": was never written");
+  } else {
+    const Tensor* t = &var->GetTensor();
+    if (!t->shape().IsFullyKnown()) {
+      *problem = Str(name, ": unknown shape ", t->shape());
+    } else if (t->bytes() > 0 && !t->initialized()) {
+      *problem = Str(name, ": tensor has no memory");
+    } else {
+      return t;
+    }
+  }
+  return nullptr;
+}
+
+// The tensors of `var_names`, in that order, checked before anything
+// touches the disk: every problem is reported in one error. Device tensors
+// are saved from host copies, made here into `host_copies` (so a failing
+// copy leaves no partial checkpoint).
+std::vector<const Tensor*> TensorsToSave(
+    const Scope& scope, const std::vector<std::string>& var_names,
+    const std::string& dir, std::vector<std::unique_ptr<Tensor>>* host_copies) {
+  std::vector<std::string> problems;
+  std::vector<const Tensor*> tensors;
+  std::set<std::string> seen;
+  for (const std::string& name : var_names) {
+    if (!seen.insert(name).second) {
+      problems.push_back(Str(name, ": listed twice"));
+      continue;
+    }
+    std::string problem;
+    const Tensor* t = SavableTensor(scope, name, &problem);
+    if (t == nullptr) {
+      problems.push_back(problem);
+    } else if (t->bytes() > 0 && !t->place().is_cpu()) {
+      host_copies->push_back(std::make_unique<Tensor>());
+      host_copies->back()->CopyFrom(*t, Place::CPU());
+      tensors.push_back(host_copies->back().get());
+    } else {
+      tensors.push_back(t);
+    }
+  }
+  FLUID_ENFORCE(problems.empty(), "cannot save checkpoint to '", dir,
+                "': ", Join(problems, "; "));
+  return tensors;
+}
+
+// Writes each tensor's file and then the manifest into the empty directory
+// `staging`.
+void WriteStaging(FileSystem* fs, const std::string& staging,
+                  const std::vector<std::string>& var_names,
+                  const std::vector<const Tensor*>& tensors,
+                  const CheckpointInfo& info) {
+  proto::CheckpointManifest manifest;
+  manifest.set_version(kManifestVersion);
+  FileNamer namer;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = *tensors[i];
+    std::string_view bytes;
+    if (t.bytes() > 0)
+      bytes =
+          std::string_view(static_cast<const char*>(t.raw_data()), t.bytes());
+    auto* e = manifest.add_entries();
+    e->set_name(var_names[i]);
+    e->set_file(namer.Name(var_names[i], i));
+    e->set_dtype(ToProto(t.dtype()));
+    for (int64_t d : t.shape()) e->add_shape(d);
+    e->set_crc32(Crc32(bytes));
+    e->set_bytes(bytes.size());
+    fs->WriteFile(JoinPath(staging, e->file()), bytes);
+  }
+  manifest.set_step(info.step);
+  manifest.set_epoch(info.epoch);
+  std::string mbytes;
+  FLUID_ENFORCE(manifest.SerializeToString(&mbytes),
+                "cannot serialize the manifest");
+  fs->WriteFile(JoinPath(staging, kManifest), mbytes);
+}
+
+// Moves the complete `staging` to `final_dir` (checkpoint `name` of `dir`)
+// and points LATEST at it.
+void Commit(FileSystem* fs, const std::string& dir, const std::string& name,
+            const std::string& staging, const std::string& final_dir) {
+  const std::string aside = final_dir + kAsideSuffix;
+  // A directory cannot be renamed over a non-empty one, so an existing
+  // checkpoint of this step steps aside first; readers fall back to it.
+  if (fs->Exists(final_dir)) fs->Rename(final_dir, aside);
+  fs->Rename(staging, final_dir);
+  fs->RemoveAll(aside);
+  fs->WriteFile(JoinPath(dir, kLatest), name);  // the commit point
+}
+
 }  // namespace
 
 std::vector<std::string> PersistableVars(const proto::ProgramDesc& program) {
@@ -236,56 +341,13 @@ void SaveCheckpoint(const Scope& scope,
   FLUID_ENFORCE(!dir.empty(), "SaveCheckpoint: empty directory");
   FLUID_ENFORCE(info.step >= 0, "checkpoint step must be >= 0, got ",
                 info.step);
-
-  // Check every variable before touching the disk.
-  std::vector<std::string> problems;
-  std::vector<const Tensor*> tensors;
-  // Device tensors are saved from host copies, made before anything is
-  // written (so a failing copy leaves no partial checkpoint).
   std::vector<std::unique_ptr<Tensor>> host_copies;
-  std::set<std::string> seen;
-  for (const std::string& name : var_names) {
-    if (!seen.insert(name).second) {
-      problems.push_back(Str(name, ": listed twice"));
-      continue;
-    }
-    if (name.empty()) {
-      problems.push_back("empty variable name");
-      continue;
-    }
-    const Variable* var = scope.FindVar(name);
-    if (var == nullptr) {
-      problems.push_back(Str(name, ": not in the scope"));
-      continue;
-    }
-    if (!var->IsTensor()) {
-      problems.push_back(Str(name, ": holds a non-tensor value"));
-      continue;
-    }
-    if (!var->HasValue()) {
-      problems.push_back(Str(name, ": was never written"));
-      continue;
-    }
-    const Tensor* t = &var->GetTensor();
-    if (!t->shape().IsFullyKnown()) {
-      problems.push_back(Str(name, ": unknown shape ", t->shape()));
-    } else if (t->bytes() > 0 && !t->initialized()) {
-      problems.push_back(Str(name, ": tensor has no memory"));
-    } else if (t->bytes() > 0 && !t->place().is_cpu()) {
-      host_copies.push_back(std::make_unique<Tensor>());
-      host_copies.back()->CopyFrom(*t, Place::CPU());
-      tensors.push_back(host_copies.back().get());
-    } else {
-      tensors.push_back(t);
-    }
-  }
-  FLUID_ENFORCE(problems.empty(), "cannot save checkpoint to '", dir,
-                "': ", Join(problems, "; "));
+  const std::vector<const Tensor*> tensors =
+      TensorsToSave(scope, var_names, dir, &host_copies);
 
   const std::string name = CheckpointName(info.step);
   const std::string final_dir = JoinPath(dir, name);
   const std::string staging = final_dir + kStagingSuffix;
-  const std::string aside = final_dir + kAsideSuffix;
   std::string previous;
   try {
     fs->CreateDir(dir);
@@ -293,38 +355,8 @@ void SaveCheckpoint(const Scope& scope,
     previous = LatestName(fs, dir);
     fs->RemoveAll(staging);
     fs->CreateDir(staging);
-
-    proto::CheckpointManifest manifest;
-    manifest.set_version(kManifestVersion);
-    FileNamer namer;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const Tensor& t = *tensors[i];
-      std::string_view bytes;
-      if (t.bytes() > 0)
-        bytes =
-            std::string_view(static_cast<const char*>(t.raw_data()), t.bytes());
-      auto* e = manifest.add_entries();
-      e->set_name(var_names[i]);
-      e->set_file(namer.Name(var_names[i], i));
-      e->set_dtype(ToProto(t.dtype()));
-      for (int64_t d : t.shape()) e->add_shape(d);
-      e->set_crc32(Crc32(bytes));
-      e->set_bytes(bytes.size());
-      fs->WriteFile(JoinPath(staging, e->file()), bytes);
-    }
-    manifest.set_step(info.step);
-    manifest.set_epoch(info.epoch);
-    std::string mbytes;
-    FLUID_ENFORCE(manifest.SerializeToString(&mbytes),
-                  "cannot serialize the manifest");
-    fs->WriteFile(JoinPath(staging, kManifest), mbytes);
-
-    // A directory cannot be renamed over a non-empty one, so an existing
-    // checkpoint of this step steps aside first; readers fall back to it.
-    if (fs->Exists(final_dir)) fs->Rename(final_dir, aside);
-    fs->Rename(staging, final_dir);
-    fs->RemoveAll(aside);
-    fs->WriteFile(JoinPath(dir, kLatest), name);  // the commit point
+    WriteStaging(fs, staging, var_names, tensors, info);
+    Commit(fs, dir, name, staging, final_dir);
   } catch (const Error& e) {
     FLUID_RETHROW(e, "cannot save checkpoint '", final_dir, "': ", e.what());
   }

@@ -1,10 +1,14 @@
 // Quote and the sanitising of error messages: whatever the input holds, an
-// error is one short printable line.
+// error is one short printable line. The op context: recorded once, kept
+// through rethrows, and named at the front of the message.
 #include "src/framework/enforce.h"
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
+
+#include "tests/testing/gradient_checker.h"
 
 namespace fluid {
 namespace {
@@ -51,6 +55,79 @@ TEST(ErrorMessage, IsOnePrintableLineOfBoundedLength) {
         << msg.substr(msg.size() - 100);
   }
   EXPECT_EQ(Error(ErrorCode::kInternal, "a\tb").what(), std::string("a\\x09b"));
+}
+
+TEST(OpContext, PrefixNamesTheOpItsIndexAndABlockOtherThanTheFirst) {
+  EXPECT_EQ(OpContextPrefix(OpContext{"mul", 3, 0}), "in op 'mul' (#3): ");
+  EXPECT_EQ(OpContextPrefix(OpContext{"mul", 0, 2}),
+            "in op 'mul' (#0 of block 2): ");
+  EXPECT_EQ(OpContextPrefix(OpContext{"a\nb", 1, 0}), "in op 'a\\x0ab' (#1): ");
+}
+
+TEST(OpContext, ErrorsStartWithout) {
+  Error e(ErrorCode::kInvalidArgument, "bad");
+  EXPECT_EQ(e.op_context(), nullptr);
+  EXPECT_EQ(testing::ErrorThrownBy([] {
+              FLUID_THROW(ErrorCode::kNotFound, "x");
+            }).op_context(),
+            nullptr);
+}
+
+TEST(OpContext, IsRecordedWithCodeErrnoAndMessageKept) {
+  Error e(ErrorCode::kIO, "cannot open 'f'", EACCES);
+  Error in_op = e.WithOpContext(OpContext{"load", 4, 0});
+  ASSERT_NE(in_op.op_context(), nullptr);
+  EXPECT_EQ(in_op.op_context()->type, "load");
+  EXPECT_EQ(in_op.op_context()->index, 4);
+  EXPECT_EQ(in_op.op_context()->block_id, 0);
+  EXPECT_EQ(in_op.code(), ErrorCode::kIO);
+  EXPECT_EQ(in_op.os_errno(), EACCES);
+  EXPECT_EQ(std::string(in_op.what()), "in op 'load' (#4): cannot open 'f'");
+  // The original is untouched.
+  EXPECT_EQ(e.op_context(), nullptr);
+  EXPECT_EQ(std::string(e.what()), "cannot open 'f'");
+}
+
+TEST(OpContext, TheInnermostOpIsNamedOnce) {
+  Error inner = Error(ErrorCode::kInvalidArgument, "boom")
+                    .WithOpContext(OpContext{"relu", 1, 0});
+  Error outer = inner.WithOpContext(OpContext{"while", 7, 0});
+  ASSERT_NE(outer.op_context(), nullptr);
+  EXPECT_EQ(outer.op_context()->type, "relu");
+  EXPECT_EQ(outer.op_context()->index, 1);
+  EXPECT_EQ(std::string(outer.what()), "in op 'relu' (#1): boom");
+}
+
+TEST(OpContext, SurvivesRethrowWithCodeAndErrno) {
+  const Error cause = Error(ErrorCode::kIO, "no space", ENOSPC)
+                          .WithOpContext(OpContext{"save", 2, 1});
+  Error e = testing::ErrorThrownBy(
+      [&] { FLUID_RETHROW(cause, "step 5: ", cause.what()); });
+  EXPECT_EQ(e.code(), ErrorCode::kIO);
+  EXPECT_EQ(e.os_errno(), ENOSPC);
+  ASSERT_NE(e.op_context(), nullptr);
+  EXPECT_EQ(e.op_context()->type, "save");
+  EXPECT_EQ(e.op_context()->index, 2);
+  EXPECT_EQ(e.op_context()->block_id, 1);
+  // The cause's prefix is in the message once, where the caller put it.
+  EXPECT_EQ(std::string(e.what()),
+            "step 5: in op 'save' (#2 of block 1): no space");
+  // A rethrown error leaving another op keeps the innermost op.
+  EXPECT_EQ(e.WithOpContext(OpContext{"outer", 0, 0}).op_context()->type,
+            "save");
+  // Copies share the context.
+  Error copy = e;
+  EXPECT_EQ(copy.op_context(), e.op_context());
+}
+
+TEST(OpContext, RethrowWithoutContextStaysWithout) {
+  const Error cause(ErrorCode::kNotFound, "no file", ENOENT);
+  Error e = testing::ErrorThrownBy(
+      [&] { FLUID_RETHROW(cause, "loading: ", cause.what()); });
+  EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(e.os_errno(), ENOENT);
+  EXPECT_EQ(e.op_context(), nullptr);
+  EXPECT_EQ(std::string(e.what()), "loading: no file");
 }
 
 }  // namespace

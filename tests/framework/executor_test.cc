@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
+#include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
 
@@ -219,6 +221,153 @@ TEST(Executor, ThreadPoolGivesTheSameResult) {
   auto c = testing::ToVector<double>(r2[0]);
   ASSERT_EQ(a.size(), c.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], c[i], 1e-10);
+}
+
+// ---- the op context of errors escaping an op ----
+
+// Fails as a kernel whose system call fails would: an I/O error with errno.
+void FailKernel(const ExecutionContext&) {
+  FLUID_THROW_OS(ErrorCode::kIO, EACCES, "boom");
+}
+
+REGISTER_OP(test_exec_fail)
+    .Input("X")
+    .Output("Out")
+    .CPUKernel<float>(FailKernel);
+
+// x -> scale -> y -> test_exec_fail -> z in block `block_id` (declared as
+// the program's only block, or added after block 0): the failing op is
+// op #1 of its block.
+void AddFailingBlock(proto::ProgramDesc* p, int block_id) {
+  proto::BlockDesc* b = block_id == 0 ? p->mutable_blocks(0) : p->add_blocks();
+  b->set_idx(block_id);
+  AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 3});
+  AddVarDesc(b, "y", DataType::kFloat32, Shape{-1, 3});
+  AddVarDesc(b, "z", DataType::kFloat32, Shape{-1, 3});
+  *b->add_ops() = MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"y"}}});
+  *b->add_ops() = MakeOp("test_exec_fail", {{"X", {"y"}}}, {{"Out", {"z"}}});
+}
+
+proto::ProgramDesc FailingProgram() {
+  proto::ProgramDesc p = NewProgram();
+  AddFailingBlock(&p, 0);
+  return p;
+}
+
+Tensor SomeX() { return MakeTensor<float>({1, 3}, {1, 2, 3}); }
+
+// Runs FailingProgram with an executor of its own, as an op running a
+// sub-program would.
+void NestedKernel(const ExecutionContext& ctx) {
+  Executor inner;
+  Scope scope;
+  inner.RunOnce(FailingProgram(), &scope, {{"x", ctx.Input("X")}});
+}
+
+REGISTER_OP(test_exec_nested)
+    .Input("X")
+    .Output("Out")
+    .CPUKernel<float>(NestedKernel);
+
+TEST(ExecutorOpContext, NamesTheFailingOpAndKeepsCodeAndErrno) {
+  Executor exe;
+  Scope scope;
+  Error e = testing::ErrorThrownBy([&] {
+    exe.RunOnce(FailingProgram(), &scope, {{"x", SomeX()}});
+  });
+  ASSERT_NE(e.op_context(), nullptr) << e.what();
+  EXPECT_EQ(e.op_context()->type, "test_exec_fail");
+  EXPECT_EQ(e.op_context()->index, 1);
+  EXPECT_EQ(e.op_context()->block_id, 0);
+  EXPECT_EQ(e.code(), ErrorCode::kIO);
+  EXPECT_EQ(e.os_errno(), EACCES);
+  EXPECT_EQ(std::string(e.what()), "in op 'test_exec_fail' (#1): boom");
+}
+
+TEST(ExecutorOpContext, ShapeInferenceErrorsNameTheOpToo) {
+  Executor exe;
+  Scope scope;
+  auto prepared = exe.Prepare(MulProgram(), &scope);
+  Error e = testing::ErrorThrownBy([&] {
+    exe.Run(prepared.get(), {{"x", SomeX()}});
+  });
+  ASSERT_NE(e.op_context(), nullptr) << e.what();
+  EXPECT_EQ(e.op_context()->type, "mul");
+  EXPECT_EQ(e.op_context()->index, 0);
+  EXPECT_EQ(std::string(e.what()),
+            "in op 'mul' (#0): variable 'w' (input Y) holds no value: feed "
+            "it, or run the startup program first");
+}
+
+TEST(ExecutorOpContext, ANestedExecutorsOpIsNamedOnce) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 3});
+  AddVarDesc(b, "out", DataType::kFloat32, Shape{-1, 3});
+  *b->add_ops() =
+      MakeOp("test_exec_nested", {{"X", {"x"}}}, {{"Out", {"out"}}});
+  Executor exe;
+  Scope scope;
+  Error e = testing::ErrorThrownBy([&] {
+    exe.RunOnce(p, &scope, {{"x", SomeX()}});
+  });
+  // The inner executor's op, not the outer one (op #0, test_exec_nested).
+  ASSERT_NE(e.op_context(), nullptr) << e.what();
+  EXPECT_EQ(e.op_context()->type, "test_exec_fail");
+  EXPECT_EQ(e.op_context()->index, 1);
+  EXPECT_EQ(e.os_errno(), EACCES);
+  EXPECT_EQ(std::string(e.what()), "in op 'test_exec_fail' (#1): boom");
+}
+
+TEST(ExecutorOpContext, NamesTheBlockOfAnotherBlock) {
+  proto::ProgramDesc p = MulProgram();
+  AddFailingBlock(&p, 1);
+  Executor exe;
+  Scope scope;
+  auto prepared = exe.Prepare(p, &scope, 1);
+  Error e = testing::ErrorThrownBy([&] {
+    exe.Run(prepared.get(), {{"x", SomeX()}});
+  });
+  ASSERT_NE(e.op_context(), nullptr) << e.what();
+  EXPECT_EQ(e.op_context()->index, 1);
+  EXPECT_EQ(e.op_context()->block_id, 1);
+  EXPECT_EQ(std::string(e.what()),
+            "in op 'test_exec_fail' (#1 of block 1): boom");
+}
+
+TEST(ExecutorOpContext, SurvivesARethrow) {
+  Executor exe;
+  Scope scope;
+  Error e = testing::ErrorThrownBy([&] {
+    try {
+      exe.RunOnce(FailingProgram(), &scope, {{"x", SomeX()}});
+    } catch (const Error& cause) {
+      FLUID_RETHROW(cause, "step 3: ", cause.what());
+    }
+  });
+  ASSERT_NE(e.op_context(), nullptr) << e.what();
+  EXPECT_EQ(e.op_context()->type, "test_exec_fail");
+  EXPECT_EQ(e.op_context()->index, 1);
+  EXPECT_EQ(e.code(), ErrorCode::kIO);
+  EXPECT_EQ(e.os_errno(), EACCES);
+  EXPECT_EQ(std::string(e.what()), "step 3: in op 'test_exec_fail' (#1): boom");
+}
+
+TEST_F(ExecutorTest, ErrorsOutsideOpsHaveNoOpContext) {
+  EXPECT_EQ(testing::ErrorThrownBy([&] {
+              exe_.Run(prepared_.get(), {}, {"y"}, nullptr);
+            }).op_context(),
+            nullptr);
+  std::vector<Tensor> out;
+  EXPECT_EQ(testing::ErrorThrownBy([&] {
+              exe_.Run(prepared_.get(), {{"x", SomeX()}}, {"qq"}, &out);
+            }).op_context(),
+            nullptr);
+  proto::ProgramDesc p = MulProgram();
+  SetOpInput(p.mutable_blocks(0)->mutable_ops(0), "Y", {"ghost"});
+  EXPECT_EQ(
+      testing::ErrorThrownBy([&] { exe_.Prepare(p, &scope_); }).op_context(),
+      nullptr);
 }
 
 }  // namespace

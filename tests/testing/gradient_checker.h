@@ -70,6 +70,10 @@ std::string ErrorOf(const std::function<void()>& fn);
 // The message of the error that running `op` on `inputs` (RunOp) throws,
 // or "".
 std::string ErrorOf(const proto::OpDesc& op, const TensorMap& inputs);
+// The fluid::Error that `fn` throws, for tests that check more than its
+// message (the code, the errno, the op context). A test failure when `fn`
+// throws none; an internal error with an empty message is returned then.
+Error ErrorThrownBy(const std::function<void()>& fn);
 
 // Runs `op` once per entry of `grads`, feeding it as `grad_var`, on
 // persistable `state` (var name -> initial value) kept across the runs, as
