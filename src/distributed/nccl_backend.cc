@@ -177,7 +177,7 @@ std::unique_ptr<CommBackend> MakeDeviceBackend(
     } catch (const Error& e) {
       // NCCL failed the same way everywhere or the job cannot continue:
       // NcclBackend consumed `host`, so there is nothing to fall back to.
-      throw Error(e.code(), std::string("starting NCCL: ") + e.what());
+      FLUID_RETHROW(e, "starting NCCL: ", e.what());
     }
   }
   if (host->rank() == 0) std::fprintf(stderr, "fluid: %s\n", why->c_str());

@@ -321,6 +321,8 @@ bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block) {
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
   FLUID_ENFORCE(program.blocks_size() > 0, "CloneForTest: no blocks");
   proto::ProgramDesc out = program;
+  // Forward only: nothing left to share with other ranks.
+  out.clear_distribution();
   proto::BlockDesc* block = out.mutable_blocks(0);
   block->clear_ops();
   std::set<std::string> used;

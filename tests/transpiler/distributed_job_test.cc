@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "src/framework/backward.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/testdata.h"
 
@@ -62,6 +63,16 @@ TEST(DistributedJob, UndeclaredProgramsAreJudgedByTheirOps) {
   split.pservers[0].main.clear_distribution();
   EXPECT_EQ(FormOf(split.trainer.main()), JobForm::kPserverTrainer);
   EXPECT_EQ(FormOf(split.pservers[0].main), JobForm::kPserverServer);
+}
+
+// The forward part of a transpiled program (an evaluation program) runs on
+// one rank alone.
+TEST(DistributedJob, ForwardCloneOfACollectiveProgramIsLocal) {
+  const proto::TrainingJob collective =
+      CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
+  const proto::ProgramDesc test = CloneForTest(collective.main());
+  EXPECT_EQ(FormOf(test), JobForm::kLocal);
+  EXPECT_EQ(Count(test, "c_allreduce"), 0);
 }
 
 TEST(DistributedJob, PrepareTranspilesALocalJob) {
