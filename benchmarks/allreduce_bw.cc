@@ -34,14 +34,18 @@ int Main(int argc, char** argv) {
   double max_mb = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--iters") iters = std::stoi(argv[i + 1]);
-    else if (k == "--max-mb") max_mb = std::stod(argv[i + 1]);
+    if (k == "--iters")
+      iters = std::stoi(argv[i + 1]);
+    else if (k == "--max-mb")
+      max_mb = std::stod(argv[i + 1]);
   }
   Communicator* comm = GlobalCommunicator();
   const int n = comm->size(), rank = comm->rank();
   if (rank == 0) {
-    std::printf("# fluid c_allreduce (executor) vs MPI_Allreduce, %d ranks, "
-                "float32 sum\n", n);
+    std::printf(
+        "# fluid c_allreduce (executor) vs MPI_Allreduce, %d ranks, "
+        "float32 sum\n",
+        n);
     bench::PrintBandwidthHeader();
   }
   const int64_t max_bytes = static_cast<int64_t>(max_mb * (1 << 20));
@@ -61,8 +65,8 @@ int Main(int argc, char** argv) {
     float* xp = x->mutable_data<float>(Shape{count});
     auto prepared = exe.Prepare(p, &scope);
     std::vector<float> raw(count);
-    const int reps = std::max(1, std::min(iters, static_cast<int>(
-                                                      (256 << 20) / bytes)));
+    const int reps =
+        std::max(1, std::min(iters, static_cast<int>((256 << 20) / bytes)));
     double t_op = 1e30, t_raw = 1e30;
     int64_t wrong_op = 0, wrong_raw = 0;
     // Interleaved rounds; the best round of each counts (least noise).

@@ -22,13 +22,13 @@ inline void PrintBandwidthRow(int64_t bytes, int64_t count, int ranks,
                               int64_t wrong_raw) {
   const double factor = 2.0 * (ranks - 1) / ranks;
   const double alg_op = bytes / t_op / 1e9, alg_raw = bytes / t_raw / 1e9;
-  std::printf("%12lld %12lld | %10.1f %8.3f %8.3f %7lld | %10.1f %8.3f "
-              "%8.3f %7lld | %6.3f\n",
-              static_cast<long long>(bytes), static_cast<long long>(count),
-              t_op * 1e6, alg_op, alg_op * factor,
-              static_cast<long long>(wrong_op), t_raw * 1e6, alg_raw,
-              alg_raw * factor, static_cast<long long>(wrong_raw),
-              alg_op / alg_raw);
+  std::printf(
+      "%12lld %12lld | %10.1f %8.3f %8.3f %7lld | %10.1f %8.3f "
+      "%8.3f %7lld | %6.3f\n",
+      static_cast<long long>(bytes), static_cast<long long>(count), t_op * 1e6,
+      alg_op, alg_op * factor, static_cast<long long>(wrong_op), t_raw * 1e6,
+      alg_raw, alg_raw * factor, static_cast<long long>(wrong_raw),
+      alg_op / alg_raw);
 }
 
 }  // namespace bench

@@ -23,14 +23,22 @@ int Main(int argc, char** argv) {
   bool overlap = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") model = v;
-    else if (k == "--threads") threads = std::stoi(v);
-    else if (k == "--steps") steps = std::stoi(v);
-    else if (k == "--warmup") warmup = std::stoi(v);
-    else if (k == "--batch") batch = std::stoll(v);
-    else if (k == "--bucket-mb") bucket_mb = std::stod(v);
-    else if (k == "--overlap") overlap = v != "0";
-    else FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
+    if (k == "--model")
+      model = v;
+    else if (k == "--threads")
+      threads = std::stoi(v);
+    else if (k == "--steps")
+      steps = std::stoi(v);
+    else if (k == "--warmup")
+      warmup = std::stoi(v);
+    else if (k == "--batch")
+      batch = std::stoll(v);
+    else if (k == "--bucket-mb")
+      bucket_mb = std::stod(v);
+    else if (k == "--overlap")
+      overlap = v != "0";
+    else
+      FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
   MPIExecutor exe(Place::CPU(), threads);
   Scope scope;
@@ -53,7 +61,9 @@ int Main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) exe.Run(feeds, {"loss"}, &out);
   exe.communicator()->Barrier();
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   double exposed = exe.communicator()->exposed_wait_seconds() - wait0;
   if (exe.rank() == 0)
     std::printf(
@@ -61,9 +71,8 @@ int Main(int argc, char** argv) {
         "\"threads\": %d, \"batch_per_rank\": %lld, \"steps\": %d, "
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
         "\"exposed_comm_share\": %.4f}\n",
-        model.c_str(), exe.world_size(), threads,
-        static_cast<long long>(batch), steps, s,
-        steps * batch * exe.world_size() / s, exposed / s);
+        model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
+        steps, s, steps * batch * exe.world_size() / s, exposed / s);
   return 0;
 }
 

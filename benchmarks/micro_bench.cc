@@ -48,8 +48,8 @@ void BM_ExecutorDispatch(benchmark::State& state) {
   AddVarDesc(block, "v0", DataType::kFloat32, Shape{1});
   for (int i = 0; i < num_ops; ++i) {
     std::string in = "v" + std::to_string(i), out = "v" + std::to_string(i + 1);
-    proto::OpDesc op = MakeOp("scale", {{"X", {in}}}, {{"Out", {out}}},
-                              {{"scale", 1.0f}});
+    proto::OpDesc op =
+        MakeOp("scale", {{"X", {in}}}, {{"Out", {out}}}, {{"scale", 1.0f}});
     *block->add_ops() = op;
     InferShapeAtCompileTime(op, block);
   }

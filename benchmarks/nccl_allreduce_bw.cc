@@ -21,9 +21,9 @@
 
 #include "benchmarks/bandwidth_table.h"
 #include "src/distributed/global_communicator.h"
+#include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/op_registry.h"
-#include "src/framework/device.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -35,17 +35,17 @@ double Now() {
       .count();
 }
 
-#define CHECK_CUDA(x)                                                      \
-  do {                                                                     \
-    cudaError_t rc = (x);                                                  \
-    if (rc != cudaSuccess)                                                 \
-      FLUID_THROW(ErrorCode::kAborted, #x, ": ", cudaGetErrorString(rc));  \
+#define CHECK_CUDA(x)                                                     \
+  do {                                                                    \
+    cudaError_t rc = (x);                                                 \
+    if (rc != cudaSuccess)                                                \
+      FLUID_THROW(ErrorCode::kAborted, #x, ": ", cudaGetErrorString(rc)); \
   } while (0)
-#define CHECK_NCCL(x)                                                      \
-  do {                                                                     \
-    ncclResult_t rc = (x);                                                 \
-    if (rc != ncclSuccess)                                                 \
-      FLUID_THROW(ErrorCode::kAborted, #x, ": ", ncclGetErrorString(rc));  \
+#define CHECK_NCCL(x)                                                     \
+  do {                                                                    \
+    ncclResult_t rc = (x);                                                \
+    if (rc != ncclSuccess)                                                \
+      FLUID_THROW(ErrorCode::kAborted, #x, ": ", ncclGetErrorString(rc)); \
   } while (0)
 
 int64_t CountWrong(const float* device, int64_t count, float want) {
@@ -62,8 +62,10 @@ int Main(int argc, char** argv) {
   double max_mb = 256;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--iters") iters = std::stoi(argv[i + 1]);
-    else if (k == "--max-mb") max_mb = std::stod(argv[i + 1]);
+    if (k == "--iters")
+      iters = std::stoi(argv[i + 1]);
+    else if (k == "--max-mb")
+      max_mb = std::stod(argv[i + 1]);
   }
   FLUID_ENFORCE_CODE(CudaDeviceCount() > 0, ErrorCode::kUnimplemented,
                      "nccl_allreduce_bw needs a CUDA device");
@@ -85,8 +87,10 @@ int Main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   if (rank == 0) {
-    std::printf("# fluid c_allreduce on %s (NCCL) vs ncclAllReduce, %d "
-                "rank(s), float32 sum\n", place.ToString().c_str(), n);
+    std::printf(
+        "# fluid c_allreduce on %s (NCCL) vs ncclAllReduce, %d "
+        "rank(s), float32 sum\n",
+        place.ToString().c_str(), n);
     bench::PrintBandwidthHeader();
   }
   const int64_t max_bytes = static_cast<int64_t>(max_mb * (1 << 20));
@@ -108,8 +112,8 @@ int Main(int argc, char** argv) {
     auto prepared = exe.Prepare(p, &scope);
     float* raw = nullptr;
     CHECK_CUDA(cudaMalloc(&raw, bytes));
-    const int reps = std::max(1, std::min(iters, static_cast<int>(
-                                                      (4LL << 30) / bytes)));
+    const int reps =
+        std::max(1, std::min(iters, static_cast<int>((4LL << 30) / bytes)));
     // Sums of ones stay exact: n^reps is small for the rank counts here.
     double want = 1;
     for (int r = 0; r < reps; ++r) want *= n;
@@ -124,8 +128,8 @@ int Main(int argc, char** argv) {
       t_op = std::min(t_op, (Now() - t) / reps);
       wrong_op = CountWrong(x->data<float>(), count, float(want));
 
-      CHECK_CUDA(cudaMemcpy(raw, ones.data<float>(), bytes,
-                            cudaMemcpyHostToDevice));
+      CHECK_CUDA(
+          cudaMemcpy(raw, ones.data<float>(), bytes, cudaMemcpyHostToDevice));
       MPI_Barrier(MPI_COMM_WORLD);
       t = Now();
       for (int r = 0; r < reps; ++r) {

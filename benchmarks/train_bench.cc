@@ -26,15 +26,22 @@ int Main(int argc, char** argv) {
   int64_t batch = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") model = v;
-    else if (k == "--threads") threads = std::stoi(v);
-    else if (k == "--steps") steps = std::stoi(v);
-    else if (k == "--warmup") warmup = std::stoi(v);
-    else if (k == "--batch") batch = std::stoll(v);
-    else if (k == "--data") data = v;
+    if (k == "--model")
+      model = v;
+    else if (k == "--threads")
+      threads = std::stoi(v);
+    else if (k == "--steps")
+      steps = std::stoi(v);
+    else if (k == "--warmup")
+      warmup = std::stoi(v);
+    else if (k == "--batch")
+      batch = std::stoll(v);
+    else if (k == "--data")
+      data = v;
     else if (k == "--place")
       device = v == "cpu" ? -1 : std::stoi(v.substr(v.find(':') + 1));
-    else FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
+    else
+      FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
   Dataset d;
   try {
@@ -74,14 +81,16 @@ int Main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   int64_t samples = 0;
   for (int i = 0; i < steps; ++i) samples += step();
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::printf(
       "{\"framework\": \"fluid\", \"model\": \"%s\", \"place\": \"%s\", "
       "\"threads\": %d, \"batch\": %lld, \"steps\": %d, \"seconds\": %.4f, "
       "\"samples_per_s\": %.1f, \"final_loss\": %.4f}\n",
       model.c_str(), place.ToString().c_str(), threads,
-      static_cast<long long>(batch), steps, s,
-      samples / s, out[0].data<float>()[0]);
+      static_cast<long long>(batch), steps, s, samples / s,
+      out[0].data<float>()[0]);
   return 0;
 }
 

@@ -15,13 +15,13 @@
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/runtime/mpi_executor.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
 #include "src/io/job_io.h"
+#include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/pserver_transpiler.h"
 
@@ -430,11 +430,11 @@ void BindPrograms(py::module_& m) {
       .def("clone_for_test",
            [](const Program& p) { return Wrap(CloneForTest(p.desc)); })
       .def("clone", [](const Program& p) { return Wrap(p.desc); })
-      .def_property_readonly(
-          "is_startup",
-          [](const Program& p) {
-            return p.desc.kind() == proto::ProgramDesc::STARTUP;
-          })
+      .def_property_readonly("is_startup",
+                             [](const Program& p) {
+                               return p.desc.kind() ==
+                                      proto::ProgramDesc::STARTUP;
+                             })
       .def("mark_startup",
            [](Program& p) {
              p.desc.set_kind(proto::ProgramDesc::STARTUP);

@@ -12,7 +12,9 @@ namespace ops {
 
 struct ReluFunctor {
   template <typename T>
-  static FLUID_HOSTDEVICE T Forward(T x) { return x > T(0) ? x : T(0); }
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return x > T(0) ? x : T(0);
+  }
   // dX = dOut where Out > 0, else 0.
   template <typename T>
   static FLUID_HOSTDEVICE T Backward(T out, T dout) {
@@ -22,7 +24,9 @@ struct ReluFunctor {
 
 struct SigmoidFunctor {
   template <typename T>
-  static FLUID_HOSTDEVICE T Forward(T x) { return T(1) / (T(1) + exp(-x)); }
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return T(1) / (T(1) + exp(-x));
+  }
   // dX = dOut * Out * (1 - Out).
   template <typename T>
   static FLUID_HOSTDEVICE T Backward(T out, T dout) {
@@ -32,7 +36,9 @@ struct SigmoidFunctor {
 
 struct TanhFunctor {
   template <typename T>
-  static FLUID_HOSTDEVICE T Forward(T x) { return tanh(x); }
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return tanh(x);
+  }
   // dX = dOut * (1 - Out^2).
   template <typename T>
   static FLUID_HOSTDEVICE T Backward(T out, T dout) {

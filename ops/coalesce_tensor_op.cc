@@ -58,8 +58,7 @@ void CoalesceKernel(const ExecutionContext& ctx) {
       Tensor old = *t;
       t->ShareBuffer(fused->buffer(), offset, dtype, shape);
       // A var that already held values keeps them.
-      if (old.initialized() && old.numel() == numels[i] &&
-          old.dtype() == dtype)
+      if (old.initialized() && old.numel() == numels[i] && old.dtype() == dtype)
         CopyBytes(ctx.place(), t->raw_mutable_data(ctx.place()), old.place(),
                   old.raw_data(), old.bytes());
     }

@@ -179,11 +179,9 @@ void ColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
                 " columns is too wide");
   // About 2048 blocks in all, each with at least 64 rows.
   const int64_t want = std::max<int64_t>(
-      1, std::min<int64_t>(CeilDiv(rows, 64),
-                           CeilDiv(2048, col_blocks)));
+      1, std::min<int64_t>(CeilDiv(rows, 64), CeilDiv(2048, col_blocks)));
   const int64_t chunk_rows = std::max<int64_t>(1, CeilDiv(rows, want));
-  const int64_t chunks =
-      std::max<int64_t>(1, CeilDiv(rows, chunk_rows));
+  const int64_t chunks = std::max<int64_t>(1, CeilDiv(rows, chunk_rows));
   if (chunks == 1) {
     LaunchColumnSum(dev, rows, cols, std::max<int64_t>(rows, 1), 1, f, out);
     return;

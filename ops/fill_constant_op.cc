@@ -11,8 +11,8 @@ namespace {
 void FillConstantInferShape(InferShapeContext* ctx) {
   const auto& shape = ctx->Attr<std::vector<int64_t>>("shape");
   for (int64_t d : shape)
-    FLUID_ENFORCE(d >= 0, "fill_constant: shape ", Shape(shape),
-                  " of '", ctx->OutputName("Out"), "' must be fully known");
+    FLUID_ENFORCE(d >= 0, "fill_constant: shape ", Shape(shape), " of '",
+                  ctx->OutputName("Out"), "' must be fully known");
   ctx->SetOutputShape("Out", Shape(shape));
   ctx->SetOutputDtype("Out",
                       static_cast<DataType>(ctx->Attr<int32_t>("dtype")));

@@ -48,13 +48,12 @@ inline Shape CheckScoresAndLabel(const InferShapeContext& ctx,
   Shape l = ctx.GetInputShape("Label");
   FLUID_ENFORCE(x.rank() >= 2, op, ": ", slot, " '", xn,
                 "' must be at least 2-D [N, C], got ", x);
-  FLUID_ENFORCE(ctx.GetInputDtype("Label") == DataType::kInt64, op,
-                ": Label '", ln, "' must be int64, got ",
-                ctx.GetInputDtype("Label"));
+  FLUID_ENFORCE(ctx.GetInputDtype("Label") == DataType::kInt64, op, ": Label '",
+                ln, "' must be int64, got ", ctx.GetInputDtype("Label"));
   Shape want = x;
   want[want.rank() - 1] = 1;
-  FLUID_ENFORCE(ShapesCompatible(want, l), op, ": Label '", ln,
-                "' has shape ", l, " but ", slot, " '", xn, "' has shape ", x,
+  FLUID_ENFORCE(ShapesCompatible(want, l), op, ": Label '", ln, "' has shape ",
+                l, " but ", slot, " '", xn, "' has shape ", x,
                 "; Label must be ", want);
   return want;
 }

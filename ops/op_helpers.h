@@ -75,8 +75,7 @@ void ParallelFor(const CPUDeviceContext& dev, int64_t n, double cost, Fn fn) {
 
 // The one element of a scalar input (a learning rate, a beta power), stored
 // as float32 or float64 whatever the kernel's dtype.
-inline double ReadScalar(const ExecutionContext& ctx,
-                         const std::string& slot) {
+inline double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
   const Tensor& t = ctx.Input(slot);
   FLUID_ENFORCE(t.numel() == 1, slot, " '", ctx.InputName(slot),
                 "' must hold one element, has shape ", t.shape());

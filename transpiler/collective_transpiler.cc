@@ -1,11 +1,11 @@
 #include "transpiler/collective_transpiler.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
@@ -86,8 +86,8 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
   for (const auto& pg : OptimizedParams(main)) {
     const proto::VarDesc& g = GetVarDesc(block, pg.second);
     Shape shape = VarShape(g);
-    FLUID_ENFORCE(shape.IsFullyKnown(), "gradient '", pg.second,
-                  "' has shape ", shape, "; a reduced gradient must have a ",
+    FLUID_ENFORCE(shape.IsFullyKnown(), "gradient '", pg.second, "' has shape ",
+                  shape, "; a reduced gradient must have a ",
                   "fully known shape");
     int last = LastBackwardWrite(block, pg.second);
     FLUID_ENFORCE(last >= 0, "no backward op writes gradient '", pg.second,
@@ -96,10 +96,9 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
                      TensorBytes(shape, VarDtype(g),
                                  ("gradient " + Quote(pg.second)).c_str())});
   }
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) {
-                     return a.last_write < b.last_write;
-                   });
+  std::stable_sort(
+      items.begin(), items.end(),
+      [](const Item& a, const Item& b) { return a.last_write < b.last_write; });
   std::vector<GradBucket> buckets;
   std::map<DataType, size_t> open;  // dtype -> index of its open bucket
   for (const auto& it : items) {
@@ -195,11 +194,11 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
                            const Placement& at, const std::string& reduce,
                            proto::BlockDesc* dst) {
   auto allreduce = [&](size_t k) {
-    return WithRole(MakeOp("c_allreduce", {{"X", {buckets[k].fused}}},
-                           {{"Out", {buckets[k].fused}},
-                            {"Handle", {buckets[k].handle}}},
-                           {{"reduce_type", reduce}}),
-                    kCollectiveRole);
+    return WithRole(
+        MakeOp("c_allreduce", {{"X", {buckets[k].fused}}},
+               {{"Out", {buckets[k].fused}}, {"Handle", {buckets[k].handle}}},
+               {{"reduce_type", reduce}}),
+        kCollectiveRole);
   };
   auto wait = [&](size_t k) {
     return WithRole(MakeOp("c_wait", {{"Handle", {buckets[k].handle}}},
@@ -223,8 +222,7 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
 
 proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                                        const CollectiveConfig& config) {
-  FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ",
-                config.nranks);
+  FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ", config.nranks);
   CheckJob(job, "job");
   const JobForm form = FormOf(job.main());
   FLUID_ENFORCE(form == JobForm::kLocal, "the job is already distributed (",
@@ -301,7 +299,8 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
       if (op.type() == "scale" && !reductions.empty() &&
           (Reads(op, grad) || Reads(op, carrier)) &&
           (Writes(op, grad) || Writes(op, carrier)) &&
-          std::abs(GetOpAttrAs<float>(op, "scale") - inv) < 1e-7f * inv + 1e-12f)
+          std::abs(GetOpAttrAs<float>(op, "scale") - inv) <
+              1e-7f * inv + 1e-12f)
         ++averaged;
     }
     FLUID_ENFORCE(!reductions.empty(), "gradient '", grad, "' of parameter '",
@@ -312,14 +311,13 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
     const int at = reductions[0];
     const int last_write = LastBackwardWrite(block, grad);
     const int first_read = FirstOptimizeRead(block, grad);
-    FLUID_ENFORCE(last_write < at, "gradient '", grad,
-                  "' is allreduced (op #", at, ") before the backward op #",
-                  last_write, " that writes it");
-    FLUID_ENFORCE(at < first_read, "gradient '", grad,
-                  "' is allreduced (op #", at, ") after the optimize op #",
-                  first_read, " that reads it");
-    const std::vector<std::string> handle =
-        OpOutput(block.ops(at), "Handle");
+    FLUID_ENFORCE(last_write < at, "gradient '", grad, "' is allreduced (op #",
+                  at, ") before the backward op #", last_write,
+                  " that writes it");
+    FLUID_ENFORCE(at < first_read, "gradient '", grad, "' is allreduced (op #",
+                  at, ") after the optimize op #", first_read,
+                  " that reads it");
+    const std::vector<std::string> handle = OpOutput(block.ops(at), "Handle");
     if (!handle.empty()) {
       int waited = -1;
       for (int i = at + 1; i < block.ops_size() && waited < 0; ++i)

@@ -29,8 +29,8 @@ struct GradBucket {
   std::vector<std::string> grads;
   std::vector<std::string> params;
   std::vector<int64_t> numels;  // element count of each grad
-  std::string fused;   // the contiguous buffer the grads are views of
-  std::string handle;  // the in-flight allreduce
+  std::string fused;            // the contiguous buffer the grads are views of
+  std::string handle;           // the in-flight allreduce
   int64_t bytes = 0;
 };
 

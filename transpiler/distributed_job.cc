@@ -76,9 +76,10 @@ proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
     case JobForm::kLocal:
       return CollectiveTranspile(job, config);
     case JobForm::kCollective: {
-      FLUID_ENFORCE(job.main().nranks() == config.nranks, "the job was "
-                    "transpiled for ", job.main().nranks(),
-                    " ranks but runs on ", config.nranks);
+      FLUID_ENFORCE(job.main().nranks() == config.nranks,
+                    "the job was "
+                    "transpiled for ",
+                    job.main().nranks(), " ranks but runs on ", config.nranks);
       LintCollective(job.main(), config.nranks, job.distributed().average());
       proto::TrainingJob out = job;
       *out.mutable_startup() = StartupWithBroadcasts(job.startup());

@@ -105,8 +105,8 @@ proto::TrainingJob TrainerHalf(const proto::TrainingJob& job,
   *tmain->add_ops() =
       Rpc(MakeOp("send_barrier", {}, {}, {{"endpoints", endpoints}}));
   for (const auto& pg : plan.pairs)
-    *tmain->add_ops() = Rpc(
-        MakeOp("recv", {}, {{"Out", {pg.first}}}, {{"epmap", epmap(pg.first)}}));
+    *tmain->add_ops() = Rpc(MakeOp("recv", {}, {{"Out", {pg.first}}},
+                                   {{"epmap", epmap(pg.first)}}));
   *tmain->add_ops() =
       Rpc(MakeOp("fetch_barrier", {}, {}, {{"endpoints", endpoints}}));
   DropState(plan.server_state, tmain);
@@ -172,10 +172,9 @@ PserverProgram ServerHalf(const proto::TrainingJob& job, const SplitPlan& plan,
     }
     *blk->add_ops() = MakeOp("sum", {{"X", copies}}, {{"Out", {grad}}},
                              {{kOpRoleAttr, optimize}});
-    *blk->add_ops() = MakeOp(
-        "scale", {{"X", {grad}}}, {{"Out", {grad}}},
-        {{"scale", 1.0f / static_cast<float>(trainers)},
-         {kOpRoleAttr, optimize}});
+    *blk->add_ops() = MakeOp("scale", {{"X", {grad}}}, {{"Out", {grad}}},
+                             {{"scale", 1.0f / static_cast<float>(trainers)},
+                              {kOpRoleAttr, optimize}});
     *blk->add_ops() = op;
     for (const auto& n : Touched(op)) {
       CopyVar(src, n, b0);
@@ -183,12 +182,12 @@ PserverProgram ServerHalf(const proto::TrainingJob& job, const SplitPlan& plan,
     }
     AddServerStartupOps(sst, op, rv[0], plan, st);
   }
-  *b0->add_ops() = MakeOp(
-      "listen_and_serv", {{"X", received}}, {},
-      {{"endpoint", endpoints[e]},
-       {"Fanin", int32_t{trainers}},
-       {"optimize_blocks", blocks},
-       {kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective)}});
+  *b0->add_ops() =
+      MakeOp("listen_and_serv", {{"X", received}}, {},
+             {{"endpoint", endpoints[e]},
+              {"Fanin", int32_t{trainers}},
+              {"optimize_blocks", blocks},
+              {kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective)}});
   SetForm(&ps.main, JobForm::kPserverServer);
   return ps;
 }

@@ -59,11 +59,15 @@ void ForEach(const CUDADeviceContext& dev, int64_t n, F f) {
 // Reduction of one value per thread to one per block (all threads get it).
 struct SumOp {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct MaxOp {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a > b ? a : b; }
+  __device__ T operator()(T a, T b) const {
+    return a > b ? a : b;
+  }
 };
 
 template <typename T, typename Op>
@@ -108,8 +112,9 @@ void RowReduce(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
                Op op, T identity, T* out) {
   if (rows <= 0) return;
   int64_t blocks = std::min<int64_t>(rows, int64_t{65535});
-  RowReduceKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0,
-                       dev.stream()>>>(rows, cols, f, op, identity, out);
+  RowReduceKernel<T>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, dev.stream()>>>(
+          rows, cols, f, op, identity, out);
   CheckLaunch();
 }
 
@@ -142,12 +147,12 @@ void Sum(const CUDADeviceContext& dev, int64_t n, F f, T* out) {
 
 // Row-major C[m, n] = alpha * op(A) op(B) + beta * C, op(A) [m, k],
 // op(B) [k, n], by cuBLAS on the context's stream.
-void Gemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b,
-          int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          const float* b, float beta, float* c);
-void Gemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b,
-          int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          const double* b, double beta, double* c);
+void Gemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
+          int64_t n, int64_t k, float alpha, const float* a, const float* b,
+          float beta, float* c);
+void Gemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
+          int64_t n, int64_t k, double alpha, const double* a, const double* b,
+          double beta, double* c);
 // `batch` independent products; each operand advances by its stride
 // (elements) per batch entry; a stride of 0 reuses one matrix.
 void BatchedGemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b,
@@ -155,10 +160,9 @@ void BatchedGemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b,
                  const float* a, int64_t stride_a, const float* b,
                  int64_t stride_b, float beta, float* c, int64_t stride_c);
 void BatchedGemm(const CUDADeviceContext& dev, bool trans_a, bool trans_b,
-                 int64_t batch, int64_t m, int64_t n, int64_t k,
-                 double alpha, const double* a, int64_t stride_a,
-                 const double* b, int64_t stride_b, double beta, double* c,
-                 int64_t stride_c);
+                 int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                 const double* a, int64_t stride_a, const double* b,
+                 int64_t stride_b, double beta, double* c, int64_t stride_c);
 
 // Device-to-device copy on the context's stream.
 void CopyAsync(const CUDADeviceContext& dev, void* dst, const void* src,

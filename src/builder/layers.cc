@@ -38,8 +38,8 @@ ParamAttr WithDefaultInit(const ParamAttr& attr, Initializer init) {
 
 }  // namespace
 
-std::string Data(ProgramBuilder* b, const std::string& name,
-                 const Shape& shape, DataType dtype, bool append_batch_size) {
+std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
+                 DataType dtype, bool append_batch_size) {
   Shape full;
   if (append_batch_size) full.push_back(-1);
   for (int64_t d : shape) full.push_back(d);
@@ -51,10 +51,9 @@ std::string Data(ProgramBuilder* b, const std::string& name,
 std::string Activation(ProgramBuilder* b, const std::string& input,
                        const std::string& act) {
   if (act.empty()) return input;
-  FLUID_ENFORCE(act == "relu" || act == "sigmoid" || act == "tanh" ||
-                    act == "softmax",
-                "unknown activation '", act,
-                "'; known: relu, sigmoid, tanh, softmax");
+  FLUID_ENFORCE(
+      act == "relu" || act == "sigmoid" || act == "tanh" || act == "softmax",
+      "unknown activation '", act, "'; known: relu, sigmoid, tanh, softmax");
   return Unary(b, act, input);
 }
 
@@ -73,8 +72,7 @@ std::string Softmax(ProgramBuilder* b, const std::string& x) {
 
 std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
                const std::string& act, int num_flatten_dims,
-               const ParamAttr& weight, const ParamAttr& bias,
-               bool with_bias) {
+               const ParamAttr& weight, const ParamAttr& bias, bool with_bias) {
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
@@ -94,7 +92,8 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
   Fans fans = ComputeFans(w_shape, false);
   std::string w = b->CreateParameter(
       ParamName(b, weight, layer, ".w_0"), w_shape, dtype,
-      WithDefaultInit(weight, Initializer::Of(Initializer::Kind::kTorchDefault)),
+      WithDefaultInit(weight,
+                      Initializer::Of(Initializer::Kind::kTorchDefault)),
       fans);
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
   b->AppendOp(MakeOp("mul", {{"X", {input}}, {"Y", {w}}}, {{"Out", {out}}},
@@ -112,9 +111,8 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
 
 std::string Conv2d(ProgramBuilder* b, const std::string& input,
                    int64_t num_filters, int filter_size, int stride,
-                   int padding, const std::string& act,
-                   const ParamAttr& weight, const ParamAttr& bias,
-                   bool with_bias) {
+                   int padding, const std::string& act, const ParamAttr& weight,
+                   const ParamAttr& bias, bool with_bias) {
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
@@ -127,7 +125,8 @@ std::string Conv2d(ProgramBuilder* b, const std::string& input,
   Fans fans = ComputeFans(f_shape, true);
   std::string w = b->CreateParameter(
       ParamName(b, weight, layer, ".w_0"), f_shape, dtype,
-      WithDefaultInit(weight, Initializer::Of(Initializer::Kind::kTorchDefault)),
+      WithDefaultInit(weight,
+                      Initializer::Of(Initializer::Kind::kTorchDefault)),
       fans);
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
   b->AppendOp(MakeOp("conv2d", {{"Input", {input}}, {"Filter", {w}}},
@@ -153,13 +152,13 @@ std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
                 "pool2d: pool_type must be 'max' or 'avg', got '", pool_type,
                 "'");
   std::string out = b->CreateTmpVar("pool2d", VarDtype(Var(b, input)));
-  b->AppendOp(MakeOp(
-      "pool2d", {{"X", {input}}}, {{"Out", {out}}},
-      {{"pooling_type", pool_type},
-       {"ksize", std::vector<int32_t>{pool_size, pool_size}},
-       {"strides", std::vector<int32_t>{pool_stride, pool_stride}},
-       {"paddings", std::vector<int32_t>{pool_padding, pool_padding}},
-       {"global_pooling", global_pooling}}));
+  b->AppendOp(
+      MakeOp("pool2d", {{"X", {input}}}, {{"Out", {out}}},
+             {{"pooling_type", pool_type},
+              {"ksize", std::vector<int32_t>{pool_size, pool_size}},
+              {"strides", std::vector<int32_t>{pool_stride, pool_stride}},
+              {"paddings", std::vector<int32_t>{pool_padding, pool_padding}},
+              {"global_pooling", global_pooling}}));
   return out;
 }
 
@@ -207,8 +206,7 @@ std::string Reshape(ProgramBuilder* b, const std::string& x,
 std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis,
                            const std::string& act) {
-  std::string out =
-      b->CreateTmpVar("elementwise_add", VarDtype(Var(b, x)));
+  std::string out = b->CreateTmpVar("elementwise_add", VarDtype(Var(b, x)));
   b->AppendOp(MakeOp("elementwise_add", {{"X", {x}}, {"Y", {y}}},
                      {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
   return Activation(b, out, act);
@@ -216,8 +214,7 @@ std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
 
 std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis) {
-  std::string out =
-      b->CreateTmpVar("elementwise_mul", VarDtype(Var(b, x)));
+  std::string out = b->CreateTmpVar("elementwise_mul", VarDtype(Var(b, x)));
   b->AppendOp(MakeOp("elementwise_mul", {{"X", {x}}, {"Y", {y}}},
                      {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
   return out;

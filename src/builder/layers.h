@@ -14,8 +14,8 @@ namespace layers {
 
 // Declares a feed var. With append_batch_size, a leading -1 (batch) dim is
 // added to `shape`. Data vars never receive gradients.
-std::string Data(ProgramBuilder* b, const std::string& name,
-                 const Shape& shape, DataType dtype = DataType::kFloat32,
+std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
+                 DataType dtype = DataType::kFloat32,
                  bool append_batch_size = true);
 
 // Fully connected: act(flatten(input, num_flatten_dims) * W + b). `act` is

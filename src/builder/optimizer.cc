@@ -25,11 +25,11 @@ ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
   ParamGradList pairs = AppendBackward(b->main(), loss, no_grad);
   FLUID_ENFORCE(!pairs.empty(), "loss '", loss,
                 "' depends on no trainable parameter");
-  const proto::VarDesc& first = GetVarDesc(b->main()->blocks(0),
-                                           pairs.front().first);
-  std::string lr = b->CreatePersistable(b->UniqueName("learning_rate"),
-                                        Shape{1}, VarDtype(first),
-                                        learning_rate_);
+  const proto::VarDesc& first =
+      GetVarDesc(b->main()->blocks(0), pairs.front().first);
+  std::string lr =
+      b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1},
+                           VarDtype(first), learning_rate_);
   for (const auto& pg : pairs) {
     proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr);
     SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize));

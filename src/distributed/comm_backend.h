@@ -42,8 +42,7 @@ class CommBackend {
   virtual bool HandlesDeviceMemory() const { return false; }
   virtual void DeviceAllReduce(void* data, int64_t count, DataType dtype,
                                ReduceOp op, int device);
-  virtual void DeviceBroadcast(void* data, int64_t bytes, int root,
-                               int device);
+  virtual void DeviceBroadcast(void* data, int64_t bytes, int root, int device);
   virtual void DeviceAllGather(const void* send, void* recv, int64_t bytes,
                                int device);
 };

@@ -136,8 +136,8 @@ CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
   });
 }
 
-CommHandlePtr Communicator::AllGatherAsync(const Tensor& in,
-                                           const Tensor& out, ReadyFn ready) {
+CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
+                                           ReadyFn ready) {
   FLUID_ENFORCE(in.initialized() && out.initialized(),
                 "allgather of a tensor with no data");
   FLUID_ENFORCE(out.bytes() == in.bytes() * static_cast<size_t>(size_),

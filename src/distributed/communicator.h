@@ -68,7 +68,9 @@ class Communicator {
                                ReadyFn ready = nullptr);
   CommHandlePtr BarrierAsync();
 
-  void AllReduce(const Tensor& t, ReduceOp op) { AllReduceAsync(t, op)->Wait(); }
+  void AllReduce(const Tensor& t, ReduceOp op) {
+    AllReduceAsync(t, op)->Wait();
+  }
   void Broadcast(const Tensor& t, int root) { BroadcastAsync(t, root)->Wait(); }
   void AllGather(const Tensor& in, const Tensor& out) {
     AllGatherAsync(in, out)->Wait();
@@ -79,9 +81,7 @@ class Communicator {
 
   // Time callers spent blocked in waits (c_wait, synchronous collectives):
   // communication the computation did not hide.
-  double exposed_wait_seconds() const {
-    return exposed_wait_ns_.load() * 1e-9;
-  }
+  double exposed_wait_seconds() const { return exposed_wait_ns_.load() * 1e-9; }
   void AddExposedWait(int64_t ns) { exposed_wait_ns_ += ns; }
 
   // Ends the whole job (all ranks) with `code`; used by edges that cannot

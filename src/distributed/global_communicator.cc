@@ -38,8 +38,8 @@ Communicator* GlobalCommunicator(const Place& place) {
 #endif
       g_comm = std::make_unique<Communicator>(std::move(backend));
     } else {
-      g_comm = std::make_unique<Communicator>(
-          InProcessGroup::Create(1)->Backend(0));
+      g_comm =
+          std::make_unique<Communicator>(InProcessGroup::Create(1)->Backend(0));
     }
     if (!g_atexit_registered) {
       g_atexit_registered = true;

@@ -44,12 +44,10 @@ class InProcessBackend : public CommBackend {
         Reduce(*group_, reinterpret_cast<double*>(scratch_.data()), count, op);
         break;
       case DataType::kInt32:
-        Reduce(*group_, reinterpret_cast<int32_t*>(scratch_.data()), count,
-               op);
+        Reduce(*group_, reinterpret_cast<int32_t*>(scratch_.data()), count, op);
         break;
       case DataType::kInt64:
-        Reduce(*group_, reinterpret_cast<int64_t*>(scratch_.data()), count,
-               op);
+        Reduce(*group_, reinterpret_cast<int64_t*>(scratch_.data()), count, op);
         break;
     }
     group_->Arrive();  // everyone has read every input

@@ -65,8 +65,8 @@ class MpiBackend : public CommBackend {
     Counted counted(membership_.get(), "allreduce", count * elem);
     for (int64_t done = 0; done < count; done += kMaxChunk) {
       int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype),
-                          mop, MPI_COMM_WORLD),
+      Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype), mop,
+                          MPI_COMM_WORLD),
             "MPI_Allreduce");
     }
     if (op == ReduceOp::kAvg) DivideInPlace(data, count, dtype, size_);

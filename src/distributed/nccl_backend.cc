@@ -12,13 +12,13 @@
 #include "src/framework/cuda_check.h"
 #include "src/framework/hash.h"
 
-#define FLUID_NCCL_CHECK(call)                                              \
-  do {                                                                      \
-    ncclResult_t fluid_nccl_rc_ = (call);                                   \
-    if (fluid_nccl_rc_ != ncclSuccess) {                                    \
-      FLUID_THROW(::fluid::ErrorCode::kAborted, #call, " failed: ",         \
-                  ncclGetErrorString(fluid_nccl_rc_));                      \
-    }                                                                       \
+#define FLUID_NCCL_CHECK(call)                                      \
+  do {                                                              \
+    ncclResult_t fluid_nccl_rc_ = (call);                           \
+    if (fluid_nccl_rc_ != ncclSuccess) {                            \
+      FLUID_THROW(::fluid::ErrorCode::kAborted, #call,              \
+                  " failed: ", ncclGetErrorString(fluid_nccl_rc_)); \
+    }                                                               \
   } while (0)
 
 namespace fluid {
@@ -26,10 +26,14 @@ namespace {
 
 ncclDataType_t NcclType(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "no NCCL type for dtype ",
               DataTypeName(dtype));
@@ -37,9 +41,12 @@ ncclDataType_t NcclType(DataType dtype) {
 
 ncclRedOp_t NcclOp(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAvg: return ncclAvg;
-    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown reduce op");
 }
@@ -53,8 +60,8 @@ class NcclBackend final : public CommBackend {
     if (host_->rank() == 0) FLUID_NCCL_CHECK(ncclGetUniqueId(&id));
     host_->Broadcast(&id, sizeof(id), 0);
     FLUID_CUDA_CHECK(cudaSetDevice(device_));
-    FLUID_NCCL_CHECK(ncclCommInitRank(&comm_, host_->size(), id,
-                                      host_->rank()));
+    FLUID_NCCL_CHECK(
+        ncclCommInitRank(&comm_, host_->size(), id, host_->rank()));
     FLUID_CUDA_CHECK(
         cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -116,8 +123,8 @@ class NcclBackend final : public CommBackend {
 
  private:
   void CheckDevice(int device) const {
-    FLUID_ENFORCE(device == device_, "NCCL communicator is on cuda:",
-                  device_, " but the tensor is on cuda:", device);
+    FLUID_ENFORCE(device == device_, "NCCL communicator is on cuda:", device_,
+                  " but the tensor is on cuda:", device);
     FLUID_ENFORCE_CODE(comm_ != nullptr, ErrorCode::kAborted,
                        "NCCL communicator was aborted");
   }
@@ -169,8 +176,10 @@ std::unique_ptr<CommBackend> MakeDeviceBackend(
   const std::string shared = SharedDevices(host.get(), device);
   // Every rank sees the same gathered ids, so every rank decides alike.
   if (!shared.empty()) {
-    *why = shared + "; NCCL needs one GPU per rank, so device tensors are "
-           "reduced over " + host->name() + " through host memory";
+    *why = shared +
+           "; NCCL needs one GPU per rank, so device tensors are "
+           "reduced over " +
+           host->name() + " through host memory";
   } else {
     try {
       return std::make_unique<NcclBackend>(std::move(host), device);

@@ -3,7 +3,7 @@
 namespace fluid {
 
 const char* AttrTypeName(size_t index) {
-  static const char* kNames[] = {"int",   "float",   "string", "ints",
+  static const char* kNames[] = {"int",    "float",   "string", "ints",
                                  "floats", "strings", "bool",   "long",
                                  "longs",  "double"};
   return index < 10 ? kNames[index] : "unknown";

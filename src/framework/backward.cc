@@ -33,8 +33,8 @@ void DeclareLike(proto::BlockDesc* block, const std::string& name,
 // index of the last op writing it.
 int FindLossOp(const proto::BlockDesc& block, const std::string& loss) {
   const proto::VarDesc* loss_var = FindVarDesc(block, loss);
-  FLUID_ENFORCE_CODE(loss_var != nullptr, ErrorCode::kNotFound, "loss '",
-                     loss, "' is not a variable of the program");
+  FLUID_ENFORCE_CODE(loss_var != nullptr, ErrorCode::kNotFound, "loss '", loss,
+                     "' is not a variable of the program");
   FLUID_ENFORCE(IsFloat(*loss_var), "loss '", loss,
                 "' must be a floating-point var");
   int64_t loss_numel = VarShape(*loss_var).numel();
@@ -214,9 +214,9 @@ std::map<size_t, std::vector<proto::OpDesc>> SumRepeatedGrads(
     const proto::VarDesc* fv = FindVarDesc(*block, ForwardName(grad));
     FLUID_ENFORCE(fv != nullptr, "gradient '", grad, "' has no forward var");
     for (const auto& p : parts) DeclareLike(block, p, *fv);
-    sums_after[kv.second.back()].push_back(MakeOp(
-        "sum", {{"X", parts}}, {{"Out", {grad}}},
-        {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
+    sums_after[kv.second.back()].push_back(
+        MakeOp("sum", {{"X", parts}}, {{"Out", {grad}}},
+               {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
   }
   return sums_after;
 }

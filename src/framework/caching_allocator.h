@@ -53,8 +53,8 @@ class CachingAllocator {
 
   Backing backing_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;          // size -> block
-  std::unordered_map<void*, size_t> in_use_;   // block -> size
+  std::multimap<size_t, void*> free_;         // size -> block
+  std::unordered_map<void*, size_t> in_use_;  // block -> size
   Stats stats_;
 };
 

@@ -8,16 +8,26 @@ namespace fluid {
 
 const char* CublasStatusName(cublasStatus_t status) {
   switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "mapping error";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
-    default: return "unknown cuBLAS status";
+    case CUBLAS_STATUS_SUCCESS:
+      return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "architecture mismatch";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "mapping error";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "execution failed";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "internal error";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "not supported";
+    default:
+      return "unknown cuBLAS status";
   }
 }
 
@@ -29,8 +39,7 @@ CUDADeviceContext::CUDADeviceContext(int device) : device_(device) {
   FLUID_CUBLAS_CHECK(cublasCreate(&cublas_));
   FLUID_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   // Bitwise-reproducible GEMMs: no atomics-based reductions.
-  FLUID_CUBLAS_CHECK(
-      cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED));
+  FLUID_CUBLAS_CHECK(cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED));
 }
 
 CUDADeviceContext::~CUDADeviceContext() {
@@ -66,9 +75,8 @@ std::function<void()> CUDADeviceContext::ReadyFence() const {
   FLUID_CUDA_CHECK(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
   // Owned by the returned function: freed when the last copy goes, whether
   // or not it was ever called.
-  std::shared_ptr<CUevent_st> event(raw, [](cudaEvent_t e) {
-    cudaEventDestroy(e);
-  });
+  std::shared_ptr<CUevent_st> event(raw,
+                                    [](cudaEvent_t e) { cudaEventDestroy(e); });
   FLUID_CUDA_CHECK(cudaEventRecord(raw, stream_));
   const int device = device_;
   return [event, device] {

@@ -45,8 +45,7 @@ std::unique_ptr<DeviceContext> MakeDeviceContext(const Place& place,
                      place.ToString(), ": no CUDA device is visible");
   FLUID_ENFORCE(place.device >= 0 && place.device < count, "cannot run on ",
                 place.ToString(), ": ", count, " CUDA device",
-                count == 1 ? " is" : "s are", " visible (0..", count - 1,
-                ")");
+                count == 1 ? " is" : "s are", " visible (0..", count - 1, ")");
 #ifdef FLUID_WITH_CUDA
   return std::make_unique<CUDADeviceContext>(place.device);
 #else

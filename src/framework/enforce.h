@@ -146,16 +146,16 @@ template <typename... Args>
 
 // FLUID_ENFORCE(cond, msg...) throws an invalid-argument error when cond is
 // false. The message pieces are streamed, so shapes and names compose freely.
-#define FLUID_ENFORCE(cond, ...)                                             \
-  do {                                                                       \
-    if (!(cond))                                                             \
-      ::fluid::internal::Throw(::fluid::ErrorCode::kInvalidArgument,         \
-                               __VA_ARGS__);                                 \
+#define FLUID_ENFORCE(cond, ...)                                     \
+  do {                                                               \
+    if (!(cond))                                                     \
+      ::fluid::internal::Throw(::fluid::ErrorCode::kInvalidArgument, \
+                               __VA_ARGS__);                         \
   } while (0)
 
-#define FLUID_ENFORCE_CODE(cond, code, ...)                                  \
-  do {                                                                       \
-    if (!(cond)) ::fluid::internal::Throw(code, __VA_ARGS__);                \
+#define FLUID_ENFORCE_CODE(cond, code, ...)                   \
+  do {                                                        \
+    if (!(cond)) ::fluid::internal::Throw(code, __VA_ARGS__); \
   } while (0)
 
 #define FLUID_THROW(code, ...) ::fluid::internal::Throw(code, __VA_ARGS__)

@@ -128,8 +128,9 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed ",
                        Quote(feed.first), " is not a variable of the program");
     CheckFeed(*desc, feed.second);
-    local->GetVar(feed.first)->GetMutableTensor()->CopyFrom(feed.second,
-                                                            place_);
+    local->GetVar(feed.first)
+        ->GetMutableTensor()
+        ->CopyFrom(feed.second, place_);
   }
   for (const auto& req : prepared->required_feeds_) {
     bool fed = false;

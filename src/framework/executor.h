@@ -34,16 +34,12 @@ class PreparedProgram {
   const proto::ProgramDesc& program() const { return program_; }
   // The block Prepare was asked to run.
   int block_id() const { return block_id_; }
-  const std::vector<std::unique_ptr<OperatorBase>>& ops() const {
-    return ops_;
-  }
+  const std::vector<std::unique_ptr<OperatorBase>>& ops() const { return ops_; }
   Scope* scope() const { return scope_; }
   Scope* local_scope() const { return local_scope_; }
   // Vars read before any op writes them and not persistable: they must be
   // fed on every run.
-  const std::vector<std::string>& feed_targets() const {
-    return feed_targets_;
-  }
+  const std::vector<std::string>& feed_targets() const { return feed_targets_; }
 
  private:
   friend class Executor;

@@ -29,20 +29,20 @@ CachingAllocator& DeviceAllocator(int device) {
     allocators->resize(device + 1);
   auto& slot = (*allocators)[device];
   if (!slot) {
-    slot = std::make_unique<CachingAllocator>(CachingAllocator::Backing{
-        [device](size_t n) -> void* {
-          void* p = nullptr;
-          if (cudaSetDevice(device) != cudaSuccess ||
-              cudaMalloc(&p, n) != cudaSuccess) {
-            cudaGetLastError();
-            return nullptr;
-          }
-          return p;
-        },
-        [device](void* p) {
-          cudaSetDevice(device);
-          cudaFree(p);
-        }});
+    slot = std::make_unique<CachingAllocator>(
+        CachingAllocator::Backing{[device](size_t n) -> void* {
+                                    void* p = nullptr;
+                                    if (cudaSetDevice(device) != cudaSuccess ||
+                                        cudaMalloc(&p, n) != cudaSuccess) {
+                                      cudaGetLastError();
+                                      return nullptr;
+                                    }
+                                    return p;
+                                  },
+                                  [device](void* p) {
+                                    cudaSetDevice(device);
+                                    cudaFree(p);
+                                  }});
   }
   return *slot;
 }
@@ -86,9 +86,9 @@ void ZeroBytes(const Place& place, void* ptr, size_t bytes) {
   }
 #ifdef FLUID_WITH_CUDA
   cudaError_t rc = cudaMemset(ptr, 0, bytes);
-  FLUID_ENFORCE_CODE(rc == cudaSuccess, ErrorCode::kAborted, "zeroing ",
-                     bytes, " bytes on ", place.ToString(), " failed: ",
-                     cudaGetErrorString(rc));
+  FLUID_ENFORCE_CODE(rc == cudaSuccess, ErrorCode::kAborted, "zeroing ", bytes,
+                     " bytes on ", place.ToString(),
+                     " failed: ", cudaGetErrorString(rc));
 #else
   FLUID_THROW(ErrorCode::kUnimplemented, "no memory at ", place.ToString(),
               ": this build has no CUDA (WITH_CUDA=OFF)");
@@ -107,8 +107,8 @@ void CopyBytes(const Place& dst_place, void* dst, const Place& src_place,
                         : src_place.is_cpu() ? cudaMemcpyHostToDevice
                                              : cudaMemcpyDeviceToDevice;
   cudaError_t rc = cudaMemcpy(dst, src, bytes, kind);
-  FLUID_ENFORCE_CODE(rc == cudaSuccess, ErrorCode::kAborted, "copy of ",
-                     bytes, " bytes from ", src_place.ToString(), " to ",
+  FLUID_ENFORCE_CODE(rc == cudaSuccess, ErrorCode::kAborted, "copy of ", bytes,
+                     " bytes from ", src_place.ToString(), " to ",
                      dst_place.ToString(), " failed: ", cudaGetErrorString(rc));
 #else
   FLUID_THROW(ErrorCode::kUnimplemented, "copy between ", src_place.ToString(),

@@ -33,9 +33,9 @@ const proto::OpDesc::Var* FindDescSlot(
   return nullptr;
 }
 
-const std::string& SlotArg(const proto::OpDesc& op,
-                           const proto::OpDesc::Var* v, const std::string& slot,
-                           size_t i, const char* kind) {
+const std::string& SlotArg(const proto::OpDesc& op, const proto::OpDesc::Var* v,
+                           const std::string& slot, size_t i,
+                           const char* kind) {
   FLUID_ENFORCE(v != nullptr && static_cast<int>(i) < v->arguments_size(),
                 "op ", Quote(op.type()), " has no ", kind, " '", slot, "'[", i,
                 "]");
@@ -126,10 +126,10 @@ const std::string& RuntimeInferShapeContext::InputName(const std::string& slot,
                  "input");
 }
 
-const std::string& RuntimeInferShapeContext::OutputName(
-    const std::string& slot, size_t i) const {
-  return SlotArg(op_.desc(), FindDescSlot(op_.desc().outputs(), slot), slot,
-                 i, "output");
+const std::string& RuntimeInferShapeContext::OutputName(const std::string& slot,
+                                                        size_t i) const {
+  return SlotArg(op_.desc(), FindDescSlot(op_.desc().outputs(), slot), slot, i,
+                 "output");
 }
 
 const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
@@ -201,8 +201,7 @@ size_t CompileTimeInferShapeContext::InputSize(const std::string& slot) const {
   return v ? v->arguments_size() : 0;
 }
 
-size_t CompileTimeInferShapeContext::OutputSize(
-    const std::string& slot) const {
+size_t CompileTimeInferShapeContext::OutputSize(const std::string& slot) const {
   const auto* v = FindDescSlot(op_.outputs(), slot);
   return v ? v->arguments_size() : 0;
 }
@@ -227,10 +226,11 @@ DataType CompileTimeInferShapeContext::GetInputDtype(const std::string& slot,
   return VarDtype(GetVarDesc(*block_, InputName(slot, i)));
 }
 
-proto::VarDesc* CompileTimeInferShapeContext::OutputVar(
-    const std::string& slot, size_t i) {
+proto::VarDesc* CompileTimeInferShapeContext::OutputVar(const std::string& slot,
+                                                        size_t i) {
   const auto* v = FindDescSlot(op_.outputs(), slot);
-  if (v == nullptr || static_cast<int>(i) >= v->arguments_size()) return nullptr;
+  if (v == nullptr || static_cast<int>(i) >= v->arguments_size())
+    return nullptr;
   const std::string& name = v->arguments(static_cast<int>(i));
   if (name == kEmptyVarName || name.empty()) return nullptr;
   proto::VarDesc* var = FindMutableVarDesc(block_, name);
@@ -249,8 +249,7 @@ void CompileTimeInferShapeContext::SetOutputDtype(const std::string& slot,
   if (proto::VarDesc* v = OutputVar(slot, i)) v->set_dtype(ToProto(dtype));
 }
 
-void InferShapeAtCompileTime(const proto::OpDesc& op,
-                             proto::BlockDesc* block) {
+void InferShapeAtCompileTime(const proto::OpDesc& op, proto::BlockDesc* block) {
   const OpSchema& schema = OpRegistry::Global().Get(op.type());
   CompileTimeInferShapeContext ctx(op, block);
   if (schema.infer_shape()) schema.infer_shape()(&ctx);
@@ -275,8 +274,7 @@ Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
   return s->vars[i];
 }
 
-const Tensor& ExecutionContext::Input(const std::string& slot,
-                                      size_t i) const {
+const Tensor& ExecutionContext::Input(const std::string& slot, size_t i) const {
   const Tensor& t = InputVar(slot, i)->GetTensor();
   FLUID_ENFORCE(t.initialized(), "variable ", Quote(InputName(slot, i)),
                 " (input ", slot, ") holds no value");
@@ -301,8 +299,7 @@ size_t ExecutionContext::OutputSize(const std::string& slot) const {
   return s ? s->vars.size() : 0;
 }
 
-Variable* ExecutionContext::OutputVar(const std::string& slot,
-                                      size_t i) const {
+Variable* ExecutionContext::OutputVar(const std::string& slot, size_t i) const {
   const BoundSlot* s = op_.FindOutput(slot);
   if (s == nullptr || i >= s->vars.size()) return nullptr;
   return s->vars[i];

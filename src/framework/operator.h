@@ -46,8 +46,7 @@ class InferShapeContext {
     return GetAttr<T>(attrs(), name, op_type());
   }
   // Out takes In's shape and dtype (the common case for elementwise ops).
-  void ShareShape(const std::string& in, const std::string& out,
-                  size_t i = 0) {
+  void ShareShape(const std::string& in, const std::string& out, size_t i = 0) {
     if (!HasOutput(out)) return;
     SetOutputShape(out, GetInputShape(in, i), i);
     SetOutputDtype(out, GetInputDtype(in, i), i);

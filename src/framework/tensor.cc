@@ -35,8 +35,8 @@ const void* Tensor::raw_data() const {
 }
 
 void Tensor::CheckType(DataType want) const {
-  FLUID_ENFORCE(dtype_ == want, "tensor holds ", DataTypeName(dtype_),
-                " but ", DataTypeName(want), " was requested");
+  FLUID_ENFORCE(dtype_ == want, "tensor holds ", DataTypeName(dtype_), " but ",
+                DataTypeName(want), " was requested");
 }
 
 void Tensor::ShareDataWith(const Tensor& other) {
@@ -65,14 +65,13 @@ void Tensor::ShareBuffer(std::shared_ptr<Buffer> buffer, size_t byte_offset,
 
 Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   FLUID_ENFORCE(shape_.rank() >= 1, "cannot slice a scalar");
-  FLUID_ENFORCE(0 <= begin && begin <= end && end <= shape_[0],
-                "slice [", begin, ", ", end, ") out of range for shape ",
-                shape_);
+  FLUID_ENFORCE(0 <= begin && begin <= end && end <= shape_[0], "slice [",
+                begin, ", ", end, ") out of range for shape ", shape_);
   Tensor t;
   Shape s = shape_;
   s[0] = end - begin;
-  size_t row = static_cast<size_t>(shape_.Product(1, shape_.rank())) *
-               SizeOf(dtype_);
+  size_t row =
+      static_cast<size_t>(shape_.Product(1, shape_.rank())) * SizeOf(dtype_);
   t.ShareBuffer(buffer_, offset_ + begin * row, dtype_, s);
   return t;
 }

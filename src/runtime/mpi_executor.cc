@@ -145,7 +145,8 @@ void MPIExecutor::Run(const FeedList& feeds,
 }
 
 void MPIExecutor::BroadcastPersistables() {
-  FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: BroadcastPersistables before Init");
+  FLUID_ENFORCE(scope_ != nullptr,
+                "MPIExecutor: BroadcastPersistables before Init");
   for (const auto& name : persistables_) {
     Variable* v = scope_->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;

@@ -3,11 +3,12 @@
 //
 // Init() takes a job in any form PrepareJob (transpiler/distributed_job.h)
 // prepares for the communicator's size without servers: plain (transpiled
-// here) or already transpiled for this world size; checks that every rank holds the same program (comparing a
-// hash of its structure across ranks before any other collective: the error
-// names the ranks that differ); runs the startup program, whose broadcasts
-// give every rank rank 0's parameters; and prepares the main program. Run()
-// then runs one step on this rank's shard. Not thread-safe; one per rank.
+// here) or already transpiled for this world size; checks that every rank holds
+// the same program (comparing a hash of its structure across ranks before any
+// other collective: the error names the ranks that differ); runs the startup
+// program, whose broadcasts give every rank rank 0's parameters; and prepares
+// the main program. Run() then runs one step on this rank's shard. Not
+// thread-safe; one per rank.
 #pragma once
 
 #include <memory>

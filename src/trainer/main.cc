@@ -13,10 +13,10 @@
 #include <iostream>
 #include <string>
 
+#include "src/distributed/global_communicator.h"
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/distributed/global_communicator.h"
 #include "src/framework/enforce.h"
 #include "src/trainer/trainer.h"
 

@@ -13,8 +13,6 @@
 #include "src/data/idx_reader.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/runtime/mpi_executor.h"
-#include "transpiler/distributed_job.h"
 #include "src/distributed/run_settings.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
@@ -22,6 +20,8 @@
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
 #include "src/io/job_io.h"
+#include "src/runtime/mpi_executor.h"
+#include "transpiler/distributed_job.h"
 
 namespace fluid {
 
@@ -78,11 +78,10 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
   std::ostringstream have;
   for (int i = 0; i < job.feed_names_size(); ++i)
     have << (i ? ", " : "") << job.feed_names(i);
-  FLUID_ENFORCE(static_cast<size_t>(job.feed_names_size()) ==
-                    data.tensors.size(),
-                "the program feeds [", have.str(), "] but the data set ",
-                "provides ", data.tensors.size(),
-                " tensors (image, label)");
+  FLUID_ENFORCE(
+      static_cast<size_t>(job.feed_names_size()) == data.tensors.size(),
+      "the program feeds [", have.str(), "] but the data set ", "provides ",
+      data.tensors.size(), " tensors (image, label)");
   FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
 }
 

@@ -1,3 +1,5 @@
+#include "src/builder/models.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -5,7 +7,6 @@
 #include <fstream>
 #include <random>
 
-#include "src/builder/models.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/testdata.h"
@@ -37,17 +38,23 @@ TEST(Models, MlpShapes) {
   auto params = Params(BuildModel("mlp"));
   std::vector<Shape> shapes;
   for (auto& p : params) shapes.push_back(p.second);
-  EXPECT_EQ(shapes, (std::vector<Shape>{{784, 512}, {512}, {512, 256}, {256},
-                                        {256, 10}, {10}}));
+  EXPECT_EQ(shapes,
+            (std::vector<Shape>{
+                {784, 512}, {512}, {512, 256}, {256}, {256, 10}, {10}}));
 }
 
 TEST(Models, LenetShapes) {
   auto params = Params(BuildModel("lenet"));
   std::vector<Shape> shapes;
   for (auto& p : params) shapes.push_back(p.second);
-  EXPECT_EQ(shapes,
-            (std::vector<Shape>{{20, 1, 5, 5}, {20}, {50, 20, 5, 5}, {50},
-                                {800, 500}, {500}, {500, 10}, {10}}));
+  EXPECT_EQ(shapes, (std::vector<Shape>{{20, 1, 5, 5},
+                                        {20},
+                                        {50, 20, 5, 5},
+                                        {50},
+                                        {800, 500},
+                                        {500},
+                                        {500, 10},
+                                        {10}}));
 }
 
 TEST(Models, JobNamesFeedsLossAndMetrics) {
@@ -97,7 +104,8 @@ TEST(Models, LossFallsOnASyntheticTask) {
       if (step < 3) first += loss / 3;
       if (step >= 27) last += loss / 3;
     }
-    EXPECT_LT(last, 0.5 * first) << name << ": loss " << first << " -> " << last;
+    EXPECT_LT(last, 0.5 * first)
+        << name << ": loss " << first << " -> " << last;
   }
 }
 

@@ -128,8 +128,8 @@ proto::ProgramDesc OneOp(proto::OpDesc op,
   for (const auto& v : vars)
     AddVarDesc(b, v.first, DataType::kFloat32, v.second, true);
   for (const auto& h : handles)
-    AddVarDesc(b, h, DataType::kInt64, Shape{})->set_type(
-        proto::VarDesc::COMM_HANDLE);
+    AddVarDesc(b, h, DataType::kInt64, Shape{})
+        ->set_type(proto::VarDesc::COMM_HANDLE);
   *b->add_ops() = op;
   return p;
 }
@@ -141,19 +141,19 @@ TEST(CollectiveOps, CoalescedBucketIsReducedWithOneAllReduce) {
     AddVarDesc(b, "g1", DataType::kFloat32, Shape{2, 3});
     AddVarDesc(b, "g2", DataType::kFloat32, Shape{4});
     AddVarDesc(b, "fused", DataType::kFloat32, Shape{10});
-    AddVarDesc(b, "h", DataType::kInt64, Shape{})->set_type(
-        proto::VarDesc::COMM_HANDLE);
+    AddVarDesc(b, "h", DataType::kInt64, Shape{})
+        ->set_type(proto::VarDesc::COMM_HANDLE);
     AddVarDesc(b, "x", DataType::kFloat32, Shape{2, 3});
     AddVarDesc(b, "y", DataType::kFloat32, Shape{4});
-    *b->add_ops() = MakeOp(
-        "coalesce_tensor", {},
-        {{"Output", {"g1", "g2"}}, {"FusedOutput", {"fused"}}},
-        {{"dtype", int32_t{0}}, {"numels", std::vector<int64_t>{6, 4}}});
+    *b->add_ops() =
+        MakeOp("coalesce_tensor", {},
+               {{"Output", {"g1", "g2"}}, {"FusedOutput", {"fused"}}},
+               {{"dtype", int32_t{0}}, {"numels", std::vector<int64_t>{6, 4}}});
     // The "backward pass": scale writes the grads through mutable_data.
-    *b->add_ops() = MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"g1"}}},
-                           {{"scale", 1.0f}});
-    *b->add_ops() = MakeOp("scale", {{"X", {"y"}}}, {{"Out", {"g2"}}},
-                           {{"scale", 1.0f}});
+    *b->add_ops() =
+        MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"g1"}}}, {{"scale", 1.0f}});
+    *b->add_ops() =
+        MakeOp("scale", {{"X", {"y"}}}, {{"Out", {"g2"}}}, {{"scale", 1.0f}});
     *b->add_ops() = MakeOp("c_allreduce", {{"X", {"fused"}}},
                            {{"Out", {"fused"}}, {"Handle", {"h"}}},
                            {{"reduce_type", std::string("avg")}});
@@ -202,7 +202,8 @@ TEST(CollectiveOps, BroadcastAndBarrierOps) {
 TEST(CollectiveOps, WithoutACommunicatorTheErrorSaysHowToRun) {
   Executor exe;
   Scope scope;
-  scope.Var("w")->GetMutableTensor()->CopyFrom(Filled(DataType::kFloat32, 3, 0));
+  scope.Var("w")->GetMutableTensor()->CopyFrom(
+      Filled(DataType::kFloat32, 3, 0));
   try {
     exe.RunOnce(OneOp(MakeOp("c_allreduce", {{"X", {"w"}}}, {{"Out", {"w"}}}),
                       {{"w", Shape{3}}}),
@@ -216,7 +217,8 @@ TEST(CollectiveOps, WithoutACommunicatorTheErrorSaysHowToRun) {
 TEST(CollectiveOps, PserverOpsSayToTranspile) {
   Executor exe;
   Scope scope;
-  scope.Var("g")->GetMutableTensor()->CopyFrom(Filled(DataType::kFloat32, 3, 0));
+  scope.Var("g")->GetMutableTensor()->CopyFrom(
+      Filled(DataType::kFloat32, 3, 0));
   try {
     exe.RunOnce(OneOp(MakeOp("send", {{"X", {"g"}}}, {}), {{"g", Shape{3}}}),
                 &scope);

@@ -67,7 +67,8 @@ TEST(CachingAllocator, SteadyStateStepsDoNotReachTheBackingAllocator) {
   CachingAllocator a(c.backing());
   for (int step = 0; step < 50; ++step) {
     std::vector<void*> ptrs;
-    for (size_t n : {1000, 4096, 200000, 37, 4096}) ptrs.push_back(a.Allocate(n));
+    for (size_t n : {1000, 4096, 200000, 37, 4096})
+      ptrs.push_back(a.Allocate(n));
     for (void* p : ptrs) a.Free(p);
   }
   EXPECT_EQ(c.allocs, 5) << "only the first step allocates";
@@ -98,7 +99,7 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndRetries) {
   c.limit = 3 << 20;
   CachingAllocator a(c.backing());
   void* p = a.Allocate(2 << 20);
-  a.Free(p);  // cached, still counted against the limit
+  a.Free(p);                      // cached, still counted against the limit
   void* q = a.Allocate(3 << 20);  // fails, empties the cache, retries
   EXPECT_NE(q, nullptr);
   EXPECT_EQ(c.frees, 1);

@@ -81,10 +81,8 @@ TEST_F(ExecutorTest, FeedsAndFetches) {
   EXPECT_EQ(testing::ToVector<float>(out[0]), (std::vector<float>{9, 12}));
   // A different batch size through the same prepared program.
   exe_.Run(prepared_.get(),
-           {{"x", MakeTensor<float>({2, 3}, {1, 0, 0, 0, 0, 1})}}, {"y"},
-           &out);
-  EXPECT_EQ(testing::ToVector<float>(out[0]),
-            (std::vector<float>{1, 2, 5, 6}));
+           {{"x", MakeTensor<float>({2, 3}, {1, 0, 0, 0, 0, 1})}}, {"y"}, &out);
+  EXPECT_EQ(testing::ToVector<float>(out[0]), (std::vector<float>{1, 2, 5, 6}));
 }
 
 TEST_F(ExecutorTest, RepeatedRunsReuseVariablesAndMemory) {
@@ -94,8 +92,10 @@ TEST_F(ExecutorTest, RepeatedRunsReuseVariablesAndMemory) {
   Variable* y = prepared_->local_scope()->FindVar("y");
   ASSERT_NE(y, nullptr);
   const void* mem = y->GetTensor().raw_data();
-  const void* xmem = prepared_->local_scope()->FindVar("x")->GetTensor().raw_data();
-  for (int i = 0; i < 5; ++i) exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
+  const void* xmem =
+      prepared_->local_scope()->FindVar("x")->GetTensor().raw_data();
+  for (int i = 0; i < 5; ++i)
+    exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
   EXPECT_EQ(prepared_->local_scope()->FindVar("y"), y);
   EXPECT_EQ(y->GetTensor().raw_data(), mem);
   EXPECT_EQ(prepared_->local_scope()->FindVar("x")->GetTensor().raw_data(),
@@ -107,13 +107,15 @@ TEST_F(ExecutorTest, RepeatedRunsReuseVariablesAndMemory) {
 }
 
 TEST_F(ExecutorTest, MissingFeedNamesTheVar) {
-  std::string msg = ErrorOf([&] { exe_.Run(prepared_.get(), {}, {"y"}, nullptr); });
+  std::string msg =
+      ErrorOf([&] { exe_.Run(prepared_.get(), {}, {"y"}, nullptr); });
   EXPECT_NE(msg.find("missing feed 'x'"), std::string::npos) << msg;
 }
 
 TEST_F(ExecutorTest, WrongFeedShapeNamesTheVar) {
   std::string msg = ErrorOf([&] {
-    exe_.Run(prepared_.get(), {{"x", MakeTensor<float>({2, 4}, std::vector<float>(8))}});
+    exe_.Run(prepared_.get(),
+             {{"x", MakeTensor<float>({2, 4}, std::vector<float>(8))}});
   });
   EXPECT_NE(msg.find("feed 'x'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 4]"), std::string::npos) << msg;
@@ -130,12 +132,14 @@ TEST_F(ExecutorTest, WrongFeedDtypeNamesTheVar) {
 
 TEST_F(ExecutorTest, UnknownFeedAndFetchAreErrors) {
   Tensor x = MakeTensor<float>({1, 3}, {1, 1, 1});
-  EXPECT_NE(ErrorOf([&] { exe_.Run(prepared_.get(), {{"x", x}, {"zz", x}}); })
-                .find("'zz'"),
+  EXPECT_NE(ErrorOf([&] {
+              exe_.Run(prepared_.get(), {{"x", x}, {"zz", x}});
+            }).find("'zz'"),
             std::string::npos);
   std::vector<Tensor> out;
-  EXPECT_NE(ErrorOf([&] { exe_.Run(prepared_.get(), {{"x", x}}, {"qq"}, &out); })
-                .find("'qq'"),
+  EXPECT_NE(ErrorOf([&] {
+              exe_.Run(prepared_.get(), {{"x", x}}, {"qq"}, &out);
+            }).find("'qq'"),
             std::string::npos);
 }
 

@@ -115,10 +115,10 @@ TEST(OpSchema, ValidatesSlotsAndAttrs) {
   const OpSchema& mul = OpRegistry::Global().Get("mul");
   EXPECT_THROW(mul.Validate(MakeOp("mul", {{"X", {"a"}}}, {{"Out", {"c"}}})),
                Error);
-  EXPECT_THROW(mul.Validate(MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}},
-                                           {"Z", {"z"}}},
-                                   {{"Out", {"c"}}})),
-               Error);
+  EXPECT_THROW(
+      mul.Validate(MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}, {"Z", {"z"}}},
+                          {{"Out", {"c"}}})),
+      Error);
   EXPECT_THROW(mul.Validate(MakeOp("mul", {{"X", {"a", "b"}}, {"Y", {"b"}}},
                                    {{"Out", {"c"}}})),
                Error);
@@ -126,10 +126,10 @@ TEST(OpSchema, ValidatesSlotsAndAttrs) {
   AttributeMap attrs = mul.ResolveAttrs(
       MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"c"}}}));
   EXPECT_EQ(std::get<int32_t>(attrs.at("x_num_col_dims")), 1);
-  EXPECT_THROW(mul.ResolveAttrs(MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}},
-                                       {{"Out", {"c"}}},
-                                       {{"x_num_col_dims", 1.5f}})),
-               Error);
+  EXPECT_THROW(
+      mul.ResolveAttrs(MakeOp("mul", {{"X", {"a"}}, {"Y", {"b"}}},
+                              {{"Out", {"c"}}}, {{"x_num_col_dims", 1.5f}})),
+      Error);
 }
 
 TEST(OpSchema, CompileTimeShapeInferencePropagatesUnknownBatch) {

@@ -63,8 +63,7 @@ TEST(ProgramDesc, MissingTruncatedCorruptAndNewerFilesAreNamedErrors) {
 
   std::string corrupt = TempPath("corrupt.pb");
   std::ofstream(corrupt, std::ios::binary) << "\xff\xff\xff\xff garbage";
-  EXPECT_NE(LoadError(corrupt).find("truncated or corrupt"),
-            std::string::npos);
+  EXPECT_NE(LoadError(corrupt).find("truncated or corrupt"), std::string::npos);
 
   std::string empty = TempPath("empty.pb");
   std::ofstream(empty, std::ios::binary) << "";

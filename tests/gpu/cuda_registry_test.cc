@@ -30,8 +30,8 @@ TEST(CudaRegistry, EveryCpuKernelHasACudaKernel) {
       if (!HasKernel(type, Place::CPU(), dtype)) continue;
       ++checked;
       EXPECT_TRUE(HasKernel(type, Place::CUDA(0), dtype))
-          << "op '" << type << "' has a CPU kernel for "
-          << DataTypeName(dtype) << " but no CUDA kernel";
+          << "op '" << type << "' has a CPU kernel for " << DataTypeName(dtype)
+          << " but no CUDA kernel";
     }
   }
   EXPECT_GT(checked, 80);

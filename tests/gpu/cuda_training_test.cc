@@ -45,8 +45,7 @@ std::unique_ptr<Run> Train(const std::string& model, DataType dtype,
     } else {
       testing::SyntheticBatch<float>(77 + s, 16, &x, &y, 12);
     }
-    exe.Run(main.get(), {{"image", x}, {"label", y}}, {job.loss_name()},
-            &out);
+    exe.Run(main.get(), {{"image", x}, {"label", y}}, {job.loss_name()}, &out);
     EXPECT_TRUE(out[0].place().is_cpu()) << "fetches come back to the host";
     run->losses.push_back(Scalar(out[0]));
   }
@@ -106,8 +105,7 @@ TEST(CudaTraining, ParametersLiveOnTheDeviceAndCheckpointThroughTheHost) {
     cpu.RunOnce(job.main(), &run->scope, {{"image", x}, {"label", y}});
     FAIL() << "a CPU run read device parameters";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("lives on cuda:0"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("lives on cuda:0"), std::string::npos)
         << e.what();
   }
 

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "src/builder/models.h"
-#include "src/runtime/mpi_executor.h"
 #include "src/framework/device.h"
+#include "src/runtime/mpi_executor.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/synthetic_batch.h"
 
@@ -20,9 +20,7 @@ Place RankPlace() { return Place::CUDA(LocalRankDevice()); }
 Communicator* Comm() { return GlobalCommunicator(RankPlace()); }
 
 // Ranks sharing a device (more ranks on the node than GPUs).
-bool DevicesShared() {
-  return Comm()->size() > CudaDeviceCount();
-}
+bool DevicesShared() { return Comm()->size() > CudaDeviceCount(); }
 
 Tensor OnDevice(const std::vector<double>& values) {
   Tensor host;

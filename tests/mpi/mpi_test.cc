@@ -6,9 +6,9 @@
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
 #include "src/distributed/mpi_backend.h"
-#include "src/runtime/mpi_executor.h"
 #include "src/framework/hash.h"
 #include "src/framework/program_desc.h"
+#include "src/runtime/mpi_executor.h"
 #include "tests/testing/synthetic_batch.h"
 #include "transpiler/pserver_transpiler.h"
 
@@ -114,8 +114,8 @@ TEST_P(Equivalence, NRanksTimesBMatchesOneRankTimesNB) {
 TEST_P(Equivalence, ThroughThePserverStyleRewrite) {
   const std::string opt = GetParam();
   proto::TrainingJob job = Mlp(opt, opt == "adam" ? 0.001f : 0.1f);
-  PserverSplit split =
-      PserverTranspile(job, Comm()->size(), {"127.0.0.1:6174", "127.0.0.1:6175"});
+  PserverSplit split = PserverTranspile(job, Comm()->size(),
+                                        {"127.0.0.1:6174", "127.0.0.1:6175"});
   CollectiveConfig cfg;
   cfg.nranks = Comm()->size();
   proto::TrainingJob converted =

@@ -11,9 +11,9 @@ namespace {
 
 using testing::RunSteps;
 
+using testing::AdamOp;
 using testing::MakeTensor;
 using testing::RandomTensor;
-using testing::AdamOp;
 using testing::RunOp;
 using testing::TensorMap;
 using testing::ToVector;

@@ -49,8 +49,8 @@ TEST(FillConstantOp, FillsEveryDtype) {
 
 TEST(FillConstantOp, ScalarsAndEmptyShapes) {
   ExpectFilled<float>(
-      RunOp(FillConstant({1}, 1.0f, DataType::kFloat32), {})["out"],
-      Shape{1}, 1.0f);
+      RunOp(FillConstant({1}, 1.0f, DataType::kFloat32), {})["out"], Shape{1},
+      1.0f);
   Tensor empty =
       RunOp(FillConstant({0, 4}, 2.0f, DataType::kFloat32), {})["out"];
   EXPECT_EQ(empty.shape(), Shape({0, 4}));
@@ -68,9 +68,9 @@ TEST(FillConstantOp, UnknownDimIsRefused) {
 
 TEST(FillZerosLikeOp, ZerosShapedLikeX) {
   Tensor x = RandomTensor<double>(Shape{3, 1, 2}, -1, 1, 5);
-  Tensor out = RunOp(MakeOp("fill_zeros_like", {{"X", {"x"}}},
-                            {{"Out", {"out"}}}),
-                     {{"x", x}})["out"];
+  Tensor out =
+      RunOp(MakeOp("fill_zeros_like", {{"X", {"x"}}}, {{"Out", {"out"}}}),
+            {{"x", x}})["out"];
   ExpectFilled<double>(out, Shape{3, 1, 2}, 0.0);
 }
 

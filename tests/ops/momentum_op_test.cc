@@ -12,8 +12,8 @@ namespace {
 using testing::RunSteps;
 
 using testing::MakeTensor;
-using testing::RandomTensor;
 using testing::MomentumOp;
+using testing::RandomTensor;
 using testing::RunOp;
 using testing::TensorMap;
 using testing::ToVector;

@@ -23,19 +23,20 @@ std::vector<double> NaiveMatMul(const std::vector<double>& a,
 }
 
 TEST(MulOp, ForwardMatchesNaive) {
-  for (auto dims : std::vector<std::array<int, 3>>{{1, 1, 1}, {3, 5, 7},
-                                                   {17, 33, 9}, {64, 128, 10}}) {
+  for (auto dims : std::vector<std::array<int, 3>>{
+           {1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 128, 10}}) {
     int m = dims[0], k = dims[1], n = dims[2];
     Tensor x = RandomTensor<double>({m, k}, -1, 1, 1);
     Tensor y = RandomTensor<double>({k, n}, -1, 1, 2);
-    auto out = RunOp(MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}},
-                            {{"Out", {"out"}}}),
-                     {{"x", x}, {"y", y}})["out"];
+    auto out =
+        RunOp(MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}),
+              {{"x", x}, {"y", y}})["out"];
     ASSERT_EQ(out.shape(), Shape({m, n}));
     auto want = NaiveMatMul(testing::ToVector<double>(x),
                             testing::ToVector<double>(y), m, k, n);
     auto got = testing::ToVector<double>(out);
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-12);
   }
 }
 
@@ -47,10 +48,9 @@ TEST(MulOp, FlattensByNumColDims) {
                    {{"x", x}, {"y", y}})["out"];
   EXPECT_EQ(out.shape(), Shape({2, 3, 5}));
   Tensor x2 = RandomTensor<double>({2, 3, 4}, -1, 1, 3);
-  auto out2 = RunOp(MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}},
-                           {{"Out", {"out"}}}),
-                    {{"x", x2}, {"y", RandomTensor<double>({12, 5}, -1, 1, 4)}})
-                  ["out"];
+  auto out2 =
+      RunOp(MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}),
+            {{"x", x2}, {"y", RandomTensor<double>({12, 5}, -1, 1, 4)}})["out"];
   EXPECT_EQ(out2.shape(), Shape({2, 5}));
 }
 
@@ -66,8 +66,8 @@ TEST(MulOp, FloatMatchesDouble) {
 }
 
 TEST(MulOp, Gradient) {
-  for (auto dims : std::vector<std::array<int, 3>>{{1, 1, 1}, {3, 5, 7},
-                                                   {6, 1, 4}}) {
+  for (auto dims :
+       std::vector<std::array<int, 3>>{{1, 1, 1}, {3, 5, 7}, {6, 1, 4}}) {
     auto op = MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
     EXPECT_TRUE(CheckGradient(
         op, {{"x", RandomTensor<double>({dims[0], dims[1]}, -1, 1, 7)},
@@ -75,9 +75,9 @@ TEST(MulOp, Gradient) {
   }
   auto op3 = MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
                     {{"x_num_col_dims", 2}});
-  EXPECT_TRUE(CheckGradient(
-      op3, {{"x", RandomTensor<double>({2, 3, 4}, -1, 1, 9)},
-            {"y", RandomTensor<double>({4, 3}, -1, 1, 10)}}));
+  EXPECT_TRUE(
+      CheckGradient(op3, {{"x", RandomTensor<double>({2, 3, 4}, -1, 1, 9)},
+                          {"y", RandomTensor<double>({4, 3}, -1, 1, 10)}}));
 }
 
 TEST(MulOp, ShapeMismatchNamesVars) {

@@ -80,8 +80,8 @@ TEST(SgdOp, GradShapeMismatchNamesVars) {
 
 TEST(SgdOp, LearningRateMustBeScalar) {
   EXPECT_THROW(RunOp(SgdOp(), {{"p", RandomTensor<double>({2}, -1, 1, 1)},
-                                  {"g", RandomTensor<double>({2}, -1, 1, 2)},
-                                  {"lr", MakeTensor<double>({2}, {0.1, 0.2})}}),
+                               {"g", RandomTensor<double>({2}, -1, 1, 2)},
+                               {"lr", MakeTensor<double>({2}, {0.1, 0.2})}}),
                Error);
 }
 

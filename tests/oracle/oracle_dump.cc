@@ -31,15 +31,24 @@ Args Parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") a.model = v;
-    else if (k == "--optimizer") a.optimizer = v;
-    else if (k == "--lr") a.lr = std::stof(v);
-    else if (k == "--momentum") a.momentum = std::stof(v);
-    else if (k == "--steps") a.steps = std::stoi(v);
-    else if (k == "--batch") a.batch = std::stoll(v);
-    else if (k == "--out") a.out = v;
-    else if (k == "--data") a.data = v;
-    else FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
+    if (k == "--model")
+      a.model = v;
+    else if (k == "--optimizer")
+      a.optimizer = v;
+    else if (k == "--lr")
+      a.lr = std::stof(v);
+    else if (k == "--momentum")
+      a.momentum = std::stof(v);
+    else if (k == "--steps")
+      a.steps = std::stoi(v);
+    else if (k == "--batch")
+      a.batch = std::stoll(v);
+    else if (k == "--out")
+      a.out = v;
+    else if (k == "--data")
+      a.data = v;
+    else
+      FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
   FLUID_ENFORCE(!a.out.empty(), "--out is required");
   return a;
@@ -75,7 +84,8 @@ int Main(int argc, char** argv) {
   for (const auto& v : job.main().blocks(0).vars()) {
     if (!v.trainable()) continue;
     manifest << v.name() << "\n";
-    SaveNpy(a.out + "/init_" + v.name() + ".npy", scope.GetVar(v.name())->GetTensor());
+    SaveNpy(a.out + "/init_" + v.name() + ".npy",
+            scope.GetVar(v.name())->GetTensor());
   }
   Dataset data = LoadData(a);
   Batcher batcher(data, a.batch, 7);
@@ -88,13 +98,15 @@ int Main(int argc, char** argv) {
     FLUID_ENFORCE(batcher.Next(&batch), "ran out of data at step ", s);
     SaveNpy(a.out + "/image_" + std::to_string(s) + ".npy", batch[0]);
     SaveNpy(a.out + "/label_" + std::to_string(s) + ".npy", batch[1]);
-    exe.Run(main.get(), {{"image", batch[0]}, {"label", batch[1]}}, {"loss"}, &out);
+    exe.Run(main.get(), {{"image", batch[0]}, {"label", batch[1]}}, {"loss"},
+            &out);
     lp[s] = out[0].data<float>()[0];
   }
   SaveNpy(a.out + "/losses.npy", losses);
   for (const auto& v : job.main().blocks(0).vars())
     if (v.trainable())
-      SaveNpy(a.out + "/final_" + v.name() + ".npy", scope.GetVar(v.name())->GetTensor());
+      SaveNpy(a.out + "/final_" + v.name() + ".npy",
+              scope.GetVar(v.name())->GetTensor());
   return 0;
 }
 

@@ -184,8 +184,8 @@ proto::ProgramDesc GradProgram(const proto::OpDesc& op, const OpSchema& schema,
       double scale = std::max({std::fabs(got), std::fabs(numeric), 1.0});
       if (std::fabs(got - numeric) > options.tolerance * scale) {
         if (++bad <= 5)
-          failures << "\n  d/d " << wrt[w] << "[" << i << "]: analytic "
-                   << got << ", numeric " << numeric;
+          failures << "\n  d/d " << wrt[w] << "[" << i << "]: analytic " << got
+                   << ", numeric " << numeric;
       }
     }
   }

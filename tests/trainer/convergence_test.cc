@@ -40,7 +40,8 @@ TEST(Convergence, LenetOnAFashionMnistSubset) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at " << kData;
   TrainerResult r = TrainSubset("lenet");
   EXPECT_GE(r.test_accuracy, 0.75);
-  EXPECT_LT(r.final_loss, 1.2);  // the epoch's mean training loss; untrained: 2.30
+  EXPECT_LT(r.final_loss,
+            1.2);  // the epoch's mean training loss; untrained: 2.30
 }
 
 TEST(Convergence, MlpOnAFashionMnistSubset) {

@@ -32,10 +32,9 @@ std::string ReadFile(const std::string& path) {
 }
 
 void WriteBigEndian(std::ofstream& f, uint32_t v) {
-  unsigned char b[4] = {static_cast<unsigned char>(v >> 24),
-                        static_cast<unsigned char>(v >> 16),
-                        static_cast<unsigned char>(v >> 8),
-                        static_cast<unsigned char>(v)};
+  unsigned char b[4] = {
+      static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
+      static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
   f.write(reinterpret_cast<char*>(b), 4);
 }
 
@@ -144,9 +143,9 @@ TEST_F(TrainerTest, ProgramThatIsNotARegularFile) {
 }
 
 TEST_F(TrainerTest, NewerProgramVersion) {
-  std::string path = SaveMlp(
-      [](proto::TrainingJob* j) { j->mutable_main()->set_version(99); },
-      "v.pb");
+  std::string path =
+      SaveMlp([](proto::TrainingJob* j) { j->mutable_main()->set_version(99); },
+              "v.pb");
   ExpectOneLineError(RunCli("--program '" + path + "'"),
                      "newer than this build");
 }
@@ -177,9 +176,9 @@ TEST_F(TrainerTest, MissingFeed) {
 TEST_F(TrainerTest, FeedOfWrongShape) {
   std::string path = SaveMlp(
       [](proto::TrainingJob* j) {
-        SetVarShape(FindMutableVarDesc(j->mutable_main()->mutable_blocks(0),
-                                       "image"),
-                    Shape{-1, 784});
+        SetVarShape(
+            FindMutableVarDesc(j->mutable_main()->mutable_blocks(0), "image"),
+            Shape{-1, 784});
       },
       "s.pb");
   ExpectOneLineError(RunCli("--program '" + path + "'"), "feed 'image'");
@@ -265,8 +264,7 @@ TEST_F(TrainerTest, MissingDataDirectory) {
     RunTrainer(opts, sink);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir"), std::string::npos)
         << e.what();
   }
 }
@@ -296,9 +294,9 @@ TEST_F(TrainerTest, PlaceCuda) {
     EXPECT_NE(o.out.find("test accuracy"), std::string::npos) << o.out;
   }
   if (BuiltWithCuda() && CudaDeviceCount() > 0) {
-    ExpectOneLineError(RunCli("--model mlp --place cuda:" +
-                              std::to_string(CudaDeviceCount())),
-                       "visible");
+    ExpectOneLineError(
+        RunCli("--model mlp --place cuda:" + std::to_string(CudaDeviceCount())),
+        "visible");
   }
 }
 

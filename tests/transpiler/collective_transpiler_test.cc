@@ -19,9 +19,10 @@ std::vector<std::string> Types(const proto::ProgramDesc& p) {
 }
 
 const std::vector<std::string> kMlpForward = {
-    "mul", "elementwise_add", "relu", "mul", "elementwise_add", "relu",
-    "mul", "elementwise_add", "softmax_with_cross_entropy", "mean",
-    "accuracy"};
+    "mul",  "elementwise_add", "relu",
+    "mul",  "elementwise_add", "relu",
+    "mul",  "elementwise_add", "softmax_with_cross_entropy",
+    "mean", "accuracy"};
 
 std::vector<std::string> Concat(std::vector<std::vector<std::string>> parts) {
   std::vector<std::string> out;
@@ -36,16 +37,15 @@ TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
   CollectiveConfig cfg;
   cfg.nranks = 4;
   proto::TrainingJob out = CollectiveTranspile(job, cfg);
-  EXPECT_EQ(Types(out.main()),
-            Concat({{"coalesce_tensor"},
-                    kMlpForward,
-                    {"fill_constant", "mean_grad",
-                     "softmax_with_cross_entropy_grad",
-                     "elementwise_add_grad", "mul_grad", "relu_grad",
-                     "elementwise_add_grad", "mul_grad", "relu_grad",
-                     "elementwise_add_grad", "mul_grad", "c_allreduce",
-                     "c_wait"},
-                    kMomentum6}));
+  EXPECT_EQ(
+      Types(out.main()),
+      Concat({{"coalesce_tensor"},
+              kMlpForward,
+              {"fill_constant", "mean_grad", "softmax_with_cross_entropy_grad",
+               "elementwise_add_grad", "mul_grad", "relu_grad",
+               "elementwise_add_grad", "mul_grad", "relu_grad",
+               "elementwise_add_grad", "mul_grad", "c_allreduce", "c_wait"},
+              kMomentum6}));
   // The bucket holds the grads in the order the backward pass writes them.
   const auto& co = out.main().blocks(0).ops(0);
   EXPECT_EQ(OpOutput(co, "Output"),
@@ -80,35 +80,39 @@ TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
   EXPECT_EQ(buckets[0].grads.size(), 5u);
   EXPECT_EQ(buckets[1].grads, std::vector<std::string>{"fc_0.w_0@GRAD"});
 
-  const std::vector<std::string> head = {"fill_constant", "mean_grad",
-                                         "softmax_with_cross_entropy_grad",
-                                         "elementwise_add_grad", "mul_grad",
-                                         "relu_grad", "elementwise_add_grad",
-                                         "mul_grad", "relu_grad",
-                                         "elementwise_add_grad"};
+  const std::vector<std::string> head = {
+      "fill_constant",        "mean_grad", "softmax_with_cross_entropy_grad",
+      "elementwise_add_grad", "mul_grad",  "relu_grad",
+      "elementwise_add_grad", "mul_grad",  "relu_grad",
+      "elementwise_add_grad"};
   proto::TrainingJob on = CollectiveTranspile(job, cfg);
   // Bucket 0 goes as soon as fc_0's bias grad is written, overlapping the
   // last mul_grad; the optimizer waits for each bucket just before it needs
   // it (fc_0.w first, in bucket 1).
   EXPECT_EQ(Types(on.main()),
-            Concat({{"coalesce_tensor", "coalesce_tensor"}, kMlpForward, head,
+            Concat({{"coalesce_tensor", "coalesce_tensor"},
+                    kMlpForward,
+                    head,
                     {"c_allreduce", "mul_grad", "c_allreduce", "c_wait",
                      "momentum", "c_wait"},
                     std::vector<std::string>(5, "momentum")}));
   cfg.overlap = false;
   proto::TrainingJob off = CollectiveTranspile(job, cfg);
-  EXPECT_EQ(Types(off.main()),
-            Concat({{"coalesce_tensor", "coalesce_tensor"}, kMlpForward, head,
-                    {"mul_grad", "c_allreduce", "c_allreduce", "c_wait",
-                     "c_wait"},
-                    kMomentum6}));
+  EXPECT_EQ(
+      Types(off.main()),
+      Concat({{"coalesce_tensor", "coalesce_tensor"},
+              kMlpForward,
+              head,
+              {"mul_grad", "c_allreduce", "c_allreduce", "c_wait", "c_wait"},
+              kMomentum6}));
   EXPECT_NE(StructureHash(on.main()), StructureHash(off.main()));
 }
 
 TEST(CollectiveTranspiler, SumWhenNotAveraging) {
   CollectiveConfig cfg;
   cfg.average = false;
-  proto::TrainingJob out = CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+  proto::TrainingJob out =
+      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
   for (const auto& op : out.main().blocks(0).ops()) {
     if (op.type() == "c_allreduce") {
       EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "sum");
@@ -179,8 +183,8 @@ TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
   proto::ProgramDesc p = PerGradMain();
   std::string fused = "fused_grad_0@COALESCED";
   int wait = FindOp(p, "c_wait", "fused_grad_0@COALESCED@HANDLE");
-  proto::OpDesc scale = MakeOp("scale", {{"X", {fused}}}, {{"Out", {fused}}},
-                               {{"scale", 0.5f}});
+  proto::OpDesc scale =
+      MakeOp("scale", {{"X", {fused}}}, {{"Out", {fused}}}, {{"scale", 0.5f}});
   auto* ops = p.mutable_blocks(0)->mutable_ops();
   *ops->Add() = scale;
   for (int i = ops->size() - 1; i > wait + 1; --i) ops->SwapElements(i, i - 1);
@@ -198,13 +202,14 @@ TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
 }
 
 TEST(CollectiveTranspiler, RefusesAnAlreadyDistributedJob) {
-  proto::TrainingJob once = CollectiveTranspile(testing::LoadTestJob("mlp"), {});
+  proto::TrainingJob once =
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {});
   EXPECT_THROW(CollectiveTranspile(once, {}), Error);
 }
 
 TEST(PserverTranspiler, SplitsIntoTrainerAndServers) {
-  PserverSplit split =
-      PserverTranspile(testing::LoadTestJob("mlp"), 2, {"127.0.0.1:6170", "127.0.0.1:6171"});
+  PserverSplit split = PserverTranspile(testing::LoadTestJob("mlp"), 2,
+                                        {"127.0.0.1:6170", "127.0.0.1:6171"});
   std::vector<std::string> t = Types(split.trainer.main());
   EXPECT_EQ(std::count(t.begin(), t.end(), "send"), 6);
   EXPECT_EQ(std::count(t.begin(), t.end(), "recv"), 6);
@@ -233,7 +238,8 @@ TEST(PserverTranspiler, RewriteGivesTheSameOpsAsTranspilingThePlainJob) {
     cfg.overlap = overlap;
     cfg.bucket_bytes = 600 * 1024;
     proto::TrainingJob direct = CollectiveTranspile(plain, cfg);
-    proto::TrainingJob via = PserverToCollective(split.trainer, split.pservers, cfg);
+    proto::TrainingJob via =
+        PserverToCollective(split.trainer, split.pservers, cfg);
     ASSERT_EQ(Types(via.main()), Types(direct.main()));
     for (int i = 0; i < direct.main().blocks(0).ops_size(); ++i)
       EXPECT_EQ(OpToString(via.main().blocks(0).ops(i)),
@@ -251,42 +257,45 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
     return op;
   };
   auto declare = [](proto::BlockDesc* b, bool with_state) {
-    AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 4})->set_stop_gradient(true);
+    AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 4})
+        ->set_stop_gradient(true);
     auto* w = AddVarDesc(b, "w", DataType::kFloat32, Shape{4, 2}, true);
     w->set_trainable(true);
     for (const char* n : {"y", "loss", "loss@GRAD", "y@GRAD", "w@GRAD"})
       AddVarDesc(b, n, DataType::kFloat32,
-                 std::string(n) == "w@GRAD" ? Shape{4, 2}
+                 std::string(n) == "w@GRAD"             ? Shape{4, 2}
                  : std::string(n).rfind("loss", 0) == 0 ? Shape{1}
-                                                         : Shape{-1, 2});
+                                                        : Shape{-1, 2});
     if (with_state) AddVarDesc(b, "lr", DataType::kFloat32, Shape{1}, true);
   };
   auto forward_backward = [&](proto::BlockDesc* b) {
-    *b->add_ops() = MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
+    *b->add_ops() =
+        MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
     *b->add_ops() = role(MakeOp("mean", {{"X", {"y"}}}, {{"Out", {"loss"}}}),
                          OpRole::kLoss);
-    *b->add_ops() = role(MakeOp("fill_constant", {}, {{"Out", {"loss@GRAD"}}},
-                                {{"shape", std::vector<int64_t>{1}},
-                                 {"value", 1.0f}}),
-                         OpRole::kBackward);
-    *b->add_ops() = role(MakeOp("mean_grad",
-                                {{"X", {"y"}}, {"Out@GRAD", {"loss@GRAD"}}},
-                                {{"X@GRAD", {"y@GRAD"}}}),
-                         OpRole::kBackward);
-    *b->add_ops() = role(
-        MakeOp("mul_grad",
-               {{"X", {"x"}}, {"Y", {"w"}}, {"Out@GRAD", {"y@GRAD"}}},
-               {{"X@GRAD", {kEmptyVarName}}, {"Y@GRAD", {"w@GRAD"}}}),
-        OpRole::kBackward);
+    *b->add_ops() =
+        role(MakeOp("fill_constant", {}, {{"Out", {"loss@GRAD"}}},
+                    {{"shape", std::vector<int64_t>{1}}, {"value", 1.0f}}),
+             OpRole::kBackward);
+    *b->add_ops() =
+        role(MakeOp("mean_grad", {{"X", {"y"}}, {"Out@GRAD", {"loss@GRAD"}}},
+                    {{"X@GRAD", {"y@GRAD"}}}),
+             OpRole::kBackward);
+    *b->add_ops() =
+        role(MakeOp("mul_grad",
+                    {{"X", {"x"}}, {"Y", {"w"}}, {"Out@GRAD", {"y@GRAD"}}},
+                    {{"X@GRAD", {kEmptyVarName}}, {"Y@GRAD", {"w@GRAD"}}}),
+             OpRole::kBackward);
   };
   proto::OpDesc sgd = role(
-      MakeOp("sgd", {{"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"LearningRate", {"lr"}}},
+      MakeOp("sgd",
+             {{"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"LearningRate", {"lr"}}},
              {{"ParamOut", {"w"}}},
              {{kOpRoleVarAttr, std::vector<std::string>{"w", "w@GRAD"}}}),
       OpRole::kOptimize);
-  proto::OpDesc lr_init = MakeOp("fill_constant", {}, {{"Out", {"lr"}}},
-                                 {{"shape", std::vector<int64_t>{1}},
-                                  {"value", 0.1f}});
+  proto::OpDesc lr_init =
+      MakeOp("fill_constant", {}, {{"Out", {"lr"}}},
+             {{"shape", std::vector<int64_t>{1}}, {"value", 0.1f}});
 
   proto::TrainingJob plain;
   *plain.mutable_main() = NewProgram();
@@ -294,10 +303,10 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
   declare(plain.mutable_main()->mutable_blocks(0), true);
   forward_backward(plain.mutable_main()->mutable_blocks(0));
   *plain.mutable_main()->mutable_blocks(0)->add_ops() = sgd;
-  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "w", DataType::kFloat32,
-             Shape{4, 2}, true);
-  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "lr", DataType::kFloat32,
-             Shape{1}, true);
+  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "w",
+             DataType::kFloat32, Shape{4, 2}, true);
+  AddVarDesc(plain.mutable_startup()->mutable_blocks(0), "lr",
+             DataType::kFloat32, Shape{1}, true);
   *plain.mutable_startup()->mutable_blocks(0)->add_ops() = lr_init;
 
   proto::TrainingJob trainer;
@@ -327,14 +336,16 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
                           {{"optimize_blocks", std::vector<int32_t>{1}}});
   auto* opt = ps.main.add_blocks();
   opt->set_idx(1);
-  *opt->add_ops() = role(MakeOp("sum", {{"X", {"w@GRAD.trainer_0", "w@GRAD.trainer_1"}}},
-                                {{"Out", {"w@GRAD"}}}),
-                         OpRole::kOptimize);
-  *opt->add_ops() = role(MakeOp("scale", {{"X", {"w@GRAD"}}}, {{"Out", {"w@GRAD"}}},
-                                {{"scale", 0.5f}}),
+  *opt->add_ops() =
+      role(MakeOp("sum", {{"X", {"w@GRAD.trainer_0", "w@GRAD.trainer_1"}}},
+                  {{"Out", {"w@GRAD"}}}),
+           OpRole::kOptimize);
+  *opt->add_ops() = role(MakeOp("scale", {{"X", {"w@GRAD"}}},
+                                {{"Out", {"w@GRAD"}}}, {{"scale", 0.5f}}),
                          OpRole::kOptimize);
   *opt->add_ops() = sgd;
-  AddVarDesc(ps.startup.mutable_blocks(0), "lr", DataType::kFloat32, Shape{1}, true);
+  AddVarDesc(ps.startup.mutable_blocks(0), "lr", DataType::kFloat32, Shape{1},
+             true);
   *ps.startup.mutable_blocks(0)->add_ops() = lr_init;
 
   CollectiveConfig cfg;
@@ -353,7 +364,8 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
 }
 
 TEST(PserverTranspiler, MismatchedPairIsAnError) {
-  PserverSplit split = PserverTranspile(testing::LoadTestJob("mlp"), 2, {"a:1", "b:2"});
+  PserverSplit split =
+      PserverTranspile(testing::LoadTestJob("mlp"), 2, {"a:1", "b:2"});
   split.pservers.pop_back();
   try {
     PserverToPlain(split.trainer, split.pservers);

@@ -91,8 +91,9 @@ TEST(DistributedJob, PrepareKeepsACollectiveJobForItsSize) {
   EXPECT_EQ(again.main().SerializeAsString(), once.main().SerializeAsString());
   EXPECT_EQ(Count(again.startup(), "c_broadcast"),
             Count(once.startup(), "c_broadcast"));
-  EXPECT_NE(ErrorOf([&] { PrepareJob(once, For(3)); })
-                .find("transpiled for 2 ranks but runs on 3"),
+  EXPECT_NE(ErrorOf([&] {
+              PrepareJob(once, For(3));
+            }).find("transpiled for 2 ranks but runs on 3"),
             std::string::npos);
 }
 
@@ -110,8 +111,9 @@ TEST(DistributedJob, PrepareGivesAnUntranspiledStartupItsBroadcasts) {
 TEST(DistributedJob, PrepareConvertsAPserverPairAndNeedsItsServers) {
   const proto::TrainingJob plain = testing::LoadTestJob("mlp");
   const PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2"});
-  EXPECT_NE(ErrorOf([&] { PrepareJob(split.trainer, For(2)); })
-                .find("parameter-server trainer program"),
+  EXPECT_NE(ErrorOf([&] {
+              PrepareJob(split.trainer, For(2));
+            }).find("parameter-server trainer program"),
             std::string::npos);
   const proto::TrainingJob job =
       PrepareJob(split.trainer, For(2), split.pservers);
@@ -134,11 +136,13 @@ TEST(DistributedJob, PrepareRefusesAServerProgram) {
 TEST(DistributedJob, TranspilersRefuseWhatIsAlreadyDistributed) {
   const proto::TrainingJob once =
       CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
-  EXPECT_NE(ErrorOf([&] { CollectiveTranspile(once, For(2)); })
-                .find("already distributed (collective)"),
+  EXPECT_NE(ErrorOf([&] {
+              CollectiveTranspile(once, For(2));
+            }).find("already distributed (collective)"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] { PserverTranspile(once, 2, {"a:1"}); })
-                .find("already distributed (collective)"),
+  EXPECT_NE(ErrorOf([&] {
+              PserverTranspile(once, 2, {"a:1"});
+            }).find("already distributed (collective)"),
             std::string::npos);
 }
 

@@ -1,7 +1,7 @@
 #include "tests/transpiler/testdata.h"
 
-#include <gtest/gtest.h>
 #include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>

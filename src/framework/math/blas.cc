@@ -1,8 +1,7 @@
 #include "src/framework/math/blas.h"
 
-#include <algorithm>
-
 #include <Eigen/Core>
+#include <algorithm>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 namespace fluid {
@@ -11,7 +10,8 @@ namespace math {
 namespace {
 
 template <typename T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMat =
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 template <typename T>
 using Stride = Eigen::OuterStride<>;
@@ -81,8 +81,7 @@ void GemmPool(Eigen::ThreadPoolDevice* pool, int threads, bool trans_a,
 
 template <typename T>
 void Gemm(const CPUDeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
-          int64_t n, int64_t k, T alpha, const T* a, const T* b, T beta,
-          T* c) {
+          int64_t n, int64_t k, T alpha, const T* a, const T* b, T beta, T* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     Eigen::Map<RowMat<T>> cm(c, m, n);
@@ -96,17 +95,17 @@ void Gemm(const CPUDeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
   // Small products are not worth waking the pool for.
   constexpr int64_t kParallelFlops = 1 << 18;
   if (dev.eigen_device() != nullptr && m * n * k >= kParallelFlops) {
-    GemmPool(dev.eigen_device(), dev.num_threads(), trans_a, trans_b, m, n,
-             k, alpha, a, b, beta, c);
+    GemmPool(dev.eigen_device(), dev.num_threads(), trans_a, trans_b, m, n, k,
+             alpha, a, b, beta, c);
   } else {
     GemmSerial(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b,
                trans_b ? k : n, beta, c, n);
   }
 }
 
-template void Gemm<float>(const CPUDeviceContext&, bool, bool, int64_t,
-                          int64_t, int64_t, float, const float*, const float*,
-                          float, float*);
+template void Gemm<float>(const CPUDeviceContext&, bool, bool, int64_t, int64_t,
+                          int64_t, float, const float*, const float*, float,
+                          float*);
 template void Gemm<double>(const CPUDeviceContext&, bool, bool, int64_t,
                            int64_t, int64_t, double, const double*,
                            const double*, double, double*);

@@ -56,8 +56,8 @@ cublasStatus_t cublasGetPointerMode(cublasHandle_t handle,
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k,
                            const float* alpha, const float* A, int lda,
-                           const float* B, int ldb, const float* beta,
-                           float* C, int ldc);
+                           const float* B, int ldb, const float* beta, float* C,
+                           int ldc);
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k,
                            const double* alpha, const double* A, int lda,

@@ -5,8 +5,8 @@
 // into `::cuda_emu::Launch(g, b, s, st).Run(...)`.
 #pragma once
 
-#include "cuda_runtime_api.h"
 #include "cuda_emu/device.h"
+#include "cuda_runtime_api.h"
 
 template <class T>
 inline cudaError_t cudaMalloc(T** ptr, size_t size) {

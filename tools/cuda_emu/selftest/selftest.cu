@@ -18,12 +18,12 @@ namespace {
 
 int failures = 0;
 
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-      ++failures;                                                    \
-    }                                                                \
+#define CHECK(cond)                                                 \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                   \
+    }                                                               \
   } while (0)
 
 template <typename T>
@@ -44,8 +44,8 @@ std::vector<T> ToHost(const T* d, size_t n) {
 template <typename T>
 T* ToDevice(const std::vector<T>& h) {
   T* d = DeviceAlloc<T>(h.size());
-  CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T),
-                   cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice) ==
+        cudaSuccess);
   return d;
 }
 
@@ -253,8 +253,8 @@ void RefGemm(bool ta, bool tb, int m, int n, int k, T alpha, const T* A,
         const T b = tb ? B[j + l * ldb] : B[l + j * ldb];
         s += static_cast<long double>(a) * b;
       }
-      C[i + j * ldc] = beta == T(0) ? T(alpha * s)
-                                    : T(alpha * s + beta * C[i + j * ldc]);
+      C[i + j * ldc] =
+          beta == T(0) ? T(alpha * s) : T(alpha * s + beta * C[i + j * ldc]);
     }
 }
 
@@ -271,10 +271,9 @@ cublasStatus_t CallGemm(cublasHandle_t h, cublasOperation_t ta,
 }
 cublasStatus_t CallGemm(cublasHandle_t h, cublasOperation_t ta,
                         cublasOperation_t tb, int m, int n, int k,
-                        const float* al, const float* A, int lda,
-                        long long sa, const float* B, int ldb, long long sb,
-                        const float* be, float* C, int ldc, long long sc,
-                        int batch) {
+                        const float* al, const float* A, int lda, long long sa,
+                        const float* B, int ldb, long long sb, const float* be,
+                        float* C, int ldc, long long sc, int batch) {
   if (batch == 1)
     return cublasSgemm(h, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
   return cublasSgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, sa, B, ldb,
@@ -298,7 +297,8 @@ void TestGemm(cublasHandle_t h) {
           std::vector<T> A(sa * batch), B(sb * batch), C(sc * batch);
           for (auto& v : A) v = T(u(rng));
           for (auto& v : B) v = T(u(rng));
-          for (auto& v : C) v = beta == T(0) ? std::numeric_limits<T>::quiet_NaN() : T(u(rng));
+          for (auto& v : C)
+            v = beta == T(0) ? std::numeric_limits<T>::quiet_NaN() : T(u(rng));
           std::vector<T> want = C;
           const T alpha = T(-1.5);
           for (int b = 0; b < batch; ++b)
@@ -341,9 +341,9 @@ void TestGemm(cublasHandle_t h) {
                  &zero, d, 2, 0, 1) == CUBLAS_STATUS_INVALID_VALUE);
   // Host memory is refused.
   std::vector<T> host(16);
-  CHECK(CallGemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, host.data(), 2,
-                 0, d, 2, 0, &zero, d + 8, 2, 0, 1) ==
-        CUBLAS_STATUS_EXECUTION_FAILED);
+  CHECK(CallGemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, host.data(), 2, 0,
+                 d, 2, 0, &zero, d + 8, 2, 0,
+                 1) == CUBLAS_STATUS_EXECUTION_FAILED);
   cudaFree(d);
 }
 

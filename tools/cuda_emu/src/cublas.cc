@@ -77,9 +77,9 @@ template <typename T>
 cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
                     cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                     int k, const T* alpha, const T* A, int lda,
-                    long long stride_a, const T* B, int ldb,
-                    long long stride_b, const T* beta, T* C, int ldc,
-                    long long stride_c, int batch) {
+                    long long stride_a, const T* B, int ldb, long long stride_b,
+                    const T* beta, T* C, int ldc, long long stride_c,
+                    int batch) {
   if (!Valid(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!ValidOp(ta) || !ValidOp(tb) || m < 0 || n < 0 || k < 0 || batch < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -100,15 +100,18 @@ cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
   const bool reads_ab = k > 0 && al != T(0);
   if (!CheckMatrix(api, "C", C, m, n, ldc, stride_c, batch))
     return CUBLAS_STATUS_EXECUTION_FAILED;
-  if (reads_ab && (!CheckMatrix(api, "A", A, a_rows, a_cols, lda, stride_a, batch) ||
-                   !CheckMatrix(api, "B", B, b_rows, b_cols, ldb, stride_b, batch)))
+  if (reads_ab &&
+      (!CheckMatrix(api, "A", A, a_rows, a_cols, lda, stride_a, batch) ||
+       !CheckMatrix(api, "B", B, b_rows, b_cols, ldb, stride_b, batch)))
     return CUBLAS_STATUS_EXECUTION_FAILED;
   if (batch > 1) {
     const long long c_one = static_cast<long long>(ldc) * (n - 1) + m;
     const long long s = stride_c < 0 ? -stride_c : stride_c;
     if (s < c_one)
-      Report("%s: the %d C matrices overlap (strideC %lld, each spans %lld "
-             "elements): their results race", api, batch, stride_c, c_one);
+      Report(
+          "%s: the %d C matrices overlap (strideC %lld, each spans %lld "
+          "elements): their results race",
+          api, batch, stride_c, c_one);
   }
   if (reads_ab) {
     long long alo, blo, clo;
@@ -116,9 +119,11 @@ cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
     const size_t bn = Extent<T>(b_rows, b_cols, ldb, stride_b, batch, &blo);
     const size_t cn = Extent<T>(m, n, ldc, stride_c, batch, &clo);
     if (Overlaps(A, an, alo, C, cn, clo) || Overlaps(B, bn, blo, C, cn, clo))
-      Report("%s: C overlaps an input (A %p, B %p, C %p): the result is "
-             "undefined", api, static_cast<const void*>(A),
-             static_cast<const void*>(B), static_cast<void*>(C));
+      Report(
+          "%s: C overlaps an input (A %p, B %p, C %p): the result is "
+          "undefined",
+          api, static_cast<const void*>(A), static_cast<const void*>(B),
+          static_cast<void*>(C));
   }
 
   std::vector<T> acc(static_cast<size_t>(m));
@@ -237,8 +242,9 @@ cublasStatus_t cublasSetPointerMode(cublasHandle_t handle,
                                     cublasPointerMode_t mode) {
   if (!cuda_emu::Valid(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (mode != CUBLAS_POINTER_MODE_HOST) {
-    cuda_emu::Report("cublasSetPointerMode: only the host pointer mode is "
-                     "emulated");
+    cuda_emu::Report(
+        "cublasSetPointerMode: only the host pointer mode is "
+        "emulated");
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   handle->pointer_mode = mode;
@@ -256,11 +262,10 @@ cublasStatus_t cublasGetPointerMode(cublasHandle_t handle,
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k,
                            const float* alpha, const float* A, int lda,
-                           const float* B, int ldb, const float* beta,
-                           float* C, int ldc) {
+                           const float* B, int ldb, const float* beta, float* C,
+                           int ldc) {
   return cuda_emu::Gemm<float>("cublasSgemm", handle, transa, transb, m, n, k,
-                               alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0,
-                               1);
+                               alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
@@ -268,9 +273,9 @@ cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            const double* alpha, const double* A, int lda,
                            const double* B, int ldb, const double* beta,
                            double* C, int ldc) {
-  return cuda_emu::Gemm<double>("cublasDgemm", handle, transa, transb, m, n,
-                                k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
-                                0, 1);
+  return cuda_emu::Gemm<double>("cublasDgemm", handle, transa, transb, m, n, k,
+                                alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0,
+                                1);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(
@@ -291,9 +296,8 @@ cublasStatus_t cublasDgemmStridedBatched(
     const double* beta, double* C, int ldc, long long int strideC,
     int batchCount) {
   return cuda_emu::Gemm<double>("cublasDgemmStridedBatched", handle, transa,
-                                transb, m, n, k, alpha, A, lda, strideA, B,
-                                ldb, strideB, beta, C, ldc, strideC,
-                                batchCount);
+                                transb, m, n, k, alpha, A, lda, strideA, B, ldb,
+                                strideB, beta, C, ldc, strideC, batchCount);
 }
 
 }  // extern "C"

@@ -160,8 +160,8 @@ struct Block {
   uint3 index = {0, 0, 0};
   std::vector<ThreadSlot> t;
   std::vector<WarpState> warps;
-  std::mutex mu;                 // threaded mode only
-  std::condition_variable cv;    // threaded mode: barriers
+  std::mutex mu;               // threaded mode only
+  std::condition_variable cv;  // threaded mode: barriers
   std::condition_variable done_cv;
 
   void Setup(const LaunchInfo* info, bool use_threads) {
@@ -170,7 +170,8 @@ struct Block {
     const dim3 b = info->block;
     n = static_cast<int>(b.x * b.y * b.z);
     t.assign(static_cast<size_t>(n), ThreadSlot());
-    warps = std::vector<WarpState>(static_cast<size_t>((n + kWarp - 1) / kWarp));
+    warps =
+        std::vector<WarpState>(static_cast<size_t>((n + kWarp - 1) / kWarp));
     for (int i = 0; i < n; ++i) {
       ThreadSlot& s = t[static_cast<size_t>(i)];
       s.block = this;
@@ -227,7 +228,8 @@ struct Block {
     if (sites.size() > 1) {
       std::ostringstream os;
       os << "divergent __syncthreads in " << Where() << ":";
-      for (auto& kv : sites) os << " " << kv.second << " threads at " << kv.first << ";";
+      for (auto& kv : sites)
+        os << " " << kv.second << " threads at " << kv.first << ";";
       Strict(std::string("div:") + launch->site + first, os.str());
     }
     if (live < n) {
@@ -250,16 +252,18 @@ struct Block {
       const ThreadSlot& s = t[static_cast<size_t>(w * kWarp + l)];
       if (s.state != State::kWarpWait) continue;
       arrived |= 1u << l;
-      if (site == nullptr) site = s.site;
-      else if (std::strcmp(site, s.site) != 0) mixed = true;
+      if (site == nullptr)
+        site = s.site;
+      else if (std::strcmp(site, s.site) != 0)
+        mixed = true;
     }
     for (int l = 0; l < ws.size; ++l) {
       ThreadSlot& s = t[static_cast<size_t>(w * kWarp + l)];
       if (s.state != State::kWarpWait) continue;
       if ((s.mask & ~arrived) != 0) {
         std::ostringstream os;
-        os << "__shfl_down_sync at " << s.site << " in " << Where()
-           << ", warp " << w << ": mask 0x" << std::hex << s.mask
+        os << "__shfl_down_sync at " << s.site << " in " << Where() << ", warp "
+           << w << ": mask 0x" << std::hex << s.mask
            << " names lanes that do not take part (0x" << (s.mask & ~arrived)
            << ")";
         Strict(std::string("mask:") + launch->site + s.site, os.str());
@@ -290,7 +294,8 @@ struct Block {
       else if (s.state == State::kWarpWait)
         ++where[std::string("shuffle at ") + s.site];
     }
-    for (auto& kv : where) os << " " << kv.second << " threads wait at " << kv.first << ";";
+    for (auto& kv : where)
+      os << " " << kv.second << " threads wait at " << kv.first << ";";
     failed = true;
     DiagOnce(std::string("deadlock:") + launch->site, os.str());
     // Every waiting thread unwinds out of the kernel (AbortBlock).
@@ -352,12 +357,12 @@ Fiber* NewFiber() {
   std::memset(sp, 0, 88);
   std::memcpy(reinterpret_cast<char*>(sp), &fpucw, sizeof(fpucw));
   std::memcpy(reinterpret_cast<char*>(sp) + 8, &mxcsr, sizeof(mxcsr));
-  sp[2] = 0;                                             // r15
-  sp[3] = 0;                                             // r14
-  sp[4] = reinterpret_cast<uint64_t>(&FiberMain);        // r13: entry
-  sp[5] = reinterpret_cast<uint64_t>(f);                 // r12: argument
-  sp[6] = 0;                                             // rbx
-  sp[7] = 0;                                             // rbp
+  sp[2] = 0;                                                 // r15
+  sp[3] = 0;                                                 // r14
+  sp[4] = reinterpret_cast<uint64_t>(&FiberMain);            // r13: entry
+  sp[5] = reinterpret_cast<uint64_t>(f);                     // r12: argument
+  sp[6] = 0;                                                 // rbx
+  sp[7] = 0;                                                 // rbp
   sp[8] = reinterpret_cast<uint64_t>(&cuda_emu_trampoline);  // return address
   f->sp = sp;
   return f;
@@ -625,8 +630,8 @@ void Launch::Execute(const char* site, const char* name, void (*fn)(void*),
   }
   std::lock_guard<std::mutex> launch_lock(LaunchMutex());
   if (o.trace) {
-    Report("launch %s at %s: grid %s, block %s", name, site,
-           Dim(grid_).c_str(), Dim(block_).c_str());
+    Report("launch %s at %s: grid %s, block %s", name, site, Dim(grid_).c_str(),
+           Dim(block_).c_str());
   }
   LaunchInfo info{site, name, fn, ctx, grid_, block_};
   auto block = std::make_unique<Block>();
@@ -638,9 +643,11 @@ void Launch::Execute(const char* site, const char* name, void (*fn)(void*),
   bool abandoned = false;
   for (unsigned long long k = 0; k < total; ++k) {
     const unsigned long long i = o.reverse ? total - 1 - k : k;
-    const uint3 bi{static_cast<unsigned>(i % grid_.x),
-                   static_cast<unsigned>(i / grid_.x % grid_.y),
-                   static_cast<unsigned>(i / (static_cast<unsigned long long>(grid_.x) * grid_.y))};
+    const uint3 bi{
+        static_cast<unsigned>(i % grid_.x),
+        static_cast<unsigned>(i / grid_.x % grid_.y),
+        static_cast<unsigned>(
+            i / (static_cast<unsigned long long>(grid_.x) * grid_.y))};
     blockIdx = bi;
     block->Reset(bi);
     if (o.threads) {
@@ -656,7 +663,8 @@ void Launch::Execute(const char* site, const char* name, void (*fn)(void*),
   cudaError_t error = cudaSuccess;
   if (block->failed && (o.strict || abandoned)) error = cudaErrorLaunchFailure;
   if (o.redzones) {
-    std::string what = std::string("kernel ") + name + " (launched at " + site + ")";
+    std::string what =
+        std::string("kernel ") + name + " (launched at " + site + ")";
     if (!CheckRedZones(what.c_str())) error = cudaErrorIllegalAddress;
   }
   if (error != cudaSuccess) SetLastError(error);

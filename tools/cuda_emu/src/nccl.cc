@@ -1,5 +1,7 @@
 // NCCL of the CUDA emulation: single-rank communicators. Every collective
 // over one rank leaves the data as it is (copied when out of place).
+#include "nccl.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,7 +11,6 @@
 
 #include "cuda_runtime.h"
 #include "internal.h"
-#include "nccl.h"
 
 struct ncclComm {
   int device;
@@ -32,10 +33,19 @@ bool Valid(ncclComm_t comm) {
 
 size_t TypeSize(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8:
+    case ncclUint8:
+      return 1;
+    case ncclFloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
   }
   return 0;
 }
@@ -77,14 +87,22 @@ extern "C" {
 
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error";
-    case ncclSystemError: return "unhandled system error";
-    case ncclInternalError: return "internal error";
-    case ncclInvalidArgument: return "invalid argument";
-    case ncclInvalidUsage: return "invalid usage";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error";
+    case ncclSystemError:
+      return "unhandled system error";
+    case ncclInternalError:
+      return "internal error";
+    case ncclInvalidArgument:
+      return "invalid argument";
+    case ncclInvalidUsage:
+      return "invalid usage";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
   }
   return "unknown result code";
 }
@@ -109,14 +127,16 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks,
   *comm = nullptr;
   if (std::strncmp(comm_id.internal, cuda_emu::kIdTag,
                    sizeof(cuda_emu::kIdTag) - 1) != 0) {
-    cuda_emu::Report("ncclCommInitRank: the unique id was not made by "
-                     "ncclGetUniqueId");
+    cuda_emu::Report(
+        "ncclCommInitRank: the unique id was not made by "
+        "ncclGetUniqueId");
     return ncclInvalidArgument;
   }
   if (nranks != 1 || rank != 0) {
-    cuda_emu::Report("ncclCommInitRank: rank %d of %d: the emulation "
-                     "supports single-rank communicators only",
-                     rank, nranks);
+    cuda_emu::Report(
+        "ncclCommInitRank: rank %d of %d: the emulation "
+        "supports single-rank communicators only",
+        rank, nranks);
     return nranks < 1 || rank < 0 || rank >= nranks ? ncclInvalidArgument
                                                     : ncclInvalidUsage;
   }

@@ -26,7 +26,7 @@ struct CUevent_st {
 namespace cuda_emu {
 namespace {
 
-constexpr size_t kRedZone = 256;    // bytes before and after each allocation
+constexpr size_t kRedZone = 256;       // bytes before and after each allocation
 constexpr unsigned char kFill = 0xFF;  // poison and red zone: NaN, or -1
 
 bool EnvFlag(const char* name, bool dflt) {
@@ -40,7 +40,8 @@ Options ReadOptions() {
   Options o;
   if (const char* v = std::getenv("CUDA_EMU_DEVICES")) o.devices = std::atoi(v);
   if (o.devices < 0) o.devices = 0;
-  if (const char* v = std::getenv("CUDA_EMU_SMS")) o.multiprocessors = std::atoi(v);
+  if (const char* v = std::getenv("CUDA_EMU_SMS"))
+    o.multiprocessors = std::atoi(v);
   if (o.multiprocessors < 1) o.multiprocessors = 1;
   if (const char* v = std::getenv("CUDA_EMU_SCHED"))
     o.threads = std::strcmp(v, "threads") == 0;
@@ -89,8 +90,7 @@ Handles& TheHandles() {
 }
 
 // The allocation holding p (p may be its end), heap lock held.
-const std::pair<const uintptr_t, Allocation>* FindLocked(Heap& h,
-                                                          uintptr_t p) {
+const std::pair<const uintptr_t, Allocation>* FindLocked(Heap& h, uintptr_t p) {
   auto it = h.live.upper_bound(p);
   if (it == h.live.begin()) return nullptr;
   --it;
@@ -102,7 +102,8 @@ bool IsDevicePointer(const void* p) {
   Heap& h = TheHeap();
   std::lock_guard<std::mutex> lock(h.mu);
   auto* a = FindLocked(h, reinterpret_cast<uintptr_t>(p));
-  return a != nullptr && reinterpret_cast<uintptr_t>(p) < a->first + a->second.size;
+  return a != nullptr &&
+         reinterpret_cast<uintptr_t>(p) < a->first + a->second.size;
 }
 
 const unsigned char* FillPattern() {
@@ -123,11 +124,16 @@ bool RangesOverlap(const void* a, size_t an, const void* b, size_t bn) {
 
 const char* KindName(cudaMemcpyKind k) {
   switch (k) {
-    case cudaMemcpyHostToHost: return "cudaMemcpyHostToHost";
-    case cudaMemcpyHostToDevice: return "cudaMemcpyHostToDevice";
-    case cudaMemcpyDeviceToHost: return "cudaMemcpyDeviceToHost";
-    case cudaMemcpyDeviceToDevice: return "cudaMemcpyDeviceToDevice";
-    case cudaMemcpyDefault: return "cudaMemcpyDefault";
+    case cudaMemcpyHostToHost:
+      return "cudaMemcpyHostToHost";
+    case cudaMemcpyHostToDevice:
+      return "cudaMemcpyHostToDevice";
+    case cudaMemcpyDeviceToHost:
+      return "cudaMemcpyDeviceToHost";
+    case cudaMemcpyDeviceToDevice:
+      return "cudaMemcpyDeviceToDevice";
+    case cudaMemcpyDefault:
+      return "cudaMemcpyDefault";
   }
   return "invalid cudaMemcpyKind";
 }
@@ -143,11 +149,26 @@ cudaError_t Copy(const char* api, void* dst, const void* src, size_t count,
   const bool dst_dev = IsDevicePointer(dst), src_dev = IsDevicePointer(src);
   bool want_dst_dev, want_src_dev;
   switch (kind) {
-    case cudaMemcpyHostToHost: want_dst_dev = false; want_src_dev = false; break;
-    case cudaMemcpyHostToDevice: want_dst_dev = true; want_src_dev = false; break;
-    case cudaMemcpyDeviceToHost: want_dst_dev = false; want_src_dev = true; break;
-    case cudaMemcpyDeviceToDevice: want_dst_dev = true; want_src_dev = true; break;
-    case cudaMemcpyDefault: want_dst_dev = dst_dev; want_src_dev = src_dev; break;
+    case cudaMemcpyHostToHost:
+      want_dst_dev = false;
+      want_src_dev = false;
+      break;
+    case cudaMemcpyHostToDevice:
+      want_dst_dev = true;
+      want_src_dev = false;
+      break;
+    case cudaMemcpyDeviceToHost:
+      want_dst_dev = false;
+      want_src_dev = true;
+      break;
+    case cudaMemcpyDeviceToDevice:
+      want_dst_dev = true;
+      want_src_dev = true;
+      break;
+    case cudaMemcpyDefault:
+      want_dst_dev = dst_dev;
+      want_src_dev = src_dev;
+      break;
     default:
       Report("%s: invalid kind %d", api, static_cast<int>(kind));
       return Fail(cudaErrorInvalidMemcpyDirection);
@@ -238,11 +259,12 @@ bool CheckDeviceRange(const void* p, size_t bytes, const char* api,
   uintptr_t base;
   size_t size;
   if (p != nullptr && FindAllocation(p, &base, &size)) {
-    Report("%s: %s [%p, +%zu bytes) runs %zu bytes past the end of its "
-           "device allocation (%p, %zu bytes)",
-           api, what, p, bytes,
-           reinterpret_cast<uintptr_t>(p) + bytes - (base + size),
-           reinterpret_cast<void*>(base), size);
+    Report(
+        "%s: %s [%p, +%zu bytes) runs %zu bytes past the end of its "
+        "device allocation (%p, %zu bytes)",
+        api, what, p, bytes,
+        reinterpret_cast<uintptr_t>(p) + bytes - (base + size),
+        reinterpret_cast<void*>(base), size);
   } else {
     Report("%s: %s %p (%zu bytes) is not device memory", api, what, p, bytes);
   }
@@ -269,19 +291,21 @@ bool CheckRedZones(const char* after) {
     if (std::memcmp(front, pattern, kRedZone) != 0) {
       size_t first = 0;
       while (front[first] == kFill) ++first;
-      Report("%s wrote before the start of device allocation %p (%zu bytes): "
-             "byte %zd is modified",
-             after, static_cast<void*>(user), size,
-             static_cast<ptrdiff_t>(first) - static_cast<ptrdiff_t>(kRedZone));
+      Report(
+          "%s wrote before the start of device allocation %p (%zu bytes): "
+          "byte %zd is modified",
+          after, static_cast<void*>(user), size,
+          static_cast<ptrdiff_t>(first) - static_cast<ptrdiff_t>(kRedZone));
       std::memset(front, kFill, kRedZone);
       ok = false;
     }
     if (std::memcmp(back, pattern, kRedZone) != 0) {
       size_t first = 0;
       while (back[first] == kFill) ++first;
-      Report("%s wrote past the end of device allocation %p (%zu bytes): "
-             "byte %zu (%zu past the end) is modified",
-             after, static_cast<void*>(user), size, size + first, first);
+      Report(
+          "%s wrote past the end of device allocation %p (%zu bytes): "
+          "byte %zu (%zu past the end) is modified",
+          after, static_cast<void*>(user), size, size + first, first);
       std::memset(back, kFill, kRedZone);
       ok = false;
     }
@@ -325,18 +349,42 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr,
   if (device < 0 || device >= Opts().devices)
     return Fail(cudaErrorInvalidDevice);
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimX: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimY: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimZ: *value = 64; break;
-    case cudaDevAttrMaxGridDimX: *value = 2147483647; break;
-    case cudaDevAttrMaxGridDimY: *value = 65535; break;
-    case cudaDevAttrMaxGridDimZ: *value = 65535; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; break;
-    case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrMultiProcessorCount: *value = Opts().multiprocessors; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = 1024;
+      break;
+    case cudaDevAttrMaxBlockDimX:
+      *value = 1024;
+      break;
+    case cudaDevAttrMaxBlockDimY:
+      *value = 1024;
+      break;
+    case cudaDevAttrMaxBlockDimZ:
+      *value = 64;
+      break;
+    case cudaDevAttrMaxGridDimX:
+      *value = 2147483647;
+      break;
+    case cudaDevAttrMaxGridDimY:
+      *value = 65535;
+      break;
+    case cudaDevAttrMaxGridDimZ:
+      *value = 65535;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = 49152;
+      break;
+    case cudaDevAttrWarpSize:
+      *value = 32;
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = Opts().multiprocessors;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      break;
     default:
       return Fail(cudaErrorInvalidValue);
   }
@@ -355,42 +403,68 @@ cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInitializationError: return "cudaErrorInitializationError";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorUnknown: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError:
+      return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+      return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorUnknown:
+      return "cudaErrorUnknown";
   }
   return "cudaErrorUnknown";
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInitializationError: return "initialization error";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInitializationError:
+      return "initialization error";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection:
       return "invalid copy direction for memcpy";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
     case cudaErrorIllegalAddress:
       return "an illegal memory access was encountered";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorUnknown: return "unknown error";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorUnknown:
+      return "unknown error";
   }
   return "unrecognized error code";
 }
@@ -416,7 +490,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
       return Fail(cudaErrorMemoryAllocation);
   }
   const size_t total = (kRedZone + size + kRedZone + 255) / 256 * 256;
-  unsigned char* raw = static_cast<unsigned char*>(std::aligned_alloc(256, total));
+  unsigned char* raw =
+      static_cast<unsigned char*>(std::aligned_alloc(256, total));
   if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
   unsigned char* user = raw + kRedZone;
   std::memset(raw, cuda_emu::kFill, kRedZone);
@@ -557,8 +632,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!cuda_emu::ValidStreamOrReport("cudaEventRecord", stream))
     return Fail(cudaErrorInvalidResourceHandle);
   if (stream != nullptr && stream->device != event->device) {
-    Report("cudaEventRecord: event of device %d recorded on a stream of "
-           "device %d", event->device, stream->device);
+    Report(
+        "cudaEventRecord: event of device %d recorded on a stream of "
+        "device %d",
+        event->device, stream->device);
     return Fail(cudaErrorInvalidResourceHandle);
   }
   event->recorded = true;

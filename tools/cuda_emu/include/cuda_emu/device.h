@@ -86,10 +86,9 @@ inline T ShflDown(const char* site, unsigned mask, T var, unsigned delta,
 // anything else converts to one of them (or fails to compile) as with nvcc.
 struct WarpShuffle {
   const char* site;
-#define CUDA_EMU_SHFL_DOWN(T)                                          \
-  T Down(unsigned mask, T var, unsigned delta, int width = warpSize) \
-      const {                                                          \
-    return ShflDown(site, mask, var, delta, width);                    \
+#define CUDA_EMU_SHFL_DOWN(T)                                                \
+  T Down(unsigned mask, T var, unsigned delta, int width = warpSize) const { \
+    return ShflDown(site, mask, var, delta, width);                          \
   }
   CUDA_EMU_SHFL_DOWN(int)
   CUDA_EMU_SHFL_DOWN(unsigned int)
