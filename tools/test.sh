@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+# Sources as .clang-format writes them (tools/check_format.sh --fix).
+tools/check_format.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "${JOBS:-2}" \
   --timeout 900
