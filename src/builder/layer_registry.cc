@@ -323,14 +323,8 @@ bool LayerRegistry::Has(const std::string& type) const {
 const LayerSchema& LayerRegistry::Get(const std::string& type) const {
   auto it = schemas_.find(type);
   if (it == schemas_.end()) {
-    std::ostringstream known;
-    bool first = true;
-    for (const auto& kv : schemas_) {
-      known << (first ? "" : ", ") << kv.first;
-      first = false;
-    }
     FLUID_THROW(ErrorCode::kNotFound, "unknown layer ", Quote(type),
-                "; known layers: ", known.str());
+                "; known layers: ", JoinKeys(schemas_));
   }
   return *it->second;
 }

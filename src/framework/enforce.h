@@ -46,6 +46,19 @@ std::string Quote(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
 // through here.
 std::string SanitizeMessage(std::string_view message);
 
+// The keys of `map`, in its order, separated by ", ": the list an
+// "unknown X; known: ..." message names.
+template <typename Map>
+std::string JoinKeys(const Map& map) {
+  std::ostringstream out;
+  const char* sep = "";
+  for (const auto& kv : map) {
+    out << sep << kv.first;
+    sep = ", ";
+  }
+  return out.str();
+}
+
 // Where in a program an error arose: the op that was running. The executor
 // records it when an error escapes an op, so that code handling the error
 // can tell which op failed without reading the message.

@@ -162,14 +162,8 @@ bool OpRegistry::Has(const std::string& type) const {
 const OpSchema& OpRegistry::Get(const std::string& type) const {
   auto it = schemas_.find(type);
   if (it == schemas_.end()) {
-    std::ostringstream known;
-    bool first = true;
-    for (const auto& kv : schemas_) {
-      known << (first ? "" : ", ") << kv.first;
-      first = false;
-    }
     FLUID_THROW(ErrorCode::kNotFound, "unknown op type ", Quote(type),
-                "; known types: ", known.str());
+                "; known types: ", JoinKeys(schemas_));
   }
   return *it->second;
 }

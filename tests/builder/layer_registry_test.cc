@@ -7,6 +7,7 @@
 
 #include "src/builder/layers.h"
 #include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
 
 namespace fluid {
 namespace {
@@ -25,20 +26,11 @@ struct Built {
   }
 };
 
-// The error `fn` throws; fails the test when it throws none.
-Error ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error thrown";
-  return Error(ErrorCode::kInternal, "");
-}
+using testing::ErrorThrownBy;
 
 void ExpectError(const std::function<void()>& fn, ErrorCode code,
                  const std::string& message) {
-  Error e = ErrorOf(fn);
+  Error e = ErrorThrownBy(fn);
   EXPECT_EQ(e.code(), code) << e.what();
   EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
       << "message: " << e.what() << "\nexpected to hold: " << message;
@@ -46,7 +38,7 @@ void ExpectError(const std::function<void()>& fn, ErrorCode code,
 
 TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
   Built p;
-  Error e = ErrorOf([&] { BuildLayer(&p.b, "fully_connected", {}); });
+  Error e = ErrorThrownBy([&] { BuildLayer(&p.b, "fully_connected", {}); });
   EXPECT_EQ(e.code(), ErrorCode::kNotFound);
   EXPECT_NE(std::string(e.what()).find(
                 "unknown layer 'fully_connected'; known layers: accuracy, "),
