@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Emulated hosts on this machine, for multi-host runs and tests: N Linux
+# network namespaces, each with a host name of its own (a UTS namespace per
+# process started in it), joined by a bridge, with real TCP between them.
+# Addresses are private to these namespaces: no traffic leaves the machine.
+#
+#   tools/hosts.sh up N [--rate R] [--delay D] [--slots S]
+#       N hosts fluidh1..fluidhN at 10.77.0.1..N (FLUID_HOSTS_SUBNET), S
+#       slots each (default 2); --rate (e.g. 1gbit) and --delay (e.g. 1ms)
+#       shape every host's link (netem). Replaces hosts already up.
+#   tools/hosts.sh run -- <mpirun args>
+#       mpirun from host 1 across the hosts (hostfile, rsh agent and the
+#       TCP interfaces set), e.g. run -- -np 4 build/bin/trainer --model mlp
+#   tools/hosts.sh down          removes every namespace and file of ours
+#   tools/hosts.sh status        lists the hosts
+#
+# State lives in FLUID_HOSTS_DIR (default /tmp/fluid-hosts): hostfile,
+# agent. FLUID_HOSTS_PREFIX (default fluidh, must start with "fluid") names
+# the namespaces, so that two sets of hosts can be up at once. Needs root; without it, or where namespaces are not allowed, it
+# says so in one line and exits 77 (tests skip on 77).
+set -euo pipefail
+
+PREFIX="${FLUID_HOSTS_PREFIX:-fluidh}"
+HUB="${PREFIX}-hub"
+BRIDGE=fluidbr
+DIR="${FLUID_HOSTS_DIR:-/tmp/fluid-hosts}"
+SUBNET="${FLUID_HOSTS_SUBNET:-10.77.0}"
+
+say() { echo "hosts.sh: $*" >&2; }
+
+case "$PREFIX" in
+  fluid[a-z0-9]*) ;;
+  *) say "FLUID_HOSTS_PREFIX must start with 'fluid', got '$PREFIX'"; exit 2 ;;
+esac
+
+require_privilege() {
+  if [ "$(id -u)" -ne 0 ]; then
+    say "needs root to create network namespaces"; exit 77
+  fi
+  for tool in ip unshare; do
+    command -v "$tool" >/dev/null ||
+      { say "'$tool' not found (apt-get install iproute2 util-linux)"; exit 77; }
+  done
+  if ! ip netns add "${PREFIX}-probe" 2>/dev/null; then
+    say "network namespaces are not allowed here"; exit 77
+  fi
+  ip netns del "${PREFIX}-probe"
+}
+
+our_namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' |
+    grep -E "^${PREFIX}([0-9]+|-hub|-probe)$" || true
+}
+
+down() {
+  local ns
+  for ns in $(our_namespaces); do
+    # Processes still inside would keep the namespace's network alive.
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  rm -rf "$DIR"
+}
+
+write_agent() {
+  cat >"$DIR/agent" <<AGENT
+#!/bin/sh
+# rsh agent for mpirun: [options] HOST command... runs the command inside
+# HOST's namespaces, under HOST's name.
+while [ \$# -gt 0 ]; do
+  case "\$1" in -*) shift ;; *) break ;; esac
+done
+host="\$1"; shift
+case "\$host" in
+  ${SUBNET}.*) k="\${host##*.}" ;;
+  ${PREFIX}[0-9]*) k="\${host#${PREFIX}}" ;;
+  *) echo "hosts.sh agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "${PREFIX}\$k" unshare --uts /bin/sh -c "hostname ${PREFIX}\$k; \$*"
+AGENT
+  chmod +x "$DIR/agent"
+}
+
+up() {
+  local n="$1"; shift
+  local rate="" delay="" slots=2
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --rate) rate="$2"; shift 2 ;;
+      --delay) delay="$2"; shift 2 ;;
+      --slots) slots="$2"; shift 2 ;;
+      *) say "unknown option $1"; exit 2 ;;
+    esac
+  done
+  case "$n" in
+    ''|*[!0-9]*) say "up: N must be a number of hosts, got '$n'"; exit 2 ;;
+  esac
+  [ "$n" -ge 1 ] && [ "$n" -le 200 ] || { say "up: N must be 1..200"; exit 2; }
+  require_privilege
+  down
+  trap 'say "interrupted: removing the hosts"; down; exit 130' INT TERM
+  trap 'say "failed: removing the hosts"; down' ERR
+  mkdir -p "$DIR"
+  ip netns add "$HUB"
+  ip -n "$HUB" link set lo up
+  ip -n "$HUB" link add "$BRIDGE" type bridge
+  ip -n "$HUB" link set "$BRIDGE" up
+  : >"$DIR/hostfile"
+  local k ns
+  for k in $(seq 1 "$n"); do
+    ns="${PREFIX}$k"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip link add "fluidv$k" netns "$ns" type veth peer name "fluidb$k" netns "$HUB"
+    ip -n "$ns" addr add "${SUBNET}.$k/24" dev "fluidv$k"
+    ip -n "$ns" link set "fluidv$k" up
+    ip -n "$HUB" link set "fluidb$k" master "$BRIDGE"
+    ip -n "$HUB" link set "fluidb$k" up
+    if [ -n "$rate$delay" ]; then
+      ip netns exec "$ns" tc qdisc add dev "fluidv$k" root netem \
+        ${delay:+delay "$delay"} ${rate:+rate "$rate"}
+    fi
+    echo "${SUBNET}.$k slots=$slots" >>"$DIR/hostfile"
+  done
+  write_agent
+  trap - INT TERM ERR
+  echo "hosts.sh: $n hosts up (${SUBNET}.1-$n, $slots slots each${rate:+, rate $rate}${delay:+, delay $delay}); hostfile $DIR/hostfile"
+}
+
+run() {
+  [ "${1:-}" = "--" ] && shift
+  [ -f "$DIR/hostfile" ] || { say "no hosts: run 'tools/hosts.sh up N' first"; exit 2; }
+  exec ip netns exec "${PREFIX}1" unshare --uts /bin/sh -c \
+    "hostname ${PREFIX}1; exec \"\$0\" \"\$@\"" \
+    mpirun --hostfile "$DIR/hostfile" --mca plm_rsh_agent "$DIR/agent" \
+    --mca btl_tcp_if_include "${SUBNET}.0/24" \
+    --mca oob_tcp_if_include "${SUBNET}.0/24" "$@"
+}
+
+status() {
+  local ns
+  for ns in $(our_namespaces); do
+    [ "$ns" = "$HUB" ] && continue
+    printf '%s %s\n' "$ns" \
+      "$(ip -n "$ns" -4 -o addr show 2>/dev/null | awk '$2 != "lo" {print $4}')"
+  done
+}
+
+case "${1:-}" in
+  up) shift; up "$@" ;;
+  run) shift; run "$@" ;;
+  down) [ "$(id -u)" -eq 0 ] || { say "needs root"; exit 77; }; down ;;
+  status) status ;;
+  *) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
