@@ -96,6 +96,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   CheckSameProgram(
       StructureHash(job_.main()) ^ (StructureHash(job_.startup()) * 31),
       "programs");
+  topology_ = GatherTopology(comm_);
 
   persistables_.clear();
   for (const auto& v : job_.main().blocks(0).vars())

@@ -18,6 +18,7 @@
 
 #include "src/distributed/communicator.h"
 #include "src/distributed/global_communicator.h"
+#include "src/distributed/topology.h"
 #include "src/framework/executor.h"
 #include "transpiler/distributed_job.h"
 
@@ -66,6 +67,8 @@ class MPIExecutor {
   std::string NonFiniteGradient() const;
 
   const proto::TrainingJob& job() const { return job_; }
+  // The hosts the ranks run on (gathered by Init).
+  const Topology& topology() const { return topology_; }
   PreparedProgram* main_program() { return main_.get(); }
 
  private:
@@ -76,6 +79,7 @@ class MPIExecutor {
   Executor exe_;
   Scope* scope_ = nullptr;
   proto::TrainingJob job_;
+  Topology topology_;
   std::unique_ptr<PreparedProgram> main_;
   std::vector<std::string> persistables_;
   // The c_allreduce buffers, each with the gradients it holds (empty when

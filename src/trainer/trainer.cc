@@ -247,15 +247,21 @@ void LogBanner(const TrainerOptions& o, int64_t samples,
                MPIExecutor* dist, std::ostream& log) {
   log << "training " << (o.program.empty() ? o.model : o.program) << ": "
       << samples << " samples, batch " << o.batch_size;
-  if (world > 1) log << " per rank x " << world << " ranks";
+  if (world > 1) {
+    log << " per rank x " << world << " ranks on "
+        << dist->topology().Describe();
+  }
   log << ", " << steps_per_epoch << " steps/epoch, ";
   if (place.is_cpu()) {
     log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
   } else {
-    log << "on " << place.ToString();
-    if (world > 1)
-      log << " (rank 0), gradients over "
-          << dist->communicator()->backend_name();
+    log << "on " << place.ToString() << (world > 1 ? " (rank 0)" : "");
+  }
+  if (world > 1) {
+    log << ", gradients over " << dist->communicator()->backend_name();
+    if (dist->topology().num_hosts() > 1 &&
+        dist->communicator()->backend_name() == "mpi")
+      log << " (shared memory within a host, the network between hosts)";
   }
   log << "\n";
   log.flush();

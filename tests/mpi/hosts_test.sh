@@ -3,15 +3,16 @@
 # different host names, the multi-rank tests pass over TCP between them, and
 # nothing of ours is left afterwards. Skips (77) where namespaces cannot be
 # made.
-#   hosts_test.sh MPI_TESTS_BINARY
+#   hosts_test.sh MPI_TESTS_BINARY TRAINER_BINARY
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 HOSTS="$HERE/../../tools/hosts.sh"
 MPI_TESTS="$1"
+TRAINER="$2"
 export FLUID_HOSTS_PREFIX="fluidt$$" FLUID_HOSTS_DIR="$(mktemp -d)/hosts"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail() { echo "FAIL: $*"; exit 1; }
-trap '"$HOSTS" down >/dev/null 2>&1' EXIT
+trap '"$HOSTS" down >/dev/null 2>&1; rm -rf "$(dirname "$FLUID_HOSTS_DIR")"' EXIT
 
 # Without the privilege: one line, exit 77.
 if command -v setpriv >/dev/null && [ "$(id -u)" -eq 0 ]; then
@@ -36,6 +37,17 @@ names="$(timeout 60 "$HOSTS" run -- -np 2 --map-by node hostname | sort | tr '\n
 
 timeout 300 "$HOSTS" run -- -np 4 --map-by node "$MPI_TESTS" ||
   fail "the multi-rank tests failed across 2 hosts x 2 ranks"
+
+# The trainer names the hosts in its opening line.
+data="$(dirname "$FLUID_HOSTS_DIR")/data"
+/usr/bin/python3 "$HERE/make_idx.py" "$data" 256 64 || fail "test data"
+log="$(timeout 300 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" \
+  --model mlp --data "$data" --epochs 1 --batch-size 32 2>&1)" ||
+  fail "the trainer failed across 2 hosts: $log"
+echo "$log" | grep -q "2 ranks on 2 hosts x 1 rank (${FLUID_HOSTS_PREFIX}1, ${FLUID_HOSTS_PREFIX}2)" ||
+  fail "the opening line does not name the hosts: $log"
+echo "$log" | grep -q "the network between hosts" ||
+  fail "the opening line does not name the transport: $log"
 
 "$HOSTS" down || fail "hosts.sh down exited $?"
 left="$(ip netns list | grep -c "^${FLUID_HOSTS_PREFIX}" || true)"
