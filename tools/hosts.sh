@@ -4,10 +4,12 @@
 # process started in it), joined by a bridge, with real TCP between them.
 # Addresses are private to these namespaces: no traffic leaves the machine.
 #
-#   tools/hosts.sh up N [--rate R] [--delay D] [--slots S]
+#   tools/hosts.sh up N [--rate R] [--delay D] [--slots S] [--private DIR]
 #       N hosts fluidh1..fluidhN at 10.77.0.1..N (FLUID_HOSTS_SUBNET), S
 #       slots each (default 2); --rate (e.g. 1gbit) and --delay (e.g. 1ms)
-#       shape every host's link (netem). Replaces hosts already up.
+#       shape every host's link (netem); --private DIR: only host 1 sees
+#       what DIR holds, the others an empty DIR of their own (as when only
+#       rank 0's machine mounts a file system). Replaces hosts already up.
 #   tools/hosts.sh run -- <mpirun args>
 #       mpirun from host 1 across the hosts (hostfile, rsh agent and the
 #       TCP interfaces set), e.g. run -- -np 4 build/bin/trainer --model mlp
@@ -63,6 +65,7 @@ down() {
 }
 
 write_agent() {
+  local private="$1"
   cat >"$DIR/agent" <<AGENT
 #!/bin/sh
 # rsh agent for mpirun: [options] HOST command... runs the command inside
@@ -76,6 +79,11 @@ case "\$host" in
   ${PREFIX}[0-9]*) k="\${host#${PREFIX}}" ;;
   *) echo "hosts.sh agent: unknown host \$host" >&2; exit 1 ;;
 esac
+private="${private}"
+if [ -n "\$private" ] && [ "\$k" != 1 ]; then
+  exec ip netns exec "${PREFIX}\$k" unshare --uts --mount --propagation private \
+    /bin/sh -c "mount -t tmpfs fluid-private '\$private' && hostname ${PREFIX}\$k && \$*"
+fi
 exec ip netns exec "${PREFIX}\$k" unshare --uts /bin/sh -c "hostname ${PREFIX}\$k; \$*"
 AGENT
   chmod +x "$DIR/agent"
@@ -83,9 +91,15 @@ AGENT
 
 up() {
   local n="$1"; shift
-  local rate="" delay="" slots=2
+  local rate="" delay="" slots=2 private=""
   while [ $# -gt 0 ]; do
     case "$1" in
+      --private)
+        [ -d "$2" ] || { say "--private: '$2' is not a directory"; exit 2; }
+        case "$2" in *[\'\"\\\$]*)
+          say "--private: '$2' holds a quote, a backslash or a dollar"; exit 2 ;;
+        esac
+        private="$(cd "$2" && pwd)"; shift 2 ;;
       --rate) rate="$2"; shift 2 ;;
       --delay) delay="$2"; shift 2 ;;
       --slots) slots="$2"; shift 2 ;;
@@ -122,7 +136,7 @@ up() {
     fi
     echo "${SUBNET}.$k slots=$slots" >>"$DIR/hostfile"
   done
-  write_agent
+  write_agent "$private"
   trap - INT TERM ERR
   echo "hosts.sh: $n hosts up (${SUBNET}.1-$n, $slots slots each${rate:+, rate $rate}${delay:+, delay $delay}); hostfile $DIR/hostfile"
 }
@@ -151,5 +165,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   down) [ "$(id -u)" -eq 0 ] || { say "needs root"; exit 77; }; down ;;
   status) status ;;
-  *) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -49,8 +49,27 @@ echo "$log" | grep -q "2 ranks on 2 hosts x 1 rank (${FLUID_HOSTS_PREFIX}1, ${FL
 echo "$log" | grep -q "the network between hosts" ||
   fail "the opening line does not name the transport: $log"
 
+# Checkpoints when only rank 0's host sees the directory: rank 0 saves,
+# and on --resume loads and broadcasts.
+private="$(dirname "$FLUID_HOSTS_DIR")/private"
+mkdir -p "$private"
+"$HOSTS" up 2 --slots 2 --private "$private" >/dev/null || fail "up --private"
+seen="$(timeout 60 "$HOSTS" run -- -np 2 --map-by node sh -c \
+  "touch '$private/\$(hostname)'; ls '$private' | wc -l" | sort | tr '\n' ' ')"
+[ "$seen" = "1 1 " ] || fail "host 2 sees host 1's private directory: $seen"
+rm -f "$private"/*
+train() {
+  timeout 300 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" --model mlp \
+    --data "$data" --batch-size 32 --checkpoint-dir "$private/ckpt" "$@" 2>&1
+}
+log="$(train --epochs 1)" || fail "training with a rank-0-only directory: $log"
+log="$(train --epochs 2 --resume)" || fail "resuming: $log"
+echo "$log" | grep -q "resumed from $private/ckpt at epoch 1" ||
+  fail "--resume did not pick up rank 0's checkpoint: $log"
+echo "$log" | grep -q "epoch 2/2" || fail "the resumed run did not train: $log"
+
 "$HOSTS" down || fail "hosts.sh down exited $?"
 left="$(ip netns list | grep -c "^${FLUID_HOSTS_PREFIX}" || true)"
 [ "$left" -eq 0 ] || fail "$left namespace(s) left after down"
 [ ! -e "$FLUID_HOSTS_DIR" ] || fail "$FLUID_HOSTS_DIR left after down"
-echo "PASS: 2 emulated hosts, 4 ranks, cleaned up"
+echo "PASS: 2 emulated hosts: 4 ranks, the trainer's hosts line, a checkpoint only rank 0 sees; cleaned up"
