@@ -12,7 +12,12 @@
 #       rank 0's machine mounts a file system). Replaces hosts already up.
 #   tools/hosts.sh run -- <mpirun args>
 #       mpirun from host 1 across the hosts (hostfile, rsh agent and the
-#       TCP interfaces set), e.g. run -- -np 4 build/bin/trainer --model mlp
+#       TCP interfaces set), e.g. run -- -np 4 build/bin/trainer --model mlp.
+#       The emulated hosts share this machine's cores, which Open MPI cannot
+#       see: its ranks would spin on them while waiting and starve the peer
+#       they wait for (a 4-byte allreduce took milliseconds), so run sets
+#       mpi_yield_when_idle, as Open MPI does itself when it knows a host is
+#       oversubscribed.
 #   tools/hosts.sh down          removes every namespace and file of ours
 #   tools/hosts.sh status        lists the hosts
 #
@@ -148,7 +153,8 @@ run() {
     "hostname ${PREFIX}1; exec \"\$0\" \"\$@\"" \
     mpirun --hostfile "$DIR/hostfile" --mca plm_rsh_agent "$DIR/agent" \
     --mca btl_tcp_if_include "${SUBNET}.0/24" \
-    --mca oob_tcp_if_include "${SUBNET}.0/24" "$@"
+    --mca oob_tcp_if_include "${SUBNET}.0/24" \
+    --mca mpi_yield_when_idle 1 "$@"
 }
 
 status() {
@@ -165,5 +171,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   down) [ "$(id -u)" -eq 0 ] || { say "needs root"; exit 77; }; down ;;
   status) status ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
