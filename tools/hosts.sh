@@ -6,8 +6,9 @@
 #
 #   tools/hosts.sh up N [--rate R] [--delay D] [--slots S] [--private DIR]
 #       N hosts fluidh1..fluidhN at 10.77.0.1..N (FLUID_HOSTS_SUBNET), S
-#       slots each (default 2); --rate (e.g. 1gbit) and --delay (e.g. 1ms)
-#       shape every host's link (netem); --private DIR: only host 1 sees
+#       slots each (default 2); --rate (e.g. 1gbit, a token bucket) and
+#       --delay (e.g. 1ms, netem, where the kernel has it) shape every
+#       host's link; --private DIR: only host 1 sees
 #       what DIR holds, the others an empty DIR of their own (as when only
 #       rank 0's machine mounts a file system). Replaces hosts already up.
 #   tools/hosts.sh run -- <mpirun args>
@@ -94,6 +95,25 @@ AGENT
   chmod +x "$DIR/agent"
 }
 
+# Shapes the egress of `dev` in namespace `ns`: a token bucket at `rate`,
+# behind a netem `delay` when one is asked for.
+shape() {
+  local ns="$1" dev="$2" rate="$3" delay="$4" parent="root"
+  if [ -n "$delay" ]; then
+    if ! ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem \
+        delay "$delay" 2>/dev/null; then
+      say "--delay needs the kernel's netem qdisc, which this machine lacks"
+      down; exit 77
+    fi
+    parent="parent 1:"
+  fi
+  if [ -n "$rate" ]; then
+    # shellcheck disable=SC2086
+    ip netns exec "$ns" tc qdisc add dev "$dev" $parent tbf rate "$rate" \
+      burst 512kb latency 20ms
+  fi
+}
+
 up() {
   local n="$1"; shift
   local rate="" delay="" slots=2 private=""
@@ -135,10 +155,7 @@ up() {
     ip -n "$ns" link set "fluidv$k" up
     ip -n "$HUB" link set "fluidb$k" master "$BRIDGE"
     ip -n "$HUB" link set "fluidb$k" up
-    if [ -n "$rate$delay" ]; then
-      ip netns exec "$ns" tc qdisc add dev "fluidv$k" root netem \
-        ${delay:+delay "$delay"} ${rate:+rate "$rate"}
-    fi
+    shape "$ns" "fluidv$k" "$rate" "$delay"
     echo "${SUBNET}.$k slots=$slots" >>"$DIR/hostfile"
   done
   write_agent "$private"
