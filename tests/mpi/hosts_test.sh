@@ -68,6 +68,43 @@ echo "$log" | grep -q "resumed from $private/ckpt at epoch 1" ||
   fail "--resume did not pick up rank 0's checkpoint: $log"
 echo "$log" | grep -q "epoch 2/2" || fail "the resumed run did not train: $log"
 
+# The main job on 2 hosts x 1 rank: one epoch of LeNet on Fashion-MNIST.
+FASHION=/usr/share/datasets/fashion-mnist
+if [ -r "$FASHION/train-images-idx3-ubyte.gz" ]; then
+  "$HOSTS" up 2 --slots 1 >/dev/null || fail "up for the main job"
+  log="$(timeout 600 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" \
+    --model lenet --epochs 1 --threads 1 2>&1)" ||
+    fail "the main job failed across 2 hosts: $log"
+  acc="$(echo "$log" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')"
+  echo "main job across 2 hosts: test accuracy $acc"
+  awk -v a="$acc" 'BEGIN { exit !(a >= 0.84) }' ||
+    fail "test accuracy '$acc' below 0.84: $log"
+
+  # A rank on host 2 killed mid-epoch ends the job, naming it, in 30 s.
+  out="$(dirname "$FLUID_HOSTS_DIR")/killed.log"
+  "$HOSTS" run -- -np 2 --map-by node "$TRAINER" --model lenet --epochs 1 \
+    --threads 1 >"$out" 2>&1 &
+  job=$!
+  victim=""
+  for _ in $(seq 1 300); do
+    for pid in $(ip netns pids "${FLUID_HOSTS_PREFIX}2" 2>/dev/null); do
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = trainer ] && victim=$pid
+    done
+    [ -n "$victim" ] && grep -q "step" "$out" && break
+    sleep 0.1
+  done
+  [ -n "$victim" ] || fail "no trainer rank found on host 2: $(cat "$out")"
+  kill -9 "$victim"
+  start=$SECONDS
+  for _ in $(seq 1 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$job" 2>/dev/null; then
+    kill -9 "$job"; fail "the job still ran 30 s after rank 1 was killed"
+  fi
+  wait "$job" && fail "the job ended with status 0 after rank 1 was killed"
+  grep -q "rank 1" "$out" || fail "the job's end does not name rank 1: $(cat "$out")"
+  echo "a killed rank on host 2 ended the job in $((SECONDS - start)) s"
+fi
+
 "$HOSTS" down || fail "hosts.sh down exited $?"
 left="$(ip netns list | grep -c "^${FLUID_HOSTS_PREFIX}" || true)"
 [ "$left" -eq 0 ] || fail "$left namespace(s) left after down"
