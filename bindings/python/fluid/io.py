@@ -1,7 +1,11 @@
 """Saving and loading: whole training jobs (the model.pb the `trainer`
 command reads) and parameters (the checkpoint format: atomic, with a
-manifest; loading checks names, dtypes and shapes)."""
+manifest; loading checks names, dtypes and shapes); and the reader
+decorators of fluid.reader (batch, shuffle, shard, ...)."""
 from . import _core
+from .reader import (  # noqa: F401  (fluid.io.batch, ... as in Fluid)
+    ComposeNotAligned, batch, buffered, chain, compose,
+    firstn, map_readers, shard, shuffle, xmap_readers)
 from .executor import global_scope
 from .framework import Program, default_main_program, default_startup_program
 
