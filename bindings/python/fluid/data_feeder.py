@@ -83,6 +83,7 @@ class DataFeeder:
     feed_list: the data Variables (or their names, looked up in `program`,
     by default the default main program), one per entry of a sample.
     place: where the program runs (the executor copies the feed there).
+    A feeder holds no state past its construction: threads may share one.
 
         feeder = fluid.DataFeeder(feed_list=[image, label],
                                   place=fluid.CPUPlace())
