@@ -255,3 +255,21 @@ def test_recognize_digits_conv_dist_example(repo_root):
     assert r.returncode == 0, out
     assert f"trained 10 steps on {NP} rank(s)" in r.stdout, out
     assert r.stdout.count("step 10: loss") == 1, out  # rank 0 alone prints
+
+
+# ---- reader decorators and DataFeeder under mpirun ----
+
+def test_fashion_mnist_readers_example_shards_evenly(repo_root):
+    """301 samples on 2 ranks: `shard` gives each 150 (one dropped), in 10
+    batches of 16 (the last of 6), so both ranks take the same steps and
+    the job ends normally after 2 epochs."""
+    if not os.path.isdir(fluid.datasets.FASHION_MNIST):
+        pytest.skip(f"no Fashion-MNIST at {fluid.datasets.FASHION_MNIST}")
+    script = os.path.join(repo_root, "examples", "fashion_mnist_readers.py")
+    r = mpirun([sys.executable, script, "--samples", "301", "--batch-size",
+                "16", "--epochs", "2"])
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for rank in range(NP):
+        assert f"rank {rank}: epoch 2: 20 steps, loss" in r.stdout, out
+    assert r.stdout.count("test accuracy") == 1, out

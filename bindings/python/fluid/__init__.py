@@ -16,15 +16,16 @@ from .framework import (Program, Variable, default_main_program,
 from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
                        is_compiled_with_cuda)
-from . import layers, optimizer, io, datasets, transpiler
+from . import layers, optimizer, reader, io, datasets, transpiler
+from .data_feeder import DataFeeder
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
 
 __all__ = [
-    "CPUPlace", "CUDAPlace", "ParamAttr", "CollectiveError",
+    "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
     "DistributeTranspiler", "cuda_device_count", "is_compiled_with_cuda",
     "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
-    "layers", "optimizer", "program_guard", "reset_default_programs",
-    "transpiler",
+    "layers", "optimizer", "program_guard", "reader",
+    "reset_default_programs", "transpiler",
 ]

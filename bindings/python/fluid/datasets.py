@@ -1,4 +1,5 @@
-"""Data sets as NumPy arrays, and a batch reader that shards by rank."""
+"""Data sets as NumPy arrays, and a batch reader that shards by rank; or
+as sample-level reader creators for the fluid.io decorators."""
 import numpy as np
 
 from . import _core
@@ -8,7 +9,11 @@ FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 class fashion_mnist:
     """Fashion-MNIST from Debian's dataset-fashion-mnist (IDX, gzip):
-    images float32 [N, 1, 28, 28] in [0, 1], labels int64 [N, 1]."""
+    images float32 [N, 1, 28, 28] in [0, 1], labels int64 [N, 1].
+
+    train() / test() return the arrays; train_reader() / test_reader()
+    return reader creators over the same data, one (image, label) sample at
+    a time: image a read-only float32 [1, 28, 28] array, label an int."""
 
     @staticmethod
     def train(data_dir=FASHION_MNIST):
@@ -17,6 +22,31 @@ class fashion_mnist:
     @staticmethod
     def test(data_dir=FASHION_MNIST):
         return _core.load_mnist_family(data_dir, False)
+
+    @staticmethod
+    def train_reader(data_dir=FASHION_MNIST):
+        return _sample_reader(data_dir, True)
+
+    @staticmethod
+    def test_reader(data_dir=FASHION_MNIST):
+        return _sample_reader(data_dir, False)
+
+
+def _sample_reader(data_dir, train):
+    """A reader creator over the (image, label) samples of one split. The
+    files are read on the first pass and kept for the next ones."""
+    arrays = []
+
+    def sample_reader():
+        if not arrays:
+            images, labels = _core.load_mnist_family(data_dir, train)
+            images.flags.writeable = False
+            arrays.extend((images, labels[:, 0].tolist()))
+        images, labels = arrays
+        for i, label in enumerate(labels):
+            yield images[i], label
+
+    return sample_reader
 
 
 def reader(arrays, batch_size, rank=0, world_size=1, shuffle=True, seed=0,

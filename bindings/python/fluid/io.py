@@ -1,9 +1,20 @@
 """Saving and loading: whole training jobs (the model.pb the `trainer`
 command reads) and parameters (the checkpoint format: atomic, with a
-manifest; loading checks names, dtypes and shapes)."""
+manifest; loading checks names, dtypes and shapes); and the reader
+decorators of fluid.reader (batch, shuffle, shard, ...)."""
 from . import _core
+from .reader import (ComposeNotAligned, batch, buffered, chain, compose,
+                     firstn, map_readers, shard, shuffle, xmap_readers)
 from .executor import global_scope
 from .framework import Program, default_main_program, default_startup_program
+
+__all__ = [
+    "save_job", "load_job", "save_params", "load_params",
+    "save_persistables", "load_persistables",
+    # fluid.io.batch, ... as in Fluid (see reader.py)
+    "ComposeNotAligned", "batch", "buffered", "chain", "compose", "firstn",
+    "map_readers", "shard", "shuffle", "xmap_readers",
+]
 
 
 def _name(v):
