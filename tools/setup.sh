@@ -12,7 +12,7 @@ PACKAGES=(
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   zlib1g-dev pybind11-dev python3-dev python3-numpy python3-pytest
   python3-matplotlib python3-torch libopenblas0-openmp
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
 )
 
 missing=()
