@@ -2,7 +2,7 @@
 // through the executor against raw MPI_Allreduce on the same bytes, 4 B to
 // 64 MiB, float32 sum, interleaved per size.
 //
-//   mpirun -np 2 allreduce_bw [--iters N] [--max-mb M]
+//   mpirun -np 2 allreduce_bw [--iters N] [--max-mb M] [--allreduce flat|hier|auto]
 //
 // algbw = bytes / time; busbw = algbw * 2 (n - 1) / n; #wrong counts
 // elements that differ from the expected sum.
@@ -16,6 +16,7 @@
 
 #include "benchmarks/bandwidth_table.h"
 #include "src/distributed/global_communicator.h"
+#include "src/distributed/topology.h"
 #include "src/framework/executor.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -32,20 +33,26 @@ double Now() {
 int Main(int argc, char** argv) {
   int iters = 20;
   double max_mb = 64;
+  std::string allreduce = "flat";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--iters")
       iters = std::stoi(argv[i + 1]);
     else if (k == "--max-mb")
       max_mb = std::stod(argv[i + 1]);
+    else if (k == "--allreduce")
+      allreduce = argv[i + 1];
   }
   Communicator* comm = GlobalCommunicator();
   const int n = comm->size(), rank = comm->rank();
+  const Topology topology = GatherTopology(comm);
+  comm->SetAllReduceAlgorithm(ChooseAllReduce(allreduce, topology));
   if (rank == 0) {
     std::printf(
-        "# fluid c_allreduce (executor) vs MPI_Allreduce, %d ranks, "
-        "float32 sum\n",
-        n);
+        "# fluid c_allreduce (executor, %s) vs MPI_Allreduce, %d ranks on "
+        "%s, float32 sum\n",
+        AllReduceAlgorithmName(comm->allreduce_algorithm()), n,
+        topology.Describe().c_str());
     bench::PrintBandwidthHeader();
   }
   const int64_t max_bytes = static_cast<int64_t>(max_mb * (1 << 20));

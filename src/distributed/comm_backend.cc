@@ -14,6 +14,10 @@ const char* ReduceOpName(ReduceOp op) {
   return "unknown";
 }
 
+const char* AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::kHierarchical ? "hier" : "flat";
+}
+
 ReduceOp ParseReduceOp(const std::string& name) {
   if (name == "sum") return ReduceOp::kSum;
   if (name == "avg") return ReduceOp::kAvg;

@@ -13,6 +13,12 @@ namespace fluid {
 
 enum class ReduceOp { kSum, kAvg, kMax };
 
+// How an allreduce spans hosts. kFlat: one collective over all ranks.
+// kHierarchical: a reduce within each host (shared memory), an allreduce
+// among one leader per host (the network), a broadcast within each host.
+enum class AllReduceAlgorithm { kFlat, kHierarchical };
+const char* AllReduceAlgorithmName(AllReduceAlgorithm algorithm);
+
 const char* ReduceOpName(ReduceOp op);
 ReduceOp ParseReduceOp(const std::string& name);
 
@@ -31,6 +37,12 @@ class CommBackend {
   // recv holds size() blocks of `bytes`, rank r's block at r * bytes.
   virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
   virtual void Barrier() = 0;
+  // Collective: every rank sets the same algorithm at the same point of its
+  // collectives. Backends without a hierarchy run kFlat whatever is set.
+  virtual void SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) {}
+  virtual AllReduceAlgorithm allreduce_algorithm() const {
+    return AllReduceAlgorithm::kFlat;
+  }
   // Ends the job on every rank (used when this rank cannot continue). Never
   // returns on a real transport.
   virtual void Abort(int code) = 0;

@@ -173,6 +173,11 @@ CommHandlePtr Communicator::BarrierAsync() {
   return Enqueue([](CommBackend* b) { b->Barrier(); });
 }
 
+void Communicator::SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
+  Enqueue([algorithm](CommBackend* b) { b->SetAllReduceAlgorithm(algorithm); })
+      ->Wait();
+}
+
 std::vector<uint64_t> Communicator::AllGatherValue(uint64_t value) {
   Tensor in, out;
   in.mutable_data<int64_t>(Shape{1})[0] = static_cast<int64_t>(value);

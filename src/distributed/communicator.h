@@ -76,6 +76,13 @@ class Communicator {
     AllGatherAsync(in, out)->Wait();
   }
   void Barrier() { BarrierAsync()->Wait(); }
+  // Sets the backend's allreduce algorithm, in order with the collectives
+  // already issued. Collective (see CommBackend::SetAllReduceAlgorithm).
+  void SetAllReduceAlgorithm(AllReduceAlgorithm algorithm);
+  AllReduceAlgorithm allreduce_algorithm() const {
+    return backend_->allreduce_algorithm();
+  }
+
   // Gathers one value per rank; for small control exchanges.
   std::vector<uint64_t> AllGatherValue(uint64_t value);
 

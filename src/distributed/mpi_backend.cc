@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -52,7 +53,14 @@ class MpiBackend : public CommBackend {
   }
   // Says farewell: see MpiMembership. Runs when the communicator shuts down,
   // after its queue has drained.
-  ~MpiBackend() override { membership_.reset(); }
+  ~MpiBackend() override {
+    membership_.reset();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
+    if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+  }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
@@ -63,13 +71,41 @@ class MpiBackend : public CommBackend {
     char* p = static_cast<char*>(data);
     const size_t elem = SizeOf(dtype);
     Counted counted(membership_.get(), "allreduce", count * elem);
+    const bool hier = algorithm_ == AllReduceAlgorithm::kHierarchical;
     for (int64_t done = 0; done < count; done += kMaxChunk) {
       int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype), mop,
-                          MPI_COMM_WORLD),
-            "MPI_Allreduce");
+      if (hier) {
+        HierarchicalAllReduce(p + done * elem, n, MpiType(dtype), mop);
+      } else {
+        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype),
+                            mop, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+      }
     }
     if (op == ReduceOp::kAvg) DivideInPlace(data, count, dtype, size_);
+  }
+
+  void SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) override {
+    if (algorithm == AllReduceAlgorithm::kHierarchical &&
+        node_ == MPI_COMM_NULL) {
+      // The ranks sharing this rank's memory (its host), and one leader
+      // (the lowest rank) per host; made once, by every rank alike.
+      Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
+                                MPI_INFO_NULL, &node_),
+            "MPI_Comm_split_type");
+      int local = 0;
+      Check(MPI_Comm_rank(node_, &local), "MPI_Comm_rank");
+      Check(MPI_Comm_split(MPI_COMM_WORLD, local == 0 ? 0 : MPI_UNDEFINED,
+                           rank_, &leaders_),
+            "MPI_Comm_split");
+      MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN);
+      if (leaders_ != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler(leaders_, MPI_ERRORS_RETURN);
+    }
+    algorithm_ = algorithm;
+  }
+  AllReduceAlgorithm allreduce_algorithm() const override {
+    return algorithm_;
   }
 
   void Broadcast(void* data, int64_t bytes, int root) override {
@@ -111,9 +147,26 @@ class MpiBackend : public CommBackend {
     MpiMembership* m_;
   };
 
+  // Reduce to the host's leader, allreduce among the leaders, broadcast
+  // from the leader: every rank ends with the leaders' result, bit for bit.
+  void HierarchicalAllReduce(char* p, int n, MPI_Datatype type, MPI_Op op) {
+    int local = 0;
+    Check(MPI_Comm_rank(node_, &local), "MPI_Comm_rank");
+    Check(MPI_Reduce(local == 0 ? MPI_IN_PLACE : p, p, n, type, op, 0, node_),
+          "MPI_Reduce (within the host)");
+    if (leaders_ != MPI_COMM_NULL) {
+      Check(MPI_Allreduce(MPI_IN_PLACE, p, n, type, op, leaders_),
+            "MPI_Allreduce (between hosts)");
+    }
+    Check(MPI_Bcast(p, n, type, 0, node_), "MPI_Bcast (within the host)");
+  }
+
   int rank_ = 0;
   int size_ = 1;
   std::unique_ptr<MpiMembership> membership_;
+  std::atomic<AllReduceAlgorithm> algorithm_{AllReduceAlgorithm::kFlat};
+  MPI_Comm node_ = MPI_COMM_NULL;
+  MPI_Comm leaders_ = MPI_COMM_NULL;
 };
 
 }  // namespace

@@ -84,4 +84,17 @@ Topology GatherTopology(Communicator* comm) {
   return TopologyOf(names, comm->rank());
 }
 
+AllReduceAlgorithm ChooseAllReduce(const std::string& mode,
+                                   const Topology& topology) {
+  if (mode == "flat") return AllReduceAlgorithm::kFlat;
+  if (mode == "hier") return AllReduceAlgorithm::kHierarchical;
+  FLUID_ENFORCE(mode == "auto", "--allreduce must be flat, hier or auto, got ",
+                Quote(mode));
+  bool shared = false;
+  for (int h = 0; h < topology.num_hosts(); ++h)
+    shared = shared || topology.RanksOn(h) > 1;
+  return topology.num_hosts() > 1 && shared ? AllReduceAlgorithm::kHierarchical
+                                            : AllReduceAlgorithm::kFlat;
+}
+
 }  // namespace fluid

@@ -36,4 +36,11 @@ Topology GatherTopology(Communicator* comm);
 // The topology of `names`, one host name per rank, seen from `rank`.
 Topology TopologyOf(const std::vector<std::string>& names, int rank);
 
+// The allreduce algorithm that `mode` ("flat", "hier" or "auto") names for
+// ranks laid out as `topology`. auto is hier when the ranks span hosts and
+// some host runs more than one of them (then the reduce within a host
+// spares the network), else flat. Another mode is a kInvalidArgument error.
+AllReduceAlgorithm ChooseAllReduce(const std::string& mode,
+                                   const Topology& topology);
+
 }  // namespace fluid

@@ -118,6 +118,11 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   main_ = exe_.Prepare(job_.main(), scope_);
 }
 
+void MPIExecutor::SetAllReduceMode(const std::string& mode) {
+  FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SetAllReduceMode before Init");
+  comm_->SetAllReduceAlgorithm(ChooseAllReduce(mode, topology_));
+}
+
 std::string MPIExecutor::NonFiniteGradient() const {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: NonFiniteGradient before Init");
   // Bucket buffers first (one scan each); the gradient inside a bad bucket

@@ -50,6 +50,11 @@ class MPIExecutor {
   void Init(const proto::TrainingJob& job, Scope* scope,
             CollectiveConfig config = {}, bool run_startup = true);
 
+  // How gradients are allreduced across hosts: "flat", "hier" or "auto"
+  // (see ChooseAllReduce). Collective, after Init; every rank passes the
+  // same mode.
+  void SetAllReduceMode(const std::string& mode);
+
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
 

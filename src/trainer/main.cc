@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "multi-rank: allreduce all buckets after the backward pass");
+  app.add_option("--allreduce", o.allreduce,
+                 "multi-rank: flat (default), hier (reduce within each "
+                 "host first, then between hosts) or auto (hier when ranks "
+                 "share hosts)");
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {

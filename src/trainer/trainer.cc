@@ -260,8 +260,14 @@ void LogBanner(const TrainerOptions& o, int64_t samples,
   if (world > 1) {
     log << ", gradients over " << dist->communicator()->backend_name();
     if (dist->topology().num_hosts() > 1 &&
-        dist->communicator()->backend_name() == "mpi")
-      log << " (shared memory within a host, the network between hosts)";
+        dist->communicator()->backend_name() == "mpi") {
+      const bool hier = dist->communicator()->allreduce_algorithm() ==
+                        AllReduceAlgorithm::kHierarchical;
+      log << (hier ? " (hier: reduced within each host over shared memory, "
+                     "then between hosts over the network)"
+                   : " (flat: shared memory within a host, the network "
+                     "between hosts)");
+    }
   }
   log << "\n";
   log.flush();
@@ -361,6 +367,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Flag("--resume", o.resume),
       RunSetting::Real("--bucket-mb", o.bucket_mb),
       RunSetting::Flag("--no-overlap", !o.overlap),
+      RunSetting::Text("--allreduce", o.allreduce),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -394,6 +401,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
   cfg.overlap = o.overlap;
   run.dist->Init(*job, scope, cfg);
+  run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
   run.exe = run.dist->executor();
   run.main = run.dist->main_program();
@@ -413,6 +421,10 @@ void CheckOptions(const TrainerOptions& o) {
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
   FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
+  FLUID_ENFORCE(o.allreduce == "flat" || o.allreduce == "hier" ||
+                    o.allreduce == "auto",
+                "--allreduce must be flat, hier or auto, got ",
+                Quote(o.allreduce));
 }
 
 // --print-program and --save: show or write the job instead of training.

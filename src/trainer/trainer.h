@@ -49,6 +49,9 @@ struct TrainerOptions {
   // to compare parameter checksums across ranks.
   double bucket_mb = 4.0;
   bool overlap = true;
+  // How gradients are allreduced across hosts: flat (the default), hier or
+  // auto (see ChooseAllReduce in src/distributed/topology.h).
+  std::string allreduce = "flat";
   int64_t check_consistency = 0;
 };
 

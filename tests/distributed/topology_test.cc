@@ -37,6 +37,18 @@ TEST(Topology, UnevenHostsNameTheirCounts) {
   EXPECT_EQ(TopologyOf({"a", "b"}, 0).Describe(), "2 hosts x 1 rank (a, b)");
 }
 
+TEST(Topology, ChoosingTheAllReduce) {
+  const Topology one = TopologyOf({"a", "a"}, 0);
+  const Topology spread = TopologyOf({"a", "b"}, 0);
+  const Topology shared = TopologyOf({"a", "a", "b", "b"}, 0);
+  EXPECT_EQ(ChooseAllReduce("auto", one), AllReduceAlgorithm::kFlat);
+  EXPECT_EQ(ChooseAllReduce("auto", spread), AllReduceAlgorithm::kFlat);
+  EXPECT_EQ(ChooseAllReduce("auto", shared), AllReduceAlgorithm::kHierarchical);
+  EXPECT_EQ(ChooseAllReduce("hier", one), AllReduceAlgorithm::kHierarchical);
+  EXPECT_EQ(ChooseAllReduce("flat", shared), AllReduceAlgorithm::kFlat);
+  EXPECT_THROW(ChooseAllReduce("ring", one), Error);
+}
+
 TEST(Topology, RankOutsideIsAnError) {
   EXPECT_THROW(TopologyOf({"a"}, 1), Error);
 }

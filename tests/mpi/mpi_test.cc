@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
@@ -54,12 +55,17 @@ std::unique_ptr<Scope> TrainSingle(const proto::TrainingJob& job, int steps,
 }
 
 // The same steps on every rank, each feeding its slice of the global batch.
+// `allreduce` is the algorithm mode (flat, hier, auto); the communicator
+// is left flat afterwards, and the parameters are checked to be bitwise
+// identical on every rank.
 std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
                                         int steps, int64_t per_rank,
-                                        CollectiveConfig cfg = {}) {
+                                        CollectiveConfig cfg = {},
+                                        const std::string& allreduce = "flat") {
   auto scope = std::make_unique<Scope>();
   MPIExecutor exe;
   exe.Init(job, scope.get(), cfg);
+  exe.SetAllReduceMode(allreduce);
   const int n = exe.world_size(), r = exe.rank();
   Tensor x, y;
   std::vector<Tensor> out;
@@ -69,6 +75,8 @@ std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
              {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
             {}, &out);
   }
+  exe.CheckConsistency();
+  exe.SetAllReduceMode("flat");
   return scope;
 }
 
@@ -128,6 +136,51 @@ TEST_P(Equivalence, ThroughThePserverStyleRewrite) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, Equivalence,
                          ::testing::Values("sgd", "adam"));
+
+// Hierarchical allreduce (reduce within each host, allreduce between host
+// leaders, broadcast within each host): the same sums as flat up to
+// rounding, and the same bits on every rank.
+TEST(Hierarchical, AllReduceMatchesFlatBitwiseIdenticalOnEveryRank) {
+  Communicator* comm = Comm();
+  const int64_t n = 100003;
+  Tensor flat, hier;
+  float* f = flat.mutable_data<float>(Shape{n});
+  std::mt19937 rng(17 + comm->rank());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < n; ++i) f[i] = u(rng);
+  hier.CopyFrom(flat, Place::CPU());
+  comm->AllReduce(flat, ReduceOp::kAvg);
+  comm->SetAllReduceAlgorithm(AllReduceAlgorithm::kHierarchical);
+  EXPECT_EQ(comm->allreduce_algorithm(), AllReduceAlgorithm::kHierarchical);
+  comm->AllReduce(hier, ReduceOp::kAvg);
+  comm->SetAllReduceAlgorithm(AllReduceAlgorithm::kFlat);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(hier.data<float>()[i], f[i], 1e-6) << "element " << i;
+  const auto sums = comm->AllGatherValue(Fnv1a64(hier.raw_data(), hier.bytes()));
+  for (uint64_t s : sums) EXPECT_EQ(s, sums[0]) << "ranks differ";
+}
+
+TEST(Hierarchical, NRanksTimesBMatchesOneRankTimesNB) {
+  proto::TrainingJob job = Mlp("sgd", 0.1f);
+  const int64_t per_rank = 16;
+  auto dist = TrainDistributed(job, 20, per_rank, {}, "hier");
+  auto single = TrainSingle(job, 20, per_rank * Comm()->size());
+  ExpectSameParams(job, *dist, *single, 1e-5, true);
+}
+
+TEST(Hierarchical, LenetNRanksTimesBMatchesOneRankTimesNBInEveryMode) {
+  ModelOptions mo;
+  mo.default_optimizer = false;
+  mo.optimizer.type = "sgd";
+  mo.optimizer.learning_rate = 0.05f;
+  proto::TrainingJob job = BuildModel("lenet", mo);
+  const int64_t per_rank = 8;
+  auto single = TrainSingle(job, 20, per_rank * Comm()->size());
+  for (const char* mode : {"flat", "hier"}) {
+    auto dist = TrainDistributed(job, 20, per_rank, {}, mode);
+    ExpectSameParams(job, *dist, *single, 1e-5, true);
+  }
+}
 
 TEST(MultiRank, ParametersStayBitwiseIdentical) {
   proto::TrainingJob job = Mlp("momentum", 0.05f);
