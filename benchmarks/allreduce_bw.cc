@@ -2,7 +2,8 @@
 // through the executor against raw MPI_Allreduce on the same bytes, 4 B to
 // 64 MiB, float32 sum, interleaved per size.
 //
-//   mpirun -np 2 allreduce_bw [--iters N] [--max-mb M] [--allreduce flat|hier|auto]
+//   mpirun -np 2 allreduce_bw [--iters N] [--max-mb M] [--allreduce
+//   flat|hier|auto]
 //
 // algbw = bytes / time; busbw = algbw * 2 (n - 1) / n; #wrong counts
 // elements that differ from the expected sum.

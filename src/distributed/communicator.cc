@@ -174,8 +174,9 @@ CommHandlePtr Communicator::BarrierAsync() {
 }
 
 void Communicator::SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
-  Enqueue([algorithm](CommBackend* b) { b->SetAllReduceAlgorithm(algorithm); })
-      ->Wait();
+  Enqueue([algorithm](CommBackend* b) {
+    b->SetAllReduceAlgorithm(algorithm);
+  })->Wait();
 }
 
 std::vector<uint64_t> Communicator::AllGatherValue(uint64_t value) {

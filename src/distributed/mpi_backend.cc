@@ -104,9 +104,7 @@ class MpiBackend : public CommBackend {
     }
     algorithm_ = algorithm;
   }
-  AllReduceAlgorithm allreduce_algorithm() const override {
-    return algorithm_;
-  }
+  AllReduceAlgorithm allreduce_algorithm() const override { return algorithm_; }
 
   void Broadcast(void* data, int64_t bytes, int root) override {
     Counted counted(membership_.get(), "broadcast", bytes);

@@ -421,10 +421,9 @@ void CheckOptions(const TrainerOptions& o) {
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
   FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
-  FLUID_ENFORCE(o.allreduce == "flat" || o.allreduce == "hier" ||
-                    o.allreduce == "auto",
-                "--allreduce must be flat, hier or auto, got ",
-                Quote(o.allreduce));
+  FLUID_ENFORCE(
+      o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
+      "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
 }
 
 // --print-program and --save: show or write the job instead of training.

@@ -156,7 +156,8 @@ TEST(Hierarchical, AllReduceMatchesFlatBitwiseIdenticalOnEveryRank) {
   comm->SetAllReduceAlgorithm(AllReduceAlgorithm::kFlat);
   for (int64_t i = 0; i < n; ++i)
     ASSERT_NEAR(hier.data<float>()[i], f[i], 1e-6) << "element " << i;
-  const auto sums = comm->AllGatherValue(Fnv1a64(hier.raw_data(), hier.bytes()));
+  const auto sums =
+      comm->AllGatherValue(Fnv1a64(hier.raw_data(), hier.bytes()));
   for (uint64_t s : sums) EXPECT_EQ(s, sums[0]) << "ranks differ";
 }
 
