@@ -305,12 +305,14 @@ class PyMPIExecutor {
     exe_.RunStartup(startup->desc, scope);
   }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
-            int64_t bucket_bytes, bool overlap, bool run_startup) {
+            int64_t bucket_bytes, bool overlap, bool run_startup,
+            const std::string& allreduce) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
+    exe_.SetAllReduceMode(allreduce);
   }
   std::string NonFiniteGradient() {
     py::gil_scoped_release release;

@@ -15,7 +15,9 @@ Checks (every rank runs all of them; rank 0 prints one line per check):
   (c) pserver mode turned into a collective program by
       fluid.transpiler.to_collective gives the same parameters as (b);
   (d) rank and world_size agree with the launcher, and the programs are
-      transpiled for world_size ranks.
+      transpiled for world_size ranks;
+  (e) fluid.MPIExecutor(allreduce="hier") reaches the parameters of (a)'s
+      reference.
 Exits non-zero if any check fails (a failing rank other than 0 also says
 why on stderr, since rank 0 cannot see it).
 
@@ -271,13 +273,28 @@ def run_checks():
             return f"program transpiled for {nranks} ranks, world is {world}"
         return f"OK rank {rank} of {world}"
 
+    def check_e():
+        # Hierarchical allreduce: within each host, then between hosts.
+        hier = fluid.MPIExecutor(fluid.CPUPlace(), allreduce="hier")
+        results["e_exe"] = hier
+        scope = fluid.Scope()
+        results["e_scope"] = scope
+        train_mpi(hier, main, startup, loss, rank, world, scope)
+        hier.check_consistency()
+        got = params_of(scope, names)
+        bad = compare(got, want)
+        return bad or (f"OK max relative difference "
+                       f"{max_rel(got, want):.2e}")
+
     c.check("(a) MPIExecutor == Executor on the full batch", check_a)
     c.check("(b) seed-style DistributeTranspiler collective == (a)", check_b)
     c.check("(c) pserver mode + to_collective == collective mode", check_c)
     c.check("(d) rank and world_size", check_d)
+    c.check("(e) MPIExecutor(allreduce='hier') == Executor", check_e)
     # Executors first, then the scopes they ran on (a Scope freed before an
     # executor bound to it crashes the process).
     results.pop("b_exe", None)
+    results.pop("e_exe", None)
     results.pop("c_exe", None)
     exe = None  # noqa: F841 - frees the executor (a closure cell)
     results.clear()

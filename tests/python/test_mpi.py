@@ -71,9 +71,14 @@ def test_mpi_equivalence_script():
     r = mpirun([sys.executable, SCRIPT])
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
-    assert f"all 4 checks passed on {NP} rank(s)" in r.stdout, out
-    assert r.stdout.count("PASS ") == 4, out
+    assert f"all 5 checks passed on {NP} rank(s)" in r.stdout, out
+    assert r.stdout.count("PASS ") == 5, out
     assert "FAIL" not in r.stdout, out
+
+
+def test_mpi_executor_refuses_an_unknown_allreduce():
+    with pytest.raises(ValueError, match="'flat', 'hier'"):
+        fluid.MPIExecutor(allreduce="ring")
 
 
 def test_seed_style_with_the_transpiled_startup_program():

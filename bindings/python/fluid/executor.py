@@ -220,9 +220,19 @@ class MPIExecutor:
     - A program without optimizer ops (`clone(for_test=True)`, an
       evaluation program) runs on this rank alone, without collectives, on
       the current parameters.
-    - `run` calls are serialised, as with Executor."""
+    - `run` calls are serialised, as with Executor.
+    - `allreduce` is the trainer's `--allreduce`: "flat" (one allreduce over
+      all ranks), "hier" (within each host, then between hosts) or "auto"
+      (hier when the ranks span hosts and share some); every rank passes
+      the same."""
 
-    def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True):
+    def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
+                 allreduce="flat"):
+        if allreduce not in ("flat", "hier", "auto"):
+            raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
+                             "'flat', 'hier' (reduce within each host first, "
+                             "then between hosts) or 'auto'")
+        self._allreduce = allreduce
         self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
@@ -280,7 +290,8 @@ class MPIExecutor:
                 run = self._probe if not self._runs else _core.MPIExecutor(
                     self._threads, self._device)
                 run.init(program.desc, self._startup.desc, scope._core,
-                         self._bucket_bytes, self._overlap, False)
+                         self._bucket_bytes, self._overlap, False,
+                         self._allreduce)
                 self._runs[key] = run
             out = list(run.run(_feed(feed), names))
             steps.count += 1
