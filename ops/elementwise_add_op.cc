@@ -20,12 +20,7 @@ namespace {
 
 template <typename T>
 void ElementwiseAddKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  Tensor* out = ctx.Output("Out");
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  ElementwiseCompute<T>(ctx.device(), d, x.data<T>(), y.data<T>(),
-                        out->mutable_data<T>(), AddFunctor());
+  ElementwiseForward<T>(ctx, AddFunctor());
 }
 
 template <typename T>

@@ -8,12 +8,7 @@ namespace {
 
 template <typename T>
 void ElementwiseMulKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  Tensor* out = ctx.Output("Out");
-  BroadcastDims d = GetBroadcastDims(ctx, x, y);
-  ElementwiseCompute<T>(ctx.device(), d, x.data<T>(), y.data<T>(),
-                        out->mutable_data<T>(), MulFunctor());
+  ElementwiseForward<T>(ctx, MulFunctor());
 }
 
 template <typename T>

@@ -1,9 +1,11 @@
-// CUDA side of the Paddle-style broadcasting of elementwise_add and
-// elementwise_mul (see elementwise_op_function.h for the semantics): X is
+// CUDA side of the Paddle-style broadcasting of the elementwise binary ops
+// (see elementwise_op_function.h for the semantics): X is
 // viewed as [pre, n, post] and Y as [n] (ops/broadcast_dims.h), and
 //
 //   Out[i, j, k] = f(X[i, j, k], Y[j])
-//   dY[j] = sum over i, k of dOut[i, j, k] (times X[i, j, k] for mul).
+//   dY[j] = sum over i, k of dOut[i, j, k] (times X[i, j, k] for mul;
+//           Op::Dy(X[i, j, k], Y[j], dOut[i, j, k]) for the functors of
+//           elementwise_functors.h).
 //
 // The reductions are deterministic: every sum is taken in a fixed order that
 // depends only on the shapes, so a run reproduces the previous one bit for
@@ -14,6 +16,7 @@
 
 #include "ops/broadcast_dims.h"
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/elementwise_functors.h"
 
 namespace fluid {
 namespace ops {
@@ -112,9 +115,9 @@ struct GradTerm {
   }
 };
 
-template <typename T, bool kTimesX>
+template <typename T, typename Term>
 struct SameShapeGrad {
-  GradTerm<T, kTimesX> term;
+  Term term;
   T* dy;
   __device__ void operator()(int64_t i) const { dy[i] = term(i); }
 };
@@ -225,9 +228,9 @@ void RowSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
 }
 
 // dY as a [pre, n] column sum (post == 1).
-template <typename T, bool kTimesX>
+template <typename T, typename Term>
 struct ColumnTerm {
-  GradTerm<T, kTimesX> term;
+  Term term;
   int64_t n;
   __device__ T operator()(int64_t i, int64_t j) const {
     return term(i * n + j);
@@ -235,9 +238,9 @@ struct ColumnTerm {
 };
 
 // dY[j] as the sum over c = i * post + k of term((i * n + j) * post + k).
-template <typename T, bool kTimesX>
+template <typename T, typename Term>
 struct MiddleTerm {
-  GradTerm<T, kTimesX> term;
+  Term term;
   int64_t n, post;
   __device__ T operator()(int64_t j, int64_t c) const {
     const int64_t i = c / post, k = c % post;
@@ -245,24 +248,88 @@ struct MiddleTerm {
   }
 };
 
+// dy[j] = sum over i, k of term(i * n * post + j * post + k), where
+// term(flat index into X) is a device functor returning T.
+template <typename T, typename Term>
+void ReduceTermToY(const CUDADeviceContext& dev, const BroadcastDims& d,
+                   Term term, T* dy) {
+  const int64_t pre = d.pre, n = d.n, post = d.post;
+  if (d.same_shape()) {
+    ForEach(dev, n, SameShapeGrad<T, Term>{term, dy});
+  } else if (n == 1) {
+    Sum<T>(dev, pre * post, term, dy);
+  } else if (post == 1) {
+    ColumnSum<T>(dev, pre, n, ColumnTerm<T, Term>{term, n}, dy);
+  } else {
+    RowSum<T>(dev, n, pre * post, MiddleTerm<T, Term>{term, n, post}, dy);
+  }
+}
+
 // dy[j] = sum over i, k of dout[i, j, k] (times x[i, j, k] when kTimesX).
 template <typename T, bool kTimesX>
 void ReduceToY(const CUDADeviceContext& dev, const BroadcastDims& d,
                const T* dout, const T* x, T* dy) {
-  const int64_t pre = d.pre, n = d.n, post = d.post;
-  const GradTerm<T, kTimesX> term{dout, x};
-  if (d.same_shape()) {
-    if constexpr (kTimesX) {
-      ForEach(dev, n, SameShapeGrad<T, kTimesX>{term, dy});
-    } else {
-      CopyAsync(dev, dy, dout, sizeof(T) * n);
-    }
-  } else if (n == 1) {
-    Sum<T>(dev, pre * post, term, dy);
-  } else if (post == 1) {
-    ColumnSum<T>(dev, pre, n, ColumnTerm<T, kTimesX>{term, n}, dy);
-  } else {
-    RowSum<T>(dev, n, pre * post, MiddleTerm<T, kTimesX>{term, n, post}, dy);
+  if (!kTimesX && d.same_shape()) {
+    CopyAsync(dev, dy, dout, sizeof(T) * d.n);
+    return;
+  }
+  ReduceTermToY<T>(dev, d, GradTerm<T, kTimesX>{dout, x}, dy);
+}
+
+// ---- the ops given by a functor of elementwise_functors.h
+
+template <typename Op>
+struct DeviceFunctor {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return Op::Forward(a, b);
+  }
+};
+
+template <typename T, typename Op>
+void ElementwiseKernel(const ExecutionContext& ctx) {
+  ElementwiseForward<T>(ctx, DeviceFunctor<Op>());
+}
+
+// Op::Dy at flat index i of X: the term dY sums.
+template <typename T, typename Op>
+struct FunctorDyTerm {
+  const T* x;
+  const T* y;
+  const T* dout;
+  int64_t n, post;
+  __device__ T operator()(int64_t i) const {
+    return Op::Dy(x[i], y[(i / post) % n], dout[i]);
+  }
+};
+
+template <typename T, typename Op>
+struct FunctorDx {
+  const T* x;
+  const T* y;
+  const T* dout;
+  T* dx;
+  int64_t n, post;
+  __device__ void operator()(int64_t i) const {
+    dx[i] = Op::Dx(x[i], y[(i / post) % n], dout[i]);
+  }
+};
+
+// dY first, so that dX may alias X (the stream runs the two in order).
+template <typename T, typename Op>
+void ElementwiseGradKernel(const ExecutionContext& ctx) {
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
+  const auto& dev = Dev(ctx);
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    ReduceTermToY<T>(dev, d,
+                     FunctorDyTerm<T, Op>{x.data<T>(), y.data<T>(),
+                                          dout.data<T>(), d.n, d.post},
+                     dy->mutable_data<T>(ctx.place()));
+  }
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    ForEach(dev, d.pre * d.n * d.post,
+            FunctorDx<T, Op>{x.data<T>(), y.data<T>(), dout.data<T>(),
+                             dx->mutable_data<T>(ctx.place()), d.n, d.post});
   }
 }
 

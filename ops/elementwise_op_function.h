@@ -1,5 +1,5 @@
 // Paddle-style broadcasting shared by the elementwise binary ops
-// (elementwise_add, elementwise_mul).
+// (elementwise_add, _mul, _sub, _div, _max, _min, _pow).
 //
 // Y lines up with a contiguous run of X's dims starting at `axis` (-1 means
 // rank(X) - rank(Y)); Y's trailing size-1 dims are dropped first, so a conv
@@ -13,13 +13,20 @@
 // the common ones (same shape, one scalar, X[N, D] + Y[D], X[N, C, H, W] +
 // Y[C]) each run as contiguous vectorised loops, parallel over the
 // executor's pool when the tensor is large.
+//
+// add and mul have gradient kernels of their own (a copy, a product); every
+// other op is a functor of elementwise_functors.h run by the generic
+// ElementwiseKernel and ElementwiseGradKernel below, so that a new binary op
+// is its functor plus its registration.
 #pragma once
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "ops/broadcast_dims.h"
+#include "ops/elementwise_functors.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -152,6 +159,86 @@ void ReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
                   }
                 });
   }
+}
+
+// The forward kernel of an elementwise op: Out = f(X, Y), Y broadcast onto
+// X at the `axis` attr. `f` takes Eigen arrays (see ElementwiseCompute).
+template <typename T, typename F>
+void ElementwiseForward(const ExecutionContext& ctx, F f) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  BroadcastDims d = GetBroadcastDims(ctx, x, y);
+  ElementwiseCompute<T>(ctx.device(), d, x.data<T>(), y.data<T>(),
+                        out->mutable_data<T>(), f);
+}
+
+// A functor of elementwise_functors.h applied to the Eigen arrays (or the
+// one scalar of Y) that ElementwiseCompute hands over.
+template <typename Op>
+struct ArrayFunctor {
+  template <typename A, typename B>
+  auto operator()(const A& a, const B& b) const {
+    using T = typename A::Scalar;
+    if constexpr (std::is_arithmetic_v<B>) {
+      return a.unaryExpr([b](T v) { return T(Op::Forward(v, b)); });
+    } else {
+      return a.binaryExpr(b, [](T u, T v) { return T(Op::Forward(u, v)); });
+    }
+  }
+};
+
+template <typename T, typename Op>
+void ElementwiseKernel(const ExecutionContext& ctx) {
+  ElementwiseForward<T>(ctx, ArrayFunctor<Op>());
+}
+
+// dX[i, j, k] = Op::Dx(X, Y[j], dOut) and dY[j] = sum over i, k of
+// Op::Dy(X, Y[j], dOut); either may be null. dY is split over j, as in
+// ReduceToY, and is written before dX so that dX may alias X.
+template <typename T, typename Op>
+void ElementwiseGradCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
+                            const T* x, const T* y, const T* dout, T* dx,
+                            T* dy) {
+  const int64_t pre = d.pre, n = d.n, post = d.post;
+  if (dy != nullptr) {
+    ParallelFor(dev, n, static_cast<double>(pre * post),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t j = b; j < e; ++j) {
+                    const T yj = y[j];
+                    T s = T(0);
+                    for (int64_t i = 0; i < pre; ++i) {
+                      const int64_t off = (i * n + j) * post;
+                      for (int64_t k = 0; k < post; ++k)
+                        s += T(Op::Dy(x[off + k], yj, dout[off + k]));
+                    }
+                    dy[j] = s;
+                  }
+                });
+  }
+  if (dx != nullptr) {
+    // One row of `post` elements per (i, j), all meeting Y[j].
+    ParallelFor(dev, pre * n, static_cast<double>(post),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t s = b; s < e; ++s) {
+                    const T yj = y[s % n];
+                    const int64_t off = s * post;
+                    for (int64_t k = 0; k < post; ++k)
+                      dx[off + k] = T(Op::Dx(x[off + k], yj, dout[off + k]));
+                  }
+                });
+  }
+}
+
+template <typename T, typename Op>
+void ElementwiseGradKernel(const ExecutionContext& ctx) {
+  const auto& [x, y, dout, d] = ReadElementwiseGradArgs(ctx);
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  Tensor* dy = ctx.Output(GradSlot("Y"));
+  ElementwiseGradCompute<T, Op>(
+      ctx.device(), d, x.data<T>(), y.data<T>(), dout.data<T>(),
+      dx != nullptr ? dx->mutable_data<T>() : nullptr,
+      dy != nullptr ? dy->mutable_data<T>() : nullptr);
 }
 
 // dst = src, elementwise, for gradients that pass straight through.

@@ -203,26 +203,50 @@ std::string Reshape(ProgramBuilder* b, const std::string& x,
   return Unary(b, "reshape", x, {{"shape", shape}});
 }
 
+std::string Elementwise(ProgramBuilder* b, const std::string& type,
+                        const std::string& x, const std::string& y, int axis,
+                        const std::string& act, const std::string& name) {
+  std::string out =
+      b->CreateTmpVar(name.empty() ? type : name, VarDtype(Var(b, x)));
+  b->AppendOp(MakeOp(type, {{"X", {x}}, {"Y", {y}}}, {{"Out", {out}}},
+                     {{"axis", int32_t{axis}}}));
+  return Activation(b, out, act);
+}
+
 std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis,
                            const std::string& act) {
-  std::string out = b->CreateTmpVar("elementwise_add", VarDtype(Var(b, x)));
-  b->AppendOp(MakeOp("elementwise_add", {{"X", {x}}, {"Y", {y}}},
-                     {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
-  return Activation(b, out, act);
+  return Elementwise(b, "elementwise_add", x, y, axis, act);
 }
 
 std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis) {
-  std::string out = b->CreateTmpVar("elementwise_mul", VarDtype(Var(b, x)));
-  b->AppendOp(MakeOp("elementwise_mul", {{"X", {x}}, {"Y", {y}}},
-                     {{"Out", {out}}}, {{"axis", int32_t{axis}}}));
-  return out;
+  return Elementwise(b, "elementwise_mul", x, y, axis);
 }
 
 std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
-                  float bias) {
-  return Unary(b, "scale", x, {{"scale", scale}, {"bias", bias}});
+                  float bias, bool bias_after_scale, const std::string& act,
+                  const std::string& name) {
+  std::string out =
+      b->CreateTmpVar(name.empty() ? "scale" : name, VarDtype(Var(b, x)));
+  b->AppendOp(MakeOp("scale", {{"X", {x}}}, {{"Out", {out}}},
+                     {{"scale", scale},
+                      {"bias", bias},
+                      {"bias_after_scale", bias_after_scale}}));
+  return Activation(b, out, act);
+}
+
+std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
+                         DataType dtype, float value) {
+  std::string out = b->UniqueName("fill_constant");
+  // A constant: the autodiff sends no gradient to it.
+  AddVarDesc(b->main_block(), out, dtype, Shape(shape))
+      ->set_stop_gradient(true);
+  b->AppendOp(MakeOp("fill_constant", {}, {{"Out", {out}}},
+                     {{"shape", shape},
+                      {"value", value},
+                      {"dtype", static_cast<int32_t>(dtype)}}));
+  return out;
 }
 
 // ---- registrations: each layer by name, with its arguments as Fluid names
@@ -380,15 +404,115 @@ REGISTER_LAYER(reshape)
       return Reshape(b, a.Var("x"), a.IntList("shape"));
     });
 
+REGISTER_LAYER(scale)
+    .Doc("scale * x + bias (bias_after_scale) or scale * (x + bias), then act.")
+    .Var("x")
+    .Float("scale", 1.0)
+    .Float("bias", 0.0)
+    .Bool("bias_after_scale", true)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Scale(b, a.Var("x"), static_cast<float>(a.Float("scale")),
+                   static_cast<float>(a.Float("bias")),
+                   a.Bool("bias_after_scale"), a.String("act"),
+                   a.String("name"));
+    });
+
+REGISTER_LAYER(fill_constant)
+    .Doc(
+        "A tensor of the given shape and dtype filled with value; no "
+        "gradient flows to it.")
+    .IntList("shape")
+    .String("dtype")
+    .Float("value")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return FillConstant(b, a.IntList("shape"), DtypeArg(a, "dtype"),
+                          static_cast<float>(a.Float("value")));
+    });
+
 REGISTER_LAYER(elementwise_add)
     .Doc("x + y, y broadcast from dim axis of x (-1: its trailing dims).")
     .Var("x")
     .Var("y")
     .Int("axis", -1)
     .String("act", "")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return ElementwiseAdd(b, a.Var("x"), a.Var("y"), a.Int32("axis"),
-                            a.String("act"));
+      return Elementwise(b, "elementwise_add", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_sub)
+    .Doc("x - y, y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_sub", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_mul)
+    .Doc("x * y, y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_mul", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_div)
+    .Doc("x / y, y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_div", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_max)
+    .Doc("max(x, y), y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_max", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_min)
+    .Doc("min(x, y), y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_min", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
+    });
+
+REGISTER_LAYER(elementwise_pow)
+    .Doc("x ^ y, y broadcast from dim axis of x (-1: its trailing dims).")
+    .Var("x")
+    .Var("y")
+    .Int("axis", -1)
+    .String("act", "")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elementwise(b, "elementwise_pow", a.Var("x"), a.Var("y"),
+                         a.Int32("axis"), a.String("act"), a.String("name"));
     });
 
 }  // namespace layers

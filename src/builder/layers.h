@@ -58,13 +58,25 @@ std::string Accuracy(ProgramBuilder* b, const std::string& input,
                      const std::string& label);
 std::string Reshape(ProgramBuilder* b, const std::string& x,
                     const std::vector<int64_t>& shape);
+// Out = type(x, y) (an elementwise binary op: elementwise_add, _sub, _mul,
+// _div, _max, _min, _pow), y broadcast onto x from dim `axis`, then `act`;
+// `name`, when given, is the prefix of the output's name.
+std::string Elementwise(ProgramBuilder* b, const std::string& type,
+                        const std::string& x, const std::string& y,
+                        int axis = -1, const std::string& act = "",
+                        const std::string& name = "");
 std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis = -1,
                            const std::string& act = "");
 std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
                            const std::string& y, int axis = -1);
 std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
-                  float bias = 0.0f);
+                  float bias = 0.0f, bool bias_after_scale = true,
+                  const std::string& act = "", const std::string& name = "");
+// A var of `shape` filled with `value` (fill_constant), marked
+// stop_gradient.
+std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
+                         DataType dtype, float value);
 
 }  // namespace layers
 }  // namespace fluid

@@ -313,10 +313,53 @@ std::vector<LayerCase> OpLayerCases() {
        [](ProgramBuilder* b) {
          return layers::Reshape(b, "img", {-1, 192});
        }},
+      {"scale",
+       {{"x", "x"},
+        {"scale", 2.5},
+        {"bias", -1.0},
+        {"bias_after_scale", false}},
+       [](ProgramBuilder* b) {
+         return layers::Scale(b, "x", 2.5f, -1.0f, false);
+       }},
+      {"fill_constant",
+       {{"shape", Ints{1}}, {"dtype", "float64"}, {"value", 3.0}},
+       [](ProgramBuilder* b) {
+         return layers::FillConstant(b, {1}, DataType::kFloat64, 3.0f);
+       }},
       {"elementwise_add",
        {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"act", "sigmoid"}},
        [](ProgramBuilder* b) {
          return layers::ElementwiseAdd(b, "x", "y", 0, "sigmoid");
+       }},
+      {"elementwise_sub",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_sub", "x", "y", 0, "", "e");
+       }},
+      {"elementwise_mul",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_mul", "x", "y", 0, "", "e");
+       }},
+      {"elementwise_div",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_div", "x", "y", 0, "", "e");
+       }},
+      {"elementwise_max",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_max", "x", "y", 0, "", "e");
+       }},
+      {"elementwise_min",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_min", "x", "y", 0, "", "e");
+       }},
+      {"elementwise_pow",
+       {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
+       [](ProgramBuilder* b) {
+         return layers::Elementwise(b, "elementwise_pow", "x", "y", 0, "", "e");
        }},
   };
 }

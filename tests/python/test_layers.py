@@ -249,6 +249,35 @@ def test_elementwise_add():
         assert r.shape == (-1, 10)
 
 
+@pytest.mark.parametrize("op", ["sub", "mul", "div", "max", "min", "pow"])
+def test_other_elementwise_layers(op):
+    layer = getattr(L, "elementwise_" + op)
+    main, startup = fresh()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3, 4])
+        y = L.data("y", [3], append_batch_size=False)
+        n = len(main.ops())
+        z = layer(x, y, axis=1, act="tanh", name="out")
+        assert appended(main, n) == ["elementwise_" + op, "tanh"]
+        assert z.shape == (-1, 3, 4)
+        assert main.ops()[n]["outputs"]["Out"][0].startswith("out")
+        # A Y that does not line up with X is caught while building.
+        with pytest.raises(ValueError, match=r"does not match"):
+            layer(x, y)
+
+
+def test_scale_and_fill_constant():
+    main, startup = fresh()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4])
+        n = len(main.ops())
+        s = L.scale(x, scale=2.0, bias=1.0, bias_after_scale=False)
+        c = L.fill_constant([2, 3], "float64", 1.5)
+        assert appended(main, n) == ["scale", "fill_constant"]
+        assert s.shape == (-1, 4)
+        assert c.shape == (2, 3) and c.dtype == "float64"
+
+
 def test_pool2d_avg():
     main, startup = fresh()
     with fluid.program_guard(main, startup):

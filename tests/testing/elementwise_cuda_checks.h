@@ -1,7 +1,8 @@
-// The CUDA checks that elementwise_add and elementwise_mul share: the same
+// The CUDA checks that the elementwise binary ops share: the same
 // broadcast layouts, larger reductions of dY, Out bound to X, one gradient
-// asked for. Each op's test (tests/gpu/elementwise_<op>_op_cuda_test.cc)
-// runs them with its op type; they expect REQUIRE_GPU() to have passed.
+// asked for; X and Y drawn from the op's OperandRanges. Each op's test
+// (tests/gpu/elementwise_<op>_op_cuda_test.cc) runs them with its op type; they
+// expect REQUIRE_GPU() to have passed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -35,13 +36,14 @@ inline const std::vector<BroadcastCase>& LargeBroadcastCases() {
 // (< 0: the default).
 inline void ExpectBroadcastsMatchCpu(const std::string& type,
                                      const std::vector<BroadcastCase>& cases,
-                                     uint64_t seed, double f32_tolerance = -1) {
+                                     uint64_t seed, double f32_tolerance = -1,
+                                     const OperandRanges& r = {}) {
   for (DataType dt : kFloatTypes) {
     CudaCheckOptions opt;
     if (dt == DataType::kFloat32) opt.tolerance = f32_tolerance;
     for (const BroadcastCase& c : cases) {
-      TensorMap in = {{"x", RandomTensor(dt, c.x, -1, 1, seed)},
-                      {"y", RandomTensor(dt, c.y, -1, 1, seed + 1)}};
+      TensorMap in = {{"x", RandomTensor(dt, c.x, r.x_lo, r.x_hi, seed)},
+                      {"y", RandomTensor(dt, c.y, r.y_lo, r.y_hi, seed + 1)}};
       seed += 2;
       EXPECT_TRUE(CudaMatchesCpu(ElementwiseOp(type, c.axis), in, opt))
           << type << " " << DataTypeName(dt) << " " << c.x << " and " << c.y
@@ -52,26 +54,29 @@ inline void ExpectBroadcastsMatchCpu(const std::string& type,
 
 // The sums of dY differ from the CPU's in order only; float32 sums of
 // thousands of terms round differently at about 1e-5 relative.
-inline void ExpectLargeBroadcastsMatchCpu(const std::string& type) {
-  ExpectBroadcastsMatchCpu(type, LargeBroadcastCases(), 100, 1e-4);
+inline void ExpectLargeBroadcastsMatchCpu(const std::string& type,
+                                          const OperandRanges& r = {}) {
+  ExpectBroadcastsMatchCpu(type, LargeBroadcastCases(), 100, 1e-4, r);
 }
 
 // Out bound to X: written in place.
-inline void ExpectInPlaceMatchesCpu(const std::string& type) {
+inline void ExpectInPlaceMatchesCpu(const std::string& type,
+                                    const OperandRanges& r = {}) {
   for (DataType dt : kFloatTypes) {
-    TensorMap in = {{"x", RandomTensor(dt, {4, 3, 5}, -1, 1, 7)},
-                    {"y", RandomTensor(dt, {3}, -1, 1, 8)}};
+    TensorMap in = {{"x", RandomTensor(dt, {4, 3, 5}, r.x_lo, r.x_hi, 7)},
+                    {"y", RandomTensor(dt, {3}, r.y_lo, r.y_hi, 8)}};
     EXPECT_TRUE(CudaMatchesCpu(ElementwiseOp(type, 1, "x"), in))
         << type << " " << DataTypeName(dt);
   }
 }
 
 // The grad op of `type` with only one of the two gradients asked for.
-inline void ExpectOneSidedGradMatchesCpu(const std::string& type) {
+inline void ExpectOneSidedGradMatchesCpu(const std::string& type,
+                                         const OperandRanges& r = {}) {
   const std::string grad_type = type + "_grad";
   for (DataType dt : kFloatTypes) {
-    TensorMap in = {{"x", RandomTensor(dt, {6, 4, 5}, -1, 1, 21)},
-                    {"y", RandomTensor(dt, {4}, -1, 1, 22)},
+    TensorMap in = {{"x", RandomTensor(dt, {6, 4, 5}, r.x_lo, r.x_hi, 21)},
+                    {"y", RandomTensor(dt, {4}, r.y_lo, r.y_hi, 22)},
                     {"g", RandomTensor(dt, {6, 4, 5}, -1, 1, 23)}};
     for (bool want_x : {true, false}) {
       auto op =

@@ -23,6 +23,13 @@ struct BroadcastCase {
   int axis;
 };
 
+// The ranges X and Y of an elementwise op are drawn from: where its math
+// is smooth and well conditioned (Y away from 0 for div, X > 0 for pow).
+struct OperandRanges {
+  double x_lo = -1, x_hi = 1;
+  double y_lo = -1, y_hi = 1;
+};
+
 // Every layout of the broadcast ([pre, n, post] with each part 1 or not),
 // axis given and defaulted, Y with trailing 1s.
 const std::vector<BroadcastCase>& BroadcastCases();

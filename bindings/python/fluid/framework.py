@@ -2,6 +2,7 @@
 call goes through the C++ builder (shape inference, gradients and
 initialisation all live there)."""
 import contextlib
+import numbers
 
 from . import _core
 
@@ -32,6 +33,84 @@ class Variable:
 
     def __repr__(self):
         return f"Variable({self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+    # ---- arithmetic, as in Fluid: between Variables an elementwise op (the
+    # right operand broadcast onto the left, axis -1); with a Python number
+    # a `scale` op where it can express the result, else a fill_constant
+    # of shape [1] and an elementwise op. Each appends to the current main
+    # program.
+
+    # NumPy defers to these methods (which refuse arrays) instead of
+    # applying them to each element of an array.
+    __array_ufunc__ = None
+
+    def __add__(self, other):
+        return _binary(self, other, "+", False)
+
+    def __radd__(self, other):
+        return _binary(self, other, "+", True)
+
+    def __sub__(self, other):
+        return _binary(self, other, "-", False)
+
+    def __rsub__(self, other):
+        return _binary(self, other, "-", True)
+
+    def __mul__(self, other):
+        return _binary(self, other, "*", False)
+
+    def __rmul__(self, other):
+        return _binary(self, other, "*", True)
+
+    def __truediv__(self, other):
+        return _binary(self, other, "/", False)
+
+    def __rtruediv__(self, other):
+        return _binary(self, other, "/", True)
+
+    def __neg__(self):
+        from . import layers
+        return layers.scale(self, scale=-1.0)
+
+
+_ELEMENTWISE = {"+": "elementwise_add", "-": "elementwise_sub",
+                "*": "elementwise_mul", "/": "elementwise_div"}
+
+
+def _is_number(value):
+    # bool is an int to Python, but `x + True` is more likely a mistake.
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _binary(var, other, op, reverse):
+    """`var op other`, or `other op var` when reverse."""
+    from . import layers
+    if isinstance(other, Variable):
+        x, y = (other, var) if reverse else (var, other)
+        return getattr(layers, _ELEMENTWISE[op])(x, y)
+    if not _is_number(other):
+        left, right = ((type(other).__name__, "Variable") if reverse
+                       else ("Variable", type(other).__name__))
+        raise TypeError(
+            f"unsupported operand types for {op}: '{left}' and '{right}'; "
+            "a Variable combines with a Variable or a Python int or float")
+    c = float(other)
+    if op == "+":
+        return layers.scale(var, bias=c)
+    if op == "*":
+        return layers.scale(var, scale=c)
+    if op == "-":
+        # x - c, or c - x = -x + c.
+        return (layers.scale(var, scale=-1.0, bias=c) if reverse
+                else layers.scale(var, bias=-c))
+    if not reverse:
+        if c == 0.0:
+            raise ZeroDivisionError(f"{var.name} / 0")
+        return layers.scale(var, scale=1.0 / c)
+    # c / x = c * x^-1: no scale op expresses it, and the constant must be
+    # the broadcast operand (Y), which shapes it [1].
+    minus_one = layers.fill_constant([1], var.dtype, -1.0)
+    return layers.scale(layers.elementwise_pow(var, minus_one), scale=c)
 
 
 class Program:

@@ -157,6 +157,46 @@ def reshape(x, shape):
     return _layer("reshape", x=_name(x), shape=list(shape))
 
 
-def elementwise_add(x, y, axis=-1, act=None):
-    return _layer("elementwise_add", x=_name(x), y=_name(y), axis=axis,
-                  act=act)
+def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None,
+          name=None):
+    return _layer("scale", x=_name(x, "scale", "x"), scale=float(scale),
+                  bias=float(bias), bias_after_scale=bias_after_scale,
+                  act=act, name=name)
+
+
+def fill_constant(shape, dtype, value):
+    return _layer("fill_constant", shape=list(shape), dtype=dtype,
+                  value=float(value))
+
+
+def _elementwise(type, x, y, axis, act, name):
+    return _layer(type, x=_name(x, type, "x"), y=_name(y, type, "y"),
+                  axis=axis, act=act, name=name)
+
+
+def elementwise_add(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_add", x, y, axis, act, name)
+
+
+def elementwise_sub(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_sub", x, y, axis, act, name)
+
+
+def elementwise_mul(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_mul", x, y, axis, act, name)
+
+
+def elementwise_div(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_div", x, y, axis, act, name)
+
+
+def elementwise_max(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_max", x, y, axis, act, name)
+
+
+def elementwise_min(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_min", x, y, axis, act, name)
+
+
+def elementwise_pow(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_pow", x, y, axis, act, name)

@@ -1,0 +1,18 @@
+// CUDA kernels for elementwise_max and elementwise_max_grad (schemas in
+// elementwise_max_op.cc; math in elementwise_functors.h).
+#include "ops/elementwise_op_function.cuh"
+
+namespace fluid {
+namespace ops {
+
+REGISTER_KERNEL(elementwise_max, kCUDA, float,
+                (cuda::ElementwiseKernel<float, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max, kCUDA, double,
+                (cuda::ElementwiseKernel<double, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max_grad, kCUDA, float,
+                (cuda::ElementwiseGradKernel<float, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max_grad, kCUDA, double,
+                (cuda::ElementwiseGradKernel<double, MaxFunctor>));
+
+}  // namespace ops
+}  // namespace fluid
