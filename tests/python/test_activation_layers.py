@@ -162,3 +162,49 @@ def test_unknown_act_names_layer_argument_and_known_ones(layer):
             f"known: {', '.join(ACTS)}") in msg
     assert len(main.ops()) == n
     assert startup.op_types() == []
+
+
+# Derivatives in terms of x, for one SGD step through each activation.
+DERIVS = {
+    "leaky_relu": lambda x: np.where(x > 0, 1.0, np.float32(0.02)),
+    "elu": lambda x: np.where(x > 0, 1.0, np.exp(x)),
+    "relu6": lambda x: ((x > 0) & (x < 6)).astype(np.float64),
+    "brelu": lambda x: ((x > 0) & (x < 24)).astype(np.float64),
+    "exp": np.exp,
+    "log": lambda x: 1 / x,
+    "sqrt": lambda x: 0.5 / np.sqrt(x),
+    "square": lambda x: 2 * x,
+    "abs": np.sign,
+    "pow": lambda x: np.ones_like(x),
+    "softplus": lambda x: 1 / (1 + np.exp(-x)),
+    "softsign": lambda x: 1 / (1 + np.abs(x)) ** 2,
+}
+
+
+@pytest.mark.parametrize("act", LAYERS)
+def test_sgd_step_through_the_activation(act):
+    """minimize() emits the activation's grad op; one SGD step moves the
+    fc weight by the gradient worked out in NumPy."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4], dtype="float64")
+        h = L.fc(x, 3, param_attr={"name": "w", "initializer": {
+                     "kind": "constant", "value": 0.25}},
+                 bias_attr={"name": "b", "initializer": {
+                     "kind": "constant", "value": 0.5}})
+        loss = L.mean(getattr(L, act)(h))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    assert f"{act}_grad" in main.op_types()
+    xv = np.random.RandomState(7).uniform(0.1, 2, size=(5, 4))
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    _SCOPES.append(scope)
+    exe.run(startup, scope=scope)
+    exe.run(main, feed={"x": xv}, fetch_list=[loss], scope=scope)
+    hv = xv @ np.full((4, 3), 0.25) + 0.5
+    dh = DERIVS[act](hv) / hv.size
+    lr = float(np.float32(0.1))  # the optimizer's learning rate is float32
+    np.testing.assert_allclose(scope.get("w"), 0.25 - lr * xv.T @ dh,
+                               rtol=1e-12)
+    np.testing.assert_allclose(scope.get("b"), 0.5 - lr * dh.sum(0),
+                               rtol=1e-12)
