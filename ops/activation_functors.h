@@ -1,6 +1,9 @@
 // Per-element activation math shared by the CUDA kernels and the CPU
-// reference checks. Each gradient is a function of Out (not X), so the
-// backward pass does not keep X alive.
+// kernels (relu, sigmoid and tanh run on the CPU as Eigen expressions and
+// their tests check them against these). A functor's Backward takes Out
+// when Out determines the derivative, so the backward pass does not keep X
+// alive, and X otherwise (kGradFromX). Make(ctx) reads the op's attributes
+// into the functor; functors without attributes are empty.
 #pragma once
 
 #include <cmath>
@@ -11,6 +14,11 @@ namespace fluid {
 namespace ops {
 
 struct ReluFunctor {
+  static constexpr bool kGradFromX = false;
+  template <typename Ctx>
+  static ReluFunctor Make(const Ctx&) {
+    return {};
+  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return x > T(0) ? x : T(0);
@@ -23,6 +31,11 @@ struct ReluFunctor {
 };
 
 struct SigmoidFunctor {
+  static constexpr bool kGradFromX = false;
+  template <typename Ctx>
+  static SigmoidFunctor Make(const Ctx&) {
+    return {};
+  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return T(1) / (T(1) + exp(-x));
@@ -35,6 +48,11 @@ struct SigmoidFunctor {
 };
 
 struct TanhFunctor {
+  static constexpr bool kGradFromX = false;
+  template <typename Ctx>
+  static TanhFunctor Make(const Ctx&) {
+    return {};
+  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return tanh(x);
@@ -43,6 +61,224 @@ struct TanhFunctor {
   template <typename T>
   static FLUID_HOSTDEVICE T Backward(T out, T dout) {
     return dout * (T(1) - out * out);
+  }
+};
+
+struct LeakyReluFunctor {
+  static constexpr bool kGradFromX = true;  // alpha may be <= 0
+  float alpha;
+  template <typename Ctx>
+  static LeakyReluFunctor Make(const Ctx& ctx) {
+    return {ctx.template Attr<float>("alpha")};
+  }
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    return x > T(0) ? x : T(alpha) * x;
+  }
+  // dX = dOut where X > 0, else alpha * dOut.
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T x, T dout) const {
+    return x > T(0) ? dout : T(alpha) * dout;
+  }
+};
+
+struct EluFunctor {
+  static constexpr bool kGradFromX = true;
+  float alpha;
+  template <typename Ctx>
+  static EluFunctor Make(const Ctx& ctx) {
+    return {ctx.template Attr<float>("alpha")};
+  }
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    return x > T(0) ? x : T(alpha) * expm1(x);
+  }
+  // dX = dOut where X > 0, else dOut * alpha * exp(X).
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T x, T dout) const {
+    return x > T(0) ? dout : dout * T(alpha) * exp(x);
+  }
+};
+
+struct Relu6Functor {
+  static constexpr bool kGradFromX = false;
+  float threshold;
+  template <typename Ctx>
+  static Relu6Functor Make(const Ctx& ctx) {
+    return {ctx.template Attr<float>("threshold")};
+  }
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    const T t(threshold);
+    return x > T(0) ? (x < t ? x : t) : T(0);
+  }
+  // dX = dOut where 0 < Out < threshold (exactly where 0 < X < threshold).
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T out, T dout) const {
+    return out > T(0) && out < T(threshold) ? dout : T(0);
+  }
+};
+
+struct BReluFunctor {
+  static constexpr bool kGradFromX = false;
+  float t_min;
+  float t_max;
+  template <typename Ctx>
+  static BReluFunctor Make(const Ctx& ctx) {
+    return {ctx.template Attr<float>("t_min"),
+            ctx.template Attr<float>("t_max")};
+  }
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    const T lo(t_min), hi(t_max);
+    return x > lo ? (x < hi ? x : hi) : lo;
+  }
+  // dX = dOut where t_min < Out < t_max (exactly where t_min < X < t_max).
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T out, T dout) const {
+    return out > T(t_min) && out < T(t_max) ? dout : T(0);
+  }
+};
+
+struct ExpFunctor {
+  static constexpr bool kGradFromX = false;
+  template <typename Ctx>
+  static ExpFunctor Make(const Ctx&) {
+    return {};
+  }
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return exp(x);
+  }
+  // dX = dOut * Out.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T out, T dout) {
+    return dout * out;
+  }
+};
+
+struct LogFunctor {
+  static constexpr bool kGradFromX = true;
+  template <typename Ctx>
+  static LogFunctor Make(const Ctx&) {
+    return {};
+  }
+  // NaN for X < 0, -inf at 0.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return log(x);
+  }
+  // dX = dOut / X.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T x, T dout) {
+    return dout / x;
+  }
+};
+
+struct SqrtFunctor {
+  static constexpr bool kGradFromX = false;
+  template <typename Ctx>
+  static SqrtFunctor Make(const Ctx&) {
+    return {};
+  }
+  // NaN for X < 0.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return sqrt(x);
+  }
+  // dX = dOut / (2 * Out).
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T out, T dout) {
+    return dout * T(0.5) / out;
+  }
+};
+
+struct SquareFunctor {
+  static constexpr bool kGradFromX = true;
+  template <typename Ctx>
+  static SquareFunctor Make(const Ctx&) {
+    return {};
+  }
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return x * x;
+  }
+  // dX = dOut * 2 * X.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T x, T dout) {
+    return dout * T(2) * x;
+  }
+};
+
+struct AbsFunctor {
+  static constexpr bool kGradFromX = true;
+  template <typename Ctx>
+  static AbsFunctor Make(const Ctx&) {
+    return {};
+  }
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return x < T(0) ? -x : x;
+  }
+  // dX = dOut * sign(X) (0 at X = 0).
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T x, T dout) {
+    return x > T(0) ? dout : (x < T(0) ? -dout : T(0));
+  }
+};
+
+struct PowFunctor {
+  static constexpr bool kGradFromX = true;
+  float factor;
+  template <typename Ctx>
+  static PowFunctor Make(const Ctx& ctx) {
+    return {ctx.template Attr<float>("factor")};
+  }
+  // NaN for X < 0 and a factor that is not an integer.
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    return pow(x, T(factor));
+  }
+  // dX = dOut * factor * X^(factor - 1).
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T x, T dout) const {
+    return dout * T(factor) * pow(x, T(factor) - T(1));
+  }
+};
+
+struct SoftplusFunctor {
+  static constexpr bool kGradFromX = true;
+  template <typename Ctx>
+  static SoftplusFunctor Make(const Ctx&) {
+    return {};
+  }
+  // log(1 + exp(X)), written so that neither side overflows.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return x > T(0) ? x + log1p(exp(-x)) : log1p(exp(x));
+  }
+  // dX = dOut * sigmoid(X).
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T x, T dout) {
+    return dout / (T(1) + exp(-x));
+  }
+};
+
+struct SoftsignFunctor {
+  static constexpr bool kGradFromX = true;
+  template <typename Ctx>
+  static SoftsignFunctor Make(const Ctx&) {
+    return {};
+  }
+  template <typename T>
+  static FLUID_HOSTDEVICE T Forward(T x) {
+    return x / (T(1) + (x < T(0) ? -x : x));
+  }
+  // dX = dOut / (1 + |X|)^2.
+  template <typename T>
+  static FLUID_HOSTDEVICE T Backward(T x, T dout) {
+    const T d = T(1) + (x < T(0) ? -x : x);
+    return dout / (d * d);
   }
 };
 

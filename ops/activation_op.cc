@@ -1,17 +1,29 @@
-// Elementwise activations: relu, sigmoid, tanh. Each gradient is computed
-// from Out rather than X (relu: Out > 0 exactly where X > 0), so the
-// backward pass does not need X kept alive.
+// Elementwise activations with Fluid's names and attributes. relu, sigmoid
+// and tanh run as Eigen expressions; the others as loops over the
+// per-element functors of activation_functors.h, which the CUDA kernels
+// share. A gradient is computed from Out where Out determines it (relu:
+// Out > 0 exactly where X > 0), so the backward pass does not need X kept
+// alive, and from X otherwise.
+#include <string>
+
+#include "ops/activation_functors.h"
 #include "ops/grad_checks.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
 
+void CheckOutGradLike(const ExecutionContext& ctx, const std::string& slot,
+                      const Tensor& t, const Tensor& dout) {
+  FLUID_ENFORCE(dout.shape() == t.shape(), ctx.type(), ": Out@GRAD '",
+                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
+                " differs from ", slot, " '", ctx.InputName(slot), "' ",
+                t.shape());
+}
+
 void CheckOutGradLikeOut(const ExecutionContext& ctx, const Tensor& out,
                          const Tensor& dout) {
-  FLUID_ENFORCE(dout.shape() == out.shape(), ctx.type(), ": Out@GRAD '",
-                ctx.InputName(GradSlot("Out")), "' ", dout.shape(),
-                " differs from Out '", ctx.InputName("Out"), "' ", out.shape());
+  CheckOutGradLike(ctx, "Out", out, dout);
 }
 
 namespace {
@@ -82,6 +94,54 @@ void ActivationGradKernel(const ExecutionContext& ctx) {
   Assign(ctx.device(), Vec<T>(dx), F().Grad(Vec<T>(out), Vec<T>(dout)));
 }
 
+// The activations written as functors: X or Out is what the gradient reads.
+template <typename F>
+const char* GradBase() {
+  return F::kGradFromX ? "X" : "Out";
+}
+
+template <typename F>
+GradSpec FunctorGrad(const std::string& type) {
+  GradSpec spec(type + "_grad");
+  if (F::kGradFromX) {
+    spec.Inputs({"X"});
+  } else {
+    spec.Outputs({"Out"});
+  }
+  return spec.OutGrads({"Out"}).InGrads({"X"});
+}
+
+template <typename F>
+void FunctorGradInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape(GradBase<F>(), GradSlot("X"));
+}
+
+template <typename T, typename F>
+void FunctorKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  const F f = F::Make(ctx);
+  const T* in = x.data<T>();
+  T* o = out->mutable_data<T>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) o[i] = f.Forward(in[i]);
+}
+
+template <typename T, typename F>
+void FunctorGradKernel(const ExecutionContext& ctx) {
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  if (dx == nullptr) return;
+  const char* slot = GradBase<F>();
+  const Tensor& base = ctx.Input(slot);
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  CheckOutGradLike(ctx, slot, base, dout);
+  const F f = F::Make(ctx);
+  const T* b = base.data<T>();
+  const T* g = dout.data<T>();
+  T* d = dx->mutable_data<T>();
+  for (int64_t i = 0, n = base.numel(); i < n; ++i)
+    d[i] = f.Backward(b[i], g[i]);
+}
+
 }  // namespace
 
 REGISTER_OP(relu)
@@ -133,6 +193,194 @@ REGISTER_GRAD_OP(tanh_grad)
     .SetInferShape(ActivationGradInferShape)
     .CPUKernel<float>(ActivationGradKernel<float, Tanh>)
     .CPUKernel<double>(ActivationGradKernel<double, Tanh>);
+
+// ---- the activations computed by functors (activation_functors.h)
+
+REGISTER_OP(leaky_relu)
+    .Doc("Out = X where X > 0, else alpha * X.")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<float>("alpha", 0.02f, "the slope where X <= 0")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<LeakyReluFunctor>("leaky_relu"))
+    .CPUKernel<float>(FunctorKernel<float, LeakyReluFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, LeakyReluFunctor>);
+
+REGISTER_GRAD_OP(leaky_relu_grad)
+    .Doc("dX = dOut where X > 0, else alpha * dOut.")
+    .SetInferShape(FunctorGradInferShape<LeakyReluFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, LeakyReluFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, LeakyReluFunctor>);
+
+REGISTER_OP(elu)
+    .Doc("Out = X where X > 0, else alpha * (exp(X) - 1).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<float>("alpha", 1.0f, "the scale of the negative part")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<EluFunctor>("elu"))
+    .CPUKernel<float>(FunctorKernel<float, EluFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, EluFunctor>);
+
+REGISTER_GRAD_OP(elu_grad)
+    .Doc("dX = dOut where X > 0, else dOut * alpha * exp(X).")
+    .SetInferShape(FunctorGradInferShape<EluFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, EluFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, EluFunctor>);
+
+REGISTER_OP(relu6)
+    .Doc("Out = min(max(X, 0), threshold).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<float>("threshold", 6.0f, "the upper bound")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<Relu6Functor>("relu6"))
+    .CPUKernel<float>(FunctorKernel<float, Relu6Functor>)
+    .CPUKernel<double>(FunctorKernel<double, Relu6Functor>);
+
+REGISTER_GRAD_OP(relu6_grad)
+    .Doc("dX = dOut where 0 < Out < threshold, else 0.")
+    .SetInferShape(FunctorGradInferShape<Relu6Functor>)
+    .CPUKernel<float>(FunctorGradKernel<float, Relu6Functor>)
+    .CPUKernel<double>(FunctorGradKernel<double, Relu6Functor>);
+
+REGISTER_OP(brelu)
+    .Doc("Out = min(max(X, t_min), t_max).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<float>("t_min", 0.0f, "the lower bound")
+    .Attr<float>("t_max", 24.0f, "the upper bound")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<BReluFunctor>("brelu"))
+    .CPUKernel<float>(FunctorKernel<float, BReluFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, BReluFunctor>);
+
+REGISTER_GRAD_OP(brelu_grad)
+    .Doc("dX = dOut where t_min < Out < t_max, else 0.")
+    .SetInferShape(FunctorGradInferShape<BReluFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, BReluFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, BReluFunctor>);
+
+REGISTER_OP(exp)
+    .Doc("Out = exp(X).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<ExpFunctor>("exp"))
+    .CPUKernel<float>(FunctorKernel<float, ExpFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, ExpFunctor>);
+
+REGISTER_GRAD_OP(exp_grad)
+    .Doc("dX = dOut * Out.")
+    .SetInferShape(FunctorGradInferShape<ExpFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, ExpFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, ExpFunctor>);
+
+REGISTER_OP(log)
+    .Doc("Out = log(X) (NaN for X < 0).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<LogFunctor>("log"))
+    .CPUKernel<float>(FunctorKernel<float, LogFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, LogFunctor>);
+
+REGISTER_GRAD_OP(log_grad)
+    .Doc("dX = dOut / X.")
+    .SetInferShape(FunctorGradInferShape<LogFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, LogFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, LogFunctor>);
+
+REGISTER_OP(sqrt)
+    .Doc("Out = sqrt(X) (NaN for X < 0).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<SqrtFunctor>("sqrt"))
+    .CPUKernel<float>(FunctorKernel<float, SqrtFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, SqrtFunctor>);
+
+REGISTER_GRAD_OP(sqrt_grad)
+    .Doc("dX = dOut / (2 * Out).")
+    .SetInferShape(FunctorGradInferShape<SqrtFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, SqrtFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, SqrtFunctor>);
+
+REGISTER_OP(square)
+    .Doc("Out = X * X.")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<SquareFunctor>("square"))
+    .CPUKernel<float>(FunctorKernel<float, SquareFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, SquareFunctor>);
+
+REGISTER_GRAD_OP(square_grad)
+    .Doc("dX = dOut * 2 * X.")
+    .SetInferShape(FunctorGradInferShape<SquareFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, SquareFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, SquareFunctor>);
+
+REGISTER_OP(abs)
+    .Doc("Out = |X|.")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<AbsFunctor>("abs"))
+    .CPUKernel<float>(FunctorKernel<float, AbsFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, AbsFunctor>);
+
+REGISTER_GRAD_OP(abs_grad)
+    .Doc("dX = dOut * sign(X).")
+    .SetInferShape(FunctorGradInferShape<AbsFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, AbsFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, AbsFunctor>);
+
+REGISTER_OP(pow)
+    .Doc("Out = X^factor.")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<float>("factor", 1.0f, "the exponent")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<PowFunctor>("pow"))
+    .CPUKernel<float>(FunctorKernel<float, PowFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, PowFunctor>);
+
+REGISTER_GRAD_OP(pow_grad)
+    .Doc("dX = dOut * factor * X^(factor - 1).")
+    .SetInferShape(FunctorGradInferShape<PowFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, PowFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, PowFunctor>);
+
+REGISTER_OP(softplus)
+    .Doc("Out = log(1 + exp(X)).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<SoftplusFunctor>("softplus"))
+    .CPUKernel<float>(FunctorKernel<float, SoftplusFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, SoftplusFunctor>);
+
+REGISTER_GRAD_OP(softplus_grad)
+    .Doc("dX = dOut * sigmoid(X).")
+    .SetInferShape(FunctorGradInferShape<SoftplusFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, SoftplusFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, SoftplusFunctor>);
+
+REGISTER_OP(softsign)
+    .Doc("Out = X / (1 + |X|).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<SoftsignFunctor>("softsign"))
+    .CPUKernel<float>(FunctorKernel<float, SoftsignFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, SoftsignFunctor>);
+
+REGISTER_GRAD_OP(softsign_grad)
+    .Doc("dX = dOut / (1 + |X|)^2.")
+    .SetInferShape(FunctorGradInferShape<SoftsignFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, SoftsignFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, SoftsignFunctor>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -3,6 +3,8 @@
 // compile the CUDA kernels that include it.
 #pragma once
 
+#include <string>
+
 #include "src/framework/operator.h"
 
 namespace fluid {
@@ -13,6 +15,11 @@ namespace ops {
 // (activations, softmax_grad).
 void CheckOutGradLikeOut(const ExecutionContext& ctx, const Tensor& out,
                          const Tensor& dout);
+
+// The same for the gradient ops that read the forward input `slot` (X)
+// instead of Out: `dout` must have the shape of `t`.
+void CheckOutGradLike(const ExecutionContext& ctx, const std::string& slot,
+                      const Tensor& t, const Tensor& dout);
 
 }  // namespace ops
 }  // namespace fluid

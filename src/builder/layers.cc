@@ -1,5 +1,6 @@
 #include "src/builder/layers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/builder/layer_registry.h"
@@ -14,10 +15,13 @@ const proto::VarDesc& Var(ProgramBuilder* b, const std::string& name) {
   return GetVarDesc(*b->main()->mutable_blocks(0), name);
 }
 
-// Appends a one-input, one-output op and returns its output.
+// Appends a one-input, one-output op and returns its output, named after
+// `name` when given and after the op otherwise.
 std::string Unary(ProgramBuilder* b, const std::string& type,
-                  const std::string& x, const AttributeMap& attrs = {}) {
-  std::string out = b->CreateTmpVar(type, VarDtype(Var(b, x)));
+                  const std::string& x, const AttributeMap& attrs = {},
+                  const std::string& name = "") {
+  std::string out =
+      b->CreateTmpVar(name.empty() ? type : name, VarDtype(Var(b, x)));
   b->AppendOp(MakeOp(type, {{"X", {x}}}, {{"Out", {out}}}, attrs));
   return out;
 }
@@ -48,12 +52,29 @@ std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
   return name;
 }
 
+const std::vector<std::string>& KnownActivations() {
+  static const std::vector<std::string> known = {
+      "abs",      "brelu", "elu",    "exp",     "leaky_relu", "log",
+      "pow",      "relu",  "relu6",  "sigmoid", "softmax",    "softplus",
+      "softsign", "sqrt",  "square", "tanh"};
+  return known;
+}
+
+void CheckActivation(const std::string& layer, const std::string& act) {
+  if (act.empty()) return;
+  const std::vector<std::string>& known = KnownActivations();
+  if (std::find(known.begin(), known.end(), act) != known.end()) return;
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "layer ", Quote(layer),
+              ": argument 'act': unknown activation ", Quote(act),
+              "; known: ", list);
+}
+
 std::string Activation(ProgramBuilder* b, const std::string& input,
-                       const std::string& act) {
+                       const std::string& act, const std::string& layer) {
+  CheckActivation(layer, act);
   if (act.empty()) return input;
-  FLUID_ENFORCE(
-      act == "relu" || act == "sigmoid" || act == "tanh" || act == "softmax",
-      "unknown activation '", act, "'; known: relu, sigmoid, tanh, softmax");
   return Unary(b, act, input);
 }
 
@@ -70,9 +91,59 @@ std::string Softmax(ProgramBuilder* b, const std::string& x) {
   return Unary(b, "softmax", x);
 }
 
+std::string LeakyRelu(ProgramBuilder* b, const std::string& x, float alpha,
+                      const std::string& name) {
+  return Unary(b, "leaky_relu", x, {{"alpha", alpha}}, name);
+}
+std::string Elu(ProgramBuilder* b, const std::string& x, float alpha,
+                const std::string& name) {
+  return Unary(b, "elu", x, {{"alpha", alpha}}, name);
+}
+std::string Relu6(ProgramBuilder* b, const std::string& x, float threshold,
+                  const std::string& name) {
+  return Unary(b, "relu6", x, {{"threshold", threshold}}, name);
+}
+std::string Exp(ProgramBuilder* b, const std::string& x,
+                const std::string& name) {
+  return Unary(b, "exp", x, {}, name);
+}
+std::string Log(ProgramBuilder* b, const std::string& x,
+                const std::string& name) {
+  return Unary(b, "log", x, {}, name);
+}
+std::string Sqrt(ProgramBuilder* b, const std::string& x,
+                 const std::string& name) {
+  return Unary(b, "sqrt", x, {}, name);
+}
+std::string Square(ProgramBuilder* b, const std::string& x,
+                   const std::string& name) {
+  return Unary(b, "square", x, {}, name);
+}
+std::string Abs(ProgramBuilder* b, const std::string& x,
+                const std::string& name) {
+  return Unary(b, "abs", x, {}, name);
+}
+std::string Pow(ProgramBuilder* b, const std::string& x, float factor,
+                const std::string& name) {
+  return Unary(b, "pow", x, {{"factor", factor}}, name);
+}
+std::string Softplus(ProgramBuilder* b, const std::string& x,
+                     const std::string& name) {
+  return Unary(b, "softplus", x, {}, name);
+}
+std::string Softsign(ProgramBuilder* b, const std::string& x,
+                     const std::string& name) {
+  return Unary(b, "softsign", x, {}, name);
+}
+std::string BRelu(ProgramBuilder* b, const std::string& x, float t_min,
+                  float t_max, const std::string& name) {
+  return Unary(b, "brelu", x, {{"t_min", t_min}, {"t_max", t_max}}, name);
+}
+
 std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
                const std::string& act, int num_flatten_dims,
                const ParamAttr& weight, const ParamAttr& bias, bool with_bias) {
+  CheckActivation("fc", act);
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
@@ -106,13 +177,14 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
         WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
     out = ElementwiseAdd(b, out, bname, num_flatten_dims);
   }
-  return Activation(b, out, act);
+  return Activation(b, out, act, "fc");
 }
 
 std::string Conv2d(ProgramBuilder* b, const std::string& input,
                    int64_t num_filters, int filter_size, int stride,
                    int padding, const std::string& act, const ParamAttr& weight,
                    const ParamAttr& bias, bool with_bias) {
+  CheckActivation("conv2d", act);
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
@@ -142,7 +214,7 @@ std::string Conv2d(ProgramBuilder* b, const std::string& input,
         WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
     out = ElementwiseAdd(b, out, bname, 1);
   }
-  return Activation(b, out, act);
+  return Activation(b, out, act, "conv2d");
 }
 
 std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
@@ -206,11 +278,12 @@ std::string Reshape(ProgramBuilder* b, const std::string& x,
 std::string Elementwise(ProgramBuilder* b, const std::string& type,
                         const std::string& x, const std::string& y, int axis,
                         const std::string& act, const std::string& name) {
+  CheckActivation(type, act);
   std::string out =
       b->CreateTmpVar(name.empty() ? type : name, VarDtype(Var(b, x)));
   b->AppendOp(MakeOp(type, {{"X", {x}}, {"Y", {y}}}, {{"Out", {out}}},
                      {{"axis", int32_t{axis}}}));
-  return Activation(b, out, act);
+  return Activation(b, out, act, type);
 }
 
 std::string ElementwiseAdd(ProgramBuilder* b, const std::string& x,
@@ -227,13 +300,14 @@ std::string ElementwiseMul(ProgramBuilder* b, const std::string& x,
 std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
                   float bias, bool bias_after_scale, const std::string& act,
                   const std::string& name) {
+  CheckActivation("scale", act);
   std::string out =
       b->CreateTmpVar(name.empty() ? "scale" : name, VarDtype(Var(b, x)));
   b->AppendOp(MakeOp("scale", {{"X", {x}}}, {{"Out", {out}}},
                      {{"scale", scale},
                       {"bias", bias},
                       {"bias_after_scale", bias_after_scale}}));
-  return Activation(b, out, act);
+  return Activation(b, out, act, "scale");
 }
 
 std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
@@ -356,6 +430,113 @@ REGISTER_LAYER(tanh)
     .Var("x")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Tanh(b, a.Var("x"));
+    });
+
+REGISTER_LAYER(leaky_relu)
+    .Doc("x where x > 0, else alpha * x.")
+    .Var("x")
+    .Float("alpha", 0.02)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return LeakyRelu(b, a.Var("x"), static_cast<float>(a.Float("alpha")),
+                       a.String("name"));
+    });
+
+REGISTER_LAYER(elu)
+    .Doc("x where x > 0, else alpha * (exp(x) - 1).")
+    .Var("x")
+    .Float("alpha", 1.0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Elu(b, a.Var("x"), static_cast<float>(a.Float("alpha")),
+                 a.String("name"));
+    });
+
+REGISTER_LAYER(relu6)
+    .Doc("min(max(x, 0), threshold).")
+    .Var("x")
+    .Float("threshold", 6.0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Relu6(b, a.Var("x"), static_cast<float>(a.Float("threshold")),
+                   a.String("name"));
+    });
+
+REGISTER_LAYER(exp)
+    .Doc("exp(x).")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Exp(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(log)
+    .Doc("log(x).")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Log(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(sqrt)
+    .Doc("sqrt(x).")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Sqrt(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(square)
+    .Doc("x * x.")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Square(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(abs)
+    .Doc("|x|.")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Abs(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(pow)
+    .Doc("x^factor.")
+    .Var("x")
+    .Float("factor", 1.0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Pow(b, a.Var("x"), static_cast<float>(a.Float("factor")),
+                 a.String("name"));
+    });
+
+REGISTER_LAYER(softplus)
+    .Doc("log(1 + exp(x)).")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Softplus(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(softsign)
+    .Doc("x / (1 + |x|).")
+    .Var("x")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Softsign(b, a.Var("x"), a.String("name"));
+    });
+
+REGISTER_LAYER(brelu)
+    .Doc("min(max(x, t_min), t_max).")
+    .Var("x")
+    .Float("t_min", 0.0)
+    .Float("t_max", 24.0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return BRelu(b, a.Var("x"), static_cast<float>(a.Float("t_min")),
+                   static_cast<float>(a.Float("t_max")), a.String("name"));
     });
 
 REGISTER_LAYER(softmax)

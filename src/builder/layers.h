@@ -19,7 +19,8 @@ std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
                  bool append_batch_size = true);
 
 // Fully connected: act(flatten(input, num_flatten_dims) * W + b). `act` is
-// "", "relu", "sigmoid", "tanh" or "softmax". W is [in, size].
+// "" or one of KnownActivations(), with the op's default attributes. W is
+// [in, size].
 std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
                const std::string& act = "", int num_flatten_dims = 1,
                const ParamAttr& weight = {}, const ParamAttr& bias = {},
@@ -38,12 +39,48 @@ std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
                    const std::string& pool_type = "max", int pool_stride = 1,
                    int pool_padding = 0, bool global_pooling = false);
 
+// The activations a layer's `act` argument may name, sorted.
+const std::vector<std::string>& KnownActivations();
+// A kInvalidArgument error naming `layer` and its argument 'act' unless
+// `act` is "" or a known activation. Layers taking `act` call it before
+// appending anything.
+void CheckActivation(const std::string& layer, const std::string& act);
+// Appends the op `act` (default attributes) to `input`; "" appends nothing.
+// `layer` names the caller in the error for an unknown `act`.
 std::string Activation(ProgramBuilder* b, const std::string& input,
-                       const std::string& act);
+                       const std::string& act,
+                       const std::string& layer = "activation");
 std::string Relu(ProgramBuilder* b, const std::string& x);
 std::string Sigmoid(ProgramBuilder* b, const std::string& x);
 std::string Tanh(ProgramBuilder* b, const std::string& x);
 std::string Softmax(ProgramBuilder* b, const std::string& x);
+
+// Activations with Fluid's attributes and defaults. A non-empty `name` is
+// the prefix of the output var's name (default: the op type).
+std::string LeakyRelu(ProgramBuilder* b, const std::string& x,
+                      float alpha = 0.02f, const std::string& name = "");
+std::string Elu(ProgramBuilder* b, const std::string& x, float alpha = 1.0f,
+                const std::string& name = "");
+std::string Relu6(ProgramBuilder* b, const std::string& x,
+                  float threshold = 6.0f, const std::string& name = "");
+std::string Exp(ProgramBuilder* b, const std::string& x,
+                const std::string& name = "");
+std::string Log(ProgramBuilder* b, const std::string& x,
+                const std::string& name = "");
+std::string Sqrt(ProgramBuilder* b, const std::string& x,
+                 const std::string& name = "");
+std::string Square(ProgramBuilder* b, const std::string& x,
+                   const std::string& name = "");
+std::string Abs(ProgramBuilder* b, const std::string& x,
+                const std::string& name = "");
+std::string Pow(ProgramBuilder* b, const std::string& x, float factor = 1.0f,
+                const std::string& name = "");
+std::string Softplus(ProgramBuilder* b, const std::string& x,
+                     const std::string& name = "");
+std::string Softsign(ProgramBuilder* b, const std::string& x,
+                     const std::string& name = "");
+std::string BRelu(ProgramBuilder* b, const std::string& x, float t_min = 0.0f,
+                  float t_max = 24.0f, const std::string& name = "");
 
 // Per-example loss [N, 1] of softmax + cross entropy on integer labels.
 std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,

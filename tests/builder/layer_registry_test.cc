@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/builder/layers.h"
+#include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
 
@@ -40,9 +41,10 @@ TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
   Built p;
   Error e = ErrorThrownBy([&] { BuildLayer(&p.b, "fully_connected", {}); });
   EXPECT_EQ(e.code(), ErrorCode::kNotFound);
-  EXPECT_NE(std::string(e.what()).find(
-                "unknown layer 'fully_connected'; known layers: accuracy, "),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(e.what()).find(
+          "unknown layer 'fully_connected'; known layers: abs, accuracy, "),
+      std::string::npos)
       << e.what();
   EXPECT_NE(std::string(e.what()).find(", fc, "), std::string::npos);
 }
@@ -291,6 +293,47 @@ std::vector<LayerCase> OpLayerCases() {
       {"tanh",
        {{"x", "x"}},
        [](ProgramBuilder* b) { return layers::Tanh(b, "x"); }},
+      {"leaky_relu",
+       {{"x", "x"}, {"alpha", 0.25}, {"name", "lr"}},
+       [](ProgramBuilder* b) {
+         return layers::LeakyRelu(b, "x", 0.25f, "lr");
+       }},
+      {"leaky_relu",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::LeakyRelu(b, "x"); }},
+      {"elu",
+       {{"x", "x"}, {"alpha", 0.5}},
+       [](ProgramBuilder* b) { return layers::Elu(b, "x", 0.5f); }},
+      {"relu6",
+       {{"x", "x"}, {"threshold", 3.0}},
+       [](ProgramBuilder* b) { return layers::Relu6(b, "x", 3.0f); }},
+      {"exp",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Exp(b, "x"); }},
+      {"log",
+       {{"x", "x"}, {"name", "logx"}},
+       [](ProgramBuilder* b) { return layers::Log(b, "x", "logx"); }},
+      {"sqrt",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Sqrt(b, "x"); }},
+      {"square",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Square(b, "x"); }},
+      {"abs",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Abs(b, "x"); }},
+      {"pow",
+       {{"x", "x"}, {"factor", int64_t{3}}},
+       [](ProgramBuilder* b) { return layers::Pow(b, "x", 3.0f); }},
+      {"softplus",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Softplus(b, "x"); }},
+      {"softsign",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::Softsign(b, "x"); }},
+      {"brelu",
+       {{"x", "x"}, {"t_min", -1.0}, {"t_max", 2.0}},
+       [](ProgramBuilder* b) { return layers::BRelu(b, "x", -1.0f, 2.0f); }},
       {"softmax",
        {{"x", "x"}},
        [](ProgramBuilder* b) { return layers::Softmax(b, "x"); }},
@@ -362,6 +405,45 @@ std::vector<LayerCase> OpLayerCases() {
          return layers::Elementwise(b, "elementwise_pow", "x", "y", 0, "", "e");
        }},
   };
+}
+
+// act= takes every activation the activation layers offer, with the op's
+// default attributes; an unknown one names the layer, the argument and the
+// known activations, and appends nothing.
+TEST(LayerRegistry, ActNamesAnyKnownActivation) {
+  for (const std::string& act : layers::KnownActivations()) {
+    SCOPED_TRACE(act);
+    Built p;
+    BuildLayer(&p.b, "fc",
+               {{"input", "x"}, {"size", int64_t{3}}, {"act", act}});
+    const proto::BlockDesc& block = p.main.blocks(0);
+    ASSERT_GE(block.ops_size(), 1);
+    const proto::OpDesc& last = block.ops(block.ops_size() - 1);
+    EXPECT_EQ(last.type(), act);
+    // None of the op's own attrs is set: it runs with their defaults.
+    for (const AttrSpec& spec : OpRegistry::Global().Get(act).attrs())
+      for (const auto& attr : last.attrs()) EXPECT_NE(attr.name(), spec.name);
+  }
+  for (const std::string layer : {"fc", "conv2d"}) {
+    Built p;
+    LayerValues values = {{"input", layer == "fc" ? "x" : "img"},
+                          {"act", "gelu"}};
+    if (layer == "fc") {
+      values["size"] = int64_t{3};
+    } else {
+      values["num_filters"] = int64_t{2};
+      values["filter_size"] = int64_t{3};
+    }
+    ExpectError([&] { BuildLayer(&p.b, layer, values); },
+                ErrorCode::kInvalidArgument,
+                "layer '" + layer +
+                    "': argument 'act': unknown activation 'gelu'; known: "
+                    "abs, brelu, elu, exp, leaky_relu, log, pow, relu, "
+                    "relu6, sigmoid, softmax, softplus, softsign, sqrt, "
+                    "square, tanh");
+    EXPECT_EQ(p.main.blocks(0).ops_size(), 0) << layer;
+    EXPECT_EQ(p.startup.blocks(0).ops_size(), 0) << layer;
+  }
 }
 
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {

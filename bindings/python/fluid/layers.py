@@ -132,6 +132,60 @@ def tanh(x):
     return _layer("tanh", x=_name(x))
 
 
+def _activation(layer, x, name, **attrs):
+    """A one-input activation layer with its attributes; `name` (None: the
+    op type) prefixes the output variable's name."""
+    return _layer(layer, x=_name(x, layer, "x"), **attrs, name=name)
+
+
+def leaky_relu(x, alpha=0.02, name=None):
+    return _activation("leaky_relu", x, name, alpha=alpha)
+
+
+def elu(x, alpha=1.0, name=None):
+    return _activation("elu", x, name, alpha=alpha)
+
+
+def relu6(x, threshold=6.0, name=None):
+    return _activation("relu6", x, name, threshold=threshold)
+
+
+def exp(x, name=None):
+    return _activation("exp", x, name)
+
+
+def log(x, name=None):
+    return _activation("log", x, name)
+
+
+def sqrt(x, name=None):
+    return _activation("sqrt", x, name)
+
+
+def square(x, name=None):
+    return _activation("square", x, name)
+
+
+def abs(x, name=None):
+    return _activation("abs", x, name)
+
+
+def pow(x, factor=1.0, name=None):
+    return _activation("pow", x, name, factor=factor)
+
+
+def softplus(x, name=None):
+    return _activation("softplus", x, name)
+
+
+def softsign(x, name=None):
+    return _activation("softsign", x, name)
+
+
+def brelu(x, t_min=0.0, t_max=24.0, name=None):
+    return _activation("brelu", x, name, t_min=t_min, t_max=t_max)
+
+
 def softmax(x):
     return _layer("softmax", x=_name(x))
 
