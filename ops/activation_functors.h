@@ -69,7 +69,9 @@ struct LeakyReluFunctor {
   float alpha;
   template <typename Ctx>
   static LeakyReluFunctor Make(const Ctx& ctx) {
-    return {ctx.template Attr<float>("alpha")};
+    LeakyReluFunctor f;
+    f.alpha = ctx.template Attr<float>("alpha");
+    return f;
   }
   template <typename T>
   FLUID_HOSTDEVICE T Forward(T x) const {
@@ -87,7 +89,9 @@ struct EluFunctor {
   float alpha;
   template <typename Ctx>
   static EluFunctor Make(const Ctx& ctx) {
-    return {ctx.template Attr<float>("alpha")};
+    EluFunctor f;
+    f.alpha = ctx.template Attr<float>("alpha");
+    return f;
   }
   template <typename T>
   FLUID_HOSTDEVICE T Forward(T x) const {
@@ -105,7 +109,9 @@ struct Relu6Functor {
   float threshold;
   template <typename Ctx>
   static Relu6Functor Make(const Ctx& ctx) {
-    return {ctx.template Attr<float>("threshold")};
+    Relu6Functor f;
+    f.threshold = ctx.template Attr<float>("threshold");
+    return f;
   }
   template <typename T>
   FLUID_HOSTDEVICE T Forward(T x) const {
@@ -227,12 +233,14 @@ struct AbsFunctor {
   }
 };
 
-struct PowFunctor {
+struct ScalarPowFunctor {
   static constexpr bool kGradFromX = true;
   float factor;
   template <typename Ctx>
-  static PowFunctor Make(const Ctx& ctx) {
-    return {ctx.template Attr<float>("factor")};
+  static ScalarPowFunctor Make(const Ctx& ctx) {
+    ScalarPowFunctor f;
+    f.factor = ctx.template Attr<float>("factor");
+    return f;
   }
   // NaN for X < 0 and a factor that is not an integer.
   template <typename T>

@@ -342,15 +342,15 @@ REGISTER_OP(pow)
     .Output("Out", "the activation of X, same shape")
     .Attr<float>("factor", 1.0f, "the exponent")
     .SetInferShape(ActivationInferShape)
-    .SetGrad(FunctorGrad<PowFunctor>("pow"))
-    .CPUKernel<float>(FunctorKernel<float, PowFunctor>)
-    .CPUKernel<double>(FunctorKernel<double, PowFunctor>);
+    .SetGrad(FunctorGrad<ScalarPowFunctor>("pow"))
+    .CPUKernel<float>(FunctorKernel<float, ScalarPowFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, ScalarPowFunctor>);
 
 REGISTER_GRAD_OP(pow_grad)
     .Doc("dX = dOut * factor * X^(factor - 1).")
-    .SetInferShape(FunctorGradInferShape<PowFunctor>)
-    .CPUKernel<float>(FunctorGradKernel<float, PowFunctor>)
-    .CPUKernel<double>(FunctorGradKernel<double, PowFunctor>);
+    .SetInferShape(FunctorGradInferShape<ScalarPowFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, ScalarPowFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, ScalarPowFunctor>);
 
 REGISTER_OP(softplus)
     .Doc("Out = log(1 + exp(X)).")
