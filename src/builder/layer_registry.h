@@ -138,6 +138,13 @@ class LayerSchema {
 
   LayerSchema& SetBuild(LayerFn fn);
   LayerSchema& SetBuild(SingleOutputLayerFn fn);
+  // Applies `declare` (a function of LayerSchema&) to this schema: a family
+  // of layers with one signature declares it once.
+  template <typename Declare>
+  LayerSchema& With(Declare&& declare) {
+    declare(*this);
+    return *this;
+  }
 
   const std::string& type() const { return type_; }
   const std::string& doc() const { return doc_; }

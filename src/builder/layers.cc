@@ -612,89 +612,40 @@ REGISTER_LAYER(fill_constant)
                           static_cast<float>(a.Float("value")));
     });
 
-REGISTER_LAYER(elementwise_add)
-    .Doc("x + y, y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_add", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+namespace {
 
-REGISTER_LAYER(elementwise_sub)
-    .Doc("x - y, y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_sub", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+// The elementwise layers share one signature: (x, y, axis=-1, act=None,
+// name=None), `what` y broadcast from dim `axis` of x.
+auto ElementwiseLayer(const std::string& what) {
+  return [what](LayerSchema& s) {
+    s.Doc(what + ", y broadcast from dim axis of x (-1: its trailing dims).")
+        .Var("x")
+        .Var("y")
+        .Int("axis", -1)
+        .String("act", "")
+        .String("name", "")
+        .SetBuild([type = s.type()](ProgramBuilder* b, const LayerArgs& a) {
+          return Elementwise(b, type, a.Var("x"), a.Var("y"), a.Int32("axis"),
+                             a.String("act"), a.String("name"));
+        });
+  };
+}
 
-REGISTER_LAYER(elementwise_mul)
-    .Doc("x * y, y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_mul", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+}  // namespace
 
-REGISTER_LAYER(elementwise_div)
-    .Doc("x / y, y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_div", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+REGISTER_LAYER(elementwise_add).With(ElementwiseLayer("x + y"));
 
-REGISTER_LAYER(elementwise_max)
-    .Doc("max(x, y), y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_max", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+REGISTER_LAYER(elementwise_sub).With(ElementwiseLayer("x - y"));
 
-REGISTER_LAYER(elementwise_min)
-    .Doc("min(x, y), y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_min", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+REGISTER_LAYER(elementwise_mul).With(ElementwiseLayer("x * y"));
 
-REGISTER_LAYER(elementwise_pow)
-    .Doc("x ^ y, y broadcast from dim axis of x (-1: its trailing dims).")
-    .Var("x")
-    .Var("y")
-    .Int("axis", -1)
-    .String("act", "")
-    .String("name", "")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Elementwise(b, "elementwise_pow", a.Var("x"), a.Var("y"),
-                         a.Int32("axis"), a.String("act"), a.String("name"));
-    });
+REGISTER_LAYER(elementwise_div).With(ElementwiseLayer("x / y"));
+
+REGISTER_LAYER(elementwise_max).With(ElementwiseLayer("max(x, y)"));
+
+REGISTER_LAYER(elementwise_min).With(ElementwiseLayer("min(x, y)"));
+
+REGISTER_LAYER(elementwise_pow).With(ElementwiseLayer("x ^ y"));
 
 }  // namespace layers
 }  // namespace fluid
