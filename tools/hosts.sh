@@ -18,7 +18,8 @@
 #       see: its ranks would spin on them while waiting and starve the peer
 #       they wait for (a 4-byte allreduce took milliseconds), so run sets
 #       mpi_yield_when_idle, as Open MPI does itself when it knows a host is
-#       oversubscribed.
+#       oversubscribed. It also opens 4 TCP connections between each pair
+#       of ranks (btl_tcp_links): one did not fill a shaped 1 Gbit/s link.
 #   tools/hosts.sh down          removes every namespace and file of ours
 #   tools/hosts.sh status        lists the hosts
 #
@@ -171,7 +172,7 @@ run() {
     mpirun --hostfile "$DIR/hostfile" --mca plm_rsh_agent "$DIR/agent" \
     --mca btl_tcp_if_include "${SUBNET}.0/24" \
     --mca oob_tcp_if_include "${SUBNET}.0/24" \
-    --mca mpi_yield_when_idle 1 "$@"
+    --mca mpi_yield_when_idle 1 --mca btl_tcp_links 4 "$@"
 }
 
 status() {
@@ -188,5 +189,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   down) [ "$(id -u)" -eq 0 ] || { say "needs root"; exit 77; }; down ;;
   status) status ;;
-  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
