@@ -15,8 +15,8 @@ from .framework import (Program, Variable, default_main_program,
                         reset_default_programs)
 from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
-                       is_compiled_with_cuda)
-from . import layers, optimizer, reader, io, datasets, transpiler
+                       is_compiled_with_cuda, scope_guard)
+from . import core, layers, optimizer, reader, io, datasets, transpiler
 from .data_feeder import DataFeeder
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
@@ -26,6 +26,6 @@ __all__ = [
     "DistributeTranspiler", "cuda_device_count", "is_compiled_with_cuda",
     "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
-    "layers", "optimizer", "program_guard", "reader",
+    "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",
     "reset_default_programs", "transpiler",
 ]

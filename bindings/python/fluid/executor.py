@@ -3,6 +3,7 @@ same scripts data-parallel when launched as `mpirun -np N python train.py`:
 it transpiles the program for the world size on first use (allreduce of the
 gradients before the optimizer), checks all ranks hold the same program,
 and broadcasts rank 0's parameters."""
+import contextlib
 import os
 import threading
 import warnings
@@ -74,7 +75,9 @@ class Scope:
         return self._core.var_names()
 
     def find_var(self, name):
-        return self._core.get(name) if self._core.has(name) else None
+        """The scope's variable `name` (None when it has none), as Fluid
+        gives it: `find_var(name).get_tensor()` reads and sets its value."""
+        return ScopeVariable(self, name) if self._core.has(name) else None
 
     def get(self, name):
         return self._core.get(name)
@@ -83,11 +86,58 @@ class Scope:
         self._core.set(name, np.asarray(value))
 
 
+class ScopeVariable:
+    """A variable of a Scope; `get_tensor()` is its value."""
+
+    def __init__(self, scope, name):
+        self._scope, self.name = scope, name
+
+    def get_tensor(self):
+        return ScopeTensor(self._scope, self.name)
+
+
+class ScopeTensor:
+    """The value of a scope's variable, array-like: `np.array(t)` copies it
+    out, `t.set(array, place)` writes it (to the variable's device), and
+    `t.shape()` is its shape."""
+
+    def __init__(self, scope, name):
+        self._scope, self._name = scope, name
+
+    def __array__(self, dtype=None):
+        value = self._scope.get(self._name)
+        return value if dtype is None else value.astype(dtype)
+
+    def shape(self):
+        return list(self._scope.get(self._name).shape)
+
+    def set(self, value, place=None):
+        self._scope.set(self._name, value)
+
+    def __repr__(self):
+        return f"ScopeTensor({self._name!r}, shape={self.shape()})"
+
+
 _global_scope = Scope()
 
 
 def global_scope():
     return _global_scope
+
+
+@contextlib.contextmanager
+def scope_guard(scope):
+    """Makes `scope` the global scope (what executors and fluid.io use by
+    default) inside the `with` block, as fluid.scope_guard does."""
+    if not isinstance(scope, Scope):
+        raise TypeError(f"scope_guard: expected a fluid.Scope, got "
+                        f"{type(scope).__name__}")
+    global _global_scope
+    saved, _global_scope = _global_scope, scope
+    try:
+        yield
+    finally:
+        _global_scope = saved
 
 
 def _names(fetch_list):
@@ -180,15 +230,39 @@ class Executor:
         self._scopes = {}
         self._steps = {}
         self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self):
+        """Releases the prepared programs and the scopes they hold; the
+        executor cannot run afterwards."""
+        with self._lock:
+            self._closed = True
+            # The prepared programs first: they point into the scopes.
+            self._core = None
+            self._steps.clear()
+            self._scopes.clear()
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this Executor was closed (Executor.close()); "
+                               "make a new one")
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None,
-            check_finite=None):
+            check_finite=None, return_numpy=True, use_program_cache=False,
+            feed_var_name="feed", fetch_var_name="fetch"):
         """Runs `program` (default: the default main program) once; returns
         the fetched values as NumPy arrays, in fetch_list order.
 
         check_finite: None (default) raises FloatingPointError when a
         fetched loss of a training program holds NaN or Inf; True checks
-        every floating fetch; False checks nothing."""
+        every floating fetch; False checks nothing.
+
+        Fluid's return_numpy, use_program_cache, feed_var_name and
+        fetch_var_name are accepted: values always come back as arrays
+        (which `np.array` takes as Fluid's tensors), a program is always
+        prepared once per scope and reused, and feeds and fetches are named
+        by their variables."""
+        self._check_open()
         program = program or default_main_program()
         scope = scope or global_scope()
         names = _names(fetch_list)

@@ -142,6 +142,25 @@ class Program:
             raise KeyError(f"program has no variable '{name}'")
         return Variable(self, name)
 
+    def global_block(self):
+        """Block 0, the one every op of a program built here lives in."""
+        return Block(self)
+
+    def block(self, index):
+        if index != 0:
+            raise IndexError(f"program.block({index}): programs built here "
+                             "have one block, block 0")
+        return Block(self)
+
+    def list_vars(self):
+        """The variables of block 0, in declaration order."""
+        return [Variable(self, v["name"]) for v in self.desc.vars()]
+
+    def all_parameters(self):
+        """The trainable parameters, in declaration order."""
+        return [Variable(self, v["name"]) for v in self.desc.vars()
+                if v["trainable"]]
+
     @property
     def is_startup(self):
         """True for a startup program (tagged in the ProgramDesc by the
@@ -170,6 +189,33 @@ class Program:
 
     def __str__(self):
         return self.desc.to_string()
+
+
+class Block:
+    """A program's block 0, as Fluid's Program.global_block() gives it."""
+
+    idx = 0
+
+    def __init__(self, program):
+        self.program = program
+
+    @property
+    def vars(self):
+        """{name: Variable} of the block."""
+        return {v.name: v for v in self.program.list_vars()}
+
+    def var(self, name):
+        return self.program.var(name)
+
+    def has_var(self, name):
+        return self.program.desc.has_var(name)
+
+    @property
+    def ops(self):
+        return self.program.ops()
+
+    def all_parameters(self):
+        return self.program.all_parameters()
 
 
 def _as_startup(program):
