@@ -14,9 +14,6 @@ namespace {
 using testing::BinaryMath;
 using testing::ElementwiseOp;
 using testing::OperandRanges;
-using testing::RandomTensor;
-using testing::RunOp;
-using testing::ToVector;
 
 const char kType[] = "elementwise_max";
 const OperandRanges kRanges{-1, 1, -1, 1};
@@ -44,27 +41,7 @@ TEST(ElementwiseMaxOp, FloatMatchesDouble) {
 }
 
 // A tie (X == Y) sends the whole gradient to Y, as Fluid does.
-TEST(ElementwiseMaxOp, TieGoesToY) {
-  Tensor y = RandomTensor<double>({3}, -1, 1, 8);
-  auto yv = ToVector<double>(y);
-  std::vector<double> xv(6);
-  for (size_t i = 0; i < xv.size(); ++i) xv[i] = yv[i % 3];
-  Tensor x = testing::MakeTensor<double>({2, 3}, xv);
-  Tensor g = RandomTensor<double>({2, 3}, -1, 1, 9);
-  auto gv = ToVector<double>(g);
-  auto out = ToVector<double>(
-      RunOp(ElementwiseOp("elementwise_max", -1), {{"x", x}, {"y", y}})["out"]);
-  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(out[i], xv[i]) << i;
-  auto grad = MakeOp("elementwise_max_grad",
-                     {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
-                     {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}});
-  auto res = RunOp(grad, {{"x", x}, {"y", y}, {"g", g}});
-  auto dxv = ToVector<double>(res["dx"]);
-  auto dyv = ToVector<double>(res["dy"]);
-  for (size_t i = 0; i < dxv.size(); ++i) EXPECT_EQ(dxv[i], 0.0) << i;
-  for (size_t j = 0; j < 3; ++j)
-    EXPECT_DOUBLE_EQ(dyv[j], gv[j] + gv[j + 3]) << j;
-}
+TEST(ElementwiseMaxOp, TieGoesToY) { testing::ExpectTieGoesToY(kType); }
 
 }  // namespace
 }  // namespace fluid

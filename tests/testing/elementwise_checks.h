@@ -113,5 +113,29 @@ inline void ExpectFloatMatchesDouble(const std::string& type,
   }
 }
 
+// elementwise_max/min: where X equals Y (Y broadcast over X's rows) the
+// output is that value and the whole gradient goes to Y, as in Fluid.
+inline void ExpectTieGoesToY(const std::string& type) {
+  Tensor y = RandomTensor<double>({3}, -1, 1, 8);
+  auto yv = ToVector<double>(y);
+  std::vector<double> xv(6);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = yv[i % 3];
+  Tensor x = MakeTensor<double>({2, 3}, xv);
+  Tensor g = RandomTensor<double>({2, 3}, -1, 1, 9);
+  auto gv = ToVector<double>(g);
+  auto out = ToVector<double>(
+      RunOp(ElementwiseOp(type, -1), {{"x", x}, {"y", y}})["out"]);
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(out[i], xv[i]) << i;
+  auto grad =
+      MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+             {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}});
+  auto res = RunOp(grad, {{"x", x}, {"y", y}, {"g", g}});
+  auto dxv = ToVector<double>(res["dx"]);
+  auto dyv = ToVector<double>(res["dy"]);
+  for (size_t i = 0; i < dxv.size(); ++i) EXPECT_EQ(dxv[i], 0.0) << i;
+  for (size_t j = 0; j < 3; ++j)
+    EXPECT_DOUBLE_EQ(dyv[j], gv[j] + gv[j + 3]) << j;
+}
+
 }  // namespace testing
 }  // namespace fluid
