@@ -13,12 +13,17 @@
 namespace fluid {
 namespace ops {
 
-struct ReluFunctor {
-  static constexpr bool kGradFromX = false;
+// The activations without attributes: Make ignores the op's context.
+template <typename F>
+struct Stateless {
   template <typename Ctx>
-  static ReluFunctor Make(const Ctx&) {
-    return {};
+  static F Make(const Ctx&) {
+    return F();
   }
+};
+
+struct ReluFunctor : Stateless<ReluFunctor> {
+  static constexpr bool kGradFromX = false;
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return x > T(0) ? x : T(0);
@@ -30,12 +35,8 @@ struct ReluFunctor {
   }
 };
 
-struct SigmoidFunctor {
+struct SigmoidFunctor : Stateless<SigmoidFunctor> {
   static constexpr bool kGradFromX = false;
-  template <typename Ctx>
-  static SigmoidFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return T(1) / (T(1) + exp(-x));
@@ -47,12 +48,8 @@ struct SigmoidFunctor {
   }
 };
 
-struct TanhFunctor {
+struct TanhFunctor : Stateless<TanhFunctor> {
   static constexpr bool kGradFromX = false;
-  template <typename Ctx>
-  static TanhFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return tanh(x);
@@ -146,12 +143,8 @@ struct BReluFunctor {
   }
 };
 
-struct ExpFunctor {
+struct ExpFunctor : Stateless<ExpFunctor> {
   static constexpr bool kGradFromX = false;
-  template <typename Ctx>
-  static ExpFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return exp(x);
@@ -163,12 +156,8 @@ struct ExpFunctor {
   }
 };
 
-struct LogFunctor {
+struct LogFunctor : Stateless<LogFunctor> {
   static constexpr bool kGradFromX = true;
-  template <typename Ctx>
-  static LogFunctor Make(const Ctx&) {
-    return {};
-  }
   // NaN for X < 0, -inf at 0.
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
@@ -181,12 +170,8 @@ struct LogFunctor {
   }
 };
 
-struct SqrtFunctor {
+struct SqrtFunctor : Stateless<SqrtFunctor> {
   static constexpr bool kGradFromX = false;
-  template <typename Ctx>
-  static SqrtFunctor Make(const Ctx&) {
-    return {};
-  }
   // NaN for X < 0.
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
@@ -199,12 +184,8 @@ struct SqrtFunctor {
   }
 };
 
-struct SquareFunctor {
+struct SquareFunctor : Stateless<SquareFunctor> {
   static constexpr bool kGradFromX = true;
-  template <typename Ctx>
-  static SquareFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return x * x;
@@ -216,12 +197,8 @@ struct SquareFunctor {
   }
 };
 
-struct AbsFunctor {
+struct AbsFunctor : Stateless<AbsFunctor> {
   static constexpr bool kGradFromX = true;
-  template <typename Ctx>
-  static AbsFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return x < T(0) ? -x : x;
@@ -254,12 +231,8 @@ struct ScalarPowFunctor {
   }
 };
 
-struct SoftplusFunctor {
+struct SoftplusFunctor : Stateless<SoftplusFunctor> {
   static constexpr bool kGradFromX = true;
-  template <typename Ctx>
-  static SoftplusFunctor Make(const Ctx&) {
-    return {};
-  }
   // log(1 + exp(X)), written so that neither side overflows.
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
@@ -272,12 +245,8 @@ struct SoftplusFunctor {
   }
 };
 
-struct SoftsignFunctor {
+struct SoftsignFunctor : Stateless<SoftsignFunctor> {
   static constexpr bool kGradFromX = true;
-  template <typename Ctx>
-  static SoftsignFunctor Make(const Ctx&) {
-    return {};
-  }
   template <typename T>
   static FLUID_HOSTDEVICE T Forward(T x) {
     return x / (T(1) + (x < T(0) ? -x : x));

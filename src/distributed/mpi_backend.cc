@@ -93,9 +93,8 @@ class MpiBackend : public CommBackend {
       Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
                                 MPI_INFO_NULL, &node_),
             "MPI_Comm_split_type");
-      int local = 0;
-      Check(MPI_Comm_rank(node_, &local), "MPI_Comm_rank");
-      Check(MPI_Comm_split(MPI_COMM_WORLD, local == 0 ? 0 : MPI_UNDEFINED,
+      Check(MPI_Comm_rank(node_, &local_rank_), "MPI_Comm_rank");
+      Check(MPI_Comm_split(MPI_COMM_WORLD, local_rank_ == 0 ? 0 : MPI_UNDEFINED,
                            rank_, &leaders_),
             "MPI_Comm_split");
       MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN);
@@ -148,9 +147,8 @@ class MpiBackend : public CommBackend {
   // Reduce to the host's leader, allreduce among the leaders, broadcast
   // from the leader: every rank ends with the leaders' result, bit for bit.
   void HierarchicalAllReduce(char* p, int n, MPI_Datatype type, MPI_Op op) {
-    int local = 0;
-    Check(MPI_Comm_rank(node_, &local), "MPI_Comm_rank");
-    Check(MPI_Reduce(local == 0 ? MPI_IN_PLACE : p, p, n, type, op, 0, node_),
+    Check(MPI_Reduce(local_rank_ == 0 ? MPI_IN_PLACE : p, p, n, type, op, 0,
+                     node_),
           "MPI_Reduce (within the host)");
     if (leaders_ != MPI_COMM_NULL) {
       Check(MPI_Allreduce(MPI_IN_PLACE, p, n, type, op, leaders_),
@@ -163,7 +161,8 @@ class MpiBackend : public CommBackend {
   int size_ = 1;
   std::unique_ptr<MpiMembership> membership_;
   std::atomic<AllReduceAlgorithm> algorithm_{AllReduceAlgorithm::kFlat};
-  MPI_Comm node_ = MPI_COMM_NULL;
+  MPI_Comm node_ = MPI_COMM_NULL;  // this rank's host
+  int local_rank_ = 0;             // in node_
   MPI_Comm leaders_ = MPI_COMM_NULL;
 };
 

@@ -55,21 +55,33 @@ bool IsFloat(DataType t) {
   return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult CudaMatchesCpu(const proto::OpDesc& op,
-                                          const TensorMap& inputs,
-                                          const CudaCheckOptions& options) {
-  auto skipped = [&](const std::string& name) {
-    return std::find(options.skip.begin(), options.skip.end(), name) !=
-           options.skip.end();
-  };
-  TensorMap cpu = RunOp(op, inputs, 1, Place::CPU());
-  TensorMap cuda = RunOp(op, inputs, 1, Place::CUDA(0));
+namespace {
+
+// `op`'s outputs on the CPU and on the device agree, but those in
+// options.skip.
+::testing::AssertionResult OutputsMatch(const proto::OpDesc& op,
+                                        const TensorMap& cpu,
+                                        const TensorMap& cuda,
+                                        const CudaCheckOptions& options) {
   for (const auto& kv : cpu) {
-    if (skipped(kv.first)) continue;
+    if (std::find(options.skip.begin(), options.skip.end(), kv.first) !=
+        options.skip.end())
+      continue;
     auto r = TensorsClose(kv.second, cuda.at(kv.first), options.tolerance,
                           op.type() + " output '" + kv.first + "'");
     if (!r) return r;
   }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+::testing::AssertionResult CudaMatchesCpu(const proto::OpDesc& op,
+                                          const TensorMap& inputs,
+                                          const CudaCheckOptions& options) {
+  TensorMap cpu = RunOp(op, inputs, 1, Place::CPU());
+  auto r = OutputsMatch(op, cpu, RunOp(op, inputs, 1, Place::CUDA(0)), options);
+  if (!r) return r;
   const OpSchema& schema = OpRegistry::Global().Get(op.type());
   if (!options.grad || !schema.has_grad()) return ::testing::AssertionSuccess();
 
@@ -94,14 +106,9 @@ bool IsFloat(DataType t) {
                << "', which neither the forward op nor its outputs supply";
       feeds[name] = it->second;
     }
-    TensorMap gcpu = RunOp(grad, feeds, 1, Place::CPU());
-    TensorMap gcuda = RunOp(grad, feeds, 1, Place::CUDA(0));
-    for (const auto& kv : gcpu) {
-      if (skipped(kv.first)) continue;
-      auto r = TensorsClose(kv.second, gcuda.at(kv.first), options.tolerance,
-                            grad.type() + " output '" + kv.first + "'");
-      if (!r) return r;
-    }
+    auto g = OutputsMatch(grad, RunOp(grad, feeds, 1, Place::CPU()),
+                          RunOp(grad, feeds, 1, Place::CUDA(0)), options);
+    if (!g) return g;
   }
   return ::testing::AssertionSuccess();
 }
