@@ -4,6 +4,7 @@
 // step time spent blocked on communication the backward pass did not hide.
 //
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
+//       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -21,6 +22,7 @@ int Main(int argc, char** argv) {
   int64_t batch = 64;
   double bucket_mb = 4;
   bool overlap = true;
+  std::string allreduce = "flat", compression = "none";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--model")
@@ -37,6 +39,10 @@ int Main(int argc, char** argv) {
       bucket_mb = std::stod(v);
     else if (k == "--overlap")
       overlap = v != "0";
+    else if (k == "--allreduce")
+      allreduce = v;
+    else if (k == "--grad-compression")
+      compression = v;
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -45,7 +51,9 @@ int Main(int argc, char** argv) {
   CollectiveConfig cfg;
   cfg.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
   cfg.overlap = overlap;
+  cfg.grad_compression = compression;
   exe.Init(BuildModel(model), &scope, cfg);
+  exe.SetAllReduceMode(allreduce);
   // Seeded per-rank batches (the data reader is not what is measured).
   Tensor x, y;
   float* xp = x.mutable_data<float>(Shape{batch, 1, 28, 28});
@@ -70,9 +78,11 @@ int Main(int argc, char** argv) {
         "{\"framework\": \"fluid\", \"model\": \"%s\", \"np\": %d, "
         "\"threads\": %d, \"batch_per_rank\": %lld, \"steps\": %d, "
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
-        "\"exposed_comm_share\": %.4f}\n",
+        "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
+        "\"grad_compression\": \"%s\"}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
-        steps, s, steps * batch * exe.world_size() / s, exposed / s);
+        steps, s, steps * batch * exe.world_size() / s, exposed / s,
+        exe.topology().num_hosts(), compression.c_str());
   return 0;
 }
 

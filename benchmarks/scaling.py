@@ -6,10 +6,19 @@ gloo on the same model, batch and threads when torch is installed.
 
     /usr/bin/python3 benchmarks/scaling.py --build build --out docs/scaling
 
+Across emulated hosts (tools/hosts.sh, as root): --hosts H spreads each np
+over H hosts (np = 1 stays on one host, the baseline), optionally over a
+link shaped to --rate (e.g. 1gbit), with --allreduce and
+--grad-compression passed to every run (PyTorch DDP is not run there):
+
+    /usr/bin/python3 benchmarks/scaling.py --hosts 2 --rate 1gbit \
+        --models mlp --nps 1,2 --grad-compression bf16 --out /tmp/hosts
+
 Writes <out>.csv, <out>.md and <out>.png (samples/s and efficiency per np).
 Each point is the median of --repeats runs, interleaved across frameworks.
 """
 import argparse
+import atexit
 import csv
 import json
 import os
@@ -21,13 +30,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
-def ours(build, model, np_, batch, steps):
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-           str(np_), os.path.join(build, "benchmarks", "dist_bench"),
-           "--model", model, "--batch", str(batch), "--steps", str(steps)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         timeout=600).stdout
+HOSTS = os.path.join(HERE, "..", "tools", "hosts.sh")
+
+
+def ours(build, model, np_, batch, steps, a):
+    bench = [os.path.join(build, "benchmarks", "dist_bench"), "--model",
+             model, "--batch", str(batch), "--steps", str(steps),
+             "--allreduce", a.allreduce, "--grad-compression",
+             a.grad_compression]
+    if a.hosts > 1 and np_ > 1:
+        cmd = [HOSTS, "run", "--", "-np", str(np_), "--map-by", "node"]
+    else:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+               str(np_)]
+    out = subprocess.run(cmd + bench, check=True, capture_output=True,
+                         text=True, timeout=600).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def hosts_up(a, max_np):
+    """Emulated hosts for the multi-host points (tools/hosts.sh)."""
+    slots = max(1, -(-max_np // a.hosts))
+    cmd = [HOSTS, "up", str(a.hosts), "--slots", str(slots)]
+    if a.rate:
+        cmd += ["--rate", a.rate]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    atexit.register(subprocess.run, [HOSTS, "down"], check=False,
+                    stdout=subprocess.DEVNULL)
 
 
 def ddp(model, np_, batch, steps, port):
@@ -57,7 +86,17 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--hosts", type=int, default=1,
+                    help="spread each np > 1 over this many emulated hosts")
+    ap.add_argument("--rate", default="",
+                    help="with --hosts: shape each host's link (e.g. 1gbit)")
+    ap.add_argument("--allreduce", default="flat")
+    ap.add_argument("--grad-compression", default="none")
     a = ap.parse_args()
+    nps = [int(n) for n in a.nps.split(",")]
+    if a.hosts > 1:
+        a.no_torch = True
+        hosts_up(a, max(nps))
     try:
         import torch  # noqa: F401
         have_torch = not a.no_torch
@@ -69,11 +108,11 @@ def main():
     for model in a.models.split(","):
         steps = 200 if model == "mlp" else 60
         base = {}
-        for np_ in [int(n) for n in a.nps.split(",")]:
+        for np_ in nps:
             runs = {"fluid": [], "torch-ddp": []}
             share = []
             for _ in range(a.repeats):
-                r = ours(a.build, model, np_, a.batch, steps)
+                r = ours(a.build, model, np_, a.batch, steps, a)
                 runs["fluid"].append(r["samples_per_s"])
                 share.append(r["exposed_comm_share"])
                 if have_torch:
@@ -89,6 +128,8 @@ def main():
                 eff = sps / (np_ * base[fw]) if fw in base else float("nan")
                 rows.append({
                     "model": model, "framework": fw, "np": np_,
+                    "hosts": min(a.hosts, np_), "link": a.rate or "unshaped",
+                    "grad_compression": a.grad_compression,
                     "oversubscribed": np_ > cores, "batch_per_rank": a.batch,
                     "samples_per_s": round(sps, 1),
                     "efficiency": round(eff, 3),
@@ -105,11 +146,13 @@ def main():
         w.writeheader()
         w.writerows(rows)
     with open(a.out + ".md", "w") as f:
-        f.write("| model | framework | np | samples/s | efficiency | "
-                "exposed comm share |\n|---|---|---|---|---|---|\n")
+        f.write("| model | framework | np | hosts | link | compression | "
+                "samples/s | efficiency | exposed comm share |\n"
+                "|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             np_s = f"{r['np']}{' (oversubscribed)' if r['oversubscribed'] else ''}"
             f.write(f"| {r['model']} | {r['framework']} | {np_s} | "
+                    f"{r['hosts']} | {r['link']} | {r['grad_compression']} | "
                     f"{r['samples_per_s']:.0f} | {r['efficiency']:.2f} | "
                     f"{r['exposed_comm_share']} |\n")
     try:

@@ -306,10 +306,11 @@ class PyMPIExecutor {
   }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
-            const std::string& allreduce) {
+            const std::string& allreduce, const std::string& grad_compression) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
+    cfg.grad_compression = grad_compression;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);

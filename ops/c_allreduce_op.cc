@@ -1,7 +1,8 @@
 // c_allreduce: Out = reduce over all ranks of X (sum | avg | max), in place.
 // With a Handle output the reduction runs asynchronously on the
 // communicator's thread and a later c_wait completes it; without one the op
-// waits.
+// waits. `compression` sends float32 values as bf16 or fp16 (gradient
+// compression, set by the collective transpiler).
 #include "ops/collective_helpers.h"
 
 namespace fluid {
@@ -11,8 +12,9 @@ namespace {
 void AllReduceKernel(const ExecutionContext& ctx) {
   Tensor* out = InPlaceOutput(ctx);
   ReduceOp op = ParseReduceOp(ctx.Attr<std::string>("reduce_type"));
+  WireFormat wire = ParseWireFormat(ctx.Attr<std::string>("compression"));
   CommHandlePtr handle = CommunicatorOf(ctx)->AllReduceAsync(
-      *out, op, ctx.device_context().ReadyFence());
+      *out, op, ctx.device_context().ReadyFence(), wire);
   if (ctx.HasOutput("Handle")) {
     *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
   } else {
@@ -28,6 +30,9 @@ REGISTER_OP(c_allreduce)
     .Output("Out", "the reduced tensor")
     .OptionalOutput("Handle", "the in-flight reduction, for c_wait")
     .Attr<std::string>("reduce_type", "sum", "sum | avg | max")
+    .Attr<std::string>("compression", "none",
+                       "none | bf16 | fp16: the values travel as 16-bit "
+                       "values (float32 X only)")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .AnyPlaceKernel(AllReduceKernel);
 

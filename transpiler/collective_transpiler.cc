@@ -10,6 +10,7 @@
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/wire_format.h"
 #include "transpiler/distributed_job.h"
 
 namespace fluid {
@@ -191,13 +192,19 @@ void AddBuckets(const proto::BlockDesc& src,
 // The original ops with each bucket's allreduce and wait where `at` says.
 void AddOpsWithCollectives(const proto::BlockDesc& src,
                            const std::vector<GradBucket>& buckets,
-                           const Placement& at, const std::string& reduce,
+                           const Placement& at, const CollectiveConfig& config,
                            proto::BlockDesc* dst) {
   auto allreduce = [&](size_t k) {
+    AttributeMap attrs = {
+        {"reduce_type", std::string(config.average ? "avg" : "sum")}};
+    const bool compress =
+        config.grad_compression != "none" &&
+        VarDtype(GetVarDesc(src, buckets[k].grads[0])) == DataType::kFloat32;
+    if (compress) attrs["compression"] = config.grad_compression;
     return WithRole(
         MakeOp("c_allreduce", {{"X", {buckets[k].fused}}},
                {{"Out", {buckets[k].fused}}, {"Handle", {buckets[k].handle}}},
-               {{"reduce_type", reduce}}),
+               attrs),
         kCollectiveRole);
   };
   auto wait = [&](size_t k) {
@@ -223,6 +230,7 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
 proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                                        const CollectiveConfig& config) {
   FLUID_ENFORCE(config.nranks >= 1, "nranks must be >= 1, got ", config.nranks);
+  ParseWireFormat(config.grad_compression);  // names a bad one
   CheckJob(job, "job");
   const JobForm form = FormOf(job.main());
   FLUID_ENFORCE(form == JobForm::kLocal, "the job is already distributed (",
@@ -235,7 +243,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
   dst->clear_ops();
   AddBuckets(src, buckets, dst);
-  AddOpsWithCollectives(src, buckets, at, config.average ? "avg" : "sum", dst);
+  AddOpsWithCollectives(src, buckets, at, config, dst);
 
   // Startup: every rank takes rank 0's parameters and optimizer state.
   *out.mutable_startup() = StartupWithBroadcasts(job.startup());
@@ -245,6 +253,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   dc->set_bucket_bytes(config.bucket_bytes);
   dc->set_overlap(config.overlap);
   dc->set_average(config.average);
+  dc->set_grad_compression(config.grad_compression);
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
     SetForm(p, JobForm::kCollective);
     p->set_nranks(config.nranks);
@@ -274,6 +283,27 @@ proto::ProgramDesc StartupWithBroadcasts(const proto::ProgramDesc& startup) {
   return out;
 }
 
+namespace {
+
+// A compressed allreduce names a known wire format and carries float32.
+void CheckCompression(const proto::BlockDesc& block, const proto::OpDesc& op,
+                      const std::string& grad) {
+  if (!HasOpAttr(op, "compression")) return;
+  const std::string wire = GetOpAttrAs<std::string>(op, "compression");
+  try {
+    if (ParseWireFormat(wire) == WireFormat::kNative) return;
+  } catch (const Error& e) {
+    FLUID_THROW(ErrorCode::kInvalidArgument, "gradient '", grad,
+                "' is allreduced with ", e.what());
+  }
+  const DataType dtype = VarDtype(GetVarDesc(block, grad));
+  FLUID_ENFORCE(dtype == DataType::kFloat32, "gradient '", grad, "' is ",
+                DataTypeName(dtype), " but its allreduce compresses it to ",
+                wire, "; only float32 gradients are compressed");
+}
+
+}  // namespace
+
 void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
   const proto::BlockDesc& block = main.blocks(0);
   std::map<std::string, std::string> grad_to_fused;
@@ -295,6 +325,7 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
       if (op.type() == "c_allreduce" && Reads(op, carrier)) {
         reductions.push_back(i);
         if (GetOpAttrAs<std::string>(op, "reduce_type") == "avg") ++averaged;
+        CheckCompression(block, op, grad);
       }
       if (op.type() == "scale" && !reductions.empty() &&
           (Reads(op, grad) || Reads(op, carrier)) &&

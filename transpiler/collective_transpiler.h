@@ -21,6 +21,9 @@ struct CollectiveConfig {
   bool overlap = true;
   // Average (allreduce avg) rather than sum.
   bool average = true;
+  // none | bf16 | fp16: float32 gradient buckets travel as 16-bit values
+  // (c_allreduce's `compression`); other dtypes travel as they are.
+  std::string grad_compression = "none";
 };
 
 // One allreduce's worth of gradients, in the order the backward pass
@@ -49,7 +52,8 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
 //  - startup: c_broadcast of every parameter and optimizer state from rank
 //    0, so all ranks start identical whatever their seeds;
 //  - main: per bucket a coalesce_tensor (first op: the bucket's gradients
-//    become views of one buffer), a c_allreduce after the last backward op
+//    become views of one buffer), a c_allreduce (compressed as the config
+//    says) after the last backward op
 //    writing the bucket (overlap) or before the first optimize op, and a
 //    c_wait before the first optimize op reading it;
 //  - both programs stamped with nranks and their structure hash.
@@ -60,7 +64,8 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
 // Checks a transpiled main program: every trainable gradient is reduced
 // exactly once, after the last backward op writing it and before the
 // optimize op reading it (its c_wait too), and averaged exactly once (or
-// never, when `average` is false). A violation is an error naming the
+// never, when `average` is false), and compressed, if at all, to a known
+// 16-bit format and only when float32. A violation is an error naming the
 // gradient.
 // The startup program with a c_broadcast from rank 0 of every persistable
 // var appended (parameters and optimizer state), so that all ranks start

@@ -1,5 +1,7 @@
 #include "src/distributed/comm_backend.h"
 
+#include <algorithm>
+
 namespace fluid {
 
 const char* ReduceOpName(ReduceOp op) {
@@ -46,6 +48,32 @@ void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
     case DataType::kInt64:
       return Divide(static_cast<int64_t*>(data), count, n);
   }
+}
+
+void CommBackend::AllReduceCompressed(float* data, int64_t count,
+                                      WireFormat wire, ReduceOp op) {
+  FLUID_ENFORCE(wire != WireFormat::kNative,
+                "AllReduceCompressed needs a 16-bit wire format");
+  const int n = size();
+  if (static_cast<int64_t>(wire_send_.size()) < count) wire_send_.resize(count);
+  if (static_cast<int64_t>(wire_recv_.size()) < count * n)
+    wire_recv_.resize(count * n);
+  EncodeWire(wire, data, wire_send_.data(), count);
+  AllGather(wire_send_.data(), wire_recv_.data(),
+            count * static_cast<int64_t>(sizeof(uint16_t)));
+  DecodeWire(wire, wire_recv_.data(), data, count);
+  for (int r = 1; r < n; ++r) {
+    const uint16_t* block = wire_recv_.data() + r * count;
+    for (int64_t i = 0; i < count; ++i) {
+      const float v = wire == WireFormat::kBf16 ? Bf16ToFloat(block[i])
+                                                : Fp16ToFloat(block[i]);
+      data[i] = op == ReduceOp::kMax ? std::max(data[i], v) : data[i] + v;
+    }
+  }
+  // The result travels back in the wire format too.
+  EncodeWire(wire, data, wire_send_.data(), count);
+  DecodeWire(wire, wire_send_.data(), data, count);
+  if (op == ReduceOp::kAvg) DivideInPlace(data, count, DataType::kFloat32, n);
 }
 
 void CommBackend::DeviceAllReduce(void*, int64_t, DataType, ReduceOp, int) {

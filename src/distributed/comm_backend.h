@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/framework/types.h"
+#include "src/framework/wire_format.h"
 
 namespace fluid {
 
@@ -33,6 +35,15 @@ class CommBackend {
   // size(), done identically on every rank.
   virtual void AllReduce(void* data, int64_t count, DataType dtype,
                          ReduceOp op) = 0;
+  // The same over float32 values that travel as 16-bit `wire` values
+  // (gradient compression): every rank's contribution is rounded to `wire`,
+  // partial results are added in float32 and rounded to `wire` again before
+  // they travel on, and the result is cast back to float32 (kAvg divides
+  // it there). Bitwise identical across ranks, like AllReduce. This
+  // implementation gathers every rank's 16-bit values and adds them in rank
+  // order; transports with a reduction of their own override it.
+  virtual void AllReduceCompressed(float* data, int64_t count, WireFormat wire,
+                                   ReduceOp op);
   virtual void Broadcast(void* data, int64_t bytes, int root) = 0;
   // recv holds size() blocks of `bytes`, rank r's block at r * bytes.
   virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
@@ -57,6 +68,9 @@ class CommBackend {
   virtual void DeviceBroadcast(void* data, int64_t bytes, int root, int device);
   virtual void DeviceAllGather(const void* send, void* recv, int64_t bytes,
                                int device);
+
+ private:
+  std::vector<uint16_t> wire_send_, wire_recv_;  // AllReduceCompressed's
 };
 
 // Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).

@@ -86,15 +86,35 @@ void* Communicator::Staging(size_t bytes) {
 }
 
 CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
-                                           ReadyFn ready) {
+                                           ReadyFn ready, WireFormat wire) {
   FLUID_ENFORCE(tensor.initialized(), "allreduce of a tensor with no data");
+  if (wire != WireFormat::kNative) {
+    FLUID_ENFORCE(tensor.dtype() == DataType::kFloat32,
+                  "gradient compression (", WireFormatName(wire),
+                  ") applies to float32 tensors, got ",
+                  DataTypeName(tensor.dtype()));
+    FLUID_ENFORCE_CODE(
+        tensor.place().is_cpu() || !backend_->HandlesDeviceMemory(),
+        ErrorCode::kUnimplemented, "gradient compression (",
+        WireFormatName(wire), ") is not implemented on the ", backend_name_,
+        " transport, which reduces device memory itself; use none");
+  }
+  const int64_t wire_bytes =
+      wire == WireFormat::kNative
+          ? static_cast<int64_t>(tensor.bytes())
+          : tensor.numel() * static_cast<int64_t>(WireBytes(wire));
+  if (size_ > 1) allreduce_wire_bytes_ += wire_bytes;
   Tensor t = tensor;  // shares the buffer until the collective is done
-  return Enqueue([this, t, op, ready](CommBackend* b) {
+  return Enqueue([this, t, op, ready, wire](CommBackend* b) {
     void* data = const_cast<void*>(t.raw_data());
-    if (t.place().is_cpu()) {
-      b->AllReduce(data, t.numel(), t.dtype(), op);
-      return;
-    }
+    auto reduce = [&](void* host) {
+      if (wire == WireFormat::kNative) {
+        b->AllReduce(host, t.numel(), t.dtype(), op);
+      } else if (size_ > 1) {
+        b->AllReduceCompressed(static_cast<float*>(host), t.numel(), wire, op);
+      }
+    };
+    if (t.place().is_cpu()) return reduce(data);
     if (ready) ready();
     SetCurrentDevice(t.place().device);
     if (b->HandlesDeviceMemory()) {
@@ -104,7 +124,7 @@ CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
     if (size_ == 1) return;  // one rank's reduction is its own value
     void* host = Staging(t.bytes());
     CopyBytes(Place::CPU(), host, t.place(), data, t.bytes());
-    b->AllReduce(host, t.numel(), t.dtype(), op);
+    reduce(host);
     CopyBytes(t.place(), data, Place::CPU(), host, t.bytes());
   });
 }

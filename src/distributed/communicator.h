@@ -57,9 +57,14 @@ class Communicator {
   // memory: it waits for the kernels that produce it (see
   // CUDADeviceContext::ReadyFence). A backend that cannot move device
   // memory gets it staged through a host buffer the worker reuses.
+  //
+  // A `wire` format other than kNative sends a float32 tensor's values as
+  // 16-bit values (see CommBackend::AllReduceCompressed); a transport that
+  // moves device memory itself (NCCL) does not compress, and says so.
   using ReadyFn = std::function<void()>;
   CommHandlePtr AllReduceAsync(const Tensor& tensor, ReduceOp op,
-                               ReadyFn ready = nullptr);
+                               ReadyFn ready = nullptr,
+                               WireFormat wire = WireFormat::kNative);
   CommHandlePtr BroadcastAsync(const Tensor& tensor, int root,
                                ReadyFn ready = nullptr);
   // `out` must hold size() times `in`'s elements, rank r's at r * numel.
@@ -82,6 +87,10 @@ class Communicator {
   AllReduceAlgorithm allreduce_algorithm() const {
     return backend_->allreduce_algorithm();
   }
+
+  // Bytes of tensor data this rank has handed to the transport's
+  // allreduces so far, in their wire format (halved by compression).
+  int64_t allreduce_wire_bytes() const { return allreduce_wire_bytes_.load(); }
 
   // Gathers one value per rank; for small control exchanges.
   std::vector<uint64_t> AllGatherValue(uint64_t value);
@@ -115,6 +124,7 @@ class Communicator {
       queue_;
   bool stopping_ = false;
   std::atomic<int64_t> exposed_wait_ns_{0};
+  std::atomic<int64_t> allreduce_wire_bytes_{0};
   Tensor staging_;  // touched by the worker only
   std::thread worker_;
 };

@@ -2,10 +2,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_membership.h"
@@ -39,6 +41,19 @@ MPI_Datatype MpiType(DataType t) {
   return MPI_BYTE;
 }
 
+// User-defined reductions over 16-bit wire values (MPI has no bfloat16 or
+// half type): each pair of values is widened to float32, combined, and
+// rounded back to the wire format.
+template <uint16_t (*kEncode)(float), float (*kDecode)(uint16_t), bool kMax>
+void WireReduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = kDecode(a[i]), y = kDecode(b[i]);
+    b[i] = kEncode(kMax ? std::max(x, y) : x + y);
+  }
+}
+
 // MPI counts are ints: larger buffers go in chunks.
 constexpr int64_t kMaxChunk = INT_MAX / 8;
 
@@ -60,6 +75,8 @@ class MpiBackend : public CommBackend {
     if (finalized) return;
     if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
     if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+    for (MPI_Op& op : wire_ops_)
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -71,18 +88,24 @@ class MpiBackend : public CommBackend {
     char* p = static_cast<char*>(data);
     const size_t elem = SizeOf(dtype);
     Counted counted(membership_.get(), "allreduce", count * elem);
-    const bool hier = algorithm_ == AllReduceAlgorithm::kHierarchical;
-    for (int64_t done = 0; done < count; done += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      if (hier) {
-        HierarchicalAllReduce(p + done * elem, n, MpiType(dtype), mop);
-      } else {
-        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, MpiType(dtype),
-                            mop, MPI_COMM_WORLD),
-              "MPI_Allreduce");
-      }
-    }
+    ReduceChunks(p, count, elem, MpiType(dtype), mop);
     if (op == ReduceOp::kAvg) DivideInPlace(data, count, dtype, size_);
+  }
+
+  void AllReduceCompressed(float* data, int64_t count, WireFormat wire,
+                           ReduceOp op) override {
+    FLUID_ENFORCE(wire != WireFormat::kNative,
+                  "AllReduceCompressed needs a 16-bit wire format");
+    if (static_cast<int64_t>(wire_.size()) < count) wire_.resize(count);
+    EncodeWire(wire, data, wire_.data(), count);
+    {
+      Counted counted(membership_.get(), "allreduce", count * 2);
+      ReduceChunks(reinterpret_cast<char*>(wire_.data()), count,
+                   sizeof(uint16_t), MPI_UINT16_T, WireOp(wire, op));
+    }
+    DecodeWire(wire, wire_.data(), data, count);
+    if (op == ReduceOp::kAvg)
+      DivideInPlace(data, count, DataType::kFloat32, size_);
   }
 
   void SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) override {
@@ -144,6 +167,39 @@ class MpiBackend : public CommBackend {
     MpiMembership* m_;
   };
 
+  // An in-place allreduce of `count` elements of `elem` bytes at `p`, in
+  // chunks MPI's int counts can hold, by the algorithm set.
+  void ReduceChunks(char* p, int64_t count, size_t elem, MPI_Datatype type,
+                    MPI_Op op) {
+    const bool hier = algorithm_ == AllReduceAlgorithm::kHierarchical;
+    for (int64_t done = 0; done < count; done += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, count - done));
+      if (hier) {
+        HierarchicalAllReduce(p + done * elem, n, type, op);
+      } else {
+        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, type, op,
+                            MPI_COMM_WORLD),
+              "MPI_Allreduce");
+      }
+    }
+  }
+
+  // The reduction of 16-bit `wire` values for `op`, made on first use.
+  MPI_Op WireOp(WireFormat wire, ReduceOp op) {
+    const bool max = op == ReduceOp::kMax;
+    const int index = (wire == WireFormat::kFp16 ? 2 : 0) + (max ? 1 : 0);
+    static MPI_User_function* const kFunctions[4] = {
+        WireReduce<FloatToBf16, Bf16ToFloat, false>,
+        WireReduce<FloatToBf16, Bf16ToFloat, true>,
+        WireReduce<FloatToFp16, Fp16ToFloat, false>,
+        WireReduce<FloatToFp16, Fp16ToFloat, true>};
+    MPI_Op& slot = wire_ops_[index];
+    if (slot == MPI_OP_NULL)
+      Check(MPI_Op_create(kFunctions[index], /*commute=*/1, &slot),
+            "MPI_Op_create");
+    return slot;
+  }
+
   // Reduce to the host's leader, allreduce among the leaders, broadcast
   // from the leader: every rank ends with the leaders' result, bit for bit.
   void HierarchicalAllReduce(char* p, int n, MPI_Datatype type, MPI_Op op) {
@@ -164,6 +220,8 @@ class MpiBackend : public CommBackend {
   MPI_Comm node_ = MPI_COMM_NULL;  // this rank's host
   int local_rank_ = 0;             // in node_
   MPI_Comm leaders_ = MPI_COMM_NULL;
+  std::vector<uint16_t> wire_;  // AllReduceCompressed's 16-bit values
+  MPI_Op wire_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
 };
 
 }  // namespace

@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
                  "multi-rank: flat (default), hier (reduce within each "
                  "host first, then between hosts) or auto (hier when ranks "
                  "share hosts)");
+  app.add_option("--grad-compression", o.grad_compression,
+                 "multi-rank: none (default), bf16 or fp16: float32 "
+                 "gradients travel as 16-bit values, added in float32")
+      ->check(CLI::IsMember({"none", "bf16", "fp16"}));
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {

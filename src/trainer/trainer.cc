@@ -268,6 +268,8 @@ void LogBanner(const TrainerOptions& o, int64_t samples,
                    : " (flat: shared memory within a host, the network "
                      "between hosts)");
     }
+    if (o.grad_compression != "none")
+      log << ", float32 gradients as " << o.grad_compression << " on the wire";
   }
   log << "\n";
   log.flush();
@@ -368,6 +370,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Real("--bucket-mb", o.bucket_mb),
       RunSetting::Flag("--no-overlap", !o.overlap),
       RunSetting::Text("--allreduce", o.allreduce),
+      RunSetting::Text("--grad-compression", o.grad_compression),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -400,6 +403,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   CollectiveConfig cfg;
   cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
   cfg.overlap = o.overlap;
+  cfg.grad_compression = o.grad_compression;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
@@ -424,6 +428,7 @@ void CheckOptions(const TrainerOptions& o) {
   FLUID_ENFORCE(
       o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
       "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
+  ParseWireFormat(o.grad_compression);  // names a bad one
 }
 
 // --print-program and --save: show or write the job instead of training.
@@ -436,6 +441,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.nranks = o.print_nranks;
       cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
       cfg.overlap = o.overlap;
+      cfg.grad_compression = o.grad_compression;
       job = PrepareJob(job, cfg);
     }
     out << ProgramToString(job.main());
@@ -551,6 +557,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   double train_seconds = Seconds(train_start, Clock::now());
   result.steps = step;
   result.samples_per_second = samples_total / std::max(train_seconds, 1e-9);
+  if (run.dist)
+    result.allreduce_wire_bytes =
+        run.dist->communicator()->allreduce_wire_bytes();
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters).
@@ -563,7 +572,11 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                   "%.0f samples/s",
                   result.test_accuracy, static_cast<long long>(seen),
                   static_cast<long long>(step), result.samples_per_second);
-    log << line << "\n";
+    log << line;
+    if (result.allreduce_wire_bytes > 0)
+      log << "; allreduced " << result.allreduce_wire_bytes
+          << " bytes of gradients per rank";
+    log << "\n";
   }
   return result;
 }

@@ -52,6 +52,9 @@ struct TrainerOptions {
   // How gradients are allreduced across hosts: flat (the default), hier or
   // auto (see ChooseAllReduce in src/distributed/topology.h).
   std::string allreduce = "flat";
+  // How float32 gradient buckets travel: none, bf16 or fp16 (16-bit
+  // values, added in float32; parameters and optimizer state stay float32).
+  std::string grad_compression = "none";
   int64_t check_consistency = 0;
 };
 
@@ -63,6 +66,8 @@ struct TrainerResult {
   double train_accuracy = 0;
   double test_accuracy = -1;  // -1 when not evaluated
   double samples_per_second = 0;
+  // Bytes of gradients this rank handed to the transport (0 on one rank).
+  int64_t allreduce_wire_bytes = 0;
 };
 
 // Runs the job described by `options`, printing progress to `out` (rank 0

@@ -64,6 +64,54 @@ TEST(Communicator, AllReduceSumAvgMax) {
   }
 }
 
+// Compressed allreduce: every rank's values rounded to 16 bits, added in
+// float32 in rank order, the sum rounded to 16 bits again; the same bits on
+// every rank, and half the bytes handed to the transport.
+TEST(Communicator, CompressedAllReduceRoundsEachContribution) {
+  for (WireFormat wire : {WireFormat::kBf16, WireFormat::kFp16}) {
+    auto encode = wire == WireFormat::kBf16 ? FloatToBf16 : FloatToFp16;
+    auto decode = wire == WireFormat::kBf16 ? Bf16ToFloat : Fp16ToFloat;
+    auto round = [&](float v) { return decode(encode(v)); };
+    auto value = [](int rank, int i) {
+      return 0.1f * static_cast<float>(rank + 1) + 1e-3f * i;
+    };
+    const int n = 3, count = 7;
+    std::vector<std::vector<float>> results(n);
+    RunRanks(n, [&](int rank, Communicator* comm) {
+      Tensor t(DataType::kFloat32, Shape{count});
+      for (int i = 0; i < count; ++i)
+        t.mutable_data<float>()[i] = value(rank, i);
+      comm->AllReduceAsync(t, ReduceOp::kAvg, nullptr, wire)->Wait();
+      results[rank].assign(t.data<float>(), t.data<float>() + count);
+      EXPECT_EQ(comm->allreduce_wire_bytes(), count * 2);
+    });
+    for (int i = 0; i < count; ++i) {
+      float sum = 0;
+      for (int r = 0; r < n; ++r) sum += round(value(r, i));
+      const float expected = round(sum) / n;
+      for (int r = 0; r < n; ++r)
+        ASSERT_EQ(results[r][i], expected)
+            << WireFormatName(wire) << " rank " << r << " element " << i;
+    }
+  }
+}
+
+TEST(Communicator, CompressionTakesFloat32Only) {
+  RunRanks(2, [](int, Communicator* comm) {
+    Tensor t = Filled(DataType::kFloat64, 3, 0);
+    try {
+      comm->AllReduceAsync(t, ReduceOp::kSum, nullptr, WireFormat::kBf16);
+      FAIL() << "a float64 tensor was compressed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("float32"), std::string::npos)
+          << e.what();
+    }
+    Tensor f = Filled(DataType::kFloat32, 3, 0);
+    comm->AllReduce(f, ReduceOp::kSum);
+    EXPECT_EQ(comm->allreduce_wire_bytes(), 12);
+  });
+}
+
 TEST(Communicator, BroadcastAllGatherBarrier) {
   RunRanks(3, [](int rank, Communicator* comm) {
     Tensor t = Filled(DataType::kFloat32, 4, rank * 100);

@@ -72,13 +72,37 @@ echo "$log" | grep -q "epoch 2/2" || fail "the resumed run did not train: $log"
 FASHION=/usr/share/datasets/fashion-mnist
 if [ -r "$FASHION/train-images-idx3-ubyte.gz" ]; then
   "$HOSTS" up 2 --slots 1 >/dev/null || fail "up for the main job"
-  log="$(timeout 600 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" \
-    --model lenet --epochs 1 --threads 1 2>&1)" ||
-    fail "the main job failed across 2 hosts: $log"
-  acc="$(echo "$log" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')"
-  echo "main job across 2 hosts: test accuracy $acc"
+  # Bytes host 1 sent over its link during one run of the main job, and
+  # the run's test accuracy: "BYTES ACCURACY".
+  main_job() {
+    local sent tx0 tx1 log acc
+    sent="/sys/class/net/fluidv1/statistics/tx_bytes"
+    tx0="$(ip netns exec "${FLUID_HOSTS_PREFIX}1" cat "$sent")"
+    log="$(timeout 600 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" \
+      --model lenet --epochs 1 --threads 1 "$@" 2>&1)" ||
+      fail "the main job ($*) failed across 2 hosts: $log"
+    tx1="$(ip netns exec "${FLUID_HOSTS_PREFIX}1" cat "$sent")"
+    acc="$(echo "$log" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')"
+    [ -n "$acc" ] || fail "no test accuracy ($*): $log"
+    echo "$((tx1 - tx0)) $acc"
+  }
+  r="$(main_job)" || { echo "$r"; exit 1; }
+  read -r bytes acc <<<"$r"
+  echo "main job across 2 hosts: test accuracy $acc, host 1 sent $bytes bytes"
   awk -v a="$acc" 'BEGIN { exit !(a >= 0.84) }' ||
-    fail "test accuracy '$acc' below 0.84: $log"
+    fail "test accuracy '$acc' below 0.84"
+
+  # Compressed gradients: half the bytes on the wire, accuracy within a
+  # point of the float32 run.
+  for wire in bf16 fp16; do
+    r="$(main_job --grad-compression "$wire")" || { echo "$r"; exit 1; }
+    read -r wbytes wacc <<<"$r"
+    echo "with $wire: test accuracy $wacc, host 1 sent $wbytes bytes"
+    awk -v w="$wbytes" -v b="$bytes" 'BEGIN { r = w / b; exit !(r > 0.45 && r < 0.6) }' ||
+      fail "$wire sent $wbytes bytes against $bytes uncompressed: not half"
+    awk -v w="$wacc" -v a="$acc" 'BEGIN { d = w - a; exit !(d > -0.01 && d < 0.01) }' ||
+      fail "$wire reached accuracy $wacc against $acc uncompressed"
+  done
 
   # A rank on host 2 killed mid-epoch ends the job, naming it, in 30 s.
   out="$(dirname "$FLUID_HOSTS_DIR")/killed.log"

@@ -183,6 +183,64 @@ TEST(Hierarchical, LenetNRanksTimesBMatchesOneRankTimesNBInEveryMode) {
   }
 }
 
+// Gradient compression: 16-bit values on the wire, added in float32. The
+// result is the float32 average to within the format's rounding (one
+// rounding per partial sum), the same bits on every rank, in both
+// algorithms.
+TEST(Compression, AllReduceIsCloseToFloat32AndIdenticalOnEveryRank) {
+  Communicator* comm = Comm();
+  const int64_t n = 50021;
+  for (WireFormat wire : {WireFormat::kBf16, WireFormat::kFp16}) {
+    for (auto algorithm :
+         {AllReduceAlgorithm::kFlat, AllReduceAlgorithm::kHierarchical}) {
+      Tensor exact, packed;
+      float* f = exact.mutable_data<float>(Shape{n});
+      std::mt19937 rng(29 + comm->rank());
+      std::uniform_real_distribution<float> u(-1, 1);
+      for (int64_t i = 0; i < n; ++i) f[i] = u(rng) * 1e-2f;
+      packed.CopyFrom(exact, Place::CPU());
+      comm->AllReduce(exact, ReduceOp::kAvg);
+      comm->SetAllReduceAlgorithm(algorithm);
+      const int64_t before = comm->allreduce_wire_bytes();
+      comm->AllReduceAsync(packed, ReduceOp::kAvg, nullptr, wire)->Wait();
+      EXPECT_EQ(comm->allreduce_wire_bytes() - before, n * 2);
+      comm->SetAllReduceAlgorithm(AllReduceAlgorithm::kFlat);
+      // Each of the size() - 1 additions and the inputs round once to 8
+      // (bf16) or 11 (fp16) significant bits.
+      const double ulp = wire == WireFormat::kBf16 ? 1.0 / 256 : 1.0 / 2048;
+      const double bound = comm->size() * ulp * 1e-2;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(packed.data<float>()[i], f[i], bound)
+            << WireFormatName(wire) << " " << AllReduceAlgorithmName(algorithm)
+            << " element " << i;
+      const auto sums =
+          comm->AllGatherValue(Fnv1a64(packed.raw_data(), packed.bytes()));
+      for (uint64_t s : sums)
+        EXPECT_EQ(s, sums[0]) << "ranks differ with " << WireFormatName(wire);
+    }
+  }
+}
+
+// Training with compressed gradients stays near the float32 run, moves
+// half the bytes, and keeps the ranks bitwise identical (TrainDistributed
+// checks that).
+TEST(Compression, TrainingStaysNearFloat32AndHalvesTheBytes) {
+  proto::TrainingJob job = Mlp("sgd", 0.1f);
+  const int64_t per_rank = 16;
+  Communicator* comm = Comm();
+  int64_t before = comm->allreduce_wire_bytes();
+  auto plain = TrainDistributed(job, 20, per_rank);
+  const int64_t plain_bytes = comm->allreduce_wire_bytes() - before;
+  for (const char* wire : {"bf16", "fp16"}) {
+    CollectiveConfig cfg;
+    cfg.grad_compression = wire;
+    before = comm->allreduce_wire_bytes();
+    auto packed = TrainDistributed(job, 20, per_rank, cfg);
+    EXPECT_EQ(2 * (comm->allreduce_wire_bytes() - before), plain_bytes) << wire;
+    ExpectSameParams(job, *packed, *plain, wire[0] == 'b' ? 1e-2 : 2e-3, false);
+  }
+}
+
 TEST(MultiRank, ParametersStayBitwiseIdentical) {
   proto::TrainingJob job = Mlp("momentum", 0.05f);
   CollectiveConfig cfg;

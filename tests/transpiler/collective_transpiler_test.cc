@@ -201,6 +201,58 @@ TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
   EXPECT_NE(msg.find("before the backward op"), std::string::npos) << msg;
 }
 
+TEST(CollectiveTranspiler, GradientCompressionMarksFloatBuckets) {
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  cfg.bucket_bytes = 1;
+  cfg.grad_compression = "bf16";
+  proto::TrainingJob out =
+      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+  int compressed = 0;
+  for (const auto& op : out.main().blocks(0).ops()) {
+    if (op.type() != "c_allreduce") continue;
+    EXPECT_EQ(GetOpAttrAs<std::string>(op, "compression"), "bf16");
+    ++compressed;
+  }
+  EXPECT_EQ(compressed, 6);
+  EXPECT_EQ(out.distributed().grad_compression(), "bf16");
+  // Without compression the allreduces carry no such attribute at all, so
+  // uncompressed programs keep their structure hash.
+  const proto::ProgramDesc plain = PerGradMain();
+  for (const auto& op : plain.blocks(0).ops())
+    EXPECT_FALSE(HasOpAttr(op, "compression")) << op.type();
+
+  cfg.grad_compression = "int8";
+  try {
+    CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+    FAIL() << "int8 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none, bf16 or fp16"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CollectiveLint, CompressionOfAnUnknownFormatOrOfFloat64IsAnError) {
+  proto::ProgramDesc p = PerGradMain();
+  int at = FindOp(p, "c_allreduce", "fused_grad_0@COALESCED");
+  SetOpAttr(p.mutable_blocks(0)->mutable_ops(at), "compression",
+            std::string("fp8"));
+  std::string msg = LintError(p, 2);
+  EXPECT_NE(msg.find("'fc_2.b_0@GRAD'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fp8"), std::string::npos) << msg;
+
+  SetOpAttr(p.mutable_blocks(0)->mutable_ops(at), "compression",
+            std::string("fp16"));
+  EXPECT_EQ(LintError(p, 2), "");
+  for (auto& v : *p.mutable_blocks(0)->mutable_vars())
+    if (v.name() == "fc_2.b_0@GRAD") v.set_dtype(proto::FP64);
+  msg = LintError(p, 2);
+  EXPECT_NE(msg.find("only float32 gradients are compressed"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(CollectiveTranspiler, RefusesAnAlreadyDistributedJob) {
   proto::TrainingJob once =
       CollectiveTranspile(testing::LoadTestJob("mlp"), {});

@@ -298,15 +298,23 @@ class MPIExecutor:
     - `allreduce` is the trainer's `--allreduce`: "flat" (one allreduce over
       all ranks), "hier" (within each host, then between hosts) or "auto"
       (hier when the ranks span hosts and share some); every rank passes
-      the same."""
+      the same.
+    - `grad_compression` is the trainer's `--grad-compression`: "none",
+      "bf16" or "fp16" (float32 gradients travel as 16-bit values and are
+      added in float32; parameters and optimizer state stay float32)."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
-                 allreduce="flat"):
+                 allreduce="flat", grad_compression="none"):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
                              "then between hosts) or 'auto'")
+        if grad_compression not in ("none", "bf16", "fp16"):
+            raise ValueError(
+                f"MPIExecutor(grad_compression={grad_compression!r}): use "
+                "'none', 'bf16' or 'fp16'")
         self._allreduce = allreduce
+        self._grad_compression = grad_compression
         self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
@@ -365,7 +373,7 @@ class MPIExecutor:
                     self._threads, self._device)
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._bucket_bytes, self._overlap, False,
-                         self._allreduce)
+                         self._allreduce, self._grad_compression)
                 self._runs[key] = run
             out = list(run.run(_feed(feed), names))
             steps.count += 1
