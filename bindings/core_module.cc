@@ -306,10 +306,11 @@ class PyMPIExecutor {
   }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
-            const std::string& allreduce) {
+            const std::string& allreduce, bool sync_batch_norm) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
+    cfg.sync_batch_norm = sync_batch_norm;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -330,6 +331,10 @@ class PyMPIExecutor {
   void CheckConsistency() {
     py::gil_scoped_release release;
     exe_.CheckConsistency();
+  }
+  void SyncRunningStats() {
+    py::gil_scoped_release release;
+    exe_.SyncRunningStats();
   }
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
@@ -608,6 +613,7 @@ void BindExecutors(py::module_& m) {
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
+      .def("sync_running_stats", &PyMPIExecutor::SyncRunningStats)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 }
 

@@ -7,7 +7,8 @@
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
 //           [--start-fresh]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
-//           [--check-consistency K]             data-parallel on N ranks
+//           [--check-consistency K] [--sync-batch-norm]
+//                                               data-parallel on N ranks
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
                  "multi-rank: flat (default), hier (reduce within each "
                  "host first, then between hosts) or auto (hier when ranks "
                  "share hosts)");
+  app.add_flag("--sync-batch-norm", o.sync_batch_norm,
+               "multi-rank: batch norm statistics over the global batch");
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {
