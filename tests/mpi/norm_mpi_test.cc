@@ -81,6 +81,7 @@ TEST(SyncBatchNorm, NRanksTimesBMatchesOneProcessTimesNB) {
   const int64_t per_rank = 5;
   const int steps = 3;
   proto::TrainingJob job = BatchNormJob();
+  Scope scope;  // outlives the executor's prepared program
   MPIExecutor dist;
   const int n = dist.world_size(), rank = dist.rank();
   // One process, the whole global batch.
@@ -89,7 +90,6 @@ TEST(SyncBatchNorm, NRanksTimesBMatchesOneProcessTimesNB) {
   exe.RunOnce(job.startup(), &single);
   auto main = exe.Prepare(job.main(), &single);
   // N ranks, one slice each, statistics synchronised.
-  Scope scope;
   CollectiveConfig cfg;
   cfg.sync_batch_norm = true;
   dist.Init(job, &scope, cfg);
@@ -116,8 +116,8 @@ TEST(SyncBatchNorm, NRanksTimesBMatchesOneProcessTimesNB) {
 
 TEST(BatchNormStats, PerRankUntilSyncedThenIdenticalAndCheckpointed) {
   proto::TrainingJob job = BatchNormJob();
-  MPIExecutor dist;
   Scope scope;
+  MPIExecutor dist;
   dist.Init(job, &scope);
   Communicator* comm = dist.communicator();
   const int rank = dist.rank();
@@ -180,8 +180,8 @@ proto::TrainingJob DropoutJob() {
 
 // The hashes of the masks of `steps` runs on a fresh scope.
 std::vector<uint64_t> MaskHashes(const proto::TrainingJob& job, int steps) {
-  MPIExecutor dist;
   Scope scope;
+  MPIExecutor dist;
   dist.Init(job, &scope);
   Tensor x;
   double* p = x.mutable_data<double>(Shape{8, 64});
