@@ -46,10 +46,11 @@ struct DropoutParams {
   bool is_test;
 };
 
-// Reads and checks dropout's attrs (dropout_op.cc): the seed (the attr, or
-// one derived from Out's name when it is 0), the rank of the run's
-// communicator (0 without one), the scales of dropout_implementation.
-DropoutParams GetDropoutParams(const ExecutionContext& ctx);
+// Reads and checks dropout's attrs (dropout_op.cc): the scales of
+// dropout_implementation and, for the forward op, the mask's base from the
+// seed (the attr, or one derived from Out's name when it is 0) and the rank
+// of the run's communicator (0 without one); the gradient needs no base.
+DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward);
 
 }  // namespace ops
 }  // namespace fluid

@@ -23,28 +23,30 @@
 namespace fluid {
 namespace ops {
 
-DropoutParams GetDropoutParams(const ExecutionContext& ctx) {
+DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
   const double p = ctx.Attr<float>("dropout_prob");
-  FLUID_ENFORCE(p >= 0.0 && p <= 1.0, "dropout: dropout_prob ", p, " of '",
-                ctx.OutputName("Out"), "' must be in [0, 1]");
+  FLUID_ENFORCE(p >= 0.0 && p <= 1.0, ctx.type(), ": dropout_prob ", p,
+                " must be in [0, 1]");
   const std::string& impl = ctx.Attr<std::string>("dropout_implementation");
   const bool upscale = impl == "upscale_in_train";
-  FLUID_ENFORCE(upscale || impl == "downgrade_in_infer",
-                "dropout: dropout_implementation must be "
+  FLUID_ENFORCE(upscale || impl == "downgrade_in_infer", ctx.type(),
+                ": dropout_implementation must be "
                 "\"downgrade_in_infer\" or \"upscale_in_train\", is \"",
                 impl, "\"");
+  DropoutParams d;
+  d.base = 0;
+  d.threshold = static_cast<uint64_t>(std::llround(p * 0x1.0p53));
+  d.keep_scale = upscale ? (p < 1.0 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+  d.test_scale = upscale ? 1.0 : 1.0 - p;
+  d.is_test = ctx.Attr<bool>("is_test");
+  if (!forward) return d;
   const int32_t attr_seed = ctx.Attr<int32_t>("seed");
   const uint64_t seed = attr_seed != 0 ? static_cast<uint32_t>(attr_seed)
                                        : Fnv1a64(ctx.OutputName("Out"));
   const Communicator* comm = ctx.device_context().communicator();
   const uint64_t rank =
       comm != nullptr ? static_cast<uint64_t>(comm->rank()) : 0;
-  DropoutParams d;
   d.base = Mix64(Mix64(seed) ^ rank);
-  d.threshold = static_cast<uint64_t>(std::llround(p * 0x1.0p53));
-  d.keep_scale = upscale ? (p < 1.0 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
-  d.test_scale = upscale ? 1.0 : 1.0 - p;
-  d.is_test = ctx.Attr<bool>("is_test");
   return d;
 }
 
@@ -69,7 +71,7 @@ void DropoutGradInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void DropoutKernel(const ExecutionContext& ctx) {
-  const DropoutParams d = GetDropoutParams(ctx);
+  const DropoutParams d = GetDropoutParams(ctx, true);
   const Tensor& x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   out->mutable_data<T>(x.shape());
@@ -101,7 +103,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
 template <typename T>
 void DropoutGradKernel(const ExecutionContext& ctx) {
   if (!ctx.HasOutput(GradSlot("X"))) return;
-  const DropoutParams d = GetDropoutParams(ctx);
+  const DropoutParams d = GetDropoutParams(ctx, false);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   Tensor* dx = ctx.Output(GradSlot("X"));
   dx->mutable_data<T>(dout.shape());

@@ -52,7 +52,7 @@ struct Ones {
 
 template <typename T>
 void DropoutKernel(const ExecutionContext& ctx) {
-  const DropoutParams d = GetDropoutParams(ctx);
+  const DropoutParams d = GetDropoutParams(ctx, true);
   const auto& dev = cuda::Dev(ctx);
   const Tensor& x = ctx.Input("X");
   T* out = cuda::OutputLike<T>(ctx, "Out", x);
@@ -79,7 +79,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
 template <typename T>
 void DropoutGradKernel(const ExecutionContext& ctx) {
   if (!ctx.HasOutput(GradSlot("X"))) return;
-  const DropoutParams d = GetDropoutParams(ctx);
+  const DropoutParams d = GetDropoutParams(ctx, false);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   T* dx = cuda::OutputLike<T>(ctx, GradSlot("X"), dout);
   const T* mask = d.is_test ? nullptr : ctx.Input("Mask").data<T>();

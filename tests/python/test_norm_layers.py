@@ -75,7 +75,8 @@ def _bn_net(momentum, epsilon):
 
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 def test_batch_norm_training_matches_torch():
-    momentum, eps = 0.8, 1e-3
+    # Exact in float32, as the op's attrs are.
+    momentum, eps = 0.75, 2.0 ** -10
     main, startup, y = _bn_net(momentum, eps)
     rs = np.random.RandomState(0)
     n = 6
@@ -102,13 +103,13 @@ def test_batch_norm_training_matches_torch():
     ty = F.batch_norm(h, t_mean, t_var, t["gamma"], t["beta"], training=True,
                       momentum=1 - momentum, eps=eps)
     (ty * torch.tensor(rv)).mean().backward()
-    np.testing.assert_allclose(out, ty.detach().numpy(), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(out, ty.detach().numpy(), rtol=1e-9,
+                               atol=1e-10)
     for name, key in [("conv2d_0.w_0", "w"), ("batch_norm_0.w_0", "gamma"),
                       ("batch_norm_0.b_0", "beta")]:
         want = (t[key] - t[key].grad).detach().numpy()
-        np.testing.assert_allclose(scope.get(name), want, rtol=1e-10,
-                                   atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(scope.get(name), want, rtol=1e-9,
+                                   atol=1e-10, err_msg=name)
     np.testing.assert_allclose(scope.get("batch_norm_0.w_1"), t_mean.numpy(),
                                rtol=1e-12)
     # The running variance: PyTorch's moved toward the unbiased variance,
@@ -151,7 +152,7 @@ def _dropout_run(impl, steps, p=0.4, seed=None):
         x = L.data("x", [1000], dtype="float64")
         h = L.fc(x, 1000, bias_attr=False)
         d = L.dropout(h, p, seed=seed, dropout_implementation=impl)
-        fluid.optimizer.SGD(0.0).minimize(L.mean(d))
+        fluid.optimizer.SGD(1e-30).minimize(L.mean(d))
     scope = _scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
