@@ -643,16 +643,18 @@ void BindJob(py::module_& m) {
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def("collective_transpile", [](const ProgramPtr& main,
-                                   const ProgramPtr& startup, int nranks,
-                                   int64_t bucket_bytes, bool overlap) {
-    CollectiveConfig cfg;
-    cfg.nranks = nranks;
-    cfg.bucket_bytes = bucket_bytes;
-    cfg.overlap = overlap;
-    proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
-    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-  });
+  m.def("collective_transpile",
+        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
+           int64_t bucket_bytes, bool overlap, bool sync_batch_norm) {
+          CollectiveConfig cfg;
+          cfg.nranks = nranks;
+          cfg.bucket_bytes = bucket_bytes;
+          cfg.overlap = overlap;
+          cfg.sync_batch_norm = sync_batch_norm;
+          proto::TrainingJob out =
+              CollectiveTranspile(Job(*main, *startup), cfg);
+          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+        });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {

@@ -184,3 +184,50 @@ def test_dropout_training(impl):
     # Another seed, other masks.
     _, other, _ = _dropout_run(impl, 1, p, seed=123)
     assert not np.array_equal(other[0] != 0, outs[0] != 0)
+
+
+def test_sync_batch_norm_transpiler_option():
+    """The option reaches the program: the serialized trainer program names
+    sync_stats once per batch_norm op either way (the layer sets it), and
+    holds a true bool attr only with the option."""
+    main, startup, _ = _bn_net(0.9, 1e-5)
+    sizes = {}
+    for sync in (False, True):
+        t = fluid.DistributeTranspiler(sync_batch_norm=sync)
+        t.transpile(trainers=2, program=main, startup_program=startup)
+        data = t.get_trainer_program().serialize()
+        assert data.count(b"sync_stats") == 2  # batch_norm and its gradient
+        sizes[sync] = data
+    assert sizes[False] != sizes[True]
+
+
+def test_mpi_ranks(tmp_path):
+    """tests/python/mpi_norm.py under mpirun -np 2 (see its docstring)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun not found")
+    # The script's single-process reference Executor is meant to run alone.
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", FLUID_INDEPENDENT_RANKS="1")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "mpi_norm.py")
+    r = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe",
+                        "-np", "2", "-x", "PYTHONPATH", "-x",
+                        "FLUID_INDEPENDENT_RANKS", sys.executable, script,
+                        str(tmp_path)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    lines = []
+    for rank in range(2):
+        lines += (tmp_path / f"rank{rank}.txt").read_text().splitlines()
+    assert lines.count("PASS sync") == 2, lines
+    words = [line.split() for line in lines]
+    stats = {(w[1], w[2]): w[3] for w in words if w[0] == "stats"}
+    assert stats[("0", "before")] != stats[("1", "before")], lines
+    assert stats[("0", "after")] == stats[("1", "after")], lines
+    masks = {w[1]: w[2] for w in words if w[0] == "mask"}
+    assert masks["0"] != masks["1"], lines
