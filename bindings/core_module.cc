@@ -306,11 +306,13 @@ class PyMPIExecutor {
   }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
-            const std::string& allreduce, const std::string& grad_compression) {
+            const std::string& allreduce, const std::string& grad_compression,
+            bool sync_batch_norm) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
     cfg.grad_compression = grad_compression;
+    cfg.sync_batch_norm = sync_batch_norm;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -331,6 +333,10 @@ class PyMPIExecutor {
   void CheckConsistency() {
     py::gil_scoped_release release;
     exe_.CheckConsistency();
+  }
+  void SyncRunningStats() {
+    py::gil_scoped_release release;
+    exe_.SyncRunningStats();
   }
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
@@ -609,6 +615,7 @@ void BindExecutors(py::module_& m) {
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
+      .def("sync_running_stats", &PyMPIExecutor::SyncRunningStats)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 }
 
@@ -638,16 +645,18 @@ void BindJob(py::module_& m) {
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def("collective_transpile", [](const ProgramPtr& main,
-                                   const ProgramPtr& startup, int nranks,
-                                   int64_t bucket_bytes, bool overlap) {
-    CollectiveConfig cfg;
-    cfg.nranks = nranks;
-    cfg.bucket_bytes = bucket_bytes;
-    cfg.overlap = overlap;
-    proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
-    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-  });
+  m.def("collective_transpile",
+        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
+           int64_t bucket_bytes, bool overlap, bool sync_batch_norm) {
+          CollectiveConfig cfg;
+          cfg.nranks = nranks;
+          cfg.bucket_bytes = bucket_bytes;
+          cfg.overlap = overlap;
+          cfg.sync_batch_norm = sync_batch_norm;
+          proto::TrainingJob out =
+              CollectiveTranspile(Job(*main, *startup), cfg);
+          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+        });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {

@@ -57,6 +57,13 @@ proto::OpDesc WithRole(proto::OpDesc op, int role) {
   return op;
 }
 
+// Every batch_norm (and its gradient) reduces its statistics over the ranks.
+void SyncBatchNormStats(proto::BlockDesc* block) {
+  for (auto& op : *block->mutable_ops())
+    if (op.type() == "batch_norm" || op.type() == "batch_norm_grad")
+      SetOpAttr(&op, "sync_stats", true);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> OptimizedParams(
@@ -244,6 +251,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   dst->clear_ops();
   AddBuckets(src, buckets, dst);
   AddOpsWithCollectives(src, buckets, at, config, dst);
+  if (config.sync_batch_norm) SyncBatchNormStats(dst);
 
   // Startup: every rank takes rank 0's parameters and optimizer state.
   *out.mutable_startup() = StartupWithBroadcasts(job.startup());
@@ -260,6 +268,37 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
     p->set_structure_hash(StructureHash(*p));
   }
   LintCollective(out.main(), config.nranks, config.average);
+  return out;
+}
+
+std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& op : main.blocks(0).ops()) {
+    if (op.type() != "batch_norm") continue;
+    for (const char* slot : {"MeanOut", "VarianceOut"})
+      for (const auto& n : OpOutput(op, slot))
+        if (seen.insert(n).second) out.push_back(n);
+  }
+  return out;
+}
+
+proto::ProgramDesc StatSyncProgram(const proto::ProgramDesc& main) {
+  proto::ProgramDesc out = NewProgram();
+  proto::BlockDesc* block = out.mutable_blocks(0);
+  const proto::BlockDesc& src = main.blocks(0);
+  for (const std::string& name : RunningStatVars(main)) {
+    const proto::VarDesc* v = FindVarDesc(src, name);
+    FLUID_ENFORCE(v != nullptr && v->persistable(), "the running statistic '",
+                  name,
+                  "' of a batch_norm op must be a declared persistable "
+                  "var");
+    *block->add_vars() = *v;
+    *block->add_ops() =
+        WithRole(MakeOp("c_allreduce", {{"X", {name}}}, {{"Out", {name}}},
+                        {{"reduce_type", std::string("avg")}}),
+                 kCollectiveRole);
+  }
   return out;
 }
 

@@ -24,6 +24,9 @@ struct CollectiveConfig {
   // none | bf16 | fp16: float32 gradient buckets travel as 16-bit values
   // (c_allreduce's `compression`); other dtypes travel as they are.
   std::string grad_compression = "none";
+  // Batch norm statistics over the global batch: sets sync_stats on every
+  // batch_norm op and its gradient (ops/batch_norm_op.cc).
+  bool sync_batch_norm = false;
 };
 
 // One allreduce's worth of gradients, in the order the backward pass
@@ -75,6 +78,18 @@ bool HasStartupBroadcasts(const proto::ProgramDesc& startup);
 
 void LintCollective(const proto::ProgramDesc& main, int nranks,
                     bool average = true);
+
+// The running statistics (MeanOut, VarianceOut) of every batch_norm op of
+// `main`, in program order, each once.
+std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main);
+
+// The stat sync program of a collective job: an allreduce-average of every
+// running statistic of `main` (RunningStatVars), in place. Without
+// sync_stats each rank moves its running statistics toward its own
+// batches'; running this before a checkpoint or an evaluation makes them
+// identical on every rank (the average of the ranks' estimates). No ops
+// when `main` has no batch_norm. Collective: every rank runs it.
+proto::ProgramDesc StatSyncProgram(const proto::ProgramDesc& main);
 
 // A hash of the program's structure (vars, ops, slots, attrs), ignoring the
 // stamped hash itself. Ranks compare it before their first collective.

@@ -300,6 +300,23 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
   return ParamGradPairs(*block, params, grads_written);
 }
 
+namespace {
+
+// Ops with an inference mode (an is_test attr: batch_norm, dropout).
+bool HasTestMode(const proto::OpDesc& op) {
+  if (!OpRegistry::Global().Has(op.type())) return false;
+  for (const AttrSpec& a : OpRegistry::Global().Get(op.type()).attrs())
+    if (a.name == "is_test") return true;
+  return false;
+}
+
+bool InTestMode(const proto::OpDesc& op) {
+  AttributeMap attrs = OpRegistry::Global().Get(op.type()).ResolveAttrs(op);
+  return GetAttr<bool>(attrs, "is_test", op.type());
+}
+
+}  // namespace
+
 bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block) {
   const int train = static_cast<int>(OpRole::kBackward) |
                     static_cast<int>(OpRole::kOptimize) |
@@ -310,8 +327,13 @@ bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block) {
   if (type.rfind("c_", 0) == 0 || type == "send" || type == "recv" ||
       type == "coalesce_tensor")
     return true;
-  for (const std::string& out : OpOutputNames(op)) {
+  const std::vector<std::string> outs = OpOutputNames(op);
+  for (const std::string& out : outs)
     if (!ForwardName(out).empty()) return true;
+  // Its training mode trains (moves running statistics, draws masks); its
+  // inference mode, even if it writes a persistable var, does not.
+  if (HasTestMode(op)) return !InTestMode(op);
+  for (const std::string& out : outs) {
     const proto::VarDesc* v = FindVarDesc(block, out);
     if (v != nullptr && v->persistable()) return true;
   }
@@ -327,7 +349,9 @@ proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
   block->clear_ops();
   std::set<std::string> used;
   const proto::BlockDesc& src = program.blocks(0);
-  for (const auto& op : src.ops()) {
+  for (const auto& src_op : src.ops()) {
+    proto::OpDesc op = src_op;
+    if (HasTestMode(op)) SetOpAttr(&op, "is_test", true);
     if (IsTrainingOnlyOp(op, src)) continue;
     *block->add_ops() = op;
     for (const auto& n : OpInputNames(op)) used.insert(n);

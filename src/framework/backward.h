@@ -27,11 +27,14 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
 // collective op by its op_role (the loss-gradient seed is a backward op),
 // and, for ops written without a role, one that communicates (c_*, send,
 // recv, coalesce_tensor), writes a gradient (x@GRAD) or writes a persistable
-// var (a parameter or optimizer state). `block` declares the op's vars.
+// var (a parameter or optimizer state). An op with an is_test attr
+// (batch_norm, dropout) is training-only unless is_test is set. `block`
+// declares the op's vars.
 bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block);
 
 // A copy of `program` for evaluation: the forward part only (every op
-// IsTrainingOnlyOp rejects is dropped), and only the vars the kept ops use
+// IsTrainingOnlyOp rejects is dropped; forward ops with an is_test attr are
+// kept with it set), and only the vars the kept ops use
 // plus the persistable ones. The trainer derives a job's missing test
 // program with it; Python's Program.clone(for_test=True) calls it too.
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "src/framework/hash.h"
@@ -116,6 +117,15 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   }
   if (run_startup) exe_.RunOnce(job_.startup(), scope_);
   main_ = exe_.Prepare(job_.main(), scope_);
+  const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
+  stat_sync_ = stat_sync.blocks(0).ops_size() > 0
+                   ? exe_.Prepare(stat_sync, scope_)
+                   : nullptr;
+}
+
+void MPIExecutor::SyncRunningStats() {
+  FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SyncRunningStats before Init");
+  if (stat_sync_ != nullptr) exe_.Run(stat_sync_.get());
 }
 
 void MPIExecutor::SetAllReduceMode(const std::string& mode) {
@@ -162,7 +172,11 @@ void MPIExecutor::BroadcastPersistables() {
 
 void MPIExecutor::CheckConsistency() {
   FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: CheckConsistency before Init");
+  // Running statistics are the ranks' own until SyncRunningStats.
+  const std::vector<std::string> stats = RunningStatVars(job_.main());
+  const std::set<std::string> per_rank(stats.begin(), stats.end());
   for (const auto& name : persistables_) {
+    if (per_rank.count(name)) continue;
     Variable* v = scope_->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
     if (!v->GetTensor().initialized()) continue;

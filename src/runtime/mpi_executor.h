@@ -62,7 +62,15 @@ class MPIExecutor {
   // a checkpoint on rank 0).
   void BroadcastPersistables();
 
-  // Compares a checksum of every parameter across ranks; a mismatch is an
+  // Makes every rank's batch norm running statistics the average of the
+  // ranks' (the job's StatSyncProgram): each rank moves them toward its own
+  // batches in training, and they must agree before a checkpoint or an
+  // evaluation. Nothing when the job has no batch_norm. Collective, after
+  // Init.
+  void SyncRunningStats();
+
+  // Compares a checksum of every parameter (every persistable var but the
+  // batch norm running statistics) across ranks; a mismatch is an
   // error naming the first parameter that differs and the ranks.
   void CheckConsistency();
 
@@ -86,6 +94,7 @@ class MPIExecutor {
   proto::TrainingJob job_;
   Topology topology_;
   std::unique_ptr<PreparedProgram> main_;
+  std::unique_ptr<PreparedProgram> stat_sync_;  // null: nothing to sync
   std::vector<std::string> persistables_;
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).

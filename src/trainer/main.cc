@@ -7,7 +7,9 @@
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
 //           [--start-fresh]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
-//           [--check-consistency K]             data-parallel on N ranks
+//           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
+//           [--grad-compression none|bf16|fp16]
+//                                               data-parallel on N ranks
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -93,6 +95,8 @@ int main(int argc, char** argv) {
                  "multi-rank: none (default), bf16 or fp16: float32 "
                  "gradients travel as 16-bit values, added in float32")
       ->check(CLI::IsMember({"none", "bf16", "fp16"}));
+  app.add_flag("--sync-batch-norm", o.sync_batch_norm,
+               "multi-rank: batch norm statistics over the global batch");
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {

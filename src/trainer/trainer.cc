@@ -371,6 +371,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Flag("--no-overlap", !o.overlap),
       RunSetting::Text("--allreduce", o.allreduce),
       RunSetting::Text("--grad-compression", o.grad_compression),
+      RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -404,6 +405,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
   cfg.overlap = o.overlap;
   cfg.grad_compression = o.grad_compression;
+  cfg.sync_batch_norm = o.sync_batch_norm;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
@@ -543,6 +545,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     samples_total += loop.RunEpoch(epoch, &step, &result);
+    // Every rank: the checkpoint holds the ranks' average running stats.
+    if (!o.checkpoint_dir.empty() && dist != nullptr) dist->SyncRunningStats();
     if (!o.checkpoint_dir.empty() && rank == 0) {
       FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
                          "the launcher (mpirun) is gone: not writing the "
@@ -562,7 +566,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
         run.dist->communicator()->allreduce_wire_bytes();
 
   // Rank 0 evaluates on the test set with the forward-only program (every
-  // rank holds the same parameters).
+  // rank holds the same parameters, and now the same running statistics).
+  if (evaluate && dist != nullptr) dist->SyncRunningStats();
   if (eval) {
     int64_t seen = 0;
     result.test_accuracy = Evaluate(job, test, exe, eval.get(), &seen);

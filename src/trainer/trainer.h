@@ -49,6 +49,11 @@ struct TrainerOptions {
   // to compare parameter checksums across ranks.
   double bucket_mb = 4.0;
   bool overlap = true;
+  // Batch norm statistics over the global batch (sync_stats on every
+  // batch_norm); without it each rank normalises with its own batch's and
+  // the running statistics are averaged before each checkpoint and the
+  // evaluation.
+  bool sync_batch_norm = false;
   // How gradients are allreduced across hosts: flat (the default), hier or
   // auto (see ChooseAllReduce in src/distributed/topology.h).
   std::string allreduce = "flat";

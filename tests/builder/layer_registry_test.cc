@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/builder/layers.h"
+#include "src/builder/norm_layers.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
@@ -278,6 +279,47 @@ std::vector<LayerCase> ConfiguredLayerCases() {
         {"global_pooling", true}},
        [](ProgramBuilder* b) {
          return layers::Pool2d(b, "img", 2, "avg", 2, 0, true);
+       }},
+      {"batch_norm",
+       {{"input", "img"}},
+       [](ProgramBuilder* b) { return layers::BatchNorm(b, "img"); }},
+      {"batch_norm",
+       {{"input", "x"},
+        {"act", "relu"},
+        {"momentum", 0.5},
+        {"epsilon", 0.25},
+        {"param_attr", half},
+        {"name", "bn"},
+        {"moving_mean_name", "mm"},
+        {"moving_variance_name", "mv"},
+        {"use_global_stats", true},
+        {"sync_stats", true}},
+       [half](ProgramBuilder* b) {
+         layers::BatchNormOptions o;
+         o.act = "relu";
+         o.momentum = 0.5f;
+         o.epsilon = 0.25f;
+         o.scale = half;
+         o.name = "bn";
+         o.moving_mean_name = "mm";
+         o.moving_variance_name = "mv";
+         o.use_global_stats = true;
+         o.sync_stats = true;
+         return layers::BatchNorm(b, "x", o);
+       }},
+      {"dropout",
+       {{"x", "x"}, {"dropout_prob", 0.5}},
+       [](ProgramBuilder* b) { return layers::Dropout(b, "x", 0.5f); }},
+      {"dropout",
+       {{"x", "img"},
+        {"dropout_prob", 0.25},
+        {"is_test", true},
+        {"seed", int64_t{7}},
+        {"name", "drop"},
+        {"dropout_implementation", "upscale_in_train"}},
+       [](ProgramBuilder* b) {
+         return layers::Dropout(b, "img", 0.25f, true, 7, "drop",
+                                "upscale_in_train");
        }},
   };
 }

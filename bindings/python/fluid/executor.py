@@ -301,10 +301,14 @@ class MPIExecutor:
       the same.
     - `grad_compression` is the trainer's `--grad-compression`: "none",
       "bf16" or "fp16" (float32 gradients travel as 16-bit values and are
-      added in float32; parameters and optimizer state stay float32)."""
+      added in float32; parameters and optimizer state stay float32).
+    - `sync_batch_norm`: batch norm statistics over the global batch (the
+      trainer's `--sync-batch-norm`); otherwise each rank's running
+      statistics are its own until `sync_running_stats()`."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
-                 allreduce="flat", grad_compression="none"):
+                 allreduce="flat", grad_compression="none",
+                 sync_batch_norm=False):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -320,6 +324,7 @@ class MPIExecutor:
         self._threads = int(threads)
         self._bucket_bytes = int(bucket_mb * (1 << 20))
         self._overlap = bool(overlap)
+        self._sync_batch_norm = bool(sync_batch_norm)
         self._startup = None
         self._started = set()  # ids of scopes a startup program ran on
         self._local = _core.Executor(self._threads, self._device)
@@ -373,7 +378,8 @@ class MPIExecutor:
                     self._threads, self._device)
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._bucket_bytes, self._overlap, False,
-                         self._allreduce, self._grad_compression)
+                         self._allreduce, self._grad_compression,
+                         self._sync_batch_norm)
                 self._runs[key] = run
             out = list(run.run(_feed(feed), names))
             steps.count += 1
@@ -397,6 +403,15 @@ class MPIExecutor:
         with self._lock:
             for run in self._runs.values():
                 run.check_consistency()
+
+    def sync_running_stats(self):
+        """Averages every batch_norm's running mean and variance over the
+        ranks (the transpiler's stat sync program), so that all ranks, and
+        what they save, hold the same. Collective: call it on every rank,
+        before saving or evaluating."""
+        with self._lock:
+            for run in self._runs.values():
+                run.sync_running_stats()
 
     def transpiled_program(self, program=None):
         program = program or default_main_program()

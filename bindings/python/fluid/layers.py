@@ -254,3 +254,38 @@ def elementwise_min(x, y, axis=-1, act=None, name=None):
 
 def elementwise_pow(x, y, axis=-1, act=None, name=None):
     return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
+               param_attr=None, bias_attr=None, data_layout="NCHW",
+               in_place=False, name=None, moving_mean_name=None,
+               moving_variance_name=None,
+               do_model_average_for_mean_and_var=False, fuse_with_relu=False,
+               use_global_stats=False, sync_stats=False):
+    """Fluid's batch_norm over [N, C] or NCHW input. The moving mean and
+    variance are persistable, not trainable; running = momentum * running +
+    (1 - momentum) * batch, with the biased batch variance. sync_stats:
+    batch statistics over all ranks' batches (MPIExecutor)."""
+    layer = "batch_norm"
+    return _layer(layer, input=_name(input, layer), act=act, is_test=is_test,
+                  momentum=float(momentum), epsilon=float(epsilon),
+                  param_attr=_attr(param_attr, layer, "param_attr"),
+                  bias_attr=_attr(bias_attr, layer, "bias_attr"),
+                  data_layout=data_layout, in_place=in_place, name=name,
+                  moving_mean_name=moving_mean_name,
+                  moving_variance_name=moving_variance_name,
+                  do_model_average_for_mean_and_var=(
+                      do_model_average_for_mean_and_var),
+                  fuse_with_relu=fuse_with_relu,
+                  use_global_stats=use_global_stats, sync_stats=sync_stats)
+
+
+def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
+            dropout_implementation="downgrade_in_infer"):
+    """Fluid's dropout. The mask depends on the seed (None: derived from the
+    output's name), the rank and a per-op step counter saved with the
+    persistables, so a rerun draws the same masks."""
+    return _layer("dropout", x=_name(x, "dropout", "x"),
+                  dropout_prob=float(dropout_prob), is_test=is_test,
+                  seed=seed, name=name,
+                  dropout_implementation=dropout_implementation)

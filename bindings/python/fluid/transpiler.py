@@ -12,9 +12,13 @@ def _startup(desc):
 
 
 class DistributeTranspiler:
-    def __init__(self, bucket_mb=4.0, overlap=True):
+    """sync_batch_norm: every batch_norm computes its statistics over the
+    global batch of all ranks (sets its sync_stats attribute)."""
+
+    def __init__(self, bucket_mb=4.0, overlap=True, sync_batch_norm=False):
         self._bucket_bytes = int(bucket_mb * (1 << 20))
         self._overlap = overlap
+        self._sync_batch_norm = bool(sync_batch_norm)
         self._trainer = self._startup = None
         self._servers = {}
         self.mode = None
@@ -28,7 +32,7 @@ class DistributeTranspiler:
         if mode == "collective":
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
-                self._bucket_bytes, self._overlap)
+                self._bucket_bytes, self._overlap, self._sync_batch_norm)
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]

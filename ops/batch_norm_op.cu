@@ -1,0 +1,264 @@
+// CUDA kernels for batch_norm and batch_norm_grad (schemas, the CPU
+// kernels and the exchange with other ranks in batch_norm_op.cc). Each
+// per-channel sum is one block's reduction over the channel's n * hw values,
+// in a fixed order (deterministic run to run); the arithmetic per element is
+// written in the CPU kernels' order.
+#include "ops/batch_norm_helpers.h"
+#include "ops/cuda/cuda_helpers.cuh"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+// Flat index of value j of channel ch in [n, c, hw].
+struct ChannelIndex {
+  int64_t c, hw;
+  __device__ int64_t operator()(int64_t ch, int64_t j) const {
+    return ((j / hw) * c + ch) * hw + j % hw;
+  }
+};
+
+template <typename T>
+struct ValueAt {
+  const T* x;
+  ChannelIndex at;
+  __device__ T operator()(int64_t ch, int64_t j) const { return x[at(ch, j)]; }
+};
+
+template <typename T>
+struct SquaredDeviationAt {
+  const T* x;
+  const T* mean;
+  ChannelIndex at;
+  __device__ T operator()(int64_t ch, int64_t j) const {
+    const T v = x[at(ch, j)] - mean[ch];
+    return v * v;
+  }
+};
+
+// dy * xhat, xhat = (x - mean) * inv_std.
+template <typename T>
+struct GradXhatAt {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* inv_std;
+  ChannelIndex at;
+  __device__ T operator()(int64_t ch, int64_t j) const {
+    const int64_t i = at(ch, j);
+    return dy[i] * ((x[i] - mean[ch]) * inv_std[ch]);
+  }
+};
+
+template <typename T, typename F>
+void ReduceChannels(const CUDADeviceContext& dev, const BatchNormDims& d, F f,
+                    T* out) {
+  cuda::RowReduce<T>(dev, d.c, d.per_channel(), f, cuda::SumOp(), T(0), out);
+}
+
+// v[c] = v[c] / m.
+template <typename T>
+struct DivideBy {
+  T* v;
+  T m;
+  __device__ void operator()(int64_t i) const { v[i] = v[i] / m; }
+};
+
+// var[c] = sum[c] / m; the running statistics move toward the batch's;
+// var[c] becomes the inverse std.
+template <typename T>
+struct FinishStats {
+  const T* mean;
+  T* var;
+  const T* running_mean;
+  const T* running_var;
+  T* mean_out;
+  T* var_out;
+  T m, mom, eps;
+  __device__ void operator()(int64_t i) const {
+    const T v = var[i] / m;
+    mean_out[i] = running_mean[i] * mom + mean[i] * (T(1) - mom);
+    var_out[i] = running_var[i] * mom + v * (T(1) - mom);
+    var[i] = T(1) / sqrt(v + eps);
+  }
+};
+
+template <typename T>
+struct InverseStd {
+  const T* var;
+  T* inv_std;
+  T eps;
+  __device__ void operator()(int64_t i) const {
+    inv_std[i] = T(1) / sqrt(var[i] + eps);
+  }
+};
+
+template <typename T>
+struct Normalize {
+  const T* x;
+  const T* mean;
+  const T* inv_std;
+  const T* scale;
+  const T* bias;
+  T* y;
+  int64_t c, hw;
+  __device__ void operator()(int64_t i) const {
+    const int64_t ch = (i / hw) % c;
+    y[i] = (x[i] - mean[ch]) * (inv_std[ch] * scale[ch]) + bias[ch];
+  }
+};
+
+template <typename T>
+void CopyIfApart(const ExecutionContext& ctx, const std::string& in_slot,
+                 const std::string& out_slot) {
+  const Tensor& in = ctx.Input(in_slot);
+  T* out = cuda::OutputLike<T>(ctx, out_slot, in);
+  if (out != in.data<T>())
+    cuda::CopyAsync(cuda::Dev(ctx), out, in.data<T>(), in.numel() * sizeof(T));
+}
+
+template <typename T>
+void UseRunningStats(const ExecutionContext& ctx, const BatchNormDims& d,
+                     T eps) {
+  const Tensor& var = ctx.Input("Variance");
+  CopyIfApart<T>(ctx, "Mean", "SavedMean");
+  CopyIfApart<T>(ctx, "Mean", "MeanOut");
+  CopyIfApart<T>(ctx, "Variance", "VarianceOut");
+  T* inv_std = cuda::OutputLike<T>(ctx, "SavedVariance", var);
+  cuda::ForEach(cuda::Dev(ctx), d.c,
+                InverseStd<T>{var.data<T>(), inv_std, eps});
+}
+
+template <typename T>
+void UseBatchStats(const ExecutionContext& ctx, const BatchNormDims& d, T eps) {
+  const auto& dev = cuda::Dev(ctx);
+  Communicator* comm = StatsCommunicator(ctx);
+  const T m = static_cast<T>(GlobalCount(comm, d.per_channel()));
+  const T* x = ctx.Input("X").data<T>();
+  const ChannelIndex at{d.c, d.hw};
+  const Tensor& running_mean = ctx.Input("Mean");
+  T* mean = cuda::OutputLike<T>(ctx, "SavedMean", running_mean);
+  T* var = cuda::OutputLike<T>(ctx, "SavedVariance", running_mean);
+  ReduceChannels<T>(dev, d, ValueAt<T>{x, at}, mean);
+  SumOverRanks(ctx, comm, ctx.Output("SavedMean"));
+  cuda::ForEach(dev, d.c, DivideBy<T>{mean, m});
+  ReduceChannels<T>(dev, d, SquaredDeviationAt<T>{x, mean, at}, var);
+  SumOverRanks(ctx, comm, ctx.Output("SavedVariance"));
+  const Tensor& running_var = ctx.Input("Variance");
+  T* mean_out = cuda::OutputLike<T>(ctx, "MeanOut", running_mean);
+  T* var_out = cuda::OutputLike<T>(ctx, "VarianceOut", running_var);
+  const T mom = static_cast<T>(ctx.Attr<float>("momentum"));
+  cuda::ForEach(
+      dev, d.c,
+      FinishStats<T>{mean, var, running_mean.data<T>(), running_var.data<T>(),
+                     mean_out, var_out, m, mom, eps});
+}
+
+template <typename T>
+void BatchNormKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const BatchNormDims d = BatchNormDimsOf(x.shape());
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  if (UsesGlobalStats(ctx)) {
+    UseRunningStats<T>(ctx, d, eps);
+  } else {
+    UseBatchStats<T>(ctx, d, eps);
+  }
+  T* y = cuda::OutputLike<T>(ctx, "Y", x);
+  cuda::ForEach(cuda::Dev(ctx), x.numel(),
+                Normalize<T>{x.data<T>(), ctx.Output("SavedMean")->data<T>(),
+                             ctx.Output("SavedVariance")->data<T>(),
+                             ctx.Input("Scale").data<T>(),
+                             ctx.Input("Bias").data<T>(), y, d.c, d.hw});
+}
+
+// dx with the running statistics (constants): dy * scale * inv_std; with
+// the batch's: scale * inv_std * (dy - (sum dy + xhat * sum dy xhat) / m).
+template <typename T>
+struct NormalizeGrad {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* inv_std;
+  const T* scale;
+  const T* sum_dy;
+  const T* sum_dy_xhat;
+  T* dx;
+  int64_t c, hw;
+  T inv_m;
+  bool global;
+  __device__ void operator()(int64_t i) const {
+    const int64_t ch = (i / hw) % c;
+    const T k = scale[ch] * inv_std[ch];
+    if (global) {
+      dx[i] = dy[i] * k;
+    } else {
+      const T xhat = (x[i] - mean[ch]) * inv_std[ch];
+      dx[i] = k * (dy[i] - (sum_dy[ch] + xhat * sum_dy_xhat[ch]) * inv_m);
+    }
+  }
+};
+
+template <typename T>
+struct ScaleBoth {
+  T* a;
+  T* b;
+  T s;
+  __device__ void operator()(int64_t i) const {
+    a[i] = a[i] * s;
+    b[i] = b[i] * s;
+  }
+};
+
+// The per-channel output `slot`, or `scratch` when it is not wanted.
+template <typename T>
+Tensor* ChannelSums(const ExecutionContext& ctx, const std::string& slot,
+                    int64_t c, Tensor* scratch) {
+  Tensor* t = ctx.HasOutput(slot) ? ctx.Output(slot) : scratch;
+  t->mutable_data<T>(Shape{c}, ctx.place());
+  return t;
+}
+
+template <typename T>
+void BatchNormGradKernel(const ExecutionContext& ctx) {
+  const auto& dev = cuda::Dev(ctx);
+  const Tensor& x = ctx.Input("X");
+  const BatchNormDims d = BatchNormDimsOf(x.shape());
+  const bool global = UsesGlobalStats(ctx);
+  Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
+  const T* dy = ctx.Input(GradSlot("Y")).data<T>();
+  const T* mean = ctx.Input("SavedMean").data<T>();
+  const T* inv_std = ctx.Input("SavedVariance").data<T>();
+  const ChannelIndex at{d.c, d.hw};
+  Tensor scratch_scale, scratch_bias;
+  Tensor* dscale = ChannelSums<T>(ctx, GradSlot("Scale"), d.c, &scratch_scale);
+  Tensor* dbias = ChannelSums<T>(ctx, GradSlot("Bias"), d.c, &scratch_bias);
+  ReduceChannels<T>(dev, d, ValueAt<T>{dy, at}, dbias->data<T>());
+  ReduceChannels<T>(dev, d, GradXhatAt<T>{dy, x.data<T>(), mean, inv_std, at},
+                    dscale->data<T>());
+  SumOverRanks(ctx, comm, dbias);
+  SumOverRanks(ctx, comm, dscale);
+  if (ctx.HasOutput(GradSlot("X"))) {
+    const T inv_m =
+        global ? T(0)
+               : T(1) / static_cast<T>(GlobalCount(comm, d.per_channel()));
+    T* dx = cuda::OutputLike<T>(ctx, GradSlot("X"), x);
+    cuda::ForEach(
+        dev, x.numel(),
+        NormalizeGrad<T>{dy, x.data<T>(), mean, inv_std,
+                         ctx.Input("Scale").data<T>(), dbias->data<T>(),
+                         dscale->data<T>(), dx, d.c, d.hw, inv_m, global});
+  }
+  if (comm != nullptr)
+    cuda::ForEach(dev, d.c,
+                  ScaleBoth<T>{dscale->data<T>(), dbias->data<T>(),
+                               T(1) / static_cast<T>(RankCount(comm))});
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(batch_norm, kCUDA, BatchNormKernel);
+REGISTER_FLOAT_KERNELS(batch_norm_grad, kCUDA, BatchNormGradKernel);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,154 @@
+// dropout: zeroes each element of X with probability dropout_prob in
+// training. "downgrade_in_infer" (Fluid's default) keeps the survivors as
+// they are and multiplies by 1 - dropout_prob in inference;
+// "upscale_in_train" divides the survivors by 1 - dropout_prob in training
+// and passes X through in inference. Mask (0 or 1, X's dtype) records which
+// elements survived, for the gradient.
+//
+// The mask is a function of (seed, rank, step, index) (dropout_mask.h): the
+// same on CPU and CUDA to the bit, different on every rank of a
+// data-parallel job (each sees other samples, and should drop other
+// units), and reproduced by a rerun. The optional Step input, a persistable
+// int64 counter the layer creates per op, varies the mask from run to run:
+// the op writes Step + 1 to StepOut (normally Step itself) after each
+// training run, and checkpoints save it with the other persistables.
+#include <cmath>
+#include <string>
+
+#include "ops/dropout_mask.h"
+#include "ops/op_helpers.h"
+#include "src/distributed/communicator.h"
+#include "src/framework/hash.h"
+
+namespace fluid {
+namespace ops {
+
+DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
+  const double p = ctx.Attr<float>("dropout_prob");
+  FLUID_ENFORCE(p >= 0.0 && p <= 1.0, ctx.type(), ": dropout_prob ", p,
+                " must be in [0, 1]");
+  const std::string& impl = ctx.Attr<std::string>("dropout_implementation");
+  const bool upscale = impl == "upscale_in_train";
+  FLUID_ENFORCE(upscale || impl == "downgrade_in_infer", ctx.type(),
+                ": dropout_implementation must be "
+                "\"downgrade_in_infer\" or \"upscale_in_train\", is \"",
+                impl, "\"");
+  DropoutParams d;
+  d.base = 0;
+  d.threshold = static_cast<uint64_t>(std::llround(p * 0x1.0p53));
+  d.keep_scale = upscale ? (p < 1.0 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+  d.test_scale = upscale ? 1.0 : 1.0 - p;
+  d.is_test = ctx.Attr<bool>("is_test");
+  if (!forward) return d;
+  const int32_t attr_seed = ctx.Attr<int32_t>("seed");
+  const uint64_t seed = attr_seed != 0 ? static_cast<uint32_t>(attr_seed)
+                                       : Fnv1a64(ctx.OutputName("Out"));
+  const Communicator* comm = ctx.device_context().communicator();
+  const uint64_t rank =
+      comm != nullptr ? static_cast<uint64_t>(comm->rank()) : 0;
+  d.base = Mix64(Mix64(seed) ^ rank);
+  return d;
+}
+
+namespace {
+
+void DropoutInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape("X", "Out");
+  ctx->ShareShape("X", "Mask");
+  if (!ctx->HasInput("Step")) return;
+  Shape s = ctx->GetInputShape("Step");
+  FLUID_ENFORCE(s.rank() == 1 && s[0] == 1 &&
+                    ctx->GetInputDtype("Step") == DataType::kInt64,
+                "dropout: Step '", ctx->InputName("Step"),
+                "' must be an int64 [1] counter, has shape ", s, " and dtype ",
+                DataTypeName(ctx->GetInputDtype("Step")));
+  ctx->ShareShape("Step", "StepOut");
+}
+
+void DropoutGradInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape(GradSlot("Out"), GradSlot("X"));
+}
+
+template <typename T>
+void DropoutKernel(const ExecutionContext& ctx) {
+  const DropoutParams d = GetDropoutParams(ctx, true);
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  out->mutable_data<T>(x.shape());
+  Tensor* mask = ctx.Output("Mask");
+  mask->mutable_data<T>(x.shape());
+  if (d.is_test) {
+    Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * static_cast<T>(d.test_scale));
+    Vec<T>(mask).setConstant(T(1));
+    return;
+  }
+  const bool counted = ctx.HasInput("Step");
+  const int64_t step = counted ? ctx.Input("Step").data<int64_t>()[0] : 0;
+  const uint64_t key = DropoutKey(d.base, step);
+  const T scale = static_cast<T>(d.keep_scale);
+  const T* xp = x.data<T>();
+  T* op = out->data<T>();
+  T* mp = mask->data<T>();
+  ParallelFor(ctx.device(), x.numel(), 20, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const bool keep = DropoutKeeps(key, i, d.threshold);
+      mp[i] = keep ? T(1) : T(0);
+      op[i] = keep ? xp[i] * scale : T(0);
+    }
+  });
+  if (counted && ctx.HasOutput("StepOut"))
+    ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1})[0] = step + 1;
+}
+
+template <typename T>
+void DropoutGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradSlot("X"))) return;
+  const DropoutParams d = GetDropoutParams(ctx, false);
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  dx->mutable_data<T>(dout.shape());
+  if (d.is_test) {
+    Assign(ctx.device(), Vec<T>(dx),
+           Vec<T>(dout) * static_cast<T>(d.test_scale));
+  } else {
+    Assign(ctx.device(), Vec<T>(dx),
+           Vec<T>(dout) * Vec<T>(ctx.Input("Mask")) *
+               static_cast<T>(d.keep_scale));
+  }
+}
+
+}  // namespace
+
+REGISTER_OP(dropout)
+    .Doc(
+        "Zeroes elements of X with probability dropout_prob (training), or "
+        "scales X for inference, as dropout_implementation says.")
+    .Input("X", "input")
+    .OptionalInput("Step", "int64 [1] run counter varying the mask per run")
+    .Output("Out", "X with dropped elements zeroed, same shape")
+    .Output("Mask", "1 where X was kept, 0 where dropped; all 1 in inference")
+    .OptionalOutput("StepOut", "Step + 1 after a training run; normally Step")
+    .Attr<float>("dropout_prob", 0.5f, "probability of dropping an element")
+    .Attr<bool>("is_test", false, "inference: no mask, only the scaling")
+    .Attr<int32_t>("seed", 0, "mask seed; 0 derives one from Out's name")
+    .Attr<bool>("fix_seed", false,
+                "accepted for Fluid programs: the mask is always a "
+                "deterministic function of the seed")
+    .Attr<std::string>("dropout_implementation", "downgrade_in_infer",
+                       "\"downgrade_in_infer\" or \"upscale_in_train\"")
+    .SetInferShape(DropoutInferShape)
+    .SetGrad(GradSpec("dropout_grad")
+                 .Outputs({"Mask"})
+                 .OutGrads({"Out"})
+                 .InGrads({"X"}))
+    .CPUKernel<float>(DropoutKernel<float>)
+    .CPUKernel<double>(DropoutKernel<double>);
+
+REGISTER_GRAD_OP(dropout_grad)
+    .Doc("Gradient of dropout: Out@GRAD times the forward pass's factor.")
+    .SetInferShape(DropoutGradInferShape)
+    .CPUKernel<float>(DropoutGradKernel<float>)
+    .CPUKernel<double>(DropoutGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,97 @@
+// CUDA kernels for dropout and dropout_grad (schemas and the CPU kernels in
+// dropout_op.cc). The mask comes from the same function as on the CPU
+// (dropout_mask.h), so both places drop the same elements. The step counter
+// stays on the device: the mask kernel reads it and a one-thread kernel,
+// after it on the stream, advances it.
+#include "ops/cuda/cuda_helpers.cuh"
+#include "ops/dropout_mask.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+struct DropoutMaskFn {
+  const T* x;
+  T* out;
+  T* mask;
+  const int64_t* step;  // null: step 0
+  uint64_t base, threshold;
+  T scale;
+  __device__ void operator()(int64_t i) const {
+    const uint64_t key = DropoutKey(base, step != nullptr ? *step : 0);
+    const bool keep = DropoutKeeps(key, i, threshold);
+    mask[i] = keep ? T(1) : T(0);
+    out[i] = keep ? x[i] * scale : T(0);
+  }
+};
+
+struct AdvanceStep {
+  const int64_t* step;
+  int64_t* step_out;
+  __device__ void operator()(int64_t) const { step_out[0] = step[0] + 1; }
+};
+
+// out = a * s, or a * b * s when b is given.
+template <typename T>
+struct ScaledProduct {
+  const T* a;
+  const T* b;
+  T s;
+  T* out;
+  __device__ void operator()(int64_t i) const {
+    out[i] = b != nullptr ? a[i] * b[i] * s : a[i] * s;
+  }
+};
+
+template <typename T>
+struct Ones {
+  T* p;
+  __device__ void operator()(int64_t i) const { p[i] = T(1); }
+};
+
+template <typename T>
+void DropoutKernel(const ExecutionContext& ctx) {
+  const DropoutParams d = GetDropoutParams(ctx, true);
+  const auto& dev = cuda::Dev(ctx);
+  const Tensor& x = ctx.Input("X");
+  T* out = cuda::OutputLike<T>(ctx, "Out", x);
+  T* mask = cuda::OutputLike<T>(ctx, "Mask", x);
+  if (d.is_test) {
+    cuda::ForEach(dev, x.numel(),
+                  ScaledProduct<T>{x.data<T>(), nullptr,
+                                   static_cast<T>(d.test_scale), out});
+    cuda::ForEach(dev, x.numel(), Ones<T>{mask});
+    return;
+  }
+  const int64_t* step =
+      ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
+  cuda::ForEach(dev, x.numel(),
+                DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.base,
+                                 d.threshold, static_cast<T>(d.keep_scale)});
+  if (step != nullptr && ctx.HasOutput("StepOut")) {
+    int64_t* step_out =
+        ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1}, ctx.place());
+    cuda::ForEach(dev, 1, AdvanceStep{step, step_out});
+  }
+}
+
+template <typename T>
+void DropoutGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradSlot("X"))) return;
+  const DropoutParams d = GetDropoutParams(ctx, false);
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  T* dx = cuda::OutputLike<T>(ctx, GradSlot("X"), dout);
+  const T* mask = d.is_test ? nullptr : ctx.Input("Mask").data<T>();
+  const double s = d.is_test ? d.test_scale : d.keep_scale;
+  cuda::ForEach(cuda::Dev(ctx), dout.numel(),
+                ScaledProduct<T>{dout.data<T>(), mask, static_cast<T>(s), dx});
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(dropout, kCUDA, DropoutKernel);
+REGISTER_FLOAT_KERNELS(dropout_grad, kCUDA, DropoutGradKernel);
+
+}  // namespace ops
+}  // namespace fluid
