@@ -5,6 +5,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/operator.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/prune.h"
 
 namespace fluid {
 
@@ -336,6 +337,7 @@ proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program) {
   block->clear_vars();
   for (const auto& v : src.vars())
     if (v.persistable() || used.count(v.name())) *block->add_vars() = v;
+  SetIsTest(&out);
   return out;
 }
 

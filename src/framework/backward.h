@@ -32,8 +32,9 @@ bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block);
 
 // A copy of `program` for evaluation: the forward part only (every op
 // IsTrainingOnlyOp rejects is dropped), and only the vars the kept ops use
-// plus the persistable ones. The trainer derives a job's missing test
-// program with it; Python's Program.clone(for_test=True) calls it too.
+// plus the persistable ones, with SetIsTest (prune.h) applied. The trainer
+// derives a job's missing test program with it; Python's
+// Program.clone(for_test=True) calls it too.
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program);
 
 // True when the program updates parameters: it has ops with the optimize
