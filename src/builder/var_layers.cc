@@ -1,6 +1,5 @@
-// Layers that declare variables rather than compute: create_parameter (a
-// parameter of any shape, for hand-written layers) and create_global_var (a
-// constant-filled var, persistable or refilled every run).
+#include "src/builder/var_layers.h"
+
 #include <optional>
 
 #include "src/builder/layer_registry.h"
@@ -20,63 +19,44 @@ void CheckShape(const std::string& layer, const std::vector<int64_t>& shape) {
                   ": every dim must be positive");
 }
 
-// The parameter's attr: `attr` (named `name` when it has no name), with
-// `fallback`'s initializer when it has none, else Fluid's default: zeros
-// for a bias, Xavier (uniform) for a weight.
-ParamAttr CreateParameterAttr(const LayerArgs& a) {
-  std::optional<ParamAttr> given = a.Param("attr");
-  FLUID_ENFORCE(given.has_value(),
-                "layer 'create_parameter': argument "
-                "'attr' cannot be false");
-  ParamAttr attr = *given;
-  if (attr.name.empty()) attr.name = a.String("name");
-  if (attr.has_init) return attr;
-  std::optional<ParamAttr> fallback = a.Param("default_initializer");
-  if (fallback.has_value() && fallback->has_init) {
-    attr.init = fallback->init;
-  } else {
-    attr.init = a.Bool("is_bias")
-                    ? Initializer::Constant(0.0f)
-                    : Initializer::Of(Initializer::Kind::kXavierUniform);
-  }
-  attr.has_init = true;
-  return attr;
-}
+}  // namespace
 
-std::string CreateParameterLayer(ProgramBuilder* b, const LayerArgs& a) {
-  const std::vector<int64_t>& shape = a.IntList("shape");
+std::string CreateParameter(ProgramBuilder* b,
+                            const std::vector<int64_t>& shape, DataType dtype,
+                            const std::string& name, const ParamAttr& attr,
+                            bool is_bias, const ParamAttr& fallback) {
   CheckShape("create_parameter", shape);
-  ParamAttr attr = CreateParameterAttr(a);
-  if (attr.name.empty())
-    attr.name = b->UniqueName("create_parameter") +
-                (a.Bool("is_bias") ? ".b_0" : ".w_0");
+  ParamAttr a = attr;
+  if (a.name.empty()) a.name = name;
+  if (a.name.empty())
+    a.name = b->UniqueName("create_parameter") + (is_bias ? ".b_0" : ".w_0");
+  if (!a.has_init) {
+    a.init = fallback.has_init ? fallback.init
+             : is_bias         ? Initializer::Constant(0.0f)
+                       : Initializer::Of(Initializer::Kind::kXavierUniform);
+    a.has_init = true;
+  }
   const Shape s(shape);
-  return b->CreateParameter(attr.name, s, DtypeArg(a, "dtype"), attr,
+  return b->CreateParameter(a.name, s, dtype, a,
                             ComputeFans(s, /*is_conv_filter=*/s.rank() == 4));
 }
 
-// Persistable: declared in both programs and filled once by the startup
-// program, so it lives (and is saved) across runs. Otherwise a var of the
-// main program that a fill_constant op there refills on every run.
-std::string CreateGlobalVar(ProgramBuilder* b, const LayerArgs& a) {
-  const std::vector<int64_t>& shape = a.IntList("shape");
+std::string CreateGlobalVar(ProgramBuilder* b,
+                            const std::vector<int64_t>& shape, float value,
+                            DataType dtype, bool persistable,
+                            const std::string& name) {
   CheckShape("create_global_var", shape);
-  const DataType dtype = DtypeArg(a, "dtype");
-  const float value = static_cast<float>(a.Float("value"));
-  std::string name = a.String("name");
-  if (name.empty()) name = b->UniqueName("global_var") + ".tmp_0";
-  if (a.Bool("persistable"))
-    return b->CreatePersistable(name, Shape(shape), dtype, value);
-  AddVarDesc(b->main_block(), name, dtype, Shape(shape))
+  const std::string var =
+      name.empty() ? b->UniqueName("global_var") + ".tmp_0" : name;
+  if (persistable) return b->CreatePersistable(var, Shape(shape), dtype, value);
+  AddVarDesc(b->main_block(), var, dtype, Shape(shape))
       ->set_stop_gradient(true);
-  b->AppendOp(MakeOp("fill_constant", {}, {{"Out", {name}}},
+  b->AppendOp(MakeOp("fill_constant", {}, {{"Out", {var}}},
                      {{"shape", shape},
                       {"value", value},
                       {"dtype", static_cast<int32_t>(dtype)}}));
-  return name;
+  return var;
 }
-
-}  // namespace
 
 REGISTER_LAYER(create_parameter)
     .Doc(
@@ -89,19 +69,33 @@ REGISTER_LAYER(create_parameter)
     .Param("attr")
     .Bool("is_bias", false)
     .Param("default_initializer")
-    .SetBuild(CreateParameterLayer);
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      std::optional<ParamAttr> attr = a.Param("attr");
+      FLUID_ENFORCE(attr.has_value(),
+                    "layer 'create_parameter': argument 'attr' cannot be "
+                    "false");
+      return CreateParameter(
+          b, a.IntList("shape"), DtypeArg(a, "dtype"), a.String("name"), *attr,
+          a.Bool("is_bias"),
+          a.Param("default_initializer").value_or(ParamAttr{}));
+    });
 
 REGISTER_LAYER(create_global_var)
     .Doc(
         "A var of the given shape and dtype filled with value: persistable "
-        "(filled once, by the startup program) or refilled every run.")
+        "(filled once, by the startup program) or refilled every run; "
+        "force_cpu changes nothing (a var lives where the executor runs).")
     .IntList("shape")
     .Float("value")
     .String("dtype")
     .Bool("persistable", false)
     .Bool("force_cpu", false)
     .String("name", "")
-    .SetBuild(CreateGlobalVar);
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return CreateGlobalVar(
+          b, a.IntList("shape"), static_cast<float>(a.Float("value")),
+          DtypeArg(a, "dtype"), a.Bool("persistable"), a.String("name"));
+    });
 
 }  // namespace layers
 }  // namespace fluid

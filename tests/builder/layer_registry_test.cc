@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/builder/layers.h"
+#include "src/builder/var_layers.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
@@ -278,6 +279,36 @@ std::vector<LayerCase> ConfiguredLayerCases() {
         {"global_pooling", true}},
        [](ProgramBuilder* b) {
          return layers::Pool2d(b, "img", 2, "avg", 2, 0, true);
+       }},
+      {"create_parameter",
+       {{"shape", Ints{3, 4}}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateParameter(b, {3, 4}, DataType::kFloat32);
+       }},
+      {"create_parameter",
+       {{"shape", Ints{4}},
+        {"dtype", "float64"},
+        {"name", "bias"},
+        {"is_bias", true},
+        {"default_initializer", half}},
+       [half](ProgramBuilder* b) {
+         return layers::CreateParameter(b, {4}, DataType::kFloat64, "bias", {},
+                                        true, half);
+       }},
+      {"create_global_var",
+       {{"shape", Ints{1}},
+        {"value", 2.0},
+        {"dtype", "int64"},
+        {"persistable", true},
+        {"name", "g"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateGlobalVar(b, {1}, 2.0f, DataType::kInt64, true,
+                                        "g");
+       }},
+      {"create_global_var",
+       {{"shape", Ints{2}}, {"value", 0.5}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateGlobalVar(b, {2}, 0.5f, DataType::kFloat32);
        }},
   };
 }
