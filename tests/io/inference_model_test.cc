@@ -8,6 +8,7 @@
 
 #include "src/framework/operator.h"
 #include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
 #include "tests/io/checkpoint_testing.h"
 
 namespace fluid {
@@ -128,6 +129,44 @@ TEST(InferenceModel, LoadErrorsNameTheFileAndTheVar) {
   WriteRaw(dir + "/__model__", "garbage");
   EXPECT_NE(LoadError(dir).find("does not parse"), std::string::npos)
       << LoadError(dir);
+}
+
+// The loader save_vars / load_params use: a subset of a checkpoint loads;
+// what is missing or misshapen is named with the checkpoint.
+TEST(LoadCheckpointVars, LoadsTheExpectedSubsetAndNamesMismatches) {
+  TempDir tmp;
+  Scope scope;
+  Fill(&scope, 3);
+  SaveCheckpoint(scope, {"b", "lr", "w"}, tmp.path(), CheckpointInfo{4, 1});
+  Scope loaded;
+  const CheckpointInfo info =
+      LoadCheckpointVars(&loaded, VarSpecs(Program(), {"w"}), tmp.path());
+  EXPECT_EQ(info.step, 4);
+  EXPECT_EQ(Bytes(loaded, "w"), Bytes(scope, "w"));
+  EXPECT_EQ(loaded.FindLocalVar("b"), nullptr);
+
+  auto error = [&](const std::vector<CheckpointVarSpec>& specs) {
+    Scope s;
+    try {
+      LoadCheckpointVars(&s, specs, tmp.path());
+    } catch (const Error& e) {
+      EXPECT_EQ(s.FindLocalVar("w"), nullptr);  // nothing loaded
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string missing =
+      error({{"w", DataType::kFloat32, Shape{2, 3}},
+             {"velocity", DataType::kFloat32, Shape{2, 3}}});
+  EXPECT_NE(missing.find("ckpt-4' does not match the program: velocity: "
+                         "missing from checkpoint"),
+            std::string::npos)
+      << missing;
+  const std::string shape = error({{"w", DataType::kFloat32, Shape{2, 4}}});
+  EXPECT_NE(shape.find("w: shape [2, 3] in checkpoint, [2, 4] in program"),
+            std::string::npos)
+      << shape;
+  EXPECT_THROW(VarSpecs(Program(), {"nope"}), Error);
 }
 
 }  // namespace
