@@ -287,3 +287,19 @@ def test_inference_model_of_a_model_trained_under_mpirun(tmp_path):
     (p,) = exe.run(program, feed={feeds[0]: x}, fetch_list=fetches,
                    scope=scope)
     assert np.array_equal(np.array(p), expected)  # bitwise
+
+
+def test_a_transpiled_trainer_program_saves_the_same_model(trained, tmp_path):
+    exe, scope, main, startup, predict, _, _ = trained
+    t = fluid.DistributeTranspiler()
+    t.transpile(None, None, trainers=2, program=main, startup_program=startup)
+    trainer = t.get_trainer_program()
+    assert "c_allreduce" in trainer.op_types()
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    fluid.io.save_inference_model(a, ["x"], [predict], exe, main, scope=scope)
+    fluid.io.save_inference_model(b, ["x"], [predict], exe, trainer,
+                                  scope=scope)
+    pa, _, _ = fluid.io.load_inference_model(a, exe, scope=new_scope())
+    pb, _, _ = fluid.io.load_inference_model(b, exe, scope=new_scope())
+    assert pa.op_types() == pb.op_types()
+    assert pb.desc.nranks == 1
