@@ -19,7 +19,9 @@
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/prune.h"
 #include "src/io/checkpoint.h"
+#include "src/io/inference_model.h"
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
@@ -688,6 +690,36 @@ void BindTranspilers(py::module_& m) {
         });
 }
 
+// Inference models: pruning, saving and loading (src/io/inference_model.h).
+void BindInferenceModels(py::module_& m) {
+  m.def("prune",
+        [](const ProgramPtr& program, const std::vector<std::string>& feeds,
+           const std::vector<std::string>& targets) {
+          return Wrap(Prune(program->desc, feeds, targets));
+        });
+  m.def("save_inference_model",
+        [](const Scope& scope, const ProgramPtr& program,
+           const std::vector<std::string>& feeds,
+           const std::vector<std::string>& fetches, const std::string& dir,
+           const std::string& model_file, const std::string& params_dir) {
+          InferenceModelFiles files{model_file, params_dir};
+          proto::InferenceModel model = SaveInferenceModel(
+              scope, program->desc, feeds, fetches, dir, files);
+          return Wrap(model.program());
+        });
+  m.def("load_inference_model", [](Scope* scope, const std::string& dir,
+                                   const std::string& model_file,
+                                   const std::string& params_dir) {
+    InferenceModelFiles files{model_file, params_dir};
+    proto::InferenceModel model = LoadInferenceModel(scope, dir, files);
+    return py::make_tuple(Wrap(model.program()),
+                          std::vector<std::string>(model.feed_names().begin(),
+                                                   model.feed_names().end()),
+                          std::vector<std::string>(model.fetch_names().begin(),
+                                                   model.fetch_names().end()));
+  });
+}
+
 // Training jobs, checkpoints and data sets on disk.
 void BindIo(py::module_& m) {
   m.def("save_job",
@@ -726,6 +758,19 @@ void BindIo(py::module_& m) {
           CheckpointInfo info = LoadCheckpoint(scope, program->desc, dir);
           return std::make_pair(info.step, info.epoch);
         });
+  m.def("save_vars",
+        [](const Scope& scope, const std::vector<std::string>& names,
+           const std::string& dir, int64_t step, int64_t epoch) {
+          SaveCheckpoint(scope, names, dir, CheckpointInfo{step, epoch});
+        });
+  m.def("load_vars",
+        [](Scope* scope, const ProgramPtr& program,
+           const std::vector<std::string>& names, const std::string& dir) {
+          CheckpointInfo info =
+              LoadCheckpointVars(scope, VarSpecs(program->desc, names), dir);
+          return std::make_pair(info.step, info.epoch);
+        });
+  BindInferenceModels(m);
   m.def("load_mnist_family", [](const std::string& dir, bool train) {
     Dataset d = LoadMnistFamily(dir, train);
     return std::make_pair(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));

@@ -326,8 +326,6 @@ std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
 // ---- registrations: each layer by name, with its arguments as Fluid names
 // them (the Python functions of fluid.layers take the same, in this order).
 
-namespace {
-
 DataType DtypeArg(const LayerArgs& a, const std::string& name) {
   const std::string& s = a.String(name);
   for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
@@ -337,6 +335,8 @@ DataType DtypeArg(const LayerArgs& a, const std::string& name) {
               ": argument ", Quote(name), ": unknown dtype ", Quote(s),
               "; known: float32, float64, int32, int64");
 }
+
+namespace {
 
 // The attr of a parameter the layer cannot go without (its weight).
 ParamAttr WeightArg(const LayerArgs& a, const std::string& name) {

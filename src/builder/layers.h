@@ -10,6 +10,9 @@
 #include "src/builder/program_builder.h"
 
 namespace fluid {
+
+class LayerArgs;
+
 namespace layers {
 
 // Declares a feed var. With append_batch_size, a leading -1 (batch) dim is
@@ -114,6 +117,10 @@ std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
 // stop_gradient.
 std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
                          DataType dtype, float value);
+
+// The dtype a layer's string argument `name` names; an unknown one is an
+// error naming the layer and the argument.
+DataType DtypeArg(const LayerArgs& a, const std::string& name);
 
 }  // namespace layers
 }  // namespace fluid

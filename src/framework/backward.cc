@@ -5,6 +5,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/operator.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/prune.h"
 
 namespace fluid {
 
@@ -302,15 +303,8 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
 
 namespace {
 
-// Ops with an inference mode (an is_test attr: batch_norm, dropout).
-bool HasTestMode(const proto::OpDesc& op) {
-  if (!OpRegistry::Global().Has(op.type())) return false;
-  for (const AttrSpec& a : OpRegistry::Global().Get(op.type()).attrs())
-    if (a.name == "is_test") return true;
-  return false;
-}
-
 bool InTestMode(const proto::OpDesc& op) {
+  if (HasOpAttr(op, "is_test")) return GetOpAttrAs<bool>(op, "is_test");
   AttributeMap attrs = OpRegistry::Global().Get(op.type()).ResolveAttrs(op);
   return GetAttr<bool>(attrs, "is_test", op.type());
 }

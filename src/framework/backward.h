@@ -34,8 +34,8 @@ bool IsTrainingOnlyOp(const proto::OpDesc& op, const proto::BlockDesc& block);
 
 // A copy of `program` for evaluation: the forward part only (every op
 // IsTrainingOnlyOp rejects is dropped; forward ops with an is_test attr are
-// kept with it set), and only the vars the kept ops use
-// plus the persistable ones. The trainer derives a job's missing test
+// kept, with it set), and only the vars the kept ops use plus the
+// persistable ones. The trainer derives a job's missing test
 // program with it; Python's Program.clone(for_test=True) calls it too.
 proto::ProgramDesc CloneForTest(const proto::ProgramDesc& program);
 

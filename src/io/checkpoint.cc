@@ -333,6 +333,19 @@ std::vector<CheckpointVarSpec> PersistableVarSpecs(
   return specs;
 }
 
+std::vector<CheckpointVarSpec> VarSpecs(const proto::ProgramDesc& program,
+                                        const std::vector<std::string>& names) {
+  FLUID_ENFORCE(program.blocks_size() > 0, "program has no blocks");
+  std::vector<CheckpointVarSpec> specs;
+  for (const std::string& n : names) {
+    const proto::VarDesc* v = FindVarDesc(program.blocks(0), n);
+    FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound, "the program has ",
+                       "no var '", n, "' to load");
+    specs.push_back(CheckpointVarSpec{n, VarDtype(*v), VarShape(*v)});
+  }
+  return specs;
+}
+
 void SaveCheckpoint(const Scope& scope,
                     const std::vector<std::string>& var_names,
                     const std::string& dir, const CheckpointInfo& info,

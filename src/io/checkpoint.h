@@ -73,6 +73,10 @@ std::vector<std::string> PersistableVars(const proto::ProgramDesc& program);
 // The same vars with their dtypes and declared shapes, sorted by name.
 std::vector<CheckpointVarSpec> PersistableVarSpecs(
     const proto::ProgramDesc& program);
+// The vars `names` of block 0 as the program declares them, in that order;
+// a name the program lacks is a kNotFound error naming it.
+std::vector<CheckpointVarSpec> VarSpecs(const proto::ProgramDesc& program,
+                                        const std::vector<std::string>& names);
 
 // Saves the tensors `var_names` (looked up in `scope` and its ancestors) as
 // checkpoint `info.step` under `dir`, creating `dir` if needed. Each variable
@@ -111,6 +115,13 @@ CheckpointInfo LoadCheckpoint(Scope* scope,
                               const std::vector<CheckpointVarSpec>& expected,
                               const std::string& dir,
                               FileSystem* fs = DefaultFileSystem());
+// Like LoadCheckpoint, but the checkpoint may hold more than `expected`:
+// only the expected variables are checked and loaded (the parameters out of
+// a checkpoint of all persistable vars, say). A missing expected variable
+// or a dtype or shape mismatch is the same error as LoadCheckpoint's.
+CheckpointInfo LoadCheckpointVars(
+    Scope* scope, const std::vector<CheckpointVarSpec>& expected,
+    const std::string& dir, FileSystem* fs = DefaultFileSystem());
 // Expects exactly the persistable vars of `program` (PersistableVarSpecs).
 CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
                               const std::string& dir,

@@ -227,7 +227,7 @@ Verified ReadVerified(FileSystem* fs, const Located& loc) {
 // it into tensors; one kInvalidArgument error lists every mismatch.
 std::vector<std::pair<std::string, Tensor>> MatchProgram(
     Verified* ckpt, const std::vector<CheckpointVarSpec>& expected,
-    const Scope& scope, const std::string& path) {
+    const Scope& scope, const std::string& path, bool allow_extra) {
   std::map<std::string, std::vector<std::string>> problems;
   std::vector<std::pair<std::string, Tensor>> staged;
   std::set<std::string> wanted;
@@ -263,7 +263,7 @@ std::vector<std::pair<std::string, Tensor>> MatchProgram(
     staged.emplace_back(spec.name, std::move(t));
   }
   for (const auto& kv : ckpt->vars) {
-    if (!wanted.count(kv.first))
+    if (!allow_extra && !wanted.count(kv.first))
       problems[kv.first].push_back("in checkpoint, not in program");
   }
   std::vector<std::string> report;
@@ -299,7 +299,8 @@ void Commit(std::vector<std::pair<std::string, Tensor>>* staged, Scope* scope) {
 bool LoadNewestIntact(Scope* scope,
                       const std::vector<CheckpointVarSpec>& expected,
                       const std::string& dir, FileSystem* fs,
-                      CheckpointInfo* info, std::vector<Error>* failures) {
+                      CheckpointInfo* info, std::vector<Error>* failures,
+                      bool allow_extra = false) {
   FLUID_ENFORCE(scope != nullptr, "LoadCheckpoint: null scope");
   FLUID_ENFORCE(fs != nullptr, "LoadCheckpoint: null file system");
   std::vector<Error> latest_problem;
@@ -315,7 +316,7 @@ bool LoadNewestIntact(Scope* scope,
       skipped.push_back(e.what());
       continue;
     }
-    auto staged = MatchProgram(&ckpt, expected, *scope, loc.path);
+    auto staged = MatchProgram(&ckpt, expected, *scope, loc.path, allow_extra);
     Commit(&staged, scope);
     info->step = ckpt.step;
     info->epoch = ckpt.epoch;
@@ -350,6 +351,17 @@ CheckpointInfo LoadCheckpoint(Scope* scope,
   CheckpointInfo info;
   std::vector<Error> failures;
   if (!LoadNewestIntact(scope, expected, dir, fs, &info, &failures))
+    ThrowNoneIntact(dir, failures);
+  return info;
+}
+
+CheckpointInfo LoadCheckpointVars(
+    Scope* scope, const std::vector<CheckpointVarSpec>& expected,
+    const std::string& dir, FileSystem* fs) {
+  CheckpointInfo info;
+  std::vector<Error> failures;
+  if (!LoadNewestIntact(scope, expected, dir, fs, &info, &failures,
+                        /*allow_extra=*/true))
     ThrowNoneIntact(dir, failures);
   return info;
 }

@@ -10,6 +10,9 @@
 //           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
 //           [--grad-compression none|bf16|fp16]
 //                                               data-parallel on N ranks
+//   trainer --predict DIR [--data DIR] [--test-samples N]
+//                                               accuracy of a saved
+//                                               inference model
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -44,6 +47,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"mlp", "lenet"}));
   app.add_option("--save", o.save,
                  "with --model: write the job to this file and exit");
+  app.add_option("--predict", o.predict,
+                 "directory of a saved inference model "
+                 "(fluid.io.save_inference_model): print its accuracy on "
+                 "the test split of --data and exit");
   app.add_option("--data", o.data_dir, "directory of IDX files")
       ->capture_default_str();
   app.add_option("--epochs", o.epochs, "epochs to train")
@@ -105,9 +112,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   o.overlap = !no_overlap;
-  if (o.program.empty() == o.model.empty()) {
-    std::cerr << "trainer: error: give exactly one of --program and --model"
-              << std::endl;
+  if (o.predict.empty() && o.program.empty() == o.model.empty()) {
+    std::cerr << "trainer: error: give exactly one of --program, --model "
+              << "and --predict" << std::endl;
     return 2;
   }
   std::string failure;

@@ -497,6 +497,7 @@ Place ParsePlace(const std::string& place) {
 }
 
 TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
+  if (!o.predict.empty()) return Predict(o, out);
   CheckOptions(o);
   const Place place = ParsePlace(o.place);
 

@@ -17,6 +17,9 @@ struct TrainerOptions {
   std::string program;  // a TrainingJob file; or:
   std::string model;    // a built-in model (mlp | lenet)
   std::string save;     // with `model`: write the job here and stop
+  // A directory fluid.io.save_inference_model wrote: report the model's
+  // accuracy on the test split of data_dir instead of training (Predict).
+  std::string predict;
   // Print the main program's ops and stop; with print_nranks > 0, as the
   // collective transpiler rewrites it for that many ranks.
   bool print_program = false;
@@ -81,6 +84,12 @@ struct TrainerResult {
 // checkpoints. Throws fluid::Error on any failure (bad program, missing
 // data, NaN loss, ...).
 TrainerResult RunTrainer(const TrainerOptions& options, std::ostream& out);
+
+// Loads the inference model in options.predict and prints its top-1
+// accuracy on the test split of options.data_dir (the model's first fetch
+// scores each class; its feeds take the image and, if it asks, the label).
+// Uses data_dir, test_samples, place and threads; refuses program and model.
+TrainerResult Predict(const TrainerOptions& options, std::ostream& out);
 
 // The program the trainer evaluates with: the job's test program (refused
 // if it holds an op that trains or communicates), or, when the job has

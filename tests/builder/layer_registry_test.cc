@@ -7,6 +7,7 @@
 
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
+#include "src/builder/var_layers.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
@@ -320,6 +321,36 @@ std::vector<LayerCase> ConfiguredLayerCases() {
        [](ProgramBuilder* b) {
          return layers::Dropout(b, "img", 0.25f, true, 7, "drop",
                                 "upscale_in_train");
+       }},
+      {"create_parameter",
+       {{"shape", Ints{3, 4}}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateParameter(b, {3, 4}, DataType::kFloat32);
+       }},
+      {"create_parameter",
+       {{"shape", Ints{4}},
+        {"dtype", "float64"},
+        {"name", "bias"},
+        {"is_bias", true},
+        {"default_initializer", half}},
+       [half](ProgramBuilder* b) {
+         return layers::CreateParameter(b, {4}, DataType::kFloat64, "bias", {},
+                                        true, half);
+       }},
+      {"create_global_var",
+       {{"shape", Ints{1}},
+        {"value", 2.0},
+        {"dtype", "int64"},
+        {"persistable", true},
+        {"name", "g"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateGlobalVar(b, {1}, 2.0f, DataType::kInt64, true,
+                                        "g");
+       }},
+      {"create_global_var",
+       {{"shape", Ints{2}}, {"value", 0.5}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateGlobalVar(b, {2}, 0.5f, DataType::kFloat32);
        }},
   };
 }

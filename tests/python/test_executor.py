@@ -225,7 +225,7 @@ def test_same_seed_same_init_different_seed_differs():
     assert not np.array_equal(init(3), init(4))
 
 
-def test_save_params_load_params_round_trip(tmp_path):
+def test_save_persistables_load_persistables_round_trip(tmp_path):
     main, startup, loss, _, _, _ = build_classifier(
         fluid.optimizer.Momentum(0.05, 0.9))
     exe, scope = run_startup(startup)
@@ -237,14 +237,14 @@ def test_save_params_load_params_round_trip(tmp_path):
     assert any(n.endswith("_velocity_0") for n in names)
     saved = {n: scope.get(n).copy() for n in names}
     d = str(tmp_path / "ckpt")
-    fluid.io.save_params(exe, d, main, scope=scope, step=3, epoch=1)
+    fluid.io.save_persistables(exe, d, main, scope=scope, step=3, epoch=1)
 
     # Into a fresh scope of a freshly built program (other init seed).
     main2, startup2, loss2, _, _, _ = build_classifier(
         fluid.optimizer.Momentum(0.05, 0.9), seed=7)
     exe2, scope2 = run_startup(startup2)
     assert not np.array_equal(scope2.get("fc_0.w_0"), saved["fc_0.w_0"])
-    assert fluid.io.load_params(exe2, d, main2, scope=scope2) == (3, 1)
+    assert fluid.io.load_persistables(exe2, d, main2, scope=scope2) == (3, 1)
     for n in names:
         np.testing.assert_array_equal(scope2.get(n), saved[n], err_msg=n)
     # and training continues identically in both

@@ -18,6 +18,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
+#include "src/io/inference_model.h"
 #include "src/io/job_io.h"
 
 #ifndef FLUID_TRAINER_BIN
@@ -491,6 +492,63 @@ TEST_F(TrainerTest, MissingTestFileFailsBeforeTraining) {
   Outcome o = RunCli("--model mlp");
   ExpectOneLineError(o, "t10k-labels-idx1-ubyte");
   EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << o.out;
+}
+
+// ------------------------------------------------------------ --predict
+
+// The scores the job's accuracy op ranks.
+std::string ScoresVar(const proto::TrainingJob& job) {
+  for (const auto& op : job.main().blocks(0).ops())
+    if (op.type() == "accuracy") return OpInput(op, "Out")[0];
+  return "";
+}
+
+// A saved inference model of a trained mlp scores the test split as the
+// trainer's own evaluation did.
+TEST_F(TrainerTest, PredictReportsTheAccuracyTrainingReported) {
+  const std::string job_path = SaveMlp([](proto::TrainingJob*) {}, "m.pb");
+  TrainerOptions o;
+  o.data_dir = dir_;
+  o.batch_size = 32;
+  o.program = job_path;
+  o.checkpoint_dir = dir_ + "/ckpt";
+  std::ostringstream log;
+  const TrainerResult trained = RunTrainer(o, log);
+  ASSERT_GE(trained.test_accuracy, 0);
+  const proto::TrainingJob job = LoadJob(job_path);
+  Scope scope;
+  LoadCheckpoint(&scope, job.main(), o.checkpoint_dir);
+  const std::string model = dir_ + "/infer";
+  SaveInferenceModel(scope, job.main(), {"image"}, {ScoresVar(job)}, model);
+
+  Outcome run = RunCli("--predict '" + model + "'");
+  ASSERT_EQ(run.status, 0) << run.err;
+  char want[64];
+  std::snprintf(want, sizeof(want), "test accuracy %.4f (64 samples)",
+                trained.test_accuracy);
+  EXPECT_NE(run.out.find(want), std::string::npos) << run.out;
+
+  TrainerOptions p;
+  p.data_dir = dir_;
+  p.predict = model;
+  p.test_samples = 10;
+  std::ostringstream plog;
+  EXPECT_GE(RunTrainer(p, plog).test_accuracy, 0);
+  EXPECT_NE(plog.str().find("(10 samples)"), std::string::npos) << plog.str();
+}
+
+TEST_F(TrainerTest, PredictErrorsAreOneLine) {
+  ExpectOneLineError(RunCli("--predict '" + dir_ + "/none'"), "__model__");
+  const proto::TrainingJob job = BuildModel("mlp");
+  Scope scope;
+  Executor().RunOnce(job.startup(), &scope);
+  const std::string model = dir_ + "/loss_model";
+  SaveInferenceModel(scope, job.main(), {"image", "label"}, {job.loss_name()},
+                     model);
+  ExpectOneLineError(RunCli("--predict '" + model + "'"), "per-class scores");
+  ExpectOneLineError(
+      RunCli("--predict '" + model + "' --program '" + model + "'"),
+      "neither --program nor --model");
 }
 
 // ------------------------------------------------------------ evaluation

@@ -19,11 +19,11 @@ from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
 from . import core, layers, optimizer, reader, io, datasets, transpiler
 from .data_feeder import DataFeeder
 from .layers import ParamAttr
-from .transpiler import DistributeTranspiler
+from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
 
 __all__ = [
     "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
-    "DistributeTranspiler", "cuda_device_count", "is_compiled_with_cuda",
+    "DistributeTranspiler", "DistributeTranspilerConfig", "cuda_device_count", "is_compiled_with_cuda",
     "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",

@@ -1,7 +1,16 @@
 """Saving and loading: whole training jobs (the model.pb the `trainer`
-command reads) and parameters (the checkpoint format: atomic, with a
-manifest; loading checks names, dtypes and shapes); and the reader
-decorators of fluid.reader (batch, shuffle, shard, ...)."""
+command reads); variables, parameters and persistables (the checkpoint
+format: atomic, with a manifest; loading checks names, dtypes and shapes);
+inference models (a pruned forward program with its parameters); and the
+reader decorators of fluid.reader (batch, shuffle, shard, ...).
+
+Where Fluid writes one file per variable (or, with `filename`, one file for
+all), a save here is a checkpoint directory: `dirname` holds LATEST and
+ckpt-<step>/ (one file per tensor and a manifest), or, with `filename`,
+`dirname/filename` does. Under mpirun, save from one rank (rank 0): every
+rank holds the same parameters."""
+import os
+
 from . import _core
 from .reader import (ComposeNotAligned, batch, buffered, chain, compose,
                      firstn, map_readers, shard, shuffle, xmap_readers)
@@ -9,8 +18,10 @@ from .executor import global_scope
 from .framework import Program, default_main_program, default_startup_program
 
 __all__ = [
-    "save_job", "load_job", "save_params", "load_params",
-    "save_persistables", "load_persistables",
+    "save_job", "load_job", "save_vars", "load_vars", "save_params",
+    "load_params", "save_persistables", "load_persistables",
+    "save_inference_model", "load_inference_model", "is_parameter",
+    "is_persistable",
     # fluid.io.batch, ... as in Fluid (see reader.py)
     "ComposeNotAligned", "batch", "buffered", "chain", "compose", "firstn",
     "map_readers", "shard", "shuffle", "xmap_readers",
@@ -42,18 +53,140 @@ def load_job(path):
     return d
 
 
-def save_params(executor, dirname, main_program=None, scope=None, step=0,
-                epoch=0):
-    main_program = main_program or default_main_program()
-    _core.save_checkpoint((scope or global_scope())._core, main_program.desc,
-                          dirname, step, epoch)
+def is_parameter(var):
+    """A trainable parameter (what save_params saves)."""
+    return bool(var.persistable and var.program.desc.var(var.name)
+                ["trainable"])
 
 
-def load_params(executor, dirname, main_program=None, scope=None):
+def is_persistable(var):
+    """Parameters and everything else that lives across runs: optimizer
+    state, learning rates, counters (what save_persistables saves)."""
+    return bool(var.persistable)
+
+
+def _root(dirname, filename):
+    if not dirname:
+        raise ValueError("dirname must name a directory")
+    if filename is None:
+        return str(dirname)
+    if not filename or "/" in filename or filename in (".", ".."):
+        raise ValueError(f"filename '{filename}' must be a plain file name")
+    return os.path.join(str(dirname), filename)
+
+
+def _var_names(program, vars, predicate, what):
+    if vars is None:
+        chosen = [v for v in program.list_vars()
+                  if (predicate or is_persistable)(v)]
+    else:
+        chosen = list(vars)
+    names = sorted({_name(v) for v in chosen})
+    if not names:
+        raise ValueError(f"{what}: no variables to save or load")
+    return names
+
+
+def save_vars(executor, dirname, main_program=None, vars=None,
+              predicate=None, filename=None, scope=None, step=0, epoch=0):
+    """Saves `vars` (Variables or names), or the vars of `main_program` for
+    which `predicate(var)` holds (default: the persistable ones), from
+    `scope` (default: the global scope) into the checkpoint directory
+    `dirname` (or `dirname/filename`). `executor` is accepted for Fluid's
+    signature; the values come from the scope."""
+    program = main_program or default_main_program()
+    names = _var_names(program, vars, predicate, "save_vars")
+    _core.save_vars((scope or global_scope())._core, names,
+                    _root(dirname, filename), int(step), int(epoch))
+
+
+def load_vars(executor, dirname, main_program=None, vars=None,
+              predicate=None, filename=None, scope=None):
+    """Loads the vars save_vars would choose with the same arguments from
+    the newest intact checkpoint in `dirname` (or `dirname/filename`) into
+    `scope`. The checkpoint may hold more vars than are loaded; a var it
+    lacks, or one of another dtype or shape than `main_program` declares, is
+    an error naming the var and the checkpoint, and nothing is loaded.
+    Returns the checkpoint's (step, epoch)."""
+    program = main_program or default_main_program()
+    names = _var_names(program, vars, predicate, "load_vars")
+    return _core.load_vars((scope or global_scope())._core, program.desc,
+                           names, _root(dirname, filename))
+
+
+def save_params(executor, dirname, main_program=None, filename=None,
+                scope=None, step=0, epoch=0):
+    """Saves the trainable parameters only (no optimizer state)."""
+    save_vars(executor, dirname, main_program, predicate=is_parameter,
+              filename=filename, scope=scope, step=step, epoch=epoch)
+
+
+def load_params(executor, dirname, main_program=None, filename=None,
+                scope=None):
+    """Loads the trainable parameters (from a save_params or a
+    save_persistables save); optimizer state in the scope is left as it
+    is. Returns (step, epoch)."""
+    return load_vars(executor, dirname, main_program, predicate=is_parameter,
+                     filename=filename, scope=scope)
+
+
+def save_persistables(executor, dirname, main_program=None, filename=None,
+                      scope=None, step=0, epoch=0):
+    """Saves every persistable var: parameters and optimizer state, all that
+    resuming training needs."""
+    save_vars(executor, dirname, main_program, predicate=is_persistable,
+              filename=filename, scope=scope, step=step, epoch=epoch)
+
+
+def load_persistables(executor, dirname, main_program=None, filename=None,
+                      scope=None):
     """Loads every persistable var of the program; returns (step, epoch)."""
-    main_program = main_program or default_main_program()
-    return _core.load_checkpoint((scope or global_scope())._core,
-                                 main_program.desc, dirname)
+    return load_vars(executor, dirname, main_program,
+                     predicate=is_persistable, filename=filename, scope=scope)
 
 
-save_persistables, load_persistables = save_params, load_params
+def save_inference_model(dirname, feeded_var_names, target_vars, executor,
+                         main_program=None, model_filename=None,
+                         params_filename=None, export_for_deployment=True,
+                         scope=None):
+    """Saves the part of `main_program` that computes `target_vars` from
+    `feeded_var_names` (ops that train, communicate or compute the feeds
+    are pruned away, and every op with an is_test attribute runs in test
+    mode), with the parameters it reads, into `dirname`: the program in
+    `model_filename` (default "__model__"), the parameters as a checkpoint in
+    `dirname` or, with `params_filename`, in `dirname/params_filename`.
+    The directory is written whole or not at all (built beside it and
+    renamed). Returns the names of the targets."""
+    if isinstance(feeded_var_names, str):
+        feeded_var_names = [feeded_var_names]
+    if not isinstance(target_vars, (list, tuple)):
+        target_vars = [target_vars]
+    if not export_for_deployment:
+        raise NotImplementedError(
+            "save_inference_model: export_for_deployment=False is not "
+            "supported; the saved program is always the pruned one")
+    program = main_program or default_main_program()
+    feeds = [_name(v) for v in feeded_var_names]
+    targets = [_name(v) for v in target_vars]
+    _core.save_inference_model(
+        (scope or global_scope())._core, program.desc, feeds, targets,
+        str(dirname), model_filename or "__model__", params_filename or "")
+    return targets
+
+
+def load_inference_model(dirname, executor, model_filename=None,
+                         params_filename=None, pserver_endpoints=None,
+                         scope=None):
+    """Loads a model save_inference_model wrote: its parameters go into
+    `scope` (default: the global scope). Returns (program,
+    feed_target_names, fetch_targets): run it as
+    `executor.run(program, feed={name: value}, fetch_list=fetch_targets)`."""
+    if pserver_endpoints is not None:
+        raise NotImplementedError(
+            "load_inference_model: pserver_endpoints: there are no "
+            "parameter servers here; every parameter is in the model")
+    desc, feeds, fetches = _core.load_inference_model(
+        (scope or global_scope())._core, str(dirname),
+        model_filename or "__model__", params_filename or "")
+    program = Program(desc)
+    return program, list(feeds), [program.var(n) for n in fetches]

@@ -289,3 +289,46 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
                   dropout_prob=float(dropout_prob), is_test=is_test,
                   seed=seed, name=name,
                   dropout_implementation=dropout_implementation)
+# ---- variables declared directly: create_parameter, create_global_var ----
+
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
+                     default_initializer=None):
+    """A parameter of `shape` and `dtype`, initialised by the startup
+    program with attr's initializer, else `default_initializer` (an
+    initializer dict such as {"kind": "constant", "value": 0.5}), else zeros
+    for a bias and Xavier for a weight. Named by attr's name, else `name`,
+    else create_parameter_N.w_0 (.b_0 for a bias)."""
+    fallback = None
+    if default_initializer is not None:
+        if not isinstance(default_initializer, dict):
+            raise TypeError(
+                "create_parameter(default_initializer=...): expected an "
+                "initializer dict such as {'kind': 'xavier'}, got "
+                f"{type(default_initializer).__name__}")
+        fallback = {"initializer": dict(default_initializer)}
+    return _layer("create_parameter", shape=_shape(shape, "create_parameter"),
+                  dtype=dtype, name=name,
+                  attr=_attr(attr, "create_parameter", "attr"),
+                  is_bias=bool(is_bias), default_initializer=fallback)
+
+
+def create_global_var(shape, value, dtype, persistable=False,
+                      force_cpu=False, name=None):
+    """A var of `shape` and `dtype` filled with `value`. Persistable: filled
+    once by the startup program and kept (and saved) across runs; otherwise
+    refilled by the main program on every run. force_cpu is accepted for
+    Fluid's signature: a var lives where the executor runs."""
+    return _layer("create_global_var",
+                  shape=_shape(shape, "create_global_var"),
+                  value=float(value), dtype=dtype,
+                  persistable=bool(persistable), force_cpu=bool(force_cpu),
+                  name=name)
+
+
+def _shape(shape, layer):
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        return [shape]
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"{layer}(shape=...): expected a list of ints, got "
+                        f"{type(shape).__name__}")
+    return [int(d) for d in shape]

@@ -1,7 +1,22 @@
-"""The seed's DistributeTranspiler, collective by default: the trainer
-program carries allreduce ops and no parameter server is needed.
-mode="pserver" produces the old send/recv pair, which to_collective() turns
-into the collective program."""
+"""DistributeTranspiler, with Fluid 1.x's signature and the seed's.
+
+Collective mode (DistributeTranspilerConfig.mode "collective" or "nccl2"):
+the trainer program carries allreduce ops and no parameter server is
+needed; run it on every rank with fluid.MPIExecutor under mpirun -np N.
+Parameter-server mode ("pserver", Fluid's default) produces the old
+send/recv trainer program and one program per server, which to_collective()
+turns into the collective program (there are no server processes here).
+
+    config = fluid.DistributeTranspilerConfig()
+    config.mode = "collective"
+    t = fluid.DistributeTranspiler(config=config)
+    t.transpile(trainer_id, program=main, trainers=world)
+    trainer_program = t.get_trainer_program()
+
+The seed's form, transpile(optimize_ops, params_grads, pservers=...,
+trainers=..., mode="collective"), still works and defaults to collective."""
+import numbers
+
 from . import _core
 from .framework import (Program, _as_startup, default_main_program,
                         default_startup_program)
@@ -11,21 +26,153 @@ def _startup(desc):
     return _as_startup(Program(desc))
 
 
-class DistributeTranspiler:
-    """sync_batch_norm: every batch_norm computes its statistics over the
-    global batch of all ranks (sets its sync_stats attribute)."""
+class RoundRobin:
+    """Assigns parameters to parameter servers in turn: the one assignment
+    pserver mode makes (Fluid's ps_dispatcher.RoundRobin)."""
 
-    def __init__(self, bucket_mb=4.0, overlap=True, sync_batch_norm=False):
-        self._bucket_bytes = int(bucket_mb * (1 << 20))
-        self._overlap = overlap
-        self._sync_batch_norm = bool(sync_batch_norm)
+    def __init__(self, pserver_endpoints=()):
+        self._eps = list(pserver_endpoints)
+
+
+class HashName(RoundRobin):
+    """Fluid's assignment by name hash; refused here (see
+    DistributeTranspilerConfig.split_method)."""
+
+
+_MODES = {"collective": "collective", "nccl2": "collective",
+          "pserver": "pserver"}
+
+
+class DistributeTranspilerConfig:
+    """How DistributeTranspiler rewrites a program (Fluid 1.x's class).
+
+    mode: "pserver" (Fluid's default: a send/recv trainer program and server
+    programs, for to_collective()), or "collective" / "nccl2" (allreduce,
+    no server). slice_var_up, split_method and min_block_size concern how a
+    parameter server splits variables; here parameters are assigned whole
+    and round robin, so they are checked and kept but change nothing.
+    bucket_mb and overlap (this project's) size the allreduce buckets and
+    let them overlap the backward pass; sync_batch_norm makes every
+    batch_norm compute its statistics over the global batch of all ranks."""
+
+    def __init__(self):
+        self.slice_var_up = True
+        self.split_method = None
+        self.min_block_size = 8192
+        self.mode = "pserver"
+        self.print_log = False
+        self.bucket_mb = 4.0
+        self.overlap = True
+        self.sync_batch_norm = False
+
+    def _check(self):
+        if self.mode not in _MODES:
+            raise ValueError(
+                f"DistributeTranspilerConfig.mode '{self.mode}': use "
+                "'collective' (or its alias 'nccl2') or 'pserver'")
+        if self.split_method not in (None, RoundRobin):
+            raise ValueError(
+                "DistributeTranspilerConfig.split_method: parameters go to "
+                "servers round robin here; use None or RoundRobin")
+        if not isinstance(self.min_block_size, int) or \
+                self.min_block_size <= 0:
+            raise ValueError("DistributeTranspilerConfig.min_block_size must "
+                             f"be a positive int, got {self.min_block_size!r}")
+        if not self.bucket_mb > 0:
+            raise ValueError("DistributeTranspilerConfig.bucket_mb must be "
+                             f"positive, got {self.bucket_mb!r}")
+
+
+def _trainer_count(trainers):
+    """Fluid passes the trainer endpoints ("ip:port,ip:port") as `trainers`
+    in nccl2 mode, a count otherwise."""
+    if isinstance(trainers, str):
+        eps = [e for e in trainers.split(",") if e.strip()]
+        if not eps:
+            raise ValueError("transpile: trainers names no endpoint")
+        return len(eps)
+    if int(trainers) < 1:
+        raise ValueError(f"transpile: trainers must be >= 1, got {trainers}")
+    return int(trainers)
+
+
+class DistributeTranspiler:
+    """DistributeTranspiler(config=None): see the module's docstring. The
+    seed's DistributeTranspiler(bucket_mb=4.0, overlap=True) is accepted
+    too."""
+
+    def __init__(self, config=None, bucket_mb=None, overlap=None,
+                 sync_batch_norm=None):
+        if isinstance(config, (int, float)) and not isinstance(config, bool):
+            config, bucket_mb = None, config  # the seed's positional bucket_mb
+        self._explicit_config = config is not None
+        self.config = config if config is not None \
+            else DistributeTranspilerConfig()
+        if bucket_mb is not None:
+            self.config.bucket_mb = bucket_mb
+        if overlap is not None:
+            self.config.overlap = overlap
+        if sync_batch_norm is not None:
+            self.config.sync_batch_norm = sync_batch_norm
         self._trainer = self._startup = None
         self._servers = {}
         self.mode = None
+        self.trainer_id = 0
 
-    def transpile(self, optimize_ops=None, params_grads=None, pservers="",
-                  trainers=1, trainer_id=0, program=None,
-                  startup_program=None, mode="collective"):
+    def transpile(self, *args, **kwargs):
+        """transpile(trainer_id, program=None, pservers="127.0.0.1:6174",
+        trainers=1, sync_mode=True, startup_program=None,
+        current_endpoint="127.0.0.1:6174"), as in Fluid 1.x, the mode taken
+        from the config; or the seed's transpile(optimize_ops,
+        params_grads, pservers="", trainers=1, trainer_id=0, program=None,
+        startup_program=None, mode="collective")."""
+        # Fluid 1.x's first argument is the trainer id, an int; the seed's
+        # is the list of optimize ops.
+        seed_style = (args and not isinstance(args[0], numbers.Integral)) or \
+            "optimize_ops" in kwargs or "params_grads" in kwargs or \
+            (not args and "trainer_id" not in kwargs)
+        if seed_style:
+            return self._transpile_seed(*args, **kwargs)
+        return self._transpile_1x(*args, **kwargs)
+
+    def _transpile_1x(self, trainer_id, program=None,
+                      pservers="127.0.0.1:6174", trainers=1, sync_mode=True,
+                      startup_program=None, current_endpoint="127.0.0.1:6174",
+                      mode=None):
+        if not sync_mode:
+            raise NotImplementedError(
+                "transpile(sync_mode=False): asynchronous training needs "
+                "parameter servers; here gradients are averaged by a "
+                "synchronous allreduce")
+        self.trainer_id = int(trainer_id)
+        self._run(mode or self.config.mode, program, startup_program,
+                  pservers, trainers)
+
+    def _transpile_seed(self, optimize_ops=None, params_grads=None,
+                        pservers="", trainers=1, trainer_id=0, program=None,
+                        startup_program=None, mode=None):
+        if mode is None:
+            mode = self.config.mode if self._explicit_config else "collective"
+        self.trainer_id = int(trainer_id)
+        self._run(mode, program, startup_program, pservers, trainers)
+
+    def _run(self, mode, program, startup_program, pservers, trainers):
+        if mode not in _MODES:
+            raise ValueError(f"unknown mode '{mode}'; use 'collective' (or "
+                             "'nccl2') or 'pserver'")
+        self.config._check()
+        trainers = _trainer_count(trainers)
+        if not 0 <= self.trainer_id < trainers:
+            raise ValueError(f"transpile: trainer_id {self.trainer_id} is "
+                             f"not in [0, {trainers}) for {trainers} "
+                             "trainer(s)")
+        self._bucket_bytes = int(self.config.bucket_mb * (1 << 20))
+        self._overlap = bool(self.config.overlap)
+        self._sync_batch_norm = bool(self.config.sync_batch_norm)
+        self._transpile(pservers, trainers, program, startup_program,
+                        _MODES[mode])
+
+    def _transpile(self, pservers, trainers, program, startup_program, mode):
         program = program or default_main_program()
         startup_program = startup_program or default_startup_program()
         self.mode = mode
@@ -41,9 +188,6 @@ class DistributeTranspiler:
             self._trainer, self._startup = Program(main), _startup(start)
             self._servers = {ep: (Program(m), _startup(s))
                              for ep, m, s in servers}
-        else:
-            raise ValueError(f"unknown mode '{mode}'; use 'collective' or "
-                             "'pserver'")
         self._trainers = int(trainers)
 
     def get_trainer_program(self):

@@ -1,0 +1,35 @@
+// Layers that declare variables rather than compute (registered in
+// var_layers.cc as create_parameter and create_global_var).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/builder/program_builder.h"
+
+namespace fluid {
+namespace layers {
+
+// A trainable parameter of `shape` and `dtype`, initialised in the startup
+// program. Named attr.name, else `name`, else create_parameter_N.w_0
+// (.b_0 when `is_bias`); initialised by attr's initializer, else
+// `fallback`'s (when it has one), else zeros for a bias and Xavier
+// (uniform) for a weight.
+std::string CreateParameter(ProgramBuilder* b,
+                            const std::vector<int64_t>& shape, DataType dtype,
+                            const std::string& name = "",
+                            const ParamAttr& attr = {}, bool is_bias = false,
+                            const ParamAttr& fallback = {});
+
+// A var of `shape` and `dtype` filled with `value`, named `name` or
+// global_var_N.tmp_0. Persistable: declared in both programs and filled once
+// by the startup program, so it lives (and is saved) across runs. Otherwise
+// a var of the main program that a fill_constant op there refills on every
+// run.
+std::string CreateGlobalVar(ProgramBuilder* b,
+                            const std::vector<int64_t>& shape, float value,
+                            DataType dtype, bool persistable = false,
+                            const std::string& name = "");
+
+}  // namespace layers
+}  // namespace fluid
