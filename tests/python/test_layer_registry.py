@@ -90,7 +90,8 @@ def test_python_layer_reaches_its_registered_layer(name, monkeypatch):
     args = SCHEMAS[name]["args"]
     given = {a["name"]: SAMPLES[a["kind"]] for a in args if a["required"]}
     out = getattr(L, name)(**given)
-    assert out == "Variable(out)"
+    # split returns its pieces as a list, as Fluid's does.
+    assert out in ("Variable(out)", ["Variable(out)"])
     assert len(recorder.calls) == 1
     layer, passed = recorder.calls[0]
     assert layer == name

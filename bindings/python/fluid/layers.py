@@ -254,3 +254,75 @@ def elementwise_min(x, y, axis=-1, act=None, name=None):
 
 def elementwise_pow(x, y, axis=-1, act=None, name=None):
     return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+# ---- tensor layers: joining, cutting and rearranging tensors, products and
+# sums (src/builder/tensor_layers.cc).
+
+
+def _names(xs, layer, arg="input"):
+    """The variable names of a list-of-Variables argument."""
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{layer}({arg}=...): expected a list of Variables, "
+                        f"got {type(xs).__name__}")
+    return [_name(x, layer, arg) for x in xs]
+
+
+def concat(input, axis=0, name=None):
+    return _layer("concat", input=_names(input, "concat"), axis=axis,
+                  name=name)
+
+
+def _equal_sections(input, num, dim):
+    """Fluid's split(x, n): n equal pieces of x's dim `dim`, as sizes."""
+    if isinstance(num, bool) or num <= 0:
+        raise ValueError(f"split(num_or_sections={num}): the number of "
+                         "pieces must be positive")
+    _, program = current_builder()
+    shape = program.var(_name(input, "split")).shape
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"split(dim={dim}): out of range for input of shape "
+                         f"{list(shape)}")
+    size = shape[dim]
+    if size < 0 or size % num != 0:
+        raise ValueError(f"split(num_or_sections={num}): dim {dim} of the "
+                         f"input, of shape {list(shape)}, does not divide "
+                         f"into {num} equal pieces")
+    return [size // num] * num
+
+
+def split(input, num_or_sections, dim=-1, name=None):
+    sections = num_or_sections
+    if isinstance(sections, int):
+        sections = _equal_sections(input, sections, dim)
+    out = _layer("split", input=_name(input, "split"),
+                 num_or_sections=list(sections), dim=dim, name=name)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def transpose(x, perm, name=None):
+    return _layer("transpose", x=_name(x, "transpose", "x"), perm=list(perm),
+                  name=name)
+
+
+def flatten(x, axis=1, name=None):
+    return _layer("flatten", x=_name(x, "flatten", "x"), axis=axis,
+                  name=name)
+
+
+def sums(input, out=None):
+    return _layer("sums", input=_names(input, "sums"),
+                  out=None if out is None else _name(out, "sums", "out"))
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0,
+           name=None):
+    return _layer("matmul", x=_name(x, "matmul", "x"),
+                  y=_name(y, "matmul", "y"), transpose_x=transpose_x,
+                  transpose_y=transpose_y, alpha=float(alpha), name=name)
+
+
+def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
+    return _layer("mul", x=_name(x, "mul", "x"), y=_name(y, "mul", "y"),
+                  x_num_col_dims=x_num_col_dims,
+                  y_num_col_dims=y_num_col_dims, name=name)

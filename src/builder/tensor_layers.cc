@@ -1,0 +1,210 @@
+// Layers that rearrange, join and combine tensors (concat, split,
+// transpose, flatten) and thin layers over the product and sum ops. Each is
+// registered by name with its arguments as Fluid names them; the Python
+// functions of fluid.layers take the same, in this order.
+#include <string>
+#include <vector>
+
+#include "src/builder/layer_registry.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace layers {
+namespace {
+
+DataType DtypeOf(ProgramBuilder* b, const std::string& var) {
+  return VarDtype(GetVarDesc(*b->main_block(), var));
+}
+
+Shape ShapeOf(ProgramBuilder* b, const std::string& var) {
+  return VarShape(GetVarDesc(*b->main_block(), var));
+}
+
+// A new output var named after `name` when given, else after `type`.
+std::string NewVar(ProgramBuilder* b, const std::string& type,
+                   const std::string& name, DataType dtype) {
+  return b->CreateTmpVar(name.empty() ? type : name, dtype);
+}
+
+std::string Concat(ProgramBuilder* b, const std::vector<std::string>& input,
+                   int axis, const std::string& name) {
+  FLUID_ENFORCE(!input.empty(),
+                "layer 'concat': argument 'input' must name at least one "
+                "variable");
+  std::string out = NewVar(b, "concat", name, DtypeOf(b, input[0]));
+  b->AppendOp(MakeOp("concat", {{"X", input}}, {{"Out", {out}}},
+                     {{"axis", int32_t{axis}}}));
+  return out;
+}
+
+// Pieces of the sizes in `sections` (one may be -1); Python turns Fluid's
+// split(x, n) into n equal sizes.
+std::vector<std::string> Split(ProgramBuilder* b, const std::string& input,
+                               const std::vector<int64_t>& sections, int dim,
+                               const std::string& name) {
+  FLUID_ENFORCE(!sections.empty(),
+                "layer 'split': argument 'num_or_sections' must hold at "
+                "least one size");
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < sections.size(); ++i)
+    outs.push_back(NewVar(b, "split", name, DtypeOf(b, input)));
+  b->AppendOp(MakeOp(
+      "split", {{"X", {input}}}, {{"Out", outs}},
+      {{"axis", int32_t{dim}},
+       {"sections", std::vector<int32_t>(sections.begin(), sections.end())}}));
+  return outs;
+}
+
+std::string Transpose(ProgramBuilder* b, const std::string& x,
+                      const std::vector<int64_t>& perm,
+                      const std::string& name) {
+  const Shape s = ShapeOf(b, x);
+  FLUID_ENFORCE(static_cast<int>(perm.size()) == s.rank(),
+                "layer 'transpose': argument 'perm' ", Shape(perm),
+                " must have one entry per dim of x '", x, "' ", s);
+  std::string out = NewVar(b, "transpose", name, DtypeOf(b, x));
+  b->AppendOp(
+      MakeOp("transpose", {{"X", {x}}}, {{"Out", {out}}},
+             {{"axis", std::vector<int32_t>(perm.begin(), perm.end())}}));
+  return out;
+}
+
+// flatten is a reshape to [prod(dims[:axis]), prod(dims[axis:])]; one side
+// may hold an unknown (batch) dim, left to the reshape to infer.
+std::string Flatten(ProgramBuilder* b, const std::string& x, int axis,
+                    const std::string& name) {
+  const Shape s = ShapeOf(b, x);
+  FLUID_ENFORCE(axis >= 0 && axis <= s.rank(), "layer 'flatten': argument ",
+                "'axis' ", axis, " must be in [0, ", s.rank(), "] for x '", x,
+                "' ", s);
+  const int64_t outer = s.Product(0, axis);
+  const int64_t inner = s.Product(axis, s.rank());
+  FLUID_ENFORCE(outer >= 0 || inner >= 0, "layer 'flatten': x '", x, "' ", s,
+                " has unknown dims on both sides of axis ", axis);
+  std::string out = NewVar(b, "flatten", name, DtypeOf(b, x));
+  b->AppendOp(MakeOp("reshape", {{"X", {x}}}, {{"Out", {out}}},
+                     {{"shape", std::vector<int64_t>{outer, inner}}}));
+  return out;
+}
+
+// The sum op over `input`, into `out` when given (an existing var).
+std::string Sums(ProgramBuilder* b, const std::vector<std::string>& input,
+                 const std::string& out) {
+  FLUID_ENFORCE(!input.empty(),
+                "layer 'sums': argument 'input' must name at least one "
+                "variable");
+  std::string result = out;
+  if (result.empty()) {
+    result = NewVar(b, "sums", "", DtypeOf(b, input[0]));
+  } else {
+    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
+                  "layer 'sums': argument 'out': no variable ", Quote(out),
+                  " in the program");
+  }
+  b->AppendOp(MakeOp("sum", {{"X", input}}, {{"Out", {result}}}));
+  return result;
+}
+
+std::string Matmul(ProgramBuilder* b, const std::string& x,
+                   const std::string& y, bool transpose_x, bool transpose_y,
+                   float alpha, const std::string& name) {
+  std::string out = NewVar(b, "matmul", name, DtypeOf(b, x));
+  b->AppendOp(MakeOp("matmul", {{"X", {x}}, {"Y", {y}}}, {{"Out", {out}}},
+                     {{"transpose_X", transpose_x},
+                      {"transpose_Y", transpose_y},
+                      {"alpha", alpha}}));
+  return out;
+}
+
+std::string Mul(ProgramBuilder* b, const std::string& x, const std::string& y,
+                int x_num_col_dims, int y_num_col_dims,
+                const std::string& name) {
+  std::string out = NewVar(b, "mul", name, DtypeOf(b, x));
+  b->AppendOp(MakeOp("mul", {{"X", {x}}, {"Y", {y}}}, {{"Out", {out}}},
+                     {{"x_num_col_dims", int32_t{x_num_col_dims}},
+                      {"y_num_col_dims", int32_t{y_num_col_dims}}}));
+  return out;
+}
+
+}  // namespace
+
+REGISTER_LAYER(concat)
+    .Doc("The inputs joined along axis (negative counts from the end).")
+    .VarList("input")
+    .Int("axis", 0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Concat(b, a.VarList("input"), a.Int32("axis"), a.String("name"));
+    });
+
+REGISTER_LAYER(split)
+    .Doc(
+        "input cut along dim into pieces of the sizes in num_or_sections "
+        "(one may be -1); returns the pieces.")
+    .Var("input")
+    .IntList("num_or_sections")
+    .Int("dim", -1)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Split(b, a.Var("input"), a.IntList("num_or_sections"),
+                   a.Int32("dim"), a.String("name"));
+    });
+
+REGISTER_LAYER(transpose)
+    .Doc("x with its dims permuted: output dim i is x's dim perm[i].")
+    .Var("x")
+    .IntList("perm")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Transpose(b, a.Var("x"), a.IntList("perm"), a.String("name"));
+    });
+
+REGISTER_LAYER(flatten)
+    .Doc("x as a 2-D tensor [prod(dims[:axis]), prod(dims[axis:])].")
+    .Var("x")
+    .Int("axis", 1)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Flatten(b, a.Var("x"), a.Int32("axis"), a.String("name"));
+    });
+
+REGISTER_LAYER(sums)
+    .Doc("The elementwise sum of the inputs, into out when given.")
+    .VarList("input")
+    .String("out", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Sums(b, a.VarList("input"), a.String("out"));
+    });
+
+REGISTER_LAYER(matmul)
+    .Doc(
+        "alpha * op(x) op(y), op transposing the last two dims when asked; "
+        "rank 2 or batched rank 3.")
+    .Var("x")
+    .Var("y")
+    .Bool("transpose_x", false)
+    .Bool("transpose_y", false)
+    .Float("alpha", 1.0)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Matmul(b, a.Var("x"), a.Var("y"), a.Bool("transpose_x"),
+                    a.Bool("transpose_y"), static_cast<float>(a.Float("alpha")),
+                    a.String("name"));
+    });
+
+REGISTER_LAYER(mul)
+    .Doc(
+        "x flattened to 2-D at x_num_col_dims times y flattened at "
+        "y_num_col_dims.")
+    .Var("x")
+    .Var("y")
+    .Int("x_num_col_dims", 1)
+    .Int("y_num_col_dims", 1)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Mul(b, a.Var("x"), a.Var("y"), a.Int32("x_num_col_dims"),
+                 a.Int32("y_num_col_dims"), a.String("name"));
+    });
+
+}  // namespace layers
+}  // namespace fluid
