@@ -1,11 +1,14 @@
-// Layers that rearrange, join and combine tensors (concat, split,
-// transpose, flatten) and thin layers over the product and sum ops. Each is
-// registered by name with its arguments as Fluid names them; the Python
-// functions of fluid.layers take the same, in this order.
+// The tensor layers (tensor_layers.h), each registered by name with its
+// arguments as Fluid names them; the Python functions of fluid.layers take
+// the same, in this order.
+#include "src/builder/tensor_layers.h"
+
+#include <climits>
 #include <string>
 #include <vector>
 
 #include "src/builder/layer_registry.h"
+#include "src/builder/layers.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -25,6 +28,12 @@ std::string NewVar(ProgramBuilder* b, const std::string& type,
                    const std::string& name, DataType dtype) {
   return b->CreateTmpVar(name.empty() ? type : name, dtype);
 }
+
+proto::VarDesc* GetMutableVar(ProgramBuilder* b, const std::string& var) {
+  return FindMutableVarDesc(b->main_block(), var);
+}
+
+}  // namespace
 
 std::string Concat(ProgramBuilder* b, const std::vector<std::string>& input,
                    int axis, const std::string& name) {
@@ -126,7 +135,84 @@ std::string Mul(ProgramBuilder* b, const std::string& x, const std::string& y,
   return out;
 }
 
-}  // namespace
+std::string Cast(ProgramBuilder* b, const std::string& x, DataType dtype) {
+  std::string out = NewVar(b, "cast", "", dtype);
+  b->AppendOp(MakeOp("cast", {{"X", {x}}}, {{"Out", {out}}},
+                     {{"in_dtype", static_cast<int32_t>(DtypeOf(b, x))},
+                      {"out_dtype", static_cast<int32_t>(dtype)}}));
+  return out;
+}
+
+// A copy of `input` into `output` when given (an existing var), else into
+// a new var.
+std::string Assign(ProgramBuilder* b, const std::string& input,
+                   const std::string& output) {
+  std::string out = output;
+  if (out.empty()) {
+    out = NewVar(b, "assign", "", DtypeOf(b, input));
+  } else {
+    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
+                  "layer 'assign': argument 'output': no variable ", Quote(out),
+                  " in the program");
+  }
+  b->AppendOp(MakeOp("assign", {{"X", {input}}}, {{"Out", {out}}}));
+  return out;
+}
+
+std::string OneHot(ProgramBuilder* b, const std::string& input, int64_t depth) {
+  FLUID_ENFORCE(depth >= 1 && depth <= INT32_MAX,
+                "layer 'one_hot': argument 'depth' must be positive, got ",
+                depth);
+  std::string out = NewVar(b, "one_hot", "", DataType::kFloat32);
+  // A function of integer ids: no gradient flows through it.
+  GetMutableVar(b, out)->set_stop_gradient(true);
+  b->AppendOp(MakeOp("one_hot", {{"X", {input}}}, {{"Out", {out}}},
+                     {{"depth", static_cast<int32_t>(depth)}}));
+  return out;
+}
+
+std::string ArgMax(ProgramBuilder* b, const std::string& x, int64_t axis) {
+  std::string out = NewVar(b, "arg_max", "", DataType::kInt64);
+  b->AppendOp(
+      MakeOp("arg_max", {{"X", {x}}}, {{"Out", {out}}}, {{"axis", axis}}));
+  return out;
+}
+
+// (input - label)^2, elementwise.
+std::string SquareErrorCost(ProgramBuilder* b, const std::string& input,
+                            const std::string& label) {
+  const DataType dtype = DtypeOf(b, input);
+  std::string diff = NewVar(b, "square_error_cost.diff", "", dtype);
+  b->AppendOp(MakeOp("elementwise_sub", {{"X", {input}}, {"Y", {label}}},
+                     {{"Out", {diff}}}, {{"axis", int32_t{-1}}}));
+  std::string out = NewVar(b, "square_error_cost", "", dtype);
+  b->AppendOp(MakeOp("square", {{"X", {diff}}}, {{"Out", {out}}}));
+  return out;
+}
+
+std::string SigmoidCrossEntropyWithLogits(
+    ProgramBuilder* b, const std::string& x, const std::string& label,
+    int ignore_index, const std::string& name, bool normalize) {
+  std::string out =
+      NewVar(b, "sigmoid_cross_entropy_with_logits", name, DtypeOf(b, x));
+  b->AppendOp(MakeOp(
+      "sigmoid_cross_entropy_with_logits", {{"X", {x}}, {"Label", {label}}},
+      {{"Out", {out}}},
+      {{"ignore_index", int32_t{ignore_index}}, {"normalize", normalize}}));
+  return out;
+}
+
+std::vector<std::string> TopK(ProgramBuilder* b, const std::string& input,
+                              int64_t k, const std::string& name) {
+  FLUID_ENFORCE(k >= 1 && k <= INT32_MAX,
+                "layer 'topk': argument 'k' must be positive, got ", k);
+  std::string values = NewVar(b, "top_k", name, DtypeOf(b, input));
+  std::string indices = NewVar(b, "top_k_indices", "", DataType::kInt64);
+  b->AppendOp(MakeOp("top_k", {{"X", {input}}},
+                     {{"Out", {values}}, {"Indices", {indices}}},
+                     {{"k", static_cast<int32_t>(k)}}));
+  return {values, indices};
+}
 
 REGISTER_LAYER(concat)
     .Doc("The inputs joined along axis (negative counts from the end).")
@@ -204,6 +290,73 @@ REGISTER_LAYER(mul)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Mul(b, a.Var("x"), a.Var("y"), a.Int32("x_num_col_dims"),
                  a.Int32("y_num_col_dims"), a.String("name"));
+    });
+
+REGISTER_LAYER(cast)
+    .Doc("x converted to dtype (float32, float64, int32, int64).")
+    .Var("x")
+    .String("dtype")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Cast(b, a.Var("x"), DtypeArg(a, "dtype"));
+    });
+
+REGISTER_LAYER(assign)
+    .Doc("A copy of input, into output when given.")
+    .Var("input")
+    .String("output", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Assign(b, a.Var("input"), a.String("output"));
+    });
+
+REGISTER_LAYER(one_hot)
+    .Doc("The float32 one-hot rows [..., depth] of int64 ids [..., 1].")
+    .Var("input")
+    .Int("depth")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return OneHot(b, a.Var("input"), a.Int("depth"));
+    });
+
+REGISTER_LAYER(argmax)
+    .Doc("int64 index of the largest element along axis, that dim removed.")
+    .Var("x")
+    .Int("axis", 0)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return ArgMax(b, a.Var("x"), a.Int("axis"));
+    });
+
+REGISTER_LAYER(topk)
+    .Doc(
+        "The k largest values of each row (last dim) in descending order, "
+        "and their int64 indices.")
+    .Var("input")
+    .Int("k")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return TopK(b, a.Var("input"), a.Int("k"), a.String("name"));
+    });
+
+REGISTER_LAYER(square_error_cost)
+    .Doc("(input - label)^2, elementwise.")
+    .Var("input")
+    .Var("label")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return SquareErrorCost(b, a.Var("input"), a.Var("label"));
+    });
+
+REGISTER_LAYER(sigmoid_cross_entropy_with_logits)
+    .Doc(
+        "Elementwise cross entropy of sigmoid(x) against probabilities "
+        "label, from the logits in a numerically stable form; elements "
+        "labelled ignore_index count 0, normalize divides by the others.")
+    .Var("x")
+    .Var("label")
+    .Int("ignore_index", -100)
+    .String("name", "")
+    .Bool("normalize", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return SigmoidCrossEntropyWithLogits(
+          b, a.Var("x"), a.Var("label"), a.Int32("ignore_index"),
+          a.String("name"), a.Bool("normalize"));
     });
 
 }  // namespace layers

@@ -211,3 +211,251 @@ def test_errors_name_the_layer_and_argument():
             L.concat([x, L.data("z", [5, 4])], axis=2)
         with pytest.raises(TypeError, match=r"concat\(input=...\)"):
             L.concat(x)
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "float64"),
+                                     ("float64", "float32"),
+                                     ("float64", "int32"),
+                                     ("float32", "int64"),
+                                     ("int64", "float32"),
+                                     ("int32", "float64"),
+                                     ("int64", "int32")])
+def test_cast(src, dst):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [5], dtype=src)
+        y = L.cast(x, dst)
+    assert y.dtype == dst and y.shape == (-1, 5)
+    xv = (np.random.RandomState(1).uniform(-20, 20, (3, 5))).astype(src)
+    (got,) = _run(main, startup, {"x": xv}, [y])
+    want = torch.tensor(xv).to(getattr(torch, dst)).numpy()
+    assert got.dtype == np.dtype(dst)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_cast_gradient_casts_back():
+    _check(lambda x: L.cast(L.cast(x, "float32"), "float64"),
+           lambda t: t.float().double(), [[3, 4]])
+
+
+def test_cast_takes_numpy_dtypes():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        y = L.cast(L.data("x", [2]), np.float64)
+    assert y.dtype == "float64"
+
+
+def test_assign():
+    main, (out,) = _check(lambda x: L.assign(x), lambda t: t.clone(),
+                          [[3, 4]])
+    assert "assign" in main.op_types()
+
+
+def test_assign_into_output():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3], dtype="int64")
+        target = L.data("target", [3], dtype="int64")
+        y = L.assign(x, output=target)
+    assert y.name == "target"
+    xv = np.arange(6).reshape(2, 3)
+    (got,) = _run(main, startup, {"x": xv, "target": np.zeros((2, 3), "int64")},
+                  [y])
+    np.testing.assert_array_equal(got, xv)
+
+
+def test_one_hot():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = L.data("ids", [1], dtype="int64")
+        y = L.one_hot(ids, depth=7)
+    assert y.shape == (-1, 7) and y.dtype == "float32"
+    iv = np.array([[3], [0], [6], [3]])
+    (got,) = _run(main, startup, {"ids": iv}, [y])
+    want = torch.nn.functional.one_hot(torch.tensor(iv[:, 0]), 7).float()
+    np.testing.assert_array_equal(got, want.numpy())
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_argmax(axis):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4, 5], dtype="float64")
+        y = L.argmax(x, axis=axis)
+    assert y.dtype == "int64"
+    xv = np.random.RandomState(2).uniform(-1, 1, (3, 4, 5))
+    (got,) = _run(main, startup, {"x": xv}, [y])
+    np.testing.assert_array_equal(got, torch.argmax(torch.tensor(xv),
+                                                    dim=axis).numpy())
+
+
+def test_argmax_default_axis():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        y = L.argmax(L.data("x", [4], dtype="float64"))
+    xv = np.random.RandomState(3).uniform(-1, 1, (6, 4))
+    (got,) = _run(main, startup, {"x": xv}, [y])
+    np.testing.assert_array_equal(got, np.argmax(xv, axis=0))
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_topk(k):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [6], dtype="float64")
+        values, indices = L.topk(x, k)
+    assert values.shape == (-1, k) and indices.dtype == "int64"
+    xv = np.random.RandomState(k).uniform(-1, 1, (5, 6))
+    got_v, got_i = _run(main, startup, {"x": xv}, [values, indices])
+    want = torch.topk(torch.tensor(xv), k)
+    np.testing.assert_array_equal(got_v, want.values.numpy())
+    np.testing.assert_array_equal(got_i, want.indices.numpy())
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_topk_gradient(k):
+    _check(lambda x: L.topk(x, k)[0], lambda t: torch.topk(t, k).values,
+           [[3, 2, 4]], seed=k)
+
+
+def test_conversion_errors_name_the_layer_and_argument():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3])
+        ids = L.data("ids", [1], dtype="int64")
+        with pytest.raises(ValueError, match=r"layer 'cast': argument "
+                           r"'dtype': unknown dtype 'int8'"):
+            L.cast(x, "int8")
+        with pytest.raises(ValueError, match=r"layer 'topk': argument 'k'"):
+            L.topk(x, 0)
+        with pytest.raises(ValueError, match=r"top_k: k 4 must be in"):
+            L.topk(x, 4)
+        with pytest.raises(ValueError, match=r"layer 'one_hot': argument "
+                           r"'depth'"):
+            L.one_hot(ids, 0)
+        with pytest.raises(ValueError, match=r"one_hot: X 'x' must be int64"):
+            L.one_hot(x, 3)
+        with pytest.raises(ValueError, match=r"arg_max: axis 2"):
+            L.argmax(x, axis=2)
+        with pytest.raises(TypeError, match=r"assign\(input=...\)"):
+            L.assign(np.ones(3))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_accuracy_top_k(k):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [5], dtype="float64")
+        label = L.data("label", [1], dtype="int64")
+        correct = L.data("correct", [1], dtype="int64", append_batch_size=False)
+        total = L.data("total", [1], dtype="int64", append_batch_size=False)
+        acc = L.accuracy(x, label, k=k, correct=correct, total=total)
+    rng = np.random.RandomState(k)
+    xv = rng.uniform(-1, 1, (40, 5))
+    lv = rng.randint(0, 5, (40, 1))
+    got_acc, got_c, got_t = _run(
+        main, startup, {"x": xv, "label": lv,
+                        "correct": np.zeros(1, "int64"),
+                        "total": np.zeros(1, "int64")},
+        [acc, correct, total])
+    top = torch.topk(torch.tensor(xv), k).indices.numpy()
+    hits = int((top == lv).any(axis=1).sum())
+    assert got_c[0] == hits and got_t[0] == 40
+    np.testing.assert_allclose(got_acc, [hits / 40], rtol=1e-15)
+
+
+def test_cross_entropy_soft_label():
+    rng = np.random.RandomState(5)
+    zv = rng.uniform(0.1, 1, (4, 6))
+    zv /= zv.sum(1, keepdims=True)
+
+    def build(x):
+        p = L.softmax(x)
+        z = L.data("z", [6], dtype="float64")
+        return L.cross_entropy(p, z, soft_label=True)
+
+    def ref(t):
+        p = torch.softmax(t, dim=-1)
+        return -(torch.tensor(zv) * torch.log(p)).sum(-1, keepdim=True)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h, value = _input("x0", [4, 6])
+        y = build(h)
+        loss = L.mean(y)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    xv = rng.uniform(-1, 1, (4, 6))
+    t = torch.tensor(value(xv), requires_grad=True)
+    want = ref(t)
+    want.mean().backward()
+    got_y, got_g = _run(main, startup, {"x0": xv, "z": zv},
+                        [y, h.name + "@GRAD"])
+    assert y.shape == (-1, 1)
+    np.testing.assert_allclose(got_y, want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got_g, t.grad.numpy(), rtol=1e-10,
+                               atol=1e-15)
+
+
+def test_cross_entropy_hard_label_ignore_index():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        p = L.softmax(L.data("x", [4], dtype="float64"))
+        label = L.data("label", [1], dtype="int64")
+        y = L.cross_entropy(p, label, ignore_index=3)
+    xv = np.random.RandomState(6).uniform(-1, 1, (5, 4))
+    lv = np.array([[0], [3], [2], [1], [3]])
+    (got,) = _run(main, startup, {"x": xv, "label": lv}, [y])
+    want = torch.nn.functional.nll_loss(
+        torch.log_softmax(torch.tensor(xv), -1), torch.tensor(lv[:, 0]),
+        ignore_index=3, reduction="none")
+    np.testing.assert_allclose(got[:, 0], want.numpy(), rtol=1e-12)
+
+
+def test_square_error_cost():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h, value = _input("x0", [3, 4])
+        label = L.data("label", [4], dtype="float64")
+        y = L.square_error_cost(h, label)
+        loss = L.mean(y)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    assert main.op_types()[3:5] == ["elementwise_sub", "square"]
+    rng = np.random.RandomState(8)
+    xv, lv = rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (3, 4))
+    t = torch.tensor(value(xv), requires_grad=True)
+    want = torch.nn.functional.mse_loss(t, torch.tensor(lv), reduction="none")
+    want.mean().backward()
+    got_y, got_g = _run(main, startup, {"x0": xv, "label": lv},
+                        [y, h.name + "@GRAD"])
+    np.testing.assert_allclose(got_y, want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got_g, t.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("normalize,ignore", [(False, -100), (True, -100),
+                                              (False, -1), (True, -1)])
+def test_sigmoid_cross_entropy_with_logits(normalize, ignore):
+    rng = np.random.RandomState(9)
+    zv = rng.uniform(0, 1, (4, 5))
+    zv[0, 1] = zv[2, 3] = -1  # ignored when ignore_index is -1
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h, value = _input("x0", [4, 5])
+        z = L.data("z", [5], dtype="float64")
+        y = L.sigmoid_cross_entropy_with_logits(
+            h, z, ignore_index=ignore, normalize=normalize)
+        loss = L.mean(y)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    xv = rng.uniform(-3, 3, (4, 5)) * 4
+    t = torch.tensor(value(xv), requires_grad=True)
+    zt = torch.tensor(zv)
+    keep = (zt != ignore).double()
+    want = torch.nn.functional.binary_cross_entropy_with_logits(
+        t, zt, reduction="none") * keep
+    if normalize:
+        want = want / keep.sum()
+    want.mean().backward()
+    got_y, got_g = _run(main, startup, {"x0": xv, "z": zv},
+                        [y, h.name + "@GRAD"])
+    np.testing.assert_allclose(got_y, want.detach().numpy(), rtol=1e-12,
+                               atol=1e-15)
+    np.testing.assert_allclose(got_g, t.grad.numpy(), rtol=1e-10,
+                               atol=1e-15)

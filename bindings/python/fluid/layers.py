@@ -190,8 +190,9 @@ def softmax(x):
     return _layer("softmax", x=_name(x))
 
 
-def cross_entropy(input, label):
-    return _layer("cross_entropy", input=_name(input), label=_name(label))
+def cross_entropy(input, label, soft_label=False, ignore_index=-100):
+    return _layer("cross_entropy", input=_name(input), label=_name(label),
+                  soft_label=soft_label, ignore_index=ignore_index)
 
 
 def softmax_with_cross_entropy(logits, label):
@@ -203,8 +204,12 @@ def mean(x):
     return _layer("mean", x=_name(x))
 
 
-def accuracy(input, label):
-    return _layer("accuracy", input=_name(input), label=_name(label))
+def accuracy(input, label, k=1, correct=None, total=None):
+    return _layer("accuracy", input=_name(input), label=_name(label), k=k,
+                  correct=None if correct is None
+                  else _name(correct, "accuracy", "correct"),
+                  total=None if total is None
+                  else _name(total, "accuracy", "total"))
 
 
 def reshape(x, shape):
@@ -326,3 +331,50 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     return _layer("mul", x=_name(x, "mul", "x"), y=_name(y, "mul", "y"),
                   x_num_col_dims=x_num_col_dims,
                   y_num_col_dims=y_num_col_dims, name=name)
+
+
+def cast(x, dtype):
+    return _layer("cast", x=_name(x, "cast", "x"), dtype=_dtype_name(dtype))
+
+
+def _dtype_name(dtype):
+    """Fluid takes a dtype as a string or a NumPy dtype."""
+    if isinstance(dtype, str):
+        return dtype
+    import numpy as np
+    return np.dtype(dtype).name
+
+
+def assign(input, output=None):
+    if not (hasattr(input, "name") or isinstance(input, str)):
+        raise TypeError("assign(input=...): expected a Variable, got "
+                        f"{type(input).__name__} (assigning NumPy arrays is "
+                        "not supported yet)")
+    return _layer("assign", input=_name(input, "assign"),
+                  output=None if output is None
+                  else _name(output, "assign", "output"))
+
+
+def one_hot(input, depth):
+    return _layer("one_hot", input=_name(input, "one_hot"), depth=depth)
+
+
+def argmax(x, axis=0):
+    return _layer("argmax", x=_name(x, "argmax", "x"), axis=axis)
+
+
+def topk(input, k, name=None):
+    return _layer("topk", input=_name(input, "topk"), k=k, name=name)
+
+
+def square_error_cost(input, label):
+    return _layer("square_error_cost", input=_name(input, "square_error_cost"),
+                  label=_name(label, "square_error_cost", "label"))
+
+
+def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None,
+                                      normalize=False):
+    layer = "sigmoid_cross_entropy_with_logits"
+    return _layer(layer, x=_name(x, layer, "x"),
+                  label=_name(label, layer, "label"),
+                  ignore_index=ignore_index, name=name, normalize=normalize)
