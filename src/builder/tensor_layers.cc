@@ -4,7 +4,9 @@
 #include "src/builder/tensor_layers.h"
 
 #include <climits>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/builder/layer_registry.h"
@@ -159,6 +161,60 @@ std::string Assign(ProgramBuilder* b, const std::string& input,
   return out;
 }
 
+namespace {
+
+// The numbers of `text`, separated by spaces, as T; an error naming the
+// layer and the argument when one is not a number.
+template <typename T>
+std::vector<T> ParseValues(const std::string& text) {
+  std::vector<T> values;
+  const char* p = text.c_str();
+  while (*p != '\0') {
+    char* end = nullptr;
+    if constexpr (std::is_floating_point_v<T>) {
+      values.push_back(static_cast<T>(std::strtod(p, &end)));
+    } else {
+      values.push_back(static_cast<T>(std::strtoll(p, &end, 10)));
+    }
+    FLUID_ENFORCE(end != p && (*end == ' ' || *end == '\0'),
+                  "layer '_assign_value': argument 'values': not a list of "
+                  "numbers at ",
+                  Quote(p, 20));
+    p = *end == ' ' ? end + 1 : end;
+  }
+  return values;
+}
+
+}  // namespace
+
+std::string AssignValue(ProgramBuilder* b, const std::string& values,
+                        const std::vector<int64_t>& shape, DataType dtype,
+                        const std::string& output) {
+  AttributeMap attrs = {{"shape", shape},
+                        {"dtype", static_cast<int32_t>(dtype)}};
+  if (dtype == DataType::kFloat32) {
+    attrs["fp32_values"] = ParseValues<float>(values);
+  } else if (dtype == DataType::kInt32) {
+    attrs["int32_values"] = ParseValues<int32_t>(values);
+  } else if (dtype == DataType::kInt64) {
+    attrs["int64_values"] = ParseValues<int64_t>(values);
+  } else {
+    FLUID_THROW(ErrorCode::kInvalidArgument, "layer 'assign': values of dtype ",
+                dtype, " are not supported; use float32, int32 or int64");
+  }
+  std::string out = output;
+  if (out.empty()) {
+    out = NewVar(b, "assign_value", "", dtype);
+    GetMutableVar(b, out)->set_stop_gradient(true);  // a constant
+  } else {
+    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
+                  "layer 'assign': argument 'output': no variable ", Quote(out),
+                  " in the program");
+  }
+  b->AppendOp(MakeOp("assign_value", {}, {{"Out", {out}}}, attrs));
+  return out;
+}
+
 std::string OneHot(ProgramBuilder* b, const std::string& input, int64_t depth) {
   FLUID_ENFORCE(depth >= 1 && depth <= INT32_MAX,
                 "layer 'one_hot': argument 'depth' must be positive, got ",
@@ -306,6 +362,20 @@ REGISTER_LAYER(assign)
     .String("output", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Assign(b, a.Var("input"), a.String("output"));
+    });
+
+// What fluid.layers.assign builds for a NumPy array: `values` is the
+// array's elements as decimal text, separated by spaces (Python's repr of a
+// float reads back to the same value), in row-major order.
+REGISTER_LAYER(_assign_value)
+    .Doc("A constant of the given shape and dtype holding values.")
+    .String("values")
+    .IntList("shape")
+    .String("dtype")
+    .String("output", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return AssignValue(b, a.String("values"), a.IntList("shape"),
+                         DtypeArg(a, "dtype"), a.String("output"));
     });
 
 REGISTER_LAYER(one_hot)

@@ -44,6 +44,12 @@ std::string Cast(ProgramBuilder* b, const std::string& x, DataType dtype);
 // A copy of input, into `output` (an existing var) when given.
 std::string Assign(ProgramBuilder* b, const std::string& input,
                    const std::string& output = "");
+// A constant of `shape` and `dtype` (float32, int32 or int64), its values
+// given as decimal text separated by spaces, into `output` (an existing
+// var) when given.
+std::string AssignValue(ProgramBuilder* b, const std::string& values,
+                        const std::vector<int64_t>& shape, DataType dtype,
+                        const std::string& output = "");
 // float32 one-hot rows [..., depth] of int64 ids [..., 1].
 std::string OneHot(ProgramBuilder* b, const std::string& input, int64_t depth);
 // int64 index of the largest element along `axis`, that dim removed.

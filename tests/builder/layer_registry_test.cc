@@ -44,7 +44,8 @@ TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
   EXPECT_EQ(e.code(), ErrorCode::kNotFound);
   EXPECT_NE(
       std::string(e.what()).find(
-          "unknown layer 'fully_connected'; known layers: abs, accuracy, "),
+          "unknown layer 'fully_connected'; known layers: _assign_value, abs, "
+          "accuracy, "),
       std::string::npos)
       << e.what();
   EXPECT_NE(std::string(e.what()).find(", fc, "), std::string::npos);
@@ -489,6 +490,11 @@ std::vector<LayerCase> TensorLayerCases() {
       {"assign",
        {{"input", "x"}, {"output", "y"}},
        [](ProgramBuilder* b) { return layers::Assign(b, "x", "y"); }},
+      {"_assign_value",
+       {{"values", "1.5 -2 0.25"}, {"shape", Ints{3}}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::AssignValue(b, "1.5 -2 0.25", {3}, DataType::kFloat32);
+       }},
       {"one_hot",
        {{"input", "label"}, {"depth", int64_t{4}}},
        [](ProgramBuilder* b) { return layers::OneHot(b, "label", 4); }},

@@ -69,5 +69,26 @@ TEST(OneHotOpCuda, Dtypes) {
   }
 }
 
+TEST(AssignValueOpCuda, Dtypes) {
+  REQUIRE_GPU();
+  testing::CudaCheckOptions o;
+  o.grad = false;
+  auto op = [](DataType dt, const char* slot, const Attribute& values) {
+    return MakeOp("assign_value", {}, {{"Out", {"out"}}},
+                  {{"shape", std::vector<int64_t>{2, 2}},
+                   {"dtype", static_cast<int32_t>(dt)},
+                   {slot, values}});
+  };
+  EXPECT_TRUE(CudaMatchesCpu(op(DataType::kFloat32, "fp32_values",
+                                std::vector<float>{1.5f, -2, 0.1f, 3}),
+                             {}, o));
+  EXPECT_TRUE(CudaMatchesCpu(
+      op(DataType::kInt32, "int32_values", std::vector<int32_t>{1, -2, 3, 4}),
+      {}, o));
+  EXPECT_TRUE(CudaMatchesCpu(op(DataType::kInt64, "int64_values",
+                                std::vector<int64_t>{1LL << 40, -2, 3, 4}),
+                             {}, o));
+}
+
 }  // namespace
 }  // namespace fluid

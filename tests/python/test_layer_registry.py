@@ -27,7 +27,9 @@ def layer_functions():
 
 def test_python_layers_and_registered_layers_are_the_same_set():
     python = set(layer_functions())
-    registered = set(SCHEMAS)
+    # A layer named with a leading underscore serves a public function (its
+    # own Python function is private too).
+    registered = {name for name in SCHEMAS if not name.startswith("_")}
     assert python - registered == set(), "Python layers with no C++ layer"
     assert registered - python == set(), "C++ layers with no Python function"
 

@@ -337,7 +337,8 @@ def test_conversion_errors_name_the_layer_and_argument():
             L.one_hot(x, 3)
         with pytest.raises(ValueError, match=r"arg_max: axis 2"):
             L.argmax(x, axis=2)
-        with pytest.raises(TypeError, match=r"assign\(input=...\)"):
+        with pytest.raises(TypeError, match=r"assign\(input=...\): a NumPy "
+                           r"array of float64 is not supported"):
             L.assign(np.ones(3))
 
 
@@ -459,3 +460,30 @@ def test_sigmoid_cross_entropy_with_logits(normalize, ignore):
                                atol=1e-15)
     np.testing.assert_allclose(got_g, t.grad.numpy(), rtol=1e-10,
                                atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+def test_assign_numpy(dtype):
+    rng = np.random.RandomState(10)
+    value = (rng.uniform(-1e3, 1e3, (3, 4))).astype(dtype)
+    value.flat[0] = np.float32(0.1) if dtype == "float32" else 2**30
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        y = L.assign(value)
+        twice = L.sums([L.cast(y, "float64"), L.cast(y, "float64")])
+    assert y.shape == (3, 4) and y.dtype == dtype
+    assert "assign_value" in main.op_types()
+    got_y, got_t = _run(main, startup, {}, [y, twice])
+    np.testing.assert_array_equal(got_y, torch.tensor(value).numpy())
+    np.testing.assert_array_equal(got_t, 2 * value.astype("float64"))
+
+
+def test_assign_numpy_into_output():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        target = L.data("target", [2], dtype="int64",
+                        append_batch_size=False)
+        y = L.assign(np.array([5, -6], dtype="int64"), output=target)
+    assert y.name == "target"
+    (got,) = _run(main, startup, {"target": np.zeros(2, "int64")}, [y])
+    np.testing.assert_array_equal(got, [5, -6])

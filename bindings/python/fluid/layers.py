@@ -346,13 +346,29 @@ def _dtype_name(dtype):
 
 
 def assign(input, output=None):
-    if not (hasattr(input, "name") or isinstance(input, str)):
-        raise TypeError("assign(input=...): expected a Variable, got "
-                        f"{type(input).__name__} (assigning NumPy arrays is "
-                        "not supported yet)")
-    return _layer("assign", input=_name(input, "assign"),
-                  output=None if output is None
-                  else _name(output, "assign", "output"))
+    out = None if output is None else _name(output, "assign", "output")
+    if hasattr(input, "name") or isinstance(input, str):
+        return _layer("assign", input=_name(input, "assign"), output=out)
+    import numpy as np
+    if not isinstance(input, np.ndarray):
+        raise TypeError("assign(input=...): expected a Variable or a NumPy "
+                        f"array, got {type(input).__name__}")
+    if input.dtype == np.float32:
+        text = " ".join(repr(float(v)) for v in input.ravel())
+    elif input.dtype in (np.int32, np.int64):
+        text = " ".join(str(int(v)) for v in input.ravel())
+    else:
+        raise TypeError(f"assign(input=...): a NumPy array of {input.dtype} "
+                        "is not supported; float32, int32 or int64 are "
+                        "(e.g. input.astype('float32'))")
+    return _assign_value(text, list(input.shape) or [1], input.dtype.name,
+                         out)
+
+
+def _assign_value(values, shape, dtype, output=None):
+    """assign's NumPy path: a constant holding `values` (decimal text)."""
+    return _layer("_assign_value", values=values, shape=list(shape),
+                  dtype=dtype, output=output)
 
 
 def one_hot(input, depth):
