@@ -35,6 +35,19 @@ proto::VarDesc* GetMutableVar(ProgramBuilder* b, const std::string& var) {
   return FindMutableVarDesc(b->main_block(), var);
 }
 
+// The output var of a layer that may write into an existing one: `given`
+// (argument `arg`, checked to exist) when not empty, else a new var named
+// after `type`.
+std::string OutputVar(ProgramBuilder* b, const std::string& layer,
+                      const std::string& arg, const std::string& given,
+                      const std::string& type, DataType dtype) {
+  if (given.empty()) return NewVar(b, type, "", dtype);
+  FLUID_ENFORCE(FindVarDesc(*b->main_block(), given) != nullptr, "layer ",
+                Quote(layer), ": argument ", Quote(arg), ": no variable ",
+                Quote(given), " in the program");
+  return given;
+}
+
 }  // namespace
 
 std::string Concat(ProgramBuilder* b, const std::vector<std::string>& input,
@@ -104,14 +117,8 @@ std::string Sums(ProgramBuilder* b, const std::vector<std::string>& input,
   FLUID_ENFORCE(!input.empty(),
                 "layer 'sums': argument 'input' must name at least one "
                 "variable");
-  std::string result = out;
-  if (result.empty()) {
-    result = NewVar(b, "sums", "", DtypeOf(b, input[0]));
-  } else {
-    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
-                  "layer 'sums': argument 'out': no variable ", Quote(out),
-                  " in the program");
-  }
+  std::string result =
+      OutputVar(b, "sums", "out", out, "sums", DtypeOf(b, input[0]));
   b->AppendOp(MakeOp("sum", {{"X", input}}, {{"Out", {result}}}));
   return result;
 }
@@ -149,14 +156,8 @@ std::string Cast(ProgramBuilder* b, const std::string& x, DataType dtype) {
 // a new var.
 std::string Assign(ProgramBuilder* b, const std::string& input,
                    const std::string& output) {
-  std::string out = output;
-  if (out.empty()) {
-    out = NewVar(b, "assign", "", DtypeOf(b, input));
-  } else {
-    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
-                  "layer 'assign': argument 'output': no variable ", Quote(out),
-                  " in the program");
-  }
+  std::string out =
+      OutputVar(b, "assign", "output", output, "assign", DtypeOf(b, input));
   b->AppendOp(MakeOp("assign", {{"X", {input}}}, {{"Out", {out}}}));
   return out;
 }
@@ -202,15 +203,9 @@ std::string AssignValue(ProgramBuilder* b, const std::string& values,
     FLUID_THROW(ErrorCode::kInvalidArgument, "layer 'assign': values of dtype ",
                 dtype, " are not supported; use float32, int32 or int64");
   }
-  std::string out = output;
-  if (out.empty()) {
-    out = NewVar(b, "assign_value", "", dtype);
-    GetMutableVar(b, out)->set_stop_gradient(true);  // a constant
-  } else {
-    FLUID_ENFORCE(FindVarDesc(*b->main_block(), out) != nullptr,
-                  "layer 'assign': argument 'output': no variable ", Quote(out),
-                  " in the program");
-  }
+  std::string out =
+      OutputVar(b, "assign", "output", output, "assign_value", dtype);
+  if (output.empty()) GetMutableVar(b, out)->set_stop_gradient(true);
   b->AppendOp(MakeOp("assign_value", {}, {{"Out", {out}}}, attrs));
   return out;
 }

@@ -103,10 +103,18 @@ def test_split(num_or_sections, dim):
         return torch.split(t, sizes, dim=dim)
     main, outs = _check(lambda x: L.split(x, num_or_sections, dim=dim), ref,
                         [[4, 5, 6]])
-    assert isinstance(outs, list)
-    want = 2 if num_or_sections == 2 else (
-        3 if num_or_sections == 3 else len(num_or_sections))
-    assert len(outs) == want
+    assert len(outs) == (num_or_sections if isinstance(num_or_sections, int)
+                         else len(num_or_sections))
+
+
+def test_split_returns_a_list():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [6])
+        one = L.split(x, 1)
+        three = L.split(x, [1, -1, 2])
+    assert isinstance(one, list) and len(one) == 1
+    assert [p.shape for p in three] == [(-1, 1), (-1, 3), (-1, 2)]
 
 
 def test_split_gradient_of_one_piece():
@@ -211,6 +219,9 @@ def test_errors_name_the_layer_and_argument():
             L.concat([x, L.data("z", [5, 4])], axis=2)
         with pytest.raises(TypeError, match=r"concat\(input=...\)"):
             L.concat(x)
+        with pytest.raises(ValueError, match=r"layer 'sums': argument 'out': "
+                           r"no variable 'nope'"):
+            L.sums([x], out="nope")
 
 
 @pytest.mark.parametrize("src,dst", [("float32", "float64"),
