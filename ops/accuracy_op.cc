@@ -1,11 +1,14 @@
-// accuracy: top-1 accuracy of class scores against hard labels.
+// accuracy: top-k accuracy of class scores against hard labels.
 //
-// A row is correct when the index of its largest score (the lowest index
-// among ties) equals its label. Not differentiable: it has no grad maker, so
+// With k = 1 a row is correct when the index of its largest score (the
+// lowest index among ties) equals its label; with k > 1, when fewer than k
+// scores rank before the label's (a larger score, or an equal one at a
+// lower index: top_k's order). Not differentiable: it has no grad maker, so
 // the autodiff never walks through it.
 #include <string>
 
 #include "ops/op_helpers.h"
+#include "ops/topk_op.h"
 
 namespace fluid {
 namespace ops {
@@ -26,6 +29,9 @@ void AccuracyInferShape(InferShapeContext* ctx) {
   FLUID_ENFORCE(ok, "accuracy: Label '", ln, "' has shape ", label,
                 " but Out '", on, "' has shape ", out, "; Label must be [",
                 out[0], ", 1]");
+  FLUID_ENFORCE(ctx->Attr<int32_t>("k") >= 1, "accuracy: k ",
+                ctx->Attr<int32_t>("k"), " for Out '", on,
+                "' must be positive");
   ctx->SetOutputShape("Accuracy", Shape{1});
   ctx->SetOutputDtype("Accuracy", ctx->GetInputDtype("Out"));
   ctx->SetOutputShape("Correct", Shape{1});
@@ -41,12 +47,17 @@ void AccuracyKernel(const ExecutionContext& ctx) {
   const int64_t rows = out.shape()[0], classes = out.shape()[1];
   const T* od = out.data<T>();
   const int64_t* ld = label.data<int64_t>();
+  const int64_t k = ctx.Attr<int32_t>("k");
   int64_t correct = 0;
   for (int64_t i = 0; i < rows; ++i) {
     FLUID_ENFORCE(ld[i] >= 0 && ld[i] < classes, "Label '",
                   ctx.InputName("Label"), "' holds ", ld[i], " at row ", i,
                   ", outside [0, ", classes, ")");
     const T* row = od + i * classes;
+    if (k > 1) {
+      correct += InTopK(row, classes, ld[i], k);
+      continue;
+    }
     int64_t best = 0;
     for (int64_t j = 1; j < classes; ++j)
       if (row[j] > row[best]) best = j;
@@ -62,13 +73,14 @@ void AccuracyKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(accuracy)
     .Doc(
-        "Top-1 accuracy: the fraction of rows whose largest score (lowest "
-        "index among ties) is at the label's index.")
+        "Top-k accuracy: the fraction of rows whose label's score is among "
+        "their k largest (lowest index first among ties).")
     .Input("Out", "class scores [N, C] (probabilities or logits)")
     .Input("Label", "int64 class indices [N, 1]")
     .Output("Accuracy", "[1], Correct / Total, in Out's dtype (0 if N = 0)")
     .OptionalOutput("Correct", "[1] int64, rows predicted correctly")
     .OptionalOutput("Total", "[1] int64, rows seen (N)")
+    .Attr<int32_t>("k", 1, "how many of the best scores may hold the label")
     .KernelDtypeFrom("Out")
     .SetInferShape(AccuracyInferShape)
     .CPUKernel<float>(AccuracyKernel<float>)

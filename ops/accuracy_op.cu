@@ -1,7 +1,8 @@
 // CUDA kernel for accuracy (schema and shape inference in accuracy_op.cc).
 //
 // One block: each warp takes rows in turn, its lanes scan the row's classes
-// and the warp combines their best (score, index) pairs; the per-warp counts
+// and the warp combines their best (score, index) pairs (k = 1), or their
+// counts of scores ranking before the label's (k > 1); the per-warp counts
 // are then added. Integer counts make the result exact and deterministic.
 //
 // The CPU kernel rejects a label outside [0, C). The labels live in device
@@ -9,6 +10,7 @@
 // synchronisation on every step; such a row instead counts as a miss (no
 // prediction equals it) and no memory outside the scores is read.
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/topk_op.h"
 
 namespace fluid {
 namespace ops {
@@ -47,16 +49,37 @@ __device__ Best<T> WarpBest(Best<T> v) {
   return v;
 }
 
+// k > 1: whether the row's label is in its top k (InTopK, split over the
+// lanes of a warp); the result is valid in lane 0.
+template <typename T>
+__device__ bool WarpInTopK(const T* row, int64_t classes, int64_t label,
+                           int64_t k, int lane) {
+  const bool valid = label >= 0 && label < classes;
+  long long before = 0;
+  if (valid)
+    for (int64_t j = lane; j < classes; j += 32)
+      before += RanksBefore(row[j], j, row[label], label);
+  for (int offset = 16; offset > 0; offset /= 2)
+    before += __shfl_down_sync(0xffffffffu, before, offset);
+  return valid && before < k;
+}
+
 template <typename T>
 __global__ void AccuracyKernel(const T* scores, const int64_t* label,
-                               int64_t rows, int64_t classes, T* accuracy,
-                               int64_t* correct_out, int64_t* total_out) {
+                               int64_t rows, int64_t classes, int64_t k,
+                               T* accuracy, int64_t* correct_out,
+                               int64_t* total_out) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int warps = blockDim.x / 32;
   long long correct = 0;  // counted by lane 0 of each warp
   for (int64_t r = warp; r < rows; r += warps) {
     const T* row = scores + r * classes;
+    if (k > 1) {
+      const bool in = WarpInTopK(row, classes, label[r], k, lane);
+      if (lane == 0) correct += in;
+      continue;
+    }
     Best<T> best{T(0), -1};
     for (int64_t j = lane; j < classes; j += 32) {
       const T s = row[j];
@@ -88,8 +111,8 @@ void AccuracyCudaKernel(const ExecutionContext& ctx) {
   int64_t* correct = cuda::OutputData<int64_t>(ctx, "Correct");
   int64_t* total = cuda::OutputData<int64_t>(ctx, "Total");
   AccuracyKernel<T><<<1, kAccuracyThreads, 0, cuda::Dev(ctx).stream()>>>(
-      out.data<T>(), label.data<int64_t>(), rows, classes, accuracy, correct,
-      total);
+      out.data<T>(), label.data<int64_t>(), rows, classes,
+      int64_t{ctx.Attr<int32_t>("k")}, accuracy, correct, total);
   cuda::CheckLaunch();
 }
 

@@ -1,6 +1,8 @@
 // CUDA kernels for cross_entropy and cross_entropy_grad (schemas in
 // cross_entropy_op.cc): Y[i] = -log(X[i, Label[i]]) for hard int64 labels,
-// rows labelled ignore_index getting loss 0 and gradient 0.
+// rows labelled ignore_index getting loss 0 and gradient 0; with
+// soft_label, Y[i] = -sum_j Label[i, j] * log(X[i, j]), one block per row
+// in a fixed order.
 //
 // The CPU kernels reject a label outside [0, C) (other than ignore_index)
 // before writing anything. The labels live in device memory here, so that
@@ -41,7 +43,55 @@ struct CrossEntropyGradAt {
 };
 
 template <typename T>
+struct SoftTerm {
+  const T* x;
+  const T* z;
+  int64_t classes;
+  __device__ T operator()(int64_t r, int64_t c) const {
+    const int64_t j = r * classes + c;
+    return -z[j] * log(x[j]);
+  }
+};
+
+template <typename T>
+struct SoftGrad {
+  const T* x;
+  const T* z;
+  const T* dy;
+  T* dx;
+  int64_t classes;
+  __device__ void operator()(int64_t j) const {
+    dx[j] = -dy[j / classes] * z[j] / x[j];
+  }
+};
+
+template <typename T>
+void SoftCrossEntropyKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const int rank = x.shape().rank();
+  SoftTerm<T> f;
+  f.x = x.data<T>();
+  f.z = ctx.Input("Label").data<T>();
+  f.classes = x.shape()[rank - 1];
+  cuda::RowReduce<T>(cuda::Dev(ctx), x.shape().Product(0, rank - 1), f.classes,
+                     f, cuda::SumOp(), T(0), cuda::OutputData<T>(ctx, "Y"));
+}
+
+template <typename T>
+void SoftCrossEntropyGradKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  SoftGrad<T> f;
+  f.x = x.data<T>();
+  f.z = ctx.Input("Label").data<T>();
+  f.dy = ctx.Input(GradSlot("Y")).data<T>();
+  f.dx = cuda::OutputData<T>(ctx, GradSlot("X"));
+  f.classes = x.shape()[x.shape().rank() - 1];
+  cuda::ForEach(cuda::Dev(ctx), x.numel(), f);
+}
+
+template <typename T>
 void CrossEntropyKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("soft_label")) return SoftCrossEntropyKernel<T>(ctx);
   const LabelArgs a = ReadLabelArgs(ctx, "X");
   T* y = cuda::OutputData<T>(ctx, "Y");
   cuda::ForEach(
@@ -52,6 +102,10 @@ void CrossEntropyKernel(const ExecutionContext& ctx) {
 
 template <typename T>
 void CrossEntropyGradKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("soft_label")) {
+    if (ctx.HasOutput(GradSlot("X"))) SoftCrossEntropyGradKernel<T>(ctx);
+    return;
+  }
   cuda::LabelGradKernel<T, CrossEntropyGradAt>(ctx, GradSlot("X"), "X",
                                                GradSlot("Y"));
 }

@@ -247,10 +247,16 @@ std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,
 }
 
 std::string CrossEntropy(ProgramBuilder* b, const std::string& input,
-                         const std::string& label) {
+                         const std::string& label, bool soft_label,
+                         int ignore_index) {
   std::string out = b->CreateTmpVar("cross_entropy", VarDtype(Var(b, input)));
+  // Attrs at their defaults are left to the op, as programs built before
+  // they existed have them.
+  AttributeMap attrs;
+  if (soft_label) attrs["soft_label"] = true;
+  if (ignore_index != -100) attrs["ignore_index"] = int32_t{ignore_index};
   b->AppendOp(MakeOp("cross_entropy", {{"X", {input}}, {"Label", {label}}},
-                     {{"Y", {out}}}));
+                     {{"Y", {out}}}, attrs));
   return out;
 }
 
@@ -258,15 +264,33 @@ std::string Mean(ProgramBuilder* b, const std::string& x) {
   return Unary(b, "mean", x);
 }
 
+namespace {
+
+// `given` when the caller named a var for the count, else a new one.
+std::string CountVar(ProgramBuilder* b, const std::string& given,
+                     const std::string& prefix, const std::string& arg) {
+  if (given.empty()) return b->CreateTmpVar(prefix, DataType::kInt64);
+  FLUID_ENFORCE(FindVarDesc(*b->main_block(), given) != nullptr,
+                "layer 'accuracy': argument ", Quote(arg), ": no variable ",
+                Quote(given), " in the program");
+  return given;
+}
+
+}  // namespace
+
 std::string Accuracy(ProgramBuilder* b, const std::string& input,
-                     const std::string& label) {
+                     const std::string& label, int k,
+                     const std::string& correct, const std::string& total) {
+  FLUID_ENFORCE(k >= 1, "layer 'accuracy': argument 'k' must be positive, ",
+                "got ", k);
   DataType dtype = VarDtype(Var(b, input));
   std::string acc = b->CreateTmpVar("accuracy", dtype);
-  std::string correct = b->CreateTmpVar("accuracy_correct", DataType::kInt64);
-  std::string total = b->CreateTmpVar("accuracy_total", DataType::kInt64);
   b->AppendOp(MakeOp(
       "accuracy", {{"Out", {input}}, {"Label", {label}}},
-      {{"Accuracy", {acc}}, {"Correct", {correct}}, {"Total", {total}}}));
+      {{"Accuracy", {acc}},
+       {"Correct", {CountVar(b, correct, "accuracy_correct", "correct")}},
+       {"Total", {CountVar(b, total, "accuracy_total", "total")}}},
+      k == 1 ? AttributeMap{} : AttributeMap{{"k", k}}));
   return acc;
 }
 
@@ -555,11 +579,16 @@ REGISTER_LAYER(softmax_with_cross_entropy)
     });
 
 REGISTER_LAYER(cross_entropy)
-    .Doc("Per-example loss [N, 1] of probabilities against integer labels.")
+    .Doc(
+        "Per-example loss [N, 1] of probabilities against integer labels, "
+        "or against label probabilities with soft_label.")
     .Var("input")
     .Var("label")
+    .Bool("soft_label", false)
+    .Int("ignore_index", -100)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return CrossEntropy(b, a.Var("input"), a.Var("label"));
+      return CrossEntropy(b, a.Var("input"), a.Var("label"),
+                          a.Bool("soft_label"), a.Int32("ignore_index"));
     });
 
 REGISTER_LAYER(mean)
@@ -570,11 +599,17 @@ REGISTER_LAYER(mean)
     });
 
 REGISTER_LAYER(accuracy)
-    .Doc("Top-1 accuracy [1] of scores against integer labels.")
+    .Doc(
+        "Top-k accuracy [1] of scores against integer labels; the counts go "
+        "to correct and total when given.")
     .Var("input")
     .Var("label")
+    .Int("k", 1)
+    .String("correct", "")
+    .String("total", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Accuracy(b, a.Var("input"), a.Var("label"));
+      return Accuracy(b, a.Var("input"), a.Var("label"), a.Int32("k"),
+                      a.String("correct"), a.String("total"));
     });
 
 REGISTER_LAYER(reshape)

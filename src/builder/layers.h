@@ -15,6 +15,11 @@ class LayerArgs;
 
 namespace layers {
 
+// The dtype named by the string argument `name` of a layer call
+// ("float32", "float64", "int32", "int64"); any other is an error naming
+// the layer and the argument.
+DataType DtypeArg(const LayerArgs& a, const std::string& name);
+
 // Declares a feed var. With append_batch_size, a leading -1 (batch) dim is
 // added to `shape`. Data vars never receive gradients.
 std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
@@ -89,13 +94,18 @@ std::string BRelu(ProgramBuilder* b, const std::string& x, float t_min = 0.0f,
 std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,
                                     const std::string& logits,
                                     const std::string& label);
-// Per-example loss [N, 1] of probabilities against integer labels.
+// Per-example loss [N, 1] of probabilities against integer labels (rows
+// labelled ignore_index get 0), or with soft_label against probabilities.
 std::string CrossEntropy(ProgramBuilder* b, const std::string& input,
-                         const std::string& label);
+                         const std::string& label, bool soft_label = false,
+                         int ignore_index = -100);
 std::string Mean(ProgramBuilder* b, const std::string& x);
-// Top-1 accuracy [1] of scores against integer labels.
+// Top-k accuracy [1] of scores against integer labels; the counts go to
+// `correct` and `total` when named (existing int64 vars).
 std::string Accuracy(ProgramBuilder* b, const std::string& input,
-                     const std::string& label);
+                     const std::string& label, int k = 1,
+                     const std::string& correct = "",
+                     const std::string& total = "");
 std::string Reshape(ProgramBuilder* b, const std::string& x,
                     const std::vector<int64_t>& shape);
 // Out = type(x, y) (an elementwise binary op: elementwise_add, _sub, _mul,
@@ -117,10 +127,6 @@ std::string Scale(ProgramBuilder* b, const std::string& x, float scale,
 // stop_gradient.
 std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
                          DataType dtype, float value);
-
-// The dtype a layer's string argument `name` names; an unknown one is an
-// error naming the layer and the argument.
-DataType DtypeArg(const LayerArgs& a, const std::string& name);
 
 }  // namespace layers
 }  // namespace fluid

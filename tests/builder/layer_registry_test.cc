@@ -7,6 +7,7 @@
 
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
+#include "src/builder/tensor_layers.h"
 #include "src/builder/var_layers.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -45,7 +46,8 @@ TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
   EXPECT_EQ(e.code(), ErrorCode::kNotFound);
   EXPECT_NE(
       std::string(e.what()).find(
-          "unknown layer 'fully_connected'; known layers: abs, accuracy, "),
+          "unknown layer 'fully_connected'; known layers: _assign_value, abs, "
+          "accuracy, "),
       std::string::npos)
       << e.what();
   EXPECT_NE(std::string(e.what()).find(", fc, "), std::string::npos);
@@ -519,9 +521,100 @@ TEST(LayerRegistry, ActNamesAnyKnownActivation) {
   }
 }
 
+// The tensor layers (tensor_layers.h) with one output.
+std::vector<LayerCase> TensorLayerCases() {
+  using Names = std::vector<std::string>;
+  return {
+      {"concat",
+       {{"input", Names{"x", "y"}}, {"axis", int64_t{1}}, {"name", "c"}},
+       [](ProgramBuilder* b) {
+         return layers::Concat(b, {"x", "y"}, 1, "c");
+       }},
+      {"transpose",
+       {{"x", "img"}, {"perm", Ints{0, 2, 3, 1}}},
+       [](ProgramBuilder* b) {
+         return layers::Transpose(b, "img", {0, 2, 3, 1});
+       }},
+      {"flatten",
+       {{"x", "img"}, {"axis", int64_t{2}}},
+       [](ProgramBuilder* b) { return layers::Flatten(b, "img", 2); }},
+      {"sums",
+       {{"input", Names{"x", "y"}}, {"out", "y"}},
+       [](ProgramBuilder* b) {
+         return layers::Sums(b, {"x", "y"}, "y");
+       }},
+      {"matmul",
+       {{"x", "x"},
+        {"y", "y"},
+        {"transpose_y", true},
+        {"alpha", 0.5},
+        {"name", "m"}},
+       [](ProgramBuilder* b) {
+         return layers::Matmul(b, "x", "y", false, true, 0.5f, "m");
+       }},
+      {"mul",
+       {{"x", "img"}, {"y", "x"}, {"x_num_col_dims", int64_t{3}}},
+       [](ProgramBuilder* b) { return layers::Mul(b, "img", "x", 3, 1); }},
+      {"cast",
+       {{"x", "label"}, {"dtype", "float64"}},
+       [](ProgramBuilder* b) {
+         return layers::Cast(b, "label", DataType::kFloat64);
+       }},
+      {"assign",
+       {{"input", "x"}, {"output", "y"}},
+       [](ProgramBuilder* b) { return layers::Assign(b, "x", "y"); }},
+      {"_assign_value",
+       {{"values", "1.5 -2 0.25"}, {"shape", Ints{3}}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::AssignValue(b, "1.5 -2 0.25", {3}, DataType::kFloat32);
+       }},
+      {"one_hot",
+       {{"input", "label"}, {"depth", int64_t{4}}},
+       [](ProgramBuilder* b) { return layers::OneHot(b, "label", 4); }},
+      {"argmax",
+       {{"x", "img"}, {"axis", int64_t{-1}}},
+       [](ProgramBuilder* b) { return layers::ArgMax(b, "img", -1); }},
+      {"square_error_cost",
+       {{"input", "x"}, {"label", "y"}},
+       [](ProgramBuilder* b) { return layers::SquareErrorCost(b, "x", "y"); }},
+      {"sigmoid_cross_entropy_with_logits",
+       {{"x", "x"},
+        {"label", "y"},
+        {"ignore_index", int64_t{-1}},
+        {"normalize", true}},
+       [](ProgramBuilder* b) {
+         return layers::SigmoidCrossEntropyWithLogits(b, "x", "y", -1, "",
+                                                      true);
+       }},
+  };
+}
+
+// The tensor layers with several outputs.
+struct MultiOutputLayerCase {
+  std::string type;
+  LayerValues values;
+  std::function<std::vector<std::string>(ProgramBuilder*)> typed;
+};
+
+std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
+  return {
+      {"split",
+       {{"input", "img"},
+        {"num_or_sections", Ints{1, -1}},
+        {"dim", int64_t{2}}},
+       [](ProgramBuilder* b) {
+         return layers::Split(b, "img", {1, -1}, 2);
+       }},
+      {"topk",
+       {{"input", "x"}, {"k", int64_t{3}}},
+       [](ProgramBuilder* b) { return layers::TopK(b, "x", 3); }},
+  };
+}
+
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : TensorLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
@@ -531,6 +624,14 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
     EXPECT_EQ(out, std::vector<std::string>{expected});
     EXPECT_EQ(by_name.main.DebugString(), typed.main.DebugString());
     EXPECT_EQ(by_name.startup.DebugString(), typed.startup.DebugString());
+    covered.insert(c.type);
+  }
+  for (const MultiOutputLayerCase& c : MultiOutputLayerCases()) {
+    SCOPED_TRACE(c.type);
+    Built by_name, typed;
+    std::vector<std::string> out = BuildLayer(&by_name.b, c.type, c.values);
+    EXPECT_EQ(out, c.typed(&typed.b));
+    EXPECT_EQ(by_name.main.DebugString(), typed.main.DebugString());
     covered.insert(c.type);
   }
   // A new layer needs its case here.

@@ -90,5 +90,23 @@ TEST(AccuracyOpCuda, NaNScores) {
       AccuracyOp(), {{"scores", w}, {"label", RandomLabels(3, 100, 1)}}));
 }
 
+TEST(AccuracyOpCuda, TopK) {
+  REQUIRE_GPU();
+  uint64_t seed = 900;
+  for (DataType dt : kFloatTypes) {
+    for (int k : {2, 5}) {
+      auto op = AccuracyOp();
+      SetOpAttr(&op, "k", int32_t{k});
+      testing::CudaCheckOptions o;
+      o.grad = false;
+      EXPECT_TRUE(CudaMatchesCpu(op,
+                                 {{"scores", TiedScores(dt, 300, 70, seed++)},
+                                  {"label", RandomLabels(300, 70, seed++)}},
+                                 o))
+          << DataTypeName(dt) << " k " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fluid

@@ -90,5 +90,18 @@ TEST(CrossEntropyOpCuda, OutOfRangeLabelsAreSkipped) {
   }
 }
 
+TEST(CrossEntropyOpCuda, SoftLabels) {
+  REQUIRE_GPU();
+  uint64_t seed = 700;
+  for (DataType dt : testing::kFloatTypes) {
+    auto op = MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"label"}}},
+                     {{"Y", {"y"}}}, {{"soft_label", true}});
+    EXPECT_TRUE(CudaMatchesCpu(
+        op, {{"x", RandomTensor(dt, {9, 300}, 0.05, 1, seed++)},
+             {"label", RandomTensor(dt, {9, 300}, 0, 1, seed++)}}))
+        << DataTypeName(dt);
+  }
+}
+
 }  // namespace
 }  // namespace fluid

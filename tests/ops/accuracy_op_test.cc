@@ -95,5 +95,39 @@ TEST(AccuracyOp, BadLabelsNameTheVar) {
   EXPECT_NE(msg.find("[3, 1]"), std::string::npos) << msg;
 }
 
+// k > 1: a row counts when fewer than k scores rank before its label's
+// (larger, or equal at a lower index), checked against a naive count.
+TEST(AccuracyOp, TopKMatchesNaive) {
+  const int n = 60, c = 9;
+  Tensor scores = RandomTensor<double>({n, c}, -1, 1, 72);
+  std::vector<int64_t> labels;
+  for (int i = 0; i < n; ++i) labels.push_back((i * 4) % c);
+  auto s = ToVector<double>(scores);
+  for (int k : {1, 2, 5, 9}) {
+    int64_t want = 0;
+    for (int i = 0; i < n; ++i) {
+      int larger = 0;
+      for (int j = 0; j < c; ++j) larger += s[i * c + j] > s[i * c + labels[i]];
+      want += larger < k;
+    }
+    auto op = AccuracyOp();
+    SetOpAttr(&op, "k", int32_t{k});
+    auto out = RunOp(op, {{"scores", scores}, {"label", Labels(labels)}});
+    EXPECT_EQ(ToVector<int64_t>(out["correct"])[0], want) << k;
+    EXPECT_DOUBLE_EQ(ToVector<double>(out["acc"])[0],
+                     static_cast<double>(want) / n);
+  }
+}
+
+TEST(AccuracyOp, TopKTiesGoToLowestIndex) {
+  Tensor scores = MakeTensor<float>({1, 4}, {1, 1, 1, 0});
+  auto op = AccuracyOp();
+  SetOpAttr(&op, "k", int32_t{2});
+  for (int64_t label : {0, 1, 2, 3}) {
+    auto out = RunOp(op, {{"scores", scores}, {"label", Labels({label})}});
+    EXPECT_EQ(ToVector<int64_t>(out["correct"])[0], label < 2 ? 1 : 0) << label;
+  }
+}
+
 }  // namespace
 }  // namespace fluid

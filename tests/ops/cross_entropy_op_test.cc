@@ -124,5 +124,41 @@ TEST(CrossEntropyOp, BadLabelShapeOrDtypeNamesVar) {
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
 }
 
+proto::OpDesc SoftCrossEntropyOp() {
+  return MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"label"}}},
+                {{"Y", {"y"}}}, {{"soft_label", true}});
+}
+
+TEST(CrossEntropyOp, SoftLabelMatchesNaive) {
+  Tensor x = Probabilities<double>(4, 5, 11);
+  Tensor z = Probabilities<double>(4, 5, 12);
+  Tensor y = RunOp(SoftCrossEntropyOp(), {{"x", x}, {"label", z}})["y"];
+  ASSERT_EQ(y.shape(), Shape({4, 1}));
+  auto xs = ToVector<double>(x), zs = ToVector<double>(z);
+  auto ys = ToVector<double>(y);
+  for (int i = 0; i < 4; ++i) {
+    double want = 0;
+    for (int j = 0; j < 5; ++j) want -= zs[i * 5 + j] * std::log(xs[i * 5 + j]);
+    EXPECT_NEAR(ys[i], want, 1e-14) << i;
+  }
+}
+
+TEST(CrossEntropyOp, SoftLabelGradient) {
+  GradCheckOptions o;
+  o.wrt = {"x"};
+  EXPECT_TRUE(CheckGradient(SoftCrossEntropyOp(),
+                            {{"x", Probabilities<double>(3, 4, 13)},
+                             {"label", Probabilities<double>(3, 4, 14)}},
+                            o));
+}
+
+TEST(CrossEntropyOp, SoftLabelMustBeLikeX) {
+  std::string msg = testing::ErrorOf(
+      SoftCrossEntropyOp(),
+      {{"x", Probabilities<double>(3, 4, 15)}, {"label", Labels({0, 1, 2})}});
+  EXPECT_NE(msg.find("with soft_label, Label 'label'"), std::string::npos)
+      << msg;
+}
+
 }  // namespace
 }  // namespace fluid

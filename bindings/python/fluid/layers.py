@@ -190,8 +190,9 @@ def softmax(x):
     return _layer("softmax", x=_name(x))
 
 
-def cross_entropy(input, label):
-    return _layer("cross_entropy", input=_name(input), label=_name(label))
+def cross_entropy(input, label, soft_label=False, ignore_index=-100):
+    return _layer("cross_entropy", input=_name(input), label=_name(label),
+                  soft_label=soft_label, ignore_index=ignore_index)
 
 
 def softmax_with_cross_entropy(logits, label):
@@ -203,8 +204,12 @@ def mean(x):
     return _layer("mean", x=_name(x))
 
 
-def accuracy(input, label):
-    return _layer("accuracy", input=_name(input), label=_name(label))
+def accuracy(input, label, k=1, correct=None, total=None):
+    return _layer("accuracy", input=_name(input), label=_name(label), k=k,
+                  correct=None if correct is None
+                  else _name(correct, "accuracy", "correct"),
+                  total=None if total is None
+                  else _name(total, "accuracy", "total"))
 
 
 def reshape(x, shape):
@@ -332,3 +337,136 @@ def _shape(shape, layer):
         raise TypeError(f"{layer}(shape=...): expected a list of ints, got "
                         f"{type(shape).__name__}")
     return [int(d) for d in shape]
+# ---- tensor layers: joining, cutting and rearranging tensors, products and
+# sums (src/builder/tensor_layers.cc).
+
+
+def _names(xs, layer, arg="input"):
+    """The variable names of a list-of-Variables argument."""
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{layer}({arg}=...): expected a list of Variables, "
+                        f"got {type(xs).__name__}")
+    return [_name(x, layer, arg) for x in xs]
+
+
+def concat(input, axis=0, name=None):
+    return _layer("concat", input=_names(input, "concat"), axis=axis,
+                  name=name)
+
+
+def _equal_sections(input, num, dim):
+    """Fluid's split(x, n): n equal pieces of x's dim `dim`, as sizes."""
+    if isinstance(num, bool) or num <= 0:
+        raise ValueError(f"split(num_or_sections={num}): the number of "
+                         "pieces must be positive")
+    _, program = current_builder()
+    shape = program.var(_name(input, "split")).shape
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"split(dim={dim}): out of range for input of shape "
+                         f"{list(shape)}")
+    size = shape[dim]
+    if size < 0 or size % num != 0:
+        raise ValueError(f"split(num_or_sections={num}): dim {dim} of the "
+                         f"input, of shape {list(shape)}, does not divide "
+                         f"into {num} equal pieces")
+    return [size // num] * num
+
+
+def split(input, num_or_sections, dim=-1, name=None):
+    sections = num_or_sections
+    if isinstance(sections, int):
+        sections = _equal_sections(input, sections, dim)
+    out = _layer("split", input=_name(input, "split"),
+                 num_or_sections=list(sections), dim=dim, name=name)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def transpose(x, perm, name=None):
+    return _layer("transpose", x=_name(x, "transpose", "x"), perm=list(perm),
+                  name=name)
+
+
+def flatten(x, axis=1, name=None):
+    return _layer("flatten", x=_name(x, "flatten", "x"), axis=axis,
+                  name=name)
+
+
+def sums(input, out=None):
+    return _layer("sums", input=_names(input, "sums"),
+                  out=None if out is None else _name(out, "sums", "out"))
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0,
+           name=None):
+    return _layer("matmul", x=_name(x, "matmul", "x"),
+                  y=_name(y, "matmul", "y"), transpose_x=transpose_x,
+                  transpose_y=transpose_y, alpha=float(alpha), name=name)
+
+
+def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
+    return _layer("mul", x=_name(x, "mul", "x"), y=_name(y, "mul", "y"),
+                  x_num_col_dims=x_num_col_dims,
+                  y_num_col_dims=y_num_col_dims, name=name)
+
+
+def cast(x, dtype):
+    return _layer("cast", x=_name(x, "cast", "x"), dtype=_dtype_name(dtype))
+
+
+def _dtype_name(dtype):
+    """Fluid takes a dtype as a string or a NumPy dtype."""
+    if isinstance(dtype, str):
+        return dtype
+    import numpy as np
+    return np.dtype(dtype).name
+
+
+def assign(input, output=None):
+    out = None if output is None else _name(output, "assign", "output")
+    if hasattr(input, "name") or isinstance(input, str):
+        return _layer("assign", input=_name(input, "assign"), output=out)
+    import numpy as np
+    if not isinstance(input, np.ndarray):
+        raise TypeError("assign(input=...): expected a Variable or a NumPy "
+                        f"array, got {type(input).__name__}")
+    if input.dtype == np.float32:
+        text = " ".join(repr(float(v)) for v in input.ravel())
+    elif input.dtype in (np.int32, np.int64):
+        text = " ".join(str(int(v)) for v in input.ravel())
+    else:
+        raise TypeError(f"assign(input=...): a NumPy array of {input.dtype} "
+                        "is not supported; float32, int32 or int64 are "
+                        "(e.g. input.astype('float32'))")
+    return _assign_value(text, list(input.shape) or [1], input.dtype.name,
+                         out)
+
+
+def _assign_value(values, shape, dtype, output=None):
+    """assign's NumPy path: a constant holding `values` (decimal text)."""
+    return _layer("_assign_value", values=values, shape=list(shape),
+                  dtype=dtype, output=output)
+
+
+def one_hot(input, depth):
+    return _layer("one_hot", input=_name(input, "one_hot"), depth=depth)
+
+
+def argmax(x, axis=0):
+    return _layer("argmax", x=_name(x, "argmax", "x"), axis=axis)
+
+
+def topk(input, k, name=None):
+    return _layer("topk", input=_name(input, "topk"), k=k, name=name)
+
+
+def square_error_cost(input, label):
+    return _layer("square_error_cost", input=_name(input, "square_error_cost"),
+                  label=_name(label, "square_error_cost", "label"))
+
+
+def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None,
+                                      normalize=False):
+    layer = "sigmoid_cross_entropy_with_logits"
+    return _layer(layer, x=_name(x, layer, "x"),
+                  label=_name(label, layer, "label"),
+                  ignore_index=ignore_index, name=name, normalize=normalize)

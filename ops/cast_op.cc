@@ -1,0 +1,74 @@
+// cast: Out = X converted to out_dtype, elementwise (float to int rounds
+// toward zero, as static_cast does). Its gradient casts Out@GRAD back to
+// in_dtype; gradients only flow between float dtypes.
+#include <string>
+#include <vector>
+
+#include "ops/dtype_visit.h"
+#include "ops/op_helpers.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void CastInferShape(InferShapeContext* ctx) {
+  if (!ctx->HasOutput("Out")) return;  // an unneeded gradient
+  const DataType in =
+      DtypeAttr(ctx->Attr<int32_t>("in_dtype"), "cast", "in_dtype");
+  FLUID_ENFORCE(ctx->GetInputDtype("X") == in, "cast: X '", ctx->InputName("X"),
+                "' is ", ctx->GetInputDtype("X"), " but attr in_dtype says ",
+                in);
+  ctx->SetOutputShape("Out", ctx->GetInputShape("X"));
+  ctx->SetOutputDtype(
+      "Out", DtypeAttr(ctx->Attr<int32_t>("out_dtype"), "cast", "out_dtype"));
+}
+
+template <typename In>
+void CastKernel(const ExecutionContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  if (out == nullptr) return;
+  const Tensor& x = ctx.Input("X");
+  const In* xd = x.data<In>();
+  const int64_t n = x.numel();
+  VisitDtype(DtypeAttr(ctx.Attr<int32_t>("out_dtype"), "cast", "out_dtype"),
+             [&](auto o) {
+               using Out = decltype(o);
+               Out* od = out->mutable_data<Out>();
+               ParallelFor(ctx.device(), n, 1.0, [&](int64_t b, int64_t e) {
+                 for (int64_t i = b; i < e; ++i)
+                   od[i] = static_cast<Out>(xd[i]);
+               });
+             });
+}
+
+// X@GRAD = Out@GRAD cast back to X's dtype.
+std::vector<proto::OpDesc> CastGradMaker(const proto::OpDesc& fwd) {
+  proto::OpDesc g =
+      MakeOp("cast", {{"X", {GradVarName(OpOutput(fwd, "Out").at(0))}}},
+             {{"Out", {GradVarName(OpInput(fwd, "X").at(0))}}});
+  SetOpAttr(&g, "in_dtype", GetOpAttr(fwd, "out_dtype"));
+  SetOpAttr(&g, "out_dtype", GetOpAttr(fwd, "in_dtype"));
+  SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
+  return {g};
+}
+
+}  // namespace
+
+REGISTER_OP(cast)
+    .Doc("Out = X converted to out_dtype.")
+    .Input("X", "input, of in_dtype")
+    .Output("Out", "X's values as out_dtype, same shape")
+    .Attr<int32_t>("in_dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "X's dtype (0 float32, 1 float64, 2 int32, 3 int64)")
+    .Attr<int32_t>("out_dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "Out's dtype, numbered as in_dtype")
+    .SetInferShape(CastInferShape)
+    .SetGradMaker(CastGradMaker)
+    .CPUKernel<float>(CastKernel<float>)
+    .CPUKernel<double>(CastKernel<double>)
+    .CPUKernel<int32_t>(CastKernel<int32_t>)
+    .CPUKernel<int64_t>(CastKernel<int64_t>);
+
+}  // namespace ops
+}  // namespace fluid

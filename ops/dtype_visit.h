@@ -1,0 +1,45 @@
+// Calling a generic function with a value of the C++ type a DataType names,
+// for kernels whose output dtype is chosen at run time (cast). Free of
+// Eigen so that nvcc can compile it.
+#pragma once
+
+#include <cstdint>
+
+#include "src/framework/types.h"
+
+namespace fluid {
+namespace ops {
+
+// f(T{}) for the T of `dtype`.
+template <typename F>
+void VisitDtype(DataType dtype, F&& f) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      f(float{});
+      return;
+    case DataType::kFloat64:
+      f(double{});
+      return;
+    case DataType::kInt32:
+      f(int32_t{});
+      return;
+    case DataType::kInt64:
+      f(int64_t{});
+      return;
+  }
+  FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype ",
+              static_cast<int>(dtype));
+}
+
+// The dtype held by the int attr `name` (DataType's numbering); an error
+// naming the op and the attr when it is none.
+inline DataType DtypeAttr(int32_t value, const std::string& op,
+                          const std::string& name) {
+  FLUID_ENFORCE(value >= 0 && value <= static_cast<int32_t>(DataType::kInt64),
+                op, ": attr ", name, " ", value,
+                " is no dtype (0 float32, 1 float64, 2 int32, 3 int64)");
+  return static_cast<DataType>(value);
+}
+
+}  // namespace ops
+}  // namespace fluid

@@ -1,0 +1,28 @@
+// CUDA kernel for split (schema, shape inference and grad maker in
+// split_op.cc): one launch per piece.
+#include "ops/concat_split.cuh"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+template <typename T>
+void SplitKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  ForEachPiece(
+      x.shape(), AxisAttr(ctx, x.shape(), ctx.InputName("X")),
+      ctx.OutputSize("Out"),
+      [&](size_t i) { return ctx.Output("Out", i)->shape(); },
+      [&](size_t i, const PieceColumns& c) {
+        cuda::CopyPieceColumns(
+            ctx, c, x.data<T>(),
+            ctx.Output("Out", i)->mutable_data<T>(ctx.place()), false);
+      });
+}
+
+}  // namespace
+
+REGISTER_FLOAT_KERNELS(split, kCUDA, SplitKernel);
+
+}  // namespace ops
+}  // namespace fluid
