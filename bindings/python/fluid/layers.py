@@ -7,6 +7,8 @@ with its arguments named as here; a function below only checks and converts
 its Python arguments (Variables to names, Fluid's spellings of sizes and
 param attrs) and passes them on by name through `_layer`.
 """
+from . import clip as _clip
+from . import regularizer as _regularizer
 from .framework import current_builder
 
 
@@ -64,8 +66,12 @@ def _square(value, layer, arg):
 
 
 class ParamAttr:
-    def __init__(self, name=None, initializer=None, trainable=True):
+    def __init__(self, name=None, initializer=None, trainable=True,
+                 regularizer=None, gradient_clip=None):
         self.name, self.initializer, self.trainable = name, initializer, trainable
+        # fluid.regularizer.L1Decay/L2Decay (overrides the optimizer's) and
+        # a fluid.clip.GradientClipBy* of this parameter.
+        self.regularizer, self.gradient_clip = regularizer, gradient_clip
 
     def to_dict(self):
         d = {"trainable": self.trainable}
@@ -73,6 +79,12 @@ class ParamAttr:
             d["name"] = self.name
         if self.initializer is not None:
             d["initializer"] = dict(self.initializer)
+        if self.regularizer is not None:
+            d["regularizer"] = _regularizer._as_dict(self.regularizer,
+                                                     "ParamAttr")
+        if self.gradient_clip is not None:
+            d["gradient_clip"] = _clip._as_dict(self.gradient_clip,
+                                                "ParamAttr")
         return d
 
 
@@ -254,3 +266,87 @@ def elementwise_min(x, y, axis=-1, act=None, name=None):
 
 def elementwise_pow(x, y, axis=-1, act=None, name=None):
     return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+# ---- training knobs: clip and the learning-rate schedules ----
+
+def clip(x, min, max, name=None):
+    """min(max(x, min), max) elementwise; the gradient is 0 outside."""
+    return _layer("clip", x=_name(x, "clip", "x"), min=min, max=max,
+                  name=name)
+
+
+def _lr_schedule(kind, **args):
+    """The one-element float64 Variable holding the learning rate of the
+    current step, computed in the program from the global step counter
+    (@LR_DECAY_COUNTER@, persistable, advanced once per run)."""
+    lr = args.get("learning_rate")
+    if lr is not None and hasattr(lr, "name"):
+        args["learning_rate"] = lr.name
+    b, program = current_builder()
+    return program.var(b.lr_schedule(kind, args))
+
+
+def exponential_decay(learning_rate, decay_steps, decay_rate,
+                      staircase=False):
+    """learning_rate * decay_rate ^ (step / decay_steps) (floored when
+    staircase)."""
+    return _lr_schedule("exponential_decay", learning_rate=learning_rate,
+                        decay_steps=decay_steps, decay_rate=decay_rate,
+                        staircase=staircase)
+
+
+def natural_exp_decay(learning_rate, decay_steps, decay_rate,
+                      staircase=False):
+    """learning_rate * exp(-decay_rate * step / decay_steps)."""
+    return _lr_schedule("natural_exp_decay", learning_rate=learning_rate,
+                        decay_steps=decay_steps, decay_rate=decay_rate,
+                        staircase=staircase)
+
+
+def inverse_time_decay(learning_rate, decay_steps, decay_rate,
+                       staircase=False):
+    """learning_rate / (1 + decay_rate * step / decay_steps)."""
+    return _lr_schedule("inverse_time_decay", learning_rate=learning_rate,
+                        decay_steps=decay_steps, decay_rate=decay_rate,
+                        staircase=staircase)
+
+
+def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001,
+                     power=1.0, cycle=False):
+    """(learning_rate - end_learning_rate) * (1 - step / decay_steps) ^ power
+    + end_learning_rate, step capped at decay_steps (or decay_steps
+    stretched to the next multiple when cycle)."""
+    return _lr_schedule("polynomial_decay", learning_rate=learning_rate,
+                        decay_steps=decay_steps,
+                        end_learning_rate=end_learning_rate, power=power,
+                        cycle=cycle)
+
+
+def piecewise_decay(boundaries, values):
+    """values[i] for boundaries[i-1] <= step < boundaries[i]."""
+    return _lr_schedule("piecewise_decay", boundaries=list(boundaries),
+                        values=[float(v) for v in values])
+
+
+def noam_decay(d_model, warmup_steps, learning_rate=1.0):
+    """learning_rate * d_model^-0.5 * min(s^-0.5, s * warmup_steps^-1.5),
+    s = step + 1."""
+    return _lr_schedule("noam_decay", d_model=d_model,
+                        warmup_steps=warmup_steps,
+                        learning_rate=learning_rate)
+
+
+def cosine_decay(learning_rate, step_each_epoch, epochs):
+    """learning_rate / 2 * (cos(floor(step / step_each_epoch) * pi / epochs)
+    + 1)."""
+    return _lr_schedule("cosine_decay", learning_rate=learning_rate,
+                        step_each_epoch=step_each_epoch, epochs=epochs)
+
+
+def linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr):
+    """start_lr + (end_lr - start_lr) * step / warmup_steps while step <
+    warmup_steps, then learning_rate (a number or another schedule)."""
+    return _lr_schedule("linear_lr_warmup", learning_rate=learning_rate,
+                        warmup_steps=warmup_steps, start_lr=start_lr,
+                        end_lr=end_lr)
