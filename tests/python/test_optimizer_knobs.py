@@ -149,8 +149,8 @@ def test_global_norm_clip_matches_torch_gradients_scaled():
 
 def test_clip_by_value_matches_torch():
     needs_torch()
-    attr = fluid.ParamAttr(gradient_clip=fluid.clip.GradientClipByValue(0.1))
-    main_clip = fluid.clip.GradientClipByValue(0.1)
+    attr = fluid.ParamAttr(gradient_clip=fluid.clip.GradientClipByValue(0.0625))
+    main_clip = fluid.clip.GradientClipByValue(0.0625)
 
     def before(main):
         fluid.clip.set_gradient_clip(main_clip, param_list=["fc_0.b_0"],
@@ -159,7 +159,7 @@ def test_clip_by_value_matches_torch():
     init, got = run_fluid(lambda: O.SGD(0.25), param_attr=attr,
                           before_minimize=before)
     want = run_torch(init, lambda p: torch.optim.SGD(p, lr=0.25),
-                     clip=lambda ps: torch.nn.utils.clip_grad_value_(ps, 0.1))
+                     clip=lambda ps: torch.nn.utils.clip_grad_value_(ps, 0.0625))
     assert_histories(got, want)
 
 
