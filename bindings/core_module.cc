@@ -223,8 +223,7 @@ Initializer MakeInitializer(const py::dict& d, const std::string& where) {
   return init;
 }
 
-Regularization MakeRegularization(const py::dict& d,
-                                  const std::string& where) {
+Regularization MakeRegularization(const py::dict& d, const std::string& where) {
   CheckKeys(d, {"kind", "coeff"}, where);
   Regularization r;
   std::string kind = "none";
@@ -249,10 +248,9 @@ GradientClip MakeGradientClip(const py::dict& d, const std::string& where) {
 
 // A param attr as fluid.layers passes it: a dict (ParamAttr.to_dict()).
 ParamAttr MakeParamAttr(const py::dict& d, const std::string& where) {
-  CheckKeys(d,
-            {"name", "trainable", "initializer", "regularizer",
-             "gradient_clip"},
-            where);
+  CheckKeys(
+      d, {"name", "trainable", "initializer", "regularizer", "gradient_clip"},
+      where);
   ParamAttr a;
   ReadItem(d, "name", "a str", where, &a.name);
   ReadItem(d, "trainable", "a bool", where, &a.trainable);
@@ -278,7 +276,8 @@ LrSchedule MakeLrSchedule(const std::string& kind, const py::dict& d) {
   const std::string where = kind;
   LrSchedule s;
   s.kind = kind;
-  if (d.contains("learning_rate") && py::isinstance<py::str>(d["learning_rate"]))
+  if (d.contains("learning_rate") &&
+      py::isinstance<py::str>(d["learning_rate"]))
     s.learning_rate_var = d["learning_rate"].cast<std::string>();
   else
     ReadItem(d, "learning_rate", "a float", where, &s.learning_rate);
@@ -653,9 +652,8 @@ void BindBuilder(py::module_& m) {
       .def("lr_schedule",
            [](PyBuilder& b, const std::string& kind, const py::dict& args) {
              LrSchedule s = MakeLrSchedule(kind, args);
-             return b.Mutate([&](ProgramBuilder* pb) {
-               return BuildLrSchedule(pb, s);
-             });
+             return b.Mutate(
+                 [&](ProgramBuilder* pb) { return BuildLrSchedule(pb, s); });
            })
       .def("set_gradient_clip",
            [](PyBuilder& b, const std::string& param, const py::dict& clip) {

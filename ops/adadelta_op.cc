@@ -17,8 +17,9 @@ void AdadeltaKernel(const ExecutionContext& ctx) {
 }
 
 REGISTER_OP(adadelta)
-    .Doc("Adadelta: steps scaled by the ratio of decayed RMS update to RMS "
-         "gradient; no learning rate.")
+    .Doc(
+        "Adadelta: steps scaled by the ratio of decayed RMS update to RMS "
+        "gradient; no learning rate.")
     .Input("Param", "the parameter")
     .Input("Grad", "its gradient, shaped like Param")
     .Input("AvgSquaredGrad", "decayed mean of squared gradients")

@@ -30,8 +30,7 @@ struct ClipFunctor {
 
 // The factor clip_by_norm scales X by: max_norm / norm when the L2 norm of
 // X exceeds max_norm, else 1.
-FLUID_HOSTDEVICE double ClipByNormFactor(double squared_norm,
-                                         double max_norm) {
+FLUID_HOSTDEVICE double ClipByNormFactor(double squared_norm, double max_norm) {
   const double norm = std::sqrt(squared_norm);
   return norm > max_norm ? max_norm / norm : 1.0;
 }

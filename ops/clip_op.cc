@@ -53,8 +53,8 @@ REGISTER_OP(clip)
     .Attr<float>("min", 0.0f, "the lower bound")
     .Attr<float>("max", 0.0f, "the upper bound, >= min")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
-    .SetGrad(GradSpec("clip_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads(
-        {"X"}))
+    .SetGrad(
+        GradSpec("clip_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ClipKernel<float>)
     .CPUKernel<double>(ClipKernel<double>);
 

@@ -13,8 +13,8 @@ template <typename T>
 ClipFunctor<T> MakeClipFunctor(const ExecutionContext& ctx) {
   const float lo = ctx.Attr<float>("min");
   const float hi = ctx.Attr<float>("max");
-  FLUID_ENFORCE(lo <= hi, ctx.type(), " of '", ctx.InputName("X"),
-                "': min ", lo, " must not exceed max ", hi);
+  FLUID_ENFORCE(lo <= hi, ctx.type(), " of '", ctx.InputName("X"), "': min ",
+                lo, " must not exceed max ", hi);
   ClipFunctor<T> f;
   f.lo = static_cast<T>(lo);
   f.hi = static_cast<T>(hi);

@@ -41,8 +41,8 @@ REGISTER_OP(cos)
     .Input("X", "input")
     .Output("Out", "same shape as X")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
-    .SetGrad(GradSpec("cos_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads(
-        {"X"}))
+    .SetGrad(
+        GradSpec("cos_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(CosKernel<float>)
     .CPUKernel<double>(CosKernel<double>);
 

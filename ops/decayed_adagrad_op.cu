@@ -1,5 +1,5 @@
-// CUDA kernel for decayed_adagrad (schema and update rule in decayed_adagrad_op.cc and
-// state_optimizer.h).
+// CUDA kernel for decayed_adagrad (schema and update rule in
+// decayed_adagrad_op.cc and state_optimizer.h).
 #include "ops/cuda/state_optimizer.cuh"
 
 namespace fluid {

@@ -23,15 +23,15 @@ struct LarsMomentumFunctor {
 
   static FLUID_HOSTDEVICE double LocalLr(double lr, double coeff, double wd,
                                          double p_norm, double g_norm) {
-    return p_norm > 0 && g_norm > 0 ? lr * coeff * p_norm /
-                                          (g_norm + wd * p_norm)
-                                    : lr;
+    return p_norm > 0 && g_norm > 0
+               ? lr * coeff * p_norm / (g_norm + wd * p_norm)
+               : lr;
   }
 
   FLUID_HOSTDEVICE void operator()(T local_lr, T p, T g, T v, T* p_out,
                                    T* v_out) const {
-    const T vn = static_cast<T>(mu) * v +
-                 local_lr * (g + static_cast<T>(wd) * p);
+    const T vn =
+        static_cast<T>(mu) * v + local_lr * (g + static_cast<T>(wd) * p);
     *v_out = vn;
     *p_out = p - vn;
   }

@@ -17,8 +17,7 @@ void StateOptimizerCpuKernel(const ExecutionContext& ctx) {
   const double lr = F::kUsesLr ? ReadScalar(ctx, "LearningRate") : 1.0;
   const double aux = F::Aux() != nullptr ? ReadScalar(ctx, F::Aux()) : 0.0;
   const F f = F::Make(ctx);
-  const StateOptimizerInputs in =
-      ReadStateOptimizerInputs(ctx, F::Slots(), K);
+  const StateOptimizerInputs in = ReadStateOptimizerInputs(ctx, F::Slots(), K);
   const T* p = in.param->data<T>();
   const T* g = in.grad->data<T>();
   std::array<const T*, K> s;

@@ -40,8 +40,8 @@ double* SquaredNorms(const CUDADeviceContext& dev, const T* const* xs,
   double* out = scratch + count * rows;
   for (int k = 0; k < count; ++k) {
     double* partial = scratch + k * rows;
-    RowReduce<double>(dev, rows, kNormCols, SquareAt<T>{xs[k], n}, SumOp(),
-                      0.0, partial);
+    RowReduce<double>(dev, rows, kNormCols, SquareAt<T>{xs[k], n}, SumOp(), 0.0,
+                      partial);
     RowReduce<double>(dev, 1, rows, ReadAt<double>{partial}, SumOp(), 0.0,
                       out + k);
   }

@@ -46,8 +46,8 @@ void StateOptimizerCudaKernel(const ExecutionContext& ctx) {
   u.p_out = OutputLike<T>(ctx, "ParamOut", *in.param);
   for (int k = 0; k < F::kStates; ++k) {
     u.s[k] = in.states[k]->data<T>();
-    u.s_out[k] = OutputLike<T>(ctx, std::string(F::Slots()[k]) + "Out",
-                               *in.states[k]);
+    u.s_out[k] =
+        OutputLike<T>(ctx, std::string(F::Slots()[k]) + "Out", *in.states[k]);
   }
   ForEach(Dev(ctx), in.param->numel(), u);
 }

@@ -42,16 +42,17 @@ void AppendGlobalNormClip(ProgramBuilder* b,
                   DataTypeName(DtypeOf(b, g)), " but '", grads[0], "' is ",
                   DataTypeName(dtype));
     squares.push_back(b->CreateTmpVar(g + "@SQUARED_NORM", dtype));
-    b->AppendOp(MakeOp("squared_l2_norm", {{"X", {g}}},
-                       {{"Out", {squares.back()}}}),
-                kRole);
+    b->AppendOp(
+        MakeOp("squared_l2_norm", {{"X", {g}}}, {{"Out", {squares.back()}}}),
+        kRole);
   }
   const std::string prefix = "global_norm_" + group;
   const std::string total = b->CreateTmpVar(prefix + "@SUM", dtype);
   b->AppendOp(MakeOp("sum", {{"X", squares}}, {{"Out", {total}}}), kRole);
   const std::string norm = b->CreateTmpVar(prefix, dtype);
   b->AppendOp(MakeOp("sqrt", {{"X", {total}}}, {{"Out", {norm}}}), kRole);
-  const std::string limit = Constant(b, prefix + "@CLIP_NORM", dtype, clip_norm);
+  const std::string limit =
+      Constant(b, prefix + "@CLIP_NORM", dtype, clip_norm);
   const std::string denom = b->CreateTmpVar(prefix + "@DENOM", dtype);
   b->AppendOp(MakeOp("elementwise_max", {{"X", {norm}}, {"Y", {limit}}},
                      {{"Out", {denom}}}),
@@ -69,8 +70,8 @@ void AppendGlobalNormClip(ProgramBuilder* b,
 void AppendLocalClip(ProgramBuilder* b, const std::string& grad,
                      const GradientClip& c) {
   if (c.kind == GradientClip::Kind::kByValue) {
-    FLUID_ENFORCE(c.min <= c.max, "GradientClipByValue of '", grad,
-                  "': min ", c.min, " must not exceed max ", c.max);
+    FLUID_ENFORCE(c.min <= c.max, "GradientClipByValue of '", grad, "': min ",
+                  c.min, " must not exceed max ", c.max);
     b->AppendOp(MakeOp("clip", {{"X", {grad}}}, {{"Out", {grad}}},
                        {{"min", c.min}, {"max", c.max}}),
                 kRole);
@@ -113,8 +114,9 @@ void AppendGradientClips(ProgramBuilder* b, const ParamGradList& pairs,
     auto it = groups.find(c.group);
     if (it == groups.end()) {
       group_order.push_back(c.group);
-      it = groups.emplace(c.group, std::make_pair(c.clip_norm,
-                                                  std::vector<std::string>{}))
+      it = groups
+               .emplace(c.group,
+                        std::make_pair(c.clip_norm, std::vector<std::string>{}))
                .first;
     }
     FLUID_ENFORCE(it->second.first == c.clip_norm,

@@ -17,8 +17,8 @@ class ProgramBuilder;
 struct GradientClip {
   enum class Kind { kNone, kByValue, kByNorm, kByGlobalNorm };
   Kind kind = Kind::kNone;
-  float min = 0.0f, max = 0.0f;  // kByValue
-  float clip_norm = 0.0f;        // kByNorm, kByGlobalNorm
+  float min = 0.0f, max = 0.0f;         // kByValue
+  float clip_norm = 0.0f;               // kByNorm, kByGlobalNorm
   std::string group = "default_group";  // kByGlobalNorm
 };
 

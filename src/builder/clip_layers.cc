@@ -1,12 +1,13 @@
 // The layers of the training knobs: clip (Fluid's fluid.layers.clip). The
 // learning-rate schedules are built by lr_schedules.cc.
+#include "src/builder/clip_layers.h"
+
 #include "src/builder/layer_registry.h"
-#include "src/builder/program_builder.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
 
-namespace {
+namespace layers {
 
 std::string Clip(ProgramBuilder* b, const std::string& x, float lo, float hi,
                  const std::string& name) {
@@ -19,7 +20,7 @@ std::string Clip(ProgramBuilder* b, const std::string& x, float lo, float hi,
   return out;
 }
 
-}  // namespace
+}  // namespace layers
 
 REGISTER_LAYER(clip)
     .Doc("min(max(x, min), max) elementwise; the gradient is 0 outside.")
@@ -28,8 +29,8 @@ REGISTER_LAYER(clip)
     .Float("max")
     .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Clip(b, a.Var("x"), static_cast<float>(a.Float("min")),
-                  static_cast<float>(a.Float("max")), a.String("name"));
+      return layers::Clip(b, a.Var("x"), static_cast<float>(a.Float("min")),
+                          static_cast<float>(a.Float("max")), a.String("name"));
     });
 
 }  // namespace fluid

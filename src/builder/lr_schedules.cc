@@ -34,8 +34,8 @@ std::string Unary(ProgramBuilder* b, const std::string& type,
 std::string Binary(ProgramBuilder* b, const std::string& op,
                    const std::string& x, const std::string& y) {
   const std::string out = Tmp(b, "lr_" + op);
-  b->AppendOp(MakeOp("elementwise_" + op, {{"X", {x}}, {"Y", {y}}},
-                     {{"Out", {out}}}));
+  b->AppendOp(
+      MakeOp("elementwise_" + op, {{"X", {x}}, {"Y", {y}}}, {{"Out", {out}}}));
   return out;
 }
 
@@ -45,8 +45,7 @@ std::string Affine(ProgramBuilder* b, const std::string& x, float a, float c) {
 }
 
 // 1 where step >= bound, else 0 (steps are integers).
-std::string AtLeast(ProgramBuilder* b, const std::string& step,
-                    int64_t bound) {
+std::string AtLeast(ProgramBuilder* b, const std::string& step, int64_t bound) {
   return Unary(b, "clip", Affine(b, step, 1.0f, static_cast<float>(1 - bound)),
                {{"min", 0.0f}, {"max", 1.0f}});
 }
@@ -97,8 +96,8 @@ std::string Piecewise(ProgramBuilder* b, const LrSchedule& s) {
     std::string above = i < s.boundaries.size()
                             ? AtLeast(b, step, s.boundaries[i])
                             : Const(b, 0.0);
-    terms.push_back(Affine(b, Binary(b, "sub", below, above), s.values[i],
-                           0.0f));
+    terms.push_back(
+        Affine(b, Binary(b, "sub", below, above), s.values[i], 0.0f));
     below = above;
   }
   const std::string out = Tmp(b, "lr_piecewise");
@@ -112,9 +111,9 @@ std::string Noam(ProgramBuilder* b, const LrSchedule& s) {
   // Fluid's noam counts steps from 1.
   const std::string step = Affine(b, GlobalStep(b), 1.0f, 1.0f);
   std::string a = Unary(b, "pow", step, {{"factor", -0.5f}});
-  std::string w = Binary(
-      b, "mul", step,
-      Const(b, std::pow(static_cast<double>(s.warmup_steps), -1.5)));
+  std::string w =
+      Binary(b, "mul", step,
+             Const(b, std::pow(static_cast<double>(s.warmup_steps), -1.5)));
   return Affine(b, Binary(b, "min", a, w),
                 static_cast<float>(s.learning_rate /
                                    std::sqrt(static_cast<double>(s.d_model))),
@@ -124,10 +123,10 @@ std::string Noam(ProgramBuilder* b, const LrSchedule& s) {
 std::string Cosine(ProgramBuilder* b, const LrSchedule& s) {
   Require(s.step_each_epoch > 0, s, "step_each_epoch", "must be positive");
   Require(s.epochs > 0, s, "epochs", "must be positive");
-  std::string epoch = Unary(
-      b, "floor",
-      Binary(b, "div", GlobalStep(b),
-             Const(b, static_cast<double>(s.step_each_epoch))));
+  std::string epoch =
+      Unary(b, "floor",
+            Binary(b, "div", GlobalStep(b),
+                   Const(b, static_cast<double>(s.step_each_epoch))));
   std::string angle =
       Binary(b, "mul", epoch, Const(b, M_PI / static_cast<double>(s.epochs)));
   return Affine(b, Unary(b, "cos", angle), 0.5f * s.learning_rate,
@@ -139,11 +138,9 @@ std::string Warmup(ProgramBuilder* b, const LrSchedule& s) {
   const std::string step = GlobalStep(b);
   std::string after = AtLeast(b, step, s.warmup_steps);
   std::string before = Affine(b, after, -1.0f, 1.0f);
-  std::string ramp =
-      Affine(b,
-             Binary(b, "div", step,
-                    Const(b, static_cast<double>(s.warmup_steps))),
-             s.end_lr - s.start_lr, s.start_lr);
+  std::string ramp = Affine(
+      b, Binary(b, "div", step, Const(b, static_cast<double>(s.warmup_steps))),
+      s.end_lr - s.start_lr, s.start_lr);
   std::string target;
   if (!s.learning_rate_var.empty()) {
     const proto::VarDesc& v =
@@ -164,10 +161,9 @@ std::string Warmup(ProgramBuilder* b, const LrSchedule& s) {
 std::string GlobalStep(ProgramBuilder* b) {
   if (FindVarDesc(b->main()->blocks(0), kLrCounter) != nullptr)
     return kLrCounter;
-  const std::string c =
-      b->CreatePersistable(kLrCounter, Shape{1}, kF64, -1.0f);
-  b->AppendOp(MakeOp("increment", {{"X", {c}}}, {{"Out", {c}}},
-                     {{"step", 1.0f}}));
+  const std::string c = b->CreatePersistable(kLrCounter, Shape{1}, kF64, -1.0f);
+  b->AppendOp(
+      MakeOp("increment", {{"X", {c}}}, {{"Out", {c}}}, {{"step", 1.0f}}));
   return c;
 }
 
@@ -178,10 +174,9 @@ std::string BuildLrSchedule(ProgramBuilder* b, const LrSchedule& s) {
                   Binary(b, "pow", Const(b, s.decay_rate), DecayedSteps(b, s)),
                   s.learning_rate, 0.0f);
   if (k == "natural_exp_decay")
-    return Affine(b,
-                  Unary(b, "exp", Affine(b, DecayedSteps(b, s),
-                                         -s.decay_rate, 0.0f)),
-                  s.learning_rate, 0.0f);
+    return Affine(
+        b, Unary(b, "exp", Affine(b, DecayedSteps(b, s), -s.decay_rate, 0.0f)),
+        s.learning_rate, 0.0f);
   if (k == "inverse_time_decay")
     return Binary(b, "div", Const(b, s.learning_rate),
                   Affine(b, DecayedSteps(b, s), s.decay_rate, 1.0f));

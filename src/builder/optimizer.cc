@@ -31,10 +31,10 @@ ParamGradList Optimizer::Selected(ParamGradList pairs) const {
 
 std::string Optimizer::LearningRate(ProgramBuilder* b, DataType dtype) {
   if (lr_var_.empty()) {
-    FLUID_ENFORCE(learning_rate_ > 0.0f,
-                  "learning rate must be positive, got ", learning_rate_);
-    return b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1},
-                                dtype, learning_rate_);
+    FLUID_ENFORCE(learning_rate_ > 0.0f, "learning rate must be positive, got ",
+                  learning_rate_);
+    return b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1}, dtype,
+                                learning_rate_);
   }
   const proto::VarDesc& v = GetVarDesc(b->main()->blocks(0), lr_var_);
   const int64_t n = VarShape(v).numel();
@@ -149,11 +149,11 @@ proto::OpDesc StateOptimizer::MakeOptimizeOp(ProgramBuilder* b,
   }
   if (beta1_ > 0.0f) {
     DataType dtype = VarDtype(GetVarDesc(b->main()->blocks(0), param));
-    std::string pow = b->CreatePersistable(
-        b->UniqueName(param + "_beta1_pow"), Shape{1}, dtype, beta1_);
+    std::string pow = b->CreatePersistable(b->UniqueName(param + "_beta1_pow"),
+                                           Shape{1}, dtype, beta1_);
     in.push_back({"Beta1Pow", {pow}});
-    finish_ops_.push_back(MakeOp("scale", {{"X", {pow}}}, {{"Out", {pow}}},
-                                 {{"scale", beta1_}}));
+    finish_ops_.push_back(
+        MakeOp("scale", {{"X", {pow}}}, {{"Out", {pow}}}, {{"scale", beta1_}}));
   }
   return MakeOp(op_, in, out, attrs_);
 }
@@ -182,8 +182,8 @@ std::unique_ptr<Optimizer> MakeUpdateRule(const OptimizerConfig& c) {
   if (c.type == "rmsprop")
     return std::make_unique<StateOptimizer>(
         lr, "rmsprop",
-        std::vector<S>{{"Moment", 0.0f}, {"MeanSquare", 0.0f},
-                       {"MeanGrad", 0.0f}},
+        std::vector<S>{
+            {"Moment", 0.0f}, {"MeanSquare", 0.0f}, {"MeanGrad", 0.0f}},
         AttributeMap{{"decay", c.rho},
                      {"epsilon", c.epsilon},
                      {"momentum", c.momentum},

@@ -33,8 +33,8 @@ struct OptimizerConfig {
   // Adam only: false = L2 added to the gradient (torch.optim.Adam), true =
   // decoupled (AdamW).
   bool decoupled_weight_decay = false;
-  float rho = 0.95f;    // rmsprop (its decay), adadelta
-  float decay = 0.95f;  // decayed_adagrad
+  float rho = 0.95f;                    // rmsprop (its decay), adadelta
+  float decay = 0.95f;                  // decayed_adagrad
   bool centered = false;                // rmsprop
   float initial_accumulator_value = 0;  // adagrad
   float lars_coeff = 0.001f;

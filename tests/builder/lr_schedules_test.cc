@@ -50,19 +50,16 @@ TEST(LrSchedules, ExponentialNaturalInverseTime) {
     s.decay_steps = 3;
     s.decay_rate = 0.5f;
     s.staircase = staircase;
-    auto d = [&](double t) {
-      return staircase ? std::floor(t / 3) : t / 3;
-    };
+    auto d = [&](double t) { return staircase ? std::floor(t / 3) : t / 3; };
     s.kind = "exponential_decay";
-    ExpectRates(s, 8, [&](double t) { return F(0.1f) * std::pow(0.5, d(t)); },
-                1e-12);
+    ExpectRates(
+        s, 8, [&](double t) { return F(0.1f) * std::pow(0.5, d(t)); }, 1e-12);
     s.kind = "natural_exp_decay";
-    ExpectRates(s, 8,
-                [&](double t) { return F(0.1f) * std::exp(-0.5 * d(t)); },
-                1e-12);
+    ExpectRates(
+        s, 8, [&](double t) { return F(0.1f) * std::exp(-0.5 * d(t)); }, 1e-12);
     s.kind = "inverse_time_decay";
-    ExpectRates(s, 8, [&](double t) { return F(0.1f) / (1 + 0.5 * d(t)); },
-                1e-12);
+    ExpectRates(
+        s, 8, [&](double t) { return F(0.1f) / (1 + 0.5 * d(t)); }, 1e-12);
   }
 }
 
@@ -106,33 +103,31 @@ TEST(LrSchedules, NoamCosineWarmup) {
   s.kind = "noam_decay";
   s.d_model = 512;
   s.warmup_steps = 4;
-  ExpectRates(s, 9,
-              [](double t) {
-                const double n = t + 1;
-                return std::pow(512, -0.5) *
-                       std::min(std::pow(n, -0.5), n * std::pow(4, -1.5));
-              },
-              1e-6);
+  ExpectRates(
+      s, 9,
+      [](double t) {
+        const double n = t + 1;
+        return std::pow(512, -0.5) *
+               std::min(std::pow(n, -0.5), n * std::pow(4, -1.5));
+      },
+      1e-6);
   s.kind = "cosine_decay";
   s.learning_rate = 0.2f;
   s.step_each_epoch = 3;
   s.epochs = 4;
-  ExpectRates(s, 13,
-              [](double t) {
-                return F(0.2f) / 2 *
-                       (std::cos(std::floor(t / 3) * M_PI / 4) + 1);
-              },
-              1e-6);
+  ExpectRates(
+      s, 13,
+      [](double t) {
+        return F(0.2f) / 2 * (std::cos(std::floor(t / 3) * M_PI / 4) + 1);
+      },
+      1e-6);
   s.kind = "linear_lr_warmup";
   s.learning_rate = 0.3f;
   s.warmup_steps = 4;
   s.start_lr = 0.0f;
   s.end_lr = 0.2f;
-  ExpectRates(s, 7,
-              [](double t) {
-                return t < 4 ? F(0.2f) * t / 4 : F(0.3f);
-              },
-              1e-7);
+  ExpectRates(
+      s, 7, [](double t) { return t < 4 ? F(0.2f) * t / 4 : F(0.3f); }, 1e-7);
 }
 
 TEST(LrSchedules, OneCounterForAllSchedules) {

@@ -199,8 +199,8 @@ TEST(OptimizerKnobs, LearningRateVarAndParameterList) {
   Programs p;
   ProgramBuilder b(&p.main, &p.startup, 9);
   std::string loss = Mlp(&b);
-  std::string lr = b.CreatePersistable("my_lr", Shape{1}, DataType::kFloat32,
-                                       0.5f);
+  std::string lr =
+      b.CreatePersistable("my_lr", Shape{1}, DataType::kFloat32, 0.5f);
   OptimizerConfig cfg;
   cfg.type = "sgd";
   cfg.learning_rate_var = lr;

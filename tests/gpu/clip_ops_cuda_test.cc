@@ -39,8 +39,8 @@ TEST(ClipOpsCuda, ElementwiseAndNorms) {
       for (const Shape& s : OptimizerShapes()) {
         CudaCheckOptions o;
         o.grad = grad;
-        EXPECT_TRUE(CudaMatchesCpu(
-            op, {{"x", RandomTensor(dt, s, -2, 2, ++seed)}}, o))
+        EXPECT_TRUE(
+            CudaMatchesCpu(op, {{"x", RandomTensor(dt, s, -2, 2, ++seed)}}, o))
             << op.type() << " " << DataTypeName(dt) << " " << s;
       }
     }

@@ -64,10 +64,10 @@ TEST(StateOptimizerOpsCuda, Steps) {
       for (DataType lr_dt : kFloatTypes) {
         for (const Shape& s : OptimizerShapes()) {
           seed += 10;
-          EXPECT_TRUE(CudaStepsMatchCpu(
-              StateOptimizerOp(c.type, c.slots, c.attrs),
-              State(c, dt, lr_dt, s, seed), "g",
-              RandomGrads(dt, s, 4, seed + 1)))
+          EXPECT_TRUE(
+              CudaStepsMatchCpu(StateOptimizerOp(c.type, c.slots, c.attrs),
+                                State(c, dt, lr_dt, s, seed), "g",
+                                RandomGrads(dt, s, 4, seed + 1)))
               << c.type << " " << DataTypeName(dt) << " lr "
               << DataTypeName(lr_dt) << " " << s;
         }
@@ -88,9 +88,8 @@ TEST(StateOptimizerOpsCuda, OutOfPlace) {
         in[StateVar(slot)] = slot == "MeanGrad"
                                  ? RandomTensor(dt, {6, 5}, -0.1, 0.1, 9)
                                  : RandomTensor(dt, {6, 5}, 0.1, 1, 9);
-      EXPECT_TRUE(
-          CudaMatchesCpu(StateOptimizerOp(c.type, c.slots, c.attrs, "_out"),
-                         in))
+      EXPECT_TRUE(CudaMatchesCpu(
+          StateOptimizerOp(c.type, c.slots, c.attrs, "_out"), in))
           << c.type << " " << DataTypeName(dt);
     }
   }

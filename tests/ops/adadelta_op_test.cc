@@ -26,8 +26,8 @@ TEST(AdadeltaOp, InPlaceStepsMatchNaiveLoop) {
   auto state = RunSteps(
       StateOptimizerOp("adadelta", {"AvgSquaredGrad", "AvgSquaredUpdate"},
                        {{"rho", 0.95f}, {"epsilon", 1e-6f}}),
-      {{"p", p0}, {"avgsquaredgrad", zeros}, {"avgsquaredupdate", zeros}},
-      "g", grads);
+      {{"p", p0}, {"avgsquaredgrad", zeros}, {"avgsquaredupdate", zeros}}, "g",
+      grads);
   std::vector<double> p = ToVector<double>(p0), sg(9, 0), su(9, 0);
   for (const auto& g : AsVectors(grads))
     for (size_t i = 0; i < p.size(); ++i) {

@@ -68,12 +68,11 @@ TEST(DecayedAdagradOp, InPlaceStepsMatchNaiveLoop) {
 }
 
 TEST(AdagradOp, MomentShapeMismatchNamesVar) {
-  std::string msg = ErrorOf(
-      StateOptimizerOp("adagrad", {"Moment"}, {}),
-      {{"p", RandomTensor<double>({2, 3}, -1, 1, 1)},
-       {"g", RandomTensor<double>({2, 3}, -1, 1, 2)},
-       {"moment", RandomTensor<double>({3}, -1, 1, 3)},
-       {"lr", MakeTensor<double>({1}, {0.1})}});
+  std::string msg = ErrorOf(StateOptimizerOp("adagrad", {"Moment"}, {}),
+                            {{"p", RandomTensor<double>({2, 3}, -1, 1, 1)},
+                             {"g", RandomTensor<double>({2, 3}, -1, 1, 2)},
+                             {"moment", RandomTensor<double>({3}, -1, 1, 3)},
+                             {"lr", MakeTensor<double>({1}, {0.1})}});
   EXPECT_NE(msg.find("Moment 'moment'"), std::string::npos) << msg;
 }
 

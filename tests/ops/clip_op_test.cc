@@ -35,15 +35,14 @@ TEST(ClipOp, MatchesNaiveLoop) {
 
 TEST(ClipOp, GradientIsZeroOutsideAndOnBounds) {
   GradCheckOptions o;
-  EXPECT_TRUE(CheckGradient(Clip(-0.5f, 0.5f),
-                            {{"x", RandomTensor<double>({3, 7}, -1, 1, 12)}},
-                            o));
+  EXPECT_TRUE(CheckGradient(
+      Clip(-0.5f, 0.5f), {{"x", RandomTensor<double>({3, 7}, -1, 1, 12)}}, o));
   // On a bound itself the gradient is 0, as in Fluid.
-  auto out = RunOp(MakeOp("clip_grad",
-                          {{"X", {"x"}}, {"Out@GRAD", {"dy"}}},
-                          {{"X@GRAD", {"dx"}}}, {{"min", -0.5f}, {"max", 0.5f}}),
-                   {{"x", MakeTensor<double>({4}, {-0.5, 0.5, 0.2, 0.7})},
-                    {"dy", MakeTensor<double>({4}, {1, 1, 1, 1})}});
+  auto out =
+      RunOp(MakeOp("clip_grad", {{"X", {"x"}}, {"Out@GRAD", {"dy"}}},
+                   {{"X@GRAD", {"dx"}}}, {{"min", -0.5f}, {"max", 0.5f}}),
+            {{"x", MakeTensor<double>({4}, {-0.5, 0.5, 0.2, 0.7})},
+             {"dy", MakeTensor<double>({4}, {1, 1, 1, 1})}});
   EXPECT_EQ(ToVector<double>(out["dx"]), (std::vector<double>{0, 0, 1, 0}));
 }
 

@@ -18,8 +18,8 @@ using testing::RunSteps;
 using testing::ToVector;
 
 TEST(IncrementOp, CountsInPlace) {
-  auto op = MakeOp("increment", {{"X", {"c"}}}, {{"Out", {"c"}}},
-                   {{"step", 2.0f}});
+  auto op =
+      MakeOp("increment", {{"X", {"c"}}}, {{"Out", {"c"}}}, {{"step", 2.0f}});
   std::vector<Tensor> nothing(3, MakeTensor<double>({1}, {0.0}));
   auto state =
       RunSteps(op, {{"c", MakeTensor<double>({1}, {-1.0})}}, "unused", nothing);
@@ -35,8 +35,8 @@ TEST(IncrementOp, MoreThanOneElementNamesVar) {
 
 TEST(FloorOp, MatchesNaiveLoop) {
   Tensor x = RandomTensor<double>({17}, -5, 5, 21);
-  auto out = RunOp(MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"y"}}}),
-                   {{"x", x}});
+  auto out =
+      RunOp(MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"y"}}}), {{"x", x}});
   auto xs = ToVector<double>(x), ys = ToVector<double>(out["y"]);
   for (size_t i = 0; i < xs.size(); ++i) {
     double want = static_cast<double>(static_cast<int64_t>(xs[i]));
@@ -48,7 +48,8 @@ TEST(FloorOp, MatchesNaiveLoop) {
 TEST(CosOp, MatchesSeriesAndGradient) {
   Tensor x = RandomTensor<double>({3, 5}, -3, 3, 22);
   auto op = MakeOp("cos", {{"X", {"x"}}}, {{"Out", {"y"}}});
-  auto xs = ToVector<double>(x), ys = ToVector<double>(RunOp(op, {{"x", x}})["y"]);
+  auto xs = ToVector<double>(x),
+       ys = ToVector<double>(RunOp(op, {{"x", x}})["y"]);
   for (size_t i = 0; i < xs.size(); ++i) {
     // Taylor series, to 30 terms.
     double term = 1, sum = 1;

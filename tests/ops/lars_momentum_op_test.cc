@@ -30,8 +30,8 @@ std::vector<double> NaiveLars(std::vector<double> p,
     }
     pn = std::sqrt(pn);
     gn = std::sqrt(gn);
-    const double local = pn > 0 && gn > 0 ? lr * coeff * pn / (gn + wd * pn)
-                                          : lr;
+    const double local =
+        pn > 0 && gn > 0 ? lr * coeff * pn / (gn + wd * pn) : lr;
     for (size_t i = 0; i < p.size(); ++i) {
       v[i] = mu * v[i] + local * (g[i] + wd * p[i]);
       p[i] -= v[i];
@@ -45,18 +45,19 @@ TEST(LarsMomentumOp, InPlaceStepsMatchNaiveLoop) {
   Tensor zeros = MakeTensor<double>({20}, std::vector<double>(20, 0));
   // A zero parameter takes the plain learning rate on its first step.
   for (Tensor p0 : {RandomTensor<double>({20}, -1, 1, 8), zeros}) {
-    auto state = RunSteps(
-        StateOptimizerOp("lars_momentum", {"Velocity"},
-                         {{"mu", 0.9f},
-                          {"lars_coeff", 0.001f},
-                          {"lars_weight_decay", 0.0005f}}),
-        {{"p", p0}, {"velocity", zeros}, {"lr", MakeTensor<double>({1}, {1.0})}},
-        "g", grads);
-    EXPECT_TRUE(AllNear(ToVector<double>(state["p"]),
-                        NaiveLars(ToVector<double>(p0), AsVectors(grads), 1.0,
-                                  double(0.9f), double(0.001f),
-                                  double(0.0005f)),
-                        1e-13));
+    auto state = RunSteps(StateOptimizerOp("lars_momentum", {"Velocity"},
+                                           {{"mu", 0.9f},
+                                            {"lars_coeff", 0.001f},
+                                            {"lars_weight_decay", 0.0005f}}),
+                          {{"p", p0},
+                           {"velocity", zeros},
+                           {"lr", MakeTensor<double>({1}, {1.0})}},
+                          "g", grads);
+    EXPECT_TRUE(
+        AllNear(ToVector<double>(state["p"]),
+                NaiveLars(ToVector<double>(p0), AsVectors(grads), 1.0,
+                          double(0.9f), double(0.001f), double(0.0005f)),
+                1e-13));
   }
 }
 

@@ -65,8 +65,8 @@ inline ::testing::AssertionResult AllNear(const std::vector<double>& got,
            << got.size() << " values, want " << want.size();
   for (size_t i = 0; i < want.size(); ++i)
     if (std::abs(got[i] - want[i]) > rel * std::max(1.0, std::abs(want[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": got "
-                                           << got[i] << ", want " << want[i];
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << got[i] << ", want " << want[i];
   return ::testing::AssertionSuccess();
 }
 

@@ -82,8 +82,7 @@ TEST(CollectiveKnobs, LintRejectsAClipReadingBeforeTheWait) {
   ASSERT_GT(norm, wait);
   // Move the norm of the gradient to just before its c_wait.
   proto::OpDesc moved = block->ops(norm);
-  for (int i = norm; i > wait; --i)
-    *block->mutable_ops(i) = block->ops(i - 1);
+  for (int i = norm; i > wait; --i) *block->mutable_ops(i) = block->ops(i - 1);
   *block->mutable_ops(wait) = moved;
   try {
     LintCollective(out.main(), 2);
