@@ -10,6 +10,10 @@ param attrs) and passes them on by name through `_layer`.
 from . import clip as _clip
 from . import regularizer as _regularizer
 from .framework import current_builder
+# The learning-rate schedules, in a module of their own as in Fluid.
+from .learning_rate_scheduler import (  # noqa: F401
+    cosine_decay, exponential_decay, inverse_time_decay, linear_lr_warmup,
+    natural_exp_decay, noam_decay, piecewise_decay, polynomial_decay)
 
 
 def _name(x, layer="layer", arg="input"):
@@ -268,85 +272,10 @@ def elementwise_pow(x, y, axis=-1, act=None, name=None):
     return _elementwise("elementwise_pow", x, y, axis, act, name)
 
 
-# ---- training knobs: clip and the learning-rate schedules ----
+# ---- training knobs: clip ----
 
 def clip(x, min, max, name=None):
     """min(max(x, min), max) elementwise; the gradient is 0 outside."""
     return _layer("clip", x=_name(x, "clip", "x"), min=min, max=max,
                   name=name)
 
-
-def _lr_schedule(kind, **args):
-    """The one-element float64 Variable holding the learning rate of the
-    current step, computed in the program from the global step counter
-    (@LR_DECAY_COUNTER@, persistable, advanced once per run)."""
-    lr = args.get("learning_rate")
-    if lr is not None and hasattr(lr, "name"):
-        args["learning_rate"] = lr.name
-    b, program = current_builder()
-    return program.var(b.lr_schedule(kind, args))
-
-
-def exponential_decay(learning_rate, decay_steps, decay_rate,
-                      staircase=False):
-    """learning_rate * decay_rate ^ (step / decay_steps) (floored when
-    staircase)."""
-    return _lr_schedule("exponential_decay", learning_rate=learning_rate,
-                        decay_steps=decay_steps, decay_rate=decay_rate,
-                        staircase=staircase)
-
-
-def natural_exp_decay(learning_rate, decay_steps, decay_rate,
-                      staircase=False):
-    """learning_rate * exp(-decay_rate * step / decay_steps)."""
-    return _lr_schedule("natural_exp_decay", learning_rate=learning_rate,
-                        decay_steps=decay_steps, decay_rate=decay_rate,
-                        staircase=staircase)
-
-
-def inverse_time_decay(learning_rate, decay_steps, decay_rate,
-                       staircase=False):
-    """learning_rate / (1 + decay_rate * step / decay_steps)."""
-    return _lr_schedule("inverse_time_decay", learning_rate=learning_rate,
-                        decay_steps=decay_steps, decay_rate=decay_rate,
-                        staircase=staircase)
-
-
-def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001,
-                     power=1.0, cycle=False):
-    """(learning_rate - end_learning_rate) * (1 - step / decay_steps) ^ power
-    + end_learning_rate, step capped at decay_steps (or decay_steps
-    stretched to the next multiple when cycle)."""
-    return _lr_schedule("polynomial_decay", learning_rate=learning_rate,
-                        decay_steps=decay_steps,
-                        end_learning_rate=end_learning_rate, power=power,
-                        cycle=cycle)
-
-
-def piecewise_decay(boundaries, values):
-    """values[i] for boundaries[i-1] <= step < boundaries[i]."""
-    return _lr_schedule("piecewise_decay", boundaries=list(boundaries),
-                        values=[float(v) for v in values])
-
-
-def noam_decay(d_model, warmup_steps, learning_rate=1.0):
-    """learning_rate * d_model^-0.5 * min(s^-0.5, s * warmup_steps^-1.5),
-    s = step + 1."""
-    return _lr_schedule("noam_decay", d_model=d_model,
-                        warmup_steps=warmup_steps,
-                        learning_rate=learning_rate)
-
-
-def cosine_decay(learning_rate, step_each_epoch, epochs):
-    """learning_rate / 2 * (cos(floor(step / step_each_epoch) * pi / epochs)
-    + 1)."""
-    return _lr_schedule("cosine_decay", learning_rate=learning_rate,
-                        step_each_epoch=step_each_epoch, epochs=epochs)
-
-
-def linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr):
-    """start_lr + (end_lr - start_lr) * step / warmup_steps while step <
-    warmup_steps, then learning_rate (a number or another schedule)."""
-    return _lr_schedule("linear_lr_warmup", learning_rate=learning_rate,
-                        warmup_steps=warmup_steps, start_lr=start_lr,
-                        end_lr=end_lr)
