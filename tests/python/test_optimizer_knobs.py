@@ -302,3 +302,24 @@ def test_bad_knobs_are_clear_errors():
         with pytest.raises(ValueError, match="not a parameter"):
             fluid.clip.set_gradient_clip(
                 fluid.clip.GradientClipByNorm(1.0), param_list=["nope"])
+
+
+def test_schedule_resumes_from_a_checkpoint(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4], dtype="float64")
+        loss = L.mean(L.fc(x, 3))
+        lr = L.exponential_decay(1.0, 1, 0.5)
+        O.SGD(lr).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": np.ones((2, 4))}
+    first = fluid.Scope()
+    exe.run(startup, scope=first)
+    for _ in range(3):
+        exe.run(main, feed=feed, scope=first)
+    fluid.io.save_params(exe, str(tmp_path), main, scope=first, step=3)
+    second = fluid.Scope()
+    exe.run(startup, scope=second)
+    fluid.io.load_params(exe, str(tmp_path), main, scope=second)
+    (rate,) = exe.run(main, feed=feed, fetch_list=[lr], scope=second)
+    assert float(np.asarray(rate).reshape(-1)[0]) == 0.5 ** 3
