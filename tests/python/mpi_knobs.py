@@ -146,7 +146,8 @@ def run_checks():
         return f"OK {checked} gradient reads after their c_wait"
 
     c.check("(a) Momentum + exponential_decay + L2Decay + ParamAttr L1Decay "
-            "+ global-norm clip == Executor, ranks bitwise equal", lambda: equivalence("a"))
+            "+ global-norm clip == Executor, ranks bitwise equal",
+            lambda: equivalence("a"))
     c.check("(b) Adagrad + L2Decay + clip by value == Executor",
             lambda: equivalence("b"))
     c.check("(c) clip and decay ops read gradients after their c_wait",

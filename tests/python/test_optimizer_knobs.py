@@ -132,8 +132,11 @@ def test_matches_torch(case):
 def test_global_norm_clip_matches_torch_gradients_scaled():
     needs_torch()
 
+    norms = []
+
     def clip(params):  # Fluid's rule: clip_norm / max(norm, clip_norm)
         norm = torch.sqrt(sum((p.grad ** 2).sum() for p in params))
+        norms.append(float(norm))
         scale = 0.5 / torch.clamp(norm, min=0.5)
         for p in params:
             p.grad.mul_(scale)
@@ -144,12 +147,14 @@ def test_global_norm_clip_matches_torch_gradients_scaled():
 
     init, got = run_fluid(lambda: O.SGD(0.25), before_minimize=before)
     want = run_torch(init, lambda p: torch.optim.SGD(p, lr=0.25), clip=clip)
+    assert max(norms) > 0.5  # the clip was active
     assert_histories(got, want)
 
 
 def test_clip_by_value_matches_torch():
     needs_torch()
-    attr = fluid.ParamAttr(gradient_clip=fluid.clip.GradientClipByValue(0.0625))
+    attr = fluid.ParamAttr(
+        gradient_clip=fluid.clip.GradientClipByValue(0.0625))
     main_clip = fluid.clip.GradientClipByValue(0.0625)
 
     def before(main):
@@ -158,8 +163,14 @@ def test_clip_by_value_matches_torch():
 
     init, got = run_fluid(lambda: O.SGD(0.25), param_attr=attr,
                           before_minimize=before)
-    want = run_torch(init, lambda p: torch.optim.SGD(p, lr=0.25),
-                     clip=lambda ps: torch.nn.utils.clip_grad_value_(ps, 0.0625))
+    largest = []
+
+    def clip(params):
+        largest.append(max(float(p.grad.abs().max()) for p in params))
+        torch.nn.utils.clip_grad_value_(params, 0.0625)
+
+    want = run_torch(init, lambda p: torch.optim.SGD(p, lr=0.25), clip=clip)
+    assert max(largest) > 0.0625  # the clip was active
     assert_histories(got, want)
 
 
@@ -226,8 +237,8 @@ def test_decayed_adagrad_and_lars_match_numpy():
 def test_param_attr_l1_overrides_optimizer_l2():
     attr = fluid.ParamAttr(regularizer=fluid.regularizer.L1Decay(0.25))
     init, got = run_fluid(
-        lambda: O.SGD(0.125, regularization=fluid.regularizer.L2DecayRegularizer(
-            0.5)), param_attr=attr)
+        lambda: O.SGD(0.125, regularization=(
+            fluid.regularizer.L2DecayRegularizer(0.5))), param_attr=attr)
 
     def rule(n, p, g, s):
         decay = 0.25 * np.sign(p) if n == "fc_0.w_0" else 0.5 * p
