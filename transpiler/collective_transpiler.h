@@ -51,17 +51,19 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
 //  - main: per bucket a coalesce_tensor (first op: the bucket's gradients
 //    become views of one buffer), a c_allreduce after the last backward op
 //    writing the bucket (overlap) or before the first optimize op, and a
-//    c_wait before the first optimize op reading it;
+//    c_wait before the first op on the optimizer's side reading it (a
+//    gradient clip, a weight decay or the update: any op neither backward
+//    nor collective), so those all see the averaged gradient;
 //  - both programs stamped with nranks and their structure hash.
 // The input job is not modified. The result passes LintCollective.
 proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                                        const CollectiveConfig& config);
 
 // Checks a transpiled main program: every trainable gradient is reduced
-// exactly once, after the last backward op writing it and before the
-// optimize op reading it (its c_wait too), and averaged exactly once (or
-// never, when `average` is false). A violation is an error naming the
-// gradient.
+// exactly once, after the last backward op writing it and before the first
+// op on the optimizer's side reading it (its c_wait too), and averaged
+// exactly once (or never, when `average` is false). A violation is an error
+// naming the gradient (and the op that reads it too early).
 // The startup program with a c_broadcast from rank 0 of every persistable
 // var appended (parameters and optimizer state), so that all ranks start
 // identical whatever their seeds; unchanged when it already broadcasts.
