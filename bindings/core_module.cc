@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "src/builder/layer_registry.h"
+#include "src/builder/lr_schedules.h"
 #include "src/builder/optimizer.h"
 #include "src/data/idx_reader.h"
 #include "src/distributed/job_control.h"
@@ -224,9 +225,34 @@ Initializer MakeInitializer(const py::dict& d, const std::string& where) {
   return init;
 }
 
+Regularization MakeRegularization(const py::dict& d, const std::string& where) {
+  CheckKeys(d, {"kind", "coeff"}, where);
+  Regularization r;
+  std::string kind = "none";
+  ReadItem(d, "kind", "a str", where, &kind);
+  r.kind = ParseRegularizationKind(kind, where);
+  ReadItem(d, "coeff", "a float", where, &r.coeff);
+  return r;
+}
+
+GradientClip MakeGradientClip(const py::dict& d, const std::string& where) {
+  CheckKeys(d, {"kind", "min", "max", "clip_norm", "group_name"}, where);
+  GradientClip c;
+  std::string kind = "none";
+  ReadItem(d, "kind", "a str", where, &kind);
+  c.kind = ParseGradientClipKind(kind, where);
+  ReadItem(d, "min", "a float", where, &c.min);
+  ReadItem(d, "max", "a float", where, &c.max);
+  ReadItem(d, "clip_norm", "a float", where, &c.clip_norm);
+  ReadItem(d, "group_name", "a str", where, &c.group);
+  return c;
+}
+
 // A param attr as fluid.layers passes it: a dict (ParamAttr.to_dict()).
 ParamAttr MakeParamAttr(const py::dict& d, const std::string& where) {
-  CheckKeys(d, {"name", "trainable", "initializer"}, where);
+  CheckKeys(
+      d, {"name", "trainable", "initializer", "regularizer", "gradient_clip"},
+      where);
   ParamAttr a;
   ReadItem(d, "name", "a str", where, &a.name);
   ReadItem(d, "trainable", "a bool", where, &a.trainable);
@@ -236,22 +262,74 @@ ParamAttr MakeParamAttr(const py::dict& d, const std::string& where) {
     a.init = MakeInitializer(init, where + " initializer");
     a.has_init = true;
   }
+  py::dict sub;
+  if (d.contains("regularizer")) {
+    ReadItem(d, "regularizer", "a dict", where, &sub);
+    a.regularizer = MakeRegularization(sub, where + " regularizer");
+  }
+  if (d.contains("gradient_clip")) {
+    ReadItem(d, "gradient_clip", "a dict", where, &sub);
+    a.gradient_clip = MakeGradientClip(sub, where + " gradient_clip");
+  }
   return a;
 }
 
+LrSchedule MakeLrSchedule(const std::string& kind, const py::dict& d) {
+  const std::string where = kind;
+  LrSchedule s;
+  s.kind = kind;
+  if (d.contains("learning_rate") &&
+      py::isinstance<py::str>(d["learning_rate"]))
+    s.learning_rate_var = d["learning_rate"].cast<std::string>();
+  else
+    ReadItem(d, "learning_rate", "a float", where, &s.learning_rate);
+  ReadItem(d, "decay_steps", "an int", where, &s.decay_steps);
+  ReadItem(d, "decay_rate", "a float", where, &s.decay_rate);
+  ReadItem(d, "staircase", "a bool", where, &s.staircase);
+  ReadItem(d, "end_learning_rate", "a float", where, &s.end_learning_rate);
+  ReadItem(d, "power", "a float", where, &s.power);
+  ReadItem(d, "cycle", "a bool", where, &s.cycle);
+  ReadItem(d, "boundaries", "a list of int", where, &s.boundaries);
+  ReadItem(d, "values", "a list of float", where, &s.values);
+  ReadItem(d, "d_model", "a float", where, &s.d_model);
+  ReadItem(d, "warmup_steps", "an int", where, &s.warmup_steps);
+  ReadItem(d, "step_each_epoch", "an int", where, &s.step_each_epoch);
+  ReadItem(d, "epochs", "an int", where, &s.epochs);
+  ReadItem(d, "start_lr", "a float", where, &s.start_lr);
+  ReadItem(d, "end_lr", "a float", where, &s.end_lr);
+  return s;
+}
+
 OptimizerConfig MakeOptimizerConfig(const py::dict& d) {
+  const std::string where = "optimizer";
   OptimizerConfig c;
   c.type = d["type"].cast<std::string>();
-  c.learning_rate = d["learning_rate"].cast<float>();
-  if (d.contains("momentum")) c.momentum = d["momentum"].cast<float>();
-  if (d.contains("nesterov")) c.nesterov = d["nesterov"].cast<bool>();
-  if (d.contains("beta1")) c.beta1 = d["beta1"].cast<float>();
-  if (d.contains("beta2")) c.beta2 = d["beta2"].cast<float>();
-  if (d.contains("epsilon")) c.epsilon = d["epsilon"].cast<float>();
-  if (d.contains("weight_decay"))
-    c.weight_decay = d["weight_decay"].cast<float>();
-  if (d.contains("decoupled_weight_decay"))
-    c.decoupled_weight_decay = d["decoupled_weight_decay"].cast<bool>();
+  if (py::isinstance<py::str>(d["learning_rate"])) {
+    c.learning_rate_var = d["learning_rate"].cast<std::string>();
+  } else {
+    c.learning_rate = d["learning_rate"].cast<float>();
+  }
+  ReadItem(d, "momentum", "a float", where, &c.momentum);
+  ReadItem(d, "nesterov", "a bool", where, &c.nesterov);
+  ReadItem(d, "beta1", "a float", where, &c.beta1);
+  ReadItem(d, "beta2", "a float", where, &c.beta2);
+  ReadItem(d, "epsilon", "a float", where, &c.epsilon);
+  ReadItem(d, "weight_decay", "a float", where, &c.weight_decay);
+  ReadItem(d, "decoupled_weight_decay", "a bool", where,
+           &c.decoupled_weight_decay);
+  ReadItem(d, "rho", "a float", where, &c.rho);
+  ReadItem(d, "decay", "a float", where, &c.decay);
+  ReadItem(d, "centered", "a bool", where, &c.centered);
+  ReadItem(d, "initial_accumulator_value", "a float", where,
+           &c.initial_accumulator_value);
+  ReadItem(d, "lars_coeff", "a float", where, &c.lars_coeff);
+  ReadItem(d, "lars_weight_decay", "a float", where, &c.lars_weight_decay);
+  ReadItem(d, "parameter_list", "a list of str", where, &c.parameter_list);
+  if (d.contains("regularization")) {
+    py::dict r;
+    ReadItem(d, "regularization", "a dict", where, &r);
+    c.regularization = MakeRegularization(r, "optimizer regularization");
+  }
   return c;
 }
 
@@ -572,12 +650,27 @@ void BindBuilder(py::module_& m) {
                return BuildLayer(pb, type, values);
              });
            })
-      .def("minimize", [](PyBuilder& b, const py::dict& config,
-                          const std::string& loss) {
-        return b.Mutate([&](ProgramBuilder* pb) {
-          return MakeOptimizer(MakeOptimizerConfig(config))->Minimize(pb, loss);
-        });
-      });
+      .def("minimize",
+           [](PyBuilder& b, const py::dict& config, const std::string& loss,
+              const std::vector<std::string>& no_grad) {
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return MakeOptimizer(MakeOptimizerConfig(config))
+                   ->Minimize(pb, loss, {no_grad.begin(), no_grad.end()});
+             });
+           })
+      .def("lr_schedule",
+           [](PyBuilder& b, const std::string& kind, const py::dict& args) {
+             LrSchedule s = MakeLrSchedule(kind, args);
+             return b.Mutate(
+                 [&](ProgramBuilder* pb) { return BuildLrSchedule(pb, s); });
+           })
+      .def("set_gradient_clip",
+           [](PyBuilder& b, const std::string& param, const py::dict& clip) {
+             GradientClip c = MakeGradientClip(clip, "set_gradient_clip");
+             return b.Mutate([&](ProgramBuilder* pb) {
+               return pb->SetGradientClip(param, c);
+             });
+           });
 }
 
 // Scopes and the executors that run programs on them.

@@ -44,12 +44,23 @@ int LastBackwardWrite(const proto::BlockDesc& block, const std::string& var) {
   return last;
 }
 
-// Index of the first optimize op reading `var`, or ops_size().
+// Index of the first op reading `var` on the optimizer's side, or
+// ops_size(): an op that is neither backward nor collective (the gradient
+// clips, the weight decay and the updates, which must all see the reduced
+// gradient).
 int FirstOptimizeRead(const proto::BlockDesc& block, const std::string& var) {
-  for (int i = 0; i < block.ops_size(); ++i)
-    if (HasRole(block.ops(i), OpRole::kOptimize) && Reads(block.ops(i), var))
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!HasRole(op, OpRole::kBackward) && !HasRole(op, OpRole::kCollective) &&
+        Reads(op, var))
       return i;
+  }
   return block.ops_size();
+}
+
+// The type of op #i, for messages ("end" past the last op).
+std::string TypeAt(const proto::BlockDesc& block, int i) {
+  return i < block.ops_size() ? block.ops(i).type() : std::string("end");
 }
 
 proto::OpDesc WithRole(proto::OpDesc op, int role) {
@@ -385,8 +396,8 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
                   at, ") before the backward op #", last_write,
                   " that writes it");
     FLUID_ENFORCE(at < first_read, "gradient '", grad, "' is allreduced (op #",
-                  at, ") after the optimize op #", first_read,
-                  " that reads it");
+                  at, ") after the ", TypeAt(block, first_read), " op #",
+                  first_read, " that reads it");
     const std::vector<std::string> handle = OpOutput(block.ops(at), "Handle");
     if (!handle.empty()) {
       int waited = -1;
@@ -394,8 +405,8 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
         if (block.ops(i).type() == "c_wait" && Reads(block.ops(i), handle[0]))
           waited = i;
       FLUID_ENFORCE(waited >= 0 && waited < first_read, "gradient '", grad,
-                    "' is read by the optimize op #", first_read,
-                    " before its allreduce is waited for");
+                    "' is read by the ", TypeAt(block, first_read), " op #",
+                    first_read, " before its allreduce is waited for");
     }
     if (average) {
       FLUID_ENFORCE(averaged == 1, "gradient '", grad, "' is averaged ",

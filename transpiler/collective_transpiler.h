@@ -58,18 +58,20 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
 //    become views of one buffer), a c_allreduce (compressed as the config
 //    says) after the last backward op
 //    writing the bucket (overlap) or before the first optimize op, and a
-//    c_wait before the first optimize op reading it;
+//    c_wait before the first op on the optimizer's side reading it (a
+//    gradient clip, a weight decay or the update: any op neither backward
+//    nor collective), so those all see the averaged gradient;
 //  - both programs stamped with nranks and their structure hash.
 // The input job is not modified. The result passes LintCollective.
 proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                                        const CollectiveConfig& config);
 
 // Checks a transpiled main program: every trainable gradient is reduced
-// exactly once, after the last backward op writing it and before the
-// optimize op reading it (its c_wait too), and averaged exactly once (or
-// never, when `average` is false), and compressed, if at all, to a known
-// 16-bit format and only when float32. A violation is an error naming the
-// gradient.
+// exactly once, after the last backward op writing it and before the first
+// op on the optimizer's side reading it (its c_wait too), averaged exactly
+// once (or never, when `average` is false), and compressed, if at all, to a
+// known 16-bit format and only when float32. A violation is an error naming
+// the gradient (and the op that reads it too early).
 // The startup program with a c_broadcast from rank 0 of every persistable
 // var appended (parameters and optimizer state), so that all ranks start
 // identical whatever their seeds; unchanged when it already broadcasts.

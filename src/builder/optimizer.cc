@@ -1,5 +1,7 @@
 #include "src/builder/optimizer.h"
 
+#include <algorithm>
+
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -18,18 +20,48 @@ std::string Accumulator(ProgramBuilder* b, const std::string& param,
 
 }  // namespace
 
+ParamGradList Optimizer::Selected(ParamGradList pairs) const {
+  if (only_.empty()) return pairs;
+  ParamGradList kept;
+  for (const auto& pg : pairs)
+    if (std::find(only_.begin(), only_.end(), pg.first) != only_.end())
+      kept.push_back(pg);
+  return kept;
+}
+
+std::string Optimizer::LearningRate(ProgramBuilder* b, DataType dtype) {
+  if (lr_var_.empty()) {
+    FLUID_ENFORCE(learning_rate_ > 0.0f, "learning rate must be positive, got ",
+                  learning_rate_);
+    return b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1}, dtype,
+                                learning_rate_);
+  }
+  const proto::VarDesc& v = GetVarDesc(b->main()->blocks(0), lr_var_);
+  const int64_t n = VarShape(v).numel();
+  FLUID_ENFORCE(n == 1 || n < 0, "learning rate var '", lr_var_,
+                "' must hold one element, has shape ", VarShape(v));
+  return lr_var_;
+}
+
 ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
                                   const std::set<std::string>& no_grad) {
-  FLUID_ENFORCE(learning_rate_ > 0.0f, "learning rate must be positive, got ",
-                learning_rate_);
-  ParamGradList pairs = AppendBackward(b->main(), loss, no_grad);
+  ParamGradList pairs = Selected(AppendBackward(b->main(), loss, no_grad));
   FLUID_ENFORCE(!pairs.empty(), "loss '", loss,
-                "' depends on no trainable parameter");
+                "' depends on no trainable parameter",
+                only_.empty() ? "" : " of parameter_list");
+  // Fluid's order: clip, then regularize, then update.
+  AppendGradientClips(b, pairs, clip_);
+  for (const auto& [param, grad] : pairs) {
+    const ParamAttr* attr = b->FindParamAttr(param);
+    const bool own = attr != nullptr &&
+                     attr->regularizer.kind != Regularization::Kind::kNone;
+    AppendRegularization(b, param, grad,
+                         own ? attr->regularizer : regularization_);
+  }
   const proto::VarDesc& first =
       GetVarDesc(b->main()->blocks(0), pairs.front().first);
-  std::string lr =
-      b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1},
-                           VarDtype(first), learning_rate_);
+  const std::string lr = LearningRate(b, VarDtype(first));
+  finish_ops_.clear();
   for (const auto& pg : pairs) {
     proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr);
     SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize));
@@ -37,6 +69,9 @@ ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
               std::vector<std::string>{pg.first, pg.second});
     b->AppendOp(std::move(op));
   }
+  for (auto& op : finish_ops_)
+    b->AppendOp(std::move(op), static_cast<int>(OpRole::kOptimize));
+  finish_ops_.clear();
   return pairs;
 }
 
@@ -96,17 +131,94 @@ proto::OpDesc AdamOptimizer::MakeOptimizeOp(ProgramBuilder* b,
                  {"decoupled_weight_decay", decoupled_}});
 }
 
-std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& c) {
-  if (c.type == "sgd") return std::make_unique<SGDOptimizer>(c.learning_rate);
+proto::OpDesc StateOptimizer::MakeOptimizeOp(ProgramBuilder* b,
+                                             const std::string& param,
+                                             const std::string& grad,
+                                             const std::string& lr) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> in = {
+      {"Param", {param}}, {"Grad", {grad}}};
+  std::vector<std::pair<std::string, std::vector<std::string>>> out = {
+      {"ParamOut", {param}}};
+  if (uses_lr_) in.push_back({"LearningRate", {lr}});
+  for (const State& s : states_) {
+    std::string kind = s.slot;
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    const std::string acc = Accumulator(b, param, kind, s.init);
+    in.push_back({s.slot, {acc}});
+    out.push_back({s.slot + "Out", {acc}});
+  }
+  if (beta1_ > 0.0f) {
+    DataType dtype = VarDtype(GetVarDesc(b->main()->blocks(0), param));
+    std::string pow = b->CreatePersistable(b->UniqueName(param + "_beta1_pow"),
+                                           Shape{1}, dtype, beta1_);
+    in.push_back({"Beta1Pow", {pow}});
+    finish_ops_.push_back(
+        MakeOp("scale", {{"X", {pow}}}, {{"Out", {pow}}}, {{"scale", beta1_}}));
+  }
+  return MakeOp(op_, in, out, attrs_);
+}
+
+namespace {
+
+std::unique_ptr<Optimizer> MakeUpdateRule(const OptimizerConfig& c) {
+  using S = StateOptimizer::State;
+  const float lr = c.learning_rate;
+  if (c.type == "sgd") return std::make_unique<SGDOptimizer>(lr);
   if (c.type == "momentum")
-    return std::make_unique<MomentumOptimizer>(c.learning_rate, c.momentum,
-                                               c.nesterov, c.weight_decay);
+    return std::make_unique<MomentumOptimizer>(lr, c.momentum, c.nesterov,
+                                               c.weight_decay);
   if (c.type == "adam")
-    return std::make_unique<AdamOptimizer>(c.learning_rate, c.beta1, c.beta2,
-                                           c.epsilon, c.weight_decay,
+    return std::make_unique<AdamOptimizer>(lr, c.beta1, c.beta2, c.epsilon,
+                                           c.weight_decay,
                                            c.decoupled_weight_decay);
+  if (c.type == "adagrad")
+    return std::make_unique<StateOptimizer>(
+        lr, "adagrad", std::vector<S>{{"Moment", c.initial_accumulator_value}},
+        AttributeMap{{"epsilon", c.epsilon}});
+  if (c.type == "decayed_adagrad")
+    return std::make_unique<StateOptimizer>(
+        lr, "decayed_adagrad", std::vector<S>{{"Moment", 0.0f}},
+        AttributeMap{{"decay", c.decay}, {"epsilon", c.epsilon}});
+  if (c.type == "rmsprop")
+    return std::make_unique<StateOptimizer>(
+        lr, "rmsprop",
+        std::vector<S>{
+            {"Moment", 0.0f}, {"MeanSquare", 0.0f}, {"MeanGrad", 0.0f}},
+        AttributeMap{{"decay", c.rho},
+                     {"epsilon", c.epsilon},
+                     {"momentum", c.momentum},
+                     {"centered", c.centered}});
+  if (c.type == "adamax")
+    return std::make_unique<StateOptimizer>(
+        lr, "adamax", std::vector<S>{{"Moment", 0.0f}, {"InfNorm", 0.0f}},
+        AttributeMap{
+            {"beta1", c.beta1}, {"beta2", c.beta2}, {"epsilon", c.epsilon}},
+        true, c.beta1);
+  if (c.type == "adadelta")
+    return std::make_unique<StateOptimizer>(
+        lr, "adadelta",
+        std::vector<S>{{"AvgSquaredGrad", 0.0f}, {"AvgSquaredUpdate", 0.0f}},
+        AttributeMap{{"rho", c.rho}, {"epsilon", c.epsilon}}, false);
+  if (c.type == "lars_momentum")
+    return std::make_unique<StateOptimizer>(
+        lr, "lars_momentum", std::vector<S>{{"Velocity", 0.0f}},
+        AttributeMap{{"mu", c.momentum},
+                     {"lars_coeff", c.lars_coeff},
+                     {"lars_weight_decay", c.lars_weight_decay}});
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown optimizer '", c.type,
-              "'; known: sgd, momentum, adam");
+              "'; known: sgd, momentum, adam, adagrad, decayed_adagrad, ",
+              "rmsprop, adamax, adadelta, lars_momentum");
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& c) {
+  std::unique_ptr<Optimizer> opt = MakeUpdateRule(c);
+  opt->set_learning_rate_var(c.learning_rate_var);
+  opt->set_regularization(c.regularization);
+  opt->set_gradient_clip(c.gradient_clip);
+  opt->set_parameter_list(c.parameter_list);
+  return opt;
 }
 
 }  // namespace fluid

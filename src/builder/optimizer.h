@@ -7,15 +7,23 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "src/builder/clip.h"
 #include "src/builder/program_builder.h"
+#include "src/builder/regularizer.h"
 #include "src/framework/backward.h"
 
 namespace fluid {
 
 struct OptimizerConfig {
-  std::string type = "momentum";  // sgd | momentum | adam
+  // sgd | momentum | adam | adagrad | decayed_adagrad | rmsprop | adamax |
+  // adadelta | lars_momentum
+  std::string type = "momentum";
   float learning_rate = 0.01f;
+  // A one-element var of the program (an LR schedule) used instead of
+  // learning_rate when set.
+  std::string learning_rate_var;
   float momentum = 0.9f;
   bool nesterov = false;
   float beta1 = 0.9f;
@@ -25,6 +33,17 @@ struct OptimizerConfig {
   // Adam only: false = L2 added to the gradient (torch.optim.Adam), true =
   // decoupled (AdamW).
   bool decoupled_weight_decay = false;
+  float rho = 0.95f;                    // rmsprop (its decay), adadelta
+  float decay = 0.95f;                  // decayed_adagrad
+  bool centered = false;                // rmsprop
+  float initial_accumulator_value = 0;  // adagrad
+  float lars_coeff = 0.001f;
+  float lars_weight_decay = 0.0005f;
+  // Applied to every parameter without one of its own (ParamAttr).
+  Regularization regularization;
+  GradientClip gradient_clip;
+  // Only these parameters are updated when not empty.
+  std::vector<std::string> parameter_list;
 };
 
 class Optimizer {
@@ -32,17 +51,37 @@ class Optimizer {
   explicit Optimizer(float learning_rate) : learning_rate_(learning_rate) {}
   virtual ~Optimizer() = default;
 
-  // Appends backward ops for `loss` and the optimize ops; returns the
+  // Appends backward ops for `loss`, then (all with the optimize role) the
+  // gradient clips, the regularization and the optimize ops; returns the
   // (param, grad) pairs in parameter order.
   ParamGradList Minimize(ProgramBuilder* b, const std::string& loss,
                          const std::set<std::string>& no_grad = {});
 
+  // The knobs Minimize applies besides the update rule itself.
+  void set_learning_rate_var(const std::string& var) { lr_var_ = var; }
+  void set_regularization(const Regularization& r) { regularization_ = r; }
+  void set_gradient_clip(const GradientClip& c) { clip_ = c; }
+  void set_parameter_list(const std::vector<std::string>& p) { only_ = p; }
+
  protected:
+  // Ops to append (optimize role) after the last optimize op, e.g. the
+  // advance of a beta power; MakeOptimizeOp may add to it.
+  std::vector<proto::OpDesc> finish_ops_;
+
   virtual proto::OpDesc MakeOptimizeOp(ProgramBuilder* b,
                                        const std::string& param,
                                        const std::string& grad,
                                        const std::string& lr) = 0;
   float learning_rate_;
+
+ private:
+  std::string LearningRate(ProgramBuilder* b, DataType dtype);
+  ParamGradList Selected(ParamGradList pairs) const;
+
+  std::string lr_var_;
+  Regularization regularization_;
+  GradientClip clip_;
+  std::vector<std::string> only_;
 };
 
 class SGDOptimizer : public Optimizer {
@@ -97,6 +136,42 @@ class AdamOptimizer : public Optimizer {
   bool decoupled_;
 };
 
+// An optimizer whose op keeps state tensors shaped like the parameter
+// (adagrad, decayed_adagrad, rmsprop, adamax, adadelta, lars_momentum): the
+// op's state slots, their starting values and its attrs describe it.
+class StateOptimizer : public Optimizer {
+ public:
+  struct State {
+    std::string slot;  // input slot; the output is slot + "Out"
+    float init;
+  };
+  // `beta1` > 0 (adamax): the op also reads Beta1Pow = beta1^t, advanced by
+  // a scale op after the updates. `uses_lr` false (adadelta): no
+  // LearningRate input.
+  StateOptimizer(float lr, std::string op, std::vector<State> states,
+                 AttributeMap attrs, bool uses_lr = true, float beta1 = 0.0f)
+      : Optimizer(lr),
+        op_(std::move(op)),
+        states_(std::move(states)),
+        attrs_(std::move(attrs)),
+        uses_lr_(uses_lr),
+        beta1_(beta1) {}
+
+ protected:
+  proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
+                               const std::string& grad,
+                               const std::string& lr) override;
+
+ private:
+  std::string op_;
+  std::vector<State> states_;
+  AttributeMap attrs_;
+  bool uses_lr_;
+  float beta1_;
+};
+
+// The optimizer of `config`, with its learning rate var, regularization,
+// clip and parameter list set.
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config);
 
 }  // namespace fluid

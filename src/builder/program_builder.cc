@@ -75,7 +75,21 @@ std::string ProgramBuilder::CreateParameter(const std::string& name,
   }
   AppendInitOp(this, name, shape, dtype, attr.init, fans);
   parameters_.push_back(name);
+  param_attrs_[name] = attr;
   return name;
+}
+
+const ParamAttr* ProgramBuilder::FindParamAttr(const std::string& param) const {
+  auto it = param_attrs_.find(param);
+  return it == param_attrs_.end() ? nullptr : &it->second;
+}
+
+bool ProgramBuilder::SetGradientClip(const std::string& param,
+                                     const GradientClip& clip) {
+  auto it = param_attrs_.find(param);
+  if (it == param_attrs_.end()) return false;
+  it->second.gradient_clip = clip;
+  return true;
 }
 
 std::string ProgramBuilder::CreatePersistable(const std::string& name,

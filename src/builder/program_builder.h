@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "proto/framework.pb.h"
+#include "src/builder/clip.h"
 #include "src/builder/initializer.h"
+#include "src/builder/regularizer.h"
 #include "src/framework/op_registry.h"
 
 namespace fluid {
@@ -24,6 +26,9 @@ struct ParamAttr {
   Initializer init;
   bool has_init = false;
   bool trainable = true;
+  // Applied by the optimizer; kNone: the optimizer's own (if any).
+  Regularization regularizer;
+  GradientClip gradient_clip;
 
   ParamAttr() = default;
   explicit ParamAttr(Initializer i) : init(i), has_init(true) {}
@@ -63,6 +68,11 @@ class ProgramBuilder {
                                 DataType dtype, float value);
 
   const std::vector<std::string>& parameters() const { return parameters_; }
+  // The attr a parameter was created with, or nullptr.
+  const ParamAttr* FindParamAttr(const std::string& param) const;
+  // Replaces the gradient clip of a parameter this builder created; false
+  // when it created no such parameter.
+  bool SetGradientClip(const std::string& param, const GradientClip& clip);
 
  private:
   proto::ProgramDesc* main_;
@@ -71,6 +81,7 @@ class ProgramBuilder {
   uint64_t seed_counter_ = 0;
   std::map<std::string, int> name_counters_;
   std::vector<std::string> parameters_;
+  std::map<std::string, ParamAttr> param_attrs_;
 };
 
 }  // namespace fluid

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "src/builder/clip_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
 #include "src/builder/tensor_layers.h"
@@ -478,6 +479,11 @@ std::vector<LayerCase> OpLayerCases() {
        {{"x", "x"}, {"y", "y"}, {"axis", int64_t{0}}, {"name", "e"}},
        [](ProgramBuilder* b) {
          return layers::Elementwise(b, "elementwise_pow", "x", "y", 0, "", "e");
+       }},
+      {"clip",
+       {{"x", "x"}, {"min", -0.5}, {"max", 2.0}, {"name", "c"}},
+       [](ProgramBuilder* b) {
+         return layers::Clip(b, "x", -0.5f, 2.0f, "c");
        }},
   };
 }

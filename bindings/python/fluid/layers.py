@@ -7,7 +7,13 @@ with its arguments named as here; a function below only checks and converts
 its Python arguments (Variables to names, Fluid's spellings of sizes and
 param attrs) and passes them on by name through `_layer`.
 """
+from . import clip as _clip
+from . import regularizer as _regularizer
 from .framework import current_builder
+# The learning-rate schedules, in a module of their own as in Fluid.
+from .learning_rate_scheduler import (  # noqa: F401
+    cosine_decay, exponential_decay, inverse_time_decay, linear_lr_warmup,
+    natural_exp_decay, noam_decay, piecewise_decay, polynomial_decay)
 
 
 def _name(x, layer="layer", arg="input"):
@@ -64,8 +70,12 @@ def _square(value, layer, arg):
 
 
 class ParamAttr:
-    def __init__(self, name=None, initializer=None, trainable=True):
+    def __init__(self, name=None, initializer=None, trainable=True,
+                 regularizer=None, gradient_clip=None):
         self.name, self.initializer, self.trainable = name, initializer, trainable
+        # fluid.regularizer.L1Decay/L2Decay (overrides the optimizer's) and
+        # a fluid.clip.GradientClipBy* of this parameter.
+        self.regularizer, self.gradient_clip = regularizer, gradient_clip
 
     def to_dict(self):
         d = {"trainable": self.trainable}
@@ -73,6 +83,12 @@ class ParamAttr:
             d["name"] = self.name
         if self.initializer is not None:
             d["initializer"] = dict(self.initializer)
+        if self.regularizer is not None:
+            d["regularizer"] = _regularizer._as_dict(self.regularizer,
+                                                     "ParamAttr")
+        if self.gradient_clip is not None:
+            d["gradient_clip"] = _clip._as_dict(self.gradient_clip,
+                                                "ParamAttr")
         return d
 
 
@@ -470,3 +486,10 @@ def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None,
     return _layer(layer, x=_name(x, layer, "x"),
                   label=_name(label, layer, "label"),
                   ignore_index=ignore_index, name=name, normalize=normalize)
+# ---- training knobs: clip ----
+
+def clip(x, min, max, name=None):
+    """min(max(x, min), max) elementwise; the gradient is 0 outside."""
+    return _layer("clip", x=_name(x, "clip", "x"), min=min, max=max,
+                  name=name)
+

@@ -1,40 +1,82 @@
-"""Optimizers: minimize(loss) appends the backward pass and one optimize op
-per parameter, and returns (optimize_ops, params_grads) as the seed API
-did."""
-from .framework import current_builder
+"""Optimizers: minimize(loss) appends the backward pass, then the gradient
+clips (fluid.clip), the weight decay (fluid.regularizer) and one optimize op
+per parameter, and returns (optimize_ops, params_grads) as Fluid does. The
+learning rate is a number or a one-element Variable (an LR schedule of
+fluid.layers)."""
+from . import regularizer as _regularizer
+from .framework import Variable, current_builder
+
+
+def _names(items, arg):
+    out = []
+    for item in items:
+        if isinstance(item, Variable):
+            out.append(item.name)
+        elif isinstance(item, str):
+            out.append(item)
+        else:
+            raise TypeError(f"minimize: {arg} must hold names or Variables, "
+                            f"got {type(item).__name__}")
+    return out
+
+
+def _learning_rate(value, cls):
+    if isinstance(value, Variable):
+        return value.name
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{cls}: learning_rate must be a number or a "
+                        f"Variable, got {type(value).__name__}")
+    return float(value)
 
 
 class Optimizer:
-    def __init__(self, **config):
+    def __init__(self, regularization=None, **config):
+        name = type(self).__name__
+        config["learning_rate"] = _learning_rate(config["learning_rate"],
+                                                 name)
+        reg = _regularizer._as_dict(regularization, name)
+        if reg is not None:
+            config["regularization"] = reg
+        self.regularization = regularization
         self._config = config
 
-    def minimize(self, loss, startup_program=None):
+    def minimize(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None):
         b, program = current_builder()
         before = len(program.ops())
-        pairs = b.minimize(self._config, loss.name if hasattr(loss, "name")
-                           else str(loss))
+        config = dict(self._config)
+        if parameter_list is not None:
+            config["parameter_list"] = _names(parameter_list,
+                                              "parameter_list")
+        no_grad = _names(no_grad_set or [], "no_grad_set")
+        pairs = b.minimize(config, loss.name if hasattr(loss, "name")
+                           else str(loss), no_grad)
         optimize_ops = [op for op in program.ops()[before:] if "optimize" in op["roles"]]
         params_grads = [(program.var(p), program.var(g)) for p, g in pairs]
         return optimize_ops, params_grads
 
 
 class SGD(Optimizer):
-    def __init__(self, learning_rate):
-        super().__init__(type="sgd", learning_rate=float(learning_rate))
+    def __init__(self, learning_rate, regularization=None, name=None):
+        super().__init__(regularization, type="sgd",
+                         learning_rate=learning_rate)
 
 
 class Momentum(Optimizer):
     def __init__(self, learning_rate, momentum=0.9, use_nesterov=False,
-                 weight_decay=0.0):
-        super().__init__(type="momentum", learning_rate=float(learning_rate),
+                 weight_decay=0.0, regularization=None, name=None):
+        super().__init__(regularization, type="momentum",
+                         learning_rate=learning_rate,
                          momentum=float(momentum), nesterov=bool(use_nesterov),
                          weight_decay=float(weight_decay))
 
 
 class Adam(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
-                 epsilon=1e-8, weight_decay=0.0, decoupled_weight_decay=False):
-        super().__init__(type="adam", learning_rate=float(learning_rate),
+                 epsilon=1e-8, weight_decay=0.0, decoupled_weight_decay=False,
+                 regularization=None, name=None):
+        super().__init__(regularization, type="adam",
+                         learning_rate=learning_rate,
                          beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon),
                          weight_decay=float(weight_decay),
@@ -42,3 +84,76 @@ class Adam(Optimizer):
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
+
+
+class Adagrad(Optimizer):
+    """Moment += g^2; param -= lr * g / (sqrt(Moment) + epsilon)."""
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, regularization=None,
+                 name=None, initial_accumulator_value=0.0):
+        super().__init__(regularization, type="adagrad",
+                         learning_rate=learning_rate, epsilon=float(epsilon),
+                         initial_accumulator_value=float(
+                             initial_accumulator_value))
+
+
+class DecayedAdagrad(Optimizer):
+    """Moment = decay * Moment + (1 - decay) * g^2; then as Adagrad."""
+
+    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6,
+                 regularization=None, name=None):
+        super().__init__(regularization, type="decayed_adagrad",
+                         learning_rate=learning_rate, decay=float(decay),
+                         epsilon=float(epsilon))
+
+
+class RMSProp(Optimizer):
+    """Fluid's RMSProp: epsilon under the root, lr inside the momentum
+    buffer (see ops/rmsprop_op.cc)."""
+
+    def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0,
+                 centered=False, regularization=None, name=None):
+        super().__init__(regularization, type="rmsprop",
+                         learning_rate=learning_rate, rho=float(rho),
+                         epsilon=float(epsilon), momentum=float(momentum),
+                         centered=bool(centered))
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm; epsilon is added to the decayed norm
+    (see ops/adamax_op.cc)."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
+                 epsilon=1e-8, regularization=None, name=None):
+        super().__init__(regularization, type="adamax",
+                         learning_rate=learning_rate, beta1=float(beta1),
+                         beta2=float(beta2), epsilon=float(epsilon))
+
+
+class Adadelta(Optimizer):
+    """Fluid's Adadelta: the update does not use learning_rate (see
+    ops/adadelta_op.cc)."""
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95,
+                 regularization=None, name=None):
+        super().__init__(regularization, type="adadelta",
+                         learning_rate=learning_rate, epsilon=float(epsilon),
+                         rho=float(rho))
+
+
+class LarsMomentum(Optimizer):
+    """Momentum with the layer-wise learning rate
+    lr * lars_coeff * |param| / (|grad| + lars_weight_decay * |param|)."""
+
+    def __init__(self, learning_rate, momentum, lars_coeff=0.001,
+                 lars_weight_decay=0.0005, regularization=None, name=None):
+        super().__init__(regularization, type="lars_momentum",
+                         learning_rate=learning_rate,
+                         momentum=float(momentum),
+                         lars_coeff=float(lars_coeff),
+                         lars_weight_decay=float(lars_weight_decay))
+
+
+AdagradOptimizer, DecayedAdagradOptimizer = Adagrad, DecayedAdagrad
+RMSPropOptimizer, AdamaxOptimizer = RMSProp, Adamax
+AdadeltaOptimizer, LarsMomentumOptimizer = Adadelta, LarsMomentum

@@ -1,0 +1,105 @@
+"""Gradient clipping (Fluid's fluid.clip). set_gradient_clip(clip) or
+ParamAttr(gradient_clip=clip) marks parameters; minimize() then appends the
+clipping ops between the backward pass and the regularization and optimize
+ops. Under MPI they run on the averaged gradients, so a global norm is the
+same on every rank."""
+from .framework import current_builder, default_main_program
+
+__all__ = ["GradientClipByValue", "GradientClipByNorm",
+           "GradientClipByGlobalNorm", "set_gradient_clip"]
+
+
+def _number(value, cls, arg):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{cls}: {arg} must be a number, got "
+                        f"{type(value).__name__}")
+    return float(value)
+
+
+class BaseGradientClipAttr:
+    def to_dict(self):
+        raise NotImplementedError
+
+
+class GradientClipByValue(BaseGradientClipAttr):
+    """Clips every element of the gradient to [min, max]; min defaults to
+    -max."""
+
+    def __init__(self, max, min=None):
+        max = _number(max, "GradientClipByValue", "max")
+        min = -max if min is None else _number(min, "GradientClipByValue",
+                                               "min")
+        if min > max:
+            raise ValueError(f"GradientClipByValue: min {min} must not "
+                             f"exceed max {max}")
+        self.max, self.min = max, min
+
+    def to_dict(self):
+        return {"kind": "by_value", "min": self.min, "max": self.max}
+
+
+class GradientClipByNorm(BaseGradientClipAttr):
+    """Scales the gradient down to L2 norm clip_norm when it is larger."""
+
+    def __init__(self, clip_norm):
+        self.clip_norm = _number(clip_norm, "GradientClipByNorm", "clip_norm")
+        if self.clip_norm <= 0:
+            raise ValueError("GradientClipByNorm: clip_norm must be "
+                             f"positive, got {clip_norm}")
+
+    def to_dict(self):
+        return {"kind": "by_norm", "clip_norm": self.clip_norm}
+
+
+class GradientClipByGlobalNorm(BaseGradientClipAttr):
+    """Scales all gradients of a group by clip_norm / max(global_norm,
+    clip_norm), global_norm being the L2 norm of all of them together."""
+
+    def __init__(self, clip_norm, group_name="default_group"):
+        self.clip_norm = _number(clip_norm, "GradientClipByGlobalNorm",
+                                 "clip_norm")
+        if self.clip_norm <= 0:
+            raise ValueError("GradientClipByGlobalNorm: clip_norm must be "
+                             f"positive, got {clip_norm}")
+        if not isinstance(group_name, str):
+            raise TypeError("GradientClipByGlobalNorm: group_name must be a "
+                            f"str, got {type(group_name).__name__}")
+        self.group_name = group_name
+
+    def to_dict(self):
+        return {"kind": "by_global_norm", "clip_norm": self.clip_norm,
+                "group_name": self.group_name}
+
+
+def _as_dict(clip, where):
+    if clip is None:
+        return None
+    if not isinstance(clip, BaseGradientClipAttr):
+        raise TypeError(f"{where}: gradient_clip must be a "
+                        "fluid.clip.GradientClipByValue, GradientClipByNorm "
+                        f"or GradientClipByGlobalNorm, got "
+                        f"{type(clip).__name__}")
+    return clip.to_dict()
+
+
+def set_gradient_clip(clip, param_list=None, program=None):
+    """Gives `clip` to the parameters of param_list (names or Variables;
+    default: every parameter of `program`, default the main program).
+    Call it before minimize()."""
+    d = _as_dict(clip, "set_gradient_clip")
+    if d is None:
+        raise TypeError("set_gradient_clip: clip must not be None")
+    if program is None:
+        builder, program = current_builder()
+        builders = [builder]
+    else:
+        builders = list(program._builders.values())
+        if program is default_main_program():
+            builders.insert(0, current_builder()[0])
+    if param_list is None:
+        param_list = program.all_parameters()
+    for p in param_list:
+        name = p if isinstance(p, str) else p.name
+        if not any(b.set_gradient_clip(name, d) for b in builders):
+            raise ValueError(f"set_gradient_clip: '{name}' is not a "
+                             "parameter of the program")

@@ -1,0 +1,30 @@
+// adagrad: Fluid's Adagrad (AdagradFunctor in state_optimizer.h):
+//   Moment += Grad^2
+//   ParamOut = Param - lr * Grad / (sqrt(Moment) + epsilon)
+// torch.optim.Adagrad with lr_decay 0 computes the same (its eps defaults
+// to 1e-10, Fluid's to 1e-6).
+#include "ops/state_optimizer_cpu.h"
+
+namespace fluid {
+namespace ops {
+
+template <typename T>
+void AdagradKernel(const ExecutionContext& ctx) {
+  StateOptimizerCpuKernel<T, AdagradFunctor<T>>(ctx);
+}
+
+REGISTER_OP(adagrad)
+    .Doc("Adagrad: the step is scaled by 1 / sqrt(sum of squared gradients).")
+    .Input("Param", "the parameter")
+    .Input("Grad", "its gradient, shaped like Param")
+    .Input("Moment", "the sum of squared gradients, shaped like Param")
+    .Input("LearningRate", "a one-element float32 or float64 tensor")
+    .Output("ParamOut", "the updated parameter; normally Param itself")
+    .Output("MomentOut", "the updated sum; normally Moment itself")
+    .Attr<float>("epsilon", 1e-6f, "added to the root of the sum")
+    .SetInferShape(StateOptimizerShapes<AdagradFunctor<float>>)
+    .CPUKernel<float>(AdagradKernel<float>)
+    .CPUKernel<double>(AdagradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid
