@@ -1,5 +1,7 @@
 #include "src/builder/optimizer.h"
 
+#include <map>
+
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -27,11 +29,20 @@ ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
                 "' depends on no trainable parameter");
   const proto::VarDesc& first =
       GetVarDesc(b->main()->blocks(0), pairs.front().first);
-  std::string lr =
-      b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1},
-                           VarDtype(first), learning_rate_);
+  // One learning-rate var per multiplier the parameters ask for (a
+  // ParamAttr's learning_rate), each filled in startup: no op in main.
+  std::map<float, std::string> lrs;
+  auto lr_for = [&](const std::string& param) {
+    float scale = GetVarDesc(b->main()->blocks(0), param).learning_rate();
+    auto it = lrs.find(scale);
+    if (it != lrs.end()) return it->second;
+    std::string lr =
+        b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1},
+                             VarDtype(first), learning_rate_ * scale);
+    return lrs.emplace(scale, lr).first->second;
+  };
   for (const auto& pg : pairs) {
-    proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr);
+    proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr_for(pg.first));
     SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize));
     SetOpAttr(&op, kOpRoleVarAttr,
               std::vector<std::string>{pg.first, pg.second});

@@ -57,7 +57,7 @@ TEST(LayerRegistry, ArgumentErrorsNameTheLayerAndTheArgument) {
   ExpectError(fc({{"input", "x"}, {"size", int64_t{3}}, {"sise", int64_t{3}}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': unknown argument 'sise'; its arguments: input, "
-              "size, act, num_flatten_dims, param_attr, bias_attr");
+              "size, num_flatten_dims, param_attr, bias_attr, act, name");
   ExpectError(fc({{"input", "x"}, {"size", std::string("3")}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': argument 'size' must be an int, got a string");
@@ -66,9 +66,11 @@ TEST(LayerRegistry, ArgumentErrorsNameTheLayerAndTheArgument) {
   ExpectError(fc({{"input", "x"}, {"size", std::monostate{}}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': argument 'size' must be an int, got None");
-  ExpectError(fc({{"input", int64_t{1}}, {"size", int64_t{3}}}),
-              ErrorCode::kInvalidArgument,
-              "layer 'fc': argument 'input' must be a var name, got an int");
+  ExpectError(
+      fc({{"input", int64_t{1}}, {"size", int64_t{3}}}),
+      ErrorCode::kInvalidArgument,
+      "layer 'fc': argument 'input' must be a list of var names, got an "
+      "int");
   ExpectError(fc({{"input", "nope"}, {"size", int64_t{3}}}),
               ErrorCode::kNotFound,
               "layer 'fc': argument 'input' names no variable of the "

@@ -17,6 +17,7 @@ from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
                        is_compiled_with_cuda, scope_guard)
 from . import core, layers, optimizer, reader, io, datasets, transpiler
+from . import initializer, nets, unique_name
 from .data_feeder import DataFeeder
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler
@@ -27,5 +28,6 @@ __all__ = [
     "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",
-    "reset_default_programs", "transpiler",
+    "reset_default_programs", "transpiler", "initializer", "nets",
+    "unique_name",
 ]
