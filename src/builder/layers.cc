@@ -308,7 +308,8 @@ std::string Pool2d(ProgramBuilder* b, const std::string& input,
   // Under global pooling the window is the image: pool_size is not read.
   std::vector<int32_t> size{1, 1};
   if (!window.global_pooling) {
-    FLUID_ENFORCE(window.pool_size != std::vector<int64_t>{-1},
+    const std::vector<int64_t>& k = window.pool_size;
+    FLUID_ENFORCE(std::find(k.begin(), k.end(), -1) == k.end(),
                   "layer 'pool2d': argument 'pool_size' must be given (an int "
                   "or [h, w]) unless global_pooling is true");
     size = Pair("pool2d", "pool_size", window.pool_size, 1);
