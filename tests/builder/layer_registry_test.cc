@@ -146,6 +146,13 @@ TEST(LayerArgs, CoercionsAFrontEndNeeds) {
   EXPECT_TRUE(a.IntList("is").empty());
   EXPECT_EQ(a.Float("f"), 2.0);
   EXPECT_EQ(a.Param("p")->name, "w");
+  // An int for a list of one int, a name for a list of one name (Fluid's
+  // filter_size=3, fc(input=x)); one param attr for each of a list's.
+  LayerArgs one(schema, {{"v", "x"}, {"vs", "y"}, {"is", int64_t{3}}});
+  EXPECT_EQ(one.VarList("vs"), std::vector<std::string>{"y"});
+  EXPECT_EQ(one.IntList("is"), std::vector<int64_t>{3});
+  EXPECT_EQ(a.ParamList("p", 2).size(), 2u);
+  EXPECT_EQ(a.ParamList("p", 2)[1].name, "w");
   // A param attr given as a bool: true is the default, false is none.
   LayerValues given = {{"v", "x"}, {"vs", std::vector<std::string>{}}};
   given["p"] = true;
