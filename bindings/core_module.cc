@@ -210,7 +210,10 @@ void CheckKeys(const py::dict& d, const std::vector<std::string>& known,
 }
 
 Initializer MakeInitializer(const py::dict& d, const std::string& where) {
-  CheckKeys(d, {"kind", "value", "low", "high", "mean", "std", "seed"}, where);
+  CheckKeys(d,
+            {"kind", "value", "low", "high", "mean", "std", "seed", "fan_in",
+             "fan_out"},
+            where);
   FLUID_ENFORCE(d.contains("kind"), where, ": the initializer has no 'kind'");
   std::string kind;
   ReadItem(d, "kind", "a str", where, &kind);
@@ -222,6 +225,8 @@ Initializer MakeInitializer(const py::dict& d, const std::string& where) {
   ReadItem(d, "mean", "a float", where, &init.mean);
   ReadItem(d, "std", "a float", where, &init.std);
   ReadItem(d, "seed", "a non-negative int", where, &init.seed);
+  ReadItem(d, "fan_in", "a positive int", where, &init.fan_in);
+  ReadItem(d, "fan_out", "a positive int", where, &init.fan_out);
   return init;
 }
 
@@ -250,12 +255,14 @@ GradientClip MakeGradientClip(const py::dict& d, const std::string& where) {
 
 // A param attr as fluid.layers passes it: a dict (ParamAttr.to_dict()).
 ParamAttr MakeParamAttr(const py::dict& d, const std::string& where) {
-  CheckKeys(
-      d, {"name", "trainable", "initializer", "regularizer", "gradient_clip"},
-      where);
+  CheckKeys(d,
+            {"name", "trainable", "initializer", "learning_rate", "regularizer",
+             "gradient_clip"},
+            where);
   ParamAttr a;
   ReadItem(d, "name", "a str", where, &a.name);
   ReadItem(d, "trainable", "a bool", where, &a.trainable);
+  ReadItem(d, "learning_rate", "a float", where, &a.learning_rate);
   if (d.contains("initializer")) {
     py::dict init;
     ReadItem(d, "initializer", "a dict", where, &init);
@@ -556,6 +563,17 @@ int64_t PyToInt64(const py::handle& v, const std::string& where) {
 // either (the layer's declaration decides).
 LayerValue PyListToLayerValue(const py::sequence& seq,
                               const std::string& where) {
+  if (seq.size() > 0 && py::isinstance<py::dict>(seq[0])) {
+    // A list of param attrs (fc's param_attr, one per input).
+    std::vector<ParamAttr> attrs;
+    for (size_t i = 0; i < seq.size(); ++i) {
+      py::object item = seq[i];
+      FLUID_ENFORCE(py::isinstance<py::dict>(item), where,
+                    " must be a list of param attrs; item ", i, " is not");
+      attrs.push_back(MakeParamAttr(item.cast<py::dict>(), where));
+    }
+    return attrs;
+  }
   std::vector<int64_t> ints;
   std::vector<std::string> strs;
   for (size_t i = 0; i < seq.size(); ++i) {
@@ -602,7 +620,8 @@ py::object LayerValueToPy(const LayerValue& v) {
       [](const auto& x) -> py::object {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::monostate> ||
-                      std::is_same_v<T, ParamAttr>) {
+                      std::is_same_v<T, ParamAttr> ||
+                      std::is_same_v<T, std::vector<ParamAttr>>) {
           return py::none();
         } else {
           return py::cast(x);
@@ -637,8 +656,18 @@ py::dict LayerSchemas() {
 // The program builder: every layer through one generic entry, and minimize.
 void BindBuilder(py::module_& m) {
   m.def("layer_schemas", &LayerSchemas);
+  // Counters of generated names, shared by the builders Python gives one
+  // (fluid.unique_name).
+  py::class_<ProgramBuilder::NameCounters,
+             std::shared_ptr<ProgramBuilder::NameCounters>>(m, "NameCounters")
+      .def(py::init<>());
   py::class_<PyBuilder>(m, "Builder")
       .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
+      .def("set_name_counters",
+           [](PyBuilder& b,
+              std::shared_ptr<ProgramBuilder::NameCounters> counters) {
+             b.get()->SetNameCounters(std::move(counters));
+           })
       .def("layer",
            [](PyBuilder& b, const std::string& type, const py::dict& args) {
              LayerValues values;

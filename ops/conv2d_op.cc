@@ -9,6 +9,8 @@
 // A 1x1 kernel with unit stride and no padding skips im2col when a chunk is
 // one image (the image is its own column matrix), as it is for large images.
 // Scratch memory is per thread and reused across calls (ops/conv_workspace.h).
+// With groups, each group of channels is its own convolution (its own
+// im2col and GEMM against its slice of the filters), run one after another.
 // Bias is not part of conv2d: add it with elementwise_add (axis = 1).
 #include <algorithm>
 #include <string>
@@ -44,17 +46,20 @@ Shape ConvOutputShape(const InferShapeContext& ctx, const std::string& op) {
   FLUID_ENFORCE(x.rank() == 4, op, ": Input '", xn,
                 "' must be 4-D [N, C, H, W], got ", x);
   FLUID_ENFORCE(f.rank() == 4, op, ": Filter '", fn,
-                "' must be 4-D [M, C, kh, kw], got ", f);
+                "' must be 4-D [M, C / groups, kh, kw], got ", f);
   for (int i = 0; i < 4; ++i)
     FLUID_ENFORCE(f[i] != 0 && f[i] >= -1, op, ": Filter '", fn,
                   "' has an empty dim: ", f);
-  FLUID_ENFORCE(x[1] < 0 || f[1] < 0 || x[1] == f[1], op, ": Input '", xn, "' ",
-                x, " has ", x[1], " channels but Filter '", fn, "' ", f,
-                " expects ", f[1]);
+  ConvAttrs a = ReadConvAttrs(ctx, op);
+  const int64_t groups = a.groups;
+  FLUID_ENFORCE(x[1] < 0 || f[1] < 0 || x[1] == f[1] * groups, op, ": Input '",
+                xn, "' ", x, " has ", x[1], " channels but Filter '", fn, "' ",
+                f, " with groups = ", groups, " expects ", f[1] * groups);
+  FLUID_ENFORCE(f[0] < 0 || f[0] % groups == 0, op, ": Filter '", fn, "' ", f,
+                " has ", f[0], " filters, not a multiple of groups = ", groups);
   FLUID_ENFORCE(ctx.GetInputDtype("Input") == ctx.GetInputDtype("Filter"), op,
                 ": Input '", xn, "' is ", ctx.GetInputDtype("Input"),
                 " but Filter '", fn, "' is ", ctx.GetInputDtype("Filter"));
-  ConvAttrs a = ReadConvAttrs(ctx, op);
   auto out_dim = [&](int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
                      const char* what) -> int64_t {
     if (in < 0 || k < 0) return -1;
@@ -120,31 +125,66 @@ ChunkPlan PlanChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
   return plan;
 }
 
-// Output for `nb` consecutive images x [nb, C, H, W] -> y [nb, M, Ho, Wo].
+// out = the sum of `count` partials of `size` elements, in order.
 template <typename T>
-void ForwardChunk(const CPUDeviceContext& gemm_dev, const ConvGeometry& g,
-                  int64_t m, const T* w, const T* x, int64_t nb, T* y) {
-  const int64_t k = g.ColRows(), p = g.ColCols(), in_size = g.InputSize();
-  if (nb == 1) {
-    const T* col = x;
-    if (!g.IsPointwise()) {
-      T* c = ThreadScratch<T>(kScratchCol, k * p);
-      math::Im2Col(g, x, p, c);
-      col = c;
-    }
-    math::Gemm<T>(gemm_dev, false, false, m, p, k, T(1), w, col, T(0), y);
-    return;
+void SumPartials(const T* partial, int64_t count, int64_t size, T* out) {
+  std::copy_n(partial, size, out);
+  for (int64_t c = 1; c < count; ++c) {
+    const T* src = partial + c * size;
+    for (int64_t i = 0; i < size; ++i) out[i] += src[i];
   }
-  const int64_t ld = nb * p;
-  T* col = ThreadScratch<T>(kScratchCol, k * ld);
-  for (int64_t j = 0; j < nb; ++j)
-    math::Im2Col(g, x + j * in_size, ld, col + j * p);
-  // tmp [M, nb * P] -> y [nb, M, P]
-  T* tmp = ThreadScratch<T>(kScratchTmp, m * ld);
-  math::Gemm<T>(gemm_dev, false, false, m, ld, k, T(1), w, col, T(0), tmp);
-  for (int64_t j = 0; j < nb; ++j)
-    for (int64_t o = 0; o < m; ++o)
-      std::copy_n(tmp + o * ld + j * p, p, y + (j * m + o) * p);
+}
+
+// A convolution as the kernels see it: the sweep over one group of
+// channels, the number of groups, the filters of each group and the input
+// elements of one whole image (every group).
+struct ConvLayout {
+  ConvGeometry g;
+  int64_t groups, group_filters, image;
+};
+
+ConvLayout MakeLayout(const ExecutionContext& ctx, const std::string& op) {
+  const Shape& x = ctx.Input("Input").shape();
+  const Shape& w = ctx.Input("Filter").shape();
+  ConvAttrs a = ReadConvAttrs(ctx, op);
+  ConvLayout l;
+  l.g = MakeGeometry(a, x, w);
+  l.groups = a.groups;
+  l.group_filters = w[0] / a.groups;
+  l.image = a.groups * l.g.InputSize();
+  return l;
+}
+
+// Output for `nb` consecutive images x [nb, C, H, W] -> y [nb, M, Ho, Wo],
+// one group of channels at a time.
+template <typename T>
+void ForwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
+                  const T* w, const T* x, int64_t nb, T* y) {
+  const ConvGeometry& g = l.g;
+  const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
+  const int64_t m = mg * l.groups, ld = nb * p;
+  for (int64_t gi = 0; gi < l.groups; ++gi) {
+    const T* wg = w + gi * mg * k;
+    const T* xg = x + gi * g.InputSize();
+    T* yg = y + gi * mg * p;
+    if (nb == 1 && g.IsPointwise()) {
+      math::Gemm<T>(gemm_dev, false, false, mg, p, k, T(1), wg, xg, T(0), yg);
+      continue;
+    }
+    T* col = ThreadScratch<T>(kScratchCol, k * ld);
+    for (int64_t j = 0; j < nb; ++j)
+      math::Im2Col(g, xg + j * l.image, ld, col + j * p);
+    if (nb == 1) {
+      math::Gemm<T>(gemm_dev, false, false, mg, p, k, T(1), wg, col, T(0), yg);
+      continue;
+    }
+    // tmp [mg, nb * P] -> y [nb, M, P], rows gi mg ... of each image
+    T* tmp = ThreadScratch<T>(kScratchTmp, mg * ld);
+    math::Gemm<T>(gemm_dev, false, false, mg, ld, k, T(1), wg, col, T(0), tmp);
+    for (int64_t j = 0; j < nb; ++j)
+      for (int64_t o = 0; o < mg; ++o)
+        std::copy_n(tmp + o * ld + j * p, p, yg + (j * m + o) * p);
+  }
 }
 
 template <typename T>
@@ -152,16 +192,16 @@ void Conv2dKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
   const Tensor& w = ctx.Input("Filter");
   Tensor* out = ctx.Output("Output");
-  ConvGeometry g =
-      MakeGeometry(ReadConvAttrs(ctx, "conv2d"), x.shape(), w.shape());
+  const ConvLayout l = MakeLayout(ctx, "conv2d");
+  const ConvGeometry& g = l.g;
   const int64_t n = x.shape()[0], m = w.shape()[0];
-  const int64_t in_size = g.InputSize(), out_size = m * g.ColCols();
+  const int64_t in_size = l.image, out_size = m * g.ColCols();
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
   T* yd = out->mutable_data<T>();
   ChunkPlan plan = PlanChunks(ctx.device(), g, n);
   if (plan.chunks == 1) {
-    ForwardChunk(ctx.device(), g, m, wd, xd, n, yd);
+    ForwardChunk(ctx.device(), l, wd, xd, n, yd);
     return;
   }
   double cost = 2.0 * m * g.ColRows() * g.ColCols() * plan.per;
@@ -169,52 +209,64 @@ void Conv2dKernel(const ExecutionContext& ctx) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t i0 = c * plan.per;
       int64_t nb = std::min(plan.per, n - i0);
-      ForwardChunk(SerialDevice(), g, m, wd, xd + i0 * in_size, nb,
+      ForwardChunk(SerialDevice(), l, wd, xd + i0 * in_size, nb,
                    yd + i0 * out_size);
     }
   });
 }
 
-// Gradients for `nb` consecutive images: dx [nb, C, H, W] (overwritten) and
-// dw [M, C kh kw] (overwritten with this chunk's contribution); either may
-// be null.
+// dy [nb, M, P] viewed as [M, nb * P] (itself for one image).
 template <typename T>
-void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvGeometry& g,
-                   int64_t m, const T* w, const T* x, const T* dy, int64_t nb,
-                   T* dx, T* dw) {
-  const int64_t k = g.ColRows(), p = g.ColCols(), in_size = g.InputSize();
+const T* GatherOutputGrad(const T* dy, int64_t m, int64_t p, int64_t nb) {
+  if (nb == 1) return dy;
+  const int64_t ld = nb * p;
+  T* t = ThreadScratch<T>(kScratchTmp, m * ld);
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t o = 0; o < m; ++o)
+      std::copy_n(dy + (j * m + o) * p, p, t + o * ld + j * p);
+  return t;
+}
+
+// Gradients for `nb` consecutive images: dx [nb, C, H, W] (overwritten) and
+// dw [M, C / groups kh kw] (overwritten with this chunk's contribution);
+// either may be null. One group of channels at a time.
+template <typename T>
+void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
+                   const T* w, const T* x, const T* dy, int64_t nb, T* dx,
+                   T* dw) {
+  const ConvGeometry& g = l.g;
+  const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
   const int64_t ld = nb * p;
   const bool direct = nb == 1 && g.IsPointwise();
-  // dy [nb, M, P] viewed as [M, nb * P].
-  const T* dyt = dy;
-  if (nb > 1) {
-    T* t = ThreadScratch<T>(kScratchTmp, m * ld);
-    for (int64_t j = 0; j < nb; ++j)
-      for (int64_t o = 0; o < m; ++o)
-        std::copy_n(dy + (j * m + o) * p, p, t + o * ld + j * p);
-    dyt = t;
-  }
-  if (dw != nullptr) {
-    const T* col = x;
-    if (!direct) {
-      T* c = ThreadScratch<T>(kScratchCol, k * ld);
-      for (int64_t j = 0; j < nb; ++j)
-        math::Im2Col(g, x + j * in_size, ld, c + j * p);
-      col = c;
+  const T* dyt = GatherOutputGrad(dy, mg * l.groups, p, nb);
+  for (int64_t gi = 0; gi < l.groups; ++gi) {
+    const T* dytg = dyt + gi * mg * ld;
+    const T* wg = w + gi * mg * k;
+    const int64_t offset = gi * g.InputSize();
+    if (dw != nullptr) {
+      const T* col = x + offset;
+      if (!direct) {
+        T* c = ThreadScratch<T>(kScratchCol, k * ld);
+        for (int64_t j = 0; j < nb; ++j)
+          math::Im2Col(g, x + offset + j * l.image, ld, c + j * p);
+        col = c;
+      }
+      // dW_g [mg, K] = dY_g [mg, nb P] * col [K, nb P]^T
+      math::Gemm<T>(gemm_dev, false, true, mg, k, ld, T(1), dytg, col, T(0),
+                    dw + gi * mg * k);
     }
-    // dW [M, K] = dY [M, nb P] * col [K, nb P]^T
-    math::Gemm<T>(gemm_dev, false, true, m, k, ld, T(1), dyt, col, T(0), dw);
-  }
-  if (dx != nullptr) {
+    if (dx == nullptr) continue;
     if (direct) {
-      math::Gemm<T>(gemm_dev, true, false, k, p, m, T(1), w, dyt, T(0), dx);
-      return;
+      math::Gemm<T>(gemm_dev, true, false, k, p, mg, T(1), wg, dytg, T(0),
+                    dx + offset);
+      continue;
     }
-    // dcol [K, nb P] = W [M, K]^T * dY [M, nb P]; reuses the column buffer.
+    // dcol [K, nb P] = W_g [mg, K]^T * dY_g [mg, nb P]; reuses the column
+    // buffer.
     T* dcol = ThreadScratch<T>(kScratchCol, k * ld);
-    math::Gemm<T>(gemm_dev, true, false, k, ld, m, T(1), w, dyt, T(0), dcol);
+    math::Gemm<T>(gemm_dev, true, false, k, ld, mg, T(1), wg, dytg, T(0), dcol);
     for (int64_t j = 0; j < nb; ++j)
-      math::Col2Im(g, dcol + j * p, ld, dx + j * in_size);
+      math::Col2Im(g, dcol + j * p, ld, dx + offset + j * l.image);
   }
 }
 
@@ -226,10 +278,10 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("Input"));
   Tensor* dw = ctx.Output(GradSlot("Filter"));
   if (dx == nullptr && dw == nullptr) return;
-  ConvGeometry g =
-      MakeGeometry(ReadConvAttrs(ctx, "conv2d_grad"), x.shape(), w.shape());
+  const ConvLayout l = MakeLayout(ctx, "conv2d_grad");
+  const ConvGeometry& g = l.g;
   const int64_t n = x.shape()[0], m = w.shape()[0], k = g.ColRows();
-  const int64_t in_size = g.InputSize(), out_size = m * g.ColCols();
+  const int64_t in_size = l.image, out_size = m * g.ColCols();
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
   const T* dyd = dy.data<T>();
@@ -241,7 +293,7 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     return;
   }
   if (plan.chunks == 1) {
-    BackwardChunk(ctx.device(), g, m, wd, xd, dyd, n, dxd, dwd);
+    BackwardChunk(ctx.device(), l, wd, xd, dyd, n, dxd, dwd);
     return;
   }
   // Each chunk writes its own dW partial; they are summed afterwards, so the
@@ -253,19 +305,12 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t i0 = c * plan.per;
       int64_t nb = std::min(plan.per, n - i0);
-      BackwardChunk(SerialDevice(), g, m, wd, xd + i0 * in_size,
+      BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
                     dyd + i0 * out_size, nb, dxd ? dxd + i0 * in_size : nullptr,
                     partial ? partial + c * m * k : nullptr);
     }
   });
-  if (dwd != nullptr) {
-    const int64_t size = m * k;
-    std::copy_n(partial, size, dwd);
-    for (int64_t c = 1; c < plan.chunks; ++c) {
-      const T* src = partial + c * size;
-      for (int64_t i = 0; i < size; ++i) dwd[i] += src[i];
-    }
-  }
+  if (dwd != nullptr) SumPartials(partial, plan.chunks, m * k, dwd);
 }
 
 }  // namespace
@@ -273,9 +318,10 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
 REGISTER_OP(conv2d)
     .Doc(
         "2-D convolution (cross-correlation) of NCHW images: Output[n, m] "
-        "= sum over c of Input[n, c] * Filter[m, c]. No bias; no groups.")
+        "= sum over c of Input[n, c] * Filter[m, c]; with groups, filter m "
+        "sees only the channels of its group. No bias.")
     .Input("Input", "images [N, C, H, W]")
-    .Input("Filter", "filter bank [M, C, kh, kw]")
+    .Input("Filter", "filter bank [M, C / groups, kh, kw]")
     .Output("Output",
             "[N, M, Ho, Wo], Ho = (H + 2 pad_h - (dilation_h "
             "(kh - 1) + 1)) / stride_h + 1, likewise Wo")
@@ -284,7 +330,9 @@ REGISTER_OP(conv2d)
                                 "zero padding on each side [h, w]")
     .Attr<std::vector<int32_t>>("dilations", {1, 1},
                                 "spacing of the kernel taps [h, w]")
-    .Attr<int32_t>("groups", 1, "channel groups; only 1 is supported")
+    .Attr<int32_t>("groups", 1,
+                   "channel groups: C and M are cut into `groups` "
+                   "parts, filter part g convolves channel part g")
     .SetInferShape(Conv2dInferShape)
     .SetGrad(GradSpec("conv2d_grad")
                  .Inputs({"Input", "Filter"})

@@ -1,5 +1,7 @@
 // CUDA kernels for conv2d and conv2d_grad (schemas in conv2d_op.cc): im2col
-// into the context's workspace, then cuBLAS.
+// into the context's workspace, then cuBLAS. With groups, every step below
+// runs once per group of channels, against that group's filters; a grouped
+// forward product goes through the workspace to its rows of Output.
 //
 // Forward: each image's column matrix [K = C kh kw, P = Ho Wo] is unfolded
 // into the workspace, a chunk of images at a time, and one strided-batched
@@ -14,6 +16,7 @@
 // column entries that were copied from it, in the CPU kernel's order. No
 // atomics: every result is the same bits run to run.
 #include <algorithm>
+#include <string>
 
 #include "ops/conv_geometry.h"
 #include "ops/cuda/dense_helpers.cuh"
@@ -46,13 +49,15 @@ int64_t Aligned(int64_t elements) { return (elements + 31) / 32 * 32; }
 // matrices: entry (r, p) of image j, r = (c kh + ki) kw + kj and
 // p = oh Wo + ow, goes to col[j * image_offset + r * ld + p]; it is the
 // pixel tap (ki, kj) of channel c sees at output (oh, ow), or 0 in the
-// padding. One thread per entry.
+// padding. C is one group's channels, images `image_stride` elements apart
+// (all groups). One thread per entry.
 template <typename T>
 struct Im2Col {
   ConvGeometry g;
   const T* x;
   T* col;
   int64_t rows, cols, ld, image_offset;  // rows = K, cols = P
+  int64_t image_stride;
   __device__ void operator()(int64_t i) const {
     const int64_t p = i % cols;
     const int64_t t = i / cols;
@@ -64,7 +69,7 @@ struct Im2Col {
     const int64_t w = ow * g.stride_w - g.pad_w + kj * g.dilation_w;
     T v = T(0);
     if (h >= 0 && h < g.in_h && w >= 0 && w < g.in_w)
-      v = x[((j * g.channels + c) * g.in_h + h) * g.in_w + w];
+      v = x[j * image_stride + (c * g.in_h + h) * g.in_w + w];
     col[j * image_offset + r * ld + p] = v;
   }
 };
@@ -73,13 +78,14 @@ struct Im2Col {
 // [images, C, H, W] is the sum of the column entries copied from it,
 // gathered over the kernel taps (ki, kj) in increasing order, the order in
 // which the CPU's col2im adds them. One thread per pixel, each writing its
-// own: no atomics.
+// own: no atomics. Like Im2Col, C is one group's channels, images
+// `image_stride` elements apart.
 template <typename T>
 struct Col2Im {
   ConvGeometry g;
   const T* col;
   T* dx;
-  int64_t rows, cols, ld, image_offset;
+  int64_t rows, cols, ld, image_offset, image_stride;
   __device__ void operator()(int64_t i) const {
     const int64_t w = i % g.in_w;
     int64_t t = i / g.in_w;
@@ -105,7 +111,7 @@ struct Col2Im {
         acc += cj[r * ld + oh * g.out_w + ow];
       }
     }
-    dx[i] = acc;
+    dx[j * image_stride + (c * g.in_h + h) * g.in_w + w] = acc;
   }
 };
 
@@ -124,34 +130,132 @@ struct SideBySide {
   }
 };
 
+// One group's outputs of a chunk, tmp [images, mg, P], into their rows
+// of y [images, M, P] (y points at the group's first row).
+template <typename T>
+struct ScatterGroup {
+  const T* tmp;
+  T* y;
+  int64_t group_rows, rows;  // mg P, M P
+  __device__ void operator()(int64_t i) const {
+    const int64_t j = i / group_rows;
+    y[j * rows + (i - j * group_rows)] = tmp[i];
+  }
+};
+
+// A convolution as the kernels see it: the sweep over one group of
+// channels, the number of groups, the filters of each group and the input
+// elements of one whole image (every group).
+struct ConvLayout {
+  ConvGeometry g;
+  int64_t groups, group_filters, image;
+};
+
+ConvLayout MakeLayout(const ExecutionContext& ctx, const std::string& op) {
+  const Shape& x = ctx.Input("Input").shape();
+  const Shape& w = ctx.Input("Filter").shape();
+  const ConvAttrs a = ReadConvAttrs(ctx, op);
+  ConvLayout l;
+  l.g = MakeGeometry(a, x, w);
+  l.groups = a.groups;
+  l.group_filters = w[0] / a.groups;
+  l.image = a.groups * l.g.InputSize();
+  return l;
+}
+
 template <typename T>
 void Conv2dKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
   const Tensor& w = ctx.Input("Filter");
   T* yd = cuda::OutputData<T>(ctx, "Output");
-  const ConvGeometry g =
-      MakeGeometry(ReadConvAttrs(ctx, "conv2d"), x.shape(), w.shape());
-  const int64_t n = x.shape()[0], m = w.shape()[0];
+  const ConvLayout l = MakeLayout(ctx, "conv2d");
+  const ConvGeometry& g = l.g;
+  const int64_t n = x.shape()[0], m = w.shape()[0], mg = l.group_filters;
   const int64_t k = g.ColRows(), p = g.ColCols();
-  const int64_t in_size = g.InputSize(), out_size = m * p;
+  const int64_t in_size = l.image, out_size = m * p;
   if (n == 0 || m == 0 || p == 0) return;
   const auto& dev = cuda::Dev(ctx);
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
-  if (g.IsPointwise()) {
+  if (g.IsPointwise() && l.groups == 1) {
     cuda::BatchedGemmAnyK(dev, false, false, n, m, p, k, T(1), wd, 0, xd,
                           in_size, yd);
     return;
   }
-  const int64_t per = ChunkImages(k * p, n);
-  T* col = static_cast<T*>(dev.Workspace(sizeof(T) * per * k * p));
+  // Grouped: each group's product goes to tmp, then to its rows of Output.
+  const bool grouped = l.groups > 1;
+  const int64_t per = ChunkImages(k * p + (grouped ? mg * p : 0), n);
+  const int64_t tmp_offset = Aligned(per * k * p);
+  T* col = static_cast<T*>(dev.Workspace(
+      sizeof(T) *
+      static_cast<size_t>(tmp_offset + (grouped ? per * mg * p : 0))));
+  T* tmp = col + tmp_offset;
   for (int64_t i0 = 0; i0 < n; i0 += per) {
     const int64_t nb = std::min(per, n - i0);
-    cuda::ForEach(dev, nb * k * p,
-                  Im2Col<T>{g, xd + i0 * in_size, col, k, p, p, k * p});
-    cuda::BatchedGemmAnyK(dev, false, false, nb, m, p, k, T(1), wd, 0, col,
-                          k * p, yd + i0 * out_size);
+    for (int64_t gi = 0; gi < l.groups; ++gi) {
+      const T* xg = xd + i0 * in_size + gi * g.InputSize();
+      T* target = grouped ? tmp : yd + i0 * out_size;
+      const T* b = xg;
+      int64_t b_stride = in_size;
+      if (!g.IsPointwise()) {
+        cuda::ForEach(dev, nb * k * p,
+                      Im2Col<T>{g, xg, col, k, p, p, k * p, in_size});
+        b = col;
+        b_stride = k * p;
+      }
+      cuda::BatchedGemmAnyK(dev, false, false, nb, mg, p, k, T(1),
+                            wd + gi * mg * k, 0, b, b_stride, target);
+      if (grouped)
+        cuda::ForEach(dev, nb * mg * p,
+                      ScatterGroup<T>{tmp, yd + i0 * out_size + gi * mg * p,
+                                      mg * p, out_size});
+    }
   }
+}
+
+// What one chunk's backward pass reads and writes: `nb` images from `i0`,
+// their output gradient as [M, nb P] and the column buffer.
+template <typename T>
+struct GradChunk {
+  const T *x, *w, *dyt;
+  T *dx, *dw, *col;
+  int64_t i0, nb;
+};
+
+// Adds one group's share of a chunk to dW and writes its dX.
+template <typename T>
+void GroupBackward(const CUDADeviceContext& dev, const ConvLayout& l,
+                   const GradChunk<T>& c, int64_t gi) {
+  const ConvGeometry& g = l.g;
+  const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
+  const int64_t ld = c.nb * p;
+  const int64_t offset = c.i0 * l.image + gi * g.InputSize();
+  const T* dytg = c.dyt + gi * mg * ld;
+  const T* wg = c.w + gi * mg * k;
+  // One pointwise image is its own column matrix.
+  const bool direct = c.nb == 1 && g.IsPointwise();
+  if (c.dw != nullptr) {
+    const T* cols = c.x + offset;
+    if (!direct) {
+      cuda::ForEach(dev, c.nb * k * p,
+                    Im2Col<T>{g, c.x + offset, c.col, k, p, ld, p, l.image});
+      cols = c.col;
+    }
+    // dW_g [mg, K] (+)= dY_g [mg, nb P] * col [K, nb P]^T
+    cuda::GemmAnyK(dev, false, true, mg, k, ld, T(1), dytg, cols,
+                   c.i0 == 0 ? T(0) : T(1), c.dw + gi * mg * k);
+  }
+  if (c.dx == nullptr) return;
+  if (direct) {
+    cuda::GemmAnyK(dev, true, false, k, p, mg, T(1), wg, dytg, T(0),
+                   c.dx + offset);
+    return;
+  }
+  // dcol [K, nb P] = W_g [mg, K]^T * dY_g [mg, nb P], in the column buffer
+  // (the dW product above, earlier on the stream, is done with it).
+  cuda::GemmAnyK(dev, true, false, k, ld, mg, T(1), wg, dytg, T(0), c.col);
+  cuda::ForEach(dev, c.nb * g.InputSize(),
+                Col2Im<T>{g, c.col, c.dx + offset, k, p, ld, p, l.image});
 }
 
 template <typename T>
@@ -162,11 +266,11 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
   T* dxd = cuda::OutputData<T>(ctx, GradSlot("Input"));
   T* dwd = cuda::OutputData<T>(ctx, GradSlot("Filter"));
   if (dxd == nullptr && dwd == nullptr) return;
-  const ConvGeometry g =
-      MakeGeometry(ReadConvAttrs(ctx, "conv2d_grad"), x.shape(), w.shape());
+  const ConvLayout l = MakeLayout(ctx, "conv2d_grad");
+  const ConvGeometry& g = l.g;
   const int64_t n = x.shape()[0], m = w.shape()[0];
   const int64_t k = g.ColRows(), p = g.ColCols();
-  const int64_t in_size = g.InputSize(), out_size = m * p;
+  const int64_t in_size = l.image, out_size = m * p;
   const auto& dev = cuda::Dev(ctx);
   if (n == 0 || p == 0) {
     // No output position: no image contributes to dW, and dX is 0.
@@ -176,46 +280,23 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
       cuda::ZeroAsync(dev, dxd, sizeof(T) * static_cast<size_t>(n * in_size));
     return;
   }
-  const T* xd = x.data<T>();
-  const T* wd = w.data<T>();
   const T* dyd = dy.data<T>();
   const int64_t per = ChunkImages((k + m) * p, n);
   const int64_t dyt_offset = Aligned(per * k * p);
   T* col = static_cast<T*>(
       dev.Workspace(sizeof(T) * static_cast<size_t>(dyt_offset + m * per * p)));
   T* dyt_buffer = col + dyt_offset;
-  for (int64_t i0 = 0; i0 < n; i0 += per) {
-    const int64_t nb = std::min(per, n - i0), ld = nb * p;
-    const T* xc = xd + i0 * in_size;
+  GradChunk<T> c{x.data<T>(), w.data<T>(), nullptr, dxd, dwd, col, 0, 0};
+  for (c.i0 = 0; c.i0 < n; c.i0 += per) {
+    c.nb = std::min(per, n - c.i0);
     // The chunk's dY as [M, nb P]; one image's is already.
-    const T* dyt = dyd + i0 * out_size;
-    if (nb > 1) {
-      cuda::ForEach(dev, m * ld, SideBySide<T>{dyt, m, nb, p, dyt_buffer});
-      dyt = dyt_buffer;
+    c.dyt = dyd + c.i0 * out_size;
+    if (c.nb > 1) {
+      cuda::ForEach(dev, m * c.nb * p,
+                    SideBySide<T>{c.dyt, m, c.nb, p, dyt_buffer});
+      c.dyt = dyt_buffer;
     }
-    // One pointwise image is its own column matrix.
-    const bool direct = nb == 1 && g.IsPointwise();
-    if (dwd != nullptr) {
-      const T* cols = xc;
-      if (!direct) {
-        cuda::ForEach(dev, nb * k * p, Im2Col<T>{g, xc, col, k, p, ld, p});
-        cols = col;
-      }
-      // dW [M, K] (+)= dY [M, nb P] * col [K, nb P]^T
-      cuda::GemmAnyK(dev, false, true, m, k, ld, T(1), dyt, cols,
-                     i0 == 0 ? T(0) : T(1), dwd);
-    }
-    if (dxd != nullptr) {
-      T* dxc = dxd + i0 * in_size;
-      if (direct) {
-        cuda::GemmAnyK(dev, true, false, k, p, m, T(1), wd, dyt, T(0), dxc);
-        continue;
-      }
-      // dcol [K, nb P] = W [M, K]^T * dY [M, nb P], in the column buffer
-      // (the dW product above, earlier on the stream, is done with it).
-      cuda::GemmAnyK(dev, true, false, k, ld, m, T(1), wd, dyt, T(0), col);
-      cuda::ForEach(dev, nb * in_size, Col2Im<T>{g, col, dxc, k, p, ld, p});
-    }
+    for (int64_t gi = 0; gi < l.groups; ++gi) GroupBackward(dev, l, c, gi);
   }
 }
 

@@ -25,6 +25,9 @@ inline std::string Ints(const std::vector<int32_t>& v) {
 
 struct ConvAttrs {
   int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  // Input channels and filters split into `groups` equal parts; part g of
+  // the filters sees only part g of the channels.
+  int64_t groups;
 };
 
 // Reads and checks the window attrs; Ctx is InferShapeContext or
@@ -41,18 +44,17 @@ ConvAttrs ReadConvAttrs(const Ctx& ctx, const std::string& op) {
                 ": paddings must be two non-negative ints, got ", Ints(p));
   FLUID_ENFORCE(d.size() == 2 && d[0] > 0 && d[1] > 0, op,
                 ": dilations must be two positive ints, got ", Ints(d));
-  FLUID_ENFORCE_CODE(groups == 1, ErrorCode::kUnimplemented, op,
-                     ": groups = ", groups,
-                     " is not supported (only groups = 1)");
-  return {s[0], s[1], p[0], p[1], d[0], d[1]};
+  FLUID_ENFORCE(groups >= 1, op, ": groups must be positive, got ", groups);
+  return {s[0], s[1], p[0], p[1], d[0], d[1], groups};
 }
 
-// The sweep of a filter `filter` [M, C, kh, kw] over images `in`
-// [N, C, H, W].
+// The sweep of a filter `filter` [M, C / groups, kh, kw] over one group of
+// channels of images `in` [N, C, H, W]: `channels` is C / groups, and an
+// image is `groups` such inputs one after the other.
 inline math::ConvGeometry MakeGeometry(const ConvAttrs& a, const Shape& in,
                                        const Shape& filter) {
   math::ConvGeometry g;
-  g.channels = in[1];
+  g.channels = in[1] / a.groups;
   g.in_h = in[2];
   g.in_w = in[3];
   g.kernel_h = filter[2];

@@ -48,8 +48,11 @@ void AppendInitOp(ProgramBuilder* builder, const std::string& var,
                    {"seed", seed()},
                    {"dtype", dt}});
   };
-  const double fan_in = static_cast<double>(fans.in);
-  const double fan_avg = (fans.in + fans.out) / 2.0;
+  const double fan_in =
+      static_cast<double>(init.fan_in > 0 ? init.fan_in : fans.in);
+  const double fan_out =
+      static_cast<double>(init.fan_out > 0 ? init.fan_out : fans.out);
+  const double fan_avg = (fan_in + fan_out) / 2.0;
   proto::OpDesc op;
   switch (init.kind) {
     case Kind::kConstant:

@@ -32,6 +32,10 @@ struct Initializer {
   float mean = 0.0f;  // kGaussian
   float std = 1.0f;
   uint64_t seed = 0;  // 0: drawn from the builder's seed sequence
+  // Xavier and Kaiming (MSRA): fans to use instead of the weight's own
+  // (Fluid's fan_in / fan_out arguments); 0 keeps the computed one.
+  int64_t fan_in = 0;
+  int64_t fan_out = 0;
 
   static Initializer Constant(float v) {
     Initializer i;

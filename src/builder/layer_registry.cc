@@ -37,7 +37,8 @@ const char* LayerValueTypeName(const LayerValue& value) {
                                        "a string",
                                        "a list of ints",
                                        "a list of strings",
-                                       "a param attr"};
+                                       "a param attr",
+                                       "a list of param attrs"};
   static_assert(std::variant_size_v<LayerValue> ==
                 sizeof(kNames) / sizeof(kNames[0]));
   return kNames[value.index()];
@@ -92,6 +93,9 @@ std::optional<LayerValue> Coerce(LayerArgKind kind, const LayerValue& v) {
     case LayerArgKind::kVarList:
       if (Holds<std::vector<std::string>>(v)) return v;
       if (IsEmptyList(v)) return LayerValue(std::vector<std::string>{});
+      // A name is a list of one (Fluid's fc(input=x) for input=[x]).
+      if (auto* s = std::get_if<std::string>(&v))
+        return LayerValue(std::vector<std::string>{*s});
       break;
     case LayerArgKind::kInt:
       if (Holds<int64_t>(v)) return v;
@@ -99,6 +103,9 @@ std::optional<LayerValue> Coerce(LayerArgKind kind, const LayerValue& v) {
     case LayerArgKind::kIntList:
       if (Holds<std::vector<int64_t>>(v)) return v;
       if (IsEmptyList(v)) return LayerValue(std::vector<int64_t>{});
+      // An int is a list of one (Fluid's filter_size=3 for [3, 3]).
+      if (auto* i = std::get_if<int64_t>(&v))
+        return LayerValue(std::vector<int64_t>{*i});
       break;
     case LayerArgKind::kFloat:
       if (Holds<double>(v)) return v;
@@ -109,7 +116,9 @@ std::optional<LayerValue> Coerce(LayerArgKind kind, const LayerValue& v) {
       if (Holds<bool>(v)) return v;
       break;
     case LayerArgKind::kParamAttr:
-      if (Holds<ParamAttr>(v) || Holds<bool>(v)) return v;
+      if (Holds<ParamAttr>(v) || Holds<bool>(v) ||
+          Holds<std::vector<ParamAttr>>(v))
+        return v;
       break;
   }
   return std::nullopt;
@@ -149,6 +158,25 @@ LayerArgs::LayerArgs(const LayerSchema& schema, const LayerValues& given)
                   LayerValueTypeName(it->second));
     values_[spec.name] = std::move(*v);
   }
+}
+
+std::vector<ParamAttr> LayerArgs::ParamList(const std::string& name,
+                                            size_t count) const {
+  const LayerValue& v = Get(name, LayerArgKind::kParamAttr);
+  auto* list = std::get_if<std::vector<ParamAttr>>(&v);
+  if (list == nullptr) {
+    std::optional<ParamAttr> one = Param(name);
+    FLUID_ENFORCE(one.has_value(), "layer ", Quote(layer()), ": argument ",
+                  Quote(name),
+                  " cannot be false: the layer cannot go without this "
+                  "parameter");
+    return std::vector<ParamAttr>(count, *one);
+  }
+  FLUID_ENFORCE(list->size() == count, "layer ", Quote(layer()), ": argument ",
+                Quote(name), " is a list of ", list->size(),
+                " param attrs but the layer has ", count,
+                " such parameters (one per input)");
+  return *list;
 }
 
 const std::string& LayerArgs::layer() const { return schema_->type(); }
@@ -207,6 +235,9 @@ const std::string& LayerArgs::String(const std::string& name) const {
 std::optional<ParamAttr> LayerArgs::Param(const std::string& name) const {
   const LayerValue& v = Get(name, LayerArgKind::kParamAttr);
   if (auto* attr = std::get_if<ParamAttr>(&v)) return *attr;
+  FLUID_ENFORCE(!Holds<std::vector<ParamAttr>>(v), "layer ", Quote(layer()),
+                ": argument ", Quote(name),
+                " takes one param attr, not a list");
   if (std::get<bool>(v)) return ParamAttr{};
   return std::nullopt;
 }

@@ -55,7 +55,8 @@ const char* LayerArgKindName(LayerArgKind kind);
 // the default attr, false is "no such parameter" (Fluid's bias_attr=False).
 using LayerValue =
     std::variant<std::monostate, bool, int64_t, double, std::string,
-                 std::vector<int64_t>, std::vector<std::string>, ParamAttr>;
+                 std::vector<int64_t>, std::vector<std::string>, ParamAttr,
+                 std::vector<ParamAttr>>;
 using LayerValues = std::map<std::string, LayerValue>;
 
 // "None", "a bool", "an int", ... for messages.
@@ -93,6 +94,10 @@ class LayerArgs {
   // nullopt when the caller passed false: the layer goes without this
   // parameter.
   std::optional<ParamAttr> Param(const std::string& name) const;
+  // A param-attr argument that may also be a list of attrs, one per
+  // parameter (fc's param_attr, one per input): a single attr is
+  // repeated `count` times; a list must have `count` attrs.
+  std::vector<ParamAttr> ParamList(const std::string& name, size_t count) const;
 
   const std::string& layer() const;
 

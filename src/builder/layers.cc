@@ -140,10 +140,14 @@ std::string BRelu(ProgramBuilder* b, const std::string& x, float t_min,
   return Unary(b, "brelu", x, {{"t_min", t_min}, {"t_max", t_max}}, name);
 }
 
-std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
-               const std::string& act, int num_flatten_dims,
-               const ParamAttr& weight, const ParamAttr& bias, bool with_bias) {
-  CheckActivation("fc", act);
+namespace {
+
+// input flattened at num_flatten_dims times a new (or shared) weight
+// `w_name`: the projection of one input of fc. Adds its fan-in to *fan_in.
+std::string FcProjection(ProgramBuilder* b, const std::string& layer,
+                         const std::string& input, int64_t size,
+                         int num_flatten_dims, const ParamAttr& weight,
+                         const std::string& w_name, int64_t* fan_in) {
   const proto::VarDesc& in = Var(b, input);
   Shape in_shape = VarShape(in);
   DataType dtype = VarDtype(in);
@@ -154,35 +158,95 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
   FLUID_ENFORCE(num_flatten_dims >= 1 && num_flatten_dims < in_shape.rank(),
                 "fc: num_flatten_dims ", num_flatten_dims,
                 " out of range for input '", input, "' of shape ", in_shape);
-  int64_t fan_in = in_shape.Product(num_flatten_dims, in_shape.rank());
-  FLUID_ENFORCE(fan_in > 0, "fc: input '", input, "' of shape ", in_shape,
+  int64_t in_dim = in_shape.Product(num_flatten_dims, in_shape.rank());
+  FLUID_ENFORCE(in_dim > 0, "fc: input '", input, "' of shape ", in_shape,
                 " must have known feature dims");
-  FLUID_ENFORCE(size > 0, "fc: size must be positive, got ", size);
-  std::string layer = b->UniqueName("fc");
-  Shape w_shape{fan_in, size};
-  Fans fans = ComputeFans(w_shape, false);
+  *fan_in += in_dim;
+  Shape w_shape{in_dim, size};
   std::string w = b->CreateParameter(
-      ParamName(b, weight, layer, ".w_0"), w_shape, dtype,
+      w_name, w_shape, dtype,
       WithDefaultInit(weight,
                       Initializer::Of(Initializer::Kind::kTorchDefault)),
-      fans);
+      ComputeFans(w_shape, false), "fc", "param_attr");
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
   b->AppendOp(MakeOp("mul", {{"X", {input}}, {"Y", {w}}}, {{"Out", {out}}},
                      {{"x_num_col_dims", int32_t{num_flatten_dims}},
                       {"y_num_col_dims", int32_t{1}}}));
+  return out;
+}
+
+}  // namespace
+
+std::string Fc(ProgramBuilder* b, const std::vector<std::string>& inputs,
+               int64_t size, const std::string& act, int num_flatten_dims,
+               const std::vector<ParamAttr>& weights, const ParamAttr& bias,
+               bool with_bias) {
+  CheckActivation("fc", act);
+  FLUID_ENFORCE(!inputs.empty(), "layer 'fc': argument 'input' is empty");
+  FLUID_ENFORCE(weights.size() == inputs.size(),
+                "layer 'fc': argument "
+                "'param_attr' has ",
+                weights.size(), " attrs for ", inputs.size(), " inputs");
+  FLUID_ENFORCE(size > 0, "fc: size must be positive, got ", size);
+  std::string layer = b->UniqueName("fc");
+  int64_t fan_in = 0;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    parts.push_back(FcProjection(
+        b, layer, inputs[i], size, num_flatten_dims, weights[i],
+        ParamName(b, weights[i], layer, (".w_" + std::to_string(i)).c_str()),
+        &fan_in));
+  DataType dtype = VarDtype(Var(b, inputs[0]));
+  std::string out = parts[0];
+  if (parts.size() > 1) {
+    // Fluid's fc: the projections of the inputs summed, then one bias.
+    out = b->CreateTmpVar(layer + ".tmp", dtype);
+    b->AppendOp(MakeOp("sum", {{"X", parts}}, {{"Out", {out}}}));
+  }
   if (with_bias) {
     float bound = static_cast<float>(1.0 / std::sqrt(double(fan_in)));
     std::string bname = b->CreateParameter(
         ParamName(b, bias, layer, ".b_0"), Shape{size}, dtype,
-        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
+        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)),
+        ComputeFans(Shape{fan_in, size}, false), "fc", "bias_attr");
     out = ElementwiseAdd(b, out, bname, num_flatten_dims);
   }
   return Activation(b, out, act, "fc");
 }
 
+std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
+               const std::string& act, int num_flatten_dims,
+               const ParamAttr& weight, const ParamAttr& bias, bool with_bias) {
+  return Fc(b, std::vector<std::string>{input}, size, act, num_flatten_dims,
+            {weight}, bias, with_bias);
+}
+
+namespace {
+
+// [h, w] from one int or two, each at least `min`; errors name the layer
+// and the argument.
+std::vector<int32_t> Pair(const std::string& layer, const std::string& arg,
+                          const std::vector<int64_t>& v, int64_t min) {
+  FLUID_ENFORCE(v.size() == 1 || v.size() == 2, "layer ", Quote(layer),
+                ": argument ", Quote(arg),
+                " must be an int or two ints [h, w], got ", v.size(),
+                " values");
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t x = v[v.size() == 1 ? 0 : i];
+    FLUID_ENFORCE(x >= min && x <= (int64_t{1} << 30), "layer ", Quote(layer),
+                  ": argument ", Quote(arg), " must be at least ", min,
+                  ", got ", x);
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string Conv2d(ProgramBuilder* b, const std::string& input,
-                   int64_t num_filters, int filter_size, int stride,
-                   int padding, const std::string& act, const ParamAttr& weight,
+                   int64_t num_filters, const Conv2dWindow& window,
+                   const std::string& act, const ParamAttr& weight,
                    const ParamAttr& bias, bool with_bias) {
   CheckActivation("conv2d", act);
   const proto::VarDesc& in = Var(b, input);
@@ -192,46 +256,86 @@ std::string Conv2d(ProgramBuilder* b, const std::string& input,
                 "' must be NCHW, its shape is ", in_shape);
   FLUID_ENFORCE(in_shape[1] > 0, "conv2d: input '", input,
                 "' must have a known channel count, its shape is ", in_shape);
+  const int64_t groups = window.groups;
+  FLUID_ENFORCE(
+      groups >= 1 && in_shape[1] % groups == 0 && num_filters % groups == 0,
+      "layer 'conv2d': argument 'groups' = ", groups,
+      " must divide both the input channels (", in_shape[1], ", input '", input,
+      "') and num_filters (", num_filters, ")");
+  std::vector<int32_t> k = Pair("conv2d", "filter_size", window.filter_size, 1);
   std::string layer = b->UniqueName("conv2d");
-  Shape f_shape{num_filters, in_shape[1], filter_size, filter_size};
+  Shape f_shape{num_filters, in_shape[1] / groups, k[0], k[1]};
   Fans fans = ComputeFans(f_shape, true);
   std::string w = b->CreateParameter(
       ParamName(b, weight, layer, ".w_0"), f_shape, dtype,
       WithDefaultInit(weight,
                       Initializer::Of(Initializer::Kind::kTorchDefault)),
-      fans);
+      fans, "conv2d", "param_attr");
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
-  b->AppendOp(MakeOp("conv2d", {{"Input", {input}}, {"Filter", {w}}},
-                     {{"Output", {out}}},
-                     {{"strides", std::vector<int32_t>{stride, stride}},
-                      {"paddings", std::vector<int32_t>{padding, padding}},
-                      {"dilations", std::vector<int32_t>{1, 1}},
-                      {"groups", int32_t{1}}}));
+  b->AppendOp(MakeOp(
+      "conv2d", {{"Input", {input}}, {"Filter", {w}}}, {{"Output", {out}}},
+      {{"strides", Pair("conv2d", "stride", window.stride, 1)},
+       {"paddings", Pair("conv2d", "padding", window.padding, 0)},
+       {"dilations", Pair("conv2d", "dilation", window.dilation, 1)},
+       {"groups", static_cast<int32_t>(groups)}}));
   if (with_bias) {
     float bound = static_cast<float>(1.0 / std::sqrt(double(fans.in)));
     std::string bname = b->CreateParameter(
         ParamName(b, bias, layer, ".b_0"), Shape{num_filters}, dtype,
-        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans);
+        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans,
+        "conv2d", "bias_attr");
     out = ElementwiseAdd(b, out, bname, 1);
   }
   return Activation(b, out, act, "conv2d");
 }
 
-std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
-                   const std::string& pool_type, int pool_stride,
-                   int pool_padding, bool global_pooling) {
+std::string Conv2d(ProgramBuilder* b, const std::string& input,
+                   int64_t num_filters, int filter_size, int stride,
+                   int padding, const std::string& act, const ParamAttr& weight,
+                   const ParamAttr& bias, bool with_bias) {
+  Conv2dWindow window;
+  window.filter_size = {filter_size};
+  window.stride = {stride};
+  window.padding = {padding};
+  return Conv2d(b, input, num_filters, window, act, weight, bias, with_bias);
+}
+
+std::string Pool2d(ProgramBuilder* b, const std::string& input,
+                   const std::string& pool_type, const Pool2dWindow& window) {
   FLUID_ENFORCE(pool_type == "max" || pool_type == "avg",
                 "pool2d: pool_type must be 'max' or 'avg', got '", pool_type,
                 "'");
+  // Under global pooling the window is the image: pool_size is not read.
+  std::vector<int32_t> size{1, 1};
+  if (!window.global_pooling) {
+    const std::vector<int64_t>& k = window.pool_size;
+    FLUID_ENFORCE(std::find(k.begin(), k.end(), -1) == k.end(),
+                  "layer 'pool2d': argument 'pool_size' must be given (an int "
+                  "or [h, w]) unless global_pooling is true");
+    size = Pair("pool2d", "pool_size", window.pool_size, 1);
+  }
+  AttributeMap attrs = {
+      {"pooling_type", pool_type},
+      {"ksize", size},
+      {"strides", Pair("pool2d", "pool_stride", window.pool_stride, 1)},
+      {"paddings", Pair("pool2d", "pool_padding", window.pool_padding, 0)},
+      {"global_pooling", window.global_pooling}};
+  // The op's default is exclusive; programs that keep it stay as they were.
+  if (!window.exclusive) attrs["exclusive"] = false;
   std::string out = b->CreateTmpVar("pool2d", VarDtype(Var(b, input)));
-  b->AppendOp(
-      MakeOp("pool2d", {{"X", {input}}}, {{"Out", {out}}},
-             {{"pooling_type", pool_type},
-              {"ksize", std::vector<int32_t>{pool_size, pool_size}},
-              {"strides", std::vector<int32_t>{pool_stride, pool_stride}},
-              {"paddings", std::vector<int32_t>{pool_padding, pool_padding}},
-              {"global_pooling", global_pooling}}));
+  b->AppendOp(MakeOp("pool2d", {{"X", {input}}}, {{"Out", {out}}}, attrs));
   return out;
+}
+
+std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
+                   const std::string& pool_type, int pool_stride,
+                   int pool_padding, bool global_pooling) {
+  Pool2dWindow window;
+  window.pool_size = {pool_size};
+  window.pool_stride = {pool_stride};
+  window.pool_padding = {pool_padding};
+  window.global_pooling = global_pooling;
+  return Pool2d(b, input, pool_type, window);
 }
 
 std::string SoftmaxWithCrossEntropy(ProgramBuilder* b,
@@ -388,51 +492,83 @@ REGISTER_LAYER(data)
     });
 
 REGISTER_LAYER(fc)
-    .Doc("Fully connected: act(flatten(input, num_flatten_dims) * W + b).")
-    .Var("input")
+    .Doc(
+        "Fully connected: act(sum over inputs of flatten(input, "
+        "num_flatten_dims) * W_i + b); input is a var or a list, param_attr "
+        "one attr or one per input.")
+    .VarList("input")
     .Int("size")
-    .String("act", "")
     .Int("num_flatten_dims", 1)
     .Param("param_attr")
     .Param("bias_attr")
+    .String("act", "")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       std::optional<ParamAttr> bias = a.Param("bias_attr");
-      return Fc(b, a.Var("input"), a.Int("size"), a.String("act"),
-                a.Int32("num_flatten_dims"), WeightArg(a, "param_attr"),
+      const std::vector<std::string>& inputs = a.VarList("input");
+      return Fc(b, inputs, a.Int("size"), a.String("act"),
+                a.Int32("num_flatten_dims"),
+                a.ParamList("param_attr", inputs.size()),
                 bias.value_or(ParamAttr{}), bias.has_value());
     });
 
 REGISTER_LAYER(conv2d)
-    .Doc("2-D convolution over NCHW input plus a per-channel bias, then act.")
+    .Doc(
+        "2-D convolution over NCHW input plus a per-channel bias, then act; "
+        "filter_size, stride, padding and dilation are an int or [h, w]. "
+        "use_cudnn and name are accepted and ignored.")
     .Var("input")
     .Int("num_filters")
-    .Int("filter_size")
-    .Int("stride", 1)
-    .Int("padding", 0)
-    .String("act", "")
+    .IntList("filter_size")
+    .IntList("stride", {1})
+    .IntList("padding", {0})
+    .IntList("dilation", {1})
+    .Int("groups", 1)
     .Param("param_attr")
     .Param("bias_attr")
+    .Bool("use_cudnn", true)
+    .String("act", "")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       std::optional<ParamAttr> bias = a.Param("bias_attr");
-      return Conv2d(b, a.Var("input"), a.Int("num_filters"),
-                    a.Int32("filter_size"), a.Int32("stride"),
-                    a.Int32("padding"), a.String("act"),
+      Conv2dWindow w;
+      w.filter_size = a.IntList("filter_size");
+      w.stride = a.IntList("stride");
+      w.padding = a.IntList("padding");
+      w.dilation = a.IntList("dilation");
+      w.groups = a.Int("groups");
+      return Conv2d(b, a.Var("input"), a.Int("num_filters"), w, a.String("act"),
                     WeightArg(a, "param_attr"), bias.value_or(ParamAttr{}),
                     bias.has_value());
     });
 
 REGISTER_LAYER(pool2d)
-    .Doc("Max or average pooling over NCHW input.")
+    .Doc(
+        "Max or average pooling over NCHW input; pool_size, pool_stride and "
+        "pool_padding are an int or [h, w]. exclusive: an average leaves "
+        "the padding out of its count. use_cudnn and name are accepted "
+        "and ignored; ceil_mode must be false.")
     .Var("input")
-    .Int("pool_size")
+    .IntList("pool_size", {-1})
     .String("pool_type", "max")
-    .Int("pool_stride", 1)
-    .Int("pool_padding", 0)
+    .IntList("pool_stride", {1})
+    .IntList("pool_padding", {0})
     .Bool("global_pooling", false)
+    .Bool("use_cudnn", true)
+    .Bool("ceil_mode", false)
+    .String("name", "")
+    .Bool("exclusive", true)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Pool2d(b, a.Var("input"), a.Int32("pool_size"),
-                    a.String("pool_type"), a.Int32("pool_stride"),
-                    a.Int32("pool_padding"), a.Bool("global_pooling"));
+      FLUID_ENFORCE_CODE(!a.Bool("ceil_mode"), ErrorCode::kUnimplemented,
+                         "layer 'pool2d': argument 'ceil_mode': only floor "
+                         "output sizes (ceil_mode = false) are supported");
+      Pool2dWindow w;
+      w.pool_size = a.IntList("pool_size");
+      w.pool_stride = a.IntList("pool_stride");
+      w.pool_padding = a.IntList("pool_padding");
+      w.global_pooling = a.Bool("global_pooling");
+      w.exclusive = a.Bool("exclusive");
+      return Pool2d(b, a.Var("input"), a.String("pool_type"), w);
     });
 
 REGISTER_LAYER(relu)

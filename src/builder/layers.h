@@ -33,16 +33,49 @@ std::string Fc(ProgramBuilder* b, const std::string& input, int64_t size,
                const std::string& act = "", int num_flatten_dims = 1,
                const ParamAttr& weight = {}, const ParamAttr& bias = {},
                bool with_bias = true);
+// Several inputs, as Fluid's fc takes them: each times its own weight
+// (`weights[i]`, named <layer>.w_<i>), the products summed, then one bias.
+std::string Fc(ProgramBuilder* b, const std::vector<std::string>& inputs,
+               int64_t size, const std::string& act, int num_flatten_dims,
+               const std::vector<ParamAttr>& weights, const ParamAttr& bias,
+               bool with_bias);
 
-// 2-D convolution over NCHW input, filter [num_filters, C, k, k], plus a
-// per-channel bias, then `act`.
+// The window of conv2d: each of filter_size, stride, padding and dilation
+// is [h, w] or one int for both.
+struct Conv2dWindow {
+  std::vector<int64_t> filter_size;
+  std::vector<int64_t> stride = {1};
+  std::vector<int64_t> padding = {0};
+  std::vector<int64_t> dilation = {1};
+  int64_t groups = 1;
+};
+
+// 2-D convolution over NCHW input [N, C, H, W], filter [num_filters,
+// C / groups, kh, kw], plus a per-channel bias, then `act`.
+std::string Conv2d(ProgramBuilder* b, const std::string& input,
+                   int64_t num_filters, const Conv2dWindow& window,
+                   const std::string& act = "", const ParamAttr& weight = {},
+                   const ParamAttr& bias = {}, bool with_bias = true);
+// A square window: filter_size x filter_size, one stride and padding.
 std::string Conv2d(ProgramBuilder* b, const std::string& input,
                    int64_t num_filters, int filter_size, int stride = 1,
                    int padding = 0, const std::string& act = "",
                    const ParamAttr& weight = {}, const ParamAttr& bias = {},
                    bool with_bias = true);
 
+// The window of pool2d: pool_size, pool_stride and pool_padding are [h, w]
+// or one int for both; pool_size is ignored under global_pooling.
+struct Pool2dWindow {
+  std::vector<int64_t> pool_size = {-1};
+  std::vector<int64_t> pool_stride = {1};
+  std::vector<int64_t> pool_padding = {0};
+  bool global_pooling = false;
+  bool exclusive = true;
+};
+
 // Max or average pooling over NCHW input.
+std::string Pool2d(ProgramBuilder* b, const std::string& input,
+                   const std::string& pool_type, const Pool2dWindow& window);
 std::string Pool2d(ProgramBuilder* b, const std::string& input, int pool_size,
                    const std::string& pool_type = "max", int pool_stride = 1,
                    int pool_padding = 0, bool global_pooling = false);

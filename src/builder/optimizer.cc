@@ -1,6 +1,7 @@
 #include "src/builder/optimizer.h"
 
 #include <algorithm>
+#include <map>
 
 #include "src/framework/program_desc.h"
 
@@ -60,10 +61,31 @@ ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
   }
   const proto::VarDesc& first =
       GetVarDesc(b->main()->blocks(0), pairs.front().first);
-  const std::string lr = LearningRate(b, VarDtype(first));
+  const DataType dtype = VarDtype(first);
+  const std::string base_lr = LearningRate(b, dtype);
   finish_ops_.clear();
+  // One learning rate per multiplier the parameters ask for (a ParamAttr's
+  // learning_rate): a constant rate gets a var of its own, filled in
+  // startup (no op in main); a scheduled one a scale op of the schedule.
+  std::map<float, std::string> lrs = {{1.0f, base_lr}};
+  auto lr_for = [&](const std::string& param) {
+    float scale = GetVarDesc(b->main()->blocks(0), param).learning_rate();
+    auto it = lrs.find(scale);
+    if (it != lrs.end()) return it->second;
+    std::string lr;
+    if (lr_var_.empty()) {
+      lr = b->CreatePersistable(b->UniqueName("learning_rate"), Shape{1}, dtype,
+                                learning_rate_ * scale);
+    } else {
+      lr = b->CreateTmpVar("learning_rate", dtype);
+      b->AppendOp(MakeOp("scale", {{"X", {base_lr}}}, {{"Out", {lr}}},
+                         {{"scale", scale}}),
+                  static_cast<int>(OpRole::kOptimize));
+    }
+    return lrs.emplace(scale, lr).first->second;
+  };
   for (const auto& pg : pairs) {
-    proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr);
+    proto::OpDesc op = MakeOptimizeOp(b, pg.first, pg.second, lr_for(pg.first));
     SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kOptimize));
     SetOpAttr(&op, kOpRoleVarAttr,
               std::vector<std::string>{pg.first, pg.second});

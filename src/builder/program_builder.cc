@@ -19,7 +19,8 @@ ProgramBuilder::ProgramBuilder(proto::ProgramDesc* main,
 
 std::string ProgramBuilder::UniqueName(const std::string& prefix) {
   for (;;) {
-    std::string name = prefix + "_" + std::to_string(name_counters_[prefix]++);
+    std::string name =
+        prefix + "_" + std::to_string(name_counters_->next[prefix]++);
     if (FindVarDesc(main_->blocks(0), name) == nullptr &&
         FindVarDesc(startup_->blocks(0), name) == nullptr)
       return name;
@@ -65,13 +66,33 @@ std::string ProgramBuilder::CreateTmpVar(const std::string& prefix,
 std::string ProgramBuilder::CreateParameter(const std::string& name,
                                             const Shape& shape, DataType dtype,
                                             const ParamAttr& attr,
-                                            const Fans& fans) {
+                                            const Fans& fans,
+                                            const std::string& layer,
+                                            const std::string& arg) {
   FLUID_ENFORCE(shape.IsFullyKnown(), "parameter '", name, "' has shape ",
                 shape, ": every dim must be known");
+  if (const proto::VarDesc* old = FindVarDesc(main_->blocks(0), name)) {
+    // Shared by name: the same var, initialised once.
+    FLUID_ENFORCE(old->persistable() && old->trainable() == attr.trainable,
+                  "layer '", layer, "': argument '", arg, "' names '", name,
+                  "', already a var of the program that is not a parameter "
+                  "with trainable = ",
+                  attr.trainable ? "true" : "false");
+    FLUID_ENFORCE(VarShape(*old) == shape && VarDtype(*old) == dtype, "layer '",
+                  layer, "': argument '", arg, "' shares parameter '", name,
+                  "' of shape ", VarShape(*old), " (",
+                  DataTypeName(VarDtype(*old)), ") but this layer needs ",
+                  shape, " (", DataTypeName(dtype), ")");
+    return name;
+  }
+  FLUID_ENFORCE(attr.learning_rate >= 0.0f, "layer '", layer, "': argument '",
+                arg, "': learning_rate must be non-negative, got ",
+                attr.learning_rate);
   for (proto::BlockDesc* block : {main_block(), startup_block()}) {
     proto::VarDesc* v = AddVarDesc(block, name, dtype, shape, true);
     v->set_trainable(attr.trainable);
     v->set_stop_gradient(!attr.trainable);
+    if (attr.learning_rate != 1.0f) v->set_learning_rate(attr.learning_rate);
   }
   AppendInitOp(this, name, shape, dtype, attr.init, fans);
   parameters_.push_back(name);

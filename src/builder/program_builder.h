@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct ParamAttr {
   // Applied by the optimizer; kNone: the optimizer's own (if any).
   Regularization regularizer;
   GradientClip gradient_clip;
+  float learning_rate = 1.0f;  // times the optimizer's learning rate
 
   ParamAttr() = default;
   explicit ParamAttr(Initializer i) : init(i), has_init(true) {}
@@ -44,8 +46,18 @@ class ProgramBuilder {
   proto::BlockDesc* main_block() { return main_->mutable_blocks(0); }
   proto::BlockDesc* startup_block() { return startup_->mutable_blocks(0); }
 
-  // "fc" -> "fc_0", "fc_1", ... unique within this builder's programs.
+  // "fc" -> "fc_0", "fc_1", ... unique within this builder's programs, and
+  // across every builder that shares its counters (SetNameCounters).
   std::string UniqueName(const std::string& prefix);
+  // Counts names from `counters` from now on: builders that share one keep
+  // generated names apart across programs (Fluid's unique_name, for the
+  // programs of one process built into one scope).
+  struct NameCounters {
+    std::map<std::string, int> next;  // prefix -> its next number
+  };
+  void SetNameCounters(std::shared_ptr<NameCounters> counters) {
+    name_counters_ = std::move(counters);
+  }
   // Seeds for random initialisers: a reproducible sequence from the
   // builder's seed.
   uint64_t NextSeed();
@@ -59,9 +71,13 @@ class ProgramBuilder {
   // Declares a non-persistable var in main; shape inference fills its shape.
   std::string CreateTmpVar(const std::string& prefix, DataType dtype);
   // Declares a parameter in both programs and initialises it in startup.
+  // A name already declared as a parameter is that parameter, shared: it
+  // must have the same shape and dtype (else an error naming `layer` and
+  // `arg`), and it keeps its first initialiser.
   std::string CreateParameter(const std::string& name, const Shape& shape,
                               DataType dtype, const ParamAttr& attr,
-                              const Fans& fans);
+                              const Fans& fans, const std::string& layer = "",
+                              const std::string& arg = "param_attr");
   // Declares a persistable, non-trainable var in both programs, filled with
   // `value` in startup (learning rates, optimizer state).
   std::string CreatePersistable(const std::string& name, const Shape& shape,
@@ -79,7 +95,8 @@ class ProgramBuilder {
   proto::ProgramDesc* startup_;
   uint64_t seed_;
   uint64_t seed_counter_ = 0;
-  std::map<std::string, int> name_counters_;
+  std::shared_ptr<NameCounters> name_counters_ =
+      std::make_shared<NameCounters>();
   std::vector<std::string> parameters_;
   std::map<std::string, ParamAttr> param_attrs_;
 };

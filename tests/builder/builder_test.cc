@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include "src/builder/layers.h"
 #include "src/builder/optimizer.h"
@@ -139,6 +141,101 @@ TEST(Optimizer, UnknownTypeIsAnError) {
   OptimizerConfig cfg;
   cfg.type = "lbfgs";
   EXPECT_THROW(MakeOptimizer(cfg), Error);
+}
+
+TEST(ProgramBuilder, GroupedDilatedConvShapes) {
+  Programs p;
+  ProgramBuilder b(&p.main, &p.startup);
+  std::string x = layers::Data(&b, "x", Shape{4, 11, 9});
+  layers::Conv2dWindow w;
+  w.filter_size = {3, 2};
+  w.stride = {2, 1};
+  w.padding = {1, 0};
+  w.dilation = {2, 3};
+  w.groups = 2;
+  std::string y = layers::Conv2d(&b, x, 6, w);
+  EXPECT_EQ(VarShape(GetVarDesc(p.main.blocks(0), "conv2d_0.w_0")),
+            Shape({6, 2, 3, 2}));
+  // (11 + 2 - 5) / 2 + 1 = 5, (9 - 4) / 1 + 1 = 6.
+  EXPECT_EQ(VarShape(GetVarDesc(p.main.blocks(0), y)), Shape({-1, 6, 5, 6}));
+  w.groups = 3;
+  try {
+    layers::Conv2d(&b, x, 6, w);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'groups'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ProgramBuilder, ANameSharesOneParameter) {
+  Programs p;
+  ProgramBuilder b(&p.main, &p.startup);
+  std::string x = layers::Data(&b, "x", Shape{4});
+  ParamAttr shared;
+  shared.name = "w";
+  std::string h = layers::Fc(&b, x, 4, "", 1, shared);
+  layers::Fc(&b, h, 4, "", 1, shared);
+  EXPECT_EQ(b.parameters(),
+            (std::vector<std::string>{"w", "fc_0.b_0", "fc_1.b_0"}));
+  int inits = 0;
+  for (const auto& op : p.startup.blocks(0).ops())
+    inits += op.outputs(0).arguments(0) == "w";
+  EXPECT_EQ(inits, 1);
+  try {
+    layers::Fc(&b, x, 5, "", 1, shared);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("layer 'fc': argument 'param_attr'"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("[4, 5]"), std::string::npos) << msg;
+  }
+}
+
+TEST(Optimizer, ParameterLearningRateScalesItsOptimizeOp) {
+  Programs p;
+  ProgramBuilder b(&p.main, &p.startup);
+  std::string x = layers::Data(&b, "x", Shape{4});
+  ParamAttr slow, frozen;
+  slow.learning_rate = 0.5f;
+  frozen.trainable = false;
+  std::string h = layers::Fc(&b, x, 3, "", 1, slow, frozen);
+  std::string loss = layers::Mean(&b, layers::Fc(&b, h, 2));
+  OptimizerConfig cfg;
+  cfg.type = "sgd";
+  cfg.learning_rate = 0.2f;
+  ParamGradList pairs = MakeOptimizer(cfg)->Minimize(&b, loss);
+  EXPECT_EQ(pairs.size(), 3u);  // not fc_0.b_0
+  std::map<std::string, std::string> lr_of;
+  for (const auto& op : p.main.blocks(0).ops())
+    if (op.type() == "sgd")
+      for (const auto& in : op.inputs())
+        if (in.parameter() == "LearningRate")
+          lr_of[OpRoleVarOf(op)[0]] = in.arguments(0);
+  EXPECT_EQ(lr_of.count("fc_0.b_0"), 0u);
+  EXPECT_NE(lr_of["fc_0.w_0"], lr_of["fc_1.w_0"]);
+  EXPECT_EQ(lr_of["fc_1.w_0"], lr_of["fc_1.b_0"]);
+  auto value_of = [&](const std::string& var) {
+    for (const auto& op : p.startup.blocks(0).ops())
+      if (op.outputs(0).arguments(0) == var)
+        return GetOpAttrAs<float>(op, "value");
+    return -1.0f;
+  };
+  EXPECT_FLOAT_EQ(value_of(lr_of["fc_0.w_0"]), 0.1f);
+  EXPECT_FLOAT_EQ(value_of(lr_of["fc_1.w_0"]), 0.2f);
+}
+
+TEST(ProgramBuilder, SharedNameCountersKeepProgramsApart) {
+  auto counters = std::make_shared<ProgramBuilder::NameCounters>();
+  Programs a, c;
+  ProgramBuilder ba(&a.main, &a.startup), bc(&c.main, &c.startup);
+  ba.SetNameCounters(counters);
+  bc.SetNameCounters(counters);
+  layers::Fc(&ba, layers::Data(&ba, "x", Shape{4}), 3);
+  layers::Fc(&bc, layers::Data(&bc, "x", Shape{4}), 3);
+  EXPECT_NE(FindVarDesc(a.main.blocks(0), "fc_0.w_0"), nullptr);
+  EXPECT_NE(FindVarDesc(c.main.blocks(0), "fc_1.w_0"), nullptr);
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ TEST(LayerRegistry, ArgumentErrorsNameTheLayerAndTheArgument) {
   ExpectError(fc({{"input", "x"}, {"size", int64_t{3}}, {"sise", int64_t{3}}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': unknown argument 'sise'; its arguments: input, "
-              "size, act, num_flatten_dims, param_attr, bias_attr");
+              "size, num_flatten_dims, param_attr, bias_attr, act, name");
   ExpectError(fc({{"input", "x"}, {"size", std::string("3")}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': argument 'size' must be an int, got a string");
@@ -71,9 +71,11 @@ TEST(LayerRegistry, ArgumentErrorsNameTheLayerAndTheArgument) {
   ExpectError(fc({{"input", "x"}, {"size", std::monostate{}}}),
               ErrorCode::kInvalidArgument,
               "layer 'fc': argument 'size' must be an int, got None");
-  ExpectError(fc({{"input", int64_t{1}}, {"size", int64_t{3}}}),
-              ErrorCode::kInvalidArgument,
-              "layer 'fc': argument 'input' must be a var name, got an int");
+  ExpectError(
+      fc({{"input", int64_t{1}}, {"size", int64_t{3}}}),
+      ErrorCode::kInvalidArgument,
+      "layer 'fc': argument 'input' must be a list of var names, got an "
+      "int");
   ExpectError(fc({{"input", "nope"}, {"size", int64_t{3}}}),
               ErrorCode::kNotFound,
               "layer 'fc': argument 'input' names no variable of the "
@@ -149,6 +151,13 @@ TEST(LayerArgs, CoercionsAFrontEndNeeds) {
   EXPECT_TRUE(a.IntList("is").empty());
   EXPECT_EQ(a.Float("f"), 2.0);
   EXPECT_EQ(a.Param("p")->name, "w");
+  // An int for a list of one int, a name for a list of one name (Fluid's
+  // filter_size=3, fc(input=x)); one param attr for each of a list's.
+  LayerArgs one(schema, {{"v", "x"}, {"vs", "y"}, {"is", int64_t{3}}});
+  EXPECT_EQ(one.VarList("vs"), std::vector<std::string>{"y"});
+  EXPECT_EQ(one.IntList("is"), std::vector<int64_t>{3});
+  EXPECT_EQ(a.ParamList("p", 2).size(), 2u);
+  EXPECT_EQ(a.ParamList("p", 2)[1].name, "w");
   // A param attr given as a bool: true is the default, false is none.
   LayerValues given = {{"v", "x"}, {"vs", std::vector<std::string>{}}};
   given["p"] = true;

@@ -26,7 +26,7 @@ template <typename T>
 void CheckConv(const ConvCase& k, uint64_t seed, double tolerance = -1) {
   SCOPED_TRACE(Describe(k));
   Tensor x = RandomTensor<T>({k.n, k.c, k.h, k.w}, -1, 1, seed);
-  Tensor w = RandomTensor<T>({k.m, k.c, k.kh, k.kw}, -1, 1, seed + 1);
+  Tensor w = RandomTensor<T>(testing::FilterShape(k), -1, 1, seed + 1);
   CudaCheckOptions options;
   options.tolerance = tolerance;
   EXPECT_TRUE(CudaMatchesCpu(Conv2dOp(k), {{"x", x}, {"w", w}}, options));
@@ -63,6 +63,24 @@ TEST(Conv2dOpCuda, Double) {
   // LeNet's first layer. Float64 only: its dW sums 2880 products per entry,
   // where float32 CPU and GPU sums part at about 1e-5.
   CheckConv<double>({5, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0}, 650);
+}
+
+// Grouped convolutions: {n, c, h, w, m, kh, kw, sh, sw, ph, pw, dh, dw,
+// groups}, through every path (im2col, pointwise batch, pointwise image).
+TEST(Conv2dOpCuda, Grouped) {
+  REQUIRE_GPU();
+  const std::vector<ConvCase> cases = {
+      {2, 4, 6, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+      {3, 6, 7, 7, 3, 3, 2, 2, 1, 1, 0, 1, 2, 3},
+      {2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4},  // depthwise
+      {2, 4, 5, 6, 8, 1, 1, 1, 1, 0, 0, 1, 1, 2},  // pointwise
+      {1, 6, 6, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1, 3},  // pointwise, one image
+  };
+  uint64_t seed = 800;
+  for (const ConvCase& k : cases) {
+    CheckConv<float>(k, seed += 2);
+    CheckConv<double>(k, seed += 2);
+  }
 }
 
 // A batch whose column matrices do not fit one workspace chunk: the images

@@ -14,6 +14,7 @@ namespace {
 using testing::CheckGradient;
 using testing::Conv2dOp;
 using testing::ConvCase;
+using testing::FilterShape;
 using testing::GradCheckOptions;
 using testing::RandomTensor;
 using testing::RunOp;
@@ -33,15 +34,17 @@ std::vector<double> NaiveConv(const ConvCase& k, const std::vector<double>& x,
     for (int m = 0; m < k.m; ++m)
       for (int i = 0; i < oh; ++i)
         for (int j = 0; j < ow; ++j) {
+          // Filter m sees channels [c0, c0 + cg) of its group.
+          const int cg = k.c / k.groups, c0 = m / (k.m / k.groups) * cg;
           double s = 0;
-          for (int c = 0; c < k.c; ++c)
+          for (int c = 0; c < cg; ++c)
             for (int a = 0; a < k.kh; ++a)
               for (int b = 0; b < k.kw; ++b) {
                 int ih = i * k.stride_h - k.pad_h + a * k.dil_h;
                 int iw = j * k.stride_w - k.pad_w + b * k.dil_w;
                 if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                s += x[((n * k.c + c) * k.h + ih) * k.w + iw] *
-                     f[((m * k.c + c) * k.kh + a) * k.kw + b];
+                s += x[((n * k.c + c0 + c) * k.h + ih) * k.w + iw] *
+                     f[((m * cg + c) * k.kh + a) * k.kw + b];
               }
           y[((n * k.m + m) * oh + i) * ow + j] = s;
         }
@@ -51,7 +54,7 @@ std::vector<double> NaiveConv(const ConvCase& k, const std::vector<double>& x,
 void ExpectForwardMatches(const ConvCase& k, int threads) {
   SCOPED_TRACE(Describe(k) + " threads " + std::to_string(threads));
   Tensor x = RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 11);
-  Tensor f = RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 12);
+  Tensor f = RandomTensor<double>(FilterShape(k), -1, 1, 12);
   Tensor y = RunOp(Conv2dOp(k), {{"x", x}, {"w", f}}, threads)["y"];
   int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, k.dil_h);
   int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, k.dil_w);
@@ -186,7 +189,7 @@ void ExpectGradient(const ConvCase& k, int threads) {
   EXPECT_TRUE(CheckGradient(
       Conv2dOp(k),
       {{"x", RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 21)},
-       {"w", RandomTensor<double>({k.m, k.c, k.kh, k.kw}, -1, 1, 22)}},
+       {"w", RandomTensor<double>(FilterShape(k), -1, 1, 22)}},
       opt));
 }
 
@@ -218,6 +221,33 @@ TEST(Conv2dOp, GradientOfFilterOnly) {
                     {{"x", RandomTensor<double>({2, 2, 6, 6}, -1, 1, 31)},
                      {"w", RandomTensor<double>({3, 2, 3, 3}, -1, 1, 32)}},
                     opt));
+}
+
+// Grouped cases: {n, c, h, w, m, kh, kw, sh, sw, ph, pw, dh, dw, groups}.
+std::vector<ConvCase> GroupedCases() {
+  return {
+      {2, 4, 6, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+      {3, 6, 7, 7, 3, 3, 2, 2, 1, 1, 0, 1, 2, 3},    // strided, dilated
+      {2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4},    // depthwise
+      {2, 4, 5, 6, 8, 1, 1, 1, 1, 0, 0, 1, 1, 2},    // pointwise
+      {1, 6, 6, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1, 3},    // pointwise, one image
+      {7, 8, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2},  // multi-image chunks
+  };
+}
+
+TEST(Conv2dOp, GroupedForwardMatchesNaive) {
+  for (const auto& k : GroupedCases()) {
+    ExpectForwardMatches(k, 1);
+    ExpectForwardMatches(k, 2);
+  }
+}
+
+TEST(Conv2dOp, GroupedGradient) {
+  for (const auto& k : GroupedCases()) {
+    if (k.n * k.c * k.h * k.w > 2000) continue;  // numeric checks are slow
+    ExpectGradient(k, 1);
+  }
+  ExpectGradient({4, 4, 8, 8, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2}, 2);
 }
 
 TEST(Conv2dOp, CompileTimeShapeKeepsUnknownBatch) {
@@ -271,14 +301,25 @@ TEST(Conv2dOp, ImageSmallerThanKernelIsAnError) {
   EXPECT_NE(msg.find("big"), std::string::npos) << msg;
 }
 
-TEST(Conv2dOp, GroupsAndBadAttrsAreRejected) {
+TEST(Conv2dOp, BadGroupsAndAttrsAreRejected) {
   auto in =
       testing::TensorMap{{"x", RandomTensor<double>({1, 2, 6, 6}, -1, 1, 1)},
                          {"w", RandomTensor<double>({2, 2, 3, 3}, -1, 1, 1)}};
+  // 2 channels in groups of 2 need filters of 1 channel.
   auto grouped = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
                         {{"Output", {"y"}}}, {{"groups", 2}});
   std::string msg = ErrorOf(grouped, in);
-  EXPECT_NE(msg.find("groups"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("groups = 2"), std::string::npos) << msg;
+  // 3 filters do not split into 2 groups.
+  auto odd =
+      testing::TensorMap{{"x", RandomTensor<double>({1, 2, 6, 6}, -1, 1, 1)},
+                         {"w", RandomTensor<double>({3, 1, 3, 3}, -1, 1, 1)}};
+  msg = ErrorOf(grouped, odd);
+  EXPECT_NE(msg.find("not a multiple of groups"), std::string::npos) << msg;
+  auto zero = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
+                     {{"Output", {"y"}}}, {{"groups", 0}});
+  msg = ErrorOf(zero, in);
+  EXPECT_NE(msg.find("groups must be positive"), std::string::npos) << msg;
   auto zero_stride =
       MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
              {{"Output", {"y"}}}, {{"strides", std::vector<int32_t>{0, 1}}});

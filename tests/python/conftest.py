@@ -45,3 +45,11 @@ def trainer_bin():
 @pytest.fixture(scope="session")
 def repo_root():
     return ROOT
+
+
+@pytest.fixture(autouse=True)
+def _fresh_unique_names():
+    """Each test counts generated names (fc_0, ...) from zero, as Fluid's
+    own tests do under unique_name.guard()."""
+    with fluid.unique_name.guard():
+        yield

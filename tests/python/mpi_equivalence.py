@@ -62,7 +62,8 @@ def build_mlp():
 
 def fresh_mlp():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    # Names from fc_0 in every program built here (the checks read them).
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         loss, optimize_ops, params_grads = build_mlp()
     return main, startup, loss, optimize_ops, params_grads
 

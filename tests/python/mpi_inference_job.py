@@ -26,7 +26,7 @@ def data(n=64, seed=0):
 def main(out_dir):
     main_prog, startup = fluid.Program(), fluid.Program()
     main_prog.random_seed = 3
-    with fluid.program_guard(main_prog, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main_prog, startup):
         x = L.data("x", [8])
         label = L.data("label", [1], dtype="int64")
         h = L.fc(x, 16, act="relu")

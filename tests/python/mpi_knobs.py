@@ -41,7 +41,7 @@ def build(kind):
     None)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = SEED
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         image = L.data("image", [1, 28, 28])
         label = L.data("label", [1], dtype="int64")
         first = None

@@ -30,7 +30,7 @@ def scope():
 
 def bn_program():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [3, 2, 2], dtype="float64")
         r = L.data("r", [3, 2, 2], dtype="float64")
         y = L.batch_norm(x, momentum=0.75)
@@ -96,7 +96,7 @@ def check_stat_sync(rank):
 
 def check_dropout(rank):
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [64], dtype="float64")
         d = L.dropout(L.fc(x, 64), 0.5, seed=5)
         fluid.optimizer.SGD(0.1).minimize(L.mean(d))

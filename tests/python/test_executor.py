@@ -183,7 +183,8 @@ def synthetic(n=64, seed=0):
 def build_classifier(optimizer, seed=1):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = seed
-    with fluid.program_guard(main, startup):
+    # Names from fc_0 for every program built here (the tests read them).
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [8])
         label = L.data("label", [1], dtype="int64")
         h = L.fc(x, 16, act="relu")

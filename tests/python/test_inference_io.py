@@ -36,7 +36,7 @@ def synthetic(n=64, seed=0):
 def build(seed=1, hidden=16):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = seed
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [8])
         label = L.data("label", [1], dtype="int64")
         h = L.fc(x, hidden, act="relu")

@@ -30,7 +30,7 @@ def _scope():
 
 def test_batch_norm_program_and_initial_values():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [3, 4, 4])
         y = L.batch_norm(x, act="relu")
     assert main.op_types() == ["batch_norm", "relu"]
@@ -49,7 +49,7 @@ def test_batch_norm_program_and_initial_values():
 
 def test_batch_norm_bad_arguments_name_layer_and_argument():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [3, 4, 4])
         with pytest.raises(Exception, match="data_layout"):
             L.batch_norm(x, data_layout="NHWC")
@@ -63,7 +63,7 @@ def _bn_net(momentum, epsilon):
     """conv2d 1x1 (so dX is checked through the filter's gradient) ->
     batch_norm -> mean(y * r), SGD(1.0), in float64."""
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [3, 4, 4], dtype="float64")
         r = L.data("r", [3, 4, 4], dtype="float64")
         h = L.conv2d(x, 3, 1, bias_attr=False)
@@ -123,7 +123,7 @@ def test_batch_norm_training_matches_torch():
 
 def test_clone_for_test_switches_to_inference():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [2, 3], dtype="float64")
         y = L.batch_norm(x, epsilon=1e-5)
         z = L.dropout(y, 0.25, seed=3)
@@ -148,7 +148,7 @@ def test_clone_for_test_switches_to_inference():
 
 def _dropout_run(impl, steps, p=0.4, seed=None):
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [1000], dtype="float64")
         h = L.fc(x, 1000, bias_attr=False)
         d = L.dropout(h, p, seed=seed, dropout_implementation=impl)

@@ -39,7 +39,7 @@ def batches(seed=0):
 def build(make_opt, param_attr=None, before_minimize=None):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 3
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [4], dtype="float64")
         y = L.data("y", [3], dtype="float64")
         pred = L.fc(x, 3, param_attr=param_attr)
@@ -249,14 +249,14 @@ def test_param_attr_l1_overrides_optimizer_l2():
 
 def test_minimize_parameter_list_and_no_grad_set():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [4], dtype="float64")
         loss = L.mean(L.fc(x, 3))
         ops, pg = O.Adagrad(0.1).minimize(loss, parameter_list=["fc_0.w_0"])
     assert [p.name for p, _ in pg] == ["fc_0.w_0"]
     assert [op["type"] for op in ops] == ["adagrad"]
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [4], dtype="float64")
         loss = L.mean(L.fc(x, 3))
         _, pg = O.SGD(0.1).minimize(loss, no_grad_set={"fc_0.b_0"})
@@ -265,7 +265,7 @@ def test_minimize_parameter_list_and_no_grad_set():
 
 def test_clip_layer_and_schedules_run():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [5], dtype="float64")
         y = L.clip(x, min=-0.5, max=0.25)
         lrs = [L.natural_exp_decay(1.0, 2, 0.5, staircase=True),
@@ -307,7 +307,7 @@ def test_bad_knobs_are_clear_errors():
     with pytest.raises(TypeError, match="learning_rate"):
         O.Adagrad("fast")
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         with pytest.raises(Exception, match="values"):
             L.piecewise_decay([1, 2], [0.1])
         with pytest.raises(ValueError, match="not a parameter"):
@@ -317,7 +317,7 @@ def test_bad_knobs_are_clear_errors():
 
 def test_schedule_resumes_from_a_checkpoint(tmp_path):
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [4], dtype="float64")
         loss = L.mean(L.fc(x, 3))
         lr = L.exponential_decay(1.0, 1, 0.5)

@@ -223,19 +223,20 @@ def test_layer_argument_errors():
         b = L.data("b", [4])
         ids = L.data("ids", [1], dtype="int64")
         img = L.data("img", [1, 8, 8])
-        with pytest.raises(TypeError, match=r"fc\(input=...\): got a list"):
-            L.fc(input=[a, b], size=3)
+        with pytest.raises(ValueError, match=r"fc\(param_attr=...\): a list "
+                           r"of 1 param attrs for 2 inputs"):
+            L.fc(input=[a, b], size=3, param_attr=["w"])
         with pytest.raises(TypeError, match=r"fc\(param_attr=...\)"):
             L.fc(a, 3, param_attr=3)
         with pytest.raises(TypeError, match=r"fc\(param_attr=False\)"):
             L.fc(a, 3, param_attr=False)
         with pytest.raises(ValueError, match=r"fc: input 'ids' is int64"):
             L.fc(ids, 3)
-        with pytest.raises(ValueError, match=r"filter_size=\[3, 5\]"):
-            L.conv2d(img, 2, [3, 5])
+        with pytest.raises(TypeError, match=r"filter_size=\[3, 5, 1\]"):
+            L.conv2d(img, 2, [3, 5, 1])
         with pytest.raises(TypeError, match=r"conv2d\(stride=...\)"):
             L.conv2d(img, 2, 3, stride="1")
-        # What Fluid accepts works: a name, True, square pairs.
+        # What Fluid accepts works: a name, True, pairs.
         h = L.fc(a, 3, param_attr="shared_w", bias_attr=True)
         assert main.var("shared_w").shape == (4, 3)
         c = L.conv2d(img, 2, [3, 3], stride=[1, 1], padding=(1, 1))
@@ -248,7 +249,9 @@ def test_two_programs_colliding_in_one_scope_are_named():
     exe = fluid.Executor(fluid.CPUPlace())
     for width in (16, 5):
         main, startup = fluid.Program(), fluid.Program()
-        with fluid.program_guard(main, startup):
+        # Generated names are unique in the process; counting them from
+        # zero again for each program makes the two collide.
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
             x = L.data("x", [8])
             out = L.fc(x, width)
         if width == 16:

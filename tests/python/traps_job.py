@@ -47,7 +47,8 @@ def build(lr=0.1):
     """A small classifier: (main, startup, test program, loss, accuracy)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 7
-    with fluid.program_guard(main, startup):
+    # Names from fc_0 for every program built here (the tests read them).
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [8])
         y = L.data("y", [1], dtype="int64")
         logits = L.fc(L.fc(x, 16, act="relu"), 4)

@@ -70,7 +70,12 @@ std::string Describe(const ConvCase& k) {
   os << "N" << k.n << " C" << k.c << " " << k.h << "x" << k.w << " M" << k.m
      << " k" << k.kh << "x" << k.kw << " s" << k.stride_h << "," << k.stride_w
      << " p" << k.pad_h << "," << k.pad_w << " d" << k.dil_h << "," << k.dil_w;
+  if (k.groups != 1) os << " g" << k.groups;
   return os.str();
+}
+
+Shape FilterShape(const ConvCase& k) {
+  return Shape{k.m, k.c / k.groups, k.kh, k.kw};
 }
 
 proto::OpDesc Conv2dOp(const ConvCase& k, const std::string& x,
@@ -79,7 +84,8 @@ proto::OpDesc Conv2dOp(const ConvCase& k, const std::string& x,
                 {{"Output", {"y"}}},
                 {{"strides", std::vector<int32_t>{k.stride_h, k.stride_w}},
                  {"paddings", std::vector<int32_t>{k.pad_h, k.pad_w}},
-                 {"dilations", std::vector<int32_t>{k.dil_h, k.dil_w}}});
+                 {"dilations", std::vector<int32_t>{k.dil_h, k.dil_w}},
+                 {"groups", int32_t{k.groups}}});
 }
 
 std::string Describe(const PoolCase& k) {

@@ -58,16 +58,20 @@ proto::OpDesc MatMulOp(bool tx, bool ty, float alpha = 1.0f);
 
 // ---- conv2d
 
-// Input [n, c, h, w], filter [m, c, kh, kw].
+// Input [n, c, h, w], filter [m, c / groups, kh, kw].
 struct ConvCase {
   int n, c, h, w, m, kh, kw;
   int stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1;
+  int groups = 1;
 };
 
 std::string Describe(const ConvCase& k);
 
+// The filter shape of a case: [m, c / groups, kh, kw].
+Shape FilterShape(const ConvCase& k);
+
 // conv2d of Input `x` and Filter `w` into "y", with the case's strides,
-// paddings and dilations.
+// paddings, dilations and groups.
 proto::OpDesc Conv2dOp(const ConvCase& k, const std::string& x = "x",
                        const std::string& w = "w");
 

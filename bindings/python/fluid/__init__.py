@@ -17,7 +17,7 @@ from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
                        is_compiled_with_cuda, scope_guard)
 from . import core, layers, optimizer, reader, io, datasets, transpiler
-from . import clip, regularizer
+from . import clip, regularizer, initializer, nets, unique_name
 from .data_feeder import DataFeeder
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
@@ -29,4 +29,5 @@ __all__ = [
     "default_main_program", "default_startup_program", "global_scope", "io",
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",
     "reset_default_programs", "transpiler", "clip", "regularizer",
+    "initializer", "nets", "unique_name",
 ]

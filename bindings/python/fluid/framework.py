@@ -135,6 +135,9 @@ class Program:
         if key not in self._builders:
             self._builders[key] = _core.Builder(self.desc, startup.desc,
                                                 self._seed)
+        # Generated names count from the process's counters (unique_name).
+        from . import unique_name
+        self._builders[key].set_name_counters(unique_name._current())
         return self._builders[key]
 
     def var(self, name):

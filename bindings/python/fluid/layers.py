@@ -32,6 +32,16 @@ def _name(x, layer="layer", arg="input"):
                     f"{type(x).__name__}")
 
 
+def _names(x, layer, arg="input"):
+    """Names of a layer argument that takes a Variable or a list of them."""
+    if isinstance(x, (list, tuple)):
+        if not x:
+            raise ValueError(f"{layer}({arg}=[]): needs at least one "
+                             "Variable")
+        return [_name(v, layer, arg) for v in x]
+    return [_name(x, layer, arg)]
+
+
 def _attr(attr, layer="layer", arg="param_attr"):
     """ParamAttr as a dict for the builder (None: defaults; False: no such
     parameter). Takes what Fluid takes: None or True (defaults), a
@@ -50,39 +60,63 @@ def _attr(attr, layer="layer", arg="param_attr"):
         return attr
     if isinstance(attr, ParamAttr):
         return attr.to_dict()
+    from .initializer import Initializer
+    if isinstance(attr, Initializer):
+        return {"initializer": attr.to_dict()}
     raise TypeError(f"{layer}({arg}=...): expected a ParamAttr, a dict, a "
                     f"name, None or a bool, got {type(attr).__name__}")
 
 
-def _square(value, layer, arg):
-    """An int from an int or a pair of equal ints (Fluid takes both)."""
-    if isinstance(value, (list, tuple)):
-        if len(value) == 2 and value[0] == value[1]:
-            value = value[0]
-        else:
-            raise ValueError(
-                f"{layer}({arg}={list(value)}): only square sizes (one int, "
-                "or two equal ints) are supported")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{layer}({arg}=...): expected an int or a pair of "
-                        f"ints, got {type(value).__name__}")
-    return value
+def _attrs(attr, count, layer, arg="param_attr"):
+    """One param attr, or a list of `count` (one per input)."""
+    if not isinstance(attr, (list, tuple)):
+        return _attr(attr, layer, arg)
+    if len(attr) != count:
+        raise ValueError(f"{layer}({arg}=...): a list of {len(attr)} param "
+                         f"attrs for {count} inputs")
+    return [_attr(a, layer, arg) or {} for a in attr]
+
+
+def _size(value, layer, arg):
+    """[h, w] from an int or a list/tuple of one or two ints."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(items) not in (1, 2) or any(
+            isinstance(v, bool) or not isinstance(v, int) for v in items):
+        raise TypeError(f"{layer}({arg}={value!r}): expected an int or two "
+                        "ints [h, w]")
+    return items * 2 if len(items) == 1 else items
 
 
 class ParamAttr:
-    def __init__(self, name=None, initializer=None, trainable=True,
-                 regularizer=None, gradient_clip=None):
-        self.name, self.initializer, self.trainable = name, initializer, trainable
-        # fluid.regularizer.L1Decay/L2Decay (overrides the optimizer's) and
-        # a fluid.clip.GradientClipBy* of this parameter.
+    """How a layer makes one of its parameters: its name (the same name in
+    two layers is one shared parameter), initializer, learning-rate
+    multiplier, its own weight decay (fluid.regularizer.L1Decay/L2Decay,
+    overriding the optimizer's), its own gradient clip
+    (fluid.clip.GradientClipBy*) and whether the optimizer updates it."""
+
+    def __init__(self, name=None, initializer=None, learning_rate=1.0,
+                 regularizer=None, trainable=True, gradient_clip=None):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"ParamAttr(name={name!r}): expected a str")
+        if isinstance(learning_rate, bool) or not isinstance(
+                learning_rate, (int, float)) or learning_rate < 0:
+            raise ValueError(f"ParamAttr(learning_rate={learning_rate!r}): "
+                             "expected a non-negative number")
+        self.name, self.initializer = name, initializer
+        self.learning_rate = float(learning_rate)
         self.regularizer, self.gradient_clip = regularizer, gradient_clip
+        self.trainable = bool(trainable)
 
     def to_dict(self):
         d = {"trainable": self.trainable}
         if self.name:
             d["name"] = self.name
         if self.initializer is not None:
-            d["initializer"] = dict(self.initializer)
+            init = self.initializer
+            d["initializer"] = (init.to_dict() if hasattr(init, "to_dict")
+                                else dict(init))
+        if self.learning_rate != 1.0:
+            d["learning_rate"] = self.learning_rate
         if self.regularizer is not None:
             d["regularizer"] = _regularizer._as_dict(self.regularizer,
                                                      "ParamAttr")
@@ -106,34 +140,59 @@ def data(name, shape, dtype="float32", append_batch_size=True):
                   append_batch_size=append_batch_size)
 
 
-def fc(input, size, act=None, num_flatten_dims=1, param_attr=None,
-       bias_attr=None):
-    return _layer("fc", input=_name(input, "fc"), size=size, act=act,
+def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
+       act=None, name=None):
+    """act(sum over the inputs of input_i W_i + b): `input` is a Variable
+    or a list of them, `param_attr` one attr for every weight or a list
+    (one per input)."""
+    inputs = _names(input, "fc")
+    return _layer("fc", input=inputs, size=size,
                   num_flatten_dims=num_flatten_dims,
-                  param_attr=_attr(param_attr, "fc", "param_attr"),
-                  bias_attr=_attr(bias_attr, "fc", "bias_attr"))
+                  param_attr=_attrs(param_attr, len(inputs), "fc"),
+                  bias_attr=_attr(bias_attr, "fc", "bias_attr"), act=act,
+                  name=name)
 
 
-def conv2d(input, num_filters, filter_size, stride=1, padding=0, act=None,
-           param_attr=None, bias_attr=None):
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
+           groups=None, param_attr=None, bias_attr=None, use_cudnn=True,
+           act=None, name=None):
+    """filter_size, stride, padding and dilation: an int or [h, w].
+    groups (None: 1) splits channels and filters into that many groups.
+    use_cudnn is accepted and ignored (one kernel per device)."""
+    if groups is None:
+        groups = 1
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise TypeError(f"conv2d(groups={groups!r}): expected an int")
     return _layer("conv2d", input=_name(input, "conv2d"),
                   num_filters=num_filters,
-                  filter_size=_square(filter_size, "conv2d", "filter_size"),
-                  stride=_square(stride, "conv2d", "stride"),
-                  padding=_square(padding, "conv2d", "padding"), act=act,
+                  filter_size=_size(filter_size, "conv2d", "filter_size"),
+                  stride=_size(stride, "conv2d", "stride"),
+                  padding=_size(padding, "conv2d", "padding"),
+                  dilation=_size(dilation, "conv2d", "dilation"),
+                  groups=groups,
                   param_attr=_attr(param_attr, "conv2d", "param_attr"),
-                  bias_attr=_attr(bias_attr, "conv2d", "bias_attr"))
+                  bias_attr=_attr(bias_attr, "conv2d", "bias_attr"),
+                  use_cudnn=use_cudnn, act=act, name=name)
 
 
-def pool2d(input, pool_size, pool_type="max", pool_stride=1, pool_padding=0,
-           global_pooling=False):
+def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
+           pool_padding=0, global_pooling=False, use_cudnn=True,
+           ceil_mode=False, name=None, exclusive=True):
+    """pool_size, pool_stride and pool_padding: an int or [h, w];
+    pool_size may stay -1 only with global_pooling. exclusive: an average
+    leaves padding out of its count. use_cudnn is accepted and ignored."""
+    if ceil_mode:
+        raise NotImplementedError(
+            "pool2d(ceil_mode=True): only floor output sizes are supported; "
+            "pad the input (pool_padding) to cover the last window")
     return _layer("pool2d", input=_name(input, "pool2d"),
-                  pool_size=_square(pool_size, "pool2d", "pool_size"),
+                  pool_size=_size(pool_size, "pool2d", "pool_size"),
                   pool_type=pool_type,
-                  pool_stride=_square(pool_stride, "pool2d", "pool_stride"),
-                  pool_padding=_square(pool_padding, "pool2d",
-                                       "pool_padding"),
-                  global_pooling=global_pooling)
+                  pool_stride=_size(pool_stride, "pool2d", "pool_stride"),
+                  pool_padding=_size(pool_padding, "pool2d",
+                                     "pool_padding"),
+                  global_pooling=global_pooling, use_cudnn=use_cudnn,
+                  ceil_mode=ceil_mode, name=name, exclusive=exclusive)
 
 
 def relu(x):
@@ -357,7 +416,7 @@ def _shape(shape, layer):
 # sums (src/builder/tensor_layers.cc).
 
 
-def _names(xs, layer, arg="input"):
+def _var_list(xs, layer, arg="input"):
     """The variable names of a list-of-Variables argument."""
     if not isinstance(xs, (list, tuple)):
         raise TypeError(f"{layer}({arg}=...): expected a list of Variables, "
@@ -366,7 +425,7 @@ def _names(xs, layer, arg="input"):
 
 
 def concat(input, axis=0, name=None):
-    return _layer("concat", input=_names(input, "concat"), axis=axis,
+    return _layer("concat", input=_var_list(input, "concat"), axis=axis,
                   name=name)
 
 
@@ -408,7 +467,7 @@ def flatten(x, axis=1, name=None):
 
 
 def sums(input, out=None):
-    return _layer("sums", input=_names(input, "sums"),
+    return _layer("sums", input=_var_list(input, "sums"),
                   out=None if out is None else _name(out, "sums", "out"))
 
 

@@ -1,0 +1,135 @@
+"""Parameter initialisers, as Fluid names them. Each is an object that
+ParamAttr(initializer=...) takes; it becomes one op of the startup program
+(fill_constant, uniform_random or gaussian_random), built in C++
+(src/builder/initializer.cc). A seed of 0 draws one from the program's
+random_seed sequence.
+
+Fans: an fc weight [in, out] has fan_in = in, fan_out = out; a conv filter
+[M, C / groups, kh, kw] has fan_in = C / groups * kh * kw and
+fan_out = M * kh * kw.
+"""
+
+__all__ = [
+    "Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
+    "Bilinear", "ConstantInitializer", "UniformInitializer",
+    "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
+    "MSRAInitializer", "BilinearInitializer",
+]
+
+
+def _seed(seed, name):
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"{name}(seed={seed!r}): the seed must be a "
+                         "non-negative int (0: from the program's seed)")
+    return seed
+
+
+def _fan(value, name, arg):
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name}({arg}={value!r}): must be a positive int "
+                         "or None (computed from the weight's shape)")
+    return value
+
+
+class Initializer:
+    """Base class: to_dict() is what the builder reads."""
+
+    def to_dict(self):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.to_dict()})"
+
+
+class ConstantInitializer(Initializer):
+    def __init__(self, value=0.0, force_cpu=False):
+        self.value = float(value)
+
+    def to_dict(self):
+        return {"kind": "constant", "value": self.value}
+
+
+class UniformInitializer(Initializer):
+    def __init__(self, low=-1.0, high=1.0, seed=0):
+        if not float(low) < float(high):
+            raise ValueError(f"Uniform(low={low}, high={high}): low must be "
+                             "below high")
+        self.low, self.high = float(low), float(high)
+        self.seed = _seed(seed, "Uniform")
+
+    def to_dict(self):
+        return {"kind": "uniform", "low": self.low, "high": self.high,
+                "seed": self.seed}
+
+
+class NormalInitializer(Initializer):
+    def __init__(self, loc=0.0, scale=1.0, seed=0):
+        if not float(scale) >= 0.0:
+            raise ValueError(f"Normal(scale={scale}): the standard deviation "
+                             "must be non-negative")
+        self.loc, self.scale = float(loc), float(scale)
+        self.seed = _seed(seed, "Normal")
+
+    def to_dict(self):
+        return {"kind": "gaussian", "mean": self.loc, "std": self.scale,
+                "seed": self.seed}
+
+
+class TruncatedNormalInitializer(Initializer):
+    """Not available: there is no truncated-normal op yet."""
+
+    def __init__(self, loc=0.0, scale=1.0, seed=0):
+        raise NotImplementedError(
+            "TruncatedNormal: no truncated_gaussian_random op exists here "
+            "yet; use Normal(loc, scale) instead")
+
+
+class XavierInitializer(Initializer):
+    """Glorot: U(-sqrt(6 / (fan_in + fan_out)), +...) when uniform, else
+    N(0, sqrt(2 / (fan_in + fan_out)))."""
+
+    def __init__(self, uniform=True, fan_in=None, fan_out=None, seed=0):
+        self.uniform = bool(uniform)
+        self.fan_in = _fan(fan_in, "Xavier", "fan_in")
+        self.fan_out = _fan(fan_out, "Xavier", "fan_out")
+        self.seed = _seed(seed, "Xavier")
+
+    def to_dict(self):
+        return {"kind": "xavier_uniform" if self.uniform else "xavier_normal",
+                "fan_in": self.fan_in, "fan_out": self.fan_out,
+                "seed": self.seed}
+
+
+class MSRAInitializer(Initializer):
+    """He / Kaiming: U(-sqrt(6 / fan_in), +...) when uniform, else
+    N(0, sqrt(2 / fan_in))."""
+
+    def __init__(self, uniform=True, fan_in=None, seed=0):
+        self.uniform = bool(uniform)
+        self.fan_in = _fan(fan_in, "MSRA", "fan_in")
+        self.seed = _seed(seed, "MSRA")
+
+    def to_dict(self):
+        return {"kind": ("kaiming_uniform" if self.uniform
+                         else "kaiming_normal"),
+                "fan_in": self.fan_in, "seed": self.seed}
+
+
+class BilinearInitializer(Initializer):
+    """Not available: its values are computed per element, and there is no
+    op yet that fills a tensor from given values."""
+
+    def __init__(self):
+        raise NotImplementedError(
+            "Bilinear: no op here fills a parameter from given values yet")
+
+
+Constant = ConstantInitializer
+Uniform = UniformInitializer
+Normal = NormalInitializer
+TruncatedNormal = TruncatedNormalInitializer
+Xavier = XavierInitializer
+MSRA = MSRAInitializer
+Bilinear = BilinearInitializer
