@@ -5,6 +5,8 @@ OpenBLAS (Debian's libopenblas0-openmp), as its users get it.
 
     /usr/bin/python3 benchmarks/compare_torch.py --bench build/benchmarks/train_bench
 
+    ... --models resnet,vgg --steps 150   # the batch-normed conv nets
+
 Prints a Markdown table of samples/s (median of --repeats runs) and the ratio
 ours / PyTorch.
 """
@@ -28,7 +30,8 @@ def run(cmd, env=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, help="path to train_bench")
-    ap.add_argument("--models", default="mlp,lenet")
+    ap.add_argument("--models", default="mlp,lenet",
+                    help="comma-separated: mlp, lenet, resnet, vgg")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=300)

@@ -29,11 +29,58 @@ def load_fashion(d):
     return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y)
 
 
+def conv_bn(c_in, c_out, k, stride=1):
+    """conv (no bias) and batch norm, as the built-in models' ConvBn."""
+    return [nn.Conv2d(c_in, c_out, k, stride, k // 2, bias=False),
+            nn.BatchNorm2d(c_out)]
+
+
+class BasicBlock(nn.Module):
+    """The resnet model's block: conv-BN-ReLU-conv-BN plus the shortcut (a
+    1x1 conv and BN where the shape changes), then ReLU."""
+
+    def __init__(self, c_in, c_out, stride):
+        super().__init__()
+        self.body = nn.Sequential(*conv_bn(c_in, c_out, 3, stride), nn.ReLU(),
+                                  *conv_bn(c_out, c_out, 3))
+        self.short = (nn.Sequential(*conv_bn(c_in, c_out, 1, stride))
+                      if stride != 1 or c_in != c_out else nn.Identity())
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.short(x))
+
+
+def resnet():
+    blocks, c_in = [], 16
+    for c in (16, 32, 64):
+        for i in range(2):
+            blocks.append(BasicBlock(c_in, c, 2 if i == 0 and c != 16 else 1))
+            c_in = c
+    return nn.Sequential(*conv_bn(1, 16, 3), nn.ReLU(), *blocks,
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(64, 10))
+
+
+def vgg():
+    layers, c_in = [], 1
+    for c in (32, 64):
+        layers += conv_bn(c_in, c, 3) + [nn.ReLU()]
+        layers += conv_bn(c, c, 3) + [nn.ReLU(), nn.MaxPool2d(2, 2)]
+        c_in = c
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(3136, 128),
+                         nn.BatchNorm1d(128), nn.ReLU(), nn.Dropout(0.5),
+                         nn.Linear(128, 10))
+
+
 def model_of(name):
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(),
                              nn.Linear(512, 256), nn.ReLU(),
                              nn.Linear(256, 10))
+    if name == "resnet":
+        return resnet()
+    if name == "vgg":
+        return vgg()
     return nn.Sequential(nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
                          nn.Conv2d(20, 50, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
                          nn.Flatten(), nn.Linear(800, 500), nn.ReLU(),
@@ -42,7 +89,8 @@ def model_of(name):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--model", default="mlp",
+                    choices=["mlp", "lenet", "resnet", "vgg"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=200)

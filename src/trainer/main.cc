@@ -1,6 +1,7 @@
 // trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data).
 //
 //   trainer --model lenet                      train a built-in model
+//                                              (mlp, lenet, resnet, vgg)
 //   trainer --model mlp --save model.pb        write a built-in model's job
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--place cpu|cuda|cuda:N]
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <string>
 
+#include "src/builder/models.h"
 #include "src/distributed/global_communicator.h"
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
@@ -43,8 +45,9 @@ int main(int argc, char** argv) {
   fluid::TrainerOptions o;
   CLI::App app{"Train a fluid program on MNIST-family data."};
   app.add_option("--program", o.program, "training job (model.pb) to run");
-  app.add_option("--model", o.model, "built-in model: mlp | lenet")
-      ->check(CLI::IsMember({"mlp", "lenet"}));
+  app.add_option("--model", o.model,
+                 "built-in model: mlp | lenet | resnet | vgg")
+      ->check(CLI::IsMember(fluid::BuiltInModels()));
   app.add_option("--save", o.save,
                  "with --model: write the job to this file and exit");
   app.add_option("--predict", o.predict,

@@ -66,13 +66,53 @@ TEST(Models, JobNamesFeedsLossAndMetrics) {
   EXPECT_TRUE(job.has_test());
   for (const auto& op : job.test().blocks(0).ops())
     EXPECT_EQ(OpRoleOf(op) & 0x3, 0) << op.type();
-  EXPECT_THROW(BuildModel("resnet"), Error);
+  EXPECT_THROW(BuildModel("alexnet"), Error);
 }
 
-// Both models learn a synthetic task: the class is which quadrant of the
+// Trainable shapes of `name` whose var name starts with `prefix`.
+std::vector<Shape> ShapesOf(const std::string& name,
+                            const std::string& prefix) {
+  std::vector<Shape> shapes;
+  for (auto& p : Params(BuildModel(name)))
+    if (p.first.rfind(prefix, 0) == 0) shapes.push_back(p.second);
+  return shapes;
+}
+
+TEST(Models, ResnetShapes) {
+  // 1 stem + 2 blocks x 3 stages x 2 convs + 2 projections, no biases.
+  EXPECT_EQ(ShapesOf("resnet", "conv2d").size(), 15u);
+  EXPECT_EQ(ShapesOf("resnet", "conv2d").front(), (Shape{16, 1, 3, 3}));
+  EXPECT_EQ(ShapesOf("resnet", "batch_norm").size(), 30u);
+  EXPECT_EQ(ShapesOf("resnet", "fc"), (std::vector<Shape>{{64, 10}, {10}}));
+}
+
+TEST(Models, VggShapes) {
+  EXPECT_EQ(
+      ShapesOf("vgg", "conv2d"),
+      (std::vector<Shape>{
+          {32, 1, 3, 3}, {32, 32, 3, 3}, {64, 32, 3, 3}, {64, 64, 3, 3}}));
+  EXPECT_EQ(ShapesOf("vgg", "fc"),
+            (std::vector<Shape>{{3136, 128}, {128}, {128, 10}, {10}}));
+  EXPECT_EQ(ShapesOf("vgg", "batch_norm").back(), (Shape{128}));
+}
+
+// batch_norm and dropout run in test mode in the job's test program.
+TEST(Models, TestProgramsEvaluate) {
+  for (std::string name : {"resnet", "vgg"}) {
+    proto::TrainingJob job = BuildModel(name);
+    int switched = 0;
+    for (const auto& op : job.test().blocks(0).ops()) {
+      if (op.type() == "batch_norm" || op.type() == "dropout")
+        switched += GetOpAttrAs<bool>(op, "is_test") ? 1 : 0;
+    }
+    EXPECT_EQ(switched, name == "resnet" ? 15 : 6) << name;
+  }
+}
+
+// The models learn a synthetic task: the class is which quadrant of the
 // image holds the brightest blob.
 TEST(Models, LossFallsOnASyntheticTask) {
-  for (std::string name : {"mlp", "lenet"}) {
+  for (std::string name : {"mlp", "lenet", "resnet", "vgg"}) {
     proto::TrainingJob job = BuildModel(name);
     Executor exe;
     Scope scope;
