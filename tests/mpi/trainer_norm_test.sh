@@ -45,7 +45,7 @@ import numpy as np
 import fluid
 job = fluid.io.load_job(sys.argv[1])
 scope = fluid.Scope()
-fluid.io.load_params(None, sys.argv[2], job["main"], scope)
+fluid.io.load_persistables(None, sys.argv[2], job["main"], scope=scope)
 mean, var = scope.get("batch_norm_0.w_1"), scope.get("batch_norm_0.w_2")
 assert np.all(mean != 0) and np.all(var != 1), (mean, var)
 steps = scope.get("dropout_0.step")[0]
