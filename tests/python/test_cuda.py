@@ -19,7 +19,7 @@ _SCOPES = []  # scopes outlive the executors that ran on them
 def classifier(seed=1):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = seed
-    with fluid.program_guard(main, startup):
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         x = L.data("x", [8])
         label = L.data("label", [1], dtype="int64")
         h = L.fc(x, 16, act="relu")
