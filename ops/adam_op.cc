@@ -62,19 +62,6 @@ void WriteScalar(const ExecutionContext& ctx, const std::string& slot,
   }
 }
 
-void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
-  Shape p = ctx->GetInputShape("Param");
-  Shape s = ctx->GetInputShape(slot);
-  FLUID_ENFORCE(ShapesCompatible(p, s), "adam: ", slot, " '",
-                ctx->InputName(slot), "' has shape ", s, " but Param '",
-                ctx->InputName("Param"), "' has shape ", p);
-  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
-                "adam: ", slot, " '", ctx->InputName(slot), "' is ",
-                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
-                ctx->InputName("Param"), "' is ",
-                DataTypeName(ctx->GetInputDtype("Param")));
-}
-
 void CheckScalar(InferShapeContext* ctx, const std::string& slot) {
   Shape s = ctx->GetInputShape(slot);
   FLUID_ENFORCE(s.numel() < 0 || s.numel() == 1, "adam: ", slot, " '",

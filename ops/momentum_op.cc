@@ -36,27 +36,10 @@ MomentumArgs ReadMomentumArgs(const ExecutionContext& ctx) {
 
 namespace {
 
-// `slot` must be shaped and typed like Param.
-void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
-  Shape p = ctx->GetInputShape("Param");
-  Shape s = ctx->GetInputShape(slot);
-  FLUID_ENFORCE(ShapesCompatible(p, s), ctx->op_type(), ": ", slot, " '",
-                ctx->InputName(slot), "' has shape ", s, " but Param '",
-                ctx->InputName("Param"), "' has shape ", p);
-  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
-                ctx->op_type(), ": ", slot, " '", ctx->InputName(slot), "' is ",
-                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
-                ctx->InputName("Param"), "' is ",
-                DataTypeName(ctx->GetInputDtype("Param")));
-}
-
 void MomentumInferShape(InferShapeContext* ctx) {
   CheckLikeParam(ctx, "Grad");
   CheckLikeParam(ctx, "Velocity");
-  int64_t lr = ctx->GetInputShape("LearningRate").numel();
-  FLUID_ENFORCE(lr < 0 || lr == 1, "momentum: LearningRate '",
-                ctx->InputName("LearningRate"), "' must hold one element, ",
-                "has shape ", ctx->GetInputShape("LearningRate"));
+  CheckOneElement(ctx, "LearningRate");
   ctx->ShareShape("Param", "ParamOut");
   ctx->ShareShape("Velocity", "VelocityOut");
 }

@@ -90,5 +90,28 @@ inline double ReadScalar(const ExecutionContext& ctx, const std::string& slot) {
   }
 }
 
+// Shape inference of optimizer ops: `slot` must be shaped and typed like
+// Param; an error names the op, the slot and both vars.
+inline void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
+  Shape p = ctx->GetInputShape("Param");
+  Shape s = ctx->GetInputShape(slot);
+  FLUID_ENFORCE(ShapesCompatible(p, s), ctx->op_type(), ": ", slot, " '",
+                ctx->InputName(slot), "' has shape ", s, " but Param '",
+                ctx->InputName("Param"), "' has shape ", p);
+  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
+                ctx->op_type(), ": ", slot, " '", ctx->InputName(slot), "' is ",
+                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
+                ctx->InputName("Param"), "' is ",
+                DataTypeName(ctx->GetInputDtype("Param")));
+}
+
+// ... and `slot` must hold one element (a learning rate, a beta power).
+inline void CheckOneElement(InferShapeContext* ctx, const std::string& slot) {
+  const int64_t n = ctx->GetInputShape(slot).numel();
+  FLUID_ENFORCE(n < 0 || n == 1, ctx->op_type(), ": ", slot, " '",
+                ctx->InputName(slot), "' must hold one element, has shape ",
+                ctx->GetInputShape(slot));
+}
+
 }  // namespace ops
 }  // namespace fluid

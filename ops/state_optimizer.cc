@@ -1,6 +1,7 @@
 // The host-side checks of the state optimizers (state_optimizer.h).
 #include "ops/state_optimizer.h"
 
+#include "ops/op_helpers.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -26,30 +27,7 @@ StateOptimizerInputs ReadStateOptimizerInputs(const ExecutionContext& ctx,
   return in;
 }
 
-namespace {
-
-// `slot` must be shaped and typed like Param.
-void CheckLikeParam(InferShapeContext* ctx, const std::string& slot) {
-  Shape p = ctx->GetInputShape("Param");
-  Shape s = ctx->GetInputShape(slot);
-  FLUID_ENFORCE(ShapesCompatible(p, s), ctx->op_type(), ": ", slot, " '",
-                ctx->InputName(slot), "' has shape ", s, " but Param '",
-                ctx->InputName("Param"), "' has shape ", p);
-  FLUID_ENFORCE(ctx->GetInputDtype(slot) == ctx->GetInputDtype("Param"),
-                ctx->op_type(), ": ", slot, " '", ctx->InputName(slot), "' is ",
-                DataTypeName(ctx->GetInputDtype(slot)), " but Param '",
-                ctx->InputName("Param"), "' is ",
-                DataTypeName(ctx->GetInputDtype("Param")));
-}
-
-void CheckOneElement(InferShapeContext* ctx, const std::string& slot) {
-  const int64_t n = ctx->GetInputShape(slot).numel();
-  FLUID_ENFORCE(n < 0 || n == 1, ctx->op_type(), ": ", slot, " '",
-                ctx->InputName(slot), "' must hold one element, has shape ",
-                ctx->GetInputShape(slot));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void StateOptimizerInferShape(InferShapeContext* ctx, const char* const* slots,
                               int num_states, bool uses_lr, const char* aux) {
