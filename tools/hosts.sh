@@ -20,6 +20,8 @@
 #       mpi_yield_when_idle, as Open MPI does itself when it knows a host is
 #       oversubscribed. It also opens 4 TCP connections between each pair
 #       of ranks (btl_tcp_links): one did not fill a shaped 1 Gbit/s link.
+#       And it binds no rank to a core (--bind-to none): each host would
+#       bind its first rank to core 0, the same core for every host.
 #   tools/hosts.sh down          removes every namespace and file of ours
 #   tools/hosts.sh status        lists the hosts
 #
@@ -172,7 +174,7 @@ run() {
     mpirun --hostfile "$DIR/hostfile" --mca plm_rsh_agent "$DIR/agent" \
     --mca btl_tcp_if_include "${SUBNET}.0/24" \
     --mca oob_tcp_if_include "${SUBNET}.0/24" \
-    --mca mpi_yield_when_idle 1 --mca btl_tcp_links 4 "$@"
+    --mca mpi_yield_when_idle 1 --mca btl_tcp_links 4 --bind-to none "$@"
 }
 
 status() {
