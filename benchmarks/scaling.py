@@ -14,6 +14,12 @@ link shaped to --rate (e.g. 1gbit), with --allreduce and
     /usr/bin/python3 benchmarks/scaling.py --hosts 2 --rate 1gbit \
         --models mlp --nps 1,2 --grad-compression bf16 --out /tmp/hosts
 
+The hosts dimension in one run: --grid lists hosts x ranks per host
+(ranks placed in blocks, one host's ranks consecutive), --rates the links:
+
+    /usr/bin/python3 benchmarks/scaling.py --grid 1x1,2x1,2x2 \
+        --rates unshaped,1gbit --models mlp,lenet --out docs/scaling_hosts
+
 Writes <out>.csv, <out>.md and <out>.png (samples/s and efficiency per np).
 Each point is the median of --repeats runs, interleaved across frameworks.
 """
@@ -38,7 +44,12 @@ def ours(build, model, np_, batch, steps, a):
              model, "--batch", str(batch), "--steps", str(steps),
              "--allreduce", a.allreduce, "--grad-compression",
              a.grad_compression]
-    if a.hosts > 1 and np_ > 1:
+    per_host = getattr(a, "per_host", 0)
+    if per_host:
+        # Grid mode: np_ ranks, per_host of them on each host, in blocks.
+        cmd = [HOSTS, "run", "--", "-np", str(np_), "--map-by",
+               f"ppr:{per_host}:node"]
+    elif a.hosts > 1 and np_ > 1:
         cmd = [HOSTS, "run", "--", "-np", str(np_), "--map-by", "node"]
     else:
         cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
@@ -48,15 +59,90 @@ def ours(build, model, np_, batch, steps, a):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def hosts_up(a, max_np):
+def hosts_up(a, max_np, hosts=None, rate=None):
     """Emulated hosts for the multi-host points (tools/hosts.sh)."""
-    slots = max(1, -(-max_np // a.hosts))
-    cmd = [HOSTS, "up", str(a.hosts), "--slots", str(slots)]
-    if a.rate:
-        cmd += ["--rate", a.rate]
+    hosts = hosts or a.hosts
+    rate = a.rate if rate is None else rate
+    slots = max(1, -(-max_np // hosts))
+    cmd = [HOSTS, "up", str(hosts), "--slots", str(slots)]
+    if rate:
+        cmd += ["--rate", rate]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     atexit.register(subprocess.run, [HOSTS, "down"], check=False,
                     stdout=subprocess.DEVNULL)
+
+
+def grid(a):
+    """The hosts dimension: every "HxR" of --grid (H hosts, R ranks each)
+    on every link of --rates, interleaved within each repeat; efficiency
+    against 1x1 of the same link and repeat set. Writes <out>.csv/.md/.png."""
+    configs = [tuple(int(v) for v in c.split("x")) for c in a.grid.split(",")]
+    rates = [r if r != "unshaped" else "" for r in a.rates.split(",")]
+    max_hosts = max(h for h, _ in configs)
+    rows = []
+    for rate in rates:
+        hosts_up(a, max(h * r for h, r in configs), max_hosts, rate)
+        for model in a.models.split(","):
+            steps = 200 if model == "mlp" else 60
+            runs = {c: [] for c in configs}
+            for _ in range(a.repeats):
+                for h, r in configs:
+                    a.per_host = r if h > 1 else 0
+                    runs[(h, r)].append(ours(a.build, model, h * r, a.batch,
+                                             steps, a)["samples_per_s"])
+            base = statistics.median(runs[min(configs, key=lambda c: c[0] * c[1])])
+            for (h, r), vals in runs.items():
+                sps = statistics.median(vals)
+                rows.append({
+                    "model": model, "hosts": h, "ranks_per_host": r,
+                    "np": h * r, "link": rate or "unshaped",
+                    "allreduce": a.allreduce,
+                    "grad_compression": a.grad_compression,
+                    "samples_per_s": round(sps, 1),
+                    "efficiency": round(sps / (h * r * base), 3)})
+                print(f"{model} {h}x{r} {rate or 'unshaped'}: {sps:.0f} "
+                      f"samples/s, efficiency {rows[-1]['efficiency']:.2f}",
+                      file=sys.stderr)
+    write_grid(a, rows)
+
+
+def write_grid(a, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(a.out + ".md", "w") as f:
+        f.write("| model | hosts x ranks | link | allreduce | compression | "
+                "samples/s | efficiency |\n|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['hosts']}x{r['ranks_per_host']} | "
+                    f"{r['link']} | {r['allreduce']} | "
+                    f"{r['grad_compression']} | {r['samples_per_s']:.0f} | "
+                    f"{r['efficiency']:.2f} |\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    models = sorted({r["model"] for r in rows})
+    fig, axes = plt.subplots(1, len(models), squeeze=False,
+                             figsize=(5 * len(models), 4))
+    for col, model in enumerate(models):
+        ax = axes[0][col]
+        for link in dict.fromkeys(r["link"] for r in rows):
+            pts = [r for r in rows if r["model"] == model and r["link"] == link]
+            ax.plot([f"{r['hosts']}x{r['ranks_per_host']}" for r in pts],
+                    [r["efficiency"] for r in pts], "o-", label=link)
+        ax.axhline(0.9, color="grey", linestyle=":")
+        ax.set_title(f"{model}, batch {a.batch}/rank, 1 thread/rank")
+        ax.set_xlabel("hosts x ranks per host")
+        ax.set_ylabel("weak-scaling efficiency")
+        ax.legend(title="link")
+    fig.tight_layout()
+    fig.savefig(a.out + ".png", dpi=100)
 
 
 def ddp(model, np_, batch, steps, port):
@@ -92,7 +178,16 @@ def main():
                     help="with --hosts: shape each host's link (e.g. 1gbit)")
     ap.add_argument("--allreduce", default="flat")
     ap.add_argument("--grad-compression", default="none")
+    ap.add_argument("--grid", default="",
+                    help="hosts dimension: e.g. 1x1,2x1,2x2 (hosts x ranks "
+                    "per host, emulated hosts) on every link of --rates")
+    ap.add_argument("--rates", default="unshaped,1gbit",
+                    help="with --grid: the links, e.g. unshaped,10gbit,1gbit")
     a = ap.parse_args()
+    if a.grid:
+        grid(a)
+        print(open(a.out + ".md").read())
+        return
     nps = [int(n) for n in a.nps.split(",")]
     if a.hosts > 1:
         a.no_torch = True
