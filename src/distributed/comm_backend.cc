@@ -1,6 +1,7 @@
 #include "src/distributed/comm_backend.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fluid {
 
@@ -76,6 +77,15 @@ void CommBackend::AllReduceCompressed(float* data, int64_t count,
   if (op == ReduceOp::kAvg) DivideInPlace(data, count, DataType::kFloat32, n);
 }
 
+void CommBackend::ReduceScatter(const void* send, void* recv, int64_t count,
+                                DataType dtype, ReduceOp op) {
+  const size_t block = count * SizeOf(dtype);
+  if (scatter_.size() < block * size()) scatter_.resize(block * size());
+  std::memcpy(scatter_.data(), send, block * size());
+  AllReduce(scatter_.data(), count * size(), dtype, op);
+  std::memcpy(recv, scatter_.data() + block * rank(), block);
+}
+
 void CommBackend::DeviceAllReduce(void*, int64_t, DataType, ReduceOp, int) {
   FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
               " backend does not reduce device memory");
@@ -89,6 +99,12 @@ void CommBackend::DeviceBroadcast(void*, int64_t, int, int) {
 void CommBackend::DeviceAllGather(const void*, void*, int64_t, int) {
   FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
               " backend does not gather device memory");
+}
+
+void CommBackend::DeviceReduceScatter(const void*, void*, int64_t, DataType,
+                                      ReduceOp, int) {
+  FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
+              " backend does not reduce-scatter device memory");
 }
 
 }  // namespace fluid

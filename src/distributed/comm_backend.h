@@ -46,7 +46,16 @@ class CommBackend {
                                    ReduceOp op);
   virtual void Broadcast(void* data, int64_t bytes, int root) = 0;
   // recv holds size() blocks of `bytes`, rank r's block at r * bytes.
+  // `send` may be this rank's own block of recv (in place).
   virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
+  // `send` holds size() blocks of `count` elements; `recv` receives the
+  // reduction over all ranks of block rank(). kAvg divides by size(). Each
+  // block is reduced in one place, so the ranks that gather the blocks
+  // afterwards hold the same bits. This implementation reduces every block
+  // (an AllReduce of a copy: twice the bytes); transports with a
+  // reduce-scatter of their own override it.
+  virtual void ReduceScatter(const void* send, void* recv, int64_t count,
+                             DataType dtype, ReduceOp op);
   virtual void Barrier() = 0;
   // Collective: every rank sets the same algorithm at the same point of its
   // collectives. Backends without a hierarchy run kFlat whatever is set.
@@ -68,9 +77,12 @@ class CommBackend {
   virtual void DeviceBroadcast(void* data, int64_t bytes, int root, int device);
   virtual void DeviceAllGather(const void* send, void* recv, int64_t bytes,
                                int device);
+  virtual void DeviceReduceScatter(const void* send, void* recv, int64_t count,
+                                   DataType dtype, ReduceOp op, int device);
 
  private:
   std::vector<uint16_t> wire_send_, wire_recv_;  // AllReduceCompressed's
+  std::vector<char> scatter_;                    // ReduceScatter's copy
 };
 
 // Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).

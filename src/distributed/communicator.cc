@@ -189,6 +189,40 @@ CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
   });
 }
 
+CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
+                                               const Tensor& out, ReduceOp op,
+                                               ReadyFn ready) {
+  FLUID_ENFORCE(in.initialized() && out.initialized(),
+                "reduce-scatter of a tensor with no data");
+  FLUID_ENFORCE(in.dtype() == out.dtype(), "reduce-scatter from ",
+                DataTypeName(in.dtype()), " into ", DataTypeName(out.dtype()));
+  FLUID_ENFORCE(in.numel() == out.numel() * size_, "reduce-scatter input has ",
+                in.numel(), " elements, needs ", size_, " x ", out.numel());
+  FLUID_ENFORCE(in.place() == out.place(), "reduce-scatter from ",
+                in.place().ToString(), " into ", out.place().ToString(),
+                ": both tensors must be in one place");
+  Tensor i = in, o = out;
+  return Enqueue([this, i, o, op, ready](CommBackend* b) {
+    void* recv = const_cast<void*>(o.raw_data());
+    if (i.place().is_cpu()) {
+      b->ReduceScatter(i.raw_data(), recv, o.numel(), o.dtype(), op);
+      return;
+    }
+    if (ready) ready();
+    SetCurrentDevice(i.place().device);
+    if (b->HandlesDeviceMemory()) {
+      b->DeviceReduceScatter(i.raw_data(), recv, o.numel(), o.dtype(), op,
+                             i.place().device);
+      return;
+    }
+    // One staging area: the input blocks, then the output block.
+    char* host = static_cast<char*>(Staging(i.bytes() + o.bytes()));
+    CopyBytes(Place::CPU(), host, i.place(), i.raw_data(), i.bytes());
+    b->ReduceScatter(host, host + i.bytes(), o.numel(), o.dtype(), op);
+    CopyBytes(o.place(), recv, Place::CPU(), host + i.bytes(), o.bytes());
+  });
+}
+
 CommHandlePtr Communicator::BarrierAsync() {
   return Enqueue([](CommBackend* b) { b->Barrier(); });
 }

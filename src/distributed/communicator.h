@@ -71,6 +71,10 @@ class Communicator {
   // Both in host memory or both on one device.
   CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out,
                                ReadyFn ready = nullptr);
+  // `in` holds size() blocks of out's elements; `out` receives the
+  // reduction over all ranks of block rank(). Same dtype, one place.
+  CommHandlePtr ReduceScatterAsync(const Tensor& in, const Tensor& out,
+                                   ReduceOp op, ReadyFn ready = nullptr);
   CommHandlePtr BarrierAsync();
 
   void AllReduce(const Tensor& t, ReduceOp op) {
@@ -79,6 +83,9 @@ class Communicator {
   void Broadcast(const Tensor& t, int root) { BroadcastAsync(t, root)->Wait(); }
   void AllGather(const Tensor& in, const Tensor& out) {
     AllGatherAsync(in, out)->Wait();
+  }
+  void ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) {
+    ReduceScatterAsync(in, out, op)->Wait();
   }
   void Barrier() { BarrierAsync()->Wait(); }
   // Sets the backend's allreduce algorithm, in order with the collectives

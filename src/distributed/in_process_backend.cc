@@ -7,17 +7,34 @@ namespace fluid {
 
 namespace {
 
+// out = the reduction over the ranks of `count` elements at `offset`
+// elements past what each rank posted.
 template <typename T>
-void Reduce(const InProcessGroup& g, T* out, int64_t count, ReduceOp op) {
-  const T* first = static_cast<const T*>(g.Posted(0));
+void Reduce(const InProcessGroup& g, T* out, int64_t count, ReduceOp op,
+            int64_t offset) {
+  const T* first = static_cast<const T*>(g.Posted(0)) + offset;
   std::copy(first, first + count, out);
   for (int r = 1; r < g.size(); ++r) {
-    const T* in = static_cast<const T*>(g.Posted(r));
+    const T* in = static_cast<const T*>(g.Posted(r)) + offset;
     if (op == ReduceOp::kMax) {
       for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], in[i]);
     } else {
       for (int64_t i = 0; i < count; ++i) out[i] += in[i];
     }
+  }
+}
+
+void ReduceAny(const InProcessGroup& g, void* out, int64_t count,
+               DataType dtype, ReduceOp op, int64_t offset) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return Reduce(g, static_cast<float*>(out), count, op, offset);
+    case DataType::kFloat64:
+      return Reduce(g, static_cast<double*>(out), count, op, offset);
+    case DataType::kInt32:
+      return Reduce(g, static_cast<int32_t*>(out), count, op, offset);
+    case DataType::kInt64:
+      return Reduce(g, static_cast<int64_t*>(out), count, op, offset);
   }
 }
 
@@ -36,20 +53,7 @@ class InProcessBackend : public CommBackend {
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     group_->Post(rank_, data);
     group_->Arrive();  // everyone has posted
-    switch (dtype) {
-      case DataType::kFloat32:
-        Reduce(*group_, reinterpret_cast<float*>(scratch_.data()), count, op);
-        break;
-      case DataType::kFloat64:
-        Reduce(*group_, reinterpret_cast<double*>(scratch_.data()), count, op);
-        break;
-      case DataType::kInt32:
-        Reduce(*group_, reinterpret_cast<int32_t*>(scratch_.data()), count, op);
-        break;
-      case DataType::kInt64:
-        Reduce(*group_, reinterpret_cast<int64_t*>(scratch_.data()), count, op);
-        break;
-    }
+    ReduceAny(*group_, scratch_.data(), count, dtype, op, 0);
     group_->Arrive();  // everyone has read every input
     std::memcpy(data, scratch_.data(), bytes);
     if (op == ReduceOp::kAvg) DivideInPlace(data, count, dtype, size());
@@ -66,10 +70,24 @@ class InProcessBackend : public CommBackend {
   void AllGather(const void* send, void* recv, int64_t bytes) override {
     group_->Post(rank_, send);
     group_->Arrive();
-    for (int r = 0; r < size(); ++r)
-      std::memcpy(static_cast<char*>(recv) + r * bytes, group_->Posted(r),
-                  bytes);
+    for (int r = 0; r < size(); ++r) {
+      char* to = static_cast<char*>(recv) + r * bytes;
+      if (to != group_->Posted(r)) std::memcpy(to, group_->Posted(r), bytes);
+    }
     group_->Arrive();
+  }
+
+  void ReduceScatter(const void* send, void* recv, int64_t count,
+                     DataType dtype, ReduceOp op) override {
+    if (size() == 1) {
+      std::memcpy(recv, send, count * SizeOf(dtype));
+      return;
+    }
+    group_->Post(rank_, send);
+    group_->Arrive();  // everyone has posted
+    ReduceAny(*group_, recv, count, dtype, op, rank_ * count);
+    group_->Arrive();  // everyone has read every input
+    if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size());
   }
 
   void Barrier() override { group_->Arrive(); }

@@ -159,9 +159,24 @@ class MpiBackend : public CommBackend {
     FLUID_ENFORCE(bytes <= INT_MAX, "allgather block of ", bytes,
                   " bytes is too large");
     Counted counted(membership_.get(), "allgather", bytes * size_);
-    Check(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
-                        static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
+    const bool in_place = send == static_cast<char*>(recv) + rank_ * bytes;
+    Check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(bytes),
+                        MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
+                        MPI_COMM_WORLD),
           "MPI_Allgather");
+  }
+
+  void ReduceScatter(const void* send, void* recv, int64_t count,
+                     DataType dtype, ReduceOp op) override {
+    FLUID_ENFORCE(count <= INT_MAX, "reduce-scatter block of ", count,
+                  " elements is too large");
+    Counted counted(membership_.get(), "reducescatter",
+                    count * size_ * static_cast<int64_t>(SizeOf(dtype)));
+    Check(MPI_Reduce_scatter_block(
+              send, recv, static_cast<int>(count), MpiType(dtype),
+              op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Reduce_scatter_block");
+    if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size_);
   }
 
   void Barrier() override {

@@ -89,6 +89,10 @@ class NcclBackend final : public CommBackend {
   void AllGather(const void* send, void* recv, int64_t bytes) override {
     host_->AllGather(send, recv, bytes);
   }
+  void ReduceScatter(const void* send, void* recv, int64_t count,
+                     DataType dtype, ReduceOp op) override {
+    host_->ReduceScatter(send, recv, count, dtype, op);
+  }
   void Barrier() override { host_->Barrier(); }
   void Abort(int code) override {
     if (comm_ != nullptr) ncclCommAbort(comm_);
@@ -118,6 +122,14 @@ class NcclBackend final : public CommBackend {
     CheckDevice(device);
     FLUID_NCCL_CHECK(ncclAllGather(send, recv, static_cast<size_t>(bytes),
                                    ncclChar, comm_, stream_));
+    Finish();
+  }
+  void DeviceReduceScatter(const void* send, void* recv, int64_t count,
+                           DataType dtype, ReduceOp op, int device) override {
+    CheckDevice(device);
+    FLUID_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<size_t>(count),
+                                       NcclType(dtype), NcclOp(op), comm_,
+                                       stream_));
     Finish();
   }
 

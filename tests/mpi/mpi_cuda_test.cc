@@ -9,6 +9,7 @@
 
 #include "src/builder/models.h"
 #include "src/framework/device.h"
+#include "src/framework/memory.h"
 #include "src/runtime/mpi_executor.h"
 #include "tests/testing/require_gpu.h"
 #include "tests/testing/synthetic_batch.h"
@@ -64,6 +65,34 @@ TEST(MpiCuda, AllReduceAndBroadcastOfDeviceTensors) {
   Tensor b = OnDevice(std::vector<double>(count, r == 0 ? 3.25 : -1.0));
   Comm()->Broadcast(b, 0);
   for (double v : ToHost(b)) EXPECT_EQ(v, 3.25);
+}
+
+// The sharded optimizer's collectives on device tensors: rank r receives
+// block r of the average, and the blocks gathered in place from a view of
+// this rank's own block give every rank the whole average.
+TEST(MpiCuda, ReduceScatterAndAllGatherOfDeviceTensors) {
+  REQUIRE_GPU();
+  const int n = Comm()->size(), r = Comm()->rank();
+  const int64_t block = 500;
+  std::vector<double> mine(block * n), want(block * n);
+  for (int64_t i = 0; i < block * n; ++i) {
+    mine[i] = (r + 1) * 0.5 + i;
+    want[i] = 0.25 * (n + 1) + i;  // the average over ranks of (r+1)*0.5 + i
+  }
+  Tensor all = OnDevice(mine);
+  Tensor shard = OnDevice(std::vector<double>(block, 0.0));
+  Comm()->ReduceScatter(all, shard, ReduceOp::kAvg);
+  auto s = ToHost(shard);
+  for (int64_t i = 0; i < block; ++i)
+    EXPECT_NEAR(s[i], want[r * block + i], 1e-12 * (1 + i)) << i;
+  Tensor gathered = OnDevice(std::vector<double>(block * n, -1.0));
+  Tensor view = gathered.Slice(r * block, (r + 1) * block);
+  CopyBytes(view.place(), const_cast<void*>(view.raw_data()), shard.place(),
+            shard.raw_data(), shard.bytes());
+  Comm()->AllGather(view, gathered);
+  auto g = ToHost(gathered);
+  for (int64_t i = 0; i < block * n; ++i)
+    EXPECT_NEAR(g[i], want[i], 1e-12 * (1 + i)) << i;
 }
 
 // N ranks on the GPU, B samples each, give the parameters of one CPU

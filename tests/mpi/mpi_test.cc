@@ -161,6 +161,36 @@ TEST(Hierarchical, AllReduceMatchesFlatBitwiseIdenticalOnEveryRank) {
   for (uint64_t s : sums) EXPECT_EQ(s, sums[0]) << "ranks differ";
 }
 
+// MPI's reduce-scatter and an in-place all-gather: the blocks of an
+// allreduce, and the gathered result the same bits on every rank.
+TEST(ReduceScatter, BlocksOfTheAllReduceThenGatheredInPlace) {
+  Communicator* comm = Comm();
+  const int n = comm->size();
+  const int64_t block = 10007;
+  Tensor all, mine;
+  float* a = all.mutable_data<float>(Shape{block * n});
+  std::mt19937 rng(29 + comm->rank());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < block * n; ++i) a[i] = u(rng);
+  Tensor reduced;
+  reduced.CopyFrom(all, Place::CPU());
+  comm->AllReduce(reduced, ReduceOp::kAvg);
+  mine.mutable_data<float>(Shape{block});
+  comm->ReduceScatter(all, mine, ReduceOp::kAvg);
+  const float* r = reduced.data<float>() + comm->rank() * block;
+  for (int64_t i = 0; i < block; ++i)
+    ASSERT_NEAR(mine.data<float>()[i], r[i], 1e-6) << "element " << i;
+  // Gather the blocks back into `all`, this rank's from a view of its own.
+  std::copy(mine.data<float>(), mine.data<float>() + block,
+            a + comm->rank() * block);
+  Tensor view = all.Slice(comm->rank() * block, (comm->rank() + 1) * block);
+  comm->AllGather(view, all);
+  for (int64_t i = 0; i < block * n; ++i)
+    ASSERT_NEAR(all.data<float>()[i], reduced.data<float>()[i], 1e-6);
+  const auto sums = comm->AllGatherValue(Fnv1a64(all.raw_data(), all.bytes()));
+  for (uint64_t s : sums) EXPECT_EQ(s, sums[0]) << "ranks differ";
+}
+
 TEST(Hierarchical, NRanksTimesBMatchesOneRankTimesNB) {
   proto::TrainingJob job = Mlp("sgd", 0.1f);
   const int64_t per_rank = 16;

@@ -203,4 +203,13 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                               datatype, comm, stream);
 }
 
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                               size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  if (op < ncclSum || op > ncclAvg) return ncclInvalidArgument;
+  return cuda_emu::Collective("ncclReduceScatter", sendbuff, recvbuff,
+                              recvcount, datatype, comm, stream);
+}
+
 }  // extern "C"
