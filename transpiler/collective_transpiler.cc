@@ -12,6 +12,7 @@
 #include "src/framework/program_desc.h"
 #include "src/framework/wire_format.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/shard_optimizer.h"
 
 namespace fluid {
 
@@ -90,15 +91,16 @@ std::vector<std::pair<std::string, std::string>> OptimizedParams(
   return pairs;
 }
 
-std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
-                                    int64_t bucket_bytes) {
+std::vector<GradBucket> PlanBuckets(
+    const proto::ProgramDesc& main, int64_t bucket_bytes,
+    const std::function<std::string(const std::string& param)>& group) {
   FLUID_ENFORCE(bucket_bytes > 0, "bucket size must be positive, got ",
                 bucket_bytes);
   const proto::BlockDesc& block = main.blocks(0);
   struct Item {
     std::string param, grad;
     int last_write;
-    DataType dtype;
+    std::string key;  // dtype and group: buckets never mix keys
     int64_t bytes;
   };
   std::vector<Item> items;
@@ -111,7 +113,9 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
     int last = LastBackwardWrite(block, pg.second);
     FLUID_ENFORCE(last >= 0, "no backward op writes gradient '", pg.second,
                   "' of parameter '", pg.first, "'");
-    items.push_back({pg.first, pg.second, last, VarDtype(g),
+    std::string key = DataTypeName(VarDtype(g));
+    if (group) key += "\n" + group(pg.first);
+    items.push_back({pg.first, pg.second, last, key,
                      TensorBytes(shape, VarDtype(g),
                                  ("gradient " + Quote(pg.second)).c_str())});
   }
@@ -119,18 +123,19 @@ std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
       items.begin(), items.end(),
       [](const Item& a, const Item& b) { return a.last_write < b.last_write; });
   std::vector<GradBucket> buckets;
-  std::map<DataType, size_t> open;  // dtype -> index of its open bucket
+  std::map<std::string, size_t> open;  // key -> index of its open bucket
   for (const auto& it : items) {
-    auto o = open.find(it.dtype);
+    auto o = open.find(it.key);
     if (o == open.end() || buckets[o->second].bytes + it.bytes > bucket_bytes) {
       buckets.emplace_back();
-      open[it.dtype] = buckets.size() - 1;
-      o = open.find(it.dtype);
+      open[it.key] = buckets.size() - 1;
+      o = open.find(it.key);
     }
     GradBucket& b = buckets[o->second];
+    const DataType dtype = VarDtype(GetVarDesc(block, it.grad));
     b.grads.push_back(it.grad);
     b.params.push_back(it.param);
-    b.numels.push_back(it.bytes / static_cast<int64_t>(SizeOf(it.dtype)));
+    b.numels.push_back(it.bytes / static_cast<int64_t>(SizeOf(dtype)));
     b.bytes += it.bytes;
   }
   for (size_t k = 0; k < buckets.size(); ++k) {
@@ -195,14 +200,22 @@ void AddBuckets(const proto::BlockDesc& src,
                 const std::vector<GradBucket>& buckets, proto::BlockDesc* dst) {
   for (const GradBucket& b : buckets) {
     DataType dtype = VarDtype(GetVarDesc(src, b.grads[0]));
-    AddVarDesc(dst, b.fused, dtype,
-               Shape{b.bytes / static_cast<int64_t>(SizeOf(dtype))});
+    AddVarDesc(
+        dst, b.fused, dtype,
+        Shape{b.bytes / static_cast<int64_t>(SizeOf(dtype)) + b.padding});
     proto::VarDesc* h = AddVarDesc(dst, b.handle, DataType::kInt64, Shape{});
     h->set_type(proto::VarDesc::COMM_HANDLE);
+    std::vector<std::string> views = b.grads;
+    std::vector<int64_t> numels = b.numels;
+    if (b.padding > 0) {  // zeros that make the buffer split evenly
+      AddVarDesc(dst, b.pad, dtype, Shape{b.padding});
+      views.push_back(b.pad);
+      numels.push_back(b.padding);
+    }
     *dst->add_ops() = WithRole(
         MakeOp("coalesce_tensor", {},
-               {{"Output", b.grads}, {"FusedOutput", {b.fused}}},
-               {{"dtype", static_cast<int32_t>(dtype)}, {"numels", b.numels}}),
+               {{"Output", views}, {"FusedOutput", {b.fused}}},
+               {{"dtype", static_cast<int32_t>(dtype)}, {"numels", numels}}),
         kCollectiveRole);
   }
 }
@@ -212,9 +225,18 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
                            const std::vector<GradBucket>& buckets,
                            const Placement& at, const CollectiveConfig& config,
                            proto::BlockDesc* dst) {
+  const bool scatter = config.shard_optimizer == 2;
   auto allreduce = [&](size_t k) {
     AttributeMap attrs = {
         {"reduce_type", std::string(config.average ? "avg" : "sum")}};
+    if (scatter) {
+      attrs["nranks"] = int32_t{config.nranks};
+      return WithRole(MakeOp("c_reducescatter", {{"X", {buckets[k].fused}}},
+                             {{"Out", {ShardName(buckets[k].fused)}},
+                              {"Handle", {buckets[k].handle}}},
+                             attrs),
+                      kCollectiveRole);
+    }
     const bool compress =
         config.grad_compression != "none" &&
         VarDtype(GetVarDesc(src, buckets[k].grads[0])) == DataType::kFloat32;
@@ -226,8 +248,9 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
         kCollectiveRole);
   };
   auto wait = [&](size_t k) {
+    const std::string& fused = buckets[k].fused;
     return WithRole(MakeOp("c_wait", {{"Handle", {buckets[k].handle}}},
-                           {{"Out", {buckets[k].fused}}}),
+                           {{"Out", {scatter ? ShardName(fused) : fused}}}),
                     kCollectiveRole);
   };
   for (size_t k = 0; k < buckets.size(); ++k)
@@ -255,8 +278,17 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                 JobFormName(form), "); transpile the plain program");
   proto::TrainingJob out = job;
   const proto::BlockDesc& src = job.main().blocks(0);
+  const bool sharded = config.shard_optimizer != 0;
+  FLUID_ENFORCE(config.shard_optimizer >= 0 && config.shard_optimizer <= 2,
+                "shard_optimizer must be 0, 1 or 2, got ",
+                config.shard_optimizer);
+  FLUID_ENFORCE(!sharded || config.grad_compression == "none",
+                "gradient compression (", config.grad_compression,
+                ") does not combine with a sharded optimizer yet; use one "
+                "of the two");
   const std::vector<GradBucket> buckets =
-      PlanBuckets(job.main(), config.bucket_bytes);
+      sharded ? PlanShardedBuckets(job.main(), config)
+              : PlanBuckets(job.main(), config.bucket_bytes);
   const Placement at = PlaceCollectives(src, buckets, config.overlap);
   proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
   dst->clear_ops();
@@ -266,6 +298,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
 
   // Startup: every rank takes rank 0's parameters and optimizer state.
   *out.mutable_startup() = StartupWithBroadcasts(job.startup());
+  if (sharded) ShardUpdates(job, buckets, config, &out);
 
   proto::DistributedConfig* dc = out.mutable_distributed();
   dc->set_nranks(config.nranks);
@@ -278,7 +311,11 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
     p->set_nranks(config.nranks);
     p->set_structure_hash(StructureHash(*p));
   }
-  LintCollective(out.main(), config.nranks, config.average);
+  if (sharded) {
+    LintSharded(out.main(), config.nranks);
+  } else {
+    LintCollective(out.main(), config.nranks, config.average);
+  }
   return out;
 }
 

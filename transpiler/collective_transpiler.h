@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct CollectiveConfig {
   // Batch norm statistics over the global batch: sets sync_stats on every
   // batch_norm op and its gradient (ops/batch_norm_op.cc).
   bool sync_batch_norm = false;
+  // Optimizer-state sharding (transpiler/shard_optimizer.h): 0 off; 1 each
+  // rank updates and stores 1/nranks of every bucket after an allreduce;
+  // 2 the same after a reduce-scatter, which hands each rank only its
+  // shard of the averaged gradients.
+  int shard_optimizer = 0;
 };
 
 // One allreduce's worth of gradients, in the order the backward pass
@@ -38,6 +44,10 @@ struct GradBucket {
   std::string fused;            // the contiguous buffer the grads are views of
   std::string handle;           // the in-flight allreduce
   int64_t bytes = 0;
+  // Elements after the gradients that make the buffer split into nranks
+  // equal shards (sharded optimizer only), held by the var `pad`.
+  int64_t padding = 0;
+  std::string pad;
 };
 
 // The (param, grad) pairs the optimize ops update, from their op_role_var,
@@ -48,8 +58,11 @@ std::vector<std::pair<std::string, std::string>> OptimizedParams(
 // Packs the gradients of `main` into buckets of at most `bucket_bytes`
 // (a larger gradient gets a bucket of its own; dtypes never mix), in the
 // order the backward pass writes them.
-std::vector<GradBucket> PlanBuckets(const proto::ProgramDesc& main,
-                                    int64_t bucket_bytes);
+// `group`, when given, keeps parameters with different keys in different
+// buckets (as dtypes always are).
+std::vector<GradBucket> PlanBuckets(
+    const proto::ProgramDesc& main, int64_t bucket_bytes,
+    const std::function<std::string(const std::string& param)>& group = {});
 
 // Returns the rewritten job:
 //  - startup: c_broadcast of every parameter and optimizer state from rank

@@ -9,6 +9,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/shard_optimizer.h"
 
 namespace fluid {
 
@@ -176,7 +177,7 @@ void MPIExecutor::CheckConsistency() {
   const std::vector<std::string> stats = RunningStatVars(job_.main());
   const std::set<std::string> per_rank(stats.begin(), stats.end());
   for (const auto& name : persistables_) {
-    if (per_rank.count(name)) continue;
+    if (per_rank.count(name) || IsShardVar(name)) continue;
     Variable* v = scope_->FindVar(name);
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
     if (!v->GetTensor().initialized()) continue;

@@ -1,0 +1,452 @@
+#include "transpiler/shard_optimizer.h"
+
+#include <map>
+#include <set>
+
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+
+namespace {
+
+constexpr int kCollective = static_cast<int>(OpRole::kCollective);
+constexpr int kOptimize = static_cast<int>(OpRole::kOptimize);
+
+bool IsUpdate(const proto::OpDesc& op) {
+  return (OpRoleOf(op) & kOptimize) != 0 && OpRoleVarOf(op).size() == 2;
+}
+
+// The update op of every parameter, by index into `block`.
+std::map<std::string, int> UpdateOps(const proto::BlockDesc& block) {
+  std::map<std::string, int> at;
+  for (int i = 0; i < block.ops_size(); ++i)
+    if (IsUpdate(block.ops(i))) at.emplace(OpRoleVarOf(block.ops(i))[0], i);
+  return at;
+}
+
+proto::OpDesc Role(proto::OpDesc op, int role) {
+  SetOpAttr(&op, kOpRoleAttr, role);
+  return op;
+}
+
+// What an update op's slots hold: its parameter and gradient, state shaped
+// like the parameter (read as Slot, written as SlotOut), or scalars.
+enum class SlotKind { kParam, kGrad, kState, kScalar };
+
+SlotKind KindOf(const proto::BlockDesc& block, const proto::OpDesc& op,
+                const std::string& slot) {
+  if (slot == "Param" || slot == "ParamOut") return SlotKind::kParam;
+  if (slot == "Grad") return SlotKind::kGrad;
+  const std::string in =
+      slot.size() > 3 && slot.substr(slot.size() - 3) == "Out"
+          ? slot.substr(0, slot.size() - 3)
+          : slot;
+  const std::vector<std::string> vars = OpInput(op, in);
+  const std::string param = OpInput(op, "Param")[0];
+  if (vars.size() == 1 && OpOutput(op, in + "Out") == vars &&
+      VarShape(GetVarDesc(block, vars[0])).numel() ==
+          VarShape(GetVarDesc(block, param)).numel())
+    return SlotKind::kState;
+  return SlotKind::kScalar;
+}
+
+// Parameters whose update ops share this key can share one update op.
+std::string UpdateKey(const proto::BlockDesc& block, const proto::OpDesc& op) {
+  std::string key = op.type();
+  for (const auto& a : op.attrs())
+    if (a.name() != kOpRoleVarAttr) key += "|" + a.ShortDebugString();
+  for (const auto& lr : OpInput(op, "LearningRate")) key += "|lr=" + lr;
+  for (const auto& slot : op.inputs())
+    key +=
+        "|" + slot.parameter() + ":" +
+        std::to_string(static_cast<int>(KindOf(block, op, slot.parameter())));
+  return key;
+}
+
+// The value a fill_constant of the startup program gives `var`.
+float InitValue(const proto::BlockDesc& startup, const std::string& var) {
+  for (const auto& op : startup.ops())
+    if (op.type() == "fill_constant" &&
+        OpOutput(op, "Out") == std::vector<std::string>{var})
+      return GetOpAttrAs<float>(op, "value");
+  FLUID_THROW(ErrorCode::kUnimplemented, "optimizer state '", var,
+              "' is not initialised by a fill_constant in the startup "
+              "program; a sharded optimizer cannot create its shard");
+}
+
+std::string ParamBuffer(size_t k) {
+  return "fused_param_" + std::to_string(k) + "@COALESCED";
+}
+
+}  // namespace
+
+std::string ShardName(const std::string& fused) { return fused + "@SHARD"; }
+
+bool IsShardVar(const std::string& name) {
+  static const std::string kSuffix = "@SHARD";
+  return name.size() > kSuffix.size() &&
+         name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) ==
+             0;
+}
+
+std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
+                                           const CollectiveConfig& config) {
+  const proto::BlockDesc& block = main.blocks(0);
+  const std::map<std::string, int> updates = UpdateOps(block);
+  std::vector<GradBucket> buckets =
+      PlanBuckets(main, config.bucket_bytes, [&](const std::string& param) {
+        auto it = updates.find(param);
+        FLUID_ENFORCE(it != updates.end(), "parameter '", param,
+                      "' has no update op to shard");
+        return UpdateKey(block, block.ops(it->second));
+      });
+  for (GradBucket& b : buckets) {
+    int64_t total = 0;
+    for (int64_t n : b.numels) total += n;
+    b.padding = (config.nranks - total % config.nranks) % config.nranks;
+    b.pad = b.fused + "@PAD";
+  }
+  return buckets;
+}
+
+namespace {
+
+// The rewrite of one bucket: its vars, its ops and the startup's state.
+class BucketShard {
+ public:
+  BucketShard(const proto::TrainingJob& job, const GradBucket& bucket, size_t k,
+              const CollectiveConfig& config)
+      : job_(job), b_(bucket), config_(config), fused_(ParamBuffer(k)) {
+    const proto::BlockDesc& src = job.main().blocks(0);
+    for (int64_t n : b_.numels) total_ += n;
+    shard_ = (total_ + b_.padding) / config.nranks;
+    dtype_ = VarDtype(GetVarDesc(src, b_.params[0]));
+    const std::map<std::string, int> updates = UpdateOps(src);
+    for (const auto& p : b_.params) ops_.push_back(src.ops(updates.at(p)));
+  }
+
+  const std::vector<std::string>& params() const { return b_.params; }
+
+  // Vars of the main program: the buffer, its shard, pads, handles, state.
+  void DeclareVars(proto::BlockDesc* main, proto::BlockDesc* startup) {
+    AddVarDesc(main, fused_, dtype_, Shape{total_ + b_.padding});
+    AddVarDesc(main, ShardName(fused_), dtype_, Shape{shard_});
+    AddVarDesc(main, ShardName(b_.fused), dtype_, Shape{shard_});
+    if (b_.padding > 0)
+      AddVarDesc(main, fused_ + "@PAD", dtype_, Shape{b_.padding});
+    AddVarDesc(main, Handle(), DataType::kInt64, Shape{})
+        ->set_type(proto::VarDesc::COMM_HANDLE);
+    for (const auto& slot : ops_[0].inputs()) {
+      if (KindOf(job_.main().blocks(0), ops_[0], slot.parameter()) !=
+          SlotKind::kState)
+        continue;
+      const std::string name = StateShard(slot.parameter());
+      for (proto::BlockDesc* block : {main, startup})
+        AddVarDesc(block, name, dtype_, Shape{shard_}, true)
+            ->set_stop_gradient(true);
+      const float init = StateInit(slot.parameter());
+      *startup->add_ops() = MakeOp("fill_constant", {}, {{"Out", {name}}},
+                                   {{"shape", std::vector<int64_t>{shard_}},
+                                    {"value", init},
+                                    {"dtype", static_cast<int32_t>(dtype_)}});
+    }
+  }
+
+  // The parameters become views of one buffer, before anything reads them.
+  proto::OpDesc Coalesce() const {
+    std::vector<std::string> views = b_.params;
+    std::vector<int64_t> numels = b_.numels;
+    if (b_.padding > 0) {
+      views.push_back(fused_ + "@PAD");
+      numels.push_back(b_.padding);
+    }
+    return Role(
+        MakeOp("coalesce_tensor", {},
+               {{"Output", views}, {"FusedOutput", {fused_}}},
+               {{"dtype", static_cast<int32_t>(dtype_)}, {"numels", numels}}),
+        kCollective);
+  }
+
+  // What replaces the bucket's update ops.
+  std::vector<proto::OpDesc> Update() const {
+    std::vector<proto::OpDesc> ops;
+    const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
+    if (config_.shard_optimizer == 1)
+      ops.push_back(Role(MakeOp("shard_view", {{"X", {b_.fused}}},
+                                {{"Out", {ShardName(b_.fused)}}}, n),
+                         kCollective));
+    ops.push_back(Role(MakeOp("shard_view", {{"X", {fused_}}},
+                              {{"Out", {ShardName(fused_)}}}, n),
+                       kCollective));
+    ops.push_back(ShardedOp());
+    ops.push_back(Role(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
+                              {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
+                       kCollective));
+    return ops;
+  }
+
+  proto::OpDesc Wait() const {
+    return Role(MakeOp("c_wait", {{"Handle", {Handle()}}}, {{"Out", {fused_}}}),
+                kCollective);
+  }
+
+  // The per-parameter state this bucket no longer needs.
+  std::set<std::string> RetiredState() const {
+    std::set<std::string> out;
+    for (const auto& op : ops_)
+      for (const auto& slot : op.inputs())
+        if (KindOf(job_.main().blocks(0), op, slot.parameter()) ==
+            SlotKind::kState)
+          out.insert(slot.arguments(0));
+    return out;
+  }
+
+ private:
+  std::string Handle() const { return fused_ + "@HANDLE"; }
+  std::string StateShard(const std::string& slot) const {
+    return fused_ + "@" + slot + "@SHARD";
+  }
+
+  // The state's initial value, the same for every parameter of the bucket.
+  float StateInit(const std::string& slot) const {
+    const proto::BlockDesc& startup = job_.startup().blocks(0);
+    const float v = InitValue(startup, OpInput(ops_[0], slot)[0]);
+    for (const auto& op : ops_)
+      FLUID_ENFORCE(InitValue(startup, OpInput(op, slot)[0]) == v, "the ", slot,
+                    " state of parameters '", b_.params[0], "' and '",
+                    OpInput(op, "Param")[0],
+                    "' starts from different values; a sharded optimizer "
+                    "needs one value per bucket");
+    return v;
+  }
+
+  // The first update op, its slots pointed at the shards.
+  proto::OpDesc ShardedOp() const {
+    proto::OpDesc op = ops_[0];
+    const proto::BlockDesc& src = job_.main().blocks(0);
+    auto point =
+        [&](google::protobuf::RepeatedPtrField<proto::OpDesc::Var>* slots) {
+          for (auto& slot : *slots) {
+            const std::string s = slot.parameter();
+            switch (KindOf(src, ops_[0], s)) {
+              case SlotKind::kParam:
+                slot.set_arguments(0, ShardName(fused_));
+                break;
+              case SlotKind::kGrad:
+                slot.set_arguments(0, ShardName(b_.fused));
+                break;
+              case SlotKind::kState:
+                slot.set_arguments(
+                    0,
+                    StateShard(s.size() > 3 && s.substr(s.size() - 3) == "Out"
+                                   ? s.substr(0, s.size() - 3)
+                                   : s));
+                break;
+              case SlotKind::kScalar:
+                break;  // the learning rate, or the first parameter's scalars
+            }
+          }
+        };
+    point(op.mutable_inputs());
+    point(op.mutable_outputs());
+    SetOpAttr(&op, kOpRoleVarAttr,
+              std::vector<std::string>{ShardName(fused_), ShardName(b_.fused)});
+    return op;
+  }
+
+  const proto::TrainingJob& job_;
+  const GradBucket& b_;
+  const CollectiveConfig& config_;
+  const std::string fused_;
+  int64_t total_ = 0;
+  int64_t shard_ = 0;
+  DataType dtype_ = DataType::kFloat32;
+  std::vector<proto::OpDesc> ops_;  // the bucket's update ops, in order
+};
+
+// Refuses ops that read a bucketed gradient on the optimizer's side other
+// than its update (clipping, weight decay): they would see a shard.
+void CheckNoGradientReaders(const proto::BlockDesc& block,
+                            const std::vector<GradBucket>& buckets) {
+  std::set<std::string> grads;
+  for (const auto& b : buckets) grads.insert(b.grads.begin(), b.grads.end());
+  for (const auto& op : block.ops()) {
+    if ((OpRoleOf(op) & kOptimize) == 0 || IsUpdate(op)) continue;
+    for (const auto& in : OpInputNames(op))
+      FLUID_ENFORCE_CODE(
+          grads.count(in) == 0, ErrorCode::kUnimplemented, "the ", op.type(),
+          " op reads gradient '", in,
+          "' before the update (gradient clipping or weight decay); a "
+          "sharded optimizer does not support that yet: drop the clip or "
+          "regularizer, or turn shard_optimizer off");
+  }
+}
+
+// Removes `vars` from a block's declarations and every op that touches
+// them (their initialisation and broadcast in startup).
+void Retire(const std::set<std::string>& vars, proto::BlockDesc* block) {
+  auto* ops = block->mutable_ops();
+  for (int i = ops->size() - 1; i >= 0; --i) {
+    bool touches = false;
+    for (const auto& n : OpInputNames(ops->Get(i))) touches |= vars.count(n);
+    for (const auto& n : OpOutputNames(ops->Get(i))) touches |= vars.count(n);
+    if (touches) ops->DeleteSubrange(i, 1);
+  }
+  auto* decls = block->mutable_vars();
+  for (int i = decls->size() - 1; i >= 0; --i)
+    if (vars.count(decls->Get(i).name())) decls->DeleteSubrange(i, 1);
+}
+
+}  // namespace
+
+void ShardUpdates(const proto::TrainingJob& job,
+                  const std::vector<GradBucket>& buckets,
+                  const CollectiveConfig& config, proto::TrainingJob* out) {
+  proto::BlockDesc* main = out->mutable_main()->mutable_blocks(0);
+  proto::BlockDesc* startup = out->mutable_startup()->mutable_blocks(0);
+  CheckNoGradientReaders(*main, buckets);
+  std::vector<BucketShard> shards;
+  for (size_t k = 0; k < buckets.size(); ++k)
+    shards.emplace_back(job, buckets[k], k, config);
+  std::map<std::string, size_t> bucket_of;  // param -> bucket
+  std::set<std::string> retired;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    for (const auto& p : shards[k].params()) bucket_of[p] = k;
+    const std::set<std::string> r = shards[k].RetiredState();
+    retired.insert(r.begin(), r.end());
+  }
+  Retire(retired, startup);
+  google::protobuf::RepeatedPtrField<proto::OpDesc> old;
+  old.Swap(main->mutable_ops());
+  Retire(retired, main);
+  for (auto& s : shards) s.DeclareVars(main, startup);
+  for (const auto& s : shards) *main->add_ops() = s.Coalesce();
+  std::set<size_t> done;
+  for (const auto& op : old) {
+    if (!IsUpdate(op)) {
+      *main->add_ops() = op;
+      continue;
+    }
+    const size_t k = bucket_of.at(OpRoleVarOf(op)[0]);
+    if (!done.insert(k).second) continue;  // the bucket is updated already
+    for (auto& u : shards[k].Update()) *main->add_ops() = std::move(u);
+  }
+  for (const auto& s : shards) *main->add_ops() = s.Wait();
+}
+
+namespace {
+
+bool ReadsVar(const proto::OpDesc& op, const std::string& var) {
+  for (const auto& n : OpInputNames(op))
+    if (n == var) return true;
+  return false;
+}
+
+// Index of the only op of `type` reading `x` (writing `out`, when given);
+// an error naming `what` when there is none or more than one.
+int OnlyOp(const proto::BlockDesc& block, const std::string& type,
+           const std::string& x, const std::string& out,
+           const std::string& what) {
+  int found = -1, count = 0;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (op.type() != type || OpInput(op, "X") != std::vector<std::string>{x})
+      continue;
+    if (!out.empty() && OpOutput(op, "Out") != std::vector<std::string>{out})
+      continue;
+    found = i;
+    ++count;
+  }
+  FLUID_ENFORCE(count == 1, what, " has ", count, " ", type, " op(s) reading '",
+                x, "'; it needs exactly one");
+  return found;
+}
+
+// Index of the c_wait of `handle` after op #from, or -1.
+int WaitAfter(const proto::BlockDesc& block, const std::string& handle,
+              int from) {
+  for (int i = from + 1; i < block.ops_size(); ++i)
+    if (block.ops(i).type() == "c_wait" && ReadsVar(block.ops(i), handle))
+      return i;
+  return -1;
+}
+
+// Checks the reduction of the gradient shard `grad_shard` read by the
+// update op #update: one averaging reduce-scatter (or allreduce then
+// shard view) of its buffer, waited for before the update.
+void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
+                   int update, const std::string& what) {
+  const std::string buffer =
+      grad_shard.substr(0, grad_shard.size() - std::string("@SHARD").size());
+  int reduce = -1;
+  for (const char* type : {"c_reducescatter", "c_allreduce"})
+    for (int i = 0; i < block.ops_size(); ++i)
+      if (block.ops(i).type() == type && ReadsVar(block.ops(i), buffer)) {
+        FLUID_ENFORCE(reduce < 0, "gradient buffer '", buffer,
+                      "' is reduced more than once");
+        reduce = i;
+      }
+  FLUID_ENFORCE(reduce >= 0, "gradient buffer '", buffer, "' of ", what,
+                " is never reduced");
+  FLUID_ENFORCE(
+      GetOpAttrAs<std::string>(block.ops(reduce), "reduce_type") == "avg",
+      "gradient buffer '", buffer, "' is summed, not averaged");
+  const std::vector<std::string> h = OpOutput(block.ops(reduce), "Handle");
+  const int waited = h.empty() ? reduce : WaitAfter(block, h[0], reduce);
+  FLUID_ENFORCE(waited >= 0 && waited < update, "the update of ", what,
+                " reads gradient shard '", grad_shard,
+                "' before its reduction is waited for");
+}
+
+}  // namespace
+
+void LintSharded(const proto::ProgramDesc& main, int nranks) {
+  const proto::BlockDesc& block = main.blocks(0);
+  std::map<std::string, std::string> owner;  // param -> its buffer
+  for (const auto& op : block.ops()) {
+    const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
+    if (op.type() != "coalesce_tensor" || fused.empty() ||
+        fused[0].rfind("fused_param_", 0) != 0)
+      continue;
+    const std::string& buffer = fused[0];
+    for (const auto& p : OpOutput(op, "Output")) {
+      if (p == buffer + "@PAD") continue;
+      FLUID_ENFORCE(owner.emplace(p, buffer).second, "parameter '", p,
+                    "' is in two parameter buffers ('", owner[p], "' and '",
+                    buffer, "'): it would be updated twice");
+    }
+    const std::string shard = ShardName(buffer);
+    const std::string what = "parameter buffer '" + buffer + "'";
+    const int view = OnlyOp(block, "shard_view", buffer, shard, what);
+    int update = -1, updates = 0;
+    for (int i = 0; i < block.ops_size(); ++i)
+      if (IsUpdate(block.ops(i)) &&
+          OpInput(block.ops(i), "Param") == std::vector<std::string>{shard}) {
+        update = i;
+        ++updates;
+      }
+    FLUID_ENFORCE(updates == 1, what, " has ", updates,
+                  " update ops of its shard; it needs exactly one");
+    FLUID_ENFORCE(view < update, what, " is updated before its shard view");
+    const int gather = OnlyOp(block, "c_allgather", shard, buffer, what);
+    FLUID_ENFORCE(update < gather, what, " is gathered before its update");
+    FLUID_ENFORCE(GetOpAttrAs<int32_t>(block.ops(gather), "nranks") == nranks,
+                  what, " is gathered over ",
+                  GetOpAttrAs<int32_t>(block.ops(gather), "nranks"),
+                  " ranks, the program runs on ", nranks);
+    const std::vector<std::string> h = OpOutput(block.ops(gather), "Handle");
+    FLUID_ENFORCE(h.empty() || WaitAfter(block, h[0], gather) >= 0, what,
+                  "'s gather is never waited for");
+    LintGradShard(block, OpInput(block.ops(update), "Grad")[0], update, what);
+  }
+  for (const auto& op : block.ops()) {
+    if (!IsUpdate(op)) continue;
+    const std::string param = OpInput(op, "Param")[0];
+    FLUID_ENFORCE(IsShardVar(param), "parameter '", param,
+                  "' is updated whole in a sharded program: it belongs to "
+                  "no parameter buffer");
+  }
+}
+
+}  // namespace fluid

@@ -1,0 +1,63 @@
+// Optimizer-state sharding as a rewrite of the collective program (ZeRO
+// stages 1 and 2): the parameters of each gradient bucket become views of
+// one buffer split into nranks equal shards; rank r updates only shard r,
+// with optimizer state that exists only for that shard, and an all-gather
+// of the shards gives every rank the whole updated buffer. Communication
+// stays that of an allreduce (a reduce-scatter or an allreduce of the
+// gradients, an all-gather of the parameters); optimizer memory and
+// compute fall to 1/nranks.
+//
+// Per bucket k, in the main program:
+//   coalesce_tensor   params -> fused_param_k        (at the start)
+//   c_reducescatter   fused_grad_k -> fused_grad_k@SHARD        (stage 2)
+//   | c_allreduce + shard_view fused_grad_k -> ...@SHARD        (stage 1)
+//   c_wait
+//   shard_view        fused_param_k -> fused_param_k@SHARD
+//   <update>          the bucket's one update op, on the shards, its state
+//                     vars fused_param_k@<Slot>@SHARD
+//   c_allgather       fused_param_k@SHARD -> fused_param_k
+//   c_wait            (at the end of the program)
+//
+// Buckets group parameters whose update ops agree on type, attributes and
+// learning rate, so that one op can update the whole shard. Elementwise
+// update rules only: an op whose state is shaped like its parameter, plus
+// scalars (learning rate, Adam's beta powers: the bucket keeps its first
+// parameter's). Ops that read a gradient between its reduction and the
+// update (clipping, weight decay ops) are refused for now, with a message.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+#include "transpiler/collective_transpiler.h"
+
+namespace fluid {
+
+// The name of the shard of a bucket buffer.
+std::string ShardName(const std::string& fused);
+// A var holding this rank's shard only (optimizer state of a sharded
+// update): it differs between ranks by design.
+bool IsShardVar(const std::string& name);
+
+// The gradient buckets of a sharded job: PlanBuckets grouped by update op,
+// each padded to a multiple of nranks elements.
+std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
+                                           const CollectiveConfig& config);
+
+// Rewrites the updates of `out` (CollectiveTranspile's result for `job`,
+// with `buckets` reduced) into sharded updates, and its startup to create
+// the shards' optimizer state instead of the parameters'.
+void ShardUpdates(const proto::TrainingJob& job,
+                  const std::vector<GradBucket>& buckets,
+                  const CollectiveConfig& config, proto::TrainingJob* out);
+
+// Checks a sharded main program: every trainable parameter belongs to
+// exactly one parameter buffer; each buffer has one shard view, one update
+// of that shard, after it one all-gather back into the buffer and a wait;
+// the update's gradient shard is reduced (averaged) once and waited for
+// before the update. A violation is an error naming the buffer or the
+// parameter.
+void LintSharded(const proto::ProgramDesc& main, int nranks);
+
+}  // namespace fluid
