@@ -401,6 +401,36 @@ void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
 
 }  // namespace
 
+StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
+  const proto::BlockDesc& block = main.blocks(0);
+  auto bytes = [&](const std::string& name) {
+    const proto::VarDesc& v = GetVarDesc(block, name);
+    const Shape shape = VarShape(v);
+    return shape.IsFullyKnown() ? TensorBytes(shape, VarDtype(v)) : 0;
+  };
+  StateBytes out;
+  std::set<std::string> grads, state;
+  for (const auto& v : block.vars()) {
+    if (v.trainable()) {
+      out.parameters += bytes(v.name());
+      grads.insert(v.name() + "@GRAD");
+    }
+  }
+  for (const auto& op : block.ops()) {
+    if (!IsUpdate(op)) continue;
+    for (const auto& slot : op.inputs()) {
+      const std::string& s = slot.parameter();
+      if (s == "Param" || s == "LearningRate") continue;
+      for (const auto& n : slot.arguments())
+        (s == "Grad" ? grads : state).insert(n);
+    }
+  }
+  for (const auto& g : grads)
+    if (FindVarDesc(block, g) != nullptr) out.gradients += bytes(g);
+  for (const auto& s : state) out.optimizer_state += bytes(s);
+  return out;
+}
+
 void LintSharded(const proto::ProgramDesc& main, int nranks) {
   const proto::BlockDesc& block = main.blocks(0);
   std::map<std::string, std::string> owner;  // param -> its buffer

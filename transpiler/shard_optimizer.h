@@ -60,4 +60,16 @@ void ShardUpdates(const proto::TrainingJob& job,
 // parameter.
 void LintSharded(const proto::ProgramDesc& main, int nranks);
 
+// The bytes one rank holds for training state, from a main program's
+// declarations: parameters (every rank holds them all), gradients (their
+// vars, plus the gradient shards of a sharded program) and optimizer
+// state (what the update ops read besides parameter, gradient and
+// learning rate: a sharded program's shard state, each var once).
+struct StateBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer_state = 0;
+};
+StateBytes PerRankStateBytes(const proto::ProgramDesc& main);
+
 }  // namespace fluid

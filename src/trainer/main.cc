@@ -107,6 +107,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "bf16", "fp16"}));
   app.add_flag("--sync-batch-norm", o.sync_batch_norm,
                "multi-rank: batch norm statistics over the global batch");
+  app.add_option("--shard-optimizer", o.shard_optimizer,
+                 "multi-rank: 0 (default) every rank updates everything; 1 "
+                 "or 2: each rank updates and stores 1/N of the optimizer "
+                 "state (ZeRO stage 1: after an allreduce; 2: after a "
+                 "reduce-scatter)")
+      ->check(CLI::Range(0, 2));
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {

@@ -22,6 +22,7 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/shard_optimizer.h"
 
 namespace fluid {
 
@@ -275,6 +276,19 @@ void LogBanner(const TrainerOptions& o, int64_t samples,
   log.flush();
 }
 
+// The second line: the memory one rank holds for training state.
+void LogStateBytes(const proto::ProgramDesc& main, std::ostream& log) {
+  const StateBytes b = PerRankStateBytes(main);
+  auto mib = [](int64_t bytes) {
+    char s[32];
+    std::snprintf(s, sizeof(s), "%.2f MiB", bytes / 1048576.0);
+    return std::string(s);
+  };
+  log << "per rank: parameters " << mib(b.parameters) << ", gradients "
+      << mib(b.gradients) << ", optimizer state " << mib(b.optimizer_state)
+      << "\n";
+}
+
 // The training steps of one rank, one epoch at a time.
 struct TrainLoop {
   const TrainerOptions& o;
@@ -372,6 +386,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Text("--allreduce", o.allreduce),
       RunSetting::Text("--grad-compression", o.grad_compression),
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
+      RunSetting::Int("--shard-optimizer", o.shard_optimizer),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -406,6 +421,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.overlap = o.overlap;
   cfg.grad_compression = o.grad_compression;
   cfg.sync_batch_norm = o.sync_batch_norm;
+  cfg.shard_optimizer = o.shard_optimizer;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
@@ -431,6 +447,13 @@ void CheckOptions(const TrainerOptions& o) {
       o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
       "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
   ParseWireFormat(o.grad_compression);  // names a bad one
+  FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
+                "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
+  FLUID_ENFORCE_CODE(o.shard_optimizer == 0 || o.checkpoint_dir.empty(),
+                     ErrorCode::kUnimplemented,
+                     "--shard-optimizer does not write checkpoints yet (each "
+                     "rank holds a different part of the optimizer state); "
+                     "drop --checkpoint-dir or --shard-optimizer");
 }
 
 // --print-program and --save: show or write the job instead of training.
@@ -444,6 +467,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
       cfg.overlap = o.overlap;
       cfg.grad_compression = o.grad_compression;
+      cfg.shard_optimizer = o.shard_optimizer;
       job = PrepareJob(job, cfg);
     }
     out << ProgramToString(job.main());
@@ -540,6 +564,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   Batcher batcher(train, o.batch_size, o.seed, rank, world);
   LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist, log);
+  LogStateBytes(job.main(), log);
 
   TrainLoop loop{o, job, exe, main, dist, &batcher, rank, world, log};
   auto train_start = Clock::now();

@@ -63,6 +63,9 @@ struct TrainerOptions {
   // How float32 gradient buckets travel: none, bf16 or fp16 (16-bit
   // values, added in float32; parameters and optimizer state stay float32).
   std::string grad_compression = "none";
+  // Optimizer-state sharding (transpiler/shard_optimizer.h): 0 off, 1 or 2
+  // (each rank updates and stores 1/N of the optimizer state).
+  int shard_optimizer = 0;
   int64_t check_consistency = 0;
 };
 

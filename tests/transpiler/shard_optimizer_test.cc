@@ -70,10 +70,10 @@ TEST(ShardOptimizer, StateExistsForTheShardOnlyAndThePaddingEvensItOut) {
       }
       EXPECT_EQ(state, padded / nranks) << nranks << " ranks";
     }
-    EXPECT_EQ(VarShape(GetVarDesc(out.main().blocks(0),
-                                  "fused_param_0@COALESCED"))
-                  .numel(),
-              padded);
+    EXPECT_EQ(
+        VarShape(GetVarDesc(out.main().blocks(0), "fused_param_0@COALESCED"))
+            .numel(),
+        padded);
     // No broadcast of the state: each rank's shard is its own.
     for (const auto& op : out.startup().blocks(0).ops()) {
       if (op.type() == "c_broadcast") {
