@@ -27,6 +27,7 @@
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/pserver_transpiler.h"
+#include "transpiler/shard_optimizer.h"
 
 namespace py = pybind11;
 
@@ -394,12 +395,13 @@ class PyMPIExecutor {
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
             const std::string& allreduce, const std::string& grad_compression,
-            bool sync_batch_norm) {
+            bool sync_batch_norm, int shard_optimizer) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
     cfg.grad_compression = grad_compression;
     cfg.sync_batch_norm = sync_batch_norm;
+    cfg.shard_optimizer = shard_optimizer;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -407,6 +409,15 @@ class PyMPIExecutor {
   std::string NonFiniteGradient() {
     py::gil_scoped_release release;
     return exe_.NonFiniteGradient();
+  }
+  // This rank's bytes of parameters, gradients and optimizer state.
+  py::dict StateBytesOf() const {
+    const StateBytes b = PerRankStateBytes(exe_.job().main());
+    py::dict d;
+    d["parameters"] = b.parameters;
+    d["gradients"] = b.gradients;
+    d["optimizer_state"] = b.optimizer_state;
+    return d;
   }
   py::list Run(const py::dict& feed, const std::vector<std::string>& fetch) {
     std::vector<Tensor> fetched;
@@ -737,6 +748,7 @@ void BindExecutors(py::module_& m) {
       .def("run_startup", &PyMPIExecutor::RunStartup)
       .def("init", &PyMPIExecutor::Init)
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
+      .def("state_bytes", &PyMPIExecutor::StateBytesOf)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
       .def("sync_running_stats", &PyMPIExecutor::SyncRunningStats)
@@ -769,18 +781,19 @@ void BindJob(py::module_& m) {
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def("collective_transpile",
-        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-           int64_t bucket_bytes, bool overlap, bool sync_batch_norm) {
-          CollectiveConfig cfg;
-          cfg.nranks = nranks;
-          cfg.bucket_bytes = bucket_bytes;
-          cfg.overlap = overlap;
-          cfg.sync_batch_norm = sync_batch_norm;
-          proto::TrainingJob out =
-              CollectiveTranspile(Job(*main, *startup), cfg);
-          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-        });
+  m.def("collective_transpile", [](const ProgramPtr& main,
+                                   const ProgramPtr& startup, int nranks,
+                                   int64_t bucket_bytes, bool overlap,
+                                   bool sync_batch_norm, int shard_optimizer) {
+    CollectiveConfig cfg;
+    cfg.nranks = nranks;
+    cfg.bucket_bytes = bucket_bytes;
+    cfg.overlap = overlap;
+    cfg.sync_batch_norm = sync_batch_norm;
+    cfg.shard_optimizer = shard_optimizer;
+    proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
+    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+  });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {

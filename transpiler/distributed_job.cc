@@ -2,6 +2,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/shard_optimizer.h"
 
 namespace fluid {
 
@@ -80,7 +81,11 @@ proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
                     "the job was "
                     "transpiled for ",
                     job.main().nranks(), " ranks but runs on ", config.nranks);
-      LintCollective(job.main(), config.nranks, job.distributed().average());
+      if (IsSharded(job.main())) {
+        LintSharded(job.main(), config.nranks);
+      } else {
+        LintCollective(job.main(), config.nranks, job.distributed().average());
+      }
       proto::TrainingJob out = job;
       *out.mutable_startup() = StartupWithBroadcasts(job.startup());
       return out;

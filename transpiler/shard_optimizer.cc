@@ -1,5 +1,6 @@
 #include "transpiler/shard_optimizer.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -400,6 +401,27 @@ void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
 }
 
 }  // namespace
+
+bool IsSharded(const proto::ProgramDesc& main) {
+  for (const auto& op : main.blocks(0).ops())
+    if (op.type() == "shard_view") return true;
+  return false;
+}
+
+proto::ProgramDesc ShardStateStartup(const proto::ProgramDesc& startup) {
+  proto::ProgramDesc out = NewProgram();
+  out.set_kind(proto::ProgramDesc::STARTUP);
+  proto::BlockDesc* block = out.mutable_blocks(0);
+  for (const auto& v : startup.blocks(0).vars())
+    if (IsShardVar(v.name())) *block->add_vars() = v;
+  for (const auto& op : startup.blocks(0).ops()) {
+    const std::vector<std::string> outs = OpOutputNames(op);
+    if (!outs.empty() && op.type() != "c_broadcast" &&
+        std::all_of(outs.begin(), outs.end(), IsShardVar))
+      *block->add_ops() = op;
+  }
+  return out;
+}
 
 StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
   const proto::BlockDesc& block = main.blocks(0);

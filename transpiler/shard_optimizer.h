@@ -52,6 +52,13 @@ void ShardUpdates(const proto::TrainingJob& job,
                   const std::vector<GradBucket>& buckets,
                   const CollectiveConfig& config, proto::TrainingJob* out);
 
+// Whether a main program's updates are sharded (it has shard views).
+bool IsSharded(const proto::ProgramDesc& main);
+
+// The startup ops of a sharded job that create shard state: for an
+// executor whose scope was initialised by the job's unsharded startup.
+proto::ProgramDesc ShardStateStartup(const proto::ProgramDesc& startup);
+
 // Checks a sharded main program: every trainable parameter belongs to
 // exactly one parameter buffer; each buffer has one shard view, one update
 // of that shard, after it one all-gather back into the buffer and a wait;

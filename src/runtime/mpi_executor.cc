@@ -116,7 +116,11 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     if (op.type() != "c_allreduce") continue;
     for (const auto& n : OpInput(op, "X")) averaged_.push_back({n, members[n]});
   }
-  if (run_startup) exe_.RunOnce(job_.startup(), scope_);
+  if (run_startup) {
+    exe_.RunOnce(job_.startup(), scope_);
+  } else if (IsSharded(job_.main())) {
+    InitShardState(job);
+  }
   main_ = exe_.Prepare(job_.main(), scope_);
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
@@ -169,6 +173,25 @@ void MPIExecutor::BroadcastPersistables() {
     if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
     comm_->Broadcast(v->GetTensor(), 0);
   }
+}
+
+// The scope was initialised by `job`'s own startup (unsharded, or already
+// sharded): create the shard state it lacks, and drop the per-parameter
+// state the sharded program no longer reads, which is what makes the
+// optimizer's memory 1/N.
+void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
+  proto::ProgramDesc init = ShardStateStartup(job_.startup());
+  auto* ops = init.mutable_blocks(0)->mutable_ops();
+  for (int i = ops->size() - 1; i >= 0; --i) {
+    Variable* v = scope_->FindVar(OpOutputNames(ops->Get(i))[0]);
+    if (v != nullptr && v->HasValue()) ops->DeleteSubrange(i, 1);
+  }
+  if (!ops->empty()) exe_.RunOnce(init, scope_);
+  std::set<std::string> kept;
+  for (const auto* p : {&job_.main(), &job_.startup()})
+    for (const auto& v : p->blocks(0).vars()) kept.insert(v.name());
+  for (const auto& v : job.startup().blocks(0).vars())
+    if (v.persistable() && !kept.count(v.name())) scope_->Erase(v.name());
 }
 
 void MPIExecutor::CheckConsistency() {

@@ -85,6 +85,7 @@ class MPIExecutor {
   PreparedProgram* main_program() { return main_.get(); }
 
  private:
+  void InitShardState(const proto::TrainingJob& job);
   // Ends with an error naming the ranks whose `mine` differs from rank 0's.
   void CheckSameProgram(uint64_t mine, const char* what);
 

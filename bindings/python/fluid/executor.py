@@ -304,11 +304,16 @@ class MPIExecutor:
       added in float32; parameters and optimizer state stay float32).
     - `sync_batch_norm`: batch norm statistics over the global batch (the
       trainer's `--sync-batch-norm`); otherwise each rank's running
-      statistics are its own until `sync_running_stats()`."""
+      statistics are its own until `sync_running_stats()`.
+    - `shard_optimizer` is the trainer's `--shard-optimizer`: 0 (every rank
+      updates every parameter), 1 or 2 (each rank updates and stores 1/N
+      of the optimizer state; 2 reduce-scatters the gradients). Optimizers
+      with gradient clipping or regularizers are refused for now.
+      `state_bytes(program)` tells what one rank holds."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
-                 sync_batch_norm=False):
+                 sync_batch_norm=False, shard_optimizer=0):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -317,6 +322,12 @@ class MPIExecutor:
             raise ValueError(
                 f"MPIExecutor(grad_compression={grad_compression!r}): use "
                 "'none', 'bf16' or 'fp16'")
+        if shard_optimizer not in (0, 1, 2, False, True):
+            raise ValueError(
+                f"MPIExecutor(shard_optimizer={shard_optimizer!r}): use 0 "
+                "(off), 1 or 2 (ZeRO stage 1 or 2; True means 2)")
+        self._shard_optimizer = 2 if shard_optimizer is True else int(
+            shard_optimizer)
         self._allreduce = allreduce
         self._grad_compression = grad_compression
         self._device = _device_of(place)
@@ -379,7 +390,7 @@ class MPIExecutor:
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._bucket_bytes, self._overlap, False,
                          self._allreduce, self._grad_compression,
-                         self._sync_batch_norm)
+                         self._sync_batch_norm, self._shard_optimizer)
                 self._runs[key] = run
             out = list(run.run(_feed(feed), names))
             steps.count += 1
@@ -396,6 +407,19 @@ class MPIExecutor:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count, f" on rank {self.rank}")
         return out
+
+    def state_bytes(self, program=None, scope=None):
+        """This rank's bytes of parameters, gradients and optimizer state
+        for a training program it has run: a dict with keys 'parameters',
+        'gradients' and 'optimizer_state'."""
+        program = program or default_main_program()
+        scope = scope or global_scope()
+        run = self._runs.get(
+            (program.desc.id, program.desc.version, id(scope)))
+        if run is None:
+            raise ValueError("state_bytes: run the training program with "
+                             "this executor (and scope) first")
+        return dict(run.state_bytes())
 
     def check_consistency(self):
         """Compares parameter checksums across ranks; raises

@@ -53,7 +53,10 @@ class DistributeTranspilerConfig:
     and round robin, so they are checked and kept but change nothing.
     bucket_mb and overlap (this project's) size the allreduce buckets and
     let them overlap the backward pass; sync_batch_norm makes every
-    batch_norm compute its statistics over the global batch of all ranks."""
+    batch_norm compute its statistics over the global batch of all ranks;
+    shard_optimizer (0, 1 or 2; True means 2) makes each rank update and
+    store 1/N of the optimizer state (ZeRO stage 1 or 2, collective mode
+    only)."""
 
     def __init__(self):
         self.slice_var_up = True
@@ -64,6 +67,7 @@ class DistributeTranspilerConfig:
         self.bucket_mb = 4.0
         self.overlap = True
         self.sync_batch_norm = False
+        self.shard_optimizer = 0
 
     def _check(self):
         if self.mode not in _MODES:
@@ -81,6 +85,10 @@ class DistributeTranspilerConfig:
         if not self.bucket_mb > 0:
             raise ValueError("DistributeTranspilerConfig.bucket_mb must be "
                              f"positive, got {self.bucket_mb!r}")
+        if self.shard_optimizer not in (0, 1, 2, False, True):
+            raise ValueError("DistributeTranspilerConfig.shard_optimizer: "
+                             "use 0 (off), 1 or 2 (True means 2), got "
+                             f"{self.shard_optimizer!r}")
 
 
 def _trainer_count(trainers):
@@ -169,6 +177,8 @@ class DistributeTranspiler:
         self._bucket_bytes = int(self.config.bucket_mb * (1 << 20))
         self._overlap = bool(self.config.overlap)
         self._sync_batch_norm = bool(self.config.sync_batch_norm)
+        shard = self.config.shard_optimizer
+        self._shard_optimizer = 2 if shard is True else int(shard)
         self._transpile(pservers, trainers, program, startup_program,
                         _MODES[mode])
 
@@ -179,7 +189,8 @@ class DistributeTranspiler:
         if mode == "collective":
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
-                self._bucket_bytes, self._overlap, self._sync_batch_norm)
+                self._bucket_bytes, self._overlap, self._sync_batch_norm,
+                self._shard_optimizer)
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
