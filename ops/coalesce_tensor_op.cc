@@ -52,7 +52,8 @@ void CoalesceKernel(const ExecutionContext& ctx) {
                           t->offset() == offset && t->dtype() == dtype &&
                           t->numel() == numels[i];
     if (!in_place) {
-      Shape shape = t->initialized() && t->numel() == numels[i]
+      // A tensor shaped already (with or without memory) keeps its shape.
+      Shape shape = t->shape().rank() > 0 && t->numel() == numels[i]
                         ? t->shape()
                         : Shape{numels[i]};
       Tensor old = *t;

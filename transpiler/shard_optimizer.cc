@@ -402,6 +402,113 @@ void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
 
 }  // namespace
 
+namespace {
+
+// One bucket's buffer as its coalesce_tensor lays it out.
+struct ParamBufferLayout {
+  std::string buffer;
+  std::vector<std::string> params;
+  std::vector<int64_t> numels;  // of the params, then the padding if any
+  DataType dtype;
+};
+
+std::vector<ParamBufferLayout> ParamBuffers(const proto::BlockDesc& block) {
+  std::vector<ParamBufferLayout> out;
+  for (const auto& op : block.ops()) {
+    const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
+    if (op.type() != "coalesce_tensor" || fused.empty() ||
+        fused[0].rfind("fused_param_", 0) != 0)
+      continue;
+    ParamBufferLayout l{
+        fused[0], OpOutput(op, "Output"),
+        GetOpAttrAs<std::vector<int64_t>>(op, "numels"),
+        static_cast<DataType>(GetOpAttrAs<int32_t>(op, "dtype"))};
+    if (!l.params.empty() && l.params.back() == l.buffer + "@PAD")
+      l.params.pop_back();
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// Adds the per-parameter vars of slot `slot` of `layout` to `block` as
+// views of the full buffer `full`, and returns the coalesce_tensor op.
+proto::OpDesc StateViews(const ParamBufferLayout& layout,
+                         const std::vector<std::string>& vars,
+                         const proto::BlockDesc& original,
+                         const std::string& full, proto::BlockDesc* block) {
+  std::vector<std::string> views = vars;
+  for (const auto& v : vars)
+    if (FindVarDesc(*block, v) == nullptr)
+      *block->add_vars() = GetVarDesc(original, v);
+  int64_t total = 0;
+  for (int64_t n : layout.numels) total += n;
+  AddVarDesc(block, full, layout.dtype, Shape{total});
+  if (layout.numels.size() > layout.params.size()) {
+    views.push_back(full + "@PAD");
+    AddVarDesc(block, views.back(), layout.dtype, Shape{layout.numels.back()});
+  }
+  return MakeOp("coalesce_tensor", {},
+                {{"Output", views}, {"FusedOutput", {full}}},
+                {{"dtype", static_cast<int32_t>(layout.dtype)},
+                 {"numels", layout.numels}});
+}
+
+}  // namespace
+
+ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
+                                        const proto::TrainingJob& sharded) {
+  const proto::BlockDesc& src = original.main().blocks(0);
+  const proto::BlockDesc& main = sharded.main().blocks(0);
+  const std::map<std::string, int> updates = UpdateOps(src);
+  ShardCheckpointPlan plan;
+  plan.gather = NewProgram();
+  plan.scatter = NewProgram();
+  proto::BlockDesc* gather = plan.gather.mutable_blocks(0);
+  proto::BlockDesc* scatter = plan.scatter.mutable_blocks(0);
+  const int nranks = sharded.main().nranks();
+  for (const ParamBufferLayout& layout : ParamBuffers(main)) {
+    const proto::OpDesc& first = src.ops(updates.at(layout.params[0]));
+    for (const auto& slot : first.inputs()) {
+      const std::string& s = slot.parameter();
+      const SlotKind kind = KindOf(src, first, s);
+      std::vector<std::string> vars;  // this slot's var of every parameter
+      for (const auto& p : layout.params)
+        vars.push_back(OpInput(src.ops(updates.at(p)), s)[0]);
+      if (kind == SlotKind::kScalar) {
+        for (size_t i = 1; i < vars.size(); ++i) {
+          if (vars[i] == vars[0]) continue;  // shared (the learning rate)
+          for (const auto& v : {vars[0], vars[i]})
+            if (FindVarDesc(*gather, v) == nullptr)
+              *gather->add_vars() = GetVarDesc(src, v);
+          *gather->add_ops() =
+              MakeOp("assign", {{"X", {vars[0]}}}, {{"Out", {vars[i]}}});
+        }
+        continue;
+      }
+      if (kind != SlotKind::kState) continue;
+      const std::string shard = layout.buffer + "@" + s + "@SHARD";
+      const std::string full = layout.buffer + "@" + s + "@FULL";
+      *gather->add_vars() = GetVarDesc(main, shard);
+      *scatter->add_vars() = GetVarDesc(main, shard);
+      *gather->add_ops() = StateViews(layout, vars, src, full, gather);
+      *gather->add_ops() =
+          MakeOp("c_allgather", {{"X", {shard}}}, {{"Out", {full}}},
+                 {{"nranks", int32_t{nranks}}});
+      *scatter->add_ops() = StateViews(layout, vars, src, full, scatter);
+      AddVarDesc(scatter, full + "@VIEW", layout.dtype,
+                 VarShape(GetVarDesc(main, shard)));
+      *scatter->add_ops() =
+          MakeOp("shard_view", {{"X", {full}}}, {{"Out", {full + "@VIEW"}}},
+                 {{"nranks", int32_t{nranks}}});
+      *scatter->add_ops() =
+          MakeOp("assign", {{"X", {full + "@VIEW"}}}, {{"Out", {shard}}});
+      plan.per_parameter_state.insert(plan.per_parameter_state.end(),
+                                      vars.begin(), vars.end());
+    }
+  }
+  return plan;
+}
+
 bool IsSharded(const proto::ProgramDesc& main) {
   for (const auto& op : main.blocks(0).ops())
     if (op.type() == "shard_view") return true;

@@ -59,6 +59,27 @@ bool IsSharded(const proto::ProgramDesc& main);
 // executor whose scope was initialised by the job's unsharded startup.
 proto::ProgramDesc ShardStateStartup(const proto::ProgramDesc& startup);
 
+// Checkpoints of a sharded job hold what the unsharded job's would (the
+// persistable vars of `original`'s main program), so that any run resumes
+// from them, sharded or not, on any number of ranks:
+//  - gather (collective: every rank runs it) all-gathers each shard state
+//    into the per-parameter state vars of `original` (views of one full
+//    buffer), and gives each parameter's scalar state (Adam's beta powers)
+//    the value its bucket's update keeps;
+//  - scatter (this rank alone) copies this rank's shard of the
+//    per-parameter state vars, loaded from a checkpoint, into its shard
+//    state.
+// `original` is the job before CollectiveTranspile, `sharded` its result.
+struct ShardCheckpointPlan {
+  proto::ProgramDesc gather;
+  proto::ProgramDesc scatter;
+  // The per-parameter state vars shaped like their parameters (what gather
+  // fills and scatter reads); scalars stay where they are.
+  std::vector<std::string> per_parameter_state;
+};
+ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
+                                        const proto::TrainingJob& sharded);
+
 // Checks a sharded main program: every trainable parameter belongs to
 // exactly one parameter buffer; each buffer has one shard view, one update
 // of that shard, after it one all-gather back into the buffer and a wait;

@@ -122,6 +122,17 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     InitShardState(job);
   }
   main_ = exe_.Prepare(job_.main(), scope_);
+  unsharded_main_.Clear();
+  gather_.reset();
+  scatter_.reset();
+  if (IsSharded(job_.main()) && !IsSharded(job.main())) {
+    unsharded_main_ = job.main();
+    ShardCheckpointPlan plan = PlanShardCheckpoint(job, job_);
+    gather_ = exe_.Prepare(plan.gather, scope_);
+    scatter_ = exe_.Prepare(plan.scatter, scope_);
+    per_parameter_state_ = plan.per_parameter_state;
+    DropGatheredState();
+  }
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)
@@ -168,11 +179,64 @@ void MPIExecutor::Run(const FeedList& feeds,
 void MPIExecutor::BroadcastPersistables() {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: BroadcastPersistables before Init");
-  for (const auto& name : persistables_) {
-    Variable* v = scope_->FindVar(name);
-    if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
-    comm_->Broadcast(v->GetTensor(), 0);
+  const std::set<std::string> state(per_parameter_state_.begin(),
+                                    per_parameter_state_.end());
+  for (const auto& v : checkpoint_program().blocks(0).vars()) {
+    if (!v.persistable() || IsShardVar(v.name()) || state.count(v.name()))
+      continue;
+    Variable* var = scope_->FindVar(v.name());
+    if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
+    comm_->Broadcast(var->GetTensor(), 0);
   }
+  if (scatter_ != nullptr) ScatterShardState();
+}
+
+const proto::ProgramDesc& MPIExecutor::checkpoint_program() const {
+  return unsharded_main_.blocks_size() > 0 ? unsharded_main_ : job_.main();
+}
+
+void MPIExecutor::GatherShardState() {
+  if (!IsSharded(job_.main())) return;
+  FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
+                     "checkpoints of a program transpiled with "
+                     "shard_optimizer need its untranspiled program: give "
+                     "MPIExecutor the plain program and shard_optimizer");
+  exe_.Run(gather_.get(), {}, {}, nullptr);
+}
+
+// Frees the memory but keeps the vars (prepared programs point at them),
+// shaped as declared, which is the shape the gather gives their views.
+void MPIExecutor::DropGatheredState() {
+  if (gather_ == nullptr) return;
+  const proto::BlockDesc& block = unsharded_main_.blocks(0);
+  for (const auto& name : per_parameter_state_) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr) continue;
+    const proto::VarDesc& desc = GetVarDesc(block, name);
+    Tensor shaped;
+    shaped.set_dtype(VarDtype(desc));
+    shaped.Resize(VarShape(desc));
+    *v->GetMutableTensor() = shaped;
+  }
+}
+
+// When rank 0 loaded the per-parameter state of a checkpoint, every rank
+// takes it, copies its shard into its shard state, and frees it again.
+void MPIExecutor::ScatterShardState() {
+  bool loaded = true;
+  for (const auto& name : per_parameter_state_) {
+    Variable* v = scope_->FindVar(name);
+    loaded =
+        loaded && v != nullptr && v->IsTensor() && v->GetTensor().initialized();
+  }
+  if (comm_->AllGatherValue(loaded ? 1 : 0)[0] == 0) return;  // rank 0's
+  for (const auto& name : per_parameter_state_) {
+    Tensor* t = scope_->FindVar(name)->GetMutableTensor();
+    if (!t->initialized()) t->raw_mutable_data();  // shaped as declared
+    comm_->Broadcast(*t, 0);
+  }
+  exe_.Run(scatter_.get(), {}, {}, nullptr);
+  DropGatheredState();
 }
 
 // The scope was initialised by `job`'s own startup (unsharded, or already
@@ -190,8 +254,12 @@ void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
   std::set<std::string> kept;
   for (const auto* p : {&job_.main(), &job_.startup()})
     for (const auto& v : p->blocks(0).vars()) kept.insert(v.name());
-  for (const auto& v : job.startup().blocks(0).vars())
-    if (v.persistable() && !kept.count(v.name())) scope_->Erase(v.name());
+  for (const auto& v : job.startup().blocks(0).vars()) {
+    Variable* var = scope_->FindVar(v.name());
+    if (v.persistable() && !kept.count(v.name()) && var != nullptr &&
+        var->IsTensor())
+      *var->GetMutableTensor() = Tensor();  // frees it; the var stays
+  }
 }
 
 void MPIExecutor::CheckConsistency() {

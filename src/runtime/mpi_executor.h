@@ -58,9 +58,21 @@ class MPIExecutor {
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
 
-  // Gives every rank rank 0's value of every persistable var (after loading
-  // a checkpoint on rank 0).
+  // Gives every rank rank 0's value of every var a checkpoint holds (after
+  // loading one on rank 0); a sharded job's ranks then take their shards of
+  // the optimizer state from them.
   void BroadcastPersistables();
+
+  // The program whose persistable vars a checkpoint of this job holds: the
+  // main program, or for a sharded optimizer the unsharded one's, so that
+  // its checkpoints resume sharded or not, on any number of ranks.
+  const proto::ProgramDesc& checkpoint_program() const;
+  // Sharded optimizer, collective, before saving a checkpoint: fills the
+  // per-parameter optimizer state (the checkpoint's) from every rank's
+  // shard; DropGatheredState frees it again after the save. Nothing for an
+  // unsharded job.
+  void GatherShardState();
+  void DropGatheredState();
 
   // Makes every rank's batch norm running statistics the average of the
   // ranks' (the job's StatSyncProgram): each rank moves them toward its own
@@ -86,6 +98,7 @@ class MPIExecutor {
 
  private:
   void InitShardState(const proto::TrainingJob& job);
+  void ScatterShardState();
   // Ends with an error naming the ranks whose `mine` differs from rank 0's.
   void CheckSameProgram(uint64_t mine, const char* what);
 
@@ -97,6 +110,12 @@ class MPIExecutor {
   std::unique_ptr<PreparedProgram> main_;
   std::unique_ptr<PreparedProgram> stat_sync_;  // null: nothing to sync
   std::vector<std::string> persistables_;
+  // Sharded optimizer: the unsharded main program (what checkpoints hold),
+  // and the programs between shard state and per-parameter state; empty
+  // when the job is not sharded or came sharded already.
+  proto::ProgramDesc unsharded_main_;
+  std::unique_ptr<PreparedProgram> gather_, scatter_;
+  std::vector<std::string> per_parameter_state_;
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;
