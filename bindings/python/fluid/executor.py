@@ -304,11 +304,17 @@ class MPIExecutor:
       added in float32; parameters and optimizer state stay float32).
     - `sync_batch_norm`: batch norm statistics over the global batch (the
       trainer's `--sync-batch-norm`); otherwise each rank's running
-      statistics are its own until `sync_running_stats()`."""
+      statistics are its own until `sync_running_stats()`.
+    - `stall_warn`, `stall_timeout`: the trainer's `--stall-warn` and
+      `--stall-timeout` (seconds; 0: never): a rank that makes no progress
+      while the others wait for it in a collective is named in a warning,
+      then the job ends; `flight_dir` (default: the working directory) is
+      where each rank writes its last collectives when the job aborts."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
-                 sync_batch_norm=False):
+                 sync_batch_norm=False, stall_warn=60.0, stall_timeout=300.0,
+                 flight_dir=None):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -332,6 +338,13 @@ class MPIExecutor:
         self._steps = {}
         self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads, self._device)
+        if stall_warn < 0 or stall_timeout < 0:
+            raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
+                             f"stall_timeout={stall_timeout!r}): seconds, "
+                             ">= 0 (0: never)")
+        _core.configure_stall_watchdog(float(stall_warn),
+                                       float(stall_timeout),
+                                       str(flight_dir or ""))
         self._lock = threading.Lock()
 
     @property
