@@ -3,7 +3,8 @@
 (flight-rank-<R>.txt, one per rank, written to --flight-dir) and prints, per
 rank, the last collective it entered and the last it finished, then the
 rank(s) behind: those that had not entered the collective the others were
-in. The mismatch is the diagnosis.
+in. The mismatch is the diagnosis; when the stall watchdog ended the job,
+the rank it named (in the reporting rank's file) comes first.
 
     tools/flight_report.py DIR            (or the files themselves)
 """
@@ -87,21 +88,26 @@ def report(infos, out):
     behind = [r for r, i in infos.items() if i["started"] < front]
     missing = [r for r in range(size) if r not in infos]
     any_info = infos[ahead[0]]
-    for r in sorted(behind):
-        i = infos[r]
-        out.write(f"behind: rank {r}: last entered "
-                  f"{describe(i, i['started'])}, while {rank_list(ahead)} "
-                  f"entered {describe(any_info, front)}\n")
-    if behind:
-        return
-    # Everyone who wrote a file was in the same collective: the rank that
-    # stopped inside it (or wrote nothing) is the one the watchdog named.
+    # The watchdog's verdict, made while the job stood still, comes first:
+    # a stopped rank that the launcher continues before ending it may run
+    # on a little and write a file that looks ahead of the others.
+    verdict = None
     for i in infos.values():
         m = re.match(r"stall: (ranks? [0-9, -]+) holds? up", i["reason"])
         if m:
-            out.write(f"behind: {m.group(1)}: named by rank {i['rank']}'s "
-                      f"watchdog: {i['reason'][len('stall: '):]}\n")
-            return
+            verdict = (m.group(1), i)
+            break
+    if verdict:
+        who, i = verdict
+        out.write(f"behind: {who}: named by rank {i['rank']}'s watchdog: "
+                  f"{i['reason'][len('stall: '):]}\n")
+    for r in sorted(behind):
+        i = infos[r]
+        out.write(f"{'files: ' if verdict else 'behind: '}rank {r}: last "
+                  f"entered {describe(i, i['started'])}, while "
+                  f"{rank_list(ahead)} entered {describe(any_info, front)}\n")
+    if verdict or behind:
+        return
     if missing:
         out.write(f"behind: {rank_list(missing)}: wrote no file, while "
                   f"{rank_list(ahead)} entered {describe(any_info, front)}\n")

@@ -1,6 +1,7 @@
 #include "src/distributed/stall_watchdog.h"
 
 #include <mpi.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -312,6 +313,7 @@ double StallWatchdog::PeriodSeconds() const {
 }
 
 void StallWatchdog::Loop() {
+  pthread_setname_np(pthread_self(), "fluid-watchdog");  // for top -H, gdb
   start_ns_ = last_look_ns_ = MonotonicNs();
   own_changed_ns_ = start_ns_;
   for (;;) {

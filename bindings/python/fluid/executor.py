@@ -378,6 +378,7 @@ class MPIExecutor:
                     "scope) before other programs: exe.run(startup_program)")
             steps = _Steps.of(self._steps, program, scope)
             if not steps.training:
+                _core.stall_heartbeat()  # evaluating is progress too
                 out = list(self._local.run(program.desc, scope._core,
                                            _feed(feed), names))
                 steps.count += 1
