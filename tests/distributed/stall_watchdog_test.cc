@@ -14,6 +14,9 @@
 #include <sstream>
 #include <thread>
 
+#include "src/distributed/communicator.h"
+#include "src/distributed/in_process_backend.h"
+
 namespace fluid {
 namespace {
 
@@ -211,6 +214,34 @@ TEST(FlightRecorderTest, KeepsTheLastCollectivesAndDumpsThem) {
             std::string::npos);
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {
+  Communicator comm(InProcessGroup::Create(1)->Backend(0));
+  Tensor t(DataType::kFloat32, Shape{8});
+  t.raw_mutable_data();
+  comm.BroadcastAsync(t, 0)->Wait();  // before the first step
+  comm.BeginStep();
+  comm.AllReduce(t, ReduceOp::kSum);
+  comm.Barrier();
+  const FlightRecorder& rec = *comm.flight_recorder();
+  EXPECT_EQ(rec.issued(), 3);
+  EXPECT_EQ(rec.finished(), 3);
+  FlightRecorder::Record r;
+  ASSERT_TRUE(rec.Get(1, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kBroadcast);
+  EXPECT_EQ(r.step, 0);
+  ASSERT_TRUE(rec.Get(2, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(r.bytes, 32);
+  EXPECT_EQ(r.step, 1);
+  EXPECT_EQ(r.index, 1);
+  EXPECT_EQ(r.state, FlightRecorder::kDone);
+  EXPECT_GE(r.end_ns, r.start_ns);
+  EXPECT_GE(r.start_ns, r.issue_ns);
+  ASSERT_TRUE(rec.Get(3, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kBarrier);
+  EXPECT_EQ(r.index, 2);
 }
 
 }  // namespace

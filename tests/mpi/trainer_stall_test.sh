@@ -37,21 +37,25 @@ rank_pid() {
 }
 
 # Starts NP ranks in $work/NAME, stops rank VICTIM once training is under
-# way, and waits for the job to end. Sets rc, took, out, dir.
+# way, and waits for the job to end. Sets rc, took, out, dir. The flight
+# recorders go to $dir/flight: with WHERE=ckpt as the checkpoint directory
+# (their default place), else as --flight-dir.
 run_stopped() {
-  local np=$1 victim=$2 name=$3 pid="" start job
+  local np=$1 victim=$2 name=$3 where=${4:-flight} pid="" start job
+  local dirflag=--flight-dir
+  [ "$where" = ckpt ] && dirflag=--checkpoint-dir
   dir="$work/$name"
   mkdir -p "$dir"
   start=$(date +%s)
   timeout 120 "${MPI[@]}" -np "$np" "$TRAINER" --program "$work/mlp.pb" \
     --data "$work/data" --epochs 1000 --log-every 5 --stall-warn "$WARN" \
-    --stall-timeout "$TIMEOUT" --flight-dir "$dir/flight" \
+    --stall-timeout "$TIMEOUT" "$dirflag" "$dir/flight" \
     >"$dir/log" 2>&1 &
   job=$!
   for _ in $(seq 300); do
     sleep 0.2
     grep -q "step" "$dir/log" || continue
-    pid=$(rank_pid "--flight-dir $dir/flight" "$victim")
+    pid=$(rank_pid "$dirflag $dir/flight" "$victim")
     [ -n "$pid" ] && break
   done
   [ -n "$pid" ] || { kill "$job"; fail "$name: no rank $victim to stop"; }
@@ -104,8 +108,8 @@ check_stall np2-rank0 0 2
 grep -q "^fluid: rank 1: stall: rank 0 holds up" <<<"$out" \
   || fail "np2-rank0: rank 1 did not report rank 0: $out"
 
-# 3. Rank 2 of 4 stopped.
-run_stopped 4 2 np4-rank2
+# 3. Rank 2 of 4 stopped; the files go next to the checkpoints.
+run_stopped 4 2 np4-rank2 ckpt
 check_stall np4-rank2 2 4
 
 # 4. A slow rank (2 s per step, below the warning's 6 s) is not stuck: the
