@@ -754,12 +754,12 @@ void BindJob(py::module_& m) {
     AbortJob(code);
   });
   m.def("install_fatal_signal_line", &InstallFatalSignalLine);
-  // The stall watchdog's limits and the flight recorder's directory ("":
-  // unchanged) of the process's communicator.
   // A rank running programs without collectives (an evaluation on rank 0
   // while the others wait) shows the watchdog it is not stuck.
   m.def("stall_heartbeat",
         [] { GlobalCommunicator()->flight_recorder()->Beat(); });
+  // The stall watchdog's limits and the flight recorder's directory ("":
+  // unchanged) of the process's communicator.
   m.def("configure_stall_watchdog",
         [](double warn, double timeout, const std::string& flight_dir) {
           Communicator* comm = GlobalCommunicator();

@@ -323,6 +323,10 @@ class MPIExecutor:
             raise ValueError(
                 f"MPIExecutor(grad_compression={grad_compression!r}): use "
                 "'none', 'bf16' or 'fp16'")
+        if stall_warn < 0 or stall_timeout < 0:
+            raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
+                             f"stall_timeout={stall_timeout!r}): seconds, "
+                             ">= 0 (0: never)")
         self._allreduce = allreduce
         self._grad_compression = grad_compression
         self._device = _device_of(place)
@@ -338,10 +342,6 @@ class MPIExecutor:
         self._steps = {}
         self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads, self._device)
-        if stall_warn < 0 or stall_timeout < 0:
-            raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
-                             f"stall_timeout={stall_timeout!r}): seconds, "
-                             ">= 0 (0: never)")
         _core.configure_stall_watchdog(float(stall_warn),
                                        float(stall_timeout),
                                        str(flight_dir or ""))
