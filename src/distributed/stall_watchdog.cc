@@ -364,8 +364,10 @@ void StallWatchdog::Receive(int64_t now) {
 
 void StallWatchdog::SendReports() {
   const ProgressReport mine = OwnReport(MonotonicNs());
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_) channel_->Send(p, mine);
+  for (int p = 0; p < size_; ++p) {
+    // A peer that said farewell listens no more.
+    if (p != rank_ && !peers_[p].last.leaving) channel_->Send(p, mine);
+  }
 }
 
 ProgressReport StallWatchdog::OwnReport(int64_t now) const {
@@ -418,7 +420,7 @@ std::vector<RankView> StallWatchdog::Views(int64_t now) {
 
 void StallWatchdog::Judge(int64_t now) {
   const StallConfig c = config();
-  if (c.warn_s <= 0 && c.timeout_s <= 0) return;
+  if (ended_ || (c.warn_s <= 0 && c.timeout_s <= 0)) return;
   const std::vector<RankView> views = Views(now);
   if (c.timeout_s > 0) {
     const StallVerdict v = JudgeStall(views, c.timeout_s);
@@ -437,6 +439,7 @@ void StallWatchdog::Judge(int64_t now) {
                        "tools/flight_report.py reads them)");
       }
       WriteErrorLine("fluid: rank " + std::to_string(rank_) + ": " + line);
+      ended_ = true;
       end_job_();
       return;
     }

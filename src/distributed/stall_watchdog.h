@@ -151,6 +151,7 @@ class StallWatchdog {
   int64_t last_send_ns_ = 0;
   int64_t last_look_ns_ = 0;
   int64_t quiet_until_ns_ = 0;
+  bool ended_ = false;  // the job is being ended: say nothing more
   std::thread thread_;
 };
 
