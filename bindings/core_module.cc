@@ -16,6 +16,7 @@
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
+#include "src/distributed/stall_watchdog.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
@@ -765,6 +766,20 @@ void BindJob(py::module_& m) {
     AbortJob(code);
   });
   m.def("install_fatal_signal_line", &InstallFatalSignalLine);
+  // A rank running programs without collectives (an evaluation on rank 0
+  // while the others wait) shows the watchdog it is not stuck.
+  m.def("stall_heartbeat",
+        [] { GlobalCommunicator()->flight_recorder()->Beat(); });
+  // The stall watchdog's limits and the flight recorder's directory ("":
+  // unchanged) of the process's communicator.
+  m.def("configure_stall_watchdog",
+        [](double warn, double timeout, const std::string& flight_dir) {
+          Communicator* comm = GlobalCommunicator();
+          comm->ConfigureStallWatchdog(StallConfig{warn, timeout});
+          if (!flight_dir.empty())
+            comm->flight_recorder()->SetDumpPath(flight_dir, comm->rank(),
+                                                 comm->size());
+        });
   // Control bytes escaped, cut at the length every fluid::Error keeps: for
   // the one-line messages of the job policy (_job.py).
   m.def("sanitize_message",

@@ -1,9 +1,24 @@
 #include "src/distributed/communicator.h"
 
+#include "src/distributed/stall_watchdog.h"
 #include "src/framework/device.h"
 #include "src/framework/memory.h"
 
 namespace fluid {
+
+namespace {
+
+// What the next Enqueue on this thread records: set by the collective
+// functions just before they enqueue (work queued otherwise is kOther).
+thread_local CollectiveKind t_next_kind = CollectiveKind::kOther;
+thread_local int64_t t_next_bytes = 0;
+
+void NextCollective(CollectiveKind kind, int64_t bytes) {
+  t_next_kind = kind;
+  t_next_bytes = bytes;
+}
+
+}  // namespace
 
 void CommHandle::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -44,6 +59,19 @@ void Communicator::Shutdown() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (watchdog_) watchdog_->Stop();
+}
+
+void Communicator::StartStallWatchdog(std::unique_ptr<ProgressChannel> channel,
+                                      StallConfig config,
+                                      std::function<void()> end_job) {
+  FLUID_ENFORCE(watchdog_ == nullptr, "the stall watchdog is already running");
+  watchdog_ = std::make_unique<StallWatchdog>(
+      rank_, size_, &recorder_, std::move(channel), config, std::move(end_job));
+}
+
+void Communicator::ConfigureStallWatchdog(StallConfig config) {
+  if (watchdog_) watchdog_->Configure(config);
 }
 
 CommHandlePtr Communicator::Enqueue(std::function<void(CommBackend*)> work) {
@@ -52,15 +80,17 @@ CommHandlePtr Communicator::Enqueue(std::function<void(CommBackend*)> work) {
     std::lock_guard<std::mutex> lock(mu_);
     FLUID_ENFORCE_CODE(!stopping_, ErrorCode::kAborted,
                        "collective issued after the communicator shut down");
-    queue_.emplace_back(std::move(work), handle);
+    const int64_t seq = recorder_.Issue(t_next_kind, t_next_bytes);
+    queue_.push_back(Pending{std::move(work), handle, seq});
   }
+  NextCollective(CollectiveKind::kOther, 0);
   cv_.notify_one();
   return handle;
 }
 
 void Communicator::Loop() {
   for (;;) {
-    std::pair<std::function<void(CommBackend*)>, CommHandlePtr> item;
+    Pending item;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -69,12 +99,14 @@ void Communicator::Loop() {
       queue_.pop_front();
     }
     std::exception_ptr error;
+    recorder_.Start(item.seq);
     try {
-      item.first(backend_.get());
+      item.work(backend_.get());
     } catch (...) {
       error = std::current_exception();
     }
-    item.second->Finish(error);
+    recorder_.Finish(item.seq, error == nullptr);
+    item.handle->Finish(error);
   }
 }
 
@@ -105,6 +137,7 @@ CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
           : tensor.numel() * static_cast<int64_t>(WireBytes(wire));
   if (size_ > 1) allreduce_wire_bytes_ += wire_bytes;
   Tensor t = tensor;  // shares the buffer until the collective is done
+  NextCollective(CollectiveKind::kAllReduce, wire_bytes);
   return Enqueue([this, t, op, ready, wire](CommBackend* b) {
     void* data = const_cast<void*>(t.raw_data());
     auto reduce = [&](void* host) {
@@ -135,6 +168,7 @@ CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
   FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
                 " out of range for ", size_, " ranks");
   Tensor t = tensor;
+  NextCollective(CollectiveKind::kBroadcast, static_cast<int64_t>(t.bytes()));
   return Enqueue([this, t, root, ready](CommBackend* b) {
     void* data = const_cast<void*>(t.raw_data());
     const int64_t bytes = static_cast<int64_t>(t.bytes());
@@ -167,6 +201,7 @@ CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
   Tensor i = in, o = out;
+  NextCollective(CollectiveKind::kAllGather, static_cast<int64_t>(o.bytes()));
   return Enqueue([this, i, o, ready](CommBackend* b) {
     const int64_t bytes = static_cast<int64_t>(i.bytes());
     void* recv = const_cast<void*>(o.raw_data());
@@ -224,6 +259,7 @@ CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
 }
 
 CommHandlePtr Communicator::BarrierAsync() {
+  NextCollective(CollectiveKind::kBarrier, 0);
   return Enqueue([](CommBackend* b) { b->Barrier(); });
 }
 

@@ -20,9 +20,14 @@
 #include <thread>
 
 #include "src/distributed/comm_backend.h"
+#include "src/distributed/flight_recorder.h"
 #include "src/framework/tensor.h"
 
 namespace fluid {
+
+class ProgressChannel;
+class StallWatchdog;
+struct StallConfig;
 
 class CommHandle {
  public:
@@ -115,7 +120,23 @@ class Communicator {
   // afterwards are errors.
   void Shutdown();
 
+  // Stall detection (see stall_watchdog.h and flight_recorder.h): every
+  // collective is recorded; a step of the program begins with BeginStep.
+  // The watchdog runs once started (over `channel`) until Shutdown.
+  FlightRecorder* flight_recorder() { return &recorder_; }
+  void BeginStep() { recorder_.BeginStep(); }
+  void StartStallWatchdog(std::unique_ptr<ProgressChannel> channel,
+                          StallConfig config, std::function<void()> end_job);
+  // No-op without a watchdog.
+  void ConfigureStallWatchdog(StallConfig config);
+  bool has_stall_watchdog() const { return watchdog_ != nullptr; }
+
  private:
+  struct Pending {
+    std::function<void(CommBackend*)> work;
+    CommHandlePtr handle;
+    int64_t seq = 0;  // in recorder_
+  };
   CommHandlePtr Enqueue(std::function<void(CommBackend*)> work);
   void Loop();
   // Worker-only: host memory for staging `bytes` of device data.
@@ -127,12 +148,13 @@ class Communicator {
   std::string backend_name_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::function<void(CommBackend*)>, CommHandlePtr>>
-      queue_;
+  std::deque<Pending> queue_;
   bool stopping_ = false;
   std::atomic<int64_t> exposed_wait_ns_{0};
   std::atomic<int64_t> allreduce_wire_bytes_{0};
   Tensor staging_;  // touched by the worker only
+  FlightRecorder recorder_;
+  std::unique_ptr<StallWatchdog> watchdog_;
   std::thread worker_;
 };
 

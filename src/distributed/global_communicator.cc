@@ -8,6 +8,7 @@
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/mpi_membership.h"
+#include "src/distributed/stall_watchdog.h"
 #ifdef FLUID_WITH_CUDA
 #include "src/distributed/nccl_backend.h"
 #endif
@@ -21,6 +22,18 @@ std::unique_ptr<Communicator> g_comm;
 bool g_comm_uses_mpi = false;
 bool g_atexit_registered = false;
 bool g_left = false;  // this process said farewell (see LeaveJob)
+
+// Every rank of an MPI job records its collectives (dumped on an abort, in
+// the working directory until told otherwise) and watches for stalls with
+// the default limits until the trainer or MPIExecutor configures them.
+void StartStallDetection(Communicator* comm) {
+  comm->flight_recorder()->SetDumpPath(".", comm->rank(), comm->size());
+  SetFlightDumpTarget(comm->flight_recorder());
+  if (auto channel = MakeMpiProgressChannel()) {
+    comm->StartStallWatchdog(std::move(channel), StallConfig(),
+                             [] { MPI_Abort(MPI_COMM_WORLD, 1); });
+  }
+}
 
 }  // namespace
 
@@ -37,6 +50,7 @@ Communicator* GlobalCommunicator(const Place& place) {
       }
 #endif
       g_comm = std::make_unique<Communicator>(std::move(backend));
+      StartStallDetection(g_comm.get());
     } else {
       g_comm =
           std::make_unique<Communicator>(InProcessGroup::Create(1)->Backend(0));
@@ -56,6 +70,7 @@ void ShutdownGlobalCommunicator() {
     comm = std::move(g_comm);
   }
   if (comm) {
+    SetFlightDumpTarget(nullptr);
     comm.reset();  // drains the queue, joins the worker, says farewell
     if (g_comm_uses_mpi) FinalizeMpiIfOwned();
     std::lock_guard<std::mutex> lock(g_comm_mu);

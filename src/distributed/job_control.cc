@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "src/distributed/flight_recorder.h"
+
 namespace fluid {
 
 namespace {
@@ -29,6 +31,7 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
   if (i < 0) return;
   ssize_t ignored = ::write(2, g_lines[i], std::strlen(g_lines[i]));
   (void)ignored;
+  DumpFlightRecorder(g_lines[i]);
   const struct sigaction& prev = g_previous[i];
   if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
     prev.sa_sigaction(sig, info, context);
@@ -62,7 +65,10 @@ void AbortJob(int code) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  if (initialized && !finalized) {
+    DumpFlightRecorder("error: this rank ended the job");
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   std::fflush(nullptr);
   ::_exit(code);
 }

@@ -173,6 +173,7 @@ void MPIExecutor::Run(const FeedList& feeds,
                       const std::vector<std::string>& fetch_names,
                       std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
+  comm_->BeginStep();  // numbers the step's collectives for the recorder
   exe_.Run(main_.get(), feeds, fetch_names, fetches);
 }
 

@@ -10,6 +10,7 @@
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
 //           [--grad-compression none|bf16|fp16]
+//           [--stall-warn S] [--stall-timeout S] [--flight-dir D]
 //                                               data-parallel on N ranks
 //   trainer --predict DIR [--data DIR] [--test-samples N]
 //                                               accuracy of a saved
@@ -115,6 +116,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 2));
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
+  app.add_option("--stall-warn", o.stall_warn,
+                 "multi-rank: after S seconds in a collective waiting for "
+                 "ranks that make no progress, name them (0: never)")
+      ->capture_default_str();
+  app.add_option("--stall-timeout", o.stall_timeout,
+                 "multi-rank: after S seconds of such a stall, end the job "
+                 "naming the stuck ranks and the collective (0: never)")
+      ->capture_default_str();
+  app.add_option("--flight-dir", o.flight_dir,
+                 "multi-rank: where each rank writes its last collectives "
+                 "when the job aborts (default: --checkpoint-dir, else the "
+                 "working directory)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include "src/builder/models.h"
 #include "src/data/batcher.h"
@@ -14,6 +16,7 @@
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/run_settings.h"
+#include "src/distributed/stall_watchdog.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
@@ -98,9 +101,14 @@ void SetFeeds(const std::vector<Tensor>& batch, FeedList* feeds) {
   for (size_t i = 0; i < feeds->size(); ++i) (*feeds)[i].second = batch[i];
 }
 
+// Flight recorder files (flight-rank-R.txt, written next to the
+// checkpoints when a job aborts) do not make a checkpoint directory used.
 bool IsEmptyOrMissingDir(const std::string& dir) {
   FileSystem* fs = DefaultFileSystem();
-  return !fs->Exists(dir) || fs->ListDir(dir).empty();
+  if (!fs->Exists(dir)) return true;
+  for (const std::string& name : fs->ListDir(dir))
+    if (name.rfind("flight-rank-", 0) != 0) return false;
+  return true;
 }
 
 // Where training picks up.
@@ -300,6 +308,7 @@ struct TrainLoop {
   int rank;
   int world;
   std::ostream& log;
+  double slow_step_s = 0;  // the test hook's sleep before each step
 
   // Trains epoch `epoch`, advancing `step`, printing progress, and storing
   // its loss and accuracy in `result`; returns the samples trained on by
@@ -317,6 +326,9 @@ struct TrainLoop {
     int64_t seen = 0, epoch_step = 0;
     while (batcher->Next(&batch)) {
       SetFeeds(batch, &feeds);
+      if (slow_step_s > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(slow_step_s));
+      if (dist) dist->communicator()->BeginStep();
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
       FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",
@@ -413,6 +425,12 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
                 o.bucket_mb);
   run.dist = std::make_unique<MPIExecutor>(place, o.threads);
+  FLUID_ENFORCE(o.stall_warn >= 0, "--stall-warn must be >= 0, got ",
+                o.stall_warn);
+  FLUID_ENFORCE(o.stall_timeout >= 0, "--stall-timeout must be >= 0, got ",
+                o.stall_timeout);
+  run.dist->communicator()->ConfigureStallWatchdog(
+      StallConfig{o.stall_warn, o.stall_timeout});
   CheckRunSettingsAgree(
       run.dist->communicator(),
       CollectiveSettings(o, train, test, run.dist->world_size()));
@@ -479,6 +497,25 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
     return true;
   }
   return false;
+}
+
+// Test hook: FLUID_TEST_SLOW_STEP_RANK=R and FLUID_TEST_SLOW_STEP_SECONDS=S
+// make rank R sleep S seconds before each step (a slow but progressing
+// rank, which the stall watchdog must leave alone).
+double SlowStepSeconds(int rank) {
+  const char* r = std::getenv("FLUID_TEST_SLOW_STEP_RANK");
+  const char* s = std::getenv("FLUID_TEST_SLOW_STEP_SECONDS");
+  if (r == nullptr || s == nullptr || std::atoi(r) != rank) return 0;
+  return std::max(0.0, std::atof(s));
+}
+
+// Where this rank writes its flight recorder when the job aborts.
+void SetFlightDir(const TrainerOptions& o, MPIExecutor* dist) {
+  if (dist == nullptr) return;
+  std::string dir = o.flight_dir;
+  if (dir.empty()) dir = o.checkpoint_dir.empty() ? "." : o.checkpoint_dir;
+  dist->communicator()->flight_recorder()->SetDumpPath(dir, dist->rank(),
+                                                       dist->world_size());
 }
 
 }  // namespace
@@ -551,6 +588,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
   if (rank == 0 && !o.checkpoint_dir.empty())
     CheckCheckpointDirWritable(o.checkpoint_dir);
+  SetFlightDir(o, dist);
   Position pos;
   if (o.resume) pos = Resume(o, job.main(), &scope, dist, rank, log);
   int start_epoch = pos.epoch;
@@ -566,7 +604,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist, log);
   LogStateBytes(job.main(), log);
 
-  TrainLoop loop{o, job, exe, main, dist, &batcher, rank, world, log};
+  TrainLoop loop{o,        job,  exe,   main, dist,
+                 &batcher, rank, world, log,  SlowStepSeconds(rank)};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {

@@ -67,6 +67,16 @@ struct TrainerOptions {
   // (each rank updates and stores 1/N of the optimizer state).
   int shard_optimizer = 0;
   int64_t check_consistency = 0;
+  // Stall detection under mpirun (src/distributed/stall_watchdog.h):
+  // seconds ranks may wait in a collective for a rank that makes no
+  // progress before rank 0 (or, when rank 0 is the one stuck, the lowest
+  // rank that is not) names it in a warning, and before the job ends
+  // (0: never). Where each rank writes its flight recorder (its last 256
+  // collectives) when the job aborts: "" is the checkpoint directory, or
+  // the working directory without one.
+  double stall_warn = 60;
+  double stall_timeout = 300;
+  std::string flight_dir;
 };
 
 struct TrainerResult {

@@ -309,11 +309,17 @@ class MPIExecutor:
       updates every parameter), 1 or 2 (each rank updates and stores 1/N
       of the optimizer state; 2 reduce-scatters the gradients). Optimizers
       with gradient clipping or regularizers are refused for now.
-      `state_bytes(program)` tells what one rank holds."""
+      `state_bytes(program)` tells what one rank holds.
+    - `stall_warn`, `stall_timeout`: the trainer's `--stall-warn` and
+      `--stall-timeout` (seconds; 0: never): a rank that makes no progress
+      while the others wait for it in a collective is named in a warning,
+      then the job ends; `flight_dir` (default: the working directory) is
+      where each rank writes its last collectives when the job aborts."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
-                 sync_batch_norm=False, shard_optimizer=0):
+                 sync_batch_norm=False, shard_optimizer=0, stall_warn=60.0,
+                 stall_timeout=300.0, flight_dir=None):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -328,6 +334,10 @@ class MPIExecutor:
                 "(off), 1 or 2 (ZeRO stage 1 or 2; True means 2)")
         self._shard_optimizer = 2 if shard_optimizer is True else int(
             shard_optimizer)
+        if stall_warn < 0 or stall_timeout < 0:
+            raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
+                             f"stall_timeout={stall_timeout!r}): seconds, "
+                             ">= 0 (0: never)")
         self._allreduce = allreduce
         self._grad_compression = grad_compression
         self._device = _device_of(place)
@@ -343,6 +353,9 @@ class MPIExecutor:
         self._steps = {}
         self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads, self._device)
+        _core.configure_stall_watchdog(float(stall_warn),
+                                       float(stall_timeout),
+                                       str(flight_dir or ""))
         self._lock = threading.Lock()
 
     @property
@@ -376,6 +389,7 @@ class MPIExecutor:
                     "scope) before other programs: exe.run(startup_program)")
             steps = _Steps.of(self._steps, program, scope)
             if not steps.training:
+                _core.stall_heartbeat()  # evaluating is progress too
                 out = list(self._local.run(program.desc, scope._core,
                                            _feed(feed), names))
                 steps.count += 1

@@ -1,0 +1,274 @@
+#include "src/distributed/flight_recorder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace fluid {
+
+namespace {
+
+// Formats into a fixed buffer with no allocation and no locale, so that a
+// signal handler may use it; text past the end is dropped.
+class LineBuffer {
+ public:
+  LineBuffer(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
+  LineBuffer& Str(const char* s) {
+    while (s != nullptr && *s != '\0' && len_ < cap_) buf_[len_++] = *s++;
+    return *this;
+  }
+  LineBuffer& Int(int64_t v) {
+    char digits[24];
+    int n = 0;
+    uint64_t u =
+        v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) Str("-");
+    while (n > 0 && len_ < cap_) buf_[len_++] = digits[--n];
+    return *this;
+  }
+  size_t size() const { return len_; }
+
+ private:
+  char* buf_;
+  size_t cap_;
+  size_t len_ = 0;
+};
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+const char* StateName(int32_t state) {
+  switch (state) {
+    case FlightRecorder::kIssued:
+      return "issued";
+    case FlightRecorder::kRunning:
+      return "running";
+    case FlightRecorder::kDone:
+      return "done";
+    case FlightRecorder::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Room for the header and 256 records of about 150 bytes each.
+char g_dump_buf[64 << 10];
+std::atomic<bool> g_dump_busy{false};
+std::atomic<FlightRecorder*> g_target{nullptr};
+// The recorder whose file has been written: the first reason stands (a
+// rank that ends the job for a stall gets SIGTERM from the launcher next).
+std::atomic<const FlightRecorder*> g_written{nullptr};
+struct sigaction g_previous_term;
+bool g_term_installed = false;
+
+void OnTerm(int sig, siginfo_t* info, void* context) {
+  DumpFlightRecorder("SIGTERM (the launcher is ending the job)");
+  const struct sigaction& prev = g_previous_term;
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
+    prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != nullptr) {
+    prev.sa_handler(sig);
+    return;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+}  // namespace
+
+const char* CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "allreduce";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kAllGather:
+      return "allgather";
+    case CollectiveKind::kBarrier:
+      return "barrier";
+    case CollectiveKind::kOther:
+      break;
+  }
+  return "collective";
+}
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t FlightRecorder::Issue(CollectiveKind kind, int64_t bytes) {
+  const int64_t seq = issued_.load(std::memory_order_relaxed) + 1;
+  Slot& s = SlotOf(seq);
+  s.seq.store(-seq);  // being rewritten: readers skip it
+  s.kind.store(static_cast<int32_t>(kind), std::memory_order_relaxed);
+  s.index.store(++step_index_, std::memory_order_relaxed);
+  s.state.store(kIssued, std::memory_order_relaxed);
+  s.bytes.store(bytes, std::memory_order_relaxed);
+  s.step.store(step_.load(std::memory_order_relaxed),
+               std::memory_order_relaxed);
+  s.issue_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  s.start_ns.store(0, std::memory_order_relaxed);
+  s.end_ns.store(0, std::memory_order_relaxed);
+  s.seq.store(seq);
+  issued_.store(seq);
+  progress_.fetch_add(1, std::memory_order_relaxed);
+  return seq;
+}
+
+void FlightRecorder::Start(int64_t seq) {
+  Slot& s = SlotOf(seq);
+  if (s.seq.load() == seq) {
+    s.start_ns.store(MonotonicNs(), std::memory_order_relaxed);
+    s.state.store(kRunning);
+  }
+  started_.store(seq);
+  progress_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlightRecorder::Finish(int64_t seq, bool ok) {
+  Slot& s = SlotOf(seq);
+  if (s.seq.load() == seq) {
+    s.end_ns.store(MonotonicNs(), std::memory_order_relaxed);
+    s.state.store(ok ? kDone : kFailed);
+  }
+  finished_.store(seq);
+  progress_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlightRecorder::BeginStep() {
+  step_.fetch_add(1);
+  step_index_ = 0;
+  progress_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool FlightRecorder::Get(int64_t seq, Record* out) const {
+  if (seq <= 0) return false;
+  const Slot& s = ring_[seq % kCapacity];
+  if (s.seq.load() != seq) return false;
+  out->seq = seq;
+  out->kind = static_cast<CollectiveKind>(s.kind.load());
+  out->index = s.index.load();
+  out->state = static_cast<State>(s.state.load());
+  out->bytes = s.bytes.load();
+  out->step = s.step.load();
+  out->issue_ns = s.issue_ns.load();
+  out->start_ns = s.start_ns.load();
+  out->end_ns = s.end_ns.load();
+  return s.seq.load() == seq;  // not rewritten meanwhile
+}
+
+std::string FlightRecorder::SetDumpPath(const std::string& dir, int rank,
+                                        int size) {
+  std::string chosen = dir.empty() ? "." : dir;
+  struct stat st;
+  if (::stat(chosen.c_str(), &st) != 0) ::mkdir(chosen.c_str(), 0755);
+  if (::stat(chosen.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      ::access(chosen.c_str(), W_OK) != 0)
+    chosen = ".";
+  std::string path = chosen + "/flight-rank-" + std::to_string(rank) + ".txt";
+  if (path.size() >= sizeof(path_))
+    path = "flight-rank-" + std::to_string(rank) + ".txt";
+  rank_ = rank;
+  size_ = size;
+  std::memcpy(path_, path.c_str(), path.size() + 1);
+  return chosen;
+}
+
+void FlightRecorder::SetNote(const std::string& note) {
+  note_busy_.store(1);
+  const size_t n = std::min(note.size(), sizeof(note_) - 1);
+  std::memcpy(note_, note.data(), n);
+  note_[n] = '\0';
+  note_busy_.store(0);
+}
+
+bool FlightRecorder::Dump(const char* reason) const {
+  if (path_[0] == '\0') return false;
+  if (g_written.load() == this) return true;
+  bool idle = false;
+  if (!g_dump_busy.compare_exchange_strong(idle, true)) return false;
+  LineBuffer b(g_dump_buf, sizeof(g_dump_buf));
+  const int64_t now = MonotonicNs();
+  b.Str(
+      "# fluid flight recorder: the last collectives of one rank, oldest "
+      "first; times in ms before the dump\n");
+  b.Str("rank ").Int(rank_).Str(" size ").Int(size_).Str(" pid ");
+  b.Int(::getpid()).Str(" unix_ms ").Int(RealtimeNs() / 1000000).Str("\n");
+  b.Str("reason ").Str(reason).Str("\n");
+  b.Str("issued ").Int(issued_.load()).Str(" started ").Int(started_.load());
+  b.Str(" finished ").Int(finished_.load()).Str(" step ").Int(step_.load());
+  b.Str("\n");
+  if (note_busy_.load() == 0 && note_[0] != '\0')
+    b.Str("note ").Str(note_).Str("\n");
+  const int64_t last = issued_.load();
+  for (int64_t seq = last - kCapacity + 1; seq <= last; ++seq) {
+    Record r;
+    if (!Get(seq, &r)) continue;
+    b.Str("seq ").Int(r.seq).Str(" op ").Str(CollectiveKindName(r.kind));
+    b.Str(" bytes ").Int(r.bytes).Str(" step ").Int(r.step);
+    b.Str(" index ").Int(r.index).Str(" state ").Str(StateName(r.state));
+    b.Str(" issued_ms_ago ").Int((now - r.issue_ns) / 1000000);
+    b.Str(" started_ms_ago ")
+        .Int(r.start_ns ? (now - r.start_ns) / 1000000 : -1);
+    b.Str(" ended_ms_ago ").Int(r.end_ns ? (now - r.end_ns) / 1000000 : -1);
+    b.Str("\n");
+  }
+  bool ok = false;
+  const int fd = ::open(path_, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ok = WriteAll(fd, g_dump_buf, b.size());
+    ::close(fd);
+  }
+  if (ok) g_written.store(this);
+  g_dump_busy.store(false);
+  return ok;
+}
+
+void SetFlightDumpTarget(FlightRecorder* recorder) {
+  g_target.store(recorder);
+  if (recorder == nullptr || g_term_installed) return;
+  g_term_installed = true;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = OnTerm;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, &g_previous_term);
+}
+
+const char* DumpFlightRecorder(const char* reason) {
+  FlightRecorder* r = g_target.load();
+  if (r == nullptr || !r->Dump(reason)) return nullptr;
+  return r->dump_path();
+}
+
+}  // namespace fluid

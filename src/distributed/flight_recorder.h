@@ -1,0 +1,120 @@
+// FlightRecorder: the last 256 collectives of one communicator, kept in a
+// fixed ring (nothing is allocated per collective), and written to a file
+// when the job aborts, so that the ranks' files side by side show who was
+// where when it stopped (tools/flight_report.py reads them).
+//
+// The communicator's issuing thread calls Issue, its worker Start and
+// Finish; the trainer and MPIExecutor call BeginStep. Everything a reader
+// needs is in atomics: the stall watchdog's thread reads the counters while
+// collectives run, and Dump may run in a signal handler (SIGTERM from
+// mpirun, a fatal signal), where it takes no lock and allocates nothing.
+// A slot being rewritten while it is dumped is detected and left out.
+//
+// One recorder per process is the dump target (SetFlightDumpTarget, done
+// for the process's communicator): DumpFlightRecorder writes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace fluid {
+
+enum class CollectiveKind : int32_t {
+  kOther = 0,
+  kAllReduce,
+  kBroadcast,
+  kAllGather,
+  kBarrier,
+};
+const char* CollectiveKindName(CollectiveKind kind);
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC), the recorder's time base.
+int64_t MonotonicNs();
+
+class FlightRecorder {
+ public:
+  static constexpr int kCapacity = 256;
+  enum State : int32_t { kIssued = 1, kRunning, kDone, kFailed };
+
+  // What one collective was and when it happened.
+  struct Record {
+    int64_t seq = 0;  // 1, 2, ...; 0: empty slot
+    CollectiveKind kind = CollectiveKind::kOther;
+    int64_t bytes = 0;
+    int64_t step = 0;   // MPIExecutor steps begun before it was issued
+    int32_t index = 0;  // 1, 2, ... within its step
+    State state = kIssued;
+    int64_t issue_ns = 0, start_ns = 0, end_ns = 0;  // MonotonicNs; 0: not yet
+  };
+
+  FlightRecorder() = default;
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  // Issuing thread: records a collective and returns its sequence number.
+  // Calls are serialised by the caller (the communicator's queue lock).
+  int64_t Issue(CollectiveKind kind, int64_t bytes);
+  // Worker thread.
+  void Start(int64_t seq);
+  void Finish(int64_t seq, bool ok);
+  // A step of the program begins (numbers the collectives it issues).
+  void BeginStep();
+  // Shows that the rank is alive and working outside collectives.
+  void Beat() { progress_.fetch_add(1, std::memory_order_relaxed); }
+
+  int64_t issued() const { return issued_.load(); }
+  int64_t started() const { return started_.load(); }
+  int64_t finished() const { return finished_.load(); }
+  int64_t step() const { return step_.load(); }
+  // Changes on every event above: the watchdog's measure of progress.
+  int64_t progress() const { return progress_.load(); }
+  // The record of collective `seq`, if it is still in the ring (and was
+  // not being rewritten while it was read).
+  bool Get(int64_t seq, Record* out) const;
+
+  // Where Dump writes: `dir`/flight-rank-<rank>.txt. `dir` is made if it
+  // is missing; when it cannot be, the working directory is used. Returns
+  // the path chosen.
+  std::string SetDumpPath(const std::string& dir, int rank, int size);
+  const char* dump_path() const { return path_; }
+  // A line that Dump writes into the file's header (the watchdog's view
+  // of the other ranks, say). Copied; cut at 1 KiB.
+  void SetNote(const std::string& note);
+  // Writes the ring to the dump path, oldest first, with `reason`. Async-
+  // signal-safe. False when no path is set or the file cannot be written.
+  bool Dump(const char* reason) const;
+
+ private:
+  struct Slot {
+    std::atomic<int64_t> seq{0};
+    std::atomic<int32_t> kind{0};
+    std::atomic<int32_t> index{0};
+    std::atomic<int32_t> state{0};
+    std::atomic<int64_t> bytes{0};
+    std::atomic<int64_t> step{0};
+    std::atomic<int64_t> issue_ns{0};
+    std::atomic<int64_t> start_ns{0};
+    std::atomic<int64_t> end_ns{0};
+  };
+  Slot& SlotOf(int64_t seq) { return ring_[seq % kCapacity]; }
+
+  Slot ring_[kCapacity];
+  std::atomic<int64_t> issued_{0}, started_{0}, finished_{0};
+  std::atomic<int64_t> step_{0}, progress_{0};
+  int32_t step_index_ = 0;  // issuing thread only
+  int rank_ = 0, size_ = 1;
+  char path_[1024] = {0};
+  char note_[1024] = {0};
+  std::atomic<int> note_busy_{0};
+};
+
+// The recorder DumpFlightRecorder writes (null: none), and the SIGTERM
+// handler that writes it before the process ends (installed once; a handler
+// installed before it still runs after).
+void SetFlightDumpTarget(FlightRecorder* recorder);
+// Writes the target's file (see FlightRecorder::Dump); async-signal-safe.
+// The path written, or null.
+const char* DumpFlightRecorder(const char* reason);
+
+}  // namespace fluid

@@ -1,0 +1,248 @@
+// The stall watchdog's judgement, its threads over an in-process channel
+// (a "frozen" rank is one whose reports stop), and the flight recorder.
+#include "src/distributed/stall_watchdog.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "src/distributed/communicator.h"
+#include "src/distributed/in_process_backend.h"
+
+namespace fluid {
+namespace {
+
+// Rank `r` as the judge sees it: in collective `started` (or past
+// `finished`), waiting, silent and idle for the given seconds.
+RankView View(int64_t started, int64_t finished, double waited, double silent,
+              double idle) {
+  RankView v;
+  v.heard = true;
+  v.last.started = started;
+  v.last.finished = finished;
+  v.last.issued = started;
+  v.last.kind = static_cast<int32_t>(CollectiveKind::kAllReduce);
+  v.last.bytes = 4 << 20;
+  v.last.index = 2;
+  v.last.coll_step = 7;
+  v.last.step = 7;
+  v.waited_s = started > finished ? waited : 0;
+  v.silent_s = silent;
+  v.idle_s = idle;
+  return v;
+}
+
+TEST(JudgeStallTest, NamesTheRankBehindAndRankZeroSpeaks) {
+  // Ranks 0 and 2 wait in collective 10; rank 1 is at 9 and silent.
+  std::vector<RankView> views = {View(10, 9, 12, 0, 12), View(9, 9, 0, 12, 12),
+                                 View(10, 9, 11, 0.2, 11)};
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.collective, 10);
+  EXPECT_EQ(v.stuck, std::vector<int>({1}));
+  EXPECT_EQ(v.waiting, std::vector<int>({0, 2}));
+  EXPECT_EQ(v.speaker, 0);
+  const std::string line = DescribeStall(v, views, true, 8);
+  EXPECT_NE(line.find("stall: rank 1 holds up collective 10 (allreduce, "
+                      "4.0 MiB, #2 of step 7), in which ranks 0, 2 have "
+                      "waited 12 s: rank 1 has been silent for 12 s"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("ending the job (--stall-timeout 8)"), std::string::npos);
+}
+
+TEST(JudgeStallTest, WhenRankZeroIsStuckTheNextRankSpeaks) {
+  // Rank 0 froze inside collective 10 (its last report says so); rank 1
+  // waits in 11 (it finished 10 before rank 0 stopped answering).
+  std::vector<RankView> views = {View(10, 9, 1, 20, 20),
+                                 View(11, 10, 20, 0, 20)};
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.collective, 11);
+  EXPECT_EQ(v.stuck, std::vector<int>({0}));
+  EXPECT_EQ(v.speaker, 1);
+}
+
+TEST(JudgeStallTest, AFrozenRankInsideTheCollectiveIsStuck) {
+  std::vector<RankView> views = {View(10, 9, 9, 0, 9), View(10, 9, 9, 9, 9)};
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.collective, 10);
+  EXPECT_EQ(v.stuck, std::vector<int>({1}));
+  EXPECT_EQ(v.speaker, 0);
+}
+
+TEST(JudgeStallTest, ASlowButProgressingRankIsNotStuck) {
+  // Rank 1 is outside collectives, alive, and moved 3 s ago: others have
+  // waited 20 s, but rank 1 is not stuck until it stands still for 8.
+  std::vector<RankView> views = {View(10, 9, 20, 0, 20), View(9, 9, 0, 0.3, 3)};
+  EXPECT_EQ(JudgeStall(views, 8).collective, 0);
+  // Nobody has waited long enough yet.
+  views = {View(10, 9, 5, 0, 5), View(9, 9, 0, 5, 5)};
+  EXPECT_EQ(JudgeStall(views, 8).collective, 0);
+}
+
+TEST(JudgeStallTest, AHungMainThreadIsStuckThoughAlive) {
+  std::vector<RankView> views = {View(10, 9, 20, 0, 20),
+                                 View(9, 9, 0, 0.3, 20)};
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.stuck, std::vector<int>({1}));
+  EXPECT_NE(DescribeStall(v, views, false, 8).find("process alive"),
+            std::string::npos);
+}
+
+TEST(JudgeStallTest, AllRanksInTheCollectiveIsTheTransport) {
+  std::vector<RankView> views = {View(10, 9, 20, 0, 20),
+                                 View(10, 9, 20, 0.2, 20)};
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.collective, 10);
+  EXPECT_TRUE(v.stuck.empty());
+  EXPECT_NE(DescribeStall(v, views, true, 8).find("none is behind"),
+            std::string::npos);
+}
+
+TEST(JudgeStallTest, LeavingRanksAreIgnored) {
+  std::vector<RankView> views = {View(10, 9, 20, 0, 20), View(9, 9, 0, 20, 20)};
+  views[1].last.leaving = 1;
+  EXPECT_EQ(JudgeStall(views, 8).collective, 0);
+}
+
+// Ranks as threads: reports go through shared queues; a frozen rank's
+// reports are dropped.
+struct FakeNet {
+  std::mutex mu;
+  std::vector<std::deque<ProgressReport>> inbox;
+  std::vector<std::atomic<bool>> frozen;
+  explicit FakeNet(int n) : inbox(n), frozen(n) {}
+};
+
+class FakeChannel : public ProgressChannel {
+ public:
+  FakeChannel(FakeNet* net, int rank) : net_(net), rank_(rank) {}
+  void Send(int peer, const ProgressReport& r) override {
+    if (net_->frozen[rank_]) return;
+    std::lock_guard<std::mutex> lock(net_->mu);
+    net_->inbox[peer].push_back(r);
+  }
+  bool Poll(ProgressReport* r) override {
+    std::lock_guard<std::mutex> lock(net_->mu);
+    if (net_->inbox[rank_].empty()) return false;
+    *r = net_->inbox[rank_].front();
+    net_->inbox[rank_].pop_front();
+    return true;
+  }
+
+ private:
+  FakeNet* net_;
+  int rank_;
+};
+
+// Two ranks enter collectives 1 and 2; then `victim` freezes while the
+// other enters collective 3 and waits. Returns the rank that ended the job.
+int WhoEndsTheJob(int victim) {
+  const int n = 2;
+  FakeNet net(n);
+  FlightRecorder rec[n];
+  std::atomic<int> ended{-1};
+  std::vector<std::unique_ptr<StallWatchdog>> dogs;
+  for (int r = 0; r < n; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      const int64_t seq = rec[r].Issue(CollectiveKind::kAllReduce, 64);
+      rec[r].Start(seq);
+      rec[r].Finish(seq, true);
+    }
+    dogs.push_back(std::make_unique<StallWatchdog>(
+        r, n, &rec[r], std::make_unique<FakeChannel>(&net, r),
+        StallConfig{0.4, 0.8}, [&ended, r] {
+          int none = -1;
+          ended.compare_exchange_strong(none, r);
+        }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  net.frozen[victim] = true;
+  const int other = 1 - victim;
+  rec[other].Start(rec[other].Issue(CollectiveKind::kAllReduce, 64));
+  for (int i = 0; i < 100 && ended < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (auto& d : dogs) d->Stop();
+  return ended;
+}
+
+TEST(StallWatchdogTest, TheLiveRankEndsTheJob) {
+  EXPECT_EQ(WhoEndsTheJob(1), 0);
+  EXPECT_EQ(WhoEndsTheJob(0), 1);
+}
+
+TEST(FlightRecorderTest, KeepsTheLastCollectivesAndDumpsThem) {
+  FlightRecorder rec;
+  for (int i = 0; i < 300; ++i) {
+    if (i % 3 == 0) rec.BeginStep();
+    const int64_t seq = rec.Issue(CollectiveKind::kBroadcast, i);
+    rec.Start(seq);
+    if (i < 299) rec.Finish(seq, true);
+  }
+  EXPECT_EQ(rec.issued(), 300);
+  EXPECT_EQ(rec.finished(), 299);
+  FlightRecorder::Record r;
+  EXPECT_FALSE(rec.Get(44, &r));  // overwritten
+  ASSERT_TRUE(rec.Get(300, &r));
+  EXPECT_EQ(r.state, FlightRecorder::kRunning);
+  EXPECT_EQ(r.step, 100);
+  EXPECT_EQ(r.index, 3);
+  EXPECT_FALSE(rec.Dump("no path yet"));
+  char dir[] = "/tmp/flight_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  EXPECT_EQ(rec.SetDumpPath(dir, 3, 4), dir);
+  ASSERT_TRUE(rec.Dump("a test"));
+  const std::string path = std::string(dir) + "/flight-rank-3.txt";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("rank 3 size 4 pid"), std::string::npos);
+  EXPECT_NE(text.str().find("reason a test\n"), std::string::npos);
+  EXPECT_NE(text.str().find("seq 45 op broadcast bytes 44 step 15 index 3 "
+                            "state done"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("seq 300 op broadcast bytes 299 step 100 index 3 "
+                            "state running"),
+            std::string::npos);
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {
+  Communicator comm(InProcessGroup::Create(1)->Backend(0));
+  Tensor t(DataType::kFloat32, Shape{8});
+  t.raw_mutable_data();
+  comm.BroadcastAsync(t, 0)->Wait();  // before the first step
+  comm.BeginStep();
+  comm.AllReduce(t, ReduceOp::kSum);
+  comm.Barrier();
+  const FlightRecorder& rec = *comm.flight_recorder();
+  EXPECT_EQ(rec.issued(), 3);
+  EXPECT_EQ(rec.finished(), 3);
+  FlightRecorder::Record r;
+  ASSERT_TRUE(rec.Get(1, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kBroadcast);
+  EXPECT_EQ(r.step, 0);
+  ASSERT_TRUE(rec.Get(2, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(r.bytes, 32);
+  EXPECT_EQ(r.step, 1);
+  EXPECT_EQ(r.index, 1);
+  EXPECT_EQ(r.state, FlightRecorder::kDone);
+  EXPECT_GE(r.end_ns, r.start_ns);
+  EXPECT_GE(r.start_ns, r.issue_ns);
+  ASSERT_TRUE(rec.Get(3, &r));
+  EXPECT_EQ(r.kind, CollectiveKind::kBarrier);
+  EXPECT_EQ(r.index, 2);
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# A rank that stops (SIGSTOP: a frozen node, a hung file system) ends the
+# job within seconds, non-zero, with a last line naming the rank and the
+# collective the others wait in; each live rank leaves its flight recorder,
+# and tools/flight_report.py names the rank behind. A rank that is only
+# slow ends nothing.
+#   trainer_stall_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+REPORT="$COMMON_DIR/../../tools/flight_report.py"
+# Short limits, so that the test takes seconds (the defaults are 60 / 300).
+WARN=3
+TIMEOUT=8
+
+# Stopped ranks are resumed and killed whatever happens.
+stopped=()
+cleanup() {
+  for p in "${stopped[@]}"; do
+    kill -CONT "$p" 2>/dev/null
+    kill -KILL "$p" 2>/dev/null
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+make_idx "$work/data" 4096 64
+save_mlp
+
+# The pid of rank RANK among the trainers whose command line holds MARK.
+rank_pid() {
+  local mark=$1 rank=$2 p
+  for p in $(pgrep -f -- "$mark"); do
+    grep -q trainer "/proc/$p/comm" 2>/dev/null || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+      grep -qx "OMPI_COMM_WORLD_RANK=$rank" && { echo "$p"; return; }
+  done
+}
+
+# Starts NP ranks in $work/NAME, stops rank VICTIM once training is under
+# way, and waits for the job to end. Sets rc, took, out, dir. The flight
+# recorders go to $dir/flight: with WHERE=ckpt as the checkpoint directory
+# (their default place), else as --flight-dir.
+run_stopped() {
+  local np=$1 victim=$2 name=$3 where=${4:-flight} pid="" start job
+  local dirflag=--flight-dir
+  [ "$where" = ckpt ] && dirflag=--checkpoint-dir
+  dir="$work/$name"
+  mkdir -p "$dir"
+  start=$(date +%s)
+  timeout 120 "${MPI[@]}" -np "$np" "$TRAINER" --program "$work/mlp.pb" \
+    --data "$work/data" --epochs 1000 --log-every 5 --stall-warn "$WARN" \
+    --stall-timeout "$TIMEOUT" "$dirflag" "$dir/flight" \
+    >"$dir/log" 2>&1 &
+  job=$!
+  for _ in $(seq 300); do
+    sleep 0.2
+    grep -q "step" "$dir/log" || continue
+    pid=$(rank_pid "$dirflag $dir/flight" "$victim")
+    [ -n "$pid" ] && break
+  done
+  [ -n "$pid" ] || { kill "$job"; fail "$name: no rank $victim to stop"; }
+  sleep 1
+  kill -STOP "$pid"
+  stopped+=("$pid")
+  start=$(date +%s)
+  wait "$job"
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  out=$(cat "$dir/log")
+}
+
+# The last line the framework wrote (mpirun adds its own after it).
+last_fluid_line() { grep -E "^(fluid|trainer): " <<<"$out" | tail -1; }
+
+check_stall() {  # NAME VICTIM NP
+  local name=$1 victim=$2 np=$3 line
+  [ "$rc" -ne 0 ] || fail "$name: the job exited 0: $out"
+  [ "$rc" -ne 124 ] || fail "$name: the job hung: $out"
+  [ "$took" -le 40 ] || fail "$name: took ${took}s to end: $out"
+  line=$(last_fluid_line)
+  grep -Eq "stall: rank $victim holds up collective [0-9]+ \((allreduce|broadcast|allgather|barrier)" <<<"$line" \
+    || fail "$name: last line does not name rank $victim and the collective: $out"
+  grep -q "ending the job (--stall-timeout $TIMEOUT)" <<<"$line" \
+    || fail "$name: last line does not say the job ends: $out"
+  grep -q "flight recorder written to" <<<"$out" \
+    || fail "$name: no line saying where the flight recorder went: $out"
+  for r in $(seq 0 $((np - 1))); do
+    [ "$r" -eq "$victim" ] && continue
+    [ -s "$dir/flight/flight-rank-$r.txt" ] \
+      || fail "$name: no flight recorder file of live rank $r: $(ls "$dir/flight")"
+  done
+  report=$(/usr/bin/python3 "$REPORT" "$dir/flight") \
+    || fail "$name: flight_report.py failed: $report"
+  grep -Eq "^behind: rank $victim\b" <<<"$report" \
+    || fail "$name: flight_report.py does not name rank $victim: $report"
+  echo "ok: $name: rank $victim stopped, job ended in ${took}s (rc $rc): $line"
+}
+
+# 1. Rank 1 of 2 stopped: rank 0 reports it.
+run_stopped 2 1 np2-rank1
+check_stall np2-rank1 1 2
+grep -q "stall warning: rank 1 holds up" <<<"$out" \
+  || fail "np2-rank1: no warning before the end: $out"
+
+# 2. Rank 0 of 2 stopped: rank 1 must speak.
+run_stopped 2 0 np2-rank0
+check_stall np2-rank0 0 2
+grep -q "^fluid: rank 1: stall: rank 0 holds up" <<<"$out" \
+  || fail "np2-rank0: rank 1 did not report rank 0: $out"
+
+# 3. Rank 2 of 4 stopped; the files go next to the checkpoints.
+run_stopped 4 2 np4-rank2 ckpt
+check_stall np4-rank2 2 4
+
+# 4. A slow rank (2 s per step, below the warning's 6 s) is not stuck: the
+# job ends normally and no stall line appears.
+out=$(FLUID_TEST_SLOW_STEP_RANK=1 FLUID_TEST_SLOW_STEP_SECONDS=2 \
+      timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \
+      --data "$work/data" --train-samples 640 --batch-size 64 \
+      --stall-warn 6 --stall-timeout 10 2>&1) \
+  || fail "slow rank: the job failed: $out"
+grep -Eq "^fluid: rank [0-9]+: stall" <<<"$out" && fail "slow rank: a stall was reported: $out"
+grep -q "test accuracy" <<<"$out" || fail "slow rank: no test accuracy: $out"
+echo "ok: a rank 2 s slower per step (warn 6 s) finished without a stall line"
