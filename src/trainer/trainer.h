@@ -64,6 +64,10 @@ struct TrainerOptions {
   // values, added in float32; parameters and optimizer state stay float32).
   std::string grad_compression = "none";
   int64_t check_consistency = 0;
+  // With checkpoint_dir: also checkpoint every N global steps (0: only at
+  // the end of each epoch), so a restarted job loses at most N steps. The
+  // checkpoint records the sample position within the epoch.
+  int64_t checkpoint_every = 0;
 };
 
 struct TrainerResult {
