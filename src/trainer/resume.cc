@@ -3,9 +3,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <ostream>
+#include <sstream>
 #include <string>
 
+#include "src/distributed/launcher.h"
 #include "src/framework/enforce.h"
+#include "src/io/checkpoint.h"
+#include "src/runtime/mpi_executor.h"
+#include "src/trainer/trainer.h"
 
 namespace fluid {
 
@@ -53,6 +58,32 @@ void CheckAndLogResumePoint(const ResumePoint& at, int64_t samples,
       << at.epoch_samples << " of " << samples << ", step " << at.step
       << "; global batch " << batch_size * world << " (" << batch_size
       << " per rank x " << world << " rank(s))\n";
+}
+
+void CheckpointSaver::Save(int64_t step, int64_t epochs,
+                           int64_t epoch_samples) {
+  if (o.checkpoint_dir.empty()) return;
+  // Every rank: the checkpoint holds the ranks' average running stats.
+  if (dist != nullptr) dist->SyncRunningStats();
+  if (rank != 0) return;
+  std::ostringstream where;
+  if (epoch_samples == 0) {
+    where << "epoch " << epochs;
+  } else {
+    where << "epoch " << epochs + 1 << " at sample " << epoch_samples;
+  }
+  FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
+                     "the launcher (mpirun) is gone: not writing the "
+                     "checkpoint of ",
+                     where.str());
+  CheckpointInfo info{step, epochs};
+  info.epoch_samples = epoch_samples;
+  info.global_batch = global_batch;
+  info.nranks = world;
+  SaveCheckpoint(scope, persistable, o.checkpoint_dir, info);
+  log << "checkpoint saved to " << o.checkpoint_dir << " (" << where.str()
+      << ", step " << step << ")\n";
+  log.flush();
 }
 
 void KillForTestIfAsked(int64_t step, int rank) {

@@ -275,49 +275,6 @@ void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
   log.flush();
 }
 
-// Saves the job's checkpoints. Every rank calls Save at the same steps (the
-// ranks' running statistics are averaged first, a collective); rank 0
-// writes.
-struct CheckpointSaver {
-  const TrainerOptions& o;
-  const Scope& scope;
-  const std::vector<std::string>& persistable;
-  MPIExecutor* dist;  // null in a single process
-  int rank;
-  int world;
-  int64_t global_batch;  // samples per step over all ranks
-  std::ostream& log;
-
-  bool enabled() const { return !o.checkpoint_dir.empty(); }
-
-  // After global step `step`, with `epochs` epochs completed and
-  // `epoch_samples` samples of the next one trained on.
-  void Save(int64_t step, int64_t epochs, int64_t epoch_samples) {
-    if (!enabled()) return;
-    // Every rank: the checkpoint holds the ranks' average running stats.
-    if (dist != nullptr) dist->SyncRunningStats();
-    if (rank != 0) return;
-    std::ostringstream where;
-    if (epoch_samples == 0) {
-      where << "epoch " << epochs;
-    } else {
-      where << "epoch " << epochs + 1 << " at sample " << epoch_samples;
-    }
-    FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
-                       "the launcher (mpirun) is gone: not writing the "
-                       "checkpoint of ",
-                       where.str());
-    CheckpointInfo info{step, epochs};
-    info.epoch_samples = epoch_samples;
-    info.global_batch = global_batch;
-    info.nranks = world;
-    SaveCheckpoint(scope, persistable, o.checkpoint_dir, info);
-    log << "checkpoint saved to " << o.checkpoint_dir << " (" << where.str()
-        << ", step " << step << ")\n";
-    log.flush();
-  }
-};
-
 // The training steps of one rank, one epoch at a time.
 struct TrainLoop {
   const TrainerOptions& o;
