@@ -53,9 +53,12 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, uint64_t seed,
   StartEpoch(0);
 }
 
-void Batcher::StartEpoch(int64_t epoch) {
+void Batcher::StartEpoch(int64_t epoch, int64_t start_sample) {
   FLUID_ENFORCE(epoch >= 0, "Batcher: epoch must not be negative, got ", epoch);
   const int64_t n = data_.size();
+  FLUID_ENFORCE(start_sample >= 0 && start_sample <= n,
+                "Batcher: start_sample ", start_sample,
+                " is outside the epoch's ", n, " samples");
   perm_.resize(n);
   for (int64_t i = 0; i < n; ++i) perm_[i] = i;
   if (shuffle_) {
@@ -66,17 +69,24 @@ void Batcher::StartEpoch(int64_t epoch) {
       std::swap(perm_[i], perm_[j]);
     }
   }
-  indices_.resize(per_rank_);
-  for (int64_t k = 0; k < per_rank_; ++k)
-    indices_[k] = perm_[(rank_ + k * nranks_) % n];
+  // Positions past the end repeat the epoch's first samples (the padding).
+  epoch_per_rank_ = (n - start_sample + nranks_ - 1) / nranks_;
+  indices_.resize(epoch_per_rank_);
+  for (int64_t k = 0; k < epoch_per_rank_; ++k)
+    indices_[k] = perm_[(start_sample + rank_ + k * nranks_) % n];
   epoch_ = epoch;
+  start_sample_ = start_sample;
   cursor_ = 0;
+}
+
+int64_t Batcher::EpochPosition() const {
+  return std::min(start_sample_ + cursor_ * nranks_, data_.size());
 }
 
 bool Batcher::Next(std::vector<Tensor>* batch) {
   FLUID_ENFORCE(batch != nullptr, "Batcher::Next: null batch");
-  if (cursor_ >= per_rank_) return false;
-  const int64_t rows = std::min(batch_size_, per_rank_ - cursor_);
+  if (cursor_ >= epoch_per_rank_) return false;
+  const int64_t rows = std::min(batch_size_, epoch_per_rank_ - cursor_);
   batch->resize(data_.tensors.size());
   for (size_t k = 0; k < data_.tensors.size(); ++k) {
     const Tensor& src = data_.tensors[k];

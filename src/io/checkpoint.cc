@@ -271,7 +271,7 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
                   const std::vector<const Tensor*>& tensors,
                   const CheckpointInfo& info) {
   proto::CheckpointManifest manifest;
-  manifest.set_version(kManifestVersion);
+  manifest.set_version(info.global_batch > 0 ? kManifestVersion : 1);
   FileNamer namer;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = *tensors[i];
@@ -290,6 +290,12 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
   }
   manifest.set_step(info.step);
   manifest.set_epoch(info.epoch);
+  if (info.global_batch > 0) {
+    auto* pos = manifest.mutable_position();
+    pos->set_epoch_samples(info.epoch_samples);
+    pos->set_global_batch(info.global_batch);
+    pos->set_nranks(info.nranks);
+  }
   std::string mbytes;
   FLUID_ENFORCE(manifest.SerializeToString(&mbytes),
                 "cannot serialize the manifest");

@@ -58,6 +58,13 @@ struct CheckpointInfo {
   // (Explicit initializers keep CheckpointInfo{step, epoch} warning-free.)
   std::string path = {};
   std::vector<std::string> skipped = {};
+  // Where in epoch `epoch` training stood: samples of the epoch's shuffled
+  // order trained on by all ranks together (0: its start), and the samples
+  // per step over all ranks and how many ranks shared them (0: not
+  // recorded, as in checkpoints taken only at epoch ends by older builds).
+  int64_t epoch_samples = 0;
+  int64_t global_batch = 0;
+  int64_t nranks = 0;
 };
 
 // What a loader expects to find: one persistable variable of a program.

@@ -26,7 +26,9 @@ inline constexpr const char* kPrefix = "ckpt-";
 inline constexpr const char* kStagingSuffix = ".tmp";
 inline constexpr const char* kAsideSuffix = ".old";
 inline constexpr const char* kTensorExt = ".tensor";
-inline constexpr int64_t kManifestVersion = 1;
+// Version 2 adds the position within the epoch; a checkpoint without one
+// is still written as version 1, which older builds read.
+inline constexpr int64_t kManifestVersion = 2;
 inline constexpr const char* kProbe = "LATEST.probe";
 // Upper bounds for the control files; anything larger is damage.
 inline constexpr uint64_t kMaxLatestBytes = 4096;

@@ -62,6 +62,9 @@ proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
   FLUID_ENFORCE(m.version() <= kManifestVersion, "checkpoint '", loc.path,
                 "' has manifest version ", m.version(),
                 "; this build reads up to ", kManifestVersion);
+  FLUID_ENFORCE(m.version() < 2 || m.has_position(), "checkpoint '", loc.path,
+                "' has a corrupt or truncated manifest '", path, "': version ",
+                m.version(), " without the epoch position");
   FLUID_ENFORCE(m.step() == loc.step, "checkpoint '", loc.path,
                 "': its manifest says step ", m.step());
   return m;
@@ -187,6 +190,7 @@ struct VerifiedVar {
 struct Verified {
   int64_t step = 0;
   int64_t epoch = 0;
+  proto::CheckpointManifest::Position position;
   std::map<std::string, VerifiedVar> vars;
 };
 
@@ -198,6 +202,7 @@ Verified ReadVerified(FileSystem* fs, const Located& loc) {
   Verified out;
   out.step = manifest.step();
   out.epoch = manifest.epoch();
+  out.position = manifest.position();
   // Problems per var name; std::map keeps the report sorted by name.
   std::map<std::string, std::vector<std::string>> problems;
   std::set<std::string> seen;
@@ -320,6 +325,9 @@ bool LoadNewestIntact(Scope* scope,
     Commit(&staged, scope);
     info->step = ckpt.step;
     info->epoch = ckpt.epoch;
+    info->epoch_samples = ckpt.position.epoch_samples();
+    info->global_batch = ckpt.position.global_batch();
+    info->nranks = ckpt.position.nranks();
     info->path = loc.path;
     info->skipped = std::move(skipped);
     return true;

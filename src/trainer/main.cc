@@ -6,7 +6,7 @@
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--place cpu|cuda|cuda:N]
 //           [--seed S] [--data DIR] [--checkpoint-dir D] [--resume]
-//           [--start-fresh]
+//           [--start-fresh] [--checkpoint-every N]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
 //           [--grad-compression none|bf16|fp16]
@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
                  "multi-rank: where each rank writes its last collectives "
                  "when the job aborts (default: --checkpoint-dir, else the "
                  "working directory)");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "with --checkpoint-dir: also checkpoint every N steps, "
+                 "recording the sample position in the epoch (0: at each "
+                 "epoch's end only)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

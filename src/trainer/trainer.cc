@@ -24,6 +24,7 @@
 #include "src/io/checkpoint.h"
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
+#include "src/trainer/resume.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/shard_optimizer.h"
 
@@ -111,11 +112,8 @@ bool IsEmptyOrMissingDir(const std::string& dir) {
   return true;
 }
 
-// Where training picks up.
-struct Position {
-  int epoch = 0;
-  int64_t step = 0;
-};
+// Where training picks up (see src/trainer/resume.h).
+using Position = ResumePoint;
 
 // --resume on rank 0: the newest intact checkpoint, or from scratch in an
 // empty directory, or (with --start-fresh) in one with nothing usable.
@@ -138,7 +136,8 @@ Position LoadNewestCheckpoint(const TrainerOptions& o,
     }
     log << "resumed from " << dir << " at epoch " << info.epoch << ", step "
         << info.step << " (" << info.path << ")\n";
-    return Position{static_cast<int>(info.epoch), info.step};
+    return Position{info.epoch, info.step, info.epoch_samples,
+                    info.global_batch, info.nranks};
   }
   FLUID_ENFORCE_CODE(o.start_fresh, ErrorCode::kNotFound,
                      "--resume: no usable checkpoint in non-empty '", dir,
@@ -158,10 +157,11 @@ Position Resume(const TrainerOptions& o, const proto::ProgramDesc& main,
   if (rank == 0) pos = LoadNewestCheckpoint(o, main, scope, log);
   if (dist) {
     dist->BroadcastPersistables();
-    auto epochs = dist->communicator()->AllGatherValue(pos.epoch);
-    auto steps = dist->communicator()->AllGatherValue(pos.step);
-    pos.epoch = static_cast<int>(epochs[0]);
-    pos.step = static_cast<int64_t>(steps[0]);
+    for (int64_t* v : {&pos.epoch, &pos.step, &pos.epoch_samples,
+                       &pos.global_batch, &pos.nranks}) {
+      auto all = dist->communicator()->AllGatherValue(*v);
+      *v = static_cast<int64_t>(all[0]);
+    }
   }
   return pos;
 }
@@ -251,11 +251,11 @@ double Evaluate(const proto::TrainingJob& job, const Dataset& test,
 }
 
 // The line that opens training: what runs where.
-void LogBanner(const TrainerOptions& o, int64_t samples,
+void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
                int64_t steps_per_epoch, const Place& place, int world,
                MPIExecutor* dist, std::ostream& log) {
   log << "training " << (o.program.empty() ? o.model : o.program) << ": "
-      << samples << " samples, batch " << o.batch_size;
+      << samples << " samples, batch " << batch_size;
   if (world > 1) {
     log << " per rank x " << world << " ranks on "
         << dist->topology().Describe();
@@ -305,25 +305,29 @@ struct TrainLoop {
   PreparedProgram* main;
   MPIExecutor* dist;  // null in a single process
   Batcher* batcher;
+  CheckpointSaver* saver;
   int rank;
   int world;
   std::ostream& log;
   double slow_step_s = 0;  // the test hook's sleep before each step
 
-  // Trains epoch `epoch`, advancing `step`, printing progress, and storing
-  // its loss and accuracy in `result`; returns the samples trained on by
-  // all ranks.
-  int64_t RunEpoch(int epoch, int64_t* step, TrainerResult* result) {
+  // Trains epoch `epoch` from sample position `start_sample` (see
+  // Batcher::StartEpoch), advancing `step`, printing progress, checkpointing
+  // every o.checkpoint_every steps within the epoch, and storing its loss
+  // and accuracy in `result`; returns the samples trained on by all ranks.
+  int64_t RunEpoch(int epoch, int64_t start_sample, int64_t* step,
+                   TrainerResult* result) {
     std::vector<std::string> fetch = {job.loss_name()};
     for (const auto& m : job.metric_names()) fetch.push_back(m);
     std::vector<Tensor> batch;
     std::vector<Tensor> fetched;
     FeedList feeds = JobFeeds(job);
     const int64_t steps_per_epoch = batcher->StepsPerEpoch();
-    batcher->StartEpoch(epoch);
+    batcher->StartEpoch(epoch, start_sample);
+    const int64_t first_step = steps_per_epoch - batcher->StepsThisEpoch();
     auto epoch_start = Clock::now();
     double loss_sum = 0, acc_sum = 0;
-    int64_t seen = 0, epoch_step = 0;
+    int64_t seen = 0, epoch_step = first_step;
     while (batcher->Next(&batch)) {
       SetFeeds(batch, &feeds);
       if (slow_step_s > 0)
@@ -345,25 +349,36 @@ struct TrainLoop {
         dist->CheckConsistency();
       bool last = epoch_step == steps_per_epoch;
       if (last || (o.log_every > 0 && epoch_step % o.log_every == 0)) {
-        double el = Seconds(epoch_start, Clock::now());
-        double rate = seen * world / std::max(el, 1e-9);
-        double remaining =
-            (steps_per_epoch - epoch_step) * (el / epoch_step) +
-            (o.epochs - epoch - 1) * steps_per_epoch * (el / epoch_step);
-        char line[256];
-        std::snprintf(line, sizeof(line),
-                      "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
-                      "%.4f  %.0f samples/s  ETA %s",
-                      epoch + 1, o.epochs, static_cast<long long>(epoch_step),
-                      static_cast<long long>(steps_per_epoch), loss_sum / seen,
-                      acc_sum / seen, rate, FormatDuration(remaining).c_str());
-        log << line << "\n";
-        log.flush();
+        const double el = Seconds(epoch_start, Clock::now());
+        const double per_step = el / (epoch_step - first_step);
+        LogProgress(epoch, epoch_step, steps_per_epoch, loss_sum / seen,
+                    acc_sum / seen, seen * world / std::max(el, 1e-9),
+                    per_step);
       }
+      if (!last && o.checkpoint_every > 0 && *step % o.checkpoint_every == 0)
+        saver->Save(*step, epoch, batcher->EpochPosition());
+      KillForTestIfAsked(*step, rank);
     }
     result->final_loss = loss_sum / std::max<int64_t>(seen, 1);
     result->train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
     return seen * world;
+  }
+
+  // One progress line (rank 0 speaks; the others' `log` is muted).
+  void LogProgress(int epoch, int64_t epoch_step, int64_t steps_per_epoch,
+                   double loss, double accuracy, double rate, double per_step) {
+    const double remaining =
+        (steps_per_epoch - epoch_step) * per_step +
+        (o.epochs - epoch - 1) * steps_per_epoch * per_step;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
+                  "%.4f  %.0f samples/s  ETA %s",
+                  epoch + 1, o.epochs, static_cast<long long>(epoch_step),
+                  static_cast<long long>(steps_per_epoch), loss, accuracy, rate,
+                  FormatDuration(remaining).c_str());
+    log << line << "\n";
+    log.flush();
   }
 };
 
@@ -399,6 +414,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Text("--grad-compression", o.grad_compression),
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
       RunSetting::Int("--shard-optimizer", o.shard_optimizer),
+      RunSetting::Int("--checkpoint-every", o.checkpoint_every),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -461,6 +477,10 @@ void CheckOptions(const TrainerOptions& o) {
   FLUID_ENFORCE(!o.resume || !o.checkpoint_dir.empty(),
                 "--resume needs --checkpoint-dir");
   FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
+  FLUID_ENFORCE(o.checkpoint_every >= 0,
+                "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
+  FLUID_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
+                "--checkpoint-every needs --checkpoint-dir");
   FLUID_ENFORCE(
       o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
       "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
@@ -591,8 +611,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   SetFlightDir(o, dist);
   Position pos;
   if (o.resume) pos = Resume(o, job.main(), &scope, dist, rank, log);
-  int start_epoch = pos.epoch;
+  const int start_epoch = static_cast<int>(pos.epoch);
   int64_t step = pos.step;
+  const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
+  CheckAndLogResumePoint(pos, train.size(), batch_size, world, log);
   std::vector<std::string> persistable = PersistableVars(job.main());
   if (rank == 0 && evaluate) {
     const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
@@ -600,28 +622,21 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     CheckTestSet(o, job, eval_program, test, exe, eval.get());
   }
 
-  Batcher batcher(train, o.batch_size, o.seed, rank, world);
-  LogBanner(o, train.size(), batcher.StepsPerEpoch(), place, world, dist, log);
+  Batcher batcher(train, batch_size, o.seed, rank, world);
+  LogBanner(o, train.size(), batch_size, batcher.StepsPerEpoch(), place, world,
+            dist, log);
   LogStateBytes(job.main(), log);
 
-  TrainLoop loop{o,        job,  exe,   main, dist,
-                 &batcher, rank, world, log,  SlowStepSeconds(rank)};
+  CheckpointSaver saver{o,    scope, persistable,        dist,
+                        rank, world, batch_size * world, log};
+  TrainLoop loop{o,    job,  exe,   main, dist, &batcher, &saver,
+                 rank, world, log, SlowStepSeconds(rank)};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
-    samples_total += loop.RunEpoch(epoch, &step, &result);
-    // Every rank: the checkpoint holds the ranks' average running stats.
-    if (!o.checkpoint_dir.empty() && dist != nullptr) dist->SyncRunningStats();
-    if (!o.checkpoint_dir.empty() && rank == 0) {
-      FLUID_ENFORCE_CODE(LauncherAlive(), ErrorCode::kAborted,
-                         "the launcher (mpirun) is gone: not writing the "
-                         "checkpoint of epoch ",
-                         epoch + 1);
-      SaveCheckpoint(scope, persistable, o.checkpoint_dir,
-                     CheckpointInfo{step, epoch + 1});
-      log << "checkpoint saved to " << o.checkpoint_dir << " (epoch "
-          << epoch + 1 << ", step " << step << ")\n";
-    }
+    const int64_t start_sample = epoch == start_epoch ? pos.epoch_samples : 0;
+    samples_total += loop.RunEpoch(epoch, start_sample, &step, &result);
+    saver.Save(step, epoch + 1, 0);
   }
   double train_seconds = Seconds(train_start, Clock::now());
   result.steps = step;

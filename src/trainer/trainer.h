@@ -77,6 +77,10 @@ struct TrainerOptions {
   double stall_warn = 60;
   double stall_timeout = 300;
   std::string flight_dir;
+  // With checkpoint_dir: also checkpoint every N global steps (0: only at
+  // the end of each epoch), so a restarted job loses at most N steps. The
+  // checkpoint records the sample position within the epoch.
+  int64_t checkpoint_every = 0;
 };
 
 struct TrainerResult {

@@ -118,6 +118,74 @@ TEST(Batcher, MoreRanksThanSamples) {
   }
 }
 
+// The samples each step of epoch `epoch` trains on over all `nranks` ranks
+// (batch `batch` each), starting at sample position `start`, for at most
+// `max_steps` steps; `position` gets rank 0's EpochPosition after them.
+std::vector<std::multiset<int64_t>> GlobalSteps(const Dataset& d, int nranks,
+                                                int64_t batch, int64_t epoch,
+                                                int64_t start,
+                                                int64_t max_steps,
+                                                int64_t* position = nullptr) {
+  std::vector<std::multiset<int64_t>> steps;
+  for (int r = 0; r < nranks; ++r) {
+    Batcher b(d, batch, 11, r, nranks);
+    b.StartEpoch(epoch, start);
+    std::vector<Tensor> rows;
+    for (int64_t s = 0; s < max_steps && b.Next(&rows); ++s) {
+      if (steps.size() <= static_cast<size_t>(s)) steps.emplace_back();
+      const int64_t* ids = rows[1].data<int64_t>();
+      steps[s].insert(ids, ids + rows[1].shape()[0]);
+    }
+    if (r == 0 && position != nullptr) *position = b.EpochPosition();
+  }
+  return steps;
+}
+
+TEST(Batcher, ResumesAtASamplePositionOnFewerRanks) {
+  // A global batch of 64: 16 x 4 ranks, stopped after 5 steps, resumed as
+  // 32 x 2 ranks: every later step takes the samples it would have taken.
+  Dataset d = Numbered(1000);
+  const auto whole = GlobalSteps(d, 4, 16, 3, 0, 1000);
+  ASSERT_EQ(whole.size(), 16u);  // ceil(1000 / 64)
+  int64_t position = -1;
+  const auto before = GlobalSteps(d, 4, 16, 3, 0, 5, &position);
+  EXPECT_EQ(position, 5 * 64);
+  Batcher probe(d, 32, 11, 0, 2);
+  probe.StartEpoch(3, position);
+  EXPECT_EQ(probe.StepsThisEpoch(), 11);  // 16 - 5
+  const auto after = GlobalSteps(d, 2, 32, 3, position, 1000);
+  ASSERT_EQ(after.size(), 11u);
+  std::multiset<int64_t> all;
+  for (size_t s = 0; s < whole.size(); ++s) {
+    const auto& got = s < 5 ? before[s] : after[s - 5];
+    EXPECT_EQ(got, whole[s]) << "step " << s;
+    all.insert(got.begin(), got.end());
+  }
+  EXPECT_EQ(all.size(), 1000u);  // each sample exactly once
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(all.count(i), 1u) << i;
+}
+
+TEST(Batcher, ResumedEpochPadsOnlyFromItsStart) {
+  // 1003 samples: 6 steps of 48 (3 ranks) done, the rest on 2 ranks: each
+  // sample not yet trained comes exactly once; the one pad repeats the
+  // epoch's first sample, which was trained already.
+  Dataset d = Numbered(1003);
+  Batcher whole(d, 1, 11);
+  whole.StartEpoch(1);
+  const std::vector<int64_t> order = whole.indices();
+  int64_t position = -1;
+  GlobalSteps(d, 3, 16, 1, 0, 6, &position);
+  ASSERT_EQ(position, 288);
+  const auto after = GlobalSteps(d, 2, 24, 1, position, 1000, &position);
+  EXPECT_EQ(position, 1003);
+  std::multiset<int64_t> rest;
+  for (const auto& step : after) rest.insert(step.begin(), step.end());
+  std::multiset<int64_t> want(order.begin() + 288, order.end());
+  want.insert(order[0]);
+  EXPECT_EQ(rest, want);
+  EXPECT_THROW(Batcher(d, 4, 1).StartEpoch(0, 1004), Error);
+}
+
 TEST(Batcher, NoAllocationOnceWarm) {
   Batcher b(Numbered(100), 32, 3);  // batches of 32, 32, 32, 4
   std::vector<Tensor> batch;

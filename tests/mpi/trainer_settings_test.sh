@@ -59,6 +59,8 @@ expect "--data (training samples)" "" "--data $work/small" \
   "rank 0 has 512, rank 1 has 256"
 expect --check-consistency "--check-consistency 5" "" \
   "rank 0 has 5, rank 1 has 0"
+expect --checkpoint-every "--checkpoint-dir $work/ck2 --checkpoint-every 3" \
+  "--checkpoint-dir $work/ck2" "rank 0 has 3, rank 1 has 0"
 expect --resume "--checkpoint-dir $work/ckpt --resume" \
   "--checkpoint-dir $work/ckpt" "rank 0 has yes, rank 1 has no"
 expect --resume "--checkpoint-dir $work/ckpt" \
