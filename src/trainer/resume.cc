@@ -63,9 +63,18 @@ void CheckAndLogResumePoint(const ResumePoint& at, int64_t samples,
 void CheckpointSaver::Save(int64_t step, int64_t epochs,
                            int64_t epoch_samples) {
   if (o.checkpoint_dir.empty()) return;
-  // Every rank: the checkpoint holds the ranks' average running stats.
-  if (dist != nullptr) dist->SyncRunningStats();
-  if (rank != 0) return;
+  // Every rank: the checkpoint holds the ranks' average running stats, and
+  // a sharded optimizer's state gathered per parameter (freed afterwards).
+  if (dist != nullptr) {
+    dist->SyncRunningStats();
+    dist->GatherShardState();
+  }
+  if (rank == 0) Write(step, epochs, epoch_samples);
+  if (dist != nullptr) dist->DropGatheredState();
+}
+
+void CheckpointSaver::Write(int64_t step, int64_t epochs,
+                            int64_t epoch_samples) {
   std::ostringstream where;
   if (epoch_samples == 0) {
     where << "epoch " << epochs;

@@ -65,6 +65,8 @@ struct CheckpointSaver {
   // After global step `step`, with `epochs` epochs completed and
   // `epoch_samples` samples of the next one trained on.
   void Save(int64_t step, int64_t epochs, int64_t epoch_samples);
+  // Rank 0's part: writes the checkpoint and says so.
+  void Write(int64_t step, int64_t epochs, int64_t epoch_samples);
 };
 
 // For the restart tests: SIGKILLs this process right after global step

@@ -487,11 +487,6 @@ void CheckOptions(const TrainerOptions& o) {
   ParseWireFormat(o.grad_compression);  // names a bad one
   FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
                 "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
-  FLUID_ENFORCE_CODE(o.shard_optimizer == 0 || o.checkpoint_dir.empty(),
-                     ErrorCode::kUnimplemented,
-                     "--shard-optimizer does not write checkpoints yet (each "
-                     "rank holds a different part of the optimizer state); "
-                     "drop --checkpoint-dir or --shard-optimizer");
 }
 
 // --print-program and --save: show or write the job instead of training.
@@ -610,12 +605,16 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     CheckCheckpointDirWritable(o.checkpoint_dir);
   SetFlightDir(o, dist);
   Position pos;
-  if (o.resume) pos = Resume(o, job.main(), &scope, dist, rank, log);
+  // What a checkpoint holds: the main program's persistable vars (for a
+  // sharded optimizer, those of the unsharded program).
+  const proto::ProgramDesc& saved =
+      dist != nullptr ? dist->checkpoint_program() : job.main();
+  if (o.resume) pos = Resume(o, saved, &scope, dist, rank, log);
   const int start_epoch = static_cast<int>(pos.epoch);
   int64_t step = pos.step;
   const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
   CheckAndLogResumePoint(pos, train.size(), batch_size, world, log);
-  std::vector<std::string> persistable = PersistableVars(job.main());
+  std::vector<std::string> persistable = PersistableVars(saved);
   if (rank == 0 && evaluate) {
     const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
     eval = exe->Prepare(eval_program, &scope);
