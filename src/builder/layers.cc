@@ -54,9 +54,9 @@ std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
 
 const std::vector<std::string>& KnownActivations() {
   static const std::vector<std::string> known = {
-      "abs",      "brelu", "elu",    "exp",     "leaky_relu", "log",
-      "pow",      "relu",  "relu6",  "sigmoid", "softmax",    "softplus",
-      "softsign", "sqrt",  "square", "tanh"};
+      "abs",      "brelu",    "elu",  "exp",    "gelu",    "leaky_relu",
+      "log",      "pow",      "relu", "relu6",  "sigmoid", "softmax",
+      "softplus", "softsign", "sqrt", "square", "tanh"};
   return known;
 }
 
@@ -700,10 +700,18 @@ REGISTER_LAYER(brelu)
     });
 
 REGISTER_LAYER(softmax)
-    .Doc("Softmax over the last dim.")
-    .Var("x")
+    .Doc(
+        "Softmax over dim axis (-1: the last). use_cudnn is accepted and "
+        "ignored.")
+    .Var("input")
+    .Bool("use_cudnn", false)
+    .String("name", "")
+    .Int("axis", -1)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Softmax(b, a.Var("x"));
+      if (a.Int32("axis") == -1 && a.String("name").empty())
+        return Softmax(b, a.Var("input"));
+      return Unary(b, "softmax", a.Var("input"), {{"axis", a.Int32("axis")}},
+                   a.String("name"));
     });
 
 REGISTER_LAYER(softmax_with_cross_entropy)
@@ -749,11 +757,26 @@ REGISTER_LAYER(accuracy)
     });
 
 REGISTER_LAYER(reshape)
-    .Doc("-1 in shape is inferred, 0 copies the input dim.")
+    .Doc(
+        "-1 in shape is inferred, 0 copies the input dim; then act. inplace "
+        "is accepted and has no effect (the output is a copy).")
     .Var("x")
     .IntList("shape")
+    .String("actual_shape", "")
+    .String("act", "")
+    .Bool("inplace", false)
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Reshape(b, a.Var("x"), a.IntList("shape"));
+      FLUID_ENFORCE_CODE(a.String("actual_shape").empty(),
+                         ErrorCode::kUnimplemented,
+                         "layer 'reshape': argument 'actual_shape': a shape "
+                         "given at run time is not supported; give 'shape' "
+                         "with 0 (copy the dim) and -1 (infer it)");
+      CheckActivation("reshape", a.String("act"));
+      std::string out =
+          Unary(b, "reshape", a.Var("x"), {{"shape", a.IntList("shape")}},
+                a.String("name"));
+      return Activation(b, out, a.String("act"), "reshape");
     });
 
 REGISTER_LAYER(scale)
