@@ -99,6 +99,24 @@ std::string CausalAttentionMask(ProgramBuilder* b, int64_t seq_len,
   return dtype == DataType::kFloat32 ? mask : Cast(b, mask, dtype);
 }
 
+std::string FillConstantBatchSizeLike(ProgramBuilder* b,
+                                      const std::string& input,
+                                      const std::vector<int64_t>& shape,
+                                      DataType dtype, float value,
+                                      int input_dim_idx, int output_dim_idx) {
+  const std::string out = b->UniqueName("fill_constant_batch_size_like");
+  // A constant: the autodiff sends no gradient to it.
+  AddVarDesc(b->main_block(), out, dtype, Shape())->set_stop_gradient(true);
+  b->AppendOp(MakeOp("fill_constant_batch_size_like", {{"Input", {input}}},
+                     {{"Out", {out}}},
+                     {{"shape", shape},
+                      {"dtype", static_cast<int32_t>(dtype)},
+                      {"value", value},
+                      {"input_dim_idx", int32_t{input_dim_idx}},
+                      {"output_dim_idx", int32_t{output_dim_idx}}}));
+  return out;
+}
+
 std::string Gelu(ProgramBuilder* b, const std::string& x, bool approximate,
                  const std::string& name) {
   const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), x));
@@ -157,6 +175,25 @@ REGISTER_LAYER(gelu)
     .Bool("approximate", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Gelu(b, a.Var("x"), a.Bool("approximate"));
+    });
+
+REGISTER_LAYER(fill_constant_batch_size_like)
+    .Doc(
+        "A constant of shape and dtype filled with value, its dim "
+        "output_dim_idx taken from input's dim input_dim_idx at run time. "
+        "force_cpu is accepted and ignored.")
+    .Var("input")
+    .IntList("shape")
+    .String("dtype")
+    .Float("value")
+    .Int("input_dim_idx", 0)
+    .Int("output_dim_idx", 0)
+    .Bool("force_cpu", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return FillConstantBatchSizeLike(
+          b, a.Var("input"), a.IntList("shape"), DtypeArg(a, "dtype"),
+          static_cast<float>(a.Float("value")), a.Int32("input_dim_idx"),
+          a.Int32("output_dim_idx"));
     });
 
 REGISTER_LAYER(causal_attention_mask)

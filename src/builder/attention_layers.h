@@ -1,10 +1,11 @@
-// The layers of attention and the transformer: layer_norm and gelu (Fluid's
-// fluid.layers.layer_norm and fluid.layers.gelu). Attention itself is
-// composed from matmul, softmax, reshape and transpose (Python's
-// fluid.nets.scaled_dot_product_attention).
+// The layers of attention and the transformer: layer_norm, gelu,
+// fill_constant_batch_size_like (Fluid's names) and causal_attention_mask.
+// Attention itself is composed from matmul, softmax, reshape and transpose
+// (Python's fluid.nets.scaled_dot_product_attention).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "src/builder/program_builder.h"
 
@@ -33,6 +34,17 @@ std::string LayerNorm(ProgramBuilder* b, const std::string& input,
 // to `dtype`). No gradient flows to it.
 std::string CausalAttentionMask(ProgramBuilder* b, int64_t seq_len,
                                 DataType dtype, float masked_value = -1e9f);
+
+// A constant of `shape` and `dtype` filled with `value`, its dim
+// output_dim_idx taken at run time from input's dim input_dim_idx (a
+// batch-sized constant: a mask or an initial state). No gradient flows to
+// it.
+std::string FillConstantBatchSizeLike(ProgramBuilder* b,
+                                      const std::string& input,
+                                      const std::vector<int64_t>& shape,
+                                      DataType dtype, float value,
+                                      int input_dim_idx = 0,
+                                      int output_dim_idx = 0);
 
 // x * Phi(x), exactly (erf) or by the tanh approximation.
 std::string Gelu(ProgramBuilder* b, const std::string& x, bool approximate,

@@ -619,6 +619,16 @@ std::vector<LayerCase> AttentionLayerCases() {
       {"gelu",
        {{"x", "x"}, {"approximate", true}},
        [](ProgramBuilder* b) { return layers::Gelu(b, "x", true); }},
+      {"fill_constant_batch_size_like",
+       {{"input", "x"},
+        {"shape", Ints{-1, 3}},
+        {"dtype", "int64"},
+        {"value", 2.0},
+        {"output_dim_idx", int64_t{0}}},
+       [](ProgramBuilder* b) {
+         return layers::FillConstantBatchSizeLike(b, "x", {-1, 3},
+                                                  DataType::kInt64, 2.0f);
+       }},
       {"causal_attention_mask",
        {{"seq_len", int64_t{4}}, {"dtype", "float64"}},
        [](ProgramBuilder* b) {

@@ -215,3 +215,19 @@ def test_attention_errors_name_the_argument():
             fluid.nets.scaled_dot_product_attention(L.data("p", [6]), k, k)
         with pytest.raises(Exception, match="layer_norm.*begin_norm_axis"):
             L.layer_norm(q, begin_norm_axis=3)
+
+
+def test_fill_constant_batch_size_like():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3])
+        ones = L.fill_constant_batch_size_like(x, [-1, 2, 4], "float32", 1.0)
+        ids = L.fill_constant_batch_size_like(x, [2, 1], "int64", 7,
+                                              input_dim_idx=1,
+                                              output_dim_idx=1)
+    assert ones.shape == (-1, 2, 4) and ids.shape == (2, 3)
+    a, b = _run(main, startup, {"x": np.zeros((5, 3), "float32")},
+                [ones, ids])
+    np.testing.assert_array_equal(a, np.ones((5, 2, 4), "float32"))
+    assert b.dtype == np.int64
+    np.testing.assert_array_equal(b, np.full((2, 3), 7))

@@ -589,6 +589,19 @@ def gelu(x, approximate=False):
                   approximate=bool(approximate))
 
 
+def fill_constant_batch_size_like(input, shape, dtype, value,
+                                  input_dim_idx=0, output_dim_idx=0,
+                                  force_cpu=False):
+    """A constant of `shape` and `dtype` filled with `value`, its dim
+    output_dim_idx set at run time to input's dim input_dim_idx (the batch
+    size). force_cpu is accepted for Fluid's signature."""
+    layer = "fill_constant_batch_size_like"
+    return _layer(layer, input=_name(input, layer), shape=_shape(shape, layer),
+                  dtype=_dtype_name(dtype), value=float(value),
+                  input_dim_idx=input_dim_idx, output_dim_idx=output_dim_idx,
+                  force_cpu=bool(force_cpu))
+
+
 def causal_attention_mask(seq_len, dtype="float32", masked_value=-1e9):
     """The additive causal mask [seq_len, seq_len] of self-attention (not a
     Fluid 1.x layer): 0 on and below the diagonal, `masked_value` above it
