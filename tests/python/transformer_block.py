@@ -92,8 +92,10 @@ class TorchBlock(torch.nn.Module):
                "o.b": (self.attn.out_proj.bias, False),
                "ln2.w": (self.ln2.weight, False),
                "ln2.b": (self.ln2.bias, False),
-               "fc1.w": (self.fc1.weight, True), "fc1.b": (self.fc1.bias, False),
-               "fc2.w": (self.fc2.weight, True), "fc2.b": (self.fc2.bias, False)}
+               "fc1.w": (self.fc1.weight, True),
+               "fc1.b": (self.fc1.bias, False),
+               "fc2.w": (self.fc2.weight, True),
+               "fc2.b": (self.fc2.bias, False)}
         for i, n in enumerate("qkv"):
             out[n + ".w"] = (w, True, slice(i * d, (i + 1) * d))
             out[n + ".b"] = (b, False, slice(i * d, (i + 1) * d))
