@@ -231,3 +231,23 @@ def test_fill_constant_batch_size_like():
     np.testing.assert_array_equal(a, np.ones((5, 2, 4), "float32"))
     assert b.dtype == np.int64
     np.testing.assert_array_equal(b, np.full((2, 3), 7))
+
+
+def test_scaled_dot_product_attention_dropout():
+    """dropout_rate drops attention weights in training (Fluid's
+    downgrade_in_infer: kept weights are not rescaled), so some outputs
+    change; the rest of the computation is as without it."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        q = L.data("q", [4, 8], dtype="float64")
+        plain = fluid.nets.scaled_dot_product_attention(q, q, q, num_heads=2)
+        dropped = fluid.nets.scaled_dot_product_attention(
+            q, q, q, num_heads=2, dropout_rate=0.5)
+    assert main.op_types().count("dropout") == 1
+    qv = np.random.RandomState(9).uniform(-1, 1, (3, 4, 8))
+    a, b = _run(main, startup, {"q": qv}, [plain, dropped])
+    assert a.shape == b.shape == (3, 4, 8)
+    assert not np.allclose(a, b)
+    np.testing.assert_allclose(a, _torch_attention(
+        torch.tensor(qv), torch.tensor(qv), torch.tensor(qv), 2).numpy(),
+        rtol=1e-12, atol=1e-14)

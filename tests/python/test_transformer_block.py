@@ -3,7 +3,8 @@ self-attention with fc projections, residual, layer_norm, fc-gelu-fc,
 residual) built with fluid.layers against the same block from torch.nn
 (transformer_block.py) with identical weights on identical input: the
 output and the gradient of every parameter, in float32 (1e-5) and float64
-(1e-9); and the same block trained under mpirun -np 2 (mpi_transformer.py)."""
+(1e-9); on a CUDA device against the CPU (skipped without one); and the
+same block trained under mpirun -np 2 (mpi_transformer.py)."""
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ SEQ, WIDTH, HEADS, BATCH = 6, 8, 2, 3
 _SCOPES = []
 
 
-def _fluid_run(params, x, c, dtype):
+def _fluid_run(params, x, c, dtype, place=None):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         xv = L.data("x", [SEQ, WIDTH], dtype=dtype)
@@ -30,7 +31,8 @@ def _fluid_run(params, x, c, dtype):
         loss = L.mean(L.elementwise_mul(y, cv))
         # The gradients fetched are this run's, before the update.
         fluid.optimizer.SGD(0.1).minimize(loss)
-    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe = fluid.Executor(place or fluid.CPUPlace())
+    scope = fluid.Scope()
     _SCOPES.append(scope)
     exe.run(startup, scope=scope)
     for name, value in params.items():
@@ -63,6 +65,22 @@ def test_block_matches_torch(dtype, tol):
         scale = max(1.0, np.abs(tgrads[name]).max())
         np.testing.assert_allclose(grads[name], tgrads[name], rtol=tol,
                                    atol=tol * scale, err_msg=name)
+
+
+@pytest.mark.skipif(fluid.cuda_device_count() == 0,
+                    reason="no CUDA device visible")
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12)])
+def test_block_on_cuda_matches_cpu(dtype, tol):
+    params = init_params(WIDTH, seed=5)
+    rng = np.random.RandomState(6)
+    x = rng.uniform(-1, 1, (BATCH, SEQ, WIDTH))
+    c = rng.uniform(-1, 1, (BATCH, SEQ, WIDTH))
+    y, grads = _fluid_run(params, x, c, dtype)
+    gy, ggrads = _fluid_run(params, x, c, dtype, fluid.CUDAPlace(0))
+    np.testing.assert_allclose(gy, y, rtol=tol, atol=tol)
+    for name in PARAMS:
+        np.testing.assert_allclose(ggrads[name], grads[name], rtol=tol,
+                                   atol=tol, err_msg=name)
 
 
 def test_block_is_causal():
