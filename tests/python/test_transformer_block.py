@@ -114,7 +114,9 @@ def test_mpi_training(tmp_path):
     lines = []
     for rank in range(2):
         lines += (tmp_path / f"rank{rank}.txt").read_text().splitlines()
-    assert lines.count("PASS single") == 2, lines
-    digests = {w[1]: w[2] for w in (line.split() for line in lines)
+    for dtype in ("float64", "float32"):
+        assert lines.count(f"PASS single {dtype}") == 2, lines
+    digests = {(w[1], w[2]): w[3] for w in (line.split() for line in lines)
                if w[0] == "params"}
-    assert digests["0"] == digests["1"], lines
+    for dtype in ("float64", "float32"):
+        assert digests[("0", dtype)] == digests[("1", dtype)], lines
