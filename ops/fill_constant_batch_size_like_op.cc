@@ -27,8 +27,8 @@ void FillBatchSizeLikeInferShape(InferShapeContext* ctx) {
   Shape out(spec);
   out[out_idx] = in[in_idx];
   for (int i = 0; i < out.rank(); ++i) {
-    FLUID_ENFORCE(i == out_idx || out[i] >= 0, op, ": attr shape ",
-                  Shape(spec), " of '", ctx->OutputName("Out"),
+    FLUID_ENFORCE(i == out_idx || out[i] >= 0, op, ": attr shape ", Shape(spec),
+                  " of '", ctx->OutputName("Out"),
                   "' must be known but at output_dim_idx=", out_idx);
   }
   ctx->SetOutputShape("Out", out);

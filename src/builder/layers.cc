@@ -87,8 +87,12 @@ std::string Sigmoid(ProgramBuilder* b, const std::string& x) {
 std::string Tanh(ProgramBuilder* b, const std::string& x) {
   return Unary(b, "tanh", x);
 }
-std::string Softmax(ProgramBuilder* b, const std::string& x) {
-  return Unary(b, "softmax", x);
+std::string Softmax(ProgramBuilder* b, const std::string& x, int axis,
+                    const std::string& name) {
+  // The default axis is left to the op's default.
+  return Unary(b, "softmax", x,
+               axis == -1 ? AttributeMap{} : AttributeMap{{"axis", axis}},
+               name);
 }
 
 std::string LeakyRelu(ProgramBuilder* b, const std::string& x, float alpha,
@@ -708,10 +712,7 @@ REGISTER_LAYER(softmax)
     .String("name", "")
     .Int("axis", -1)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      if (a.Int32("axis") == -1 && a.String("name").empty())
-        return Softmax(b, a.Var("input"));
-      return Unary(b, "softmax", a.Var("input"), {{"axis", a.Int32("axis")}},
-                   a.String("name"));
+      return Softmax(b, a.Var("input"), a.Int32("axis"), a.String("name"));
     });
 
 REGISTER_LAYER(softmax_with_cross_entropy)

@@ -423,6 +423,9 @@ std::vector<LayerCase> OpLayerCases() {
       {"softmax",
        {{"input", "x"}},
        [](ProgramBuilder* b) { return layers::Softmax(b, "x"); }},
+      {"softmax",
+       {{"input", "img"}, {"axis", int64_t{1}}, {"name", "p"}},
+       [](ProgramBuilder* b) { return layers::Softmax(b, "img", 1, "p"); }},
       {"softmax_with_cross_entropy",
        {{"logits", "x"}, {"label", "label"}},
        [](ProgramBuilder* b) {

@@ -14,8 +14,8 @@ using testing::RandomTensor;
 
 TEST(FillConstantBatchSizeLikeOpCuda, EveryDtype) {
   REQUIRE_GPU();
-  for (DataType dt : {DataType::kFloat32, DataType::kFloat64,
-                      DataType::kInt32, DataType::kInt64}) {
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                      DataType::kInt64}) {
     SCOPED_TRACE(::testing::Message() << dt);
     auto op = MakeOp("fill_constant_batch_size_like", {{"Input", {"x"}}},
                      {{"Out", {"out"}}},

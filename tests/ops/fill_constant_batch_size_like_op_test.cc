@@ -31,8 +31,8 @@ proto::OpDesc FillLike(const std::vector<int64_t>& shape, float value,
 
 TEST(FillConstantBatchSizeLikeOp, TakesTheBatchFromInput) {
   Tensor x = RandomTensor<double>({5, 3}, -1, 1, 1);
-  Tensor out = RunOp(FillLike({-1, 4}, 2.5f, DataType::kFloat32),
-                     {{"x", x}})["out"];
+  Tensor out =
+      RunOp(FillLike({-1, 4}, 2.5f, DataType::kFloat32), {{"x", x}})["out"];
   EXPECT_EQ(out.shape(), Shape({5, 4}));
   for (float v : ToVector<float>(out)) ASSERT_EQ(v, 2.5f);
   // Input dim 1 into output dim 2; an int64 output from a double input.
@@ -50,8 +50,8 @@ TEST(FillConstantBatchSizeLikeOp, CompileTimeShapeAndNoGradient) {
   AddVarDesc(block, "x", DataType::kFloat32, Shape({-1, 7}));
   InferShapeAtCompileTime(FillLike({1, 3}, 0.0f, DataType::kFloat32), block);
   EXPECT_EQ(VarShape(*FindVarDesc(*block, "out")), Shape({-1, 3}));
-  EXPECT_FALSE(OpRegistry::Global().Get("fill_constant_batch_size_like")
-                   .has_grad());
+  EXPECT_FALSE(
+      OpRegistry::Global().Get("fill_constant_batch_size_like").has_grad());
 }
 
 TEST(FillConstantBatchSizeLikeOp, BadIndicesNameTheAttr) {
