@@ -259,5 +259,43 @@ struct SoftsignFunctor : Stateless<SoftsignFunctor> {
   }
 };
 
+// gelu: X * Phi(X), Phi the standard normal CDF, exactly
+// 0.5 * X * (1 + erf(X / sqrt(2))); with `approximate`, the tanh form
+// 0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 * X^3))).
+struct GeluFunctor {
+  static constexpr bool kGradFromX = true;
+  bool approximate;
+  template <typename Ctx>
+  static GeluFunctor Make(const Ctx& ctx) {
+    GeluFunctor f;
+    f.approximate = ctx.template Attr<bool>("approximate");
+    return f;
+  }
+  template <typename T>
+  FLUID_HOSTDEVICE T Forward(T x) const {
+    if (approximate) return T(0.5) * x * (T(1) + tanh(Inner(x)));
+    return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+  }
+  // Exact: dX = dOut * (Phi(X) + X * phi(X)), phi the normal density.
+  // Approximate: with t = tanh(u(X)),
+  // dX = dOut * (0.5 * (1 + t) + 0.5 * X * (1 - t^2) * u'(X)).
+  template <typename T>
+  FLUID_HOSTDEVICE T Backward(T x, T dout) const {
+    if (approximate) {
+      const T t = tanh(Inner(x));
+      const T du = T(0.79788456080286535588) * (T(1) + T(0.134145) * x * x);
+      return dout * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+    }
+    const T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * exp(T(-0.5) * x * x);
+    return dout * (cdf + x * pdf);
+  }
+  // sqrt(2 / pi) * (X + 0.044715 * X^3).
+  template <typename T>
+  static FLUID_HOSTDEVICE T Inner(T x) {
+    return T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+  }
+};
+
 }  // namespace ops
 }  // namespace fluid

@@ -382,5 +382,24 @@ REGISTER_GRAD_OP(softsign_grad)
     .CPUKernel<float>(FunctorGradKernel<float, SoftsignFunctor>)
     .CPUKernel<double>(FunctorGradKernel<double, SoftsignFunctor>);
 
+REGISTER_OP(gelu)
+    .Doc(
+        "Out = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))); with "
+        "approximate, 0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 "
+        "X^3))).")
+    .Input("X", "input")
+    .Output("Out", "the activation of X, same shape")
+    .Attr<bool>("approximate", false, "use the tanh approximation")
+    .SetInferShape(ActivationInferShape)
+    .SetGrad(FunctorGrad<GeluFunctor>("gelu"))
+    .CPUKernel<float>(FunctorKernel<float, GeluFunctor>)
+    .CPUKernel<double>(FunctorKernel<double, GeluFunctor>);
+
+REGISTER_GRAD_OP(gelu_grad)
+    .Doc("dX = dOut * (Phi(X) + X * phi(X)) (or the tanh form's derivative).")
+    .SetInferShape(FunctorGradInferShape<GeluFunctor>)
+    .CPUKernel<float>(FunctorGradKernel<float, GeluFunctor>)
+    .CPUKernel<double>(FunctorGradKernel<double, GeluFunctor>);
+
 }  // namespace ops
 }  // namespace fluid

@@ -85,6 +85,8 @@ REGISTER_FLOAT_KERNELS(softplus, kCUDA, Kernels<SoftplusFunctor>::Fwd);
 REGISTER_FLOAT_KERNELS(softplus_grad, kCUDA, Kernels<SoftplusFunctor>::Bwd);
 REGISTER_FLOAT_KERNELS(softsign, kCUDA, Kernels<SoftsignFunctor>::Fwd);
 REGISTER_FLOAT_KERNELS(softsign_grad, kCUDA, Kernels<SoftsignFunctor>::Bwd);
+REGISTER_FLOAT_KERNELS(gelu, kCUDA, Kernels<GeluFunctor>::Fwd);
+REGISTER_FLOAT_KERNELS(gelu_grad, kCUDA, Kernels<GeluFunctor>::Bwd);
 
 }  // namespace ops
 }  // namespace fluid

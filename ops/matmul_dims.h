@@ -16,17 +16,56 @@ struct MatMulDims {
   int64_t m = 0, k = 0, n = 0;
   bool x_batched = false;  // false: X is one matrix shared by the batch
   bool y_batched = false;
+  Shape batch_dims;  // the output's dims before [M, N]; empty: not batched
 };
 
+// The dims of `s` before its last two (the batch dims of a matmul operand)
+// and their product; -1 when any is unknown.
+inline Shape MatMulBatchDims(const Shape& s) {
+  Shape b;
+  for (int i = 0; i + 2 < s.rank(); ++i) b.push_back(s[i]);
+  return b;
+}
+
+inline int64_t MatMulBatchSize(const Shape& batch_dims) {
+  int64_t n = 1;
+  for (int i = 0; i < batch_dims.rank(); ++i) {
+    if (batch_dims[i] < 0) return -1;
+    n *= batch_dims[i];
+  }
+  return n;
+}
+
+// Checks that the batch dims of two batched operands agree (-1 matches
+// anything) and returns them, known dims preferred.
+inline Shape MatchMatMulBatch(const std::string& op, const std::string& x_name,
+                              const Shape& x, const std::string& y_name,
+                              const Shape& y) {
+  const Shape xb = MatMulBatchDims(x), yb = MatMulBatchDims(y);
+  FLUID_ENFORCE(xb.rank() == yb.rank(), op, ": batch dims differ: X '", x_name,
+                "' ", x, ", Y '", y_name, "' ", y);
+  Shape out;
+  for (int i = 0; i < xb.rank(); ++i) {
+    FLUID_ENFORCE(xb[i] < 0 || yb[i] < 0 || xb[i] == yb[i], op,
+                  ": batch dims differ: X '", x_name, "' ", x, ", Y '", y_name,
+                  "' ", y);
+    out.push_back(xb[i] >= 0 ? xb[i] : yb[i]);
+  }
+  return out;
+}
+
 // Checks X and Y (-1 dims match anything) and returns the product's dims.
+// The dims before the last two are batch dims: two batched operands must
+// have the same ones; a rank-2 operand is shared by every matrix of the
+// other's batch.
 inline MatMulDims GetMatMulDims(const std::string& op,
                                 const std::string& x_name, const Shape& x,
                                 bool tx, const std::string& y_name,
                                 const Shape& y, bool ty) {
-  FLUID_ENFORCE(x.rank() == 2 || x.rank() == 3, op, ": X '", x_name,
-                "' must be rank 2 or 3, its shape is ", x);
-  FLUID_ENFORCE(y.rank() == 2 || y.rank() == 3, op, ": Y '", y_name,
-                "' must be rank 2 or 3, its shape is ", y);
+  FLUID_ENFORCE(x.rank() >= 2, op, ": X '", x_name,
+                "' must have rank 2 or more, its shape is ", x);
+  FLUID_ENFORCE(y.rank() >= 2, op, ": Y '", y_name,
+                "' must have rank 2 or more, its shape is ", y);
   const int xr = x.rank(), yr = y.rank();
   MatMulDims d;
   d.m = tx ? x[xr - 1] : x[xr - 2];
@@ -37,18 +76,16 @@ inline MatMulDims GetMatMulDims(const std::string& op,
                 " (transpose_X=", tx, ") has K=", xk, " but Y '", y_name, "' ",
                 y, " (transpose_Y=", ty, ") has K=", yk);
   d.k = xk >= 0 ? xk : yk;
-  d.x_batched = xr == 3;
-  d.y_batched = yr == 3;
+  d.x_batched = xr > 2;
+  d.y_batched = yr > 2;
   if (d.x_batched && d.y_batched) {
-    FLUID_ENFORCE(x[0] < 0 || y[0] < 0 || x[0] == y[0], op,
-                  ": batch sizes differ: X '", x_name, "' ", x, ", Y '", y_name,
-                  "' ", y);
-    d.batch = x[0] >= 0 ? x[0] : y[0];
+    d.batch_dims = MatchMatMulBatch(op, x_name, x, y_name, y);
   } else if (d.x_batched) {
-    d.batch = x[0];
+    d.batch_dims = MatMulBatchDims(x);
   } else if (d.y_batched) {
-    d.batch = y[0];
+    d.batch_dims = MatMulBatchDims(y);
   }
+  d.batch = MatMulBatchSize(d.batch_dims);
   return d;
 }
 

@@ -1,8 +1,10 @@
 // matmul: Out = alpha * op(X) * op(Y), op() an optional transpose of the last
-// two dims. Rank-2 operands are plain matrices; rank-3 operands are batches
-// of matrices. When one operand is rank 3 and the other rank 2, the rank-2
-// one is shared by every matrix of the batch (a projection applied to each
-// sequence), and its gradient sums over the batch.
+// two dims. Rank-2 operands are plain matrices; an operand of rank 3 or more
+// is a batch of matrices, its leading dims the batch dims ([B, H, L, D]
+// attention heads are a batch of B * H). Two batched operands must have the
+// same batch dims. When one operand is batched and the other rank 2, the
+// rank-2 one is shared by every matrix of the batch (a projection applied to
+// each sequence), and its gradient sums over the batch.
 #include <algorithm>
 
 #include "ops/matmul_dims.h"
@@ -75,8 +77,7 @@ void MatMulInferShape(InferShapeContext* ctx) {
                 "matmul: X '", ctx->InputName("X"), "' is ",
                 ctx->GetInputDtype("X"), " but Y '", ctx->InputName("Y"),
                 "' is ", ctx->GetInputDtype("Y"));
-  Shape out;
-  if (d.x_batched || d.y_batched) out.push_back(d.batch);
+  Shape out = d.batch_dims;
   out.push_back(d.m);
   out.push_back(d.n);
   ctx->SetOutputShape("Out", out);
@@ -147,11 +148,12 @@ void MatMulGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(matmul)
     .Doc(
-        "Out = alpha * op(X) * op(Y) over the last two dims; rank-3 "
-        "operands are batches, a rank-2 operand is shared by the batch.")
-    .Input("X", "[M, K] or [B, M, K] ([.., K, M] with transpose_X)")
-    .Input("Y", "[K, N] or [B, K, N] ([.., N, K] with transpose_Y)")
-    .Output("Out", "[M, N], or [B, M, N] when either operand is rank 3")
+        "Out = alpha * op(X) * op(Y) over the last two dims; the dims "
+        "before them are batch dims, a rank-2 operand is shared by the "
+        "batch.")
+    .Input("X", "[M, K] or [B.., M, K] ([.., K, M] with transpose_X)")
+    .Input("Y", "[K, N] or [B.., K, N] ([.., N, K] with transpose_Y)")
+    .Output("Out", "[B.., M, N], B.. the batch dims of the batched operands")
     .Attr<bool>("transpose_X", false, "transpose the last two dims of X")
     .Attr<bool>("transpose_Y", false, "transpose the last two dims of Y")
     .Attr<float>("alpha", 1.0f, "scale applied to the product")

@@ -1,8 +1,9 @@
-// CUDA kernels for softmax and softmax_grad over the last dim (schemas in
-// softmax_op.cc). One block per row; the row max, sum and dot product are
-// block reductions in a fixed order (deterministic run to run). The
-// formulas are the CPU kernel's: Out = exp(X - max) * (1 / sum), and
-// dX = (dOut - sum(dOut * Out)) * Out.
+// CUDA kernels for softmax and softmax_grad (schemas in softmax_op.cc).
+// Over the last axis, one block per row; the row max, sum and dot product
+// are block reductions in a fixed order (deterministic run to run). Over
+// another axis, one thread per softmax, walking its strided elements in
+// order. The formulas are the CPU kernel's: Out = exp(X - max) * (1 / sum),
+// and dX = (dOut - sum(dOut * Out)) * Out.
 #include "ops/cuda/dense_helpers.cuh"
 #include "ops/softmax_op.h"
 
@@ -31,14 +32,62 @@ __global__ void SoftmaxGradRows(int64_t rows, int64_t d, const T* y, const T* g,
   }
 }
 
+// One softmax over a strided axis: elements base + j * inner, j < n.
+template <typename T>
+struct StridedSoftmax {
+  int64_t n, inner;
+  const T* x;
+  T* out;
+  __device__ void operator()(int64_t c) const {
+    const int64_t base = (c / inner) * n * inner + c % inner;
+    T mx = x[base];
+    for (int64_t j = 1; j < n; ++j) mx = cuda::MaxOp()(mx, x[base + j * inner]);
+    T sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const T e = exp(x[base + j * inner] - mx);
+      out[base + j * inner] = e;
+      sum += e;
+    }
+    const T inv = T(1) / sum;
+    for (int64_t j = 0; j < n; ++j) out[base + j * inner] *= inv;
+  }
+};
+
+template <typename T>
+struct StridedSoftmaxGrad {
+  int64_t n, inner;
+  const T* y;
+  const T* g;
+  T* dx;
+  __device__ void operator()(int64_t c) const {
+    const int64_t base = (c / inner) * n * inner + c % inner;
+    T dot = 0;
+    for (int64_t j = 0; j < n; ++j)
+      dot += g[base + j * inner] * y[base + j * inner];
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = base + j * inner;
+      dx[i] = (g[i] - dot) * y[i];
+    }
+  }
+};
+
 template <typename T>
 void SoftmaxKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   T* out = cuda::OutputData<T>(ctx, "Out");
-  int64_t rows, d;
-  SoftmaxRowsCols(x, &rows, &d);
-  if (rows == 0) return;
+  const SoftmaxDims dims = GetSoftmaxDims(ctx, x);
   const auto& dev = cuda::Dev(ctx);
+  if (dims.inner != 1) {
+    StridedSoftmax<T> f;
+    f.n = dims.n;
+    f.inner = dims.inner;
+    f.x = x.data<T>();
+    f.out = out;
+    if (dims.n > 0) cuda::ForEach(dev, dims.outer * dims.inner, f);
+    return;
+  }
+  const int64_t rows = dims.outer, d = dims.n;
+  if (rows == 0) return;
   SoftmaxRows<T>
       <<<cuda::RowBlocks(rows), cuda::RowThreads(d), 0, dev.stream()>>>(
           rows, d, x.data<T>(), out);
@@ -51,11 +100,22 @@ void SoftmaxGradKernel(const ExecutionContext& ctx) {
   if (dx == nullptr) return;
   const SoftmaxGradArgs a = ReadSoftmaxGradArgs(ctx);
   T* dp = dx->mutable_data<T>(ctx.place());
-  if (a.rows == 0) return;
   const auto& dev = cuda::Dev(ctx);
+  const int64_t rows = a.dims.outer, d = a.dims.n;
+  if (a.dims.inner != 1) {
+    StridedSoftmaxGrad<T> f;
+    f.n = d;
+    f.inner = a.dims.inner;
+    f.y = a.out.data<T>();
+    f.g = a.dout.data<T>();
+    f.dx = dp;
+    cuda::ForEach(dev, rows * a.dims.inner, f);
+    return;
+  }
+  if (rows == 0) return;
   SoftmaxGradRows<T>
-      <<<cuda::RowBlocks(a.rows), cuda::RowThreads(a.cols), 0, dev.stream()>>>(
-          a.rows, a.cols, a.out.data<T>(), a.dout.data<T>(), dp);
+      <<<cuda::RowBlocks(rows), cuda::RowThreads(d), 0, dev.stream()>>>(
+          rows, d, a.out.data<T>(), a.dout.data<T>(), dp);
   cuda::CheckLaunch();
 }
 

@@ -10,19 +10,28 @@
 namespace fluid {
 namespace ops {
 
-// softmax_grad's inputs, Out@GRAD checked to be shaped like Out, and the
-// rows and row length of Out's last-dim view.
+// A tensor viewed as [outer, n, inner] around the softmax axis (of n
+// elements): inner is 1 for the last axis, where each softmax is one
+// contiguous row; otherwise a softmax's elements lie `inner` apart.
+struct SoftmaxDims {
+  int64_t outer = 0;
+  int64_t n = 0;
+  int64_t inner = 1;
+};
+
+// The view of `t` around the op's `axis` attr (negative: from the end),
+// checked to name one of t's dims.
+SoftmaxDims GetSoftmaxDims(const ExecutionContext& ctx, const Tensor& t);
+
+// softmax_grad's inputs, Out@GRAD checked to be shaped like Out, and Out's
+// view around the axis.
 struct SoftmaxGradArgs {
   const Tensor& out;
   const Tensor& dout;
-  int64_t rows;
-  int64_t cols;
+  SoftmaxDims dims;
 };
 
 SoftmaxGradArgs ReadSoftmaxGradArgs(const ExecutionContext& ctx);
-
-// Rows and row length of the last-dim view of `t`.
-void SoftmaxRowsCols(const Tensor& t, int64_t* rows, int64_t* cols);
 
 }  // namespace ops
 }  // namespace fluid

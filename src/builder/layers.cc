@@ -54,9 +54,9 @@ std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
 
 const std::vector<std::string>& KnownActivations() {
   static const std::vector<std::string> known = {
-      "abs",      "brelu", "elu",    "exp",     "leaky_relu", "log",
-      "pow",      "relu",  "relu6",  "sigmoid", "softmax",    "softplus",
-      "softsign", "sqrt",  "square", "tanh"};
+      "abs",      "brelu",    "elu",  "exp",    "gelu",    "leaky_relu",
+      "log",      "pow",      "relu", "relu6",  "sigmoid", "softmax",
+      "softplus", "softsign", "sqrt", "square", "tanh"};
   return known;
 }
 
@@ -87,8 +87,12 @@ std::string Sigmoid(ProgramBuilder* b, const std::string& x) {
 std::string Tanh(ProgramBuilder* b, const std::string& x) {
   return Unary(b, "tanh", x);
 }
-std::string Softmax(ProgramBuilder* b, const std::string& x) {
-  return Unary(b, "softmax", x);
+std::string Softmax(ProgramBuilder* b, const std::string& x, int axis,
+                    const std::string& name) {
+  // The default axis is left to the op's default.
+  return Unary(b, "softmax", x,
+               axis == -1 ? AttributeMap{} : AttributeMap{{"axis", axis}},
+               name);
 }
 
 std::string LeakyRelu(ProgramBuilder* b, const std::string& x, float alpha,
@@ -700,10 +704,15 @@ REGISTER_LAYER(brelu)
     });
 
 REGISTER_LAYER(softmax)
-    .Doc("Softmax over the last dim.")
-    .Var("x")
+    .Doc(
+        "Softmax over dim axis (-1: the last). use_cudnn is accepted and "
+        "ignored.")
+    .Var("input")
+    .Bool("use_cudnn", false)
+    .String("name", "")
+    .Int("axis", -1)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Softmax(b, a.Var("x"));
+      return Softmax(b, a.Var("input"), a.Int32("axis"), a.String("name"));
     });
 
 REGISTER_LAYER(softmax_with_cross_entropy)
@@ -749,11 +758,26 @@ REGISTER_LAYER(accuracy)
     });
 
 REGISTER_LAYER(reshape)
-    .Doc("-1 in shape is inferred, 0 copies the input dim.")
+    .Doc(
+        "-1 in shape is inferred, 0 copies the input dim; then act. inplace "
+        "is accepted and has no effect (the output is a copy).")
     .Var("x")
     .IntList("shape")
+    .String("actual_shape", "")
+    .String("act", "")
+    .Bool("inplace", false)
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Reshape(b, a.Var("x"), a.IntList("shape"));
+      FLUID_ENFORCE_CODE(a.String("actual_shape").empty(),
+                         ErrorCode::kUnimplemented,
+                         "layer 'reshape': argument 'actual_shape': a shape "
+                         "given at run time is not supported; give 'shape' "
+                         "with 0 (copy the dim) and -1 (infer it)");
+      CheckActivation("reshape", a.String("act"));
+      std::string out =
+          Unary(b, "reshape", a.Var("x"), {{"shape", a.IntList("shape")}},
+                a.String("name"));
+      return Activation(b, out, a.String("act"), "reshape");
     });
 
 REGISTER_LAYER(scale)

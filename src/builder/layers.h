@@ -94,7 +94,9 @@ std::string Activation(ProgramBuilder* b, const std::string& input,
 std::string Relu(ProgramBuilder* b, const std::string& x);
 std::string Sigmoid(ProgramBuilder* b, const std::string& x);
 std::string Tanh(ProgramBuilder* b, const std::string& x);
-std::string Softmax(ProgramBuilder* b, const std::string& x);
+// Softmax over dim `axis` (-1: the last); `name` prefixes the output.
+std::string Softmax(ProgramBuilder* b, const std::string& x, int axis = -1,
+                    const std::string& name = "");
 
 // Activations with Fluid's attributes and defaults. A non-empty `name` is
 // the prefix of the output var's name (default: the op type).

@@ -83,7 +83,7 @@ TEST(ProgramBuilder, ShapeErrorsSurfaceWhileBuilding) {
   Programs p;
   ProgramBuilder b(&p.main, &p.startup);
   std::string x = layers::Data(&b, "x", Shape{4});
-  EXPECT_THROW(layers::Activation(&b, x, "gelu"), Error);
+  EXPECT_THROW(layers::Activation(&b, x, "swish"), Error);
   EXPECT_THROW(layers::Conv2d(&b, x, 4, 3), Error);  // not NCHW
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "src/builder/attention_layers.h"
 #include "src/builder/clip_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
@@ -420,8 +421,11 @@ std::vector<LayerCase> OpLayerCases() {
        {{"x", "x"}, {"t_min", -1.0}, {"t_max", 2.0}},
        [](ProgramBuilder* b) { return layers::BRelu(b, "x", -1.0f, 2.0f); }},
       {"softmax",
-       {{"x", "x"}},
+       {{"input", "x"}},
        [](ProgramBuilder* b) { return layers::Softmax(b, "x"); }},
+      {"softmax",
+       {{"input", "img"}, {"axis", int64_t{1}}, {"name", "p"}},
+       [](ProgramBuilder* b) { return layers::Softmax(b, "img", 1, "p"); }},
       {"softmax_with_cross_entropy",
        {{"logits", "x"}, {"label", "label"}},
        [](ProgramBuilder* b) {
@@ -517,7 +521,7 @@ TEST(LayerRegistry, ActNamesAnyKnownActivation) {
   for (const std::string layer : {"fc", "conv2d"}) {
     Built p;
     LayerValues values = {{"input", layer == "fc" ? "x" : "img"},
-                          {"act", "gelu"}};
+                          {"act", "swish"}};
     if (layer == "fc") {
       values["size"] = int64_t{3};
     } else {
@@ -527,8 +531,8 @@ TEST(LayerRegistry, ActNamesAnyKnownActivation) {
     ExpectError([&] { BuildLayer(&p.b, layer, values); },
                 ErrorCode::kInvalidArgument,
                 "layer '" + layer +
-                    "': argument 'act': unknown activation 'gelu'; known: "
-                    "abs, brelu, elu, exp, leaky_relu, log, pow, relu, "
+                    "': argument 'act': unknown activation 'swish'; known: "
+                    "abs, brelu, elu, exp, gelu, leaky_relu, log, pow, relu, "
                     "relu6, sigmoid, softmax, softplus, softsign, sqrt, "
                     "square, tanh");
     EXPECT_EQ(p.main.blocks(0).ops_size(), 0) << layer;
@@ -604,6 +608,38 @@ std::vector<LayerCase> TensorLayerCases() {
   };
 }
 
+// The attention layers (attention_layers.h).
+std::vector<LayerCase> AttentionLayerCases() {
+  return {
+      {"layer_norm",
+       {{"input", "img"}, {"begin_norm_axis", int64_t{2}}, {"epsilon", 1e-3}},
+       [](ProgramBuilder* b) {
+         layers::LayerNormOptions o;
+         o.begin_norm_axis = 2;
+         o.epsilon = 1e-3f;
+         return layers::LayerNorm(b, "img", o);
+       }},
+      {"gelu",
+       {{"x", "x"}, {"approximate", true}},
+       [](ProgramBuilder* b) { return layers::Gelu(b, "x", true); }},
+      {"fill_constant_batch_size_like",
+       {{"input", "x"},
+        {"shape", Ints{-1, 3}},
+        {"dtype", "int64"},
+        {"value", 2.0},
+        {"output_dim_idx", int64_t{0}}},
+       [](ProgramBuilder* b) {
+         return layers::FillConstantBatchSizeLike(b, "x", {-1, 3},
+                                                  DataType::kInt64, 2.0f);
+       }},
+      {"causal_attention_mask",
+       {{"seq_len", int64_t{4}}, {"dtype", "float64"}},
+       [](ProgramBuilder* b) {
+         return layers::CausalAttentionMask(b, 4, DataType::kFloat64);
+       }},
+  };
+}
+
 // The tensor layers with several outputs.
 struct MultiOutputLayerCase {
   std::string type;
@@ -630,6 +666,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : TensorLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : AttentionLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);

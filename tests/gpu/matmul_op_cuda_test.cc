@@ -4,6 +4,7 @@
 // test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "tests/testing/cuda_op_check.h"
@@ -53,6 +54,34 @@ void CheckMatMul() {
       }
     }
   }
+}
+
+// Rank-4 batches ([B, H, M, K] x [B, H, K, N]) and a rank-2 operand shared
+// by a rank-4 batch.
+template <typename T>
+void CheckMatMulRank4() {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3, 4, 5}, {2, 3, 5, 6}},
+      {{2, 3, 4, 5}, {5, 6}},
+      {{4, 5}, {2, 3, 5, 6}}};
+  uint64_t seed = 900;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.first << " x " << c.second);
+    EXPECT_TRUE(
+        CudaMatchesCpu(MatMulOp(false, false, 0.5f),
+                       {{"x", RandomTensor<T>(c.first, -1, 1, seed++)},
+                        {"y", RandomTensor<T>(c.second, -1, 1, seed++)}}));
+  }
+}
+
+TEST(MatmulOpCuda, Rank4Float) {
+  REQUIRE_GPU();
+  CheckMatMulRank4<float>();
+}
+
+TEST(MatmulOpCuda, Rank4Double) {
+  REQUIRE_GPU();
+  CheckMatMulRank4<double>();
 }
 
 TEST(MatmulOpCuda, Float) {

@@ -31,6 +31,30 @@ void CheckSoftmax() {
       CudaMatchesCpu(op, {{"x", RandomTensor<T>({6, 40}, -80, 80, 7)}}));
 }
 
+// A softmax over an axis other than the last: one thread per strided
+// slice.
+template <typename T>
+void CheckSoftmaxAxis() {
+  uint64_t seed = 300;
+  for (int axis : {0, 1, 2, -2}) {
+    SCOPED_TRACE(::testing::Message() << "axis=" << axis);
+    auto op = MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                     {{"axis", int32_t{axis}}});
+    EXPECT_TRUE(CudaMatchesCpu(
+        op, {{"x", RandomTensor<T>({3, 5, 7, 2}, -3, 3, seed++)}}));
+  }
+}
+
+TEST(SoftmaxOpCuda, AxisFloat) {
+  REQUIRE_GPU();
+  CheckSoftmaxAxis<float>();
+}
+
+TEST(SoftmaxOpCuda, AxisDouble) {
+  REQUIRE_GPU();
+  CheckSoftmaxAxis<double>();
+}
+
 TEST(SoftmaxOpCuda, Float) {
   REQUIRE_GPU();
   CheckSoftmax<float>();

@@ -175,6 +175,68 @@ TEST(MatmulOp, CompileTimeShapesKeepUnknownBatch) {
   EXPECT_EQ(VarShape(*FindVarDesc(*block, "o2")), Shape({-1, 5, 6}));
 }
 
+// A batched operand [B.., rows, cols] as the rank-3 [prod(B..), rows, cols]
+// NaiveMatMul reads (a rank-2 one as it is).
+Tensor AsRank3(const Tensor& t) {
+  const Shape& s = t.shape();
+  if (s.rank() <= 3) return t;
+  const int64_t rows = s[s.rank() - 2], cols = s[s.rank() - 1];
+  return testing::MakeTensor<double>({t.numel() / (rows * cols), rows, cols},
+                                     ToVector<double>(t));
+}
+
+// Stored [b0, b1, rows, cols] ([.., cols, rows] when transposed); b0 = 0
+// stands for a plain matrix.
+Shape Stored4(int64_t b0, int64_t b1, int64_t rows, int64_t cols, bool t) {
+  Shape s = b0 == 0 ? Shape() : Shape({b0, b1});
+  s.push_back(t ? cols : rows);
+  s.push_back(t ? rows : cols);
+  return s;
+}
+
+// [B, H, M, K] x [B, H, K, N] as attention's heads use it, and a rank-2
+// operand shared by a rank-4 batch: every transpose, scaled.
+TEST(MatmulOp, Rank4BatchesMatchNaive) {
+  struct Case {
+    int64_t xb, yb;  // 0: rank 2
+  };
+  uint64_t seed = 300;
+  for (Case c : {Case{2, 2}, Case{2, 0}, Case{0, 2}}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tx = t & 1, ty = t & 2;
+      Tensor x =
+          RandomTensor<double>(Stored4(c.xb, 3, 4, 5, tx), -1, 1, seed++);
+      Tensor y =
+          RandomTensor<double>(Stored4(c.yb, 3, 5, 6, ty), -1, 1, seed++);
+      Tensor out = RunOp(MatMulOp(tx, ty, 0.5f), {{"x", x}, {"y", y}})["out"];
+      EXPECT_EQ(out.shape(), Shape({2, 3, 4, 6})) << x.shape() << y.shape();
+      Shape flat;
+      auto want = NaiveMatMul(AsRank3(x), tx, AsRank3(y), ty, 0.5, &flat);
+      auto got = ToVector<double>(out);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-13) << x.shape() << " x " << y.shape();
+      EXPECT_TRUE(CheckGradient(MatMulOp(tx, ty, 0.5f), {{"x", x}, {"y", y}}))
+          << x.shape() << " x " << y.shape() << " tx=" << tx << " ty=" << ty;
+    }
+  }
+}
+
+TEST(MatmulOp, Rank4CompileTimeShapes) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  AddVarDesc(block, "q", DataType::kFloat32, Shape({-1, 4, 5, 8}));
+  AddVarDesc(block, "k", DataType::kFloat32, Shape({-1, 4, 7, 8}));
+  AddVarDesc(block, "w", DataType::kFloat32, Shape({8, 3}));
+  InferShapeAtCompileTime(MakeOp("matmul", {{"X", {"q"}}, {"Y", {"k"}}},
+                                 {{"Out", {"s"}}}, {{"transpose_Y", true}}),
+                          block);
+  EXPECT_EQ(VarShape(*FindVarDesc(*block, "s")), Shape({-1, 4, 5, 7}));
+  InferShapeAtCompileTime(
+      MakeOp("matmul", {{"X", {"q"}}, {"Y", {"w"}}}, {{"Out", {"p"}}}), block);
+  EXPECT_EQ(VarShape(*FindVarDesc(*block, "p")), Shape({-1, 4, 5, 3}));
+}
+
 using testing::ErrorOf;
 
 TEST(MatmulOp, BadShapesNameVars) {
@@ -193,9 +255,15 @@ TEST(MatmulOp, BadShapesNameVars) {
   EXPECT_NE(msg.find("batch"), std::string::npos) << msg;
   EXPECT_NE(msg.find("lhs"), std::string::npos) << msg;
 
+  // Batch dims of two batched operands must agree dim by dim.
+  msg = ErrorOf(op, {{"lhs", RandomTensor<double>({2, 3, 2, 4}, -1, 1, 1)},
+                     {"rhs", RandomTensor<double>({3, 2, 4, 5}, -1, 1, 1)}});
+  EXPECT_NE(msg.find("batch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[3, 2, 4, 5]"), std::string::npos) << msg;
+
   msg = ErrorOf(op, {{"lhs", RandomTensor<double>({6}, -1, 1, 1)},
                      {"rhs", RandomTensor<double>({6, 5}, -1, 1, 1)}});
-  EXPECT_NE(msg.find("rank 2 or 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 2 or more"), std::string::npos) << msg;
   EXPECT_NE(msg.find("lhs"), std::string::npos) << msg;
 
   // The transposes decide which dims must agree: [3, 2]^T x [3, 4] is fine.

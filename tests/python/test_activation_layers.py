@@ -105,8 +105,8 @@ def test_log_and_sqrt_of_negatives_are_nan():
     assert np.isnan(pw[0, 0]) and pw[0, 2] == 2
 
 
-ACTS = ["abs", "brelu", "elu", "exp", "leaky_relu", "log", "pow", "relu",
-        "relu6", "sigmoid", "softmax", "softplus", "softsign", "sqrt",
+ACTS = ["abs", "brelu", "elu", "exp", "gelu", "leaky_relu", "log", "pow",
+        "relu", "relu6", "sigmoid", "softmax", "softplus", "softsign", "sqrt",
         "square", "tanh"]
 
 
@@ -152,13 +152,13 @@ def test_unknown_act_names_layer_argument_and_known_ones(layer):
         n = len(main.ops())
         with pytest.raises(ValueError) as err:
             if layer == "fc":
-                L.fc(x, 3, act="gelu")
+                L.fc(x, 3, act="swish")
             elif layer == "conv2d":
-                L.conv2d(x, 3, 3, act="gelu")
+                L.conv2d(x, 3, 3, act="swish")
             else:
-                L.elementwise_add(x, x, act="gelu")
+                L.elementwise_add(x, x, act="swish")
     msg = str(err.value)
-    assert (f"layer '{layer}': argument 'act': unknown activation 'gelu'; "
+    assert (f"layer '{layer}': argument 'act': unknown activation 'swish'; "
             f"known: {', '.join(ACTS)}") in msg
     assert len(main.ops()) == n
     assert startup.op_types() == []

@@ -261,8 +261,12 @@ def brelu(x, t_min=0.0, t_max=24.0, name=None):
     return _activation("brelu", x, name, t_min=t_min, t_max=t_max)
 
 
-def softmax(x):
-    return _layer("softmax", x=_name(x))
+def softmax(input, use_cudnn=False, name=None, axis=-1):
+    """Softmax over dim `axis` (-1: the last). An additive mask of -1e9
+    gives exact zeros; a row masked everywhere gives no NaN (see
+    ops/softmax_op.cc)."""
+    return _layer("softmax", input=_name(input, "softmax"),
+                  use_cudnn=use_cudnn, name=name, axis=axis)
 
 
 def cross_entropy(input, label, soft_label=False, ignore_index=-100):
@@ -287,8 +291,16 @@ def accuracy(input, label, k=1, correct=None, total=None):
                   else _name(total, "accuracy", "total"))
 
 
-def reshape(x, shape):
-    return _layer("reshape", x=_name(x), shape=list(shape))
+def reshape(x, shape, actual_shape=None, act=None, inplace=False,
+            name=None):
+    """0 in shape copies x's dim there, one -1 is inferred. actual_shape (a
+    shape given at run time) is not supported (NotImplementedError): pass
+    the shape with 0 and -1 instead."""
+    if actual_shape is not None:
+        actual_shape = _name(actual_shape, "reshape", "actual_shape")
+    return _layer("reshape", x=_name(x, "reshape", "x"), shape=list(shape),
+                  actual_shape=actual_shape, act=act, inplace=inplace,
+                  name=name)
 
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None,
@@ -551,4 +563,51 @@ def clip(x, min, max, name=None):
     """min(max(x, min), max) elementwise; the gradient is 0 outside."""
     return _layer("clip", x=_name(x, "clip", "x"), min=min, max=max,
                   name=name)
+# ---- attention and transformer layers (src/builder/attention_layers.cc) ----
 
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1,
+               epsilon=1e-05, param_attr=None, bias_attr=None, act=None,
+               name=None):
+    """Each row of input's [rows, cols] view (cols: the dims from
+    begin_norm_axis on) normalised to zero mean and unit (biased) variance,
+    then times a [cols] scale (1 at first) and plus a [cols] shift (0 at
+    first), then act."""
+    layer = "layer_norm"
+    return _layer(layer, input=_name(input, layer), scale=bool(scale),
+                  shift=bool(shift), begin_norm_axis=begin_norm_axis,
+                  epsilon=float(epsilon),
+                  param_attr=_attr(param_attr, layer, "param_attr"),
+                  bias_attr=_attr(bias_attr, layer, "bias_attr"), act=act,
+                  name=name)
+
+
+def gelu(x, approximate=False):
+    """x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))); approximate: the tanh
+    form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    return _layer("gelu", x=_name(x, "gelu", "x"),
+                  approximate=bool(approximate))
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value,
+                                  input_dim_idx=0, output_dim_idx=0,
+                                  force_cpu=False):
+    """A constant of `shape` and `dtype` filled with `value`, its dim
+    output_dim_idx set at run time to input's dim input_dim_idx (the batch
+    size). force_cpu is accepted for Fluid's signature."""
+    layer = "fill_constant_batch_size_like"
+    return _layer(layer, input=_name(input, layer), shape=_shape(shape, layer),
+                  dtype=_dtype_name(dtype), value=float(value),
+                  input_dim_idx=input_dim_idx, output_dim_idx=output_dim_idx,
+                  force_cpu=bool(force_cpu))
+
+
+def causal_attention_mask(seq_len, dtype="float32", masked_value=-1e9):
+    """The additive causal mask [seq_len, seq_len] of self-attention (not a
+    Fluid 1.x layer): 0 on and below the diagonal, `masked_value` above it
+    (position i attends to positions j <= i). Added to attention scores
+    [..., seq_len, seq_len] (elementwise_add broadcasts it), it makes
+    softmax give exactly 0 to future positions. A constant: no
+    gradient."""
+    return _layer("causal_attention_mask", seq_len=seq_len,
+                  dtype=_dtype_name(dtype), masked_value=float(masked_value))
