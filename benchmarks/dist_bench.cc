@@ -5,6 +5,7 @@
 //
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
+//       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -22,7 +23,8 @@ int Main(int argc, char** argv) {
   int64_t batch = 64;
   double bucket_mb = 4;
   bool overlap = true;
-  std::string allreduce = "flat", compression = "none";
+  std::string allreduce = "flat", compression = "none", optimizer;
+  int shard = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--model")
@@ -43,6 +45,10 @@ int Main(int argc, char** argv) {
       allreduce = v;
     else if (k == "--grad-compression")
       compression = v;
+    else if (k == "--optimizer")
+      optimizer = v;
+    else if (k == "--shard-optimizer")
+      shard = std::stoi(v);
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -52,7 +58,13 @@ int Main(int argc, char** argv) {
   cfg.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
   cfg.overlap = overlap;
   cfg.grad_compression = compression;
-  exe.Init(BuildModel(model), &scope, cfg);
+  cfg.shard_optimizer = shard;
+  ModelOptions mo;
+  if (!optimizer.empty()) {
+    mo.default_optimizer = false;
+    mo.optimizer.type = optimizer;
+  }
+  exe.Init(BuildModel(model, mo), &scope, cfg);
   exe.SetAllReduceMode(allreduce);
   // Seeded per-rank batches (the data reader is not what is measured).
   Tensor x, y;
@@ -79,10 +91,12 @@ int Main(int argc, char** argv) {
         "\"threads\": %d, \"batch_per_rank\": %lld, \"steps\": %d, "
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
         "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
-        "\"grad_compression\": \"%s\"}\n",
+        "\"grad_compression\": \"%s\", \"shard_optimizer\": %d, "
+        "\"allreduce_wire_bytes\": %lld}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
         steps, s, steps * batch * exe.world_size() / s, exposed / s,
-        exe.topology().num_hosts(), compression.c_str());
+        exe.topology().num_hosts(), compression.c_str(), shard,
+        static_cast<long long>(exe.communicator()->allreduce_wire_bytes()));
   return 0;
 }
 

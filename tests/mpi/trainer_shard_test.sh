@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The sharded optimizer through the trainer: each rank holds 1/N of the
+# optimizer state (the trainer's memory line), and its checkpoints are the
+# unsharded format: a sharded np 4 run resumes sharded on np 2 and
+# unsharded on np 2, and an unsharded checkpoint resumes sharded.
+#   trainer_shard_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+
+make_idx "$work/data" 512 64
+base=(--model mlp --optimizer adam --data "$work/data" --log-every 0
+      --threads 1 --batch-size 16)
+
+# MiB of optimizer state per rank, from the trainer's memory line.
+state_mib() {
+  sed -n 's/^per rank: .*optimizer state \([0-9.]*\) MiB$/\1/p' <<<"$1"
+}
+
+plain=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  2>&1) || fail "unsharded np 4: $plain"
+sharded=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 2 --checkpoint-dir "$work/s4" 2>&1) ||
+  fail "sharded np 4: $sharded"
+full=$(state_mib "$plain")
+part=$(state_mib "$sharded")
+[ -n "$full" ] && [ -n "$part" ] || fail "no memory line: $plain $sharded"
+awk -v f="$full" -v p="$part" 'BEGIN { r = p / f; exit !(r > 0.24 && r < 0.26) }' ||
+  fail "optimizer state $part MiB sharded against $full MiB: not 1/4"
+echo "ok: optimizer state per rank $part MiB sharded, $full MiB unsharded"
+
+# The sharded np 4 checkpoint resumes on np 2, sharded and not.
+cp -r "$work/s4" "$work/s4b"
+for run in "--shard-optimizer 2 --checkpoint-dir $work/s4" \
+           "--checkpoint-dir $work/s4b"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
+    --resume $run 2>&1) || fail "resuming ($run): $out"
+  grep -q "resumed from .* at epoch 1" <<<"$out" ||
+    fail "did not resume ($run): $out"
+  grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
+done
+echo "ok: a sharded np 4 checkpoint resumes on np 2, sharded and unsharded"
+
+# An unsharded checkpoint resumes sharded.
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 1 \
+  --checkpoint-dir "$work/u2" >/dev/null 2>&1 || fail "unsharded checkpoint"
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
+  --resume --shard-optimizer 1 --checkpoint-dir "$work/u2" 2>&1) ||
+  fail "resuming sharded from an unsharded checkpoint: $out"
+grep -q "resumed from .* at epoch 1" <<<"$out" || fail "did not resume: $out"
+echo "ok: an unsharded checkpoint resumes sharded"
+echo "PASS: sharded optimizer through the trainer"
