@@ -106,12 +106,16 @@ def grid(a):
     write_grid(a, rows)
 
 
-def write_grid(a, rows):
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out + ".csv", "w", newline="") as f:
+def write_csv(out, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
+
+
+def write_grid(a, rows):
+    write_csv(a.out, rows)
     with open(a.out + ".md", "w") as f:
         f.write("| model | hosts x ranks | link | allreduce | compression | "
                 "samples/s | efficiency |\n|---|---|---|---|---|---|---|\n")
@@ -235,11 +239,7 @@ def main():
                 print(f"{model} {fw} np={np_}: {sps:.0f} samples/s, "
                       f"efficiency {eff:.2f}", file=sys.stderr)
 
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(a.out, rows)
     with open(a.out + ".md", "w") as f:
         f.write("| model | framework | np | hosts | link | compression | "
                 "samples/s | efficiency | exposed comm share |\n"

@@ -48,6 +48,20 @@ struct Program {
 };
 using ProgramPtr = std::shared_ptr<Program>;
 
+// The transpiler settings the Python side passes.
+CollectiveConfig ConfigOf(int nranks, int64_t bucket_bytes, bool overlap,
+                          bool sync_batch_norm = false, int shard_optimizer = 0,
+                          const std::string& grad_compression = "none") {
+  CollectiveConfig cfg;
+  cfg.nranks = nranks;
+  cfg.bucket_bytes = bucket_bytes;
+  cfg.overlap = overlap;
+  cfg.sync_batch_norm = sync_batch_norm;
+  cfg.shard_optimizer = shard_optimizer;
+  cfg.grad_compression = grad_compression;
+  return cfg;
+}
+
 ProgramPtr Wrap(proto::ProgramDesc desc) {
   auto p = std::make_shared<Program>();
   p->desc = std::move(desc);
@@ -397,12 +411,8 @@ class PyMPIExecutor {
             int64_t bucket_bytes, bool overlap, bool run_startup,
             const std::string& allreduce, const std::string& grad_compression,
             bool sync_batch_norm, int shard_optimizer) {
-    CollectiveConfig cfg;
-    cfg.bucket_bytes = bucket_bytes;
-    cfg.overlap = overlap;
-    cfg.grad_compression = grad_compression;
-    cfg.sync_batch_norm = sync_batch_norm;
-    cfg.shard_optimizer = shard_optimizer;
+    CollectiveConfig cfg = ConfigOf(1, bucket_bytes, overlap, sync_batch_norm,
+                                    shard_optimizer, grad_compression);
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);

@@ -15,11 +15,7 @@ void AllReduceKernel(const ExecutionContext& ctx) {
   WireFormat wire = ParseWireFormat(ctx.Attr<std::string>("compression"));
   CommHandlePtr handle = CommunicatorOf(ctx)->AllReduceAsync(
       *out, op, ctx.device_context().ReadyFence(), wire);
-  if (ctx.HasOutput("Handle")) {
-    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
-  } else {
-    handle->Wait();
-  }
+  HandOffOrWait(ctx, std::move(handle));
 }
 
 }  // namespace

@@ -41,11 +41,7 @@ void ReduceScatterKernel(const ExecutionContext& ctx) {
   ReduceOp op = ParseReduceOp(ctx.Attr<std::string>("reduce_type"));
   CommHandlePtr handle =
       comm->ReduceScatterAsync(x, *out, op, ctx.device_context().ReadyFence());
-  if (ctx.HasOutput("Handle")) {
-    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
-  } else {
-    handle->Wait();
-  }
+  HandOffOrWait(ctx, std::move(handle));
 }
 
 void AllGatherKernel(const ExecutionContext& ctx) {
@@ -67,11 +63,7 @@ void AllGatherKernel(const ExecutionContext& ctx) {
   out->raw_mutable_data(ctx.place());
   CommHandlePtr handle =
       comm->AllGatherAsync(x, *out, ctx.device_context().ReadyFence());
-  if (ctx.HasOutput("Handle")) {
-    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
-  } else {
-    handle->Wait();
-  }
+  HandOffOrWait(ctx, std::move(handle));
 }
 
 // Out = a view of block rank() of X along dim 0 (no copy).

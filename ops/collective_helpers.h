@@ -24,6 +24,16 @@ inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
               "MPIExecutor, under mpirun");
 }
 
+// With a Handle output the collective is left in flight for a later c_wait;
+// without one the op waits for it here.
+inline void HandOffOrWait(const ExecutionContext& ctx, CommHandlePtr handle) {
+  if (ctx.HasOutput("Handle")) {
+    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
+  } else {
+    handle->Wait();
+  }
+}
+
 // Out is normally X itself (in place); otherwise X is copied into Out first.
 inline Tensor* InPlaceOutput(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");

@@ -628,8 +628,17 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   CheckpointSaver saver{o,    scope, persistable,        dist,
                         rank, world, batch_size * world, log};
-  TrainLoop loop{o,    job,  exe,   main, dist, &batcher, &saver,
-                 rank, world, log, SlowStepSeconds(rank)};
+  TrainLoop loop{o,
+                 job,
+                 exe,
+                 main,
+                 dist,
+                 &batcher,
+                 &saver,
+                 rank,
+                 world,
+                 log,
+                 SlowStepSeconds(rank)};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {

@@ -25,12 +25,18 @@ void GlobalBatch(int step, int64_t n, Tensor* images, Tensor* labels) {
   testing::SyntheticBatch<float>(1000 + step, n, images, labels);
 }
 
-proto::TrainingJob Mlp(const std::string& optimizer, float lr) {
+// The built-in `model` with `optimizer` at learning rate `lr`.
+proto::TrainingJob Model(const std::string& model, const std::string& optimizer,
+                         float lr) {
   ModelOptions mo;
   mo.default_optimizer = false;
   mo.optimizer.type = optimizer;
   mo.optimizer.learning_rate = lr;
-  return BuildModel("mlp", mo);
+  return BuildModel(model, mo);
+}
+
+proto::TrainingJob Mlp(const std::string& optimizer, float lr) {
+  return Model("mlp", optimizer, lr);
 }
 
 std::vector<std::string> Params(const proto::TrainingJob& job) {
@@ -195,11 +201,7 @@ TEST(ReduceScatter, BlocksOfTheAllReduceThenGatheredInPlace) {
 
 // LeNet (convolutions: 4-D parameters in the buffers), Adam, stage 2.
 TEST(ShardOptimizer, LenetMatchesThePlainCollectiveUpdate) {
-  ModelOptions mo;
-  mo.default_optimizer = false;
-  mo.optimizer.type = "adam";
-  mo.optimizer.learning_rate = 0.001f;
-  proto::TrainingJob job = BuildModel("lenet", mo);
+  proto::TrainingJob job = Model("lenet", "adam", 0.001f);
   CollectiveConfig cfg;
   auto want = TrainDistributed(job, 10, 8, cfg);
   cfg.shard_optimizer = 2;
@@ -301,11 +303,7 @@ TEST(Hierarchical, NRanksTimesBMatchesOneRankTimesNB) {
 }
 
 TEST(Hierarchical, LenetNRanksTimesBMatchesOneRankTimesNBInEveryMode) {
-  ModelOptions mo;
-  mo.default_optimizer = false;
-  mo.optimizer.type = "sgd";
-  mo.optimizer.learning_rate = 0.05f;
-  proto::TrainingJob job = BuildModel("lenet", mo);
+  proto::TrainingJob job = Model("lenet", "sgd", 0.05f);
   const int64_t per_rank = 8;
   auto single = TrainSingle(job, 20, per_rank * Comm()->size());
   for (const char* mode : {"flat", "hier"}) {

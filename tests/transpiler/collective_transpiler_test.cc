@@ -13,9 +13,7 @@ namespace fluid {
 namespace {
 
 std::vector<std::string> Types(const proto::ProgramDesc& p) {
-  std::vector<std::string> t;
-  for (const auto& op : p.blocks(0).ops()) t.push_back(op.type());
-  return t;
+  return testing::OpTypes(p);
 }
 
 const std::vector<std::string> kMlpForward = {

@@ -30,5 +30,11 @@ std::string TestJobText(const proto::TrainingJob& job) {
   return text;
 }
 
+std::vector<std::string> OpTypes(const proto::ProgramDesc& program) {
+  std::vector<std::string> t;
+  for (const auto& op : program.blocks(0).ops()) t.push_back(op.type());
+  return t;
+}
+
 }  // namespace testing
 }  // namespace fluid

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "proto/framework.pb.h"
 
@@ -20,6 +21,9 @@ proto::TrainingJob LoadTestJob(const std::string& name);
 
 // `job` as the file holds it (protobuf text format).
 std::string TestJobText(const proto::TrainingJob& job);
+
+// The types of the ops of block 0, in order.
+std::vector<std::string> OpTypes(const proto::ProgramDesc& program);
 
 }  // namespace testing
 }  // namespace fluid
