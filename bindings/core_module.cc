@@ -806,19 +806,15 @@ void BindJob(py::module_& m) {
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def("collective_transpile", [](const ProgramPtr& main,
-                                   const ProgramPtr& startup, int nranks,
-                                   int64_t bucket_bytes, bool overlap,
-                                   bool sync_batch_norm, int shard_optimizer) {
-    CollectiveConfig cfg;
-    cfg.nranks = nranks;
-    cfg.bucket_bytes = bucket_bytes;
-    cfg.overlap = overlap;
-    cfg.sync_batch_norm = sync_batch_norm;
-    cfg.shard_optimizer = shard_optimizer;
-    proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
-    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-  });
+  m.def("collective_transpile",
+        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
+           int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
+           int shard_optimizer) {
+          proto::TrainingJob out = CollectiveTranspile(
+              Job(*main, *startup), ConfigOf(nranks, bucket_bytes, overlap,
+                                             sync_batch_norm, shard_optimizer));
+          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+        });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {
@@ -840,12 +836,9 @@ void BindTranspilers(py::module_& m) {
           for (const auto& s : servers)
             ps.push_back(
                 {std::get<0>(s), std::get<1>(s)->desc, std::get<2>(s)->desc});
-          CollectiveConfig cfg;
-          cfg.nranks = nranks;
-          cfg.bucket_bytes = bucket_bytes;
-          cfg.overlap = overlap;
           proto::TrainingJob out =
-              PserverToCollective(Job(*main, *startup), ps, cfg);
+              PserverToCollective(Job(*main, *startup), ps,
+                                  ConfigOf(nranks, bucket_bytes, overlap));
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
         });
 }
