@@ -180,11 +180,8 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
            ceil_mode=False, name=None, exclusive=True):
     """pool_size, pool_stride and pool_padding: an int or [h, w];
     pool_size may stay -1 only with global_pooling. exclusive: an average
-    leaves padding out of its count. use_cudnn is accepted and ignored."""
-    if ceil_mode:
-        raise NotImplementedError(
-            "pool2d(ceil_mode=True): only floor output sizes are supported; "
-            "pad the input (pool_padding) to cover the last window")
+    leaves padding out of its count. ceil_mode: output sizes rounded up
+    (a last, partial window). use_cudnn is accepted and ignored."""
     return _layer("pool2d", input=_name(input, "pool2d"),
                   pool_size=_size(pool_size, "pool2d", "pool_size"),
                   pool_type=pool_type,
