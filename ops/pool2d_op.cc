@@ -42,7 +42,7 @@ Shape PoolOutputShape(const InferShapeContext& ctx, const std::string& op) {
   auto out_dim = [&](int64_t in, int64_t k, int64_t s, int64_t p,
                      const char* what) -> int64_t {
     if (in < 0) return -1;
-    int64_t o = math::ConvOutputSize(in, k, s, p, 1);
+    int64_t o = PoolOutputSize(in, k, s, p, a.ceil_mode);
     FLUID_ENFORCE(o >= 1, op, ": X '", xn, "' ", x, " is too small along ",
                   what, " for ksize ", k, " with padding ", p);
     return o;
@@ -114,6 +114,14 @@ inline T WindowSum(const T* x, int64_t width, const Window& win) {
   for (int64_t h = win.h0; h < win.h1; ++h)
     for (int64_t w = win.w0; w < win.w1; ++w) sum += x[h * width + w];
   return sum;
+}
+
+// The count an average over `win` (output (oh, ow)) divides by.
+template <typename T>
+inline T Count(const ConvGeometry& g, bool exclusive, const Window& win,
+               int64_t oh, int64_t ow) {
+  return static_cast<T>(exclusive ? (win.h1 - win.h0) * (win.w1 - win.w0)
+                                  : PaddedWindowArea(g, oh, ow));
 }
 
 // Interior windows, whole and unclipped: the taps of output column ow are
@@ -219,10 +227,7 @@ void PoolPlane(const ConvGeometry& g, bool exclusive, const T* x, T* y) {
       if (kMax) {
         yr[ow] = x[ArgMax(x, width, win)];
       } else {
-        const T count =
-            exclusive ? static_cast<T>((win.h1 - win.h0) * (win.w1 - win.w0))
-                      : full;
-        yr[ow] = WindowSum(x, width, win) / count;
+        yr[ow] = WindowSum(x, width, win) / Count<T>(g, exclusive, win, oh, ow);
       }
     };
     if (!whole_rows) {
@@ -278,8 +283,10 @@ void PoolPlaneGrad(const ConvGeometry& g, bool exclusive, const T* x,
                    const T* dy, T* dx) {
   const int64_t width = g.in_w, out_w = g.out_w;
   const T full = static_cast<T>(g.kernel_h * g.kernel_w);
+  // (Not when ceil_mode adds a last, partial window.)
   if (kMax && g.stride_h == g.kernel_h && g.stride_w == g.kernel_w &&
-      g.pad_h == 0 && g.pad_w == 0) {
+      g.pad_h == 0 && g.pad_w == 0 && g.out_h * g.kernel_h <= g.in_h &&
+      g.out_w * g.kernel_w <= g.in_w) {
     if (g.kernel_h == 2 && g.kernel_w == 2) {
       MaxGradTiled<T, 2, 2>(g, x, dy, dx);
     } else {
@@ -302,10 +309,7 @@ void PoolPlaneGrad(const ConvGeometry& g, bool exclusive, const T* x,
         dx[ArgMax(x, width, win)] += dyr[ow];
         return;
       }
-      const T count =
-          exclusive ? static_cast<T>((win.h1 - win.h0) * (win.w1 - win.w0))
-                    : full;
-      const T share = dyr[ow] / count;
+      const T share = dyr[ow] / Count<T>(g, exclusive, win, oh, ow);
       for (int64_t h = win.h0; h < win.h1; ++h)
         for (int64_t w = win.w0; w < win.w1; ++w) dx[h * width + w] += share;
     };
@@ -375,8 +379,9 @@ REGISTER_OP(pool2d)
         "number of pixels inside the image (exclusive) or by kh * kw.")
     .Input("X", "images [N, C, H, W]")
     .Output("Out",
-            "[N, C, Ho, Wo], Ho = (H + 2 pad_h - kh) / stride_h + 1, "
-            "likewise Wo; [N, C, 1, 1] with global_pooling")
+            "[N, C, Ho, Wo], Ho = (H + 2 pad_h - kh) / stride_h + 1 "
+            "(rounded up with ceil_mode), likewise Wo; [N, C, 1, 1] with "
+            "global_pooling")
     .Attr<std::string>("pooling_type", "max", "\"max\" or \"avg\"")
     .Attr<std::vector<int32_t>>("ksize", {2, 2}, "window size [kh, kw]")
     .Attr<std::vector<int32_t>>("strides", {1, 1}, "window step [h, w]")
@@ -385,7 +390,13 @@ REGISTER_OP(pool2d)
     .Attr<bool>("global_pooling", false,
                 "pool each whole plane (ksize, strides, paddings ignored)")
     .Attr<bool>("exclusive", true,
-                "avg: divide by the pixels inside the image, not kh * kw")
+                "avg: divide by the pixels inside the image, not by the "
+                "window's pixels inside the padded image (kh * kw unless "
+                "ceil_mode cuts the last window)")
+    .Attr<bool>("ceil_mode", false,
+                "round the output size up: a last, partial window covers "
+                "what the stride leaves over (never one starting in the "
+                "right padding)")
     .SetInferShape(Pool2dInferShape)
     .SetGrad(GradSpec("pool2d_grad")
                  .Inputs({"X"})

@@ -44,9 +44,10 @@ __device__ __forceinline__ Window WindowAt(const ConvGeometry& g, int64_t oh,
 // The pixel count an average over `win` divides by.
 template <typename T>
 __device__ __forceinline__ T Count(const ConvGeometry& g, bool exclusive,
-                                   const Window& win) {
-  return exclusive ? static_cast<T>((win.h1 - win.h0) * (win.w1 - win.w0))
-                   : static_cast<T>(g.kernel_h * g.kernel_w);
+                                   int64_t oh, int64_t ow) {
+  const Window win = WindowAt(g, oh, ow);
+  return static_cast<T>(exclusive ? (win.h1 - win.h0) * (win.w1 - win.w0)
+                                  : PaddedWindowArea(g, oh, ow));
 }
 
 // The in-plane index of the first maximum of `win` in plane `x`.
@@ -86,7 +87,7 @@ struct PoolForward {
     T sum = 0;
     for (int64_t h = win.h0; h < win.h1; ++h)
       for (int64_t w = win.w0; w < win.w1; ++w) sum += xp[h * g.in_w + w];
-    y[i] = sum / Count<T>(g, exclusive, win);
+    y[i] = sum / Count<T>(g, exclusive, oh, ow);
   }
 };
 
@@ -141,7 +142,7 @@ struct PoolBackward {
         if (is_max) {
           if (index[o] == self) acc += dy[o];
         } else {
-          acc += dy[o] / Count<T>(g, exclusive, WindowAt(g, oh, ow));
+          acc += dy[o] / Count<T>(g, exclusive, oh, ow);
         }
       }
     dx[i] = acc;

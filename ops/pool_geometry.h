@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/conv_geometry.h"
+#include "ops/hostdevice.h"
 #include "src/framework/operator.h"
 
 namespace fluid {
@@ -16,6 +17,7 @@ struct PoolAttrs {
   bool is_max = true;
   bool global = false;
   bool exclusive = true;
+  bool ceil_mode = false;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0,
           pad_w = 0;
 };
@@ -31,6 +33,7 @@ PoolAttrs ReadPoolAttrs(const Ctx& ctx, const std::string& op) {
   a.is_max = type == "max";
   a.global = ctx.template Attr<bool>("global_pooling");
   a.exclusive = ctx.template Attr<bool>("exclusive");
+  a.ceil_mode = ctx.template Attr<bool>("ceil_mode");
   if (a.global) return a;  // the window is the whole image
   const auto& k = ctx.template Attr<std::vector<int32_t>>("ksize");
   const auto& s = ctx.template Attr<std::vector<int32_t>>("strides");
@@ -53,6 +56,35 @@ PoolAttrs ReadPoolAttrs(const Ctx& ctx, const std::string& op) {
   return a;
 }
 
+// Output extent along one axis. Floor: windows that fit in the padded input.
+// Ceil: one more window when the last stride leaves input uncovered, as long
+// as that window starts inside the input or its left padding (PyTorch's
+// rule; Fluid 1.x would also emit a window lying wholly in the right
+// padding, an empty max and a division by zero in an exclusive average).
+// Below 1 when the window does not fit even once.
+inline int64_t PoolOutputSize(int64_t in, int64_t k, int64_t s, int64_t p,
+                              bool ceil_mode) {
+  const int64_t span = in + 2 * p - k;
+  if (span < 0) return 0;
+  if (!ceil_mode) return span / s + 1;
+  int64_t out = (span + s - 1) / s + 1;
+  if ((out - 1) * s >= in + p) --out;
+  return out;
+}
+
+// The count a non-exclusive average of output (oh, ow) divides by: the
+// window clipped to the padded input, so padding counts and the part of a
+// ceil_mode window past the right padding does not (PyTorch's
+// count_include_pad). kh * kw whenever ceil_mode is off.
+FLUID_HOSTDEVICE int64_t PaddedWindowArea(const math::ConvGeometry& g,
+                                          int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * g.stride_h - g.pad_h;
+  const int64_t w0 = ow * g.stride_w - g.pad_w;
+  const int64_t h1 = h0 + g.kernel_h, w1 = w0 + g.kernel_w;
+  const int64_t hmax = g.in_h + g.pad_h, wmax = g.in_w + g.pad_w;
+  return ((h1 < hmax ? h1 : hmax) - h0) * ((w1 < wmax ? w1 : wmax) - w0);
+}
+
 // The window sweep over images `x` [N, C, H, W]; a global pool is one
 // window covering the whole plane.
 inline math::ConvGeometry MakeGeometry(const PoolAttrs& a, const Shape& x) {
@@ -72,8 +104,10 @@ inline math::ConvGeometry MakeGeometry(const PoolAttrs& a, const Shape& x) {
   g.stride_w = a.stride_w;
   g.pad_h = a.pad_h;
   g.pad_w = a.pad_w;
-  g.out_h = math::ConvOutputSize(g.in_h, g.kernel_h, g.stride_h, g.pad_h, 1);
-  g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w, 1);
+  g.out_h =
+      PoolOutputSize(g.in_h, g.kernel_h, g.stride_h, g.pad_h, a.ceil_mode);
+  g.out_w =
+      PoolOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w, a.ceil_mode);
   return g;
 }
 

@@ -1,4 +1,5 @@
-// The generators of uniform_random and gaussian_random, filling host memory.
+// The generators of uniform_random, gaussian_random and
+// truncated_gaussian_random, filling host memory.
 // The CPU kernels fill their output with them and the CUDA kernels fill a
 // host buffer they then copy to the device, so a parameter starts with the
 // same bits whichever place initialises it. They are defined once, in
@@ -37,6 +38,12 @@ GaussianParams GetGaussianParams(const ExecutionContext& ctx);
 // o[0, n) ~ N(mean, stddev^2).
 void FillGaussian(const GaussianParams& p, float* o, int64_t n);
 void FillGaussian(const GaussianParams& p, double* o, int64_t n);
+
+// truncated_gaussian_random: the same attrs as gaussian_random.
+GaussianParams GetTruncatedGaussianParams(const ExecutionContext& ctx);
+// o[0, n) ~ N(mean, stddev^2) conditioned on |o - mean| <= 2 stddev.
+void FillTruncatedGaussian(const GaussianParams& p, float* o, int64_t n);
+void FillTruncatedGaussian(const GaussianParams& p, double* o, int64_t n);
 
 }  // namespace ops
 }  // namespace fluid

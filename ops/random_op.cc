@@ -1,4 +1,6 @@
-// uniform_random: Out ~ U[min, max); gaussian_random: Out ~ N(mean, std^2).
+// uniform_random: Out ~ U[min, max); gaussian_random: Out ~ N(mean, std^2);
+// truncated_gaussian_random: N(mean, std^2) conditioned on lying within two
+// standard deviations of the mean (Fluid's TruncatedNormal initializer).
 //
 // Both are deterministic functions of (seed, shape, attrs): the bits come from
 // std::mt19937_64, whose output the standard fixes, and the transforms to
@@ -80,6 +82,24 @@ void FillGaussianImpl(const GaussianParams& p, T* o, int64_t n) {
   }
 }
 
+// Rejection: Box-Muller pairs, each normal kept when within kTruncation
+// standard deviations (95.4% are), in the order drawn.
+template <typename T>
+void FillTruncatedGaussianImpl(const GaussianParams& p, T* o, int64_t n) {
+  constexpr double kTruncation = 2.0;
+  const double mean = p.mean, stddev = p.stddev;
+  std::mt19937_64 rng(p.seed);
+  int64_t i = 0;
+  while (i < n) {
+    const double r = std::sqrt(-2.0 * std::log(UniformOpen0(&rng)));
+    const double theta = kTwoPi * Uniform01(&rng);
+    const double z[2] = {r * std::cos(theta), r * std::sin(theta)};
+    for (int k = 0; k < 2 && i < n; ++k)
+      if (std::fabs(z[k]) <= kTruncation)
+        o[i++] = static_cast<T>(mean + stddev * z[k]);
+  }
+}
+
 template <typename T>
 void UniformRandomKernel(const ExecutionContext& ctx) {
   const UniformParams p = GetUniformParams(ctx);
@@ -94,6 +114,14 @@ void GaussianRandomKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
   out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
   FillGaussian(p, out->mutable_data<T>(), out->numel());
+}
+
+template <typename T>
+void TruncatedGaussianRandomKernel(const ExecutionContext& ctx) {
+  const GaussianParams p = GetTruncatedGaussianParams(ctx);
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  FillTruncatedGaussian(p, out->mutable_data<T>(), out->numel());
 }
 
 }  // namespace
@@ -119,10 +147,14 @@ GaussianParams GetGaussianParams(const ExecutionContext& ctx) {
   GaussianParams p;
   p.mean = ctx.Attr<float>("mean");
   p.stddev = ctx.Attr<float>("std");
-  FLUID_ENFORCE(p.stddev >= 0.0, "gaussian_random: std ", p.stddev, " of '",
+  FLUID_ENFORCE(p.stddev >= 0.0, ctx.type(), ": std ", p.stddev, " of '",
                 ctx.OutputName("Out"), "' must not be negative");
   p.seed = SeedOf(ctx);
   return p;
+}
+
+GaussianParams GetTruncatedGaussianParams(const ExecutionContext& ctx) {
+  return GetGaussianParams(ctx);
 }
 
 void FillGaussian(const GaussianParams& p, float* o, int64_t n) {
@@ -130,6 +162,13 @@ void FillGaussian(const GaussianParams& p, float* o, int64_t n) {
 }
 void FillGaussian(const GaussianParams& p, double* o, int64_t n) {
   FillGaussianImpl(p, o, n);
+}
+
+void FillTruncatedGaussian(const GaussianParams& p, float* o, int64_t n) {
+  FillTruncatedGaussianImpl(p, o, n);
+}
+void FillTruncatedGaussian(const GaussianParams& p, double* o, int64_t n) {
+  FillTruncatedGaussianImpl(p, o, n);
 }
 
 REGISTER_OP(uniform_random)
@@ -157,6 +196,21 @@ REGISTER_OP(gaussian_random)
     .SetInferShape(RandomInferShape)
     .CPUKernel<float>(GaussianRandomKernel<float>)
     .CPUKernel<double>(GaussianRandomKernel<double>);
+
+REGISTER_OP(truncated_gaussian_random)
+    .Doc(
+        "Fills Out with values drawn from N(mean, std^2) truncated to "
+        "[mean - 2 std, mean + 2 std] (values outside are redrawn).")
+    .Output("Out")
+    .Attr<std::vector<int64_t>>("shape", {}, "shape of Out")
+    .Attr<float>("mean", 0.0f, "mean of the untruncated normal")
+    .Attr<float>("std", 1.0f, "standard deviation of the untruncated normal")
+    .Attr<int32_t>("seed", 0, "random seed; 0 derives one from Out's name")
+    .Attr<int32_t>("dtype", static_cast<int32_t>(DataType::kFloat32),
+                   "element type of Out (float32 or float64)")
+    .SetInferShape(RandomInferShape)
+    .CPUKernel<float>(TruncatedGaussianRandomKernel<float>)
+    .CPUKernel<double>(TruncatedGaussianRandomKernel<double>);
 
 }  // namespace ops
 }  // namespace fluid

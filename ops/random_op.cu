@@ -1,4 +1,5 @@
-// CUDA kernels for uniform_random and gaussian_random (schemas in
+// CUDA kernels for uniform_random, gaussian_random and
+// truncated_gaussian_random (schemas in
 // random_op.cc). The values are drawn on the host by the CPU kernels' own
 // generators (random_fill.h) and copied to the device, so a parameter
 // initialised on the GPU has the same bits as one initialised on the CPU.
@@ -46,10 +47,23 @@ void GaussianRandomKernel(const ExecutionContext& ctx) {
   CopyToDevice(ctx, host, o);
 }
 
+template <typename T>
+void TruncatedGaussianRandomKernel(const ExecutionContext& ctx) {
+  const GaussianParams p = GetTruncatedGaussianParams(ctx);
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Shape(ctx.Attr<std::vector<int64_t>>("shape")));
+  T* o = out->mutable_data<T>(ctx.place());
+  std::vector<T> host(static_cast<size_t>(out->numel()));
+  FillTruncatedGaussian(p, host.data(), out->numel());
+  CopyToDevice(ctx, host, o);
+}
+
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(uniform_random, kCUDA, UniformRandomKernel);
 REGISTER_FLOAT_KERNELS(gaussian_random, kCUDA, GaussianRandomKernel);
+REGISTER_FLOAT_KERNELS(truncated_gaussian_random, kCUDA,
+                       TruncatedGaussianRandomKernel);
 
 }  // namespace ops
 }  // namespace fluid

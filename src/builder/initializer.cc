@@ -1,6 +1,7 @@
 #include "src/builder/initializer.h"
 
 #include <cmath>
+#include <vector>
 
 #include "src/builder/program_builder.h"
 
@@ -21,6 +22,43 @@ Fans ComputeFans(const Shape& shape, bool is_conv_filter) {
   }
   return f;
 }
+
+std::vector<float> BilinearValues(const std::string& var, const Shape& shape) {
+  FLUID_ENFORCE(shape.rank() == 4, "Bilinear initializer of '", var,
+                "': the weight must be 4-D [C_out, C_in, k, k], got ", shape);
+  FLUID_ENFORCE(shape[2] == shape[3], "Bilinear initializer of '", var,
+                "': the kernel must be square (shape[2] == shape[3]), got ",
+                shape);
+  const int64_t k = shape[3];
+  const double f = std::ceil(static_cast<double>(k) / 2.0);
+  const double c = (2.0 * f - 1.0 - std::fmod(f, 2.0)) / (2.0 * f);
+  std::vector<float> kernel(static_cast<size_t>(k * k));
+  for (int64_t y = 0; y < k; ++y)
+    for (int64_t x = 0; x < k; ++x)
+      kernel[static_cast<size_t>(y * k + x)] =
+          static_cast<float>((1.0 - std::fabs(static_cast<double>(x) / f - c)) *
+                             (1.0 - std::fabs(static_cast<double>(y) / f - c)));
+  std::vector<float> values;
+  values.reserve(static_cast<size_t>(shape.numel()));
+  for (int64_t s = 0; s < shape[0] * shape[1]; ++s)
+    values.insert(values.end(), kernel.begin(), kernel.end());
+  return values;
+}
+
+namespace {
+
+proto::OpDesc BilinearOp(const std::string& var, const Shape& shape,
+                         DataType dtype) {
+  FLUID_ENFORCE(dtype == DataType::kFloat32, "Bilinear initializer of '", var,
+                "': only float32 weights are supported, got ",
+                DataTypeName(dtype));
+  return MakeOp("assign_value", {}, {{"Out", {var}}},
+                {{"shape", shape.ToVector()},
+                 {"dtype", static_cast<int32_t>(dtype)},
+                 {"fp32_values", BilinearValues(var, shape)}});
+}
+
+}  // namespace
 
 void AppendInitOp(ProgramBuilder* builder, const std::string& var,
                   const Shape& shape, DataType dtype, const Initializer& init,
@@ -81,6 +119,13 @@ void AppendInitOp(ProgramBuilder* builder, const std::string& var,
     case Kind::kKaimingNormal:
       op = gaussian(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
       break;
+    case Kind::kTruncatedGaussian:
+      op = gaussian(init.mean, init.std);
+      op.set_type("truncated_gaussian_random");
+      break;
+    case Kind::kBilinear:
+      op = BilinearOp(var, shape, dtype);
+      break;
     case Kind::kTorchDefault: {
       float limit = static_cast<float>(1.0 / std::sqrt(fan_in));
       op = uniform(-limit, limit);
@@ -101,9 +146,13 @@ Initializer::Kind ParseInitializerKind(const std::string& name) {
     return Kind::kKaimingUniform;
   if (name == "kaiming_normal") return Kind::kKaimingNormal;
   if (name == "torch" || name == "default") return Kind::kTorchDefault;
+  if (name == "truncated_gaussian" || name == "truncated_normal")
+    return Kind::kTruncatedGaussian;
+  if (name == "bilinear") return Kind::kBilinear;
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown initializer '", name,
               "'; known: constant, uniform, gaussian, xavier_uniform, "
-              "xavier_normal, kaiming_uniform, kaiming_normal, torch");
+              "xavier_normal, kaiming_uniform, kaiming_normal, torch, "
+              "truncated_gaussian, bilinear");
 }
 
 }  // namespace fluid

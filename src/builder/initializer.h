@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/framework/types.h"
 
@@ -24,12 +25,17 @@ struct Initializer {
     // PyTorch's default for Linear and Conv2d weights (kaiming_uniform with
     // a = sqrt(5)): U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
     kTorchDefault,
+    // N(mean, std^2) truncated to mean +- 2 std (truncated_gaussian_random).
+    kTruncatedGaussian,
+    // The bilinear upsampling kernel in every [k, k] slice of a 4-D float32
+    // weight [C_out, C_in, k, k] (assign_value), for conv2d_transpose.
+    kBilinear,
   };
   Kind kind = Kind::kTorchDefault;
   float value = 0.0f;  // kConstant
   float low = -1.0f;   // kUniform
   float high = 1.0f;
-  float mean = 0.0f;  // kGaussian
+  float mean = 0.0f;  // kGaussian, kTruncatedGaussian
   float std = 1.0f;
   uint64_t seed = 0;  // 0: drawn from the builder's seed sequence
   // Xavier and Kaiming (MSRA): fans to use instead of the weight's own
@@ -80,6 +86,12 @@ Fans ComputeFans(const Shape& shape, bool is_conv_filter);
 void AppendInitOp(ProgramBuilder* builder, const std::string& var,
                   const Shape& shape, DataType dtype, const Initializer& init,
                   const Fans& fans);
+
+// The values of the Bilinear initializer for a weight of `shape`: f =
+// ceil(k / 2), c = (2 f - 1 - f % 2) / (2 f), and element (.., .., y, x) is
+// (1 - |x / f - c|) (1 - |y / f - c|). `var` names the weight in errors
+// (not 4-D, or kh != kw).
+std::vector<float> BilinearValues(const std::string& var, const Shape& shape);
 
 Initializer::Kind ParseInitializerKind(const std::string& name);
 

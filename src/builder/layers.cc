@@ -326,6 +326,7 @@ std::string Pool2d(ProgramBuilder* b, const std::string& input,
       {"global_pooling", window.global_pooling}};
   // The op's default is exclusive; programs that keep it stay as they were.
   if (!window.exclusive) attrs["exclusive"] = false;
+  if (window.ceil_mode) attrs["ceil_mode"] = true;
   std::string out = b->CreateTmpVar("pool2d", VarDtype(Var(b, input)));
   b->AppendOp(MakeOp("pool2d", {{"X", {input}}}, {{"Out", {out}}}, attrs));
   return out;
@@ -550,8 +551,8 @@ REGISTER_LAYER(pool2d)
     .Doc(
         "Max or average pooling over NCHW input; pool_size, pool_stride and "
         "pool_padding are an int or [h, w]. exclusive: an average leaves "
-        "the padding out of its count. use_cudnn and name are accepted "
-        "and ignored; ceil_mode must be false.")
+        "the padding out of its count; ceil_mode: output sizes rounded up. "
+        "use_cudnn and name are accepted and ignored.")
     .Var("input")
     .IntList("pool_size", {-1})
     .String("pool_type", "max")
@@ -563,15 +564,13 @@ REGISTER_LAYER(pool2d)
     .String("name", "")
     .Bool("exclusive", true)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      FLUID_ENFORCE_CODE(!a.Bool("ceil_mode"), ErrorCode::kUnimplemented,
-                         "layer 'pool2d': argument 'ceil_mode': only floor "
-                         "output sizes (ceil_mode = false) are supported");
       Pool2dWindow w;
       w.pool_size = a.IntList("pool_size");
       w.pool_stride = a.IntList("pool_stride");
       w.pool_padding = a.IntList("pool_padding");
       w.global_pooling = a.Bool("global_pooling");
       w.exclusive = a.Bool("exclusive");
+      w.ceil_mode = a.Bool("ceil_mode");
       return Pool2d(b, a.Var("input"), a.String("pool_type"), w);
     });
 

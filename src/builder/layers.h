@@ -71,6 +71,7 @@ struct Pool2dWindow {
   std::vector<int64_t> pool_padding = {0};
   bool global_pooling = false;
   bool exclusive = true;
+  bool ceil_mode = false;
 };
 
 // Max or average pooling over NCHW input.

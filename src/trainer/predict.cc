@@ -1,11 +1,13 @@
 // `trainer --predict DIR`: the accuracy of a saved inference model on the
-// test split of an MNIST-family data set.
+// test split of an MNIST-family data set, printed once (by rank 0 under
+// mpirun).
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
 
 #include "src/data/batcher.h"
 #include "src/data/idx_reader.h"
+#include "src/distributed/launcher.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/io/inference_model.h"
@@ -64,6 +66,13 @@ TrainerResult Predict(const TrainerOptions& o, std::ostream& out) {
                 "--predict takes a saved inference model; give neither "
                 "--program nor --model with it");
   FLUID_ENFORCE(o.threads >= 1, "--threads must be >= 1, got ", o.threads);
+  // Scoring needs no communication, and under mpirun every rank would score
+  // the same test set and print the same line: rank 0 alone scores and
+  // prints, so a job reports its accuracy once, as training does.
+  TrainerResult result;
+  result.rank = LauncherRank();
+  result.world_size = LauncherWorldSize();
+  if (result.rank != 0) return result;
   Scope scope;
   const proto::InferenceModel model = LoadInferenceModel(&scope, o.predict);
   CheckScores(model, o.predict);
@@ -89,7 +98,6 @@ TrainerResult Predict(const TrainerOptions& o, std::ostream& out) {
     correct += CountCorrect(fetched[0], batch[1]);
     seen += batch[0].shape()[0];
   }
-  TrainerResult result;
   result.test_accuracy =
       static_cast<double>(correct) / std::max<int64_t>(seen, 1);
   char line[160];

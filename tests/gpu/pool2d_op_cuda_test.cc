@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/framework/program_desc.h"
 #include "tests/testing/cuda_op_check.h"
 #include "tests/testing/op_cases.h"
 
@@ -62,6 +63,20 @@ void CheckPool() {
         Tensor ties = FewLevels<T>({k.n, k.c, k.h, k.w}, 3, seed++);
         EXPECT_TRUE(
             CudaMatchesCpu(Pool2dOp(k, type, exclusive), {{"x", ties}}));
+      }
+    }
+  }
+  // ceil_mode: a last, partial window along each axis.
+  for (const PoolCase& k : {PoolCase{2, 3, 9, 7, 2, 2, 2, 2, 0, 0},
+                            PoolCase{1, 2, 8, 7, 3, 3, 2, 2, 1, 1}}) {
+    for (const std::string type : {"max", "avg"}) {
+      for (bool exclusive : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << Describe(k) << " ceil " << type
+                                          << " exclusive " << exclusive);
+        proto::OpDesc op = Pool2dOp(k, type, exclusive);
+        SetOpAttr(&op, "ceil_mode", true);
+        Tensor x = RandomTensor<T>({k.n, k.c, k.h, k.w}, -1, 1, seed++);
+        EXPECT_TRUE(CudaMatchesCpu(op, {{"x", x}}));
       }
     }
   }

@@ -1,10 +1,11 @@
-// uniform_random and gaussian_random on CUDA draw on the host with the CPU
-// generator: the same seed gives the same bits on both places, float32 and
-// float64. Every test skips, saying why, without a CUDA build or a visible
-// device.
+// uniform_random, gaussian_random and truncated_gaussian_random on CUDA draw on
+// the host with the CPU generator: the same seed gives the same bits on both
+// places, float32 and float64. Every test skips, saying why, without a CUDA
+// build or a visible device.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "tests/testing/cuda_op_check.h"
@@ -55,8 +56,8 @@ TEST(RandomOpCuda, UniformRandomSameBits) {
   }
 }
 
-TEST(RandomOpCuda, GaussianRandomSameBits) {
-  REQUIRE_GPU();
+// gaussian_random and truncated_gaussian_random share their attrs.
+void ExpectGaussianSameBits(const std::string& type) {
   struct Dist {
     float mean, stddev;
   };
@@ -67,7 +68,7 @@ TEST(RandomOpCuda, GaussianRandomSameBits) {
         // Odd sizes leave the second value of the last pair unused.
         for (const std::vector<int64_t>& shape :
              std::vector<std::vector<int64_t>>{{0}, {1}, {7}, {33, 65}}) {
-          auto op = MakeOp("gaussian_random", {}, {{"Out", {"conv.w"}}},
+          auto op = MakeOp(type, {}, {{"Out", {"conv.w"}}},
                            {{"shape", shape},
                             {"mean", d.mean},
                             {"std", d.stddev},
@@ -76,12 +77,22 @@ TEST(RandomOpCuda, GaussianRandomSameBits) {
           Tensor cpu = RunOp(op, {}, 1, Place::CPU())["conv.w"];
           Tensor cuda = RunOp(op, {}, 1, Place::CUDA(0))["conv.w"];
           EXPECT_TRUE(SameBits(cpu, cuda))
-              << DataTypeName(dt) << " seed " << seed << " N(" << d.mean << ", "
-              << d.stddev << "^2) " << Shape(shape);
+              << type << " " << DataTypeName(dt) << " seed " << seed << " N("
+              << d.mean << ", " << d.stddev << "^2) " << Shape(shape);
         }
       }
     }
   }
+}
+
+TEST(RandomOpCuda, GaussianRandomSameBits) {
+  REQUIRE_GPU();
+  ExpectGaussianSameBits("gaussian_random");
+}
+
+TEST(RandomOpCuda, TruncatedGaussianRandomSameBits) {
+  REQUIRE_GPU();
+  ExpectGaussianSameBits("truncated_gaussian_random");
 }
 
 }  // namespace

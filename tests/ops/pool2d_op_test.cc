@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <string>
@@ -22,31 +23,41 @@ using testing::RandomTensor;
 using testing::RunOp;
 using testing::ToVector;
 
-int OutSize(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
+// Floor: (in + 2p - k) / s + 1. Ceil, as PyTorch writes it: rounded up,
+// less one when the last window would start in the right padding.
+int OutSize(int in, int k, int s, int p, bool ceil_mode = false) {
+  if (!ceil_mode) return (in + 2 * p - k) / s + 1;
+  int out = static_cast<int>(std::ceil((in + 2.0 * p - k) / s)) + 1;
+  return (out - 1) * s >= in + p ? out - 1 : out;
+}
 
 // The definition: each window over the padded image, padding excluded from
-// the max and (when exclusive) from the count.
+// the max and (when exclusive) from the count; a non-exclusive count is the
+// taps inside the padded image (kh * kw but for a ceil_mode window that
+// hangs past the right padding).
 std::vector<double> NaivePool(const PoolCase& k, const std::vector<double>& x,
-                              bool is_max, bool exclusive) {
-  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h);
-  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w);
+                              bool is_max, bool exclusive,
+                              bool ceil_mode = false) {
+  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, ceil_mode);
+  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, ceil_mode);
   std::vector<double> y;
   for (int p = 0; p < k.n * k.c; ++p)
     for (int i = 0; i < oh; ++i)
       for (int j = 0; j < ow; ++j) {
         double best = -1e300, sum = 0;
-        int count = 0;
+        int count = 0, padded = 0;
         for (int a = 0; a < k.kh; ++a)
           for (int b = 0; b < k.kw; ++b) {
             int ih = i * k.stride_h - k.pad_h + a;
             int iw = j * k.stride_w - k.pad_w + b;
+            padded += ih < k.h + k.pad_h && iw < k.w + k.pad_w;
             if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
             double v = x[(p * k.h + ih) * k.w + iw];
             best = std::max(best, v);
             sum += v;
             ++count;
           }
-        y.push_back(is_max ? best : sum / (exclusive ? count : k.kh * k.kw));
+        y.push_back(is_max ? best : sum / (exclusive ? count : padded));
       }
   return y;
 }
@@ -66,16 +77,27 @@ std::vector<PoolCase> Cases() {
   };
 }
 
+proto::OpDesc CeilPool2dOp(const PoolCase& k, const std::string& type,
+                           bool exclusive) {
+  proto::OpDesc op = Pool2dOp(k, type, exclusive);
+  SetOpAttr(&op, "ceil_mode", true);
+  return op;
+}
+
 void ExpectForward(const PoolCase& k, const std::string& type, bool exclusive,
-                   int threads) {
+                   int threads, bool ceil_mode = false) {
   SCOPED_TRACE(Describe(k) + " " + type + (exclusive ? " exclusive" : "") +
-               " threads " + std::to_string(threads));
+               (ceil_mode ? " ceil_mode" : "") + " threads " +
+               std::to_string(threads));
   Tensor x = RandomTensor<double>({k.n, k.c, k.h, k.w}, -1, 1, 41);
-  Tensor y = RunOp(Pool2dOp(k, type, exclusive), {{"x", x}}, threads)["y"];
-  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h);
-  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w);
+  auto op = ceil_mode ? CeilPool2dOp(k, type, exclusive)
+                      : Pool2dOp(k, type, exclusive);
+  Tensor y = RunOp(op, {{"x", x}}, threads)["y"];
+  int oh = OutSize(k.h, k.kh, k.stride_h, k.pad_h, ceil_mode);
+  int ow = OutSize(k.w, k.kw, k.stride_w, k.pad_w, ceil_mode);
   ASSERT_EQ(y.shape(), Shape({k.n, k.c, oh, ow}));
-  auto want = NaivePool(k, ToVector<double>(x), type == "max", exclusive);
+  auto want =
+      NaivePool(k, ToVector<double>(x), type == "max", exclusive, ceil_mode);
   auto got = ToVector<double>(y);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
@@ -91,6 +113,57 @@ TEST(Pool2dOp, AvgForwardMatchesNaive) {
     ExpectForward(k, "avg", true, 1);
     ExpectForward(k, "avg", false, 1);
   }
+}
+
+// Values 0.01 apart in random order: no ties, and no perturbation of the
+// gradient checker can reorder two of them.
+Tensor DistinctTensor(const Shape& shape, uint64_t seed) {
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.01 * i - 0.005 * v.size();
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  return MakeTensor<double>(shape, v);
+}
+
+// Cases where rounding up adds a window (and one, 5 / 2 / pad 1, where
+// the extra window would start in the right padding and is dropped).
+std::vector<PoolCase> CeilCases() {
+  return {
+      {2, 3, 7, 9, 2, 2, 2, 2, 0, 0},    // 2x2 tiles, a row and a column left
+      {1, 2, 5, 5, 2, 2, 2, 2, 1, 1},    // the last window would be padding
+      {2, 2, 8, 7, 3, 3, 2, 2, 1, 1},    // overlapping, padded
+      {1, 2, 10, 11, 3, 3, 3, 3, 0, 0},  // 3x3 tiles, ragged
+      {1, 1, 6, 9, 3, 2, 2, 3, 1, 0},    // rectangular, asymmetric
+  };
+}
+
+TEST(Pool2dOp, CeilModeForwardMatchesNaive) {
+  for (const auto& k : CeilCases()) {
+    ExpectForward(k, "max", true, 1, true);
+    ExpectForward(k, "avg", true, 1, true);
+    ExpectForward(k, "avg", false, 1, true);
+  }
+}
+
+TEST(Pool2dOp, CeilModeGradient) {
+  for (const auto& k : CeilCases()) {
+    SCOPED_TRACE(Describe(k));
+    Shape shape{k.n, k.c, k.h, k.w};
+    EXPECT_TRUE(CheckGradient(CeilPool2dOp(k, "max", true),
+                              {{"x", DistinctTensor(shape, 55)}}));
+    for (bool exclusive : {true, false})
+      EXPECT_TRUE(
+          CheckGradient(CeilPool2dOp(k, "avg", exclusive),
+                        {{"x", RandomTensor<double>(shape, -1, 1, 56)}}));
+  }
+}
+
+TEST(Pool2dOp, CeilModeCompileTimeShape) {
+  proto::ProgramDesc program = NewProgram();
+  proto::BlockDesc* block = program.mutable_blocks(0);
+  AddVarDesc(block, "x", DataType::kFloat32, Shape{-1, 6, 7, 5});
+  InferShapeAtCompileTime(
+      CeilPool2dOp({0, 0, 0, 0, 2, 2, 2, 2, 0, 0}, "max", true), block);
+  EXPECT_EQ(VarShape(GetVarDesc(*block, "y")), Shape({-1, 6, 4, 3}));
 }
 
 TEST(Pool2dOp, ForwardWithThreads) {
@@ -145,15 +218,6 @@ TEST(Pool2dOp, FloatMatchesDouble) {
     ASSERT_EQ(d.size(), f.size());
     for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(f[i], d[i], 1e-6);
   }
-}
-
-// Values 0.01 apart in random order: no ties, and no perturbation of the
-// gradient checker can reorder two of them.
-Tensor DistinctTensor(const Shape& shape, uint64_t seed) {
-  std::vector<double> v(static_cast<size_t>(shape.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.01 * i - 0.005 * v.size();
-  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
-  return MakeTensor<double>(shape, v);
 }
 
 TEST(Pool2dOp, MaxGradient) {

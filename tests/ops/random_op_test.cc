@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
@@ -26,8 +28,9 @@ Tensor Uniform(const std::vector<int64_t>& shape, float lo, float hi,
 }
 
 Tensor Gaussian(const std::vector<int64_t>& shape, float mean, float stddev,
-                int32_t seed, int32_t dtype, const std::string& out = "out") {
-  return RunOp(MakeOp("gaussian_random", {}, {{"Out", {out}}},
+                int32_t seed, int32_t dtype, const std::string& out = "out",
+                const std::string& type = "gaussian_random") {
+  return RunOp(MakeOp(type, {}, {{"Out", {out}}},
                       {{"shape", shape},
                        {"mean", mean},
                        {"std", stddev},
@@ -117,6 +120,62 @@ TEST(RandomOp, GaussianMoments) {
   }
 }
 
+Tensor Truncated(const std::vector<int64_t>& shape, float mean, float stddev,
+                 int32_t seed, int32_t dtype, const std::string& out = "out") {
+  return Gaussian(shape, mean, stddev, seed, dtype, out,
+                  "truncated_gaussian_random");
+}
+
+// The standard normal's CDF, and that of N(0, 1) truncated to [-2, 2].
+double Phi(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+double TruncatedPhi(double z) {
+  z = std::min(std::max(z, -2.0), 2.0);
+  return (Phi(z) - Phi(-2.0)) / (Phi(2.0) - Phi(-2.0));
+}
+
+TEST(RandomOp, TruncatedGaussianDistribution) {
+  const int64_t n = 100000;
+  // N(0, 1) truncated to [-2, 2] has variance 1 - 4 phi(2) / (Phi(2) -
+  // Phi(-2)), phi the normal density.
+  const double phi2 = std::exp(-2.0) / std::sqrt(2.0 * M_PI);
+  const double tsd = std::sqrt(1.0 - 4.0 * phi2 / (Phi(2.0) - Phi(-2.0)));
+  for (int32_t dtype : {kF32, kF64}) {
+    const double mean = -0.5, sd = 0.25;
+    auto v = AsDoubles(Truncated({n}, mean, sd, 9, dtype));
+    Moments m = MomentsOf(v);
+    EXPECT_NEAR(m.mean, mean, 5 * sd * tsd / std::sqrt(double(n)));
+    EXPECT_NEAR(m.stddev, sd * tsd, 5 * sd / std::sqrt(2.0 * n));
+    for (double x : v) {
+      ASSERT_GE(x, mean - 2 * sd - 1e-6);
+      ASSERT_LE(x, mean + 2 * sd + 1e-6);
+    }
+    // Kolmogorov-Smirnov against the truncated CDF: the statistic exceeds
+    // 1.95 / sqrt(n) with probability 0.001.
+    std::sort(v.begin(), v.end());
+    double ks = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double f = TruncatedPhi((v[i] - mean) / sd);
+      ks = std::max(
+          {ks, std::abs(f - double(i) / n), std::abs(f - double(i + 1) / n)});
+    }
+    EXPECT_LT(ks, 1.95 / std::sqrt(double(n)))
+        << DataTypeName(static_cast<DataType>(dtype));
+  }
+}
+
+TEST(RandomOp, TruncatedGaussianDeterministicForASeed) {
+  auto draw = [](int32_t seed, const std::string& name) {
+    return AsDoubles(Truncated({1001}, 0, 1, seed, kF64, name));
+  };
+  EXPECT_EQ(draw(5, "a"), draw(5, "b"));
+  EXPECT_NE(draw(5, "a"), draw(6, "a"));
+  EXPECT_EQ(draw(0, "fc_0.w"), draw(0, "fc_0.w"));
+  EXPECT_NE(draw(0, "fc_0.w"), draw(0, "fc_1.w"));
+  // std 0: every value is the mean.
+  for (double x : AsDoubles(Truncated({9}, 0.75f, 0, 1, kF32)))
+    EXPECT_EQ(x, 0.75);
+}
+
 TEST(RandomOp, DeterministicForASeed) {
   for (bool uniform : {true, false}) {
     auto draw = [&](int32_t seed, const std::string& name) {
@@ -146,6 +205,8 @@ TEST(RandomOp, BadAttrsAreErrors) {
   EXPECT_THROW(Uniform({2, -1}, 0, 1, 1, kF32), Error);
   EXPECT_THROW(Uniform({2}, 1, 0, 1, kF32), Error);
   EXPECT_THROW(Gaussian({2}, 0, -1, 1, kF32), Error);
+  EXPECT_THROW(Truncated({2}, 0, -1, 1, kF32), Error);
+  EXPECT_THROW(Truncated({-1}, 0, 1, 1, kF32), Error);
   EXPECT_THROW(Uniform({2}, 0, 1, 1, static_cast<int32_t>(DataType::kInt32)),
                Error);
 }

@@ -1,6 +1,7 @@
 """Parameter initialisers, as Fluid names them. Each is an object that
 ParamAttr(initializer=...) takes; it becomes one op of the startup program
-(fill_constant, uniform_random or gaussian_random), built in C++
+(fill_constant, uniform_random, gaussian_random,
+truncated_gaussian_random or assign_value), built in C++
 (src/builder/initializer.cc). A seed of 0 draws one from the program's
 random_seed sequence.
 
@@ -78,12 +79,19 @@ class NormalInitializer(Initializer):
 
 
 class TruncatedNormalInitializer(Initializer):
-    """Not available: there is no truncated-normal op yet."""
+    """N(loc, scale^2) truncated to [loc - 2 scale, loc + 2 scale]: values
+    outside are redrawn (truncated_gaussian_random)."""
 
     def __init__(self, loc=0.0, scale=1.0, seed=0):
-        raise NotImplementedError(
-            "TruncatedNormal: no truncated_gaussian_random op exists here "
-            "yet; use Normal(loc, scale) instead")
+        if not float(scale) >= 0.0:
+            raise ValueError(f"TruncatedNormal(scale={scale}): the standard "
+                             "deviation must be non-negative")
+        self.loc, self.scale = float(loc), float(scale)
+        self.seed = _seed(seed, "TruncatedNormal")
+
+    def to_dict(self):
+        return {"kind": "truncated_gaussian", "mean": self.loc,
+                "std": self.scale, "seed": self.seed}
 
 
 class XavierInitializer(Initializer):
@@ -118,12 +126,17 @@ class MSRAInitializer(Initializer):
 
 
 class BilinearInitializer(Initializer):
-    """Not available: its values are computed per element, and there is no
-    op yet that fills a tensor from given values."""
+    """The bilinear upsampling kernel, for a conv2d_transpose weight
+    [C_out, C_in, k, k] (float32): with f = ceil(k / 2) and c = (2 f - 1 -
+    f % 2) / (2 f), element (.., .., y, x) is (1 - |x / f - c|) *
+    (1 - |y / f - c|), in every [k, k] slice. The weight must be 4-D with a
+    square kernel (checked when the parameter is created)."""
 
     def __init__(self):
-        raise NotImplementedError(
-            "Bilinear: no op here fills a parameter from given values yet")
+        pass
+
+    def to_dict(self):
+        return {"kind": "bilinear"}
 
 
 Constant = ConstantInitializer

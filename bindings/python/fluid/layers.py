@@ -180,11 +180,8 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
            ceil_mode=False, name=None, exclusive=True):
     """pool_size, pool_stride and pool_padding: an int or [h, w];
     pool_size may stay -1 only with global_pooling. exclusive: an average
-    leaves padding out of its count. use_cudnn is accepted and ignored."""
-    if ceil_mode:
-        raise NotImplementedError(
-            "pool2d(ceil_mode=True): only floor output sizes are supported; "
-            "pad the input (pool_padding) to cover the last window")
+    leaves padding out of its count. ceil_mode: output sizes rounded up
+    (a last, partial window). use_cudnn is accepted and ignored."""
     return _layer("pool2d", input=_name(input, "pool2d"),
                   pool_size=_size(pool_size, "pool2d", "pool_size"),
                   pool_type=pool_type,
@@ -305,14 +302,14 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False,
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None,
           name=None):
-    return _layer("scale", x=_name(x, "scale", "x"), scale=float(scale),
-                  bias=float(bias), bias_after_scale=bias_after_scale,
+    return _layer("scale", x=_name(x, "scale", "x"), scale=scale,
+                  bias=bias, bias_after_scale=bias_after_scale,
                   act=act, name=name)
 
 
 def fill_constant(shape, dtype, value):
     return _layer("fill_constant", shape=list(shape), dtype=dtype,
-                  value=float(value))
+                  value=value)
 
 
 def _elementwise(type, x, y, axis, act, name):
@@ -378,7 +375,7 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     output's name), the rank and a per-op step counter saved with the
     persistables, so a rerun draws the same masks."""
     return _layer("dropout", x=_name(x, "dropout", "x"),
-                  dropout_prob=float(dropout_prob), is_test=is_test,
+                  dropout_prob=dropout_prob, is_test=is_test,
                   seed=seed, name=name,
                   dropout_implementation=dropout_implementation)
 # ---- variables declared directly: create_parameter, create_global_var ----
@@ -412,7 +409,7 @@ def create_global_var(shape, value, dtype, persistable=False,
     Fluid's signature: a var lives where the executor runs."""
     return _layer("create_global_var",
                   shape=_shape(shape, "create_global_var"),
-                  value=float(value), dtype=dtype,
+                  value=value, dtype=dtype,
                   persistable=bool(persistable), force_cpu=bool(force_cpu),
                   name=name)
 
@@ -487,7 +484,7 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0,
            name=None):
     return _layer("matmul", x=_name(x, "matmul", "x"),
                   y=_name(y, "matmul", "y"), transpose_x=transpose_x,
-                  transpose_y=transpose_y, alpha=float(alpha), name=name)
+                  transpose_y=transpose_y, alpha=alpha, name=name)
 
 
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
