@@ -306,6 +306,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   dc->set_overlap(config.overlap);
   dc->set_average(config.average);
   dc->set_grad_compression(config.grad_compression);
+  dc->set_shard_optimizer(config.shard_optimizer);
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
     SetForm(p, JobForm::kCollective);
     p->set_nranks(config.nranks);
