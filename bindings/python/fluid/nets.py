@@ -1,7 +1,8 @@
 """Composite networks built from fluid.layers, as Fluid's fluid.nets."""
 from . import layers
 
-__all__ = ["simple_img_conv_pool", "img_conv_group", "glu"]
+__all__ = ["simple_img_conv_pool", "img_conv_group", "glu",
+           "sequence_conv_pool"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size,
@@ -68,3 +69,14 @@ def glu(input, dim=-1):
     along `dim`."""
     a, b = layers.split(input, num_or_sections=2, dim=dim)
     return layers.elementwise_mul(a, layers.sigmoid(b))
+
+
+def sequence_conv_pool(input, num_filters, filter_size, param_attr=None,
+                       act="sigmoid", pool_type="max", bias_attr=None):
+    """sequence_conv (then act), then sequence_pool: one row per
+    sequence."""
+    conv = layers.sequence_conv(input, num_filters=num_filters,
+                                filter_size=filter_size,
+                                param_attr=param_attr, bias_attr=bias_attr,
+                                act=act)
+    return layers.sequence_pool(conv, pool_type=pool_type)
