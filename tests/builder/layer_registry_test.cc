@@ -623,9 +623,9 @@ std::vector<LayerCase> SequenceLayerCases() {
       {"sequence_last_step",
        {{"input", "x"}},
        [](ProgramBuilder* b) { return layers::SequenceLastStep(b, "x"); }},
-      {"sequence_softmax",
-       {{"input", "x"}},
-       [](ProgramBuilder* b) { return layers::SequenceSoftmax(b, "x"); }},
+      {"sequence_softmax",  // one value per row: label's shape [-1, 1]
+       {{"input", "label"}},
+       [](ProgramBuilder* b) { return layers::SequenceSoftmax(b, "label"); }},
       {"sequence_expand",
        {{"x", "x"}, {"y", "y"}},
        [](ProgramBuilder* b) { return layers::SequenceExpand(b, "x", "y"); }},

@@ -17,6 +17,7 @@ using testing::CheckGradient;
 using testing::ErrorOf;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::TensorMap;
 using testing::ToVector;
 
 proto::OpDesc Conv(int length, int start) {

@@ -16,6 +16,7 @@ using testing::CheckGradient;
 using testing::ErrorOf;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::TensorMap;
 using testing::ToVector;
 
 proto::OpDesc Expand() {

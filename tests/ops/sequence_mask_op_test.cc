@@ -14,6 +14,7 @@ namespace {
 using testing::ErrorOf;
 using testing::MakeTensor;
 using testing::RunOp;
+using testing::TensorMap;
 using testing::ToVector;
 
 proto::OpDesc Mask(int maxlen, DataType dtype) {

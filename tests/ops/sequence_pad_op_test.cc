@@ -18,6 +18,7 @@ using testing::ErrorOf;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::TensorMap;
 using testing::ToVector;
 
 proto::OpDesc Pad(int padded_length = -1) {

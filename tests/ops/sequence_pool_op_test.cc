@@ -18,6 +18,7 @@ using testing::CheckGradient;
 using testing::ErrorOf;
 using testing::RandomTensor;
 using testing::RunOp;
+using testing::TensorMap;
 using testing::ToVector;
 
 const char* const kPoolTypes[] = {"AVERAGE", "SUM",  "SQRT",
