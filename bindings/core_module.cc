@@ -120,19 +120,40 @@ Tensor FromArray(const py::array& a, const std::string& what) {
   return t;
 }
 
+// A feed value: an array, or (for a batch of sequences) a tuple (array,
+// offsets) whose offsets become the tensor's level-1 LoD.
+Tensor FeedValue(const py::handle& value, const std::string& what) {
+  if (!py::isinstance<py::tuple>(value))
+    return FromArray(py::array::ensure(value), what);
+  auto pair = py::reinterpret_borrow<py::tuple>(value);
+  FLUID_ENFORCE(pair.size() == 2, what,
+                ": a tuple feed is (values, LoD offsets), got ", pair.size(),
+                " items");
+  Tensor t = FromArray(py::array::ensure(pair[0]), what);
+  t.set_lod(pair[1].cast<std::vector<int64_t>>());
+  return t;
+}
+
 FeedList Feeds(const py::dict& feed) {
   FeedList out;
   for (auto item : feed) {
     std::string name = py::str(item.first);
-    out.emplace_back(
-        name, FromArray(py::array::ensure(item.second), "feed '" + name + "'"));
+    out.emplace_back(name, FeedValue(item.second, "feed '" + name + "'"));
   }
   return out;
 }
 
+// Each fetched value as an array, or (array, LoD offsets) for a batch of
+// sequences.
 py::list Fetches(const std::vector<Tensor>& fetched) {
   py::list out;
-  for (const auto& t : fetched) out.append(ToNumpy(t));
+  for (const auto& t : fetched) {
+    if (t.has_lod()) {
+      out.append(py::make_tuple(ToNumpy(t), t.lod()));
+    } else {
+      out.append(ToNumpy(t));
+    }
+  }
   return out;
 }
 
@@ -144,6 +165,7 @@ py::dict VarInfo(const proto::VarDesc& v) {
   d["persistable"] = v.persistable();
   d["trainable"] = v.trainable();
   d["stop_gradient"] = v.stop_gradient();
+  d["lod_level"] = v.lod_level();
   return d;
 }
 

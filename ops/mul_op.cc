@@ -27,6 +27,8 @@ void MulInferShape(InferShapeContext* ctx) {
   for (int i = yn; i < y.rank(); ++i) out.push_back(y[i]);
   ctx->SetOutputShape("Out", out);
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
+  // Row i of Out is row i of X: a sequence batch stays one (fc per token).
+  if (xn == 1) ctx->ShareLoD("X", "Out");
 }
 
 template <typename T>

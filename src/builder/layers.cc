@@ -491,9 +491,20 @@ REGISTER_LAYER(data)
     .IntList("shape")
     .String("dtype", "float32")
     .Bool("append_batch_size", true)
+    .Int("lod_level", 0)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Data(b, a.String("name"), Shape(a.IntList("shape")),
-                  DtypeArg(a, "dtype"), a.Bool("append_batch_size"));
+      const std::string name =
+          Data(b, a.String("name"), Shape(a.IntList("shape")),
+               DtypeArg(a, "dtype"), a.Bool("append_batch_size"));
+      // 1: a batch of variable-length sequences (docs/python.md).
+      const int64_t lod_level = a.Int("lod_level");
+      FLUID_ENFORCE(lod_level == 0 || lod_level == 1,
+                    "layer 'data': argument 'lod_level': 0 or 1 (one level "
+                    "of sequences) is supported, got ",
+                    lod_level);
+      if (lod_level != 0)
+        FindMutableVarDesc(b->main_block(), name)->set_lod_level(1);
+      return name;
     });
 
 REGISTER_LAYER(fc)

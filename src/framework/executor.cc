@@ -24,6 +24,18 @@ void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
                 " but the program declares ", VarShape(var));
   FLUID_ENFORCE(value.initialized() || value.numel() == 0, "feed ",
                 Quote(var.name()), " holds no data");
+  if (var.lod_level() > 0) {
+    FLUID_ENFORCE(value.has_lod(), "feed ", Quote(var.name()),
+                  " is declared with lod_level ", var.lod_level(),
+                  " (a batch of sequences) but was fed a dense tensor without "
+                  "sequence offsets; feed a LoD tensor "
+                  "(fluid.create_lod_tensor, or DataFeeder)");
+  }
+  if (value.has_lod()) {
+    FLUID_ENFORCE(value.shape().rank() >= 1, "feed ", Quote(var.name()),
+                  " carries LoD offsets but is a scalar");
+    CheckLoD(value.lod(), value.shape()[0], "feed " + Quote(var.name()));
+  }
 }
 
 namespace {

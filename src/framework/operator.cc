@@ -164,6 +164,24 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
   if (!ShapeBytes(shape, t->dtype(), &bytes))
     ThrowShapeTooLarge("variable " + Quote(s->args[i]), shape, t->dtype());
   t->Resize(shape);
+  t->clear_lod();  // last run's offsets; ShareLoD sets this run's
+}
+
+int RuntimeInferShapeContext::InputLoDLevel(const std::string& slot,
+                                            size_t i) const {
+  return InputTensor(slot, i).has_lod() ? 1 : 0;
+}
+
+LoD RuntimeInferShapeContext::InputLoD(const std::string& slot,
+                                       size_t i) const {
+  return InputTensor(slot, i).lod();
+}
+
+void RuntimeInferShapeContext::SetOutputLoD(const std::string& slot,
+                                            const LoD& lod, size_t i) {
+  const BoundSlot* s = op_.FindOutput(slot);
+  if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
+  s->vars[i]->GetMutableTensor()->set_lod(lod);
 }
 
 void RuntimeInferShapeContext::SetOutputDtype(const std::string& slot,
@@ -247,6 +265,23 @@ void CompileTimeInferShapeContext::SetOutputShape(const std::string& slot,
 void CompileTimeInferShapeContext::SetOutputDtype(const std::string& slot,
                                                   DataType dtype, size_t i) {
   if (proto::VarDesc* v = OutputVar(slot, i)) v->set_dtype(ToProto(dtype));
+}
+
+int CompileTimeInferShapeContext::InputLoDLevel(const std::string& slot,
+                                                size_t i) const {
+  return GetVarDesc(*block_, InputName(slot, i)).lod_level();
+}
+
+void CompileTimeInferShapeContext::SetOutputLoDLevel(const std::string& slot,
+                                                     int level, size_t i) {
+  proto::VarDesc* v = OutputVar(slot, i);
+  if (v == nullptr) return;
+  // Level 0 stays unset, so that programs without sequences read as before.
+  if (level == 0) {
+    v->clear_lod_level();
+  } else {
+    v->set_lod_level(level);
+  }
 }
 
 void InferShapeAtCompileTime(const proto::OpDesc& op, proto::BlockDesc* block) {

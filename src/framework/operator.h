@@ -41,15 +41,40 @@ class InferShapeContext {
                               size_t i = 0) = 0;
   virtual const AttributeMap& attrs() const = 0;
 
+  // Level-1 LoD (src/framework/lod.h). At compile time a var has a
+  // lod_level (0 or 1) and no offsets; at run time a tensor has offsets or
+  // none. InputLoDLevel answers both ways; InputLoD is empty at compile
+  // time. Setting the level is a no-op at run time, setting offsets one at
+  // compile time. Setting an output's shape at run time drops its offsets:
+  // an op passes them on only by saying so (ShareLoD).
+  virtual int InputLoDLevel(const std::string& slot, size_t i = 0) const = 0;
+  virtual LoD InputLoD(const std::string& slot, size_t i = 0) const = 0;
+  virtual void SetOutputLoDLevel(const std::string& slot, int level,
+                                 size_t i = 0) = 0;
+  virtual void SetOutputLoD(const std::string& slot, const LoD& lod,
+                            size_t i = 0) = 0;
+  // Out's rows are In's rows: Out takes In's LoD (level and offsets).
+  void ShareLoD(const std::string& in, const std::string& out, size_t i = 0) {
+    if (!HasOutput(out)) return;
+    const int level = InputLoDLevel(in, i);
+    SetOutputLoD(out, InputLoD(in, i), i);
+    SetOutputLoDLevel(out, level, i);
+  }
+
   template <typename T>
   const T& Attr(std::string_view name) const {
     return GetAttr<T>(attrs(), name, op_type());
   }
   // Out takes In's shape and dtype (the common case for elementwise ops).
+  // Its rows being In's, it takes In's LoD too (read first: Out may be In).
   void ShareShape(const std::string& in, const std::string& out, size_t i = 0) {
     if (!HasOutput(out)) return;
+    const LoD lod = InputLoD(in, i);
+    const int level = InputLoDLevel(in, i);
     SetOutputShape(out, GetInputShape(in, i), i);
     SetOutputDtype(out, GetInputDtype(in, i), i);
+    SetOutputLoD(out, lod, i);
+    SetOutputLoDLevel(out, level, i);
   }
 };
 
@@ -115,6 +140,11 @@ class RuntimeInferShapeContext : public InferShapeContext {
   void SetOutputDtype(const std::string& slot, DataType dtype,
                       size_t i) override;
   const AttributeMap& attrs() const override { return op_.attrs(); }
+  int InputLoDLevel(const std::string& slot, size_t i) const override;
+  LoD InputLoD(const std::string& slot, size_t i) const override;
+  void SetOutputLoDLevel(const std::string& slot, int level,
+                         size_t i) override {}
+  void SetOutputLoD(const std::string& slot, const LoD& lod, size_t i) override;
 
  private:
   const Tensor& InputTensor(const std::string& slot, size_t i) const;
@@ -144,6 +174,11 @@ class CompileTimeInferShapeContext : public InferShapeContext {
   void SetOutputDtype(const std::string& slot, DataType dtype,
                       size_t i) override;
   const AttributeMap& attrs() const override { return attrs_; }
+  int InputLoDLevel(const std::string& slot, size_t i) const override;
+  LoD InputLoD(const std::string& slot, size_t i) const override { return {}; }
+  void SetOutputLoDLevel(const std::string& slot, int level, size_t i) override;
+  void SetOutputLoD(const std::string& slot, const LoD& lod,
+                    size_t i) override {}
 
  private:
   proto::VarDesc* OutputVar(const std::string& slot, size_t i);

@@ -82,6 +82,7 @@ void Tensor::CopyFrom(const Tensor& src, const Place& place) {
   if (&src == this && place == place_) return;
   dtype_ = src.dtype_;
   shape_ = src.shape_;
+  lod_ = src.lod_;
   if (src.bytes() == 0) {
     raw_mutable_data(place);
     return;

@@ -9,7 +9,9 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
+#include "src/framework/lod.h"
 #include "src/framework/types.h"
 
 namespace fluid {
@@ -81,6 +83,15 @@ class Tensor {
     return static_cast<T*>(const_cast<void*>(raw_data()));
   }
 
+  // Level-1 LoD (src/framework/lod.h): the offsets of the sequences packed
+  // along dim 0, empty for a tensor that is no sequence batch. Copies
+  // (CopyFrom) carry it; views (ShareDataWith, Slice) do not: whoever makes
+  // a view of a sequence batch decides whether its rows are the same.
+  const LoD& lod() const { return lod_; }
+  bool has_lod() const { return !lod_.empty(); }
+  void set_lod(LoD lod) { lod_ = std::move(lod); }
+  void clear_lod() { lod_.clear(); }
+
   // Makes this tensor a view of `other`'s memory (same buffer and offset)
   // with other's dtype and shape.
   void ShareDataWith(const Tensor& other);
@@ -103,6 +114,7 @@ class Tensor {
   DataType dtype_ = DataType::kFloat32;
   Shape shape_;
   Place place_;
+  LoD lod_;
 };
 
 }  // namespace fluid

@@ -9,6 +9,7 @@
 #include "src/builder/clip_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
+#include "src/builder/sequence_ops_layers.h"
 #include "src/builder/tensor_layers.h"
 #include "src/builder/var_layers.h"
 #include "src/framework/op_registry.h"
@@ -641,6 +642,50 @@ std::vector<LayerCase> AttentionLayerCases() {
 }
 
 // The tensor layers with several outputs.
+// The sequence layers (src/builder/sequence_ops_layers.cc).
+std::vector<LayerCase> SequenceLayerCases() {
+  layers::SequenceConvOptions conv;
+  conv.filter_size = 5;
+  conv.act = "relu";
+  return {
+      {"sequence_pool",
+       {{"input", "x"}, {"pool_type", "max"}, {"pad_value", 1.5}},
+       [](ProgramBuilder* b) {
+         return layers::SequencePool(b, "x", "max", false, 1.5f);
+       }},
+      {"sequence_first_step",
+       {{"input", "x"}},
+       [](ProgramBuilder* b) { return layers::SequenceFirstStep(b, "x"); }},
+      {"sequence_last_step",
+       {{"input", "x"}},
+       [](ProgramBuilder* b) { return layers::SequenceLastStep(b, "x"); }},
+      {"sequence_softmax",  // one value per row: label's shape [-1, 1]
+       {{"input", "label"}},
+       [](ProgramBuilder* b) { return layers::SequenceSoftmax(b, "label"); }},
+      {"sequence_expand",
+       {{"x", "x"}, {"y", "y"}},
+       [](ProgramBuilder* b) { return layers::SequenceExpand(b, "x", "y"); }},
+      {"sequence_mask",
+       {{"x", "label"}, {"maxlen", int64_t{7}}, {"dtype", "float32"}},
+       [](ProgramBuilder* b) {
+         return layers::SequenceMask(b, "label", 7, DataType::kFloat32);
+       }},
+      {"sequence_unpad",
+       {{"x", "img"}, {"length", "label"}},
+       [](ProgramBuilder* b) {
+         return layers::SequenceUnpad(b, "img", "label");
+       }},
+      {"sequence_conv",
+       {{"input", "x"},
+        {"num_filters", int64_t{4}},
+        {"filter_size", int64_t{5}},
+        {"act", "relu"}},
+       [conv](ProgramBuilder* b) {
+         return layers::SequenceConv(b, "x", 4, conv);
+       }},
+  };
+}
+
 struct MultiOutputLayerCase {
   std::string type;
   LayerValues values;
@@ -659,6 +704,9 @@ std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
       {"topk",
        {{"input", "x"}, {"k", int64_t{3}}},
        [](ProgramBuilder* b) { return layers::TopK(b, "x", 3); }},
+      {"sequence_pad",
+       {{"x", "x"}, {"pad_value", "y"}},
+       [](ProgramBuilder* b) { return layers::SequencePad(b, "x", "y"); }},
   };
 }
 
@@ -667,6 +715,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : TensorLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : AttentionLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : SequenceLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);

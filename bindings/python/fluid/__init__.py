@@ -19,6 +19,7 @@ from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
 from . import core, layers, optimizer, reader, io, datasets, transpiler
 from . import clip, regularizer, initializer, nets, unique_name
 from .data_feeder import DataFeeder
+from .lod_tensor import LoDTensor, create_lod_tensor
 from .layers import ParamAttr
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
 
@@ -29,5 +30,5 @@ __all__ = [
     "default_main_program", "default_startup_program", "global_scope", "io",
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",
     "reset_default_programs", "transpiler", "clip", "regularizer",
-    "initializer", "nets", "unique_name",
+    "initializer", "nets", "unique_name", "LoDTensor", "create_lod_tensor",
 ]

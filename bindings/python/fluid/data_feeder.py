@@ -4,6 +4,7 @@ slot's dtype and shape)."""
 import numpy as np
 
 from .framework import Variable, default_main_program
+from .lod_tensor import create_lod_tensor
 
 __all__ = ["DataFeeder"]
 
@@ -36,10 +37,18 @@ class _Slot:
                 "than one unknown dimension besides the batch")
         self.sample_size = None if unknown else \
             int(np.prod(self.sample_shape, dtype=np.int64))
+        # 1: each sample's entry is a sequence of rows of sample_shape.
+        self.lod_level = getattr(var, "lod_level", 0)
+        if self.lod_level and self.sample_size is None:
+            raise ValueError(
+                f"DataFeeder: slot '{self.name}' (lod_level=1) has shape "
+                f"{shape}: the rows of a sequence need a known shape")
 
     def convert(self, entry, index):
         """One sample's entry as an array of the slot's dtype and
-        per-sample shape."""
+        per-sample shape (for a sequence slot: [length, *shape])."""
+        if self.lod_level:
+            return self._convert_sequence(entry, index)
         try:
             value = np.asarray(entry)
         except (TypeError, ValueError) as e:  # ragged nested lists
@@ -69,6 +78,35 @@ class _Slot:
                 f"DataFeeder: slot '{self.name}', sample {index}: "
                 f"{converted.size} element(s) do not fit the per-sample "
                 f"shape {self.sample_shape}") from None
+
+
+    def _convert_sequence(self, entry, index):
+        """A sequence: a list or array of rows (a list of word ids for a
+        [1] slot), possibly empty."""
+        if np.ndim(entry) == 0 and not isinstance(entry, (list, tuple)):
+            raise ValueError(
+                f"DataFeeder: slot '{self.name}' is a sequence slot "
+                f"(lod_level=1), sample {index}: got "
+                f"{type(entry).__name__} {entry!r}"[:160] +
+                ", expected a sequence (a list or array of rows)")
+        try:
+            value = np.asarray(entry)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"DataFeeder: slot '{self.name}', sample "
+                             f"{index}: not a sequence of rows ({e})") from None
+        if value.size == 0:
+            return np.zeros([0] + self.sample_shape, dtype=self.dtype)
+        if value.dtype.kind not in _ACCEPTS[self.dtype]:
+            raise ValueError(
+                f"DataFeeder: slot '{self.name}' ({self.dtype}), sample "
+                f"{index}: got {_describe(entry, value)}, expected "
+                f"{'integers' if self.dtype.startswith('int') else 'numbers'}")
+        if value.size % self.sample_size:
+            raise ValueError(
+                f"DataFeeder: slot '{self.name}', sample {index}: "
+                f"{value.size} element(s) are not a whole number of rows of "
+                f"shape {self.sample_shape}")
+        return value.astype(self.dtype).reshape([-1] + self.sample_shape)
 
 
 def _describe(entry, value):
@@ -118,7 +156,13 @@ class DataFeeder:
         shape (784 values or a [1, 28, 28] array into a [-1, 1, 28, 28]
         slot; an int into a [-1, 1] one). A sample with the wrong number of
         entries, an entry whose element count does not fit its slot, or one
-        of the wrong type is a ValueError naming the slot and the sample."""
+        of the wrong type is a ValueError naming the slot and the sample.
+
+        A sequence slot (declared with lod_level=1) takes per sample a
+        sequence of rows of its shape, of any length (0 too): a list of word
+        ids for a [1] int64 slot, a [length, 8] array for an [8] one. They
+        are packed into one fluid.LoDTensor (rows of all samples along dim
+        0, with the lengths)."""
         columns = [[] for _ in self._slots]
         for index, sample in enumerate(iterable):
             if not isinstance(sample, (tuple, list)):
@@ -140,6 +184,11 @@ class DataFeeder:
             raise ValueError("DataFeeder: the minibatch has no samples")
         out = {}
         for slot, column in zip(self._slots, columns):
+            if slot.lod_level:
+                lengths = [len(c) for c in column]
+                out[slot.name] = create_lod_tensor(np.concatenate(column),
+                                                   [lengths])
+                continue
             if slot.sample_size is None:
                 shapes = {c.shape for c in column}
                 if len(shapes) > 1:

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from . import lod_tensor as _lod_tensor
 from .framework import Program, default_main_program
 
 
@@ -147,7 +148,8 @@ def _names(fetch_list):
 def _feed(feed):
     out = {}
     for k, v in (feed or {}).items():
-        out[k.name if hasattr(k, "name") else str(k)] = np.asarray(v)
+        name = k.name if hasattr(k, "name") else str(k)
+        out[name] = _lod_tensor.feed_value(name, v)
     return out
 
 
@@ -257,11 +259,16 @@ class Executor:
         fetched loss of a training program holds NaN or Inf; True checks
         every floating fetch; False checks nothing.
 
-        Fluid's return_numpy, use_program_cache, feed_var_name and
-        fetch_var_name are accepted: values always come back as arrays
-        (which `np.array` takes as Fluid's tensors), a program is always
-        prepared once per scope and reused, and feeds and fetches are named
-        by their variables."""
+        A feed of a sequence batch (a data variable with lod_level=1) is a
+        fluid.LoDTensor (fluid.create_lod_tensor) or a (values, lengths)
+        pair; a fetched sequence batch is its packed values, or with
+        return_numpy=False a LoDTensor (.lod(),
+        .recursive_sequence_lengths()); other values come back as arrays
+        either way (which `np.array` takes as Fluid's tensors).
+
+        Fluid's use_program_cache, feed_var_name and fetch_var_name are
+        accepted: a program is always prepared once per scope and reused,
+        and feeds and fetches are named by their variables."""
         self._check_open()
         program = program or default_main_program()
         scope = scope or global_scope()
@@ -270,12 +277,15 @@ class Executor:
             self._scopes[id(scope)] = scope
             steps = _Steps.of(self._steps, program, scope)
             _warn_if_independent_ranks(steps)
-            out = list(self._core.run(program.desc, scope._core,
-                                      _feed(feed), names))
+            fetched = list(self._core.run(program.desc, scope._core,
+                                          _feed(feed), names))
             steps.count += 1
+        out = [_lod_tensor.fetched_value(v) for v in fetched]
         if check_finite is not False:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count)
+        if not return_numpy:
+            return [_lod_tensor.fetched_value(v, False) for v in fetched]
         return out
 
 
@@ -390,8 +400,8 @@ class MPIExecutor:
             steps = _Steps.of(self._steps, program, scope)
             if not steps.training:
                 _core.stall_heartbeat()  # evaluating is progress too
-                out = list(self._local.run(program.desc, scope._core,
-                                           _feed(feed), names))
+                out = [_lod_tensor.fetched_value(v) for v in self._local.run(
+                    program.desc, scope._core, _feed(feed), names)]
                 steps.count += 1
                 if check_finite:
                     _check_finite(names, out, None, steps.count)
@@ -406,7 +416,8 @@ class MPIExecutor:
                          self._allreduce, self._grad_compression,
                          self._sync_batch_norm, self._shard_optimizer)
                 self._runs[key] = run
-            out = list(run.run(_feed(feed), names))
+            out = [_lod_tensor.fetched_value(v)
+                   for v in run.run(_feed(feed), names)]
             steps.count += 1
             if check_finite is not False:
                 bad = run.non_finite_gradient()

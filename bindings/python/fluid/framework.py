@@ -31,6 +31,11 @@ class Variable:
     def persistable(self):
         return self._info["persistable"]
 
+    @property
+    def lod_level(self):
+        """1 for a batch of variable-length sequences, else 0."""
+        return self._info.get("lod_level", 0)
+
     def __repr__(self):
         return f"Variable({self.name!r}, shape={self.shape}, dtype={self.dtype})"
 

@@ -135,9 +135,11 @@ def _layer(type, **args):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def data(name, shape, dtype="float32", append_batch_size=True):
+def data(name, shape, dtype="float32", append_batch_size=True, lod_level=0):
+    """lod_level=1: a batch of variable-length sequences of rows of
+    `shape` (feed a fluid.LoDTensor, or let DataFeeder pack the samples)."""
     return _layer("data", name=name, shape=list(shape), dtype=dtype,
-                  append_batch_size=append_batch_size)
+                  append_batch_size=append_batch_size, lod_level=lod_level)
 
 
 def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
@@ -608,3 +610,83 @@ def causal_attention_mask(seq_len, dtype="float32", masked_value=-1e9):
     gradient."""
     return _layer("causal_attention_mask", seq_len=seq_len,
                   dtype=_dtype_name(dtype), masked_value=float(masked_value))
+# ---- sequences: level-1 LoD batches (src/builder/sequence_ops_layers.cc)
+
+
+def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
+    """One row per sequence of `input`: pool_type "sum", "average",
+    "sqrt" (sum / sqrt(length)), "max", "last" or "first". An empty
+    sequence gives pad_value."""
+    if not isinstance(pool_type, str):
+        raise TypeError(f"sequence_pool(pool_type={pool_type!r}): expected "
+                        "a str")
+    return _layer("sequence_pool", input=_name(input, "sequence_pool"),
+                  pool_type=pool_type, is_test=is_test, pad_value=pad_value)
+
+
+def sequence_first_step(input):
+    """The first row of each sequence."""
+    return _layer("sequence_first_step",
+                  input=_name(input, "sequence_first_step"))
+
+
+def sequence_last_step(input):
+    """The last row of each sequence."""
+    return _layer("sequence_last_step",
+                  input=_name(input, "sequence_last_step"))
+
+
+def sequence_softmax(input, use_cudnn=False, name=None):
+    """Softmax within each sequence of `input` ([N, 1] or [N])."""
+    return _layer("sequence_softmax", input=_name(input, "sequence_softmax"),
+                  use_cudnn=use_cudnn, name=name)
+
+
+def sequence_expand(x, y, ref_level=-1, name=None):
+    """x's sequences (or rows, when x has no LoD) each repeated as many
+    times as the matching sequence of y is long."""
+    return _layer("sequence_expand", x=_name(x, "sequence_expand", "x"),
+                  y=_name(y, "sequence_expand", "y"), ref_level=ref_level,
+                  name=name)
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """Lengths x (int32/int64) -> mask of shape x.shape + [maxlen], 1 where
+    the position is within the length; maxlen None: the longest length."""
+    import numpy as _np
+    return _layer("sequence_mask", x=_name(x, "sequence_mask", "x"),
+                  maxlen=-1 if maxlen is None else maxlen,
+                  dtype=_np.dtype(dtype).name, name=name)
+
+
+def sequence_pad(x, pad_value, maxlen=None, name=None):
+    """(out, length): x's sequences padded with pad_value (a Variable of one
+    element, or one row) to maxlen rows (None: the longest), out [sequences,
+    maxlen, ...], and each sequence's int64 length."""
+    return _layer("sequence_pad", x=_name(x, "sequence_pad", "x"),
+                  pad_value=_name(pad_value, "sequence_pad", "pad_value"),
+                  maxlen=-1 if maxlen is None else maxlen, name=name)
+
+
+def sequence_unpad(x, length, name=None):
+    """The sequences of each row of dense x [sequences, maxlen, ...] cut to
+    their int64 length, as a LoD batch."""
+    return _layer("sequence_unpad", x=_name(x, "sequence_unpad", "x"),
+                  length=_name(length, "sequence_unpad", "length"),
+                  name=name)
+
+
+def sequence_conv(input, num_filters, filter_size=3, filter_stride=1,
+                  padding=True, padding_start=None, bias_attr=None,
+                  param_attr=None, act=None, name=None):
+    """1-D convolution along each sequence: a window of filter_size rows
+    starting padding_start rows from each row (None: -(filter_size // 2),
+    centred), zero-padded at the sequence's ends, filter [filter_size * D,
+    num_filters]; then the bias and act."""
+    return _layer("sequence_conv", input=_name(input, "sequence_conv"),
+                  num_filters=num_filters, filter_size=filter_size,
+                  filter_stride=filter_stride, padding=padding,
+                  padding_start=padding_start,
+                  bias_attr=_attr(bias_attr, "sequence_conv", "bias_attr"),
+                  param_attr=_attr(param_attr, "sequence_conv"), act=act,
+                  name=name)

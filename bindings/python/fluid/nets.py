@@ -2,7 +2,7 @@
 from . import layers
 
 __all__ = ["simple_img_conv_pool", "img_conv_group", "glu",
-           "scaled_dot_product_attention"]
+           "scaled_dot_product_attention", "sequence_conv_pool"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size,
@@ -145,3 +145,12 @@ def scaled_dot_product_attention(queries, keys, values, num_heads=1,
         weights = layers.dropout(weights, dropout_prob=dropout_rate,
                                  is_test=False)
     return _combine_heads(layers.matmul(weights, v), num_heads)
+def sequence_conv_pool(input, num_filters, filter_size, param_attr=None,
+                       act="sigmoid", pool_type="max", bias_attr=None):
+    """sequence_conv (then act), then sequence_pool: one row per
+    sequence."""
+    conv = layers.sequence_conv(input, num_filters=num_filters,
+                                filter_size=filter_size,
+                                param_attr=param_attr, bias_attr=bias_attr,
+                                act=act)
+    return layers.sequence_pool(conv, pool_type=pool_type)
