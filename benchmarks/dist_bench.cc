@@ -5,6 +5,7 @@
 //
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
+//       [--sync-batch-norm 0|1]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -21,7 +22,7 @@ int Main(int argc, char** argv) {
   int threads = 1, steps = 100, warmup = 10;
   int64_t batch = 64;
   double bucket_mb = 4;
-  bool overlap = true;
+  bool overlap = true, sync_bn = false;
   std::string allreduce = "flat", compression = "none";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
@@ -43,6 +44,8 @@ int Main(int argc, char** argv) {
       allreduce = v;
     else if (k == "--grad-compression")
       compression = v;
+    else if (k == "--sync-batch-norm")
+      sync_bn = v != "0";
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -52,6 +55,7 @@ int Main(int argc, char** argv) {
   cfg.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
   cfg.overlap = overlap;
   cfg.grad_compression = compression;
+  cfg.sync_batch_norm = sync_bn;
   exe.Init(BuildModel(model), &scope, cfg);
   exe.SetAllReduceMode(allreduce);
   // Seeded per-rank batches (the data reader is not what is measured).
@@ -79,10 +83,11 @@ int Main(int argc, char** argv) {
         "\"threads\": %d, \"batch_per_rank\": %lld, \"steps\": %d, "
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
         "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
-        "\"grad_compression\": \"%s\"}\n",
+        "\"grad_compression\": \"%s\", \"sync_batch_norm\": %s}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
         steps, s, steps * batch * exe.world_size() / s, exposed / s,
-        exe.topology().num_hosts(), compression.c_str());
+        exe.topology().num_hosts(), compression.c_str(),
+        sync_bn ? "true" : "false");
   return 0;
 }
 
