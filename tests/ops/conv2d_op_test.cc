@@ -339,9 +339,10 @@ double Im2ColEntry(const math::ConvGeometry& g, const std::vector<double>& x,
   return x[(c * g.in_h + ih) * g.in_w + iw];
 }
 
-TEST(Conv2dOp, Im2ColOfSameWidthSweepsMatchesDefinition) {
-  // Unit stride with out_w == in_w takes the shifted-run path: kernels 3
+TEST(Conv2dOp, SameWidthSweepsMatchDefinition) {
+  // Unit stride with out_w == in_w takes the shifted-run paths: kernels 3
   // and 5, dilation, unequal padding, a one-pixel-wide and a one-row image.
+  // Im2Col against the definition; Col2ImScratch against Col2Im.
   struct Case {
     int64_t h, w, kh, kw, ph, pw, dh, dw;
   };
@@ -372,6 +373,12 @@ TEST(Conv2dOp, Im2ColOfSameWidthSweepsMatchesDefinition) {
         ASSERT_EQ(col[r * ld + j], Im2ColEntry(g, x, r, j))
             << "h " << k.h << " w " << k.w << " row " << r << " col " << j;
     EXPECT_EQ(col[g.ColCols()], 99.0);  // the second image's entries
+    auto dcol =
+        ToVector<double>(RandomTensor<double>({g.ColRows() * ld}, -1, 1, 8));
+    std::vector<double> want(x.size()), got(x.size());
+    math::Col2Im(g, dcol.data(), ld, want.data());
+    math::Col2ImScratch(g, dcol.data(), ld, got.data());
+    EXPECT_EQ(got, want);
   }
 }
 

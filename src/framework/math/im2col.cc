@@ -100,7 +100,47 @@ void Im2ColSameWidth(const ConvGeometry& g, const T* im, int64_t ld, T* col) {
   }
 }
 
+// Col2Im of a unit-stride same-width sweep: the padding entries of each
+// column row are zeroed in place, then the row is added to the image as one
+// shifted run (the zeros land on the neighbouring image row, adding
+// nothing). Each pixel sums the taps in the same order as Col2Im.
+template <typename T>
+void AddSameWidthRow(const ConvGeometry& g, T* row, int64_t off_h,
+                     int64_t off_w, T* plane) {
+  const int64_t w = g.out_w;
+  int64_t h_lo, h_hi;
+  ValidRange(off_h, 1, g.in_h, g.out_h, &h_lo, &h_hi);
+  if (h_lo >= h_hi) return;
+  const int64_t edge = off_w < 0 ? 0 : w - off_w;
+  const int64_t n = off_w < 0 ? -off_w : off_w;
+  for (int64_t oh = h_lo; oh < h_hi; ++oh)
+    for (int64_t i = 0; i < n; ++i) row[oh * w + edge + i] = T(0);
+  const int64_t shift = off_h * w + off_w;
+  const int64_t begin = std::max(h_lo * w, -shift);
+  const int64_t end = std::min(h_hi * w, g.in_h * g.in_w - shift);
+  if (end > begin) AddRun(row + begin, plane + begin + shift, end - begin);
+}
+
 }  // namespace
+
+template <typename T>
+void Col2ImScratch(const ConvGeometry& g, T* col, int64_t ld, T* im) {
+  if (!IsSameWidthUnitStride(g)) {
+    Col2Im(g, static_cast<const T*>(col), ld, im);
+    return;
+  }
+  std::fill(im, im + g.InputSize(), T(0));
+  for (int64_t c = 0; c < g.channels; ++c) {
+    T* plane = im + c * g.in_h * g.in_w;
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      const int64_t off_h = ki * g.dilation_h - g.pad_h;
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        T* row = col + ((c * g.kernel_h + ki) * g.kernel_w + kj) * ld;
+        AddSameWidthRow(g, row, off_h, kj * g.dilation_w - g.pad_w, plane);
+      }
+    }
+  }
+}
 
 template <typename T>
 void Im2Col(const ConvGeometry& g, const T* im, int64_t ld, T* col) {
@@ -193,6 +233,10 @@ template void Im2Col<double>(const ConvGeometry&, const double*, int64_t,
 template void Col2Im<float>(const ConvGeometry&, const float*, int64_t, float*);
 template void Col2Im<double>(const ConvGeometry&, const double*, int64_t,
                              double*);
+template void Col2ImScratch<float>(const ConvGeometry&, float*, int64_t,
+                                   float*);
+template void Col2ImScratch<double>(const ConvGeometry&, double*, int64_t,
+                                    double*);
 
 }  // namespace math
 }  // namespace fluid
