@@ -13,7 +13,14 @@
 // counts) are added over the ranks, and the backward pass does the same for
 // its two per-channel sums. The statistics are computed in two passes (mean,
 // then the mean squared deviation), each reduced over the ranks, which keeps
-// the variance accurate where a sum of squares would cancel.
+// the variance accurate where a sum of squares would cancel. The count
+// travels with the sums it divides: two collectives forward, one backward.
+//
+// The CPU kernels walk X as its [n, c] planes of hw contiguous values: each
+// channel's n planes in turn, the channels spread over the pool. Without
+// sync_stats a channel's statistics, normalisation (or backward sums and
+// gradient) are done in one visit, while its planes are in cache; each plane
+// is summed vectorised and the plane sums are added in double.
 //
 // SavedMean holds the mean used and SavedVariance the inverse standard
 // deviation 1 / sqrt(var + epsilon), for the gradient.
@@ -236,22 +243,49 @@ void LocalBatchNorm(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
     a.inv_std[c] = T(1) / std::sqrt(a.inv_std[c] + a.eps);
 }
 
-// Statistics of the global batch: the channels' sums are added over the
-// ranks, then their squared deviations from the global mean.
+// The number of values per channel travels with the per-channel sums it
+// divides, so that the sums and the global count take one collective: as
+// two small integers (count = hi * kCountBase + lo), each summed exactly
+// over the ranks even in float32.
+constexpr int64_t kCountBase = 4096;
+
+template <typename T>
+void PutCount(int64_t count, T* at) {
+  at[0] = static_cast<T>(count % kCountBase);
+  at[1] = static_cast<T>(count / kCountBase);
+}
+
+template <typename T>
+int64_t GetCount(const T* at) {
+  return std::llround(at[0]) + std::llround(at[1]) * kCountBase;
+}
+
+// A per-thread [size] workspace of T for the collectives (reused across
+// steps: no allocation once it has grown).
+template <typename T>
+Tensor* CollectiveWorkspace(int64_t size) {
+  thread_local Tensor t;
+  t.mutable_data<T>(Shape{size});
+  return &t;
+}
+
+// Statistics of the global batch: the channels' sums (with the count) are
+// added over the ranks, then their squared deviations from the global mean.
 template <typename T>
 void SyncedBatchNorm(const ExecutionContext& ctx, Communicator* comm,
                      const ForwardArgs<T>& a) {
-  const T inv_m = T(1) / static_cast<T>(GlobalCount(comm, a.d.per_channel()));
-  Tensor* saved_mean = ctx.Output("SavedMean");
-  Tensor* saved_var = ctx.Output("SavedVariance");
+  Tensor* sums = CollectiveWorkspace<T>(a.d.c + 2);
+  T* s = sums->data<T>();
   ForEachChannel(ctx, a.d, 1,
-                 [&](int64_t c) { a.mean[c] = ChannelSum(a.x, a.d, c); });
-  SumOverRanks(ctx, comm, saved_mean);
-  for (int64_t c = 0; c < a.d.c; ++c) a.mean[c] *= inv_m;
+                 [&](int64_t c) { s[c] = ChannelSum(a.x, a.d, c); });
+  PutCount(a.d.per_channel(), s + a.d.c);
+  SumOverRanks(ctx, comm, sums);
+  const T inv_m = T(1) / static_cast<T>(GetCount(s + a.d.c));
+  for (int64_t c = 0; c < a.d.c; ++c) a.mean[c] = s[c] * inv_m;
   ForEachChannel(ctx, a.d, 3, [&](int64_t c) {
     a.inv_std[c] = ChannelSquaredDeviation(a.x, a.d, c, a.mean[c]);
   });
-  SumOverRanks(ctx, comm, saved_var);
+  SumOverRanks(ctx, comm, ctx.Output("SavedVariance"));
   for (int64_t c = 0; c < a.d.c; ++c) a.inv_std[c] *= inv_m;
   UpdateRunningStats(ctx, a);
   for (int64_t c = 0; c < a.d.c; ++c)
@@ -359,16 +393,18 @@ void WriteRankShare(const ExecutionContext& ctx, const std::string& slot,
   for (int64_t i = 0; i < c; ++i) out[i] = sums[i] * inv_size;
 }
 
-// With sync_stats: both per-channel sums in one [2C] workspace (dbias, then
-// dscale), added over the ranks in one collective.
+// With sync_stats: both per-channel sums and the count in one [2C + 2]
+// workspace (dbias, dscale, count), added over the ranks in one collective.
 template <typename T>
 void SyncedBatchNormGrad(const ExecutionContext& ctx, Communicator* comm,
-                         BackwardArgs<T> a, T inv_m) {
-  thread_local Tensor sums;
-  a.dbias = sums.mutable_data<T>(Shape{2 * a.d.c});
+                         BackwardArgs<T> a) {
+  Tensor* sums = CollectiveWorkspace<T>(2 * a.d.c + 2);
+  a.dbias = sums->data<T>();
   a.dscale = a.dbias + a.d.c;
   ForEachChannel(ctx, a.d, 4, [&](int64_t c) { GradSums(a, c); });
-  SumOverRanks(ctx, comm, &sums);
+  PutCount(a.d.per_channel(), a.dscale + a.d.c);
+  SumOverRanks(ctx, comm, sums);
+  const T inv_m = T(1) / static_cast<T>(GetCount(a.dscale + a.d.c));
   if (a.dx != nullptr)
     ForEachChannel(ctx, a.d, 4,
                    [&](int64_t c) { InputGrad(a, false, inv_m, c); });
@@ -384,12 +420,12 @@ void BatchNormGradKernel(const ExecutionContext& ctx) {
   const bool global = UsesGlobalStats(ctx);
   Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
   const BackwardArgs<T> a = BackwardArgsOf<T>(ctx, comm == nullptr);
-  const T inv_m = T(1) / static_cast<T>(GlobalCount(comm, a.d.per_channel()));
   if (comm != nullptr) {
-    SyncedBatchNormGrad(ctx, comm, a, inv_m);
+    SyncedBatchNormGrad(ctx, comm, a);
     return;
   }
   // Each channel's sums and gradient in one visit.
+  const T inv_m = T(1) / static_cast<T>(a.d.per_channel());
   ForEachChannel(ctx, a.d, 8, [&](int64_t c) {
     GradSums(a, c);
     if (a.dx != nullptr) InputGrad(a, global, inv_m, c);
