@@ -8,7 +8,9 @@ OpenBLAS (Debian's libopenblas0-openmp), as its users get it.
     ... --models resnet,vgg --steps 150   # the batch-normed conv nets
 
 Prints a Markdown table of samples/s (median of --repeats runs) and the ratio
-ours / PyTorch.
+ours / PyTorch. With --baseline, a second train_bench (an earlier build, run
+with its own directory first on LD_LIBRARY_PATH) joins the interleaving and
+the table gains its figures and the ratio ours / baseline.
 """
 import argparse
 import json
@@ -36,7 +38,12 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", help="an earlier build's train_bench")
     a = ap.parse_args()
+    base_env = None
+    if a.baseline:
+        base_env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(
+            os.path.abspath(a.baseline)))
 
     torch_env = dict(os.environ)
     if os.path.isdir(OPENBLAS):
@@ -55,23 +62,31 @@ def main():
         for threads in [int(t) for t in a.threads.split(",")]:
             common = ["--model", model, "--threads", str(threads),
                       "--batch", str(a.batch), "--steps", str(steps)]
-            ours, theirs = [], []
+            ours, theirs, base = [], [], []
             for _ in range(a.repeats):  # interleaved against drift
                 ours.append(run([a.bench] + common)["samples_per_s"])
+                if a.baseline:
+                    base.append(run([a.baseline] + common,
+                                    base_env)["samples_per_s"])
                 env = dict(torch_env, OMP_NUM_THREADS=str(threads))
                 theirs.append(run([sys.executable,
                                    os.path.join(HERE, "torch_train_bench.py")]
                                   + common, env)["samples_per_s"])
             o, t = statistics.median(ours), statistics.median(theirs)
-            rows.append((model, threads, o, t, o / t))
+            b = statistics.median(base) if base else None
+            rows.append((model, threads, o, t, b))
             print(f"{model} threads={threads}: ours {o:.0f}, torch {t:.0f}, "
-                  f"ratio {o / t:.2f}", file=sys.stderr)
+                  f"ratio {o / t:.2f}"
+                  + (f", baseline {b:.0f}" if b else ""), file=sys.stderr)
 
+    extra = " baseline (samples/s) | ours / baseline |" if a.baseline else ""
     print(f"| model | threads | ours (samples/s) | PyTorch 1.13 + OpenBLAS "
-          f"(samples/s) | ratio |")
-    print("|---|---|---|---|---|")
-    for model, threads, o, t, r in rows:
-        print(f"| {model} | {threads} | {o:.0f} | {t:.0f} | {r:.2f} |")
+          f"(samples/s) | ratio |" + extra)
+    print("|---|---|---|---|---|" + ("---|---|" if a.baseline else ""))
+    for model, threads, o, t, b in rows:
+        tail = f" {b:.0f} | {o / b:.2f} |" if b else ""
+        print(f"| {model} | {threads} | {o:.0f} | {t:.0f} | {o / t:.2f} |"
+              + tail)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
 //       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2]
+//       [--sync-batch-norm 0|1]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -22,7 +23,7 @@ int Main(int argc, char** argv) {
   int threads = 1, steps = 100, warmup = 10;
   int64_t batch = 64;
   double bucket_mb = 4;
-  bool overlap = true;
+  bool overlap = true, sync_bn = false;
   std::string allreduce = "flat", compression = "none", optimizer;
   int shard = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -49,6 +50,8 @@ int Main(int argc, char** argv) {
       optimizer = v;
     else if (k == "--shard-optimizer")
       shard = std::stoi(v);
+    else if (k == "--sync-batch-norm")
+      sync_bn = v != "0";
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -59,6 +62,7 @@ int Main(int argc, char** argv) {
   cfg.overlap = overlap;
   cfg.grad_compression = compression;
   cfg.shard_optimizer = shard;
+  cfg.sync_batch_norm = sync_bn;
   ModelOptions mo;
   if (!optimizer.empty()) {
     mo.default_optimizer = false;
@@ -92,10 +96,11 @@ int Main(int argc, char** argv) {
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
         "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
         "\"grad_compression\": \"%s\", \"shard_optimizer\": %d, "
-        "\"allreduce_wire_bytes\": %lld}\n",
+        "\"sync_batch_norm\": %s, \"allreduce_wire_bytes\": %lld}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
         steps, s, steps * batch * exe.world_size() / s, exposed / s,
         exe.topology().num_hosts(), compression.c_str(), shard,
+        sync_bn ? "true" : "false",
         static_cast<long long>(exe.communicator()->allreduce_wire_bytes()));
   return 0;
 }

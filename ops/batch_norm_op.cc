@@ -13,15 +13,24 @@
 // counts) are added over the ranks, and the backward pass does the same for
 // its two per-channel sums. The statistics are computed in two passes (mean,
 // then the mean squared deviation), each reduced over the ranks, which keeps
-// the variance accurate where a sum of squares would cancel.
+// the variance accurate where a sum of squares would cancel. The count
+// travels with the sums it divides: two collectives forward, one backward.
+//
+// The CPU kernels walk X as its [n, c] planes of hw contiguous values: each
+// channel's n planes in turn, the channels spread over the pool. Without
+// sync_stats a channel's statistics, normalisation (or backward sums and
+// gradient) are done in one visit, while its planes are in cache; each plane
+// is summed vectorised and the plane sums are added in double.
 //
 // SavedMean holds the mean used and SavedVariance the inverse standard
 // deviation 1 / sqrt(var + epsilon), for the gradient.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "ops/batch_norm_helpers.h"
+#include "ops/conv_workspace.h"
 #include "ops/op_helpers.h"
 #include "src/distributed/communicator.h"
 
@@ -60,24 +69,60 @@ void SumOverRanks(const ExecutionContext& ctx, Communicator* comm, Tensor* t) {
 
 namespace {
 
-using Index = Eigen::Index;
-
+// X viewed as its [n, c] planes of hw contiguous values: every kernel walks
+// a channel's n planes, each a contiguous run, and the channels are spread
+// over the pool.
 template <typename T>
-using Const3 = Eigen::TensorMap<Eigen::Tensor<const T, 3, Eigen::RowMajor>>;
-
-// The per-channel reduction over [n, c, hw]: dims n and hw.
-const Eigen::array<Index, 2> kChannelReduce{0, 2};
-
+using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
-Const3<T> View3(const Tensor& t, const BatchNormDims& d) {
-  return Const3<T>(t.data<T>(), d.n, d.c, d.hw);
+using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+int64_t PlaneOffset(const BatchNormDims& d, int64_t i, int64_t c) {
+  return (i * d.c + c) * d.hw;
 }
 
-// A per-channel vector broadcast over [n, c, hw].
-template <typename Expr>
-auto PerChannel(const Expr& v, const BatchNormDims& d) {
-  return v.reshape(Eigen::array<Index, 3>{1, d.c, 1})
-      .broadcast(Eigen::array<Index, 3>{d.n, 1, d.hw});
+template <typename T>
+ConstArr<T> Plane(const T* base, const BatchNormDims& d, int64_t i, int64_t c) {
+  return ConstArr<T>(base + PlaneOffset(d, i, c), d.hw);
+}
+
+// Calls fn(c) for every channel, on the pool when X is large. `cost` is the
+// rough number of operations per element of X.
+template <typename Fn>
+void ForEachChannel(const ExecutionContext& ctx, const BatchNormDims& d,
+                    double cost, Fn fn) {
+  ParallelFor(ctx.device(), d.c, cost * static_cast<double>(d.per_channel()),
+              [&fn](int64_t begin, int64_t end) {
+                for (int64_t c = begin; c < end; ++c) fn(c);
+              });
+}
+
+// Sum of channel c's values; each plane is summed vectorised, the planes'
+// sums are added in double.
+template <typename T>
+T ChannelSum(const T* x, const BatchNormDims& d, int64_t c) {
+  double s = 0;
+  for (int64_t i = 0; i < d.n; ++i) s += Plane(x, d, i, c).sum();
+  return static_cast<T>(s);
+}
+
+// Sum of the squared deviations of channel c's values from `mean`.
+template <typename T>
+T ChannelSquaredDeviation(const T* x, const BatchNormDims& d, int64_t c,
+                          T mean) {
+  double s = 0;
+  for (int64_t i = 0; i < d.n; ++i)
+    s += (Plane(x, d, i, c) - mean).square().sum();
+  return static_cast<T>(s);
+}
+
+// Y = (X - mean) * k + bias over channel c.
+template <typename T>
+void NormaliseChannel(const T* x, T* y, const BatchNormDims& d, int64_t c,
+                      T mean, T k, T bias) {
+  for (int64_t i = 0; i < d.n; ++i)
+    Arr<T>(y + PlaneOffset(d, i, c), d.hw) =
+        (Plane(x, d, i, c) - mean) * k + bias;
 }
 
 void CheckVector(const InferShapeContext& ctx, const std::string& slot,
@@ -113,17 +158,49 @@ void BatchNormGradInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("Scale", GradSlot("Bias"));
 }
 
+// What the forward kernel reads and writes, resolved once.
+template <typename T>
+struct ForwardArgs {
+  BatchNormDims d;
+  const T* x;
+  T* y;
+  const T* scale;
+  const T* bias;
+  T* mean;     // SavedMean
+  T* inv_std;  // SavedVariance
+  T eps;
+};
+
+template <typename T>
+ForwardArgs<T> ForwardArgsOf(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  ForwardArgs<T> a;
+  a.d = BatchNormDimsOf(x.shape());
+  a.x = x.data<T>();
+  a.y = ctx.Output("Y")->mutable_data<T>(x.shape());
+  a.scale = ctx.Input("Scale").data<T>();
+  a.bias = ctx.Input("Bias").data<T>();
+  a.mean = ctx.Output("SavedMean")->mutable_data<T>(Shape{a.d.c});
+  a.inv_std = ctx.Output("SavedVariance")->mutable_data<T>(Shape{a.d.c});
+  a.eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  return a;
+}
+
+template <typename T>
+void NormaliseChannel(const ForwardArgs<T>& a, int64_t c) {
+  NormaliseChannel(a.x, a.y, a.d, c, a.mean[c], a.inv_std[c] * a.scale[c],
+                   a.bias[c]);
+}
+
 // SavedMean <- the running mean, SavedVariance <- its inverse std; the
 // running statistics pass through unchanged.
 template <typename T>
-void UseRunningStats(const ExecutionContext& ctx, T eps) {
+void UseRunningStats(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
   const Tensor& mean = ctx.Input("Mean");
-  const Tensor& var = ctx.Input("Variance");
-  Tensor* saved_mean = ctx.Output("SavedMean");
-  Tensor* saved_var = ctx.Output("SavedVariance");
-  saved_mean->CopyFrom(mean);
-  saved_var->mutable_data<T>(var.shape());
-  Vec<T>(saved_var) = (Vec<T>(var) + eps).rsqrt();
+  const T* var = ctx.Input("Variance").data<T>();
+  std::copy(mean.data<T>(), mean.data<T>() + a.d.c, a.mean);
+  for (int64_t c = 0; c < a.d.c; ++c)
+    a.inv_std[c] = T(1) / std::sqrt(var[c] + a.eps);
   for (const char* slot : {"Mean", "Variance"}) {
     Tensor* out = ctx.Output(std::string(slot) + "Out");
     const Tensor& in = ctx.Input(slot);
@@ -131,116 +208,228 @@ void UseRunningStats(const ExecutionContext& ctx, T eps) {
   }
 }
 
-// SavedMean <- the batch mean, SavedVariance <- the batch inverse std, and
-// the running statistics moved toward the batch's.
+// Moves the running statistics toward the batch's (SavedMean and, until
+// FinishBatchStats, the biased variance in SavedVariance).
 template <typename T>
-void UseBatchStats(const ExecutionContext& ctx, const BatchNormDims& d, T eps) {
-  Communicator* comm = StatsCommunicator(ctx);
-  const T m = static_cast<T>(GlobalCount(comm, d.per_channel()));
+void UpdateRunningStats(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
   const T mom = static_cast<T>(ctx.Attr<float>("momentum"));
-  Const3<T> x = View3<T>(ctx.Input("X"), d);
-  Tensor* saved_mean = ctx.Output("SavedMean");
-  Tensor* saved_var = ctx.Output("SavedVariance");
-  saved_mean->mutable_data<T>(Shape{d.c});
-  saved_var->mutable_data<T>(Shape{d.c});
-  auto mean = Vec<T>(saved_mean);
-  auto var = Vec<T>(saved_var);
-  mean = x.sum(kChannelReduce);
-  SumOverRanks(ctx, comm, saved_mean);
-  mean = mean / m;
-  var = (x - PerChannel(mean, d)).square().sum(kChannelReduce);
-  SumOverRanks(ctx, comm, saved_var);
-  var = var / m;
-  Tensor* mean_out = ctx.Output("MeanOut");
-  Tensor* var_out = ctx.Output("VarianceOut");
   // In place (MeanOut is Mean) or not: each element is read before written.
-  auto running_mean = Vec<T>(ctx.Input("Mean"));
-  auto running_var = Vec<T>(ctx.Input("Variance"));
-  mean_out->mutable_data<T>(Shape{d.c});
-  var_out->mutable_data<T>(Shape{d.c});
-  Vec<T>(mean_out) = running_mean * mom + mean * (T(1) - mom);
-  Vec<T>(var_out) = running_var * mom + var * (T(1) - mom);
-  var = (var + eps).rsqrt();
+  const T* running_mean = ctx.Input("Mean").data<T>();
+  const T* running_var = ctx.Input("Variance").data<T>();
+  T* mean_out = ctx.Output("MeanOut")->mutable_data<T>(Shape{a.d.c});
+  T* var_out = ctx.Output("VarianceOut")->mutable_data<T>(Shape{a.d.c});
+  for (int64_t c = 0; c < a.d.c; ++c) {
+    mean_out[c] = running_mean[c] * mom + a.mean[c] * (T(1) - mom);
+    var_out[c] = running_var[c] * mom + a.inv_std[c] * (T(1) - mom);
+  }
+}
+
+// Local batch statistics: each channel's mean, variance and normalisation in
+// one visit, while its planes are in cache. SavedVariance holds the biased
+// variance until the running statistics have been updated.
+template <typename T>
+void LocalBatchNorm(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
+  const T inv_m = T(1) / static_cast<T>(a.d.per_channel());
+  ForEachChannel(ctx, a.d, 6, [&](int64_t c) {
+    const T mean = ChannelSum(a.x, a.d, c) * inv_m;
+    const T var = ChannelSquaredDeviation(a.x, a.d, c, mean) * inv_m;
+    a.mean[c] = mean;
+    a.inv_std[c] = var;
+    NormaliseChannel(a.x, a.y, a.d, c, mean,
+                     a.scale[c] / std::sqrt(var + a.eps), a.bias[c]);
+  });
+  UpdateRunningStats(ctx, a);
+  for (int64_t c = 0; c < a.d.c; ++c)
+    a.inv_std[c] = T(1) / std::sqrt(a.inv_std[c] + a.eps);
+}
+
+// The number of values per channel travels with the per-channel sums it
+// divides, so that the sums and the global count take one collective: as
+// two small integers (count = hi * kCountBase + lo), each summed exactly
+// over the ranks even in float32.
+constexpr int64_t kCountBase = 4096;
+
+template <typename T>
+void PutCount(int64_t count, T* at) {
+  at[0] = static_cast<T>(count % kCountBase);
+  at[1] = static_cast<T>(count / kCountBase);
+}
+
+template <typename T>
+int64_t GetCount(const T* at) {
+  return std::llround(at[0]) + std::llround(at[1]) * kCountBase;
+}
+
+// A per-thread [size] workspace of T for the collectives (reused across
+// steps: no allocation once it has grown).
+template <typename T>
+Tensor* CollectiveWorkspace(int64_t size) {
+  thread_local Tensor t;
+  t.mutable_data<T>(Shape{size});
+  return &t;
+}
+
+// Statistics of the global batch: the channels' sums (with the count) are
+// added over the ranks, then their squared deviations from the global mean.
+template <typename T>
+void SyncedBatchNorm(const ExecutionContext& ctx, Communicator* comm,
+                     const ForwardArgs<T>& a) {
+  Tensor* sums = CollectiveWorkspace<T>(a.d.c + 2);
+  T* s = sums->data<T>();
+  ForEachChannel(ctx, a.d, 1,
+                 [&](int64_t c) { s[c] = ChannelSum(a.x, a.d, c); });
+  PutCount(a.d.per_channel(), s + a.d.c);
+  SumOverRanks(ctx, comm, sums);
+  const T inv_m = T(1) / static_cast<T>(GetCount(s + a.d.c));
+  for (int64_t c = 0; c < a.d.c; ++c) a.mean[c] = s[c] * inv_m;
+  ForEachChannel(ctx, a.d, 3, [&](int64_t c) {
+    a.inv_std[c] = ChannelSquaredDeviation(a.x, a.d, c, a.mean[c]);
+  });
+  SumOverRanks(ctx, comm, ctx.Output("SavedVariance"));
+  for (int64_t c = 0; c < a.d.c; ++c) a.inv_std[c] *= inv_m;
+  UpdateRunningStats(ctx, a);
+  for (int64_t c = 0; c < a.d.c; ++c)
+    a.inv_std[c] = T(1) / std::sqrt(a.inv_std[c] + a.eps);
+  ForEachChannel(ctx, a.d, 2, [&](int64_t c) { NormaliseChannel(a, c); });
 }
 
 template <typename T>
 void BatchNormKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const BatchNormDims d = BatchNormDimsOf(x.shape());
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const ForwardArgs<T> a = ForwardArgsOf<T>(ctx);
   if (UsesGlobalStats(ctx)) {
-    UseRunningStats<T>(ctx, eps);
-  } else {
-    UseBatchStats<T>(ctx, d, eps);
+    UseRunningStats(ctx, a);
+    ForEachChannel(ctx, a.d, 2, [&](int64_t c) { NormaliseChannel(a, c); });
+    return;
   }
-  auto mean = Vec<T>(*ctx.Output("SavedMean"));
-  auto inv_std = Vec<T>(*ctx.Output("SavedVariance"));
-  auto scale = Vec<T>(ctx.Input("Scale"));
-  auto bias = Vec<T>(ctx.Input("Bias"));
-  Tensor* y = ctx.Output("Y");
-  y->mutable_data<T>(x.shape());
-  EigenVec<T> yv = Vec<T>(y);
-  Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> y3(yv.data(), d.n, d.c,
-                                                            d.hw);
-  Assign(
-      ctx.device(), y3,
-      (View3<T>(x, d) - PerChannel(mean, d)) * PerChannel(inv_std * scale, d) +
-          PerChannel(bias, d));
+  Communicator* comm = StatsCommunicator(ctx);
+  if (comm == nullptr) {
+    LocalBatchNorm(ctx, a);
+  } else {
+    SyncedBatchNorm(ctx, comm, a);
+  }
 }
 
-// The per-channel output `slot` (Scale@GRAD, Bias@GRAD), or `scratch` when
-// the gradient is not wanted: the backward pass needs the sums either way.
+// The per-channel output `slot` (Scale@GRAD, Bias@GRAD), or thread scratch
+// slot `scratch` when the gradient is not wanted: the backward pass needs
+// the sums either way.
 template <typename T>
-Tensor* ChannelSums(const ExecutionContext& ctx, const std::string& slot,
-                    int64_t c, Tensor* scratch) {
-  Tensor* t = ctx.HasOutput(slot) ? ctx.Output(slot) : scratch;
-  t->mutable_data<T>(Shape{c});
-  return t;
+T* ChannelSums(const ExecutionContext& ctx, const std::string& slot, int64_t c,
+               ScratchSlot scratch) {
+  if (ctx.HasOutput(slot)) return ctx.Output(slot)->mutable_data<T>(Shape{c});
+  return ThreadScratch<T>(scratch, c);
+}
+
+// What the backward kernel reads and writes, resolved once. dx is null when
+// X@GRAD is not wanted; dscale and dbias are left null for the caller to set
+// unless `with_sums`.
+template <typename T>
+struct BackwardArgs {
+  BatchNormDims d;
+  const T* x;
+  const T* dy;
+  T* dx;
+  const T* scale;
+  const T* mean;
+  const T* inv_std;
+  T* dscale = nullptr;  // the sum of dY * xhat
+  T* dbias = nullptr;   // the sum of dY
+};
+
+template <typename T>
+BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums) {
+  const Tensor& x = ctx.Input("X");
+  BackwardArgs<T> a;
+  a.d = BatchNormDimsOf(x.shape());
+  a.x = x.data<T>();
+  a.dy = ctx.Input(GradSlot("Y")).data<T>();
+  a.dx = ctx.HasOutput(GradSlot("X"))
+             ? ctx.Output(GradSlot("X"))->mutable_data<T>(x.shape())
+             : nullptr;
+  a.scale = ctx.Input("Scale").data<T>();
+  a.mean = ctx.Input("SavedMean").data<T>();
+  a.inv_std = ctx.Input("SavedVariance").data<T>();
+  if (with_sums) {
+    a.dscale = ChannelSums<T>(ctx, GradSlot("Scale"), a.d.c, kScratchTmp);
+    a.dbias = ChannelSums<T>(ctx, GradSlot("Bias"), a.d.c, kScratchPartial);
+  }
+  return a;
+}
+
+// dbias[c] = sum of dY, dscale[c] = sum of dY * xhat over channel c.
+template <typename T>
+void GradSums(const BackwardArgs<T>& a, int64_t c) {
+  double sum_dy = 0, sum_dy_dev = 0;
+  const T mean = a.mean[c];
+  for (int64_t i = 0; i < a.d.n; ++i) {
+    ConstArr<T> dy = Plane(a.dy, a.d, i, c);
+    sum_dy += dy.sum();
+    sum_dy_dev += (dy * (Plane(a.x, a.d, i, c) - mean)).sum();
+  }
+  a.dbias[c] = static_cast<T>(sum_dy);
+  a.dscale[c] = static_cast<T>(sum_dy_dev) * a.inv_std[c];
+}
+
+// X@GRAD over channel c: k * dY with the running statistics; with the
+// batch's, k * (dY - (dbias + xhat * dscale) / m), k = Scale * inv_std.
+template <typename T>
+void InputGrad(const BackwardArgs<T>& a, bool global, T inv_m, int64_t c) {
+  const T inv_std = a.inv_std[c], mean = a.mean[c];
+  const T k = a.scale[c] * inv_std;
+  const T shift = global ? T(0) : k * a.dbias[c] * inv_m;
+  const T slope = global ? T(0) : k * inv_std * a.dscale[c] * inv_m;
+  for (int64_t i = 0; i < a.d.n; ++i) {
+    Arr<T>(a.dx + PlaneOffset(a.d, i, c), a.d.hw) =
+        Plane(a.dy, a.d, i, c) * k - (Plane(a.x, a.d, i, c) - mean) * slope -
+        shift;
+  }
+}
+
+// Scale@GRAD or Bias@GRAD, when wanted, <- the ranks' share of `sums`.
+template <typename T>
+void WriteRankShare(const ExecutionContext& ctx, const std::string& slot,
+                    const T* sums, int64_t c, T inv_size) {
+  if (!ctx.HasOutput(slot)) return;
+  T* out = ctx.Output(slot)->mutable_data<T>(Shape{c});
+  for (int64_t i = 0; i < c; ++i) out[i] = sums[i] * inv_size;
+}
+
+// With sync_stats: both per-channel sums and the count in one [2C + 2]
+// workspace (dbias, dscale, count), added over the ranks in one collective.
+template <typename T>
+void SyncedBatchNormGrad(const ExecutionContext& ctx, Communicator* comm,
+                         BackwardArgs<T> a) {
+  Tensor* sums = CollectiveWorkspace<T>(2 * a.d.c + 2);
+  a.dbias = sums->data<T>();
+  a.dscale = a.dbias + a.d.c;
+  ForEachChannel(ctx, a.d, 4, [&](int64_t c) { GradSums(a, c); });
+  PutCount(a.d.per_channel(), a.dscale + a.d.c);
+  SumOverRanks(ctx, comm, sums);
+  const T inv_m = T(1) / static_cast<T>(GetCount(a.dscale + a.d.c));
+  if (a.dx != nullptr)
+    ForEachChannel(ctx, a.d, 4,
+                   [&](int64_t c) { InputGrad(a, false, inv_m, c); });
+  // Every rank now holds the global sums: its share of them is the average,
+  // which the data-parallel gradient averaging then leaves unchanged.
+  const T inv_size = T(1) / static_cast<T>(RankCount(comm));
+  WriteRankShare(ctx, GradSlot("Bias"), a.dbias, a.d.c, inv_size);
+  WriteRankShare(ctx, GradSlot("Scale"), a.dscale, a.d.c, inv_size);
 }
 
 template <typename T>
 void BatchNormGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const BatchNormDims d = BatchNormDimsOf(x.shape());
   const bool global = UsesGlobalStats(ctx);
   Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
-  Const3<T> dy = View3<T>(ctx.Input(GradSlot("Y")), d);
-  auto mean = Vec<T>(ctx.Input("SavedMean"));
-  auto inv_std = Vec<T>(ctx.Input("SavedVariance"));
-  auto scale = Vec<T>(ctx.Input("Scale"));
-  Const3<T> x3 = View3<T>(x, d);
-  auto xhat = (x3 - PerChannel(mean, d)) * PerChannel(inv_std, d);
-  Tensor scratch_scale, scratch_bias;
-  Tensor* dscale = ChannelSums<T>(ctx, GradSlot("Scale"), d.c, &scratch_scale);
-  Tensor* dbias = ChannelSums<T>(ctx, GradSlot("Bias"), d.c, &scratch_bias);
-  Vec<T>(dbias) = dy.sum(kChannelReduce);
-  Vec<T>(dscale) = (dy * xhat).sum(kChannelReduce);
-  SumOverRanks(ctx, comm, dbias);
-  SumOverRanks(ctx, comm, dscale);
-  if (ctx.HasOutput(GradSlot("X"))) {
-    Tensor* dx = ctx.Output(GradSlot("X"));
-    dx->mutable_data<T>(x.shape());
-    EigenVec<T> dxv = Vec<T>(dx);
-    Eigen::TensorMap<Eigen::Tensor<T, 3, Eigen::RowMajor>> dx3(dxv.data(), d.n,
-                                                               d.c, d.hw);
-    auto k = PerChannel(scale * inv_std, d);
-    if (global) {
-      Assign(ctx.device(), dx3, dy * k);
-    } else {
-      const T inv_m = T(1) / static_cast<T>(GlobalCount(comm, d.per_channel()));
-      Assign(ctx.device(), dx3,
-             k * (dy - (PerChannel(Vec<T>(*dbias), d) +
-                        xhat * PerChannel(Vec<T>(*dscale), d)) *
-                           inv_m));
-    }
-  }
-  // Every rank now holds the global sums: its share of them is the average,
-  // which the data-parallel gradient averaging then leaves unchanged.
+  const BackwardArgs<T> a = BackwardArgsOf<T>(ctx, comm == nullptr);
   if (comm != nullptr) {
-    const T inv_size = T(1) / static_cast<T>(RankCount(comm));
-    Vec<T>(dbias) = Vec<T>(*dbias) * inv_size;
-    Vec<T>(dscale) = Vec<T>(*dscale) * inv_size;
+    SyncedBatchNormGrad(ctx, comm, a);
+    return;
   }
+  // Each channel's sums and gradient in one visit.
+  const T inv_m = T(1) / static_cast<T>(a.d.per_channel());
+  ForEachChannel(ctx, a.d, 8, [&](int64_t c) {
+    GradSums(a, c);
+    if (a.dx != nullptr) InputGrad(a, global, inv_m, c);
+  });
 }
 
 }  // namespace

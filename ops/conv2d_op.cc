@@ -266,7 +266,7 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
     T* dcol = ThreadScratch<T>(kScratchCol, k * ld);
     math::Gemm<T>(gemm_dev, true, false, k, ld, mg, T(1), wg, dytg, T(0), dcol);
     for (int64_t j = 0; j < nb; ++j)
-      math::Col2Im(g, dcol + j * p, ld, dx + offset + j * l.image);
+      math::Col2ImScratch(g, dcol + j * p, ld, dx + offset + j * l.image);
   }
 }
 

@@ -327,5 +327,60 @@ TEST(Conv2dOp, BadGroupsAndAttrsAreRejected) {
   EXPECT_NE(msg.find("strides"), std::string::npos) << msg;
 }
 
+// Entry (r, col) of the column matrix by its definition: the pixel tap r
+// sees at output col, or 0 in the padding.
+double Im2ColEntry(const math::ConvGeometry& g, const std::vector<double>& x,
+                   int64_t r, int64_t col) {
+  const int64_t kj = r % g.kernel_w, ki = r / g.kernel_w % g.kernel_h;
+  const int64_t c = r / (g.kernel_w * g.kernel_h);
+  const int64_t ih = col / g.out_w * g.stride_h + ki * g.dilation_h - g.pad_h;
+  const int64_t iw = col % g.out_w * g.stride_w + kj * g.dilation_w - g.pad_w;
+  if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) return 0;
+  return x[(c * g.in_h + ih) * g.in_w + iw];
+}
+
+TEST(Conv2dOp, SameWidthSweepsMatchDefinition) {
+  // Unit stride with out_w == in_w takes the shifted-run paths: kernels 3
+  // and 5, dilation, unequal padding, a one-pixel-wide and a one-row image.
+  // Im2Col against the definition; Col2ImScratch against Col2Im.
+  struct Case {
+    int64_t h, w, kh, kw, ph, pw, dh, dw;
+  };
+  for (const Case& k :
+       {Case{5, 6, 3, 3, 1, 1, 1, 1}, Case{4, 7, 5, 5, 2, 2, 1, 1},
+        Case{6, 5, 3, 3, 0, 2, 1, 2}, Case{3, 1, 3, 1, 1, 0, 1, 1},
+        Case{1, 4, 1, 3, 0, 1, 1, 1}, Case{2, 3, 3, 3, 2, 1, 2, 1}}) {
+    math::ConvGeometry g;
+    g.channels = 2;
+    g.in_h = k.h;
+    g.in_w = k.w;
+    g.kernel_h = k.kh;
+    g.kernel_w = k.kw;
+    g.pad_h = k.ph;
+    g.pad_w = k.pw;
+    g.dilation_h = k.dh;
+    g.dilation_w = k.dw;
+    g.out_h = math::ConvOutputSize(k.h, k.kh, 1, k.ph, k.dh);
+    g.out_w = math::ConvOutputSize(k.w, k.kw, 1, k.pw, k.dw);
+    ASSERT_EQ(g.out_w, g.in_w);
+    auto x = ToVector<double>(RandomTensor<double>({g.InputSize()}, -1, 1, 7));
+    // Two images side by side, as the kernels lay them out.
+    const int64_t ld = 2 * g.ColCols();
+    std::vector<double> col(g.ColRows() * ld, 99.0);
+    math::Im2Col(g, x.data(), ld, col.data());
+    for (int64_t r = 0; r < g.ColRows(); ++r)
+      for (int64_t j = 0; j < g.ColCols(); ++j)
+        ASSERT_EQ(col[r * ld + j], Im2ColEntry(g, x, r, j))
+            << "h " << k.h << " w " << k.w << " row " << r << " col " << j;
+    EXPECT_EQ(col[g.ColCols()], 99.0);  // the second image's entries
+    auto dcol =
+        ToVector<double>(RandomTensor<double>({g.ColRows() * ld}, -1, 1, 8));
+    std::vector<double> want(x.size()), got(x.size());
+    math::Col2Im(g, dcol.data(), ld, want.data());
+    math::Col2ImScratch(g, dcol.data(), ld, got.data());
+    EXPECT_EQ(got, want);
+  }
+}
+
 }  // namespace
 }  // namespace fluid

@@ -59,5 +59,11 @@ void Im2Col(const ConvGeometry& g, const T* im, int64_t ld, T* col);
 template <typename T>
 void Col2Im(const ConvGeometry& g, const T* col, int64_t ld, T* im);
 
+// Col2Im of a `col` the caller no longer needs: the same `im`, faster for
+// unit-stride sweeps as wide as the image (3x3 with padding 1), where the
+// padding entries of `col` are zeroed in place.
+template <typename T>
+void Col2ImScratch(const ConvGeometry& g, T* col, int64_t ld, T* im);
+
 }  // namespace math
 }  // namespace fluid
