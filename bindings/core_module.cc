@@ -324,6 +324,7 @@ OptimizerConfig MakeOptimizerConfig(const py::dict& d) {
   ReadItem(d, "weight_decay", "a float", where, &c.weight_decay);
   ReadItem(d, "decoupled_weight_decay", "a bool", where,
            &c.decoupled_weight_decay);
+  ReadItem(d, "lazy_mode", "a bool", where, &c.lazy_mode);
   ReadItem(d, "rho", "a float", where, &c.rho);
   ReadItem(d, "decay", "a float", where, &c.decay);
   ReadItem(d, "centered", "a bool", where, &c.centered);
@@ -394,12 +395,13 @@ class PyMPIExecutor {
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
             const std::string& allreduce, const std::string& grad_compression,
-            bool sync_batch_norm) {
+            bool sync_batch_norm, double sparse_dense_ratio) {
     CollectiveConfig cfg;
     cfg.bucket_bytes = bucket_bytes;
     cfg.overlap = overlap;
     cfg.grad_compression = grad_compression;
     cfg.sync_batch_norm = sync_batch_norm;
+    cfg.sparse_dense_ratio = sparse_dense_ratio;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -771,12 +773,14 @@ void BindJob(py::module_& m) {
 void BindTranspilers(py::module_& m) {
   m.def("collective_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-           int64_t bucket_bytes, bool overlap, bool sync_batch_norm) {
+           int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
+           double sparse_dense_ratio) {
           CollectiveConfig cfg;
           cfg.nranks = nranks;
           cfg.bucket_bytes = bucket_bytes;
           cfg.overlap = overlap;
           cfg.sync_batch_norm = sync_batch_norm;
+          cfg.sparse_dense_ratio = sparse_dense_ratio;
           proto::TrainingJob out =
               CollectiveTranspile(Job(*main, *startup), cfg);
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));

@@ -47,6 +47,12 @@ class CommBackend {
   virtual void Broadcast(void* data, int64_t bytes, int root) = 0;
   // recv holds size() blocks of `bytes`, rank r's block at r * bytes.
   virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
+  // Rank r sends bytes[r] bytes (bytes[rank()] from `send`); recv receives
+  // every rank's block in rank order, back to back. Every rank passes the
+  // same `bytes`. This implementation pads each block to the largest and
+  // calls AllGather; transports with a variable-count gather override it.
+  virtual void AllGatherV(const void* send, void* recv,
+                          const std::vector<int64_t>& bytes);
   virtual void Barrier() = 0;
   // Collective: every rank sets the same algorithm at the same point of its
   // collectives. Backends without a hierarchy run kFlat whatever is set.
@@ -71,6 +77,7 @@ class CommBackend {
 
  private:
   std::vector<uint16_t> wire_send_, wire_recv_;  // AllReduceCompressed's
+  std::vector<char> gather_send_, gather_recv_;  // AllGatherV's
 };
 
 // Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).

@@ -40,6 +40,12 @@ class InferShapeContext {
   virtual void SetOutputDtype(const std::string& slot, DataType dtype,
                               size_t i = 0) = 0;
   virtual const AttributeMap& attrs() const = 0;
+  // Sparse values (SelectedRows, VarDesc type SELECTED_ROWS): an input's
+  // shape reads as its dense shape [height, ...]; an output marked sparse
+  // takes its height from SetOutputShape.
+  virtual bool IsSelectedRowsInput(const std::string& slot,
+                                   size_t i = 0) const = 0;
+  virtual void SetOutputSelectedRows(const std::string& slot, size_t i = 0) = 0;
 
   template <typename T>
   const T& Attr(std::string_view name) const {
@@ -115,8 +121,12 @@ class RuntimeInferShapeContext : public InferShapeContext {
   void SetOutputDtype(const std::string& slot, DataType dtype,
                       size_t i) override;
   const AttributeMap& attrs() const override { return op_.attrs(); }
+  bool IsSelectedRowsInput(const std::string& slot, size_t i) const override;
+  void SetOutputSelectedRows(const std::string& slot, size_t i) override;
 
  private:
+  Variable* InputVariable(const std::string& slot, size_t i) const;
+  Variable* OutputVariable(const std::string& slot, size_t i) const;
   const Tensor& InputTensor(const std::string& slot, size_t i) const;
   const OperatorBase& op_;
 };
@@ -144,6 +154,8 @@ class CompileTimeInferShapeContext : public InferShapeContext {
   void SetOutputDtype(const std::string& slot, DataType dtype,
                       size_t i) override;
   const AttributeMap& attrs() const override { return attrs_; }
+  bool IsSelectedRowsInput(const std::string& slot, size_t i) const override;
+  void SetOutputSelectedRows(const std::string& slot, size_t i) override;
 
  private:
   proto::VarDesc* OutputVar(const std::string& slot, size_t i);

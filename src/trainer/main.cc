@@ -107,6 +107,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "bf16", "fp16"}));
   app.add_flag("--sync-batch-norm", o.sync_batch_norm,
                "multi-rank: batch norm statistics over the global batch");
+  app.add_option("--sparse-dense-ratio", o.sparse_dense_ratio,
+                 "multi-rank: sparse gradients are gathered unless all "
+                 "ranks' rows exceed this fraction of the table (default "
+                 "0.25), then allreduced dense");
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   try {

@@ -372,6 +372,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Text("--allreduce", o.allreduce),
       RunSetting::Text("--grad-compression", o.grad_compression),
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
+      RunSetting::Real("--sparse-dense-ratio", o.sparse_dense_ratio),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -406,6 +407,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.overlap = o.overlap;
   cfg.grad_compression = o.grad_compression;
   cfg.sync_batch_norm = o.sync_batch_norm;
+  cfg.sparse_dense_ratio = o.sparse_dense_ratio;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
@@ -431,6 +433,9 @@ void CheckOptions(const TrainerOptions& o) {
       o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
       "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
   ParseWireFormat(o.grad_compression);  // names a bad one
+  FLUID_ENFORCE(o.sparse_dense_ratio >= 0,
+                "--sparse-dense-ratio must not be negative, got ",
+                o.sparse_dense_ratio);
 }
 
 // --print-program and --save: show or write the job instead of training.
@@ -444,6 +449,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
       cfg.overlap = o.overlap;
       cfg.grad_compression = o.grad_compression;
+      cfg.sparse_dense_ratio = o.sparse_dense_ratio;
       job = PrepareJob(job, cfg);
     }
     out << ProgramToString(job.main());

@@ -304,11 +304,15 @@ class MPIExecutor:
       added in float32; parameters and optimizer state stay float32).
     - `sync_batch_norm`: batch norm statistics over the global batch (the
       trainer's `--sync-batch-norm`); otherwise each rank's running
-      statistics are its own until `sync_running_stats()`."""
+      statistics are its own until `sync_running_stats()`.
+    - `sparse_dense_ratio` is the trainer's `--sparse-dense-ratio`: a sparse
+      gradient (embedding(is_sparse=True)) is gathered from every rank
+      unless all ranks' rows together exceed this fraction of its table's
+      height; then it is allreduced as a dense table."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
-                 sync_batch_norm=False):
+                 sync_batch_norm=False, sparse_dense_ratio=0.25):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -317,6 +321,9 @@ class MPIExecutor:
             raise ValueError(
                 f"MPIExecutor(grad_compression={grad_compression!r}): use "
                 "'none', 'bf16' or 'fp16'")
+        from .transpiler import _check_sparse_dense_ratio
+        _check_sparse_dense_ratio(sparse_dense_ratio, "MPIExecutor")
+        self._sparse_dense_ratio = float(sparse_dense_ratio)
         self._allreduce = allreduce
         self._grad_compression = grad_compression
         self._device = _device_of(place)
@@ -379,7 +386,7 @@ class MPIExecutor:
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._bucket_bytes, self._overlap, False,
                          self._allreduce, self._grad_compression,
-                         self._sync_batch_norm)
+                         self._sync_batch_norm, self._sparse_dense_ratio)
                 self._runs[key] = run
             out = list(run.run(_feed(feed), names))
             steps.count += 1

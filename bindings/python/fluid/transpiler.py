@@ -53,7 +53,10 @@ class DistributeTranspilerConfig:
     and round robin, so they are checked and kept but change nothing.
     bucket_mb and overlap (this project's) size the allreduce buckets and
     let them overlap the backward pass; sync_batch_norm makes every
-    batch_norm compute its statistics over the global batch of all ranks."""
+    batch_norm compute its statistics over the global batch of all ranks;
+    sparse_dense_ratio: a sparse gradient (embedding(is_sparse=True)) is
+    gathered unless all ranks' rows together exceed this fraction of its
+    table's height, when it is allreduced as a dense table instead."""
 
     def __init__(self):
         self.slice_var_up = True
@@ -64,6 +67,7 @@ class DistributeTranspilerConfig:
         self.bucket_mb = 4.0
         self.overlap = True
         self.sync_batch_norm = False
+        self.sparse_dense_ratio = 0.25
 
     def _check(self):
         if self.mode not in _MODES:
@@ -81,6 +85,15 @@ class DistributeTranspilerConfig:
         if not self.bucket_mb > 0:
             raise ValueError("DistributeTranspilerConfig.bucket_mb must be "
                              f"positive, got {self.bucket_mb!r}")
+        _check_sparse_dense_ratio(self.sparse_dense_ratio,
+                                  "DistributeTranspilerConfig")
+
+
+def _check_sparse_dense_ratio(ratio, where):
+    if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+            or not ratio >= 0):
+        raise ValueError(f"{where}.sparse_dense_ratio must be a number >= 0, "
+                         f"got {ratio!r}")
 
 
 def _trainer_count(trainers):
@@ -169,6 +182,7 @@ class DistributeTranspiler:
         self._bucket_bytes = int(self.config.bucket_mb * (1 << 20))
         self._overlap = bool(self.config.overlap)
         self._sync_batch_norm = bool(self.config.sync_batch_norm)
+        self._sparse_dense_ratio = float(self.config.sparse_dense_ratio)
         self._transpile(pservers, trainers, program, startup_program,
                         _MODES[mode])
 
@@ -179,7 +193,8 @@ class DistributeTranspiler:
         if mode == "collective":
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
-                self._bucket_bytes, self._overlap, self._sync_batch_norm)
+                self._bucket_bytes, self._overlap, self._sync_batch_norm,
+                self._sparse_dense_ratio)
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
