@@ -7,6 +7,7 @@
 //
 //   mpirun -np 2 embedding_bench --sparse 1 --vocab 50000 --width 128
 //       [--batch 64] [--window 4] [--steps 50] [--optimizer sgd|adam]
+//       [--lazy 0|1]
 //       [--sparse-dense-ratio 0.25]
 #include <chrono>
 #include <cmath>
@@ -28,6 +29,7 @@ struct Options {
   int64_t vocab = 50000, width = 128, batch = 64;
   int window = 4, steps = 50, warmup = 5;
   std::string optimizer = "sgd";
+  bool lazy = false;  // adam's lazy_mode
   double ratio = 0.25;
 };
 
@@ -56,6 +58,7 @@ proto::TrainingJob Job(const Options& o) {
   OptimizerConfig opt;
   opt.type = o.optimizer;
   opt.learning_rate = 0.01f;
+  opt.lazy_mode = o.lazy;
   MakeOptimizer(opt)->Minimize(&b, loss);
   job.set_loss_name(loss);
   return job;
@@ -69,8 +72,9 @@ FeedList Batch(const Options& o, std::mt19937_64* rng) {
     Tensor t;
     int64_t* p = t.mutable_data<int64_t>(Shape{o.batch, 1});
     for (int64_t i = 0; i < o.batch; ++i)
-      p[i] = k == o.window ? static_cast<int64_t>((*rng)() % 16)
-                           : static_cast<int64_t>(std::pow(o.vocab, u(*rng))) - 1;
+      p[i] = k == o.window
+                 ? static_cast<int64_t>((*rng)() % 16)
+                 : static_cast<int64_t>(std::pow(o.vocab, u(*rng))) - 1;
     feeds.emplace_back(k == o.window ? "label" : "w" + std::to_string(k), t);
   }
   return feeds;
@@ -94,6 +98,8 @@ Options Parse(int argc, char** argv) {
       o.steps = std::stoi(v);
     else if (k == "--optimizer")
       o.optimizer = v;
+    else if (k == "--lazy")
+      o.lazy = v != "0";
     else if (k == "--sparse-dense-ratio")
       o.ratio = std::stod(v);
     else
@@ -119,21 +125,21 @@ int Main(int argc, char** argv) {
     FeedList feeds = Batch(o, &rng);  // not timed
     auto t0 = std::chrono::steady_clock::now();
     exe.Run(feeds, {}, nullptr);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             t0)
-                   .count();
+    seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
   }
   comm->Barrier();
   const double mib = (comm->allreduce_wire_bytes() - bytes0) / 1048576.0;
   if (exe.rank() == 0)
     std::printf(
         "{\"sparse\": %d, \"np\": %d, \"vocab\": %lld, \"width\": %lld, "
-        "\"batch_per_rank\": %lld, \"window\": %d, \"optimizer\": \"%s\", "
+        "\"batch_per_rank\": %lld, \"window\": %d, \"optimizer\": \"%s%s\", "
         "\"steps\": %d, \"ms_per_step\": %.2f, \"mib_per_step\": %.3f}\n",
         o.sparse ? 1 : 0, exe.world_size(), static_cast<long long>(o.vocab),
         static_cast<long long>(o.width), static_cast<long long>(o.batch),
-        o.window, o.optimizer.c_str(), o.steps, 1e3 * seconds / o.steps,
-        mib / o.steps);
+        o.window, o.optimizer.c_str(), o.lazy ? " lazy" : "", o.steps,
+        1e3 * seconds / o.steps, mib / o.steps);
   return 0;
 }
 
