@@ -1,7 +1,8 @@
 // The embedding layer trained with sparse gradients against the same model
 // with dense ones: a table shared by two lookups (their sparse gradients
 // summed into one), 20 steps of SGD, Adam and Momentum, the parameters equal
-// to 1e-6; Adam's lazy_mode; the padding row; errors.
+// to 1e-6; Adam's lazy_mode; the padding row; errors; checkpoints refusing
+// a sparse gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "src/builder/optimizer.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
 #include "tests/testing/gradient_checker.h"
 
 namespace fluid {
@@ -192,6 +194,19 @@ TEST(Embedding, Errors) {
     exe.RunOnce(main, &scope, {{"ids", bad}}, {out});
   });
   EXPECT_NE(msg.find("lookup_table: Ids 'ids' holds id 10 at position 1"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Embedding, CheckpointsRefuseSparseRows) {
+  Scope scope;
+  scope.Var("w")->GetMutableTensor()->mutable_data<float>(Shape{2});
+  scope.Var("table@GRAD")->GetMutableSelectedRows()->set_height(4);
+  std::string msg = testing::ErrorOf([&] {
+    SaveCheckpoint(scope, {"w", "table@GRAD"}, "/tmp/fluid_sparse_ckpt_refused",
+                   CheckpointInfo{});
+  });
+  EXPECT_NE(msg.find("table@GRAD: holds sparse rows (SELECTED_ROWS"),
             std::string::npos)
       << msg;
 }
