@@ -19,6 +19,7 @@ using testing::kFloatTypes;
 using testing::MakeTensor;
 using testing::RandomTensor;
 using testing::RunOpSparse;
+using testing::TensorMap;
 using testing::TensorsClose;
 
 proto::OpDesc Lookup(int64_t pad, bool sparse) {
