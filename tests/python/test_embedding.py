@@ -119,3 +119,21 @@ def test_errors_name_the_layer_and_argument():
     with pytest.raises(Exception, match="Ids 'ids' holds id 30 at position 1"):
         exe.run(main, feed={"ids": np.array([[1], [30]], np.int64)},
                 fetch_list=[out], scope=scope)
+
+
+def test_transpiler_gives_the_sparse_gradient_its_own_reduction():
+    main, startup, _, _ = _build(True, lambda: fluid.optimizer.SGD(0.5))
+    config = fluid.DistributeTranspilerConfig()
+    config.mode = "collective"
+    config.sparse_dense_ratio = 0.5
+    t = fluid.DistributeTranspiler(config=config)
+    t.transpile(0, program=main, trainers=2, startup_program=startup)
+    types = t.get_trainer_program().op_types()
+    assert types.count("c_sparse_allreduce") == 1
+    assert types.count("c_allreduce") == 1  # the fc's dense bucket
+    config.sparse_dense_ratio = -1
+    with pytest.raises(ValueError, match="sparse_dense_ratio must be"):
+        fluid.DistributeTranspiler(config=config).transpile(
+            0, program=main, trainers=2, startup_program=startup)
+    with pytest.raises(ValueError, match="sparse_dense_ratio must be"):
+        fluid.MPIExecutor(sparse_dense_ratio="x")
