@@ -362,6 +362,7 @@ OptimizerConfig MakeOptimizerConfig(const py::dict& d) {
   ReadItem(d, "weight_decay", "a float", where, &c.weight_decay);
   ReadItem(d, "decoupled_weight_decay", "a bool", where,
            &c.decoupled_weight_decay);
+  ReadItem(d, "lazy_mode", "a bool", where, &c.lazy_mode);
   ReadItem(d, "rho", "a float", where, &c.rho);
   ReadItem(d, "decay", "a float", where, &c.decay);
   ReadItem(d, "centered", "a bool", where, &c.centered);
@@ -432,9 +433,11 @@ class PyMPIExecutor {
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
             int64_t bucket_bytes, bool overlap, bool run_startup,
             const std::string& allreduce, const std::string& grad_compression,
-            bool sync_batch_norm, int shard_optimizer) {
+            bool sync_batch_norm, int shard_optimizer,
+            double sparse_dense_ratio) {
     CollectiveConfig cfg = ConfigOf(1, bucket_bytes, overlap, sync_batch_norm,
                                     shard_optimizer, grad_compression);
+    cfg.sparse_dense_ratio = sparse_dense_ratio;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -831,10 +834,12 @@ void BindTranspilers(py::module_& m) {
   m.def("collective_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
            int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
-           int shard_optimizer) {
-          proto::TrainingJob out = CollectiveTranspile(
-              Job(*main, *startup), ConfigOf(nranks, bucket_bytes, overlap,
-                                             sync_batch_norm, shard_optimizer));
+           int shard_optimizer, double sparse_dense_ratio) {
+          CollectiveConfig cfg = ConfigOf(nranks, bucket_bytes, overlap,
+                                          sync_batch_norm, shard_optimizer);
+          cfg.sparse_dense_ratio = sparse_dense_ratio;
+          proto::TrainingJob out =
+              CollectiveTranspile(Job(*main, *startup), cfg);
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
         });
   m.def("pserver_transpile",

@@ -16,12 +16,20 @@
 // in Python floats. Every *Out is normally bound to its input (in place); each
 // element is read before it is written, so either binding gives the same
 // result.
+//
+// A sparse Grad (SelectedRows, ops/sparse_grad.h): with lazy_mode (Fluid's
+// attr) only the rows it touches are updated, their moments included, so a
+// row's moments decay only on the steps that use it; without it every row
+// is updated, with a zero gradient where the sparse one has no row, which
+// is exactly the dense update (moments decay everywhere, and a row moves by
+// its remaining momentum even on steps that do not use it).
 #include "ops/adam_op.h"
 
 #include <cmath>
 
 #include "ops/op_helpers.h"
 #include "ops/optimizer_functors.h"
+#include "ops/sparse_grad.h"
 
 namespace fluid {
 namespace ops {
@@ -87,21 +95,8 @@ void AdamInferShape(InferShapeContext* ctx) {
 }
 
 template <typename T>
-void AdamKernel(const ExecutionContext& ctx) {
-  const double lr = ReadScalar(ctx, "LearningRate");
-  const double beta1_pow = ReadScalar(ctx, "Beta1Pow");
-  const double beta2_pow = ReadScalar(ctx, "Beta2Pow");
-  const AdamAttrs a = ReadAdamAttrs(ctx);
-  FLUID_ENFORCE(beta1_pow < 1.0 && beta2_pow < 1.0, "adam: Beta1Pow '",
-                ctx.InputName("Beta1Pow"), "' = ", beta1_pow, " and Beta2Pow '",
-                ctx.InputName("Beta2Pow"), "' = ", beta2_pow,
-                " must be below 1 (beta^t for step t >= 1)");
+void DenseAdam(const ExecutionContext& ctx, const AdamFunctor<T>& f) {
   const auto& [param, grad, moment1, moment2] = GetAdamInputs(ctx);
-
-  const AdamFunctor<T> f =
-      AdamFunctor<T>::Make(lr, beta1_pow, beta2_pow, a.beta1, a.beta2,
-                           a.epsilon, a.weight_decay, a.decoupled);
-
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
   const T* m1 = moment1.data<T>();
@@ -113,7 +108,43 @@ void AdamKernel(const ExecutionContext& ctx) {
     for (int64_t i = b; i < e; ++i)
       f(p[i], g[i], m1[i], m2[i], &p_out[i], &m1_out[i], &m2_out[i]);
   });
+}
 
+template <typename T>
+void SparseAdam(const ExecutionContext& ctx, const AdamFunctor<T>& f) {
+  MergedGrad<T> m;
+  MergeSparseGrad(ctx, &m);
+  FLUID_ENFORCE(ctx.Input("Moment1").numel() == ctx.Input("Param").numel() &&
+                    ctx.Input("Moment2").numel() == ctx.Input("Param").numel(),
+                "adam: Moment1 '", ctx.InputName("Moment1"), "' and Moment2 '",
+                ctx.InputName("Moment2"), "' must be shaped like Param '",
+                ctx.InputName("Param"), "'");
+  T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
+  T* m1 = UpdatedInPlace<T>(ctx, "Moment1", "Moment1Out");
+  T* m2 = UpdatedInPlace<T>(ctx, "Moment2", "Moment2Out");
+  ForEachSparseElement(m, ctx.Attr<bool>("lazy_mode"), [&](int64_t i, T g) {
+    f(p[i], g, m1[i], m2[i], &p[i], &m1[i], &m2[i]);
+  });
+}
+
+template <typename T>
+void AdamKernel(const ExecutionContext& ctx) {
+  const double lr = ReadScalar(ctx, "LearningRate");
+  const double beta1_pow = ReadScalar(ctx, "Beta1Pow");
+  const double beta2_pow = ReadScalar(ctx, "Beta2Pow");
+  const AdamAttrs a = ReadAdamAttrs(ctx);
+  FLUID_ENFORCE(beta1_pow < 1.0 && beta2_pow < 1.0, "adam: Beta1Pow '",
+                ctx.InputName("Beta1Pow"), "' = ", beta1_pow, " and Beta2Pow '",
+                ctx.InputName("Beta2Pow"), "' = ", beta2_pow,
+                " must be below 1 (beta^t for step t >= 1)");
+  const AdamFunctor<T> f =
+      AdamFunctor<T>::Make(lr, beta1_pow, beta2_pow, a.beta1, a.beta2,
+                           a.epsilon, a.weight_decay, a.decoupled);
+  if (HasSparseGrad(ctx)) {
+    SparseAdam<T>(ctx, f);
+  } else {
+    DenseAdam<T>(ctx, f);
+  }
   WriteScalar(ctx, "Beta1PowOut", ctx.Input("Beta1Pow"), beta1_pow * a.beta1);
   WriteScalar(ctx, "Beta2PowOut", ctx.Input("Beta2Pow"), beta2_pow * a.beta2);
 }
@@ -125,7 +156,7 @@ REGISTER_OP(adam)
         "Adam / AdamW as in torch.optim, with bias correction from the "
         "running powers Beta1Pow and Beta2Pow.")
     .Input("Param", "the parameter")
-    .Input("Grad", "its gradient, shaped like Param")
+    .Input("Grad", "its gradient, shaped like Param (dense or sparse rows)")
     .Input("LearningRate", "a one-element float32 or float64 tensor")
     .Input("Moment1", "first moment, shaped like Param; starts at 0")
     .Input("Moment2", "second moment, shaped like Param; starts at 0")
@@ -140,6 +171,8 @@ REGISTER_OP(adam)
     .Attr<float>("beta2", 0.999f, "decay of the second moment")
     .Attr<float>("epsilon", 1e-8f, "added to the denominator")
     .Attr<float>("weight_decay", 0.0f, "weight decay factor")
+    .Attr<bool>("lazy_mode", false,
+                "with a sparse Grad: update only the rows it touches")
     .Attr<bool>("decoupled_weight_decay", false,
                 "false: L2 added to the gradient (torch Adam); true: the "
                 "parameter shrinks by lr * weight_decay first (AdamW)")

@@ -9,11 +9,14 @@
 // equals mu * 0 + g', so starting Velocity at zero (what the startup program
 // does) reproduces torch step for step. ParamOut and VelocityOut are normally
 // bound to Param and Velocity (in-place updates); every element is read
-// before it is written, so either binding gives the same result.
+// before it is written, so either binding gives the same result. A sparse
+// Grad (SelectedRows) updates every row, a row it misses as if its gradient
+// were zero (ops/sparse_grad.h): the result of the dense gradient.
 #include "ops/momentum_op.h"
 
 #include "ops/op_helpers.h"
 #include "ops/optimizer_functors.h"
+#include "ops/sparse_grad.h"
 
 namespace fluid {
 namespace ops {
@@ -45,8 +48,25 @@ void MomentumInferShape(InferShapeContext* ctx) {
 }
 
 template <typename T>
+void SparseMomentumKernel(const ExecutionContext& ctx,
+                          const MomentumFunctor<T>& f) {
+  MergedGrad<T> m;
+  MergeSparseGrad(ctx, &m);
+  T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
+  T* v = UpdatedInPlace<T>(ctx, "Velocity", "VelocityOut");
+  ForEachSparseElement(m, false,
+                       [&](int64_t i, T g) { f(p[i], g, v[i], &p[i], &v[i]); });
+}
+
+template <typename T>
 void MomentumKernel(const ExecutionContext& ctx) {
   const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
+  if (HasSparseGrad(ctx)) {
+    const MomentumFunctor<T> f{lr, static_cast<T>(ctx.Attr<float>("mu")),
+                               static_cast<T>(ctx.Attr<float>("weight_decay")),
+                               ctx.Attr<bool>("use_nesterov")};
+    return SparseMomentumKernel<T>(ctx, f);
+  }
   const MomentumArgs a = ReadMomentumArgs(ctx);
   const T* p = a.param.data<T>();
   const T* g = a.grad.data<T>();
@@ -69,7 +89,7 @@ REGISTER_OP(momentum)
         "SGD with momentum and optional Nesterov and L2 weight decay, as "
         "torch.optim.SGD with dampening 0.")
     .Input("Param", "the parameter")
-    .Input("Grad", "its gradient, shaped like Param")
+    .Input("Grad", "its gradient, shaped like Param (dense or sparse rows)")
     .Input("Velocity", "the momentum buffer, shaped like Param; starts at 0")
     .Input("LearningRate", "a one-element float32 or float64 tensor")
     .Output("ParamOut", "the updated parameter; normally Param itself")

@@ -1,9 +1,12 @@
 // CUDA kernel for momentum (schema in momentum_op.cc; the update rule is
 // MomentumFunctor in optimizer_functors.h). One launch per parameter
-// updates Param and Velocity; the learning rate is read on the device.
+// updates Param and Velocity; the learning rate is read on the device. A
+// sparse Grad updates every row, g = 0 where it has none (sparse_grad.h).
 #include "ops/cuda/device_scalar.cuh"
+#include "ops/cuda/sparse_rows.cuh"
 #include "ops/momentum_op.h"
 #include "ops/optimizer_functors.h"
+#include "ops/sparse_grad.h"
 
 namespace fluid {
 namespace ops {
@@ -26,8 +29,41 @@ struct MomentumUpdate {
 };
 
 template <typename T>
+struct SparseMomentumUpdate {
+  cuda::ScalarIn lr;
+  T mu, wd;
+  bool nesterov;
+  cuda::SparseGradView<T> g;
+  T* p;
+  T* v;
+  __device__ void operator()(int64_t i) const {
+    const MomentumFunctor<T> f{static_cast<T>(lr.Get()), mu, wd, nesterov};
+    const int64_t e = g.Elem(i);
+    f(p[e], g.G(i), v[e], &p[e], &v[e]);
+  }
+};
+
+template <typename T>
+void SparseMomentumKernel(const ExecutionContext& ctx,
+                          const cuda::ScalarIn& lr) {
+  cuda::SparseGradScratch scratch;
+  SparseMomentumUpdate<T> u;
+  u.lr = lr;
+  u.mu = static_cast<T>(ctx.Attr<float>("mu"));
+  u.wd = static_cast<T>(ctx.Attr<float>("weight_decay"));
+  u.nesterov = ctx.Attr<bool>("use_nesterov");
+  u.g =
+      cuda::PrepareSparseGrad<T>(ctx, CheckedSparseGrad(ctx), false, &scratch);
+  u.p = cuda::UpdatedInPlace<T>(ctx, "Param", "ParamOut");
+  u.v = cuda::UpdatedInPlace<T>(ctx, "Velocity", "VelocityOut");
+  cuda::ForEach(cuda::Dev(ctx), u.g.count, u);
+  cuda::Dev(ctx).Wait();  // the scratch lists are freed on return
+}
+
+template <typename T>
 void MomentumKernel(const ExecutionContext& ctx) {
   const cuda::ScalarIn lr = cuda::ScalarInput(ctx, "LearningRate");
+  if (HasSparseGrad(ctx)) return SparseMomentumKernel<T>(ctx, lr);
   const MomentumArgs a = ReadMomentumArgs(ctx);
   MomentumUpdate<T> u;
   u.lr = lr;

@@ -1,11 +1,13 @@
 // sgd: ParamOut = Param - LearningRate * Grad, as torch.optim.SGD without
 // momentum or weight decay. ParamOut is normally bound to the same var as
 // Param (an in-place update); the kernel reads each element before writing it,
-// so both bindings give the same result.
+// so both bindings give the same result. A sparse Grad (SelectedRows)
+// updates only the rows it touches (ops/sparse_grad.h).
 #include "ops/sgd_op.h"
 
 #include "ops/op_helpers.h"
 #include "ops/optimizer_functors.h"
+#include "ops/sparse_grad.h"
 
 namespace fluid {
 namespace ops {
@@ -41,8 +43,18 @@ void SgdInferShape(InferShapeContext* ctx) {
 }
 
 template <typename T>
+void SparseSgdKernel(const ExecutionContext& ctx, T lr) {
+  MergedGrad<T> m;
+  MergeSparseGrad(ctx, &m);
+  T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
+  const SgdFunctor<T> f{lr};
+  ForEachSparseElement(m, true, [&](int64_t i, T g) { p[i] = f(p[i], g); });
+}
+
+template <typename T>
 void SgdKernel(const ExecutionContext& ctx) {
   const T lr = static_cast<T>(ReadScalar(ctx, "LearningRate"));
+  if (HasSparseGrad(ctx)) return SparseSgdKernel<T>(ctx, lr);
   const auto& [param, grad] = GetSgdInputs(ctx);
   const T* p = param.data<T>();
   const T* g = grad.data<T>();
@@ -60,7 +72,7 @@ void SgdKernel(const ExecutionContext& ctx) {
 REGISTER_OP(sgd)
     .Doc("Plain stochastic gradient descent: ParamOut = Param - lr * Grad.")
     .Input("Param", "the parameter")
-    .Input("Grad", "its gradient, shaped like Param")
+    .Input("Grad", "its gradient, shaped like Param (dense or sparse rows)")
     .Input("LearningRate", "a one-element float32 or float64 tensor")
     .Output("ParamOut", "the updated parameter; normally Param itself")
     .SetInferShape(SgdInferShape)

@@ -2,11 +2,18 @@
 // autodiff accumulates every gradient with more than one contribution with
 // this op, so it runs once per such gradient per step and is written to
 // stream each input exactly once.
+//
+// Sparse terms (SelectedRows, from lookup_table with is_sparse): when every
+// input is sparse, Out is sparse too, the concatenation of their rows (a
+// table shared by several lookups gets one sparse gradient); when sparse
+// and dense terms mix, Out is dense, the dense terms summed and the sparse
+// rows added in.
 #include "ops/sum_op.h"
 
 #include <algorithm>
 
 #include "ops/op_helpers.h"
+#include "src/framework/memory.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -33,7 +40,88 @@ template int CheckSumInputs<float>(const ExecutionContext&, const Tensor&,
 template int CheckSumInputs<double>(const ExecutionContext&, const Tensor&,
                                     const double*);
 
+bool AnySparseInput(const ExecutionContext& ctx) {
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i)
+    if (ctx.InputVar("X", i)->IsSelectedRows()) return true;
+  return false;
+}
+
+void ConcatSparseInputs(const ExecutionContext& ctx) {
+  const size_t num = ctx.InputSize("X");
+  std::vector<const SelectedRows*> xs;
+  int64_t total = 0;
+  for (size_t i = 0; i < num; ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    FLUID_ENFORCE(v->IsSelectedRows(), "sum: input X[", i, "] '",
+                  ctx.InputName("X", i), "' is dense while X[0] '",
+                  ctx.InputName("X", 0), "' holds sparse rows");
+    xs.push_back(&v->Get<SelectedRows>());
+    FLUID_ENFORCE(xs[i]->dense_shape() == xs[0]->dense_shape(), "sum: input X[",
+                  i, "] '", ctx.InputName("X", i), "' stands for shape ",
+                  xs[i]->dense_shape(), " but X[0] '", ctx.InputName("X", 0),
+                  "' for ", xs[0]->dense_shape());
+    total += static_cast<int64_t>(xs[i]->rows().size());
+  }
+  SelectedRows* out = ctx.OutputVar("Out")->GetMutableSelectedRows();
+  for (const SelectedRows* x : xs)
+    FLUID_ENFORCE(x != out, "sum: Out '", ctx.OutputName("Out"),
+                  "' may not be one of its sparse inputs");
+  Shape shape = xs[0]->value().shape();
+  shape[0] = total;
+  Tensor* value = out->mutable_value();
+  value->set_dtype(xs[0]->value().dtype());
+  value->Resize(shape);
+  char* dst = static_cast<char*>(value->raw_mutable_data(ctx.place()));
+  out->set_height(xs[0]->height());
+  out->mutable_rows()->clear();
+  for (const SelectedRows* x : xs) {
+    out->mutable_rows()->insert(out->mutable_rows()->end(), x->rows().begin(),
+                                x->rows().end());
+    const size_t bytes = x->rows().empty() ? 0 : x->value().bytes();
+    if (bytes > 0)
+      CopyBytes(ctx.place(), dst, x->value().place(), x->value().raw_data(),
+                bytes);
+    dst += bytes;
+  }
+}
+
 namespace {
+
+// Sparse and dense terms: Out = the dense terms' sum plus every sparse row,
+// added in input order.
+template <typename T>
+void MixedSum(const ExecutionContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  std::vector<const SelectedRows*> sparse;
+  std::vector<const T*> dense;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    if (v->IsSelectedRows()) {
+      sparse.push_back(&v->Get<SelectedRows>());
+      if (out->shape().rank() == 0) out->Resize(sparse.back()->dense_shape());
+    } else {
+      dense.push_back(v->GetTensor().data<T>());
+      FLUID_ENFORCE(v != ctx.OutputVar("Out"), "sum: Out '",
+                    ctx.OutputName("Out"),
+                    "' may not be one of its inputs when some are sparse");
+    }
+  }
+  T* o = out->mutable_data<T>();
+  const int64_t n = out->numel();
+  std::fill_n(o, n, T(0));
+  for (const T* d : dense)
+    for (int64_t i = 0; i < n; ++i) o[i] += d[i];
+  for (const SelectedRows* sr : sparse) {
+    FLUID_ENFORCE(sr->dense_shape() == out->shape(), "sum: a sparse input ",
+                  "stands for shape ", sr->dense_shape(), " but Out '",
+                  ctx.OutputName("Out"), "' has shape ", out->shape());
+    CheckRowsInRange(*sr, "sum: a sparse input");
+    const int64_t w = sr->row_width();
+    const T* v = sr->value().data<T>();
+    for (size_t k = 0; k < sr->rows().size(); ++k)
+      for (int64_t j = 0; j < w; ++j) o[sr->rows()[k] * w + j] += v[k * w + j];
+  }
+}
 
 // Elements per tile: the output tile stays in L1 while every input is added
 // into it, so Out is written to memory once however many inputs there are.
@@ -47,6 +135,10 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 void SumInferShape(InferShapeContext* ctx) {
   const size_t n = ctx->InputSize("X");
   FLUID_ENFORCE(n >= 1, "sum: needs at least one input X");
+  bool all_sparse = true;
+  for (size_t i = 0; i < n; ++i)
+    all_sparse = all_sparse && ctx->IsSelectedRowsInput("X", i);
+  if (all_sparse) ctx->SetOutputSelectedRows("Out");
   Shape out = ctx->GetInputShape("X", 0);
   const DataType dtype = ctx->GetInputDtype("X", 0);
   for (size_t i = 1; i < n; ++i) {
@@ -70,6 +162,10 @@ void SumInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void SumKernel(const ExecutionContext& ctx) {
+  if (AnySparseInput(ctx)) {
+    if (ctx.OutputVar("Out")->IsSelectedRows()) return ConcatSparseInputs(ctx);
+    return MixedSum<T>(ctx);
+  }
   const size_t num = ctx.InputSize("X");
   Tensor* out = ctx.Output("Out");
   const int64_t numel = out->numel();

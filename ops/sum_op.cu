@@ -54,6 +54,15 @@ struct SumGroup {
 
 template <typename T>
 void SumKernel(const ExecutionContext& ctx) {
+  if (AnySparseInput(ctx)) {
+    FLUID_ENFORCE_CODE(ctx.OutputVar("Out")->IsSelectedRows(),
+                       ErrorCode::kUnimplemented, "sum: Out '",
+                       ctx.OutputName("Out"),
+                       "': a sum of sparse and dense terms runs on the CPU "
+                       "only; a sum of sparse terms only runs here");
+    cuda::Dev(ctx).Wait();  // the values are copied synchronously
+    return ConcatSparseInputs(ctx);
+  }
   const size_t num = ctx.InputSize("X");
   Tensor* out = ctx.Output("Out");
   const int64_t numel = out->numel();

@@ -16,5 +16,14 @@ template <typename T>
 int CheckSumInputs(const ExecutionContext& ctx, const Tensor& out,
                    const T* out_data);
 
+// True when some input X holds sparse rows (SelectedRows).
+bool AnySparseInput(const ExecutionContext& ctx);
+
+// Out = the inputs' sparse rows concatenated, in input order (a sum of
+// SelectedRows lists every row of every term; the optimizer merges them).
+// Every input must hold sparse rows of one height and row width. Copies
+// synchronously: on a device, call it once the inputs are written.
+void ConcatSparseInputs(const ExecutionContext& ctx);
+
 }  // namespace ops
 }  // namespace fluid

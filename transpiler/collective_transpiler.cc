@@ -106,6 +106,7 @@ std::vector<GradBucket> PlanBuckets(
   std::vector<Item> items;
   for (const auto& pg : OptimizedParams(main)) {
     const proto::VarDesc& g = GetVarDesc(block, pg.second);
+    if (g.type() == proto::VarDesc::SELECTED_ROWS) continue;
     Shape shape = VarShape(g);
     FLUID_ENFORCE(shape.IsFullyKnown(), "gradient '", pg.second, "' has shape ",
                   shape, "; a reduced gradient must have a ",
@@ -143,6 +144,26 @@ std::vector<GradBucket> PlanBuckets(
     buckets[k].handle = buckets[k].fused + "@HANDLE";
   }
   return buckets;
+}
+
+std::vector<GradBucket> SparseGradBuckets(const proto::ProgramDesc& main) {
+  const proto::BlockDesc& block = main.blocks(0);
+  std::vector<GradBucket> out;
+  for (const auto& pg : OptimizedParams(main)) {
+    if (GetVarDesc(block, pg.second).type() != proto::VarDesc::SELECTED_ROWS)
+      continue;
+    FLUID_ENFORCE(LastBackwardWrite(block, pg.second) >= 0,
+                  "no backward op writes gradient '", pg.second,
+                  "' of parameter '", pg.first, "'");
+    GradBucket b;
+    b.grads = {pg.second};
+    b.params = {pg.first};
+    b.fused = pg.second;
+    b.handle = pg.second + "@HANDLE";
+    b.sparse = true;
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 uint64_t StructureHash(const proto::ProgramDesc& program) {
@@ -200,6 +221,11 @@ void AddBuckets(const proto::BlockDesc& src,
                 const std::vector<GradBucket>& buckets, proto::BlockDesc* dst) {
   for (const GradBucket& b : buckets) {
     DataType dtype = VarDtype(GetVarDesc(src, b.grads[0]));
+    if (b.sparse) {  // reduced in place: a handle, no buffer
+      AddVarDesc(dst, b.handle, DataType::kInt64, Shape{})
+          ->set_type(proto::VarDesc::COMM_HANDLE);
+      continue;
+    }
     AddVarDesc(
         dst, b.fused, dtype,
         Shape{b.bytes / static_cast<int64_t>(SizeOf(dtype)) + b.padding});
@@ -229,6 +255,15 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
   auto allreduce = [&](size_t k) {
     AttributeMap attrs = {
         {"reduce_type", std::string(config.average ? "avg" : "sum")}};
+    if (buckets[k].sparse) {
+      attrs["sparse_dense_ratio"] =
+          static_cast<float>(config.sparse_dense_ratio);
+      return WithRole(
+          MakeOp("c_sparse_allreduce", {{"X", {buckets[k].fused}}},
+                 {{"Out", {buckets[k].fused}}, {"Handle", {buckets[k].handle}}},
+                 attrs),
+          kCollectiveRole);
+    }
     if (scatter) {
       attrs["nranks"] = int32_t{config.nranks};
       return WithRole(MakeOp("c_reducescatter", {{"X", {buckets[k].fused}}},
@@ -286,9 +321,19 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
                 "gradient compression (", config.grad_compression,
                 ") does not combine with a sharded optimizer yet; use one "
                 "of the two");
-  const std::vector<GradBucket> buckets =
+  FLUID_ENFORCE(config.sparse_dense_ratio >= 0,
+                "sparse_dense_ratio must not be negative, got ",
+                config.sparse_dense_ratio);
+  std::vector<GradBucket> buckets =
       sharded ? PlanShardedBuckets(job.main(), config)
               : PlanBuckets(job.main(), config.bucket_bytes);
+  std::vector<GradBucket> sparse = SparseGradBuckets(job.main());
+  if (sharded && !sparse.empty())
+    FLUID_THROW(ErrorCode::kUnimplemented, "the sparse gradient '",
+                sparse[0].grads[0],
+                "' does not combine with a sharded optimizer yet; use "
+                "is_sparse=False or shard_optimizer 0");
+  for (GradBucket& b : sparse) buckets.push_back(std::move(b));
   const Placement at = PlaceCollectives(src, buckets, config.overlap);
   proto::BlockDesc* dst = out.mutable_main()->mutable_blocks(0);
   dst->clear_ops();
@@ -307,6 +352,7 @@ proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
   dc->set_average(config.average);
   dc->set_grad_compression(config.grad_compression);
   dc->set_shard_optimizer(config.shard_optimizer);
+  dc->set_sparse_dense_ratio(static_cast<float>(config.sparse_dense_ratio));
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
     SetForm(p, JobForm::kCollective);
     p->set_nranks(config.nranks);
@@ -390,6 +436,23 @@ void CheckCompression(const proto::BlockDesc& block, const proto::OpDesc& op,
                 wire, "; only float32 gradients are compressed");
 }
 
+// A sparse gradient is reduced by c_sparse_allreduce (uncompressed), a dense
+// one by c_allreduce: each op refuses the other kind at run time.
+void CheckReductionKind(const proto::OpDesc& op, const std::string& grad,
+                        bool sparse) {
+  if (sparse) {
+    FLUID_ENFORCE(op.type() == "c_sparse_allreduce", "gradient '", grad,
+                  "' holds sparse rows (SELECTED_ROWS) but is reduced by ",
+                  op.type(), "; sparse gradients need c_sparse_allreduce");
+    FLUID_ENFORCE(!HasOpAttr(op, "compression"), "gradient '", grad,
+                  "' holds sparse rows, which are never compressed");
+  } else {
+    FLUID_ENFORCE(op.type() == "c_allreduce", "gradient '", grad,
+                  "' is dense but is reduced by ", op.type(),
+                  ", which takes sparse rows (SELECTED_ROWS) only");
+  }
+}
+
 }  // namespace
 
 void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
@@ -406,11 +469,16 @@ void LintCollective(const proto::ProgramDesc& main, int nranks, bool average) {
     const std::string& grad = pg.second;
     auto f = grad_to_fused.find(grad);
     const std::string carrier = f == grad_to_fused.end() ? grad : f->second;
+    const bool sparse =
+        GetVarDesc(block, grad).type() == proto::VarDesc::SELECTED_ROWS;
     std::vector<int> reductions;
     int averaged = 0;
     for (int i = 0; i < block.ops_size(); ++i) {
       const proto::OpDesc& op = block.ops(i);
-      if (op.type() == "c_allreduce" && Reads(op, carrier)) {
+      const bool reduces =
+          op.type() == "c_allreduce" || op.type() == "c_sparse_allreduce";
+      if (reduces && Reads(op, carrier)) {
+        CheckReductionKind(op, grad, sparse);
         reductions.push_back(i);
         if (GetOpAttrAs<std::string>(op, "reduce_type") == "avg") ++averaged;
         CheckCompression(block, op, grad);

@@ -33,6 +33,11 @@ struct CollectiveConfig {
   // 2 the same after a reduce-scatter, which hands each rank only its
   // shard of the averaged gradients.
   int shard_optimizer = 0;
+  // Sparse gradients (SELECTED_ROWS, an embedding's with is_sparse) are
+  // gathered by c_sparse_allreduce, unless all ranks' rows together exceed
+  // this fraction of the table's height at run time; then they are
+  // allreduced as a dense table (src/distributed/sparse_allreduce.h).
+  double sparse_dense_ratio = 0.25;
 };
 
 // One allreduce's worth of gradients, in the order the backward pass
@@ -48,6 +53,9 @@ struct GradBucket {
   // equal shards (sharded optimizer only), held by the var `pad`.
   int64_t padding = 0;
   std::string pad;
+  // One sparse gradient (SELECTED_ROWS): reduced by c_sparse_allreduce in
+  // place (`fused` is the gradient itself), never coalesced.
+  bool sparse = false;
 };
 
 // The (param, grad) pairs the optimize ops update, from their op_role_var,
@@ -55,21 +63,25 @@ struct GradBucket {
 std::vector<std::pair<std::string, std::string>> OptimizedParams(
     const proto::ProgramDesc& main);
 
-// Packs the gradients of `main` into buckets of at most `bucket_bytes`
-// (a larger gradient gets a bucket of its own; dtypes never mix), in the
-// order the backward pass writes them.
-// `group`, when given, keeps parameters with different keys in different
-// buckets (as dtypes always are).
+// Packs the dense gradients of `main` into buckets of at most
+// `bucket_bytes` (a larger gradient gets a bucket of its own; dtypes never
+// mix), in the order the backward pass writes them. Sparse gradients
+// (SELECTED_ROWS) are left to SparseGradBuckets. `group`, when given, keeps
+// parameters with different keys in different buckets (as dtypes always
+// are).
 std::vector<GradBucket> PlanBuckets(
     const proto::ProgramDesc& main, int64_t bucket_bytes,
     const std::function<std::string(const std::string& param)>& group = {});
+// One bucket per sparse gradient of `main`, in program order.
+std::vector<GradBucket> SparseGradBuckets(const proto::ProgramDesc& main);
 
 // Returns the rewritten job:
 //  - startup: c_broadcast of every parameter and optimizer state from rank
 //    0, so all ranks start identical whatever their seeds;
 //  - main: per bucket a coalesce_tensor (first op: the bucket's gradients
 //    become views of one buffer), a c_allreduce (compressed as the config
-//    says) after the last backward op
+//    says; c_sparse_allreduce for a sparse gradient) after the last
+//    backward op
 //    writing the bucket (overlap) or before the first optimize op, and a
 //    c_wait before the first op on the optimizer's side reading it (a
 //    gradient clip, a weight decay or the update: any op neither backward

@@ -14,7 +14,8 @@ JobForm FormFromOps(const proto::ProgramDesc& program) {
   for (const auto& block : program.blocks()) {
     for (const auto& op : block.ops()) {
       const std::string& type = op.type();
-      if (type == "c_allreduce") return JobForm::kCollective;
+      if (type == "c_allreduce" || type == "c_sparse_allreduce")
+        return JobForm::kCollective;
       if (type == "send" || type == "recv") form = JobForm::kPserverTrainer;
       if (type == "listen_and_serv") return JobForm::kPserverServer;
     }

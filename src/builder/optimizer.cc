@@ -133,24 +133,27 @@ proto::OpDesc AdamOptimizer::MakeOptimizeOp(ProgramBuilder* b,
                                         Shape{1}, dtype, beta1_);
   std::string b2 = b->CreatePersistable(b->UniqueName(param + "_beta2_pow"),
                                         Shape{1}, dtype, beta2_);
-  return MakeOp("adam",
-                {{"Param", {param}},
-                 {"Grad", {grad}},
-                 {"LearningRate", {lr}},
-                 {"Moment1", {m1}},
-                 {"Moment2", {m2}},
-                 {"Beta1Pow", {b1}},
-                 {"Beta2Pow", {b2}}},
-                {{"ParamOut", {param}},
-                 {"Moment1Out", {m1}},
-                 {"Moment2Out", {m2}},
-                 {"Beta1PowOut", {b1}},
-                 {"Beta2PowOut", {b2}}},
-                {{"beta1", beta1_},
-                 {"beta2", beta2_},
-                 {"epsilon", epsilon_},
-                 {"weight_decay", weight_decay_},
-                 {"decoupled_weight_decay", decoupled_}});
+  proto::OpDesc op = MakeOp("adam",
+                            {{"Param", {param}},
+                             {"Grad", {grad}},
+                             {"LearningRate", {lr}},
+                             {"Moment1", {m1}},
+                             {"Moment2", {m2}},
+                             {"Beta1Pow", {b1}},
+                             {"Beta2Pow", {b2}}},
+                            {{"ParamOut", {param}},
+                             {"Moment1Out", {m1}},
+                             {"Moment2Out", {m2}},
+                             {"Beta1PowOut", {b1}},
+                             {"Beta2PowOut", {b2}}},
+                            {{"beta1", beta1_},
+                             {"beta2", beta2_},
+                             {"epsilon", epsilon_},
+                             {"weight_decay", weight_decay_},
+                             {"decoupled_weight_decay", decoupled_}});
+  // Set only when asked for: programs without it stay as they were.
+  if (lazy_mode_) SetOpAttr(&op, "lazy_mode", true);
+  return op;
 }
 
 proto::OpDesc StateOptimizer::MakeOptimizeOp(ProgramBuilder* b,
@@ -190,9 +193,9 @@ std::unique_ptr<Optimizer> MakeUpdateRule(const OptimizerConfig& c) {
     return std::make_unique<MomentumOptimizer>(lr, c.momentum, c.nesterov,
                                                c.weight_decay);
   if (c.type == "adam")
-    return std::make_unique<AdamOptimizer>(lr, c.beta1, c.beta2, c.epsilon,
-                                           c.weight_decay,
-                                           c.decoupled_weight_decay);
+    return std::make_unique<AdamOptimizer>(
+        lr, c.beta1, c.beta2, c.epsilon, c.weight_decay,
+        c.decoupled_weight_decay, c.lazy_mode);
   if (c.type == "adagrad")
     return std::make_unique<StateOptimizer>(
         lr, "adagrad", std::vector<S>{{"Moment", c.initial_accumulator_value}},

@@ -33,6 +33,9 @@ struct OptimizerConfig {
   // Adam only: false = L2 added to the gradient (torch.optim.Adam), true =
   // decoupled (AdamW).
   bool decoupled_weight_decay = false;
+  // Adam only: a sparse gradient updates only the rows it touches (Fluid's
+  // lazy_mode); see ops/adam_op.cc.
+  bool lazy_mode = false;
   float rho = 0.95f;                    // rmsprop (its decay), adadelta
   float decay = 0.95f;                  // decayed_adagrad
   bool centered = false;                // rmsprop
@@ -118,13 +121,14 @@ class AdamOptimizer : public Optimizer {
  public:
   AdamOptimizer(float lr, float beta1 = 0.9f, float beta2 = 0.999f,
                 float epsilon = 1e-8f, float weight_decay = 0.0f,
-                bool decoupled = false)
+                bool decoupled = false, bool lazy_mode = false)
       : Optimizer(lr),
         beta1_(beta1),
         beta2_(beta2),
         epsilon_(epsilon),
         weight_decay_(weight_decay),
-        decoupled_(decoupled) {}
+        decoupled_(decoupled),
+        lazy_mode_(lazy_mode) {}
 
  protected:
   proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
@@ -134,6 +138,7 @@ class AdamOptimizer : public Optimizer {
  private:
   float beta1_, beta2_, epsilon_, weight_decay_;
   bool decoupled_;
+  bool lazy_mode_;
 };
 
 // An optimizer whose op keeps state tensors shaped like the parameter

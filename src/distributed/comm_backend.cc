@@ -51,6 +51,23 @@ void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
   }
 }
 
+void CommBackend::AllGatherV(const void* send, void* recv,
+                             const std::vector<int64_t>& bytes) {
+  FLUID_ENFORCE(static_cast<int>(bytes.size()) == size(), "allgatherv needs ",
+                size(), " block sizes, got ", bytes.size());
+  const int64_t block = *std::max_element(bytes.begin(), bytes.end());
+  gather_send_.assign(block, 0);
+  gather_recv_.resize(block * size());
+  if (bytes[rank()] > 0) std::memcpy(gather_send_.data(), send, bytes[rank()]);
+  AllGather(gather_send_.data(), gather_recv_.data(), block);
+  char* out = static_cast<char*>(recv);
+  for (int r = 0; r < size(); ++r) {
+    if (bytes[r] > 0)
+      std::memcpy(out, gather_recv_.data() + r * block, bytes[r]);
+    out += bytes[r];
+  }
+}
+
 void CommBackend::AllReduceCompressed(float* data, int64_t count,
                                       WireFormat wire, ReduceOp op) {
   FLUID_ENFORCE(wire != WireFormat::kNative,

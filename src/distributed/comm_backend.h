@@ -56,6 +56,12 @@ class CommBackend {
   // reduce-scatter of their own override it.
   virtual void ReduceScatter(const void* send, void* recv, int64_t count,
                              DataType dtype, ReduceOp op);
+  // Rank r sends bytes[r] bytes (bytes[rank()] from `send`); recv receives
+  // every rank's block in rank order, back to back. Every rank passes the
+  // same `bytes`. This implementation pads each block to the largest and
+  // calls AllGather; transports with a variable-count gather override it.
+  virtual void AllGatherV(const void* send, void* recv,
+                          const std::vector<int64_t>& bytes);
   virtual void Barrier() = 0;
   // Collective: every rank sets the same algorithm at the same point of its
   // collectives. Backends without a hierarchy run kFlat whatever is set.
@@ -83,6 +89,7 @@ class CommBackend {
  private:
   std::vector<uint16_t> wire_send_, wire_recv_;  // AllReduceCompressed's
   std::vector<char> scatter_;                    // ReduceScatter's copy
+  std::vector<char> gather_send_, gather_recv_;  // AllGatherV's
 };
 
 // Divides `count` elements of `dtype` at `data` by `n` (the avg of kAvg).

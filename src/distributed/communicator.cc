@@ -1,5 +1,6 @@
 #include "src/distributed/communicator.h"
 
+#include "src/distributed/sparse_allreduce.h"
 #include "src/distributed/stall_watchdog.h"
 #include "src/framework/device.h"
 #include "src/framework/memory.h"
@@ -255,6 +256,44 @@ CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
     CopyBytes(Place::CPU(), host, i.place(), i.raw_data(), i.bytes());
     b->ReduceScatter(host, host + i.bytes(), o.numel(), o.dtype(), op);
     CopyBytes(o.place(), recv, Place::CPU(), host + i.bytes(), o.bytes());
+  });
+}
+
+CommHandlePtr Communicator::SparseAllReduceAsync(const SelectedRows& in,
+                                                 SelectedRows* out, ReduceOp op,
+                                                 double dense_ratio,
+                                                 ReadyFn ready) {
+  FLUID_ENFORCE(out != nullptr, "sparse allreduce into nothing");
+  auto rows = std::make_shared<std::vector<int64_t>>(in.rows());
+  const Tensor values = in.value();  // shares the buffer until done
+  const int64_t height = in.height(), width = in.row_width();
+  Shape shape = values.shape();
+  if (shape.rank() == 0) shape = Shape{0, 1};
+  return Enqueue([this, rows, values, height, width, shape, op, dense_ratio,
+                  ready, out](CommBackend* b) {
+    Tensor host = values;
+    if (!values.place().is_cpu() && values.initialized()) {
+      if (ready) ready();
+      host = Tensor();
+      host.CopyFrom(values, Place::CPU());
+    }
+    SparseReduceInput in{rows.get(), rows->empty() ? nullptr : host.raw_data(),
+                         width, height, values.dtype()};
+    SparseReduceOutput result;
+    SparseAllReduce(b, in, op, dense_ratio, &result);
+    if (size_ > 1) allreduce_wire_bytes_ += result.wire_bytes;
+    Shape out_shape = shape;
+    out_shape[0] = static_cast<int64_t>(result.rows.size());
+    result.values.Resize(out_shape);
+    out->set_height(height);
+    *out->mutable_rows() = std::move(result.rows);
+    if (values.place().is_cpu()) {
+      *out->mutable_value() = result.values;
+    } else {
+      Tensor on_device;
+      on_device.CopyFrom(result.values, values.place());
+      *out->mutable_value() = on_device;
+    }
   });
 }
 

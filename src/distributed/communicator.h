@@ -21,6 +21,7 @@
 
 #include "src/distributed/comm_backend.h"
 #include "src/distributed/flight_recorder.h"
+#include "src/framework/selected_rows.h"
 #include "src/framework/tensor.h"
 
 namespace fluid {
@@ -81,6 +82,15 @@ class Communicator {
   CommHandlePtr ReduceScatterAsync(const Tensor& in, const Tensor& out,
                                    ReduceOp op, ReadyFn ready = nullptr);
   CommHandlePtr BarrierAsync();
+  // Sparse rows summed (kSum) or averaged (kAvg) over the ranks into `out`
+  // (c_sparse_allreduce; src/distributed/sparse_allreduce.h has the rule
+  // and the dense fallback past `dense_ratio`). `in`'s rows and values are
+  // taken when the call is made; `out` (which may be `in`) is written by
+  // the worker and must not be touched until the handle is done. The same
+  // on every rank, bit for bit. Its bytes count in allreduce_wire_bytes().
+  CommHandlePtr SparseAllReduceAsync(const SelectedRows& in, SelectedRows* out,
+                                     ReduceOp op, double dense_ratio,
+                                     ReadyFn ready = nullptr);
 
   void AllReduce(const Tensor& t, ReduceOp op) {
     AllReduceAsync(t, op)->Wait();
@@ -101,7 +111,8 @@ class Communicator {
   }
 
   // Bytes of tensor data this rank has handed to the transport's
-  // allreduces so far, in their wire format (halved by compression).
+  // allreduces so far, in their wire format (halved by compression), and
+  // to its sparse allreduces (rows and values, or the dense table).
   int64_t allreduce_wire_bytes() const { return allreduce_wire_bytes_.load(); }
 
   // Gathers one value per rank; for small control exchanges.

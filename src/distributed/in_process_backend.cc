@@ -90,6 +90,18 @@ class InProcessBackend : public CommBackend {
     if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size());
   }
 
+  void AllGatherV(const void* send, void* recv,
+                  const std::vector<int64_t>& bytes) override {
+    group_->Post(rank_, send);
+    group_->Arrive();
+    char* out = static_cast<char*>(recv);
+    for (int r = 0; r < size(); ++r) {
+      if (bytes[r] > 0) std::memcpy(out, group_->Posted(r), bytes[r]);
+      out += bytes[r];
+    }
+    group_->Arrive();
+  }
+
   void Barrier() override { group_->Arrive(); }
 
   void Abort(int code) override {

@@ -179,6 +179,23 @@ class MpiBackend : public CommBackend {
     if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size_);
   }
 
+  void AllGatherV(const void* send, void* recv,
+                  const std::vector<int64_t>& bytes) override {
+    std::vector<int> counts(size_), displs(size_);
+    int64_t offset = 0;
+    for (int r = 0; r < size_; ++r) {
+      FLUID_ENFORCE(bytes[r] <= INT_MAX && offset <= INT_MAX, "allgatherv of ",
+                    bytes[r], " bytes at offset ", offset, " is too large");
+      counts[r] = static_cast<int>(bytes[r]);
+      displs[r] = static_cast<int>(offset);
+      offset += bytes[r];
+    }
+    Counted counted(membership_.get(), "allgatherv", offset);
+    Check(MPI_Allgatherv(send, counts[rank_], MPI_BYTE, recv, counts.data(),
+                         displs.data(), MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
+  }
+
   void Barrier() override {
     Counted counted(membership_.get(), "barrier", 0);
     Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");

@@ -93,6 +93,11 @@ class NcclBackend final : public CommBackend {
                      DataType dtype, ReduceOp op) override {
     host_->ReduceScatter(send, recv, count, dtype, op);
   }
+  // Host memory only: sparse rows are gathered on the host.
+  void AllGatherV(const void* send, void* recv,
+                  const std::vector<int64_t>& bytes) override {
+    host_->AllGatherV(send, recv, bytes);
+  }
   void Barrier() override { host_->Barrier(); }
   void Abort(int code) override {
     if (comm_ != nullptr) ncclCommAbort(comm_);

@@ -132,20 +132,46 @@ const std::string& RuntimeInferShapeContext::OutputName(const std::string& slot,
                  "output");
 }
 
-const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
-                                                    size_t i) const {
+Variable* RuntimeInferShapeContext::InputVariable(const std::string& slot,
+                                                  size_t i) const {
   const BoundSlot* s = op_.FindInput(slot);
   FLUID_ENFORCE(s != nullptr && i < s->vars.size() && s->vars[i] != nullptr,
                 "input '", slot, "'[", i, "] is missing");
-  const Tensor& t = s->vars[i]->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "variable ", Quote(s->args[i]), " (input ",
-                slot, ") holds no value: feed it, or run the startup ",
-                "program first");
+  return s->vars[i];
+}
+
+Variable* RuntimeInferShapeContext::OutputVariable(const std::string& slot,
+                                                   size_t i) const {
+  const BoundSlot* s = op_.FindOutput(slot);
+  if (s == nullptr || i >= s->vars.size()) return nullptr;
+  return s->vars[i];
+}
+
+const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
+                                                    size_t i) const {
+  Variable* v = InputVariable(slot, i);
+  const Tensor& t =
+      v->IsSelectedRows() ? v->Get<SelectedRows>().value() : v->GetTensor();
+  FLUID_ENFORCE(t.initialized() || v->IsSelectedRows(), "variable ",
+                Quote(InputName(slot, i)), " (input ", slot,
+                ") holds no value: feed it, or run the startup program first");
   return t;
+}
+
+bool RuntimeInferShapeContext::IsSelectedRowsInput(const std::string& slot,
+                                                   size_t i) const {
+  return InputVariable(slot, i)->IsSelectedRows();
+}
+
+void RuntimeInferShapeContext::SetOutputSelectedRows(const std::string& slot,
+                                                     size_t i) {
+  if (Variable* v = OutputVariable(slot, i)) v->GetMutableSelectedRows();
 }
 
 Shape RuntimeInferShapeContext::GetInputShape(const std::string& slot,
                                               size_t i) const {
+  Variable* v = InputVariable(slot, i);
+  if (v->IsSelectedRows()) return v->Get<SelectedRows>().dense_shape();
   return InputTensor(slot, i).shape();
 }
 
@@ -156,13 +182,18 @@ DataType RuntimeInferShapeContext::GetInputDtype(const std::string& slot,
 
 void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
                                               const Shape& shape, size_t i) {
-  const BoundSlot* s = op_.FindOutput(slot);
-  if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
-  Tensor* t = s->vars[i]->GetMutableTensor();
+  Variable* v = OutputVariable(slot, i);
+  if (v == nullptr) return;
+  if (v->IsSelectedRows()) {  // the kernel sizes the rows and values
+    v->GetMutableSelectedRows()->set_height(shape.rank() > 0 ? shape[0] : 0);
+    return;
+  }
+  Tensor* t = v->GetMutableTensor();
   // Named here, where the variable is known, before a kernel allocates it.
   int64_t bytes = 0;
   if (!ShapeBytes(shape, t->dtype(), &bytes))
-    ThrowShapeTooLarge("variable " + Quote(s->args[i]), shape, t->dtype());
+    ThrowShapeTooLarge("variable " + Quote(OutputName(slot, i)), shape,
+                       t->dtype());
   t->Resize(shape);
   t->clear_lod();  // last run's offsets; ShareLoD sets this run's
 }
@@ -186,9 +217,13 @@ void RuntimeInferShapeContext::SetOutputLoD(const std::string& slot,
 
 void RuntimeInferShapeContext::SetOutputDtype(const std::string& slot,
                                               DataType dtype, size_t i) {
-  const BoundSlot* s = op_.FindOutput(slot);
-  if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
-  s->vars[i]->GetMutableTensor()->set_dtype(dtype);
+  Variable* v = OutputVariable(slot, i);
+  if (v == nullptr) return;
+  if (v->IsSelectedRows()) {
+    v->GetMutableSelectedRows()->mutable_value()->set_dtype(dtype);
+    return;
+  }
+  v->GetMutableTensor()->set_dtype(dtype);
 }
 
 // ---- compile-time shape inference ----
@@ -254,6 +289,18 @@ proto::VarDesc* CompileTimeInferShapeContext::OutputVar(const std::string& slot,
   proto::VarDesc* var = FindMutableVarDesc(block_, name);
   if (var == nullptr) var = AddVarDesc(block_, name, default_dtype_, Shape{});
   return var;
+}
+
+bool CompileTimeInferShapeContext::IsSelectedRowsInput(const std::string& slot,
+                                                       size_t i) const {
+  return GetVarDesc(*block_, InputName(slot, i)).type() ==
+         proto::VarDesc::SELECTED_ROWS;
+}
+
+void CompileTimeInferShapeContext::SetOutputSelectedRows(
+    const std::string& slot, size_t i) {
+  if (proto::VarDesc* v = OutputVar(slot, i))
+    v->set_type(proto::VarDesc::SELECTED_ROWS);
 }
 
 void CompileTimeInferShapeContext::SetOutputShape(const std::string& slot,

@@ -40,6 +40,12 @@ class InferShapeContext {
   virtual void SetOutputDtype(const std::string& slot, DataType dtype,
                               size_t i = 0) = 0;
   virtual const AttributeMap& attrs() const = 0;
+  // Sparse values (SelectedRows, VarDesc type SELECTED_ROWS): an input's
+  // shape reads as its dense shape [height, ...]; an output marked sparse
+  // takes its height from SetOutputShape.
+  virtual bool IsSelectedRowsInput(const std::string& slot,
+                                   size_t i = 0) const = 0;
+  virtual void SetOutputSelectedRows(const std::string& slot, size_t i = 0) = 0;
 
   // Level-1 LoD (src/framework/lod.h). At compile time a var has a
   // lod_level (0 or 1) and no offsets; at run time a tensor has offsets or
@@ -145,8 +151,12 @@ class RuntimeInferShapeContext : public InferShapeContext {
   void SetOutputLoDLevel(const std::string& slot, int level,
                          size_t i) override {}
   void SetOutputLoD(const std::string& slot, const LoD& lod, size_t i) override;
+  bool IsSelectedRowsInput(const std::string& slot, size_t i) const override;
+  void SetOutputSelectedRows(const std::string& slot, size_t i) override;
 
  private:
+  Variable* InputVariable(const std::string& slot, size_t i) const;
+  Variable* OutputVariable(const std::string& slot, size_t i) const;
   const Tensor& InputTensor(const std::string& slot, size_t i) const;
   const OperatorBase& op_;
 };
@@ -179,6 +189,8 @@ class CompileTimeInferShapeContext : public InferShapeContext {
   void SetOutputLoDLevel(const std::string& slot, int level, size_t i) override;
   void SetOutputLoD(const std::string& slot, const LoD& lod,
                     size_t i) override {}
+  bool IsSelectedRowsInput(const std::string& slot, size_t i) const override;
+  void SetOutputSelectedRows(const std::string& slot, size_t i) override;
 
  private:
   proto::VarDesc* OutputVar(const std::string& slot, size_t i);

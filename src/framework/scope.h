@@ -1,9 +1,10 @@
 // Variables and scopes.
 //
-// A Variable holds one value: a Tensor, or (for collective handles and other
-// runtime objects) any other type. A Scope maps names to variables it owns;
-// lookups fall back to the parent scope. Kids are owned by their parent and
-// are the place for per-run temporaries. Not thread-safe.
+// A Variable holds one value: a Tensor, a SelectedRows (a sparse gradient),
+// or (for collective handles and other runtime objects) any other type. A Scope
+// maps names to variables it owns; lookups fall back to the parent scope. Kids
+// are owned by their parent and are the place for per-run temporaries. Not
+// thread-safe.
 #pragma once
 
 #include <any>
@@ -13,6 +14,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "src/framework/selected_rows.h"
 #include "src/framework/tensor.h"
 
 namespace fluid {
@@ -23,11 +25,26 @@ class Variable {
   // An empty variable reads as an uninitialised tensor.
   const Tensor& GetTensor() const {
     static const Tensor kEmpty;
+    FLUID_ENFORCE(!IsSelectedRows(),
+                  "variable holds sparse rows (SELECTED_ROWS), not a tensor");
     return value_.has_value() ? Get<Tensor>() : kEmpty;
   }
   bool HasValue() const { return value_.has_value(); }
   bool IsTensor() const {
     return !value_.has_value() || value_.type() == typeid(Tensor);
+  }
+
+  bool IsSelectedRows() const {
+    return value_.has_value() && value_.type() == typeid(SelectedRows);
+  }
+  // The SelectedRows this variable holds, made in place of a tensor that
+  // was never given memory (shape inference may have sized one before the
+  // kernel decided the value is sparse).
+  SelectedRows* GetMutableSelectedRows() {
+    if (value_.has_value() && value_.type() == typeid(Tensor) &&
+        !Get<Tensor>().initialized())
+      value_.reset();
+    return GetMutable<SelectedRows>();
   }
 
   template <typename T>

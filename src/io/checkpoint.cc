@@ -215,6 +215,10 @@ const Tensor* SavableTensor(const Scope& scope, const std::string& name,
   const Variable* var = scope.FindVar(name);
   if (var == nullptr) {
     *problem = Str(name, ": not in the scope");
+  } else if (var->IsSelectedRows()) {
+    *problem = Str(name,
+                   ": holds sparse rows (SELECTED_ROWS, a step's "
+                   "gradient), which checkpoints never save");
   } else if (!var->IsTensor()) {
     *problem = Str(name, ": holds a non-tensor value");
   } else if (!var->HasValue()) {

@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
                  "state (ZeRO stage 1: after an allreduce; 2: after a "
                  "reduce-scatter)")
       ->check(CLI::Range(0, 2));
+  app.add_option("--sparse-dense-ratio", o.sparse_dense_ratio,
+                 "multi-rank: sparse gradients are gathered unless all "
+                 "ranks' rows exceed this fraction of the table (default "
+                 "0.25), then allreduced dense");
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   app.add_option("--stall-warn", o.stall_warn,

@@ -415,6 +415,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
       RunSetting::Int("--shard-optimizer", o.shard_optimizer),
       RunSetting::Int("--checkpoint-every", o.checkpoint_every),
+      RunSetting::Real("--sparse-dense-ratio", o.sparse_dense_ratio),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
@@ -456,6 +457,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.grad_compression = o.grad_compression;
   cfg.sync_batch_norm = o.sync_batch_norm;
   cfg.shard_optimizer = o.shard_optimizer;
+  cfg.sparse_dense_ratio = o.sparse_dense_ratio;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
   *job = run.dist->job();
@@ -487,6 +489,9 @@ void CheckOptions(const TrainerOptions& o) {
   ParseWireFormat(o.grad_compression);  // names a bad one
   FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
                 "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
+  FLUID_ENFORCE(o.sparse_dense_ratio >= 0,
+                "--sparse-dense-ratio must not be negative, got ",
+                o.sparse_dense_ratio);
 }
 
 // --print-program and --save: show or write the job instead of training.
@@ -501,6 +506,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.overlap = o.overlap;
       cfg.grad_compression = o.grad_compression;
       cfg.shard_optimizer = o.shard_optimizer;
+      cfg.sparse_dense_ratio = o.sparse_dense_ratio;
       job = PrepareJob(job, cfg);
     }
     out << ProgramToString(job.main());

@@ -57,6 +57,9 @@ struct TrainerOptions {
   // the running statistics are averaged before each checkpoint and the
   // evaluation.
   bool sync_batch_norm = false;
+  // Sparse gradients are allreduced as a dense table past this fraction of
+  // the table's height (all ranks' rows together); see docs/distributed.md.
+  double sparse_dense_ratio = 0.25;
   // How gradients are allreduced across hosts: flat (the default), hier or
   // auto (see ChooseAllReduce in src/distributed/topology.h).
   std::string allreduce = "flat";

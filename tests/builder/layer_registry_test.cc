@@ -7,6 +7,7 @@
 
 #include "src/builder/attention_layers.h"
 #include "src/builder/clip_layers.h"
+#include "src/builder/embedding_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
 #include "src/builder/sequence_ops_layers.h"
@@ -605,6 +606,17 @@ std::vector<LayerCase> TensorLayerCases() {
        [](ProgramBuilder* b) {
          return layers::SigmoidCrossEntropyWithLogits(b, "x", "y", -1, "",
                                                       true);
+       }},
+      {"embedding",
+       {{"input", "label"},
+        {"size", Ints{50, 8}},
+        {"is_sparse", true},
+        {"padding_idx", int64_t{3}}},
+       [](ProgramBuilder* b) {
+         layers::EmbeddingOptions o;
+         o.is_sparse = true;
+         o.padding_idx = 3;
+         return layers::Embedding(b, "label", {50, 8}, o);
        }},
   };
 }

@@ -68,6 +68,8 @@ expect --resume "--checkpoint-dir $work/ckpt" \
 expect --seed "--seed 1" "--seed 2" "rank 0 has 1, rank 1 has 2"
 expect --bucket-mb "--bucket-mb 0.5" "" "rank 0 has 0.5, rank 1 has 4"
 expect --no-overlap "" "--no-overlap" "rank 0 has no, rank 1 has yes"
+expect --sparse-dense-ratio "--sparse-dense-ratio 0.5" "" \
+  "rank 0 has 0.5, rank 1 has 0.25"
 
 # The rank in the error line is the communicator's, not the environment's.
 out=$(timeout 60 "${MPI[@]}" \

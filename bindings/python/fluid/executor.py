@@ -324,12 +324,17 @@ class MPIExecutor:
       `--stall-timeout` (seconds; 0: never): a rank that makes no progress
       while the others wait for it in a collective is named in a warning,
       then the job ends; `flight_dir` (default: the working directory) is
-      where each rank writes its last collectives when the job aborts."""
+      where each rank writes its last collectives when the job aborts.
+    - `sparse_dense_ratio` is the trainer's `--sparse-dense-ratio`: a sparse
+      gradient (embedding(is_sparse=True)) is gathered from every rank
+      unless all ranks' rows together exceed this fraction of its table's
+      height; then it is allreduced as a dense table."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
                  sync_batch_norm=False, shard_optimizer=0, stall_warn=60.0,
-                 stall_timeout=300.0, flight_dir=None):
+                 stall_timeout=300.0, flight_dir=None,
+                 sparse_dense_ratio=0.25):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -348,6 +353,9 @@ class MPIExecutor:
             raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
                              f"stall_timeout={stall_timeout!r}): seconds, "
                              ">= 0 (0: never)")
+        from .transpiler import _check_sparse_dense_ratio
+        _check_sparse_dense_ratio(sparse_dense_ratio, "MPIExecutor")
+        self._sparse_dense_ratio = float(sparse_dense_ratio)
         self._allreduce = allreduce
         self._grad_compression = grad_compression
         self._device = _device_of(place)
@@ -414,7 +422,8 @@ class MPIExecutor:
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._bucket_bytes, self._overlap, False,
                          self._allreduce, self._grad_compression,
-                         self._sync_batch_norm, self._shard_optimizer)
+                         self._sync_batch_norm, self._shard_optimizer,
+                         self._sparse_dense_ratio)
                 self._runs[key] = run
             out = [_lod_tensor.fetched_value(v)
                    for v in run.run(_feed(feed), names)]

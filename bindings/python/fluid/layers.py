@@ -690,3 +690,32 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1,
                   bias_attr=_attr(bias_attr, "sequence_conv", "bias_attr"),
                   param_attr=_attr(param_attr, "sequence_conv"), act=act,
                   name=name)
+
+# ---- embeddings ----
+
+def embedding(input, size, is_sparse=False, is_distributed=False,
+              padding_idx=None, param_attr=None, dtype='float32'):
+    """Rows of a [size[0], size[1]] table picked by the int64 ids `input`
+    ([N, 1] or [..., 1]); returns [..., size[1]]. `padding_idx` (None: none;
+    negative counts from the end, as in Fluid) reads as zeros and gets no
+    gradient. With `is_sparse` the table's gradient is sparse rows, one per
+    id, instead of a dense [size[0], size[1]] tensor. `is_distributed` is
+    accepted for Fluid programs: every rank holds the whole table."""
+    if (not isinstance(size, (list, tuple)) or len(size) != 2
+            or not all(isinstance(s, int) and not isinstance(s, bool)
+                       for s in size)):
+        raise TypeError(f"embedding(size={size!r}): expected two ints "
+                        "[vocabulary, width]")
+    if padding_idx is not None:
+        if (not isinstance(padding_idx, int) or isinstance(padding_idx, bool)
+                or not -size[0] <= padding_idx < size[0]):
+            raise ValueError(f"embedding(padding_idx={padding_idx!r}): "
+                             f"expected None or an int in [-{size[0]}, "
+                             f"{size[0]})")
+        if padding_idx < 0:
+            padding_idx += size[0]
+    return _layer("embedding", input=_name(input, "embedding"),
+                  size=list(size), is_sparse=is_sparse,
+                  is_distributed=is_distributed, padding_idx=padding_idx,
+                  param_attr=_attr(param_attr, "embedding", "param_attr"),
+                  dtype=dtype)

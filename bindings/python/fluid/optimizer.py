@@ -74,13 +74,16 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
                  epsilon=1e-8, weight_decay=0.0, decoupled_weight_decay=False,
-                 regularization=None, name=None):
+                 regularization=None, name=None, lazy_mode=False):
+        # lazy_mode: with a sparse gradient (embedding(is_sparse=True)) only
+        # the rows it touches are updated, as in Fluid.
         super().__init__(regularization, type="adam",
                          learning_rate=learning_rate,
                          beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon),
                          weight_decay=float(weight_decay),
-                         decoupled_weight_decay=bool(decoupled_weight_decay))
+                         decoupled_weight_decay=bool(decoupled_weight_decay),
+                         lazy_mode=bool(lazy_mode))
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam

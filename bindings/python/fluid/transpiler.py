@@ -56,7 +56,10 @@ class DistributeTranspilerConfig:
     batch_norm compute its statistics over the global batch of all ranks;
     shard_optimizer (0, 1 or 2; True means 2) makes each rank update and
     store 1/N of the optimizer state (ZeRO stage 1 or 2, collective mode
-    only)."""
+    only);
+    sparse_dense_ratio: a sparse gradient (embedding(is_sparse=True)) is
+    gathered unless all ranks' rows together exceed this fraction of its
+    table's height, when it is allreduced as a dense table instead."""
 
     def __init__(self):
         self.slice_var_up = True
@@ -68,6 +71,7 @@ class DistributeTranspilerConfig:
         self.overlap = True
         self.sync_batch_norm = False
         self.shard_optimizer = 0
+        self.sparse_dense_ratio = 0.25
 
     def _check(self):
         if self.mode not in _MODES:
@@ -89,6 +93,15 @@ class DistributeTranspilerConfig:
             raise ValueError("DistributeTranspilerConfig.shard_optimizer: "
                              "use 0 (off), 1 or 2 (True means 2), got "
                              f"{self.shard_optimizer!r}")
+        _check_sparse_dense_ratio(self.sparse_dense_ratio,
+                                  "DistributeTranspilerConfig")
+
+
+def _check_sparse_dense_ratio(ratio, where):
+    if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+            or not ratio >= 0):
+        raise ValueError(f"{where}.sparse_dense_ratio must be a number >= 0, "
+                         f"got {ratio!r}")
 
 
 def _trainer_count(trainers):
@@ -179,6 +192,7 @@ class DistributeTranspiler:
         self._sync_batch_norm = bool(self.config.sync_batch_norm)
         shard = self.config.shard_optimizer
         self._shard_optimizer = 2 if shard is True else int(shard)
+        self._sparse_dense_ratio = float(self.config.sparse_dense_ratio)
         self._transpile(pservers, trainers, program, startup_program,
                         _MODES[mode])
 
@@ -190,7 +204,7 @@ class DistributeTranspiler:
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
                 self._bucket_bytes, self._overlap, self._sync_batch_norm,
-                self._shard_optimizer)
+                self._shard_optimizer, self._sparse_dense_ratio)
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
