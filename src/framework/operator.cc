@@ -212,6 +212,7 @@ void RuntimeInferShapeContext::SetOutputLoD(const std::string& slot,
                                             const LoD& lod, size_t i) {
   const BoundSlot* s = op_.FindOutput(slot);
   if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
+  if (s->vars[i]->IsSelectedRows()) return;  // sparse rows carry no offsets
   s->vars[i]->GetMutableTensor()->set_lod(lod);
 }
 

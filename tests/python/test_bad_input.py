@@ -17,7 +17,7 @@ def image():
 
 
 @pytest.mark.parametrize("build,layer,arg", [
-    (lambda x: L.conv2d(x, 4, 3, act="gelu"), "conv2d", "act"),
+    (lambda x: L.conv2d(x, 4, 3, act="selu"), "conv2d", "act"),
     (lambda x: L.batch_norm(x, act="swish"), "batch_norm", "act"),
     (lambda x: L.fc(x, 10, act="Relu"), "fc", "act"),
 ])
