@@ -6,6 +6,7 @@
 
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/shard_gradient_ops.h"
 
 namespace fluid {
 
@@ -76,6 +77,15 @@ float InitValue(const proto::BlockDesc& startup, const std::string& var) {
               "program; a sharded optimizer cannot create its shard");
 }
 
+// Update rules that treat every element alone, so that a shard of
+// several parameters is updated as the parameters would be.
+bool IsElementwiseUpdate(const std::string& type) {
+  static const std::set<std::string> kTypes = {
+      "sgd",     "momentum", "adam",     "adamax",
+      "adagrad", "rmsprop",  "adadelta", "decayed_adagrad"};
+  return kTypes.count(type) != 0;
+}
+
 std::string ParamBuffer(size_t k) {
   return "fused_param_" + std::to_string(k) + "@COALESCED";
 }
@@ -95,12 +105,22 @@ std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
                                            const CollectiveConfig& config) {
   const proto::BlockDesc& block = main.blocks(0);
   const std::map<std::string, int> updates = UpdateOps(block);
+  const GradientReaders readers = FindGradientReaders(block);
   std::vector<GradBucket> buckets =
       PlanBuckets(main, config.bucket_bytes, [&](const std::string& param) {
         auto it = updates.find(param);
         FLUID_ENFORCE(it != updates.end(), "parameter '", param,
                       "' has no update op to shard");
-        return UpdateKey(block, block.ops(it->second));
+        const proto::OpDesc& op = block.ops(it->second);
+        FLUID_ENFORCE_CODE(IsElementwiseUpdate(op.type()),
+                           ErrorCode::kUnimplemented, "the ", op.type(),
+                           " update of '", param,
+                           "' is not elementwise (it reads the whole "
+                           "parameter); a sharded optimizer cannot split it: "
+                           "use another optimizer or turn shard_optimizer off");
+        auto chain = readers.signature.find(param);
+        return UpdateKey(block, op) + "|chain=" +
+               (chain == readers.signature.end() ? "" : chain->second);
       });
   for (GradBucket& b : buckets) {
     int64_t total = 0;
@@ -169,8 +189,8 @@ class BucketShard {
         kCollective);
   }
 
-  // What replaces the bucket's update ops.
-  std::vector<proto::OpDesc> Update() const {
+  // The views of this rank's shards, before the first op that reads them.
+  std::vector<proto::OpDesc> Views() const {
     std::vector<proto::OpDesc> ops;
     const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
     if (config_.shard_optimizer == 1)
@@ -180,11 +200,52 @@ class BucketShard {
     ops.push_back(Role(MakeOp("shard_view", {{"X", {fused_}}},
                               {{"Out", {ShardName(fused_)}}}, n),
                        kCollective));
-    ops.push_back(ShardedOp());
-    ops.push_back(Role(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
-                              {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
-                       kCollective));
     return ops;
+  }
+
+  // What replaces the bucket's update ops: one update, then the gather.
+  std::vector<proto::OpDesc> Update() const {
+    const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
+    return {ShardedOp(),
+            Role(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
+                        {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
+                 kCollective)};
+  }
+
+  // The shard's twin of `op`, an op of the first parameter's chain of
+  // gradient readers (clipping, regularization); declares its temporaries.
+  proto::OpDesc Reader(const proto::OpDesc& op, const GradientReaders& r,
+                       proto::BlockDesc* main) const {
+    proto::OpDesc out = op;
+    for (auto* slots : {out.mutable_inputs(), out.mutable_outputs()})
+      for (auto& slot : *slots)
+        for (auto& v : *slot.mutable_arguments()) v = ReaderVar(v, r);
+    for (const auto& t : OpOutputNames(out)) {
+      if (!IsShardVar(t) || FindVarDesc(*main, t) != nullptr) continue;
+      const Shape shape =
+          op.type() == "squared_l2_norm" ? Shape{1} : Shape{shard_};
+      AddVarDesc(main, t, dtype_, shape)->set_stop_gradient(true);
+    }
+    return out;
+  }
+
+  // The name `var` of a chain takes on the shard (the leader's chain).
+  std::string ReaderVar(const std::string& var,
+                        const GradientReaders& r) const {
+    const std::string& leader = b_.params[0];
+    auto o = r.owner.find(var);
+    if (o == r.owner.end()) return var;  // a constant, a global factor
+    FLUID_ENFORCE(o->second == leader, "'", var,
+                  "' is not of the first parameter of its bucket");
+    if (var == leader) return ShardName(fused_);
+    if (r.grad_of.count(var)) return ShardName(b_.fused);
+    return ShardName(var);
+  }
+
+  // The leader's temporary in the position `var` holds in its own chain.
+  std::string LeaderTemp(const std::string& var,
+                         const GradientReaders& r) const {
+    return ShardName(r.temps.at(b_.params[0]).at(r.TempIndex(var)));
   }
 
   proto::OpDesc Wait() const {
@@ -266,22 +327,27 @@ class BucketShard {
   std::vector<proto::OpDesc> ops_;  // the bucket's update ops, in order
 };
 
-// Refuses ops that read a bucketed gradient on the optimizer's side other
-// than its update (clipping, weight decay): they would see a shard.
-void CheckNoGradientReaders(const proto::BlockDesc& block,
-                            const std::vector<GradBucket>& buckets) {
-  std::set<std::string> grads;
-  for (const auto& b : buckets) grads.insert(b.grads.begin(), b.grads.end());
-  for (const auto& op : block.ops()) {
-    if ((OpRoleOf(op) & kOptimize) == 0 || IsUpdate(op)) continue;
-    for (const auto& in : OpInputNames(op))
-      FLUID_ENFORCE_CODE(
-          grads.count(in) == 0, ErrorCode::kUnimplemented, "the ", op.type(),
-          " op reads gradient '", in,
-          "' before the update (gradient clipping or weight decay); a "
-          "sharded optimizer does not support that yet: drop the clip or "
-          "regularizer, or turn shard_optimizer off");
+// A sum of the chains' squared norms, sharded: the sum of the buckets'
+// partial norms (each bucket's once), then their sum over the ranks.
+void AddNormSum(const proto::OpDesc& op, const GradientReaders& r,
+                const std::vector<BucketShard>& shards,
+                const std::map<std::string, size_t>& bucket_of,
+                proto::BlockDesc* main) {
+  std::vector<std::string> partial;
+  for (const auto& in : OpInput(op, "X")) {
+    const std::string t =
+        shards[bucket_of.at(r.owner.at(in))].LeaderTemp(in, r);
+    if (std::find(partial.begin(), partial.end(), t) == partial.end())
+      partial.push_back(t);
   }
+  proto::OpDesc sum = op;
+  SetOpInput(&sum, "X", partial);
+  *main->add_ops() = sum;
+  const std::string total = OpOutput(op, "Out")[0];
+  *main->add_ops() =
+      Role(MakeOp("c_allreduce", {{"X", {total}}}, {{"Out", {total}}},
+                  {{"reduce_type", std::string("sum")}}),
+           kCollective);
 }
 
 // Removes `vars` from a block's declarations and every op that touches
@@ -306,7 +372,7 @@ void ShardUpdates(const proto::TrainingJob& job,
                   const CollectiveConfig& config, proto::TrainingJob* out) {
   proto::BlockDesc* main = out->mutable_main()->mutable_blocks(0);
   proto::BlockDesc* startup = out->mutable_startup()->mutable_blocks(0);
-  CheckNoGradientReaders(*main, buckets);
+  const GradientReaders readers = FindGradientReaders(*main);
   std::vector<BucketShard> shards;
   for (size_t k = 0; k < buckets.size(); ++k)
     shards.emplace_back(job, buckets[k], k, config);
@@ -320,18 +386,33 @@ void ShardUpdates(const proto::TrainingJob& job,
   Retire(retired, startup);
   google::protobuf::RepeatedPtrField<proto::OpDesc> old;
   old.Swap(main->mutable_ops());
+  for (const auto& [param, temps] : readers.temps)
+    retired.insert(temps.begin(), temps.end());
   Retire(retired, main);
   for (auto& s : shards) s.DeclareVars(main, startup);
   for (const auto& s : shards) *main->add_ops() = s.Coalesce();
-  std::set<size_t> done;
-  for (const auto& op : old) {
-    if (!IsUpdate(op)) {
+  std::set<size_t> viewed, done;
+  auto views = [&](size_t k) {
+    if (viewed.insert(k).second)
+      for (auto& v : shards[k].Views()) *main->add_ops() = std::move(v);
+  };
+  for (int i = 0; i < old.size(); ++i) {
+    const proto::OpDesc& op = old.Get(i);
+    if (readers.kind[i] == GradientReaders::kNormSum) {
+      AddNormSum(op, readers, shards, bucket_of, main);
+    } else if (readers.kind[i] == GradientReaders::kChain) {
+      const size_t k = bucket_of.at(readers.param[i]);
+      if (readers.param[i] != shards[k].params()[0]) continue;
+      views(k);
+      *main->add_ops() = shards[k].Reader(op, readers, main);
+    } else if (IsUpdate(op)) {
+      const size_t k = bucket_of.at(OpRoleVarOf(op)[0]);
+      if (!done.insert(k).second) continue;  // the bucket is updated already
+      views(k);
+      for (auto& u : shards[k].Update()) *main->add_ops() = std::move(u);
+    } else {
       *main->add_ops() = op;
-      continue;
     }
-    const size_t k = bucket_of.at(OpRoleVarOf(op)[0]);
-    if (!done.insert(k).second) continue;  // the bucket is updated already
-    for (auto& u : shards[k].Update()) *main->add_ops() = std::move(u);
   }
   for (const auto& s : shards) *main->add_ops() = s.Wait();
 }

@@ -23,7 +23,9 @@
 // update rules only: an op whose state is shaped like its parameter, plus
 // scalars (learning rate, Adam's beta powers: the bucket keeps its first
 // parameter's). Ops that read a gradient between its reduction and the
-// update (clipping, weight decay ops) are refused for now, with a message.
+// update (clipping, weight decay) run once per bucket on its shards, where
+// they are elementwise (shard_gradient_ops.h); a global norm becomes the
+// sum of the shards' partial norms and a scalar allreduce.
 #pragma once
 
 #include <string>

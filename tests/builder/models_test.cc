@@ -22,16 +22,29 @@ std::vector<std::pair<std::string, Shape>> Params(
   return out;
 }
 
-// The transpiler's tests start from the mlp job written out as text: it must
-// stay what the builder makes. FLUID_UPDATE_TESTDATA=1 rewrites the file.
+// The transpiler's tests start from jobs written out as text: they must
+// stay what the builder makes. FLUID_UPDATE_TESTDATA=1 rewrites the files.
+// "mlp_clip_decay" is the mlp with Adam, L2 decay and global-norm clipping.
 TEST(Models, TranspilerTestdataIsWhatTheBuilderMakes) {
-  const std::string built = testing::TestJobText(BuildModel("mlp"));
-  if (std::getenv("FLUID_UPDATE_TESTDATA") != nullptr) {
-    std::ofstream(testing::TestJobPath("mlp")) << built;
+  ModelOptions clip_decay;
+  clip_decay.default_optimizer = false;
+  clip_decay.optimizer.type = "adam";
+  clip_decay.optimizer.learning_rate = 0.01f;
+  clip_decay.optimizer.regularization = {Regularization::Kind::kL2, 1e-3f};
+  clip_decay.optimizer.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
+  clip_decay.optimizer.gradient_clip.clip_norm = 1.0f;
+  const std::pair<const char*, proto::TrainingJob> jobs[] = {
+      {"mlp", BuildModel("mlp")},
+      {"mlp_clip_decay", BuildModel("mlp", clip_decay)}};
+  for (const auto& [name, job] : jobs) {
+    const std::string built = testing::TestJobText(job);
+    if (std::getenv("FLUID_UPDATE_TESTDATA") != nullptr) {
+      std::ofstream(testing::TestJobPath(name)) << built;
+    }
+    EXPECT_EQ(testing::TestJobText(testing::LoadTestJob(name)), built)
+        << testing::TestJobPath(name) << " is out of date: rerun this test "
+        << "with FLUID_UPDATE_TESTDATA=1 and review the difference";
   }
-  EXPECT_EQ(testing::TestJobText(testing::LoadTestJob("mlp")), built)
-      << testing::TestJobPath("mlp") << " is out of date: rerun this test "
-      << "with FLUID_UPDATE_TESTDATA=1 and review the difference";
 }
 
 TEST(Models, MlpShapes) {

@@ -21,8 +21,19 @@ namespace {
 Communicator* Comm() { return GlobalCommunicator(); }
 
 // Global batch `step` of `n` samples.
-void GlobalBatch(int step, int64_t n, Tensor* images, Tensor* labels) {
-  testing::SyntheticBatch<float>(1000 + step, n, images, labels);
+void GlobalBatch(int step, int64_t n, Tensor* images, Tensor* labels,
+                 DataType dtype = DataType::kFloat32) {
+  if (dtype == DataType::kFloat64) {
+    testing::SyntheticBatch<double>(1000 + step, n, images, labels);
+  } else {
+    testing::SyntheticBatch<float>(1000 + step, n, images, labels);
+  }
+}
+
+// Element i of a float32 or float64 tensor.
+double At(const Tensor& t, int64_t i) {
+  return t.dtype() == DataType::kFloat64 ? t.data<double>()[i]
+                                         : t.data<float>()[i];
 }
 
 // The built-in `model` with `optimizer` at learning rate `lr`.
@@ -75,10 +86,11 @@ std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
   exe.Init(job, scope.get(), cfg);
   exe.SetAllReduceMode(allreduce);
   const int n = exe.world_size(), r = exe.rank();
+  const DataType dtype = VarDtype(GetVarDesc(job.main().blocks(0), "image"));
   Tensor x, y;
   std::vector<Tensor> out;
   for (int s = 0; s < steps; ++s) {
-    GlobalBatch(s, per_rank * n, &x, &y);
+    GlobalBatch(s, per_rank * n, &x, &y, dtype);
     exe.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
              {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
             {}, &out);
@@ -101,11 +113,11 @@ void ExpectSameParams(const proto::TrainingJob& job, const Scope& a,
     ASSERT_EQ(ta.shape(), tb.shape()) << name;
     double diff2 = 0, ref2 = 0, max_diff = 0, max_ref = 0;
     for (int64_t i = 0; i < ta.numel(); ++i) {
-      double d = double(ta.data<float>()[i]) - tb.data<float>()[i];
+      const double d = At(ta, i) - At(tb, i);
       diff2 += d * d;
-      ref2 += double(tb.data<float>()[i]) * tb.data<float>()[i];
+      ref2 += At(tb, i) * At(tb, i);
       max_diff = std::max(max_diff, std::fabs(d));
-      max_ref = std::max(max_ref, std::fabs(double(tb.data<float>()[i])));
+      max_ref = std::max(max_ref, std::fabs(At(tb, i)));
     }
     EXPECT_LE(std::sqrt(diff2), rel * std::sqrt(ref2))
         << name << " on rank " << Comm()->rank();
@@ -290,6 +302,76 @@ TEST(ShardOptimizer, MatchesThePlainCollectiveUpdate) {
       // A reduce-scatter sums in another order than an allreduce: Adam,
       // which divides by sqrt(v), is compared in norm (see above).
       ExpectSameParams(job, *got, *want, 1e-6, opt != std::string("adam"));
+    }
+  }
+}
+
+// Relative distance of two scopes' parameters (in the 2-norm, all
+// parameters together).
+double ParamDistance(const proto::TrainingJob& job, const Scope& a,
+                     const Scope& b) {
+  double diff2 = 0, ref2 = 0;
+  for (const auto& name : Params(job)) {
+    const Tensor& ta = a.GetVar(name)->GetTensor();
+    const Tensor& tb = b.GetVar(name)->GetTensor();
+    for (int64_t i = 0; i < ta.numel(); ++i) {
+      const double d = At(ta, i) - At(tb, i);
+      diff2 += d * d;
+      ref2 += At(tb, i) * At(tb, i);
+    }
+  }
+  return std::sqrt(diff2 / ref2);
+}
+
+// Regularization and clipping run on the shards: L2 decay with global-norm
+// clipping (a scalar allreduce of the shards' squared norms), and L1 decay
+// with clipping by value, equal the plain collective update. Sharded, the
+// global norm is summed in another order; Adam, which divides by sqrt(v),
+// turns that rounding into more than 1e-6 in float32 within 20 steps
+// (the comparison above), so it is checked in float64, to 1e-10.
+TEST(ShardOptimizer, ClippedAndDecayedMatchesThePlainCollectiveUpdate) {
+  struct Case {
+    const char* opt;
+    float lr;
+    Regularization::Kind decay;
+    GradientClip::Kind clip;
+    DataType dtype;
+  };
+  const auto l1 = Regularization::Kind::kL1, l2 = Regularization::Kind::kL2;
+  const auto global = GradientClip::Kind::kByGlobalNorm;
+  const auto f32 = DataType::kFloat32, f64 = DataType::kFloat64;
+  for (const Case& c :
+       {Case{"sgd", 0.1f, l2, global, f32},
+        Case{"momentum", 0.1f, l2, global, f32},
+        Case{"momentum", 0.1f, l1, GradientClip::Kind::kByValue, f32},
+        Case{"adam", 0.01f, l2, global, f64}}) {
+    ModelOptions mo;
+    mo.default_optimizer = false;
+    mo.dtype = c.dtype;
+    mo.optimizer.type = c.opt;
+    mo.optimizer.learning_rate = c.lr;
+    const proto::TrainingJob unclipped = BuildModel("mlp", mo);
+    mo.optimizer.regularization = {c.decay, c.decay == l1 ? 1e-4f : 1e-3f};
+    mo.optimizer.gradient_clip.kind = c.clip;
+    mo.optimizer.gradient_clip.clip_norm = 0.2f;  // below the mlp's norms
+    mo.optimizer.gradient_clip.min = -2e-3f;
+    mo.optimizer.gradient_clip.max = 2e-3f;
+    const proto::TrainingJob job = BuildModel("mlp", mo);
+    CollectiveConfig plain;
+    plain.bucket_bytes = 64 << 10;  // several buckets
+    auto want = TrainDistributed(job, 20, 16, plain);
+    // The knobs matter: without them the parameters end elsewhere.
+    EXPECT_GT(
+        ParamDistance(job, *TrainDistributed(unclipped, 20, 16, plain), *want),
+        1e-3)
+        << c.opt;
+    for (int stage : {1, 2}) {
+      CollectiveConfig cfg = plain;
+      cfg.shard_optimizer = stage;
+      auto got = TrainDistributed(job, 20, 16, cfg);
+      SCOPED_TRACE(std::string(c.opt) + " stage " + std::to_string(stage));
+      const bool adam = c.opt == std::string("adam");
+      ExpectSameParams(job, *got, *want, adam ? 1e-10 : 1e-6, !adam);
     }
   }
 }

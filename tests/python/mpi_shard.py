@@ -12,8 +12,10 @@ Checks (every rank runs all of them; rank 0 prints one line per check):
   (b) DistributeTranspilerConfig(shard_optimizer=1) in collective mode,
       Momentum, the transpiled program run with MPIExecutor: the same
       parameters as the plain collective run;
-  (c) an optimizer with gradient clipping is refused with a message that
-      names the gradient.
+  (c) Momentum with GradientClipByGlobalNorm and L2Decay runs on the
+      shards: the same parameters as the plain collective run;
+  (d) GradientClipByNorm (a norm per parameter, which a shard does not
+      hold) is refused with a message that names the op.
 Exits non-zero if any check fails.
 """
 import sys
@@ -29,7 +31,7 @@ L = fluid.layers
 STEPS = 20
 
 
-def build(optimizer, clip=False):
+def build(optimizer, clip=None):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 5
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
@@ -38,9 +40,8 @@ def build(optimizer, clip=False):
         h = L.fc(image, 64, act="relu")
         h = L.fc(h, 32, act="relu")
         loss = L.mean(L.softmax_with_cross_entropy(L.fc(h, 10), label))
-        if clip:
-            fluid.clip.set_gradient_clip(
-                fluid.clip.GradientClipByGlobalNorm(1.0))
+        if clip is not None:
+            fluid.clip.set_gradient_clip(clip)
         optimizer().minimize(loss)
     return main, startup, loss
 
@@ -107,21 +108,39 @@ def run_checks():
         return compare(params_of(got_scope, names),
                        params_of(want_scope, names))
 
+    def clipped_and_decayed():
+        def momentum():
+            return fluid.optimizer.Momentum(
+                0.1, 0.9, regularization=fluid.regularizer.L2Decay(1e-3))
+        clip = fluid.clip.GradientClipByGlobalNorm(0.2)
+        main, startup, loss = build(momentum, clip)
+        names = param_names(main)
+        want_scope = scope()
+        train(plain, main, startup, loss, want_scope, rank, world)
+        sharded = fluid.MPIExecutor(fluid.CPUPlace(), shard_optimizer=2)
+        got_scope = scope()
+        train(sharded, main, startup, loss, got_scope, rank, world)
+        sharded.check_consistency()
+        return compare(params_of(got_scope, names),
+                       params_of(want_scope, names))
+
     def refusal():
-        main, startup, loss = build(adam, clip=True)
+        main, startup, loss = build(adam, fluid.clip.GradientClipByNorm(1.0))
         exe = fluid.MPIExecutor(fluid.CPUPlace(), shard_optimizer=2)
         try:
             train(exe, main, startup, loss, scope(), rank, world)
         except Exception as e:  # noqa: BLE001 - the message is the check
-            if "reads gradient" in str(e) and "shard_optimizer" in str(e):
+            if "clip_by_norm op" in str(e) and "shard_optimizer" in str(e):
                 return "OK refused: " + str(e).splitlines()[0][:100]
             return f"refused with another message: {e}"
         return "trained with a clip it cannot shard"
 
     c.check("(a) MPIExecutor(shard_optimizer=2)", executor_option)
     c.check("(b) DistributeTranspilerConfig.shard_optimizer", transpiler_config)
+    c.check("(c) global-norm clipping and L2 decay on shards",
+            clipped_and_decayed)
     if world > 1:
-        c.check("(c) gradient clipping refused", refusal)
+        c.check("(d) clipping by each parameter's norm refused", refusal)
     c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
           else f"all {c.count} checks passed on {world} rank(s)")
     return 1 if c.failed else 0

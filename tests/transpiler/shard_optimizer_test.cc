@@ -135,30 +135,95 @@ TEST(ShardLint, RejectsAMissingGatherAndAParameterUpdatedTwice) {
   ExpectLintError(unreduced, "is never reduced");
 }
 
-TEST(ShardOptimizer, RefusesGradientReadersAndCompressionWithAMessage) {
-  proto::TrainingJob job = testing::LoadTestJob("mlp");
-  auto* ops = job.mutable_main()->mutable_blocks(0)->mutable_ops();
+// Inserts `op` (optimize role) before the first momentum op of `job`.
+void InsertBeforeUpdate(proto::TrainingJob* job, proto::OpDesc op) {
+  SetOpAttr(&op, kOpRoleAttr, static_cast<int>(OpRole::kOptimize));
+  auto* ops = job->mutable_main()->mutable_blocks(0)->mutable_ops();
   for (int i = 0; i < ops->size(); ++i)
     if (ops->Get(i).type() == "momentum") {
-      proto::OpDesc clip =
-          MakeOp("scale", {{"X", {"fc_0.w_0@GRAD"}}},
-                 {{"Out", {"fc_0.w_0@GRAD"}}}, {{"scale", 0.5f}});
-      SetOpAttr(&clip, kOpRoleAttr, static_cast<int>(OpRole::kOptimize));
-      *ops->Add() = clip;
+      *ops->Add() = op;
       for (int j = ops->size() - 1; j > i; --j) ops->SwapElements(j, j - 1);
-      break;
+      return;
     }
+}
+
+void ExpectShardError(const proto::TrainingJob& job, const std::string& what) {
   CollectiveConfig cfg;
   cfg.nranks = 2;
   cfg.shard_optimizer = 2;
   try {
     CollectiveTranspile(job, cfg);
-    FAIL();
+    ADD_FAILURE() << "no error, expected one saying " << what;
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("reads gradient 'fc_0.w_0@GRAD'"),
-              std::string::npos)
-        << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
   }
+}
+
+// L2 decay and global-norm clipping run once per bucket, on its shards;
+// the squared norms of the shards are summed over the ranks.
+TEST(ShardOptimizer, ClipsAndDecaysTheShards) {
+  for (int stage : {1, 2}) {
+    CollectiveConfig cfg;
+    cfg.nranks = 4;
+    cfg.shard_optimizer = stage;
+    cfg.bucket_bytes = 256 << 10;  // several buckets
+    proto::TrainingJob out =
+        CollectiveTranspile(testing::LoadTestJob("mlp_clip_decay"), cfg);
+    const std::vector<std::string> t = Types(out.main());
+    const int64_t buckets = Count(t, "adam");
+    EXPECT_GT(buckets, 1);
+    EXPECT_EQ(Count(t, "squared_l2_norm"), buckets);
+    EXPECT_EQ(Count(t, "elementwise_mul"), buckets);
+    EXPECT_EQ(Count(t, "scale"), buckets);
+    EXPECT_EQ(Count(t, "c_allreduce"), stage == 1 ? buckets + 1 : 1);
+    const proto::BlockDesc& main = out.main().blocks(0);
+    int norm_sum = -1;
+    for (int i = 0; i < main.ops_size(); ++i) {
+      const proto::OpDesc& op = main.ops(i);
+      if (op.type() == "squared_l2_norm") {
+        EXPECT_TRUE(IsShardVar(OpInput(op, "X")[0])) << OpInput(op, "X")[0];
+      }
+      if (op.type() == "elementwise_mul" || op.type() == "scale") {
+        for (const auto& v : OpOutputNames(op)) EXPECT_TRUE(IsShardVar(v));
+      }
+      if (op.type() == "sum" && OpInput(op, "X").size() == size_t(buckets))
+        norm_sum = i;
+    }
+    ASSERT_GE(norm_sum, 0);
+    const proto::OpDesc& reduce = main.ops(norm_sum + 1);
+    EXPECT_EQ(reduce.type(), "c_allreduce");
+    EXPECT_EQ(OpInput(reduce, "X"), OpOutput(main.ops(norm_sum), "Out"));
+    EXPECT_EQ(GetOpAttrAs<std::string>(reduce, "reduce_type"), "sum");
+    // No per-parameter temporary is left behind.
+    for (const auto& v : main.vars()) {
+      if (v.name().find("@DECAY") != std::string::npos ||
+          v.name().find("@SQUARED_NORM") != std::string::npos) {
+        EXPECT_TRUE(IsShardVar(v.name())) << v.name();
+      }
+    }
+  }
+}
+
+TEST(ShardOptimizer, RefusesNonElementwiseReadersAndCompressionWithAMessage) {
+  proto::TrainingJob by_norm = testing::LoadTestJob("mlp");
+  InsertBeforeUpdate(
+      &by_norm, MakeOp("clip_by_norm", {{"X", {"fc_0.w_0@GRAD"}}},
+                       {{"Out", {"fc_0.w_0@GRAD"}}}, {{"max_norm", 1.0f}}));
+  ExpectShardError(by_norm, "the clip_by_norm op reads the gradient of 'fc_0");
+  proto::TrainingJob mixed = testing::LoadTestJob("mlp");
+  InsertBeforeUpdate(
+      &mixed, MakeOp("elementwise_add",
+                     {{"X", {"fc_0.w_0@GRAD"}}, {"Y", {"fc_0.b_0@GRAD"}}},
+                     {{"Out", {"fc_0.w_0@GRAD"}}}));
+  ExpectShardError(mixed, "reads the gradients or parameters of 'fc_0.b_0'");
+  proto::TrainingJob lars = testing::LoadTestJob("mlp");
+  for (auto& op : *lars.mutable_main()->mutable_blocks(0)->mutable_ops())
+    if (op.type() == "momentum") op.set_type("lars_momentum");
+  ExpectShardError(lars, "the lars_momentum update of");
+  CollectiveConfig cfg;
+  cfg.nranks = 2;
+  cfg.shard_optimizer = 2;
   cfg.grad_compression = "bf16";
   EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg), Error);
   cfg.grad_compression = "none";

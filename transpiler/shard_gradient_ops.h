@@ -1,0 +1,49 @@
+// The ops that read a gradient between its reduction and its update
+// (gradient clipping, regularization), sorted out per parameter, so that a
+// sharded optimizer can run them on the shards of its buckets.
+//
+// Each such op belongs to one parameter's chain (its inputs are the
+// parameter, its gradient, constants, or temporaries of that chain), or
+// is the sum of the chains' squared norms (GradientClipByGlobalNorm).
+// Chain ops must be elementwise, so that on a shard (parts of several
+// parameters) they compute what they would on each parameter:
+//   clip, sign, scale, sum, elementwise_mul by a one-element var, and
+//   squared_l2_norm, whose partial norm only a norm sum may read (sharded,
+//   the sum becomes one of the shards' partial norms, then a scalar
+//   allreduce of the total).
+// Anything else (clip_by_norm: a norm per parameter) is refused with a
+// message naming the op.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/framework.pb.h"
+
+namespace fluid {
+
+struct GradientReaders {
+  enum Kind { kNone, kChain, kNormSum };
+  std::vector<Kind> kind;          // per op of the block
+  std::vector<std::string> param;  // the chain of a kChain op
+  // A parameter's chain as a string, its vars named by role: parameters
+  // with equal strings can share the chain's ops on a shard (none: no
+  // chain).
+  std::map<std::string, std::string> signature;
+  // Temporaries of each chain, in the order they are written.
+  std::map<std::string, std::vector<std::string>> temps;
+  // The chain a temporary, parameter or gradient belongs to.
+  std::map<std::string, std::string> owner;
+  // The parameter whose gradient a var is (grad -> param).
+  std::map<std::string, std::string> grad_of;
+
+  // Index of temporary `var` in its chain.
+  size_t TempIndex(const std::string& var) const;
+};
+
+// Sorts out the optimize ops of `block` other than the updates; an error
+// (kUnimplemented) names an op that cannot run on shards.
+GradientReaders FindGradientReaders(const proto::BlockDesc& block);
+
+}  // namespace fluid
