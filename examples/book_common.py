@@ -27,12 +27,16 @@ def parse_args(doc, lr, batch_size=64, extra=None):
     return ap.parse_args()
 
 
-def readers(a, rank, world, mapper=None):
-    """Batched train (shuffled, this rank's shard) and test readers;
-    `mapper`, if given, turns each (image, label) sample into the feeds."""
-    train = fluid.io.shuffle(fluid.datasets.fashion_mnist.train_reader(),
-                             buf_size=60000, seed=a.seed)
-    test = fluid.datasets.fashion_mnist.test_reader()
+def readers(a, rank, world, mapper=None, samples=None):
+    """Batched train (shuffled, this rank's shard) and test readers over
+    `samples`, a (train, test) pair of sample reader creators (default:
+    Fashion-MNIST's (image, label) samples); `mapper`, if given, turns each
+    sample into the feeds."""
+    if samples is None:
+        samples = (fluid.datasets.fashion_mnist.train_reader(),
+                   fluid.datasets.fashion_mnist.test_reader())
+    train = fluid.io.shuffle(samples[0], buf_size=60000, seed=a.seed)
+    test = samples[1]
     if a.samples is not None:
         train = fluid.io.firstn(train, a.samples)
         test = fluid.io.firstn(test, a.samples)
@@ -51,17 +55,27 @@ def evaluate(exe, test_p, test, feeder, fetches, names):
                          fetch_list=fetches)
         totals += [float(v[0]) * len(minibatch) for v in values]
         n += len(minibatch)
-    return ", ".join(f"{k} {t / n:.4f}" for k, t in zip(names, totals))
+    return {k: t / n for k, t in zip(names, totals)}
 
 
-def train_and_test(a, programs, feeds, fetches, names, mapper=None):
-    """Trains `programs` (main, startup, test) for a.epochs, printing rank
-    0's last step's `fetches` each epoch, then the test set's."""
+def executor(a):
+    """This rank's fluid.MPIExecutor on the place a.use_cuda picks."""
+    return fluid.MPIExecutor(fluid.CUDAPlace() if a.use_cuda
+                             else fluid.CPUPlace())
+
+
+def train_and_test(a, programs, feeds, fetches, names, mapper=None,
+                   samples=None, exe=None):
+    """Trains `programs` (main, startup, test) for a.epochs on `samples`
+    (see readers), printing rank 0's last step's `fetches` each epoch, then
+    the test set's, on `exe` (default: executor(a)); returns the executor
+    and, on rank 0, the test set's {name: mean} (None on the other
+    ranks)."""
     main_p, startup, test_p = programs
-    place = fluid.CUDAPlace() if a.use_cuda else fluid.CPUPlace()
-    exe = fluid.MPIExecutor(place)
+    exe = exe or executor(a)
+    place = exe.place
     exe.run(startup)
-    train, test = readers(a, exe.rank, exe.world_size, mapper)
+    train, test = readers(a, exe.rank, exe.world_size, mapper, samples)
     feeder = fluid.DataFeeder(feed_list=feeds, place=place, program=main_p)
     steps = 0
     for epoch in range(a.epochs):
@@ -75,8 +89,11 @@ def train_and_test(a, programs, feeds, fetches, names, mapper=None):
             print(f"epoch {epoch + 1}: {steps} steps, {last}", flush=True)
     exe.sync_running_stats()  # batch_norm's statistics, averaged over ranks
     exe.check_consistency()  # every rank holds the same parameters
+    metrics = None
     if exe.rank == 0:
-        print("test " + evaluate(exe, test_p, test, feeder, fetches, names),
+        metrics = evaluate(exe, test_p, test, feeder, fetches, names)
+        print("test " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()),
               flush=True)
     print(f"rank {exe.rank}: trained {steps} steps on {exe.world_size} "
           f"rank(s)", flush=True)
+    return exe, metrics

@@ -81,6 +81,7 @@ void LookupTableInferShape(InferShapeContext* ctx) {
   CheckTable(ctx);
   ctx->SetOutputShape("Out", LookupOutShape(ctx, ctx->GetInputShape("W")));
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("W"));
+  ctx->ShareLoD("Ids", "Out");  // a row of Out per row of Ids
 }
 
 void LookupTableGradInferShape(InferShapeContext* ctx) {

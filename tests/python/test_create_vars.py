@@ -44,6 +44,22 @@ def test_create_parameter_is_a_trainable_parameter_with_its_initializer():
     assert fluid.io.is_parameter(b)
 
 
+def test_create_parameter_takes_an_initializer_object_as_fluid_does():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        w = L.create_parameter(
+            [2, 3], "float32", name="obj_w",
+            default_initializer=fluid.initializer.Constant(1.5))
+        with pytest.raises(TypeError, match="fluid.initializer object"):
+            L.create_parameter([2], "float32", default_initializer=1.5)
+    assert w.name == "obj_w"
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    _SCOPES.append(scope)
+    exe.run(startup, scope=scope)
+    assert np.array_equal(scope.get("obj_w"), np.full((2, 3), 1.5, np.float32))
+
+
 def test_create_parameter_attr_wins_and_errors_name_the_argument():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):

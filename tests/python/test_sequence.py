@@ -186,6 +186,27 @@ def test_fc_keeps_the_lod_of_its_rows():
     assert np.array(t).shape == (5, 4)
 
 
+@pytest.mark.parametrize("is_sparse", [False, True])
+def test_embedding_keeps_the_lod_of_its_ids(is_sparse):
+    # The book's text models: embedding of a lod_level=1 slot, then
+    # sequence ops over it.
+    table = np.random.RandomState(5).uniform(-1, 1, (7, 3)).astype(np.float32)
+    ids = np.array([[1], [6], [2], [2], [0]], np.int64)
+
+    def build():
+        words = L.data("words", [1], dtype="int64", lod_level=1)
+        emb = L.embedding(words, size=[7, 3], is_sparse=is_sparse,
+                          param_attr="table")
+        return [emb, L.sequence_pool(emb, "sum")]
+
+    emb, pooled = run(build, {"words": (ids, [2, 0, 3])}, {"table": table},
+                      return_numpy=False)
+    assert emb.recursive_sequence_lengths() == [[2, 0, 3]]
+    np.testing.assert_allclose(np.array(emb), table[ids[:, 0]])
+    want = [table[[1, 6]].sum(0), np.zeros(3), table[[2, 2, 0]].sum(0)]
+    np.testing.assert_allclose(np.array(pooled), want, rtol=1e-6)
+
+
 def test_sequence_expand_repeats_rows_and_sequences():
     y_vals = np.zeros((5, 1), np.float32)
     x_rows = np.arange(6, dtype=np.float32).reshape(3, 2)

@@ -385,16 +385,21 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                      default_initializer=None):
     """A parameter of `shape` and `dtype`, initialised by the startup
-    program with attr's initializer, else `default_initializer` (an
-    initializer dict such as {"kind": "constant", "value": 0.5}), else zeros
-    for a bias and Xavier for a weight. Named by attr's name, else `name`,
-    else create_parameter_N.w_0 (.b_0 for a bias)."""
+    program with attr's initializer, else `default_initializer` (a
+    fluid.initializer object such as Normal(0.0, 0.02), or an initializer
+    dict such as {"kind": "constant", "value": 0.5}), else zeros for a
+    bias and Xavier for a weight. Named by attr's name, else `name`, else
+    create_parameter_N.w_0 (.b_0 for a bias)."""
+    from .initializer import Initializer
     fallback = None
-    if default_initializer is not None:
+    if isinstance(default_initializer, Initializer):
+        fallback = {"initializer": default_initializer.to_dict()}
+    elif default_initializer is not None:
         if not isinstance(default_initializer, dict):
             raise TypeError(
-                "create_parameter(default_initializer=...): expected an "
-                "initializer dict such as {'kind': 'xavier'}, got "
+                "create_parameter(default_initializer=...): expected a "
+                "fluid.initializer object or an initializer dict such as "
+                "{'kind': 'xavier'}, got "
                 f"{type(default_initializer).__name__}")
         fallback = {"initializer": dict(default_initializer)}
     return _layer("create_parameter", shape=_shape(shape, "create_parameter"),
