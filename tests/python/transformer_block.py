@@ -45,18 +45,20 @@ def _fc(x, size, name, act=None):
                 bias_attr=name + ".b", act=act)
 
 
-def fluid_block(x, seq_len, width, heads, dtype):
-    """The block on x [-1, seq_len, width] of `dtype`."""
-    h = L.layer_norm(x, begin_norm_axis=2, param_attr="ln1.w",
-                     bias_attr="ln1.b")
-    q, k, v = _fc(h, width, "q"), _fc(h, width, "k"), _fc(h, width, "v")
+def fluid_block(x, seq_len, width, heads, dtype, prefix=""):
+    """The block on x [-1, seq_len, width] of `dtype`; its parameters are
+    named prefix + PARAMS' names."""
+    h = L.layer_norm(x, begin_norm_axis=2, param_attr=prefix + "ln1.w",
+                     bias_attr=prefix + "ln1.b")
+    q, k, v = (_fc(h, width, prefix + n) for n in "qkv")
     mask = L.causal_attention_mask(seq_len, dtype)
     a = fluid.nets.scaled_dot_product_attention(q, k, v, num_heads=heads,
                                                 additive_mask=mask)
-    h = L.elementwise_add(x, _fc(a, width, "o"))
-    f = L.layer_norm(h, begin_norm_axis=2, param_attr="ln2.w",
-                     bias_attr="ln2.b")
-    f = _fc(_fc(f, 4 * width, "fc1", act="gelu"), width, "fc2")
+    h = L.elementwise_add(x, _fc(a, width, prefix + "o"))
+    f = L.layer_norm(h, begin_norm_axis=2, param_attr=prefix + "ln2.w",
+                     bias_attr=prefix + "ln2.b")
+    f = _fc(_fc(f, 4 * width, prefix + "fc1", act="gelu"), width,
+            prefix + "fc2")
     return L.elementwise_add(h, f)
 
 
@@ -101,22 +103,27 @@ class TorchBlock(torch.nn.Module):
             out[n + ".b"] = (b, False, slice(i * d, (i + 1) * d))
         return out
 
-    def load(self, params):
+    def load(self, params, prefix=""):
         with torch.no_grad():
             for name, spec in self._tensors().items():
                 t, transposed = spec[0], spec[1]
-                value = torch.tensor(params[name], dtype=t.dtype)
+                value = torch.tensor(params[prefix + name], dtype=t.dtype)
                 value = value.T if transposed else value
                 if len(spec) == 3:
                     t[spec[2]] = value
                 else:
                     t.copy_(value)
 
-    def grads(self):
+    def grads(self, prefix=""):
         """fluid parameter name -> its gradient in fluid's layout."""
+        return self.values(prefix, grad=True)
+
+    def values(self, prefix="", grad=False):
+        """fluid parameter name -> its value (or gradient) in fluid's
+        layout."""
         out = {}
         for name, spec in self._tensors().items():
-            g = spec[0].grad
+            g = spec[0].grad if grad else spec[0]
             g = g[spec[2]] if len(spec) == 3 else g
-            out[name] = (g.T if spec[1] else g).detach().numpy()
+            out[prefix + name] = (g.T if spec[1] else g).detach().numpy()
         return out
