@@ -23,6 +23,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
+def torch_environment():
+    """The environment a PyTorch process runs in: OpenBLAS (OpenMP) first
+    on LD_LIBRARY_PATH, no thread-count variables (the caller sets
+    OMP_NUM_THREADS)."""
+    env = dict(os.environ)
+    if os.path.isdir(OPENBLAS):
+        env["LD_LIBRARY_PATH"] = OPENBLAS + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
+            else "")
+    else:
+        print(f"warning: {OPENBLAS} missing; PyTorch runs on the default "
+              "BLAS and is not a fair peer", file=sys.stderr)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env.pop(k, None)
+    return env
+
+
 def run(cmd, env=None):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env=env).stdout
@@ -45,16 +62,7 @@ def main():
         base_env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(
             os.path.abspath(a.baseline)))
 
-    torch_env = dict(os.environ)
-    if os.path.isdir(OPENBLAS):
-        torch_env["LD_LIBRARY_PATH"] = OPENBLAS + (
-            ":" + torch_env["LD_LIBRARY_PATH"]
-            if torch_env.get("LD_LIBRARY_PATH") else "")
-    else:
-        print(f"warning: {OPENBLAS} missing; PyTorch runs on the default "
-              "BLAS and is not a fair peer", file=sys.stderr)
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        torch_env.pop(k, None)
+    torch_env = torch_environment()
 
     rows = []
     for model in a.models.split(","):

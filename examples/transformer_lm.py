@@ -79,9 +79,10 @@ def network(a, vocab_size):
 
 
 def schedule(a, steps):
-    """Linear warmup to a.lr, then a cosine decay to 0 at `steps`."""
-    decay = L.cosine_decay(a.lr, step_each_epoch=1,
-                           epochs=max(steps - a.warmup_steps, 1))
+    """Linear warmup to a.lr over a.warmup_steps, then (on the same step
+    count) the cosine of a.lr / 2 * (cos(pi * step / steps) + 1), which
+    reaches 0 at `steps`."""
+    decay = L.cosine_decay(a.lr, step_each_epoch=1, epochs=max(steps, 1))
     return L.linear_lr_warmup(decay, a.warmup_steps, 0.0, a.lr)
 
 

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The character language model on fortunes, this framework against
+PyTorch 1.13 in one run: the same decoder-only transformer
+(tests/python/transformer_lm.py), the same initial weights (this
+framework's initialisation, copied into torch), the same batches, Adam
+with a linear warmup into a cosine decay and global-norm clipping at 1.0,
+the same thread count. Each trains --steps steps, then both evaluate the
+first --eval-windows windows of the validation split.
+
+    /usr/bin/python3 benchmarks/transformer_lm_bench.py --steps 300
+
+Prints a Markdown table: tokens/s (median of --repeats runs, interleaved,
+timed after the first 5 steps), the validation loss and perplexity per
+character, and the ratios ours / PyTorch. PyTorch runs on OpenBLAS as in
+compare_torch.py; each framework runs in its own process.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+SKIP = 5  # untimed first steps
+
+
+def args():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--width", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-windows", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--worker", choices=("fluid", "torch"),
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--params", help=argparse.SUPPRESS)
+    return ap.parse_args()
+
+
+def data(a):
+    """(vocab size, the training batches [steps, B, seq + 1], the
+    validation windows [n, seq + 1]) as int64 arrays."""
+    import fluid
+    f = fluid.datasets.fortunes
+    vocab = f.build_vocab("char")
+
+    def windows(split):
+        return np.array([np.append(x, y[-1]) for x, y in
+                         f.lm_reader(split, "char", a.seq_len, vocab)()])
+
+    train = windows("train")
+    need = a.steps * a.batch
+    order = np.random.RandomState(a.seed).permutation(len(train))
+    order = np.resize(order, need)  # wraps around if the split is short
+    return (len(vocab), train[order].reshape(a.steps, a.batch, -1),
+            windows("valid")[:a.eval_windows])
+
+
+def lr_factor(a, step):
+    """The schedule as a multiple of a.lr at `step` (0-based), as
+    fluid.layers.linear_lr_warmup over cosine_decay computes it."""
+    if step < a.warmup:
+        return step / a.warmup
+    return 0.5 * (math.cos(step * math.pi / a.steps) + 1)
+
+
+def timed(steps, run_step):
+    """tokens/s and the losses of `steps` calls of run_step(i)."""
+    losses = []
+    for i in range(steps):
+        if i == SKIP:
+            start = time.perf_counter()
+        losses.append(run_step(i))
+    return time.perf_counter() - start, losses
+
+
+def fluid_worker(a, cfg, batches, valid):
+    import fluid
+    from transformer_lm import fluid_lm, param_names
+    L = fluid.layers
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = a.seed
+    with fluid.program_guard(main, startup):
+        (ids, nxt), _, loss = fluid_lm(cfg, "float32")
+        test = main.clone(for_test=True)
+        fluid.clip.set_gradient_clip(fluid.clip.GradientClipByGlobalNorm(1.0))
+        lr = L.linear_lr_warmup(
+            L.cosine_decay(a.lr, step_each_epoch=1, epochs=a.steps),
+            a.warmup, 0.0, a.lr)
+        fluid.optimizer.Adam(learning_rate=lr).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace(), threads=a.threads)
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    np.savez(a.params, **{n: np.array(scope.get(n))
+                          for n in param_names(cfg)})
+
+    def feed(w):
+        return {"ids": w[:, :-1, None], "next_ids": w[:, 1:, None]}
+
+    def step(i):
+        (v,) = exe.run(main, feed=feed(batches[i]), fetch_list=[loss],
+                       scope=scope)
+        return float(v[0])
+
+    seconds, losses = timed(a.steps, step)
+    val = [float(exe.run(test, feed=feed(valid[i:i + a.batch]),
+                         fetch_list=[loss], scope=scope)[0][0])
+           * len(valid[i:i + a.batch]) for i in range(0, len(valid), a.batch)]
+    return seconds, losses, sum(val) / len(valid)
+
+
+def torch_worker(a, cfg, batches, valid):
+    import torch
+    from transformer_lm import TorchLM
+    torch.set_num_threads(a.threads)
+    model = TorchLM(cfg, torch.float32)
+    model.load(dict(np.load(a.params)))
+    f32 = [float(np.float32(v)) for v in (0.9, 0.999, 1e-8)]
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=f32[:2],
+                           eps=f32[2])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(a, s))
+    batches = torch.from_numpy(batches)
+
+    def step(i):
+        opt.zero_grad()
+        loss = model(batches[i][:, :-1], batches[i][:, 1:])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        return float(loss)
+
+    seconds, losses = timed(a.steps, step)
+    valid = torch.from_numpy(valid)
+    with torch.no_grad():
+        val = [float(model(w[:, :-1], w[:, 1:])) * len(w)
+               for w in torch.split(valid, a.batch)]
+    return seconds, losses, sum(val) / len(valid)
+
+
+def worker(a):
+    from transformer_lm import LMConfig
+    vocab, batches, valid = data(a)
+    cfg = LMConfig(vocab, a.seq_len, a.width, a.heads, a.layers)
+    run = fluid_worker if a.worker == "fluid" else torch_worker
+    seconds, losses, val = run(a, cfg, batches, valid)
+    tokens = (a.steps - SKIP) * a.batch * a.seq_len
+    print(json.dumps({"tokens_per_s": tokens / seconds, "val_loss": val,
+                      "first_loss": losses[0], "last_loss": losses[-1]}))
+
+
+def launch(a, which, params):
+    from compare_torch import torch_environment
+    env = torch_environment() if which == "torch" else dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(a.threads)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", which,
+           "--params", params] + [
+        f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items()
+        if k not in ("worker", "params", "repeats") and v is not None]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    a = args()
+    if a.worker:
+        return worker(a)
+    sys.path.insert(0, HERE)
+    results = {"fluid": [], "torch": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        params = os.path.join(tmp, "params.npz")
+        for _ in range(a.repeats):  # interleaved against drift
+            for which in ("fluid", "torch"):  # fluid writes the weights
+                results[which].append(launch(a, which, params))
+                print(which, results[which][-1], file=sys.stderr)
+    med = {w: statistics.median(r["tokens_per_s"] for r in rs)
+           for w, rs in results.items()}
+    val = {w: rs[-1]["val_loss"] for w, rs in results.items()}
+    print(f"| framework | tokens/s | validation loss | perplexity |")
+    print("|---|---|---|---|")
+    for w, name in (("fluid", "ours"), ("torch", "PyTorch 1.13 + OpenBLAS")):
+        print(f"| {name} | {med[w]:.0f} | {val[w]:.4f} | "
+              f"{math.exp(val[w]):.3f} |")
+    print(f"\ntokens/s ours / PyTorch: {med['fluid'] / med['torch']:.2f}; "
+          f"perplexity ours / PyTorch: "
+          f"{math.exp(val['fluid']) / math.exp(val['torch']):.4f}")
+
+
+if __name__ == "__main__":
+    main()
