@@ -13,6 +13,12 @@ Prints a Markdown table: tokens/s (median of --repeats runs, interleaved,
 timed after the first 5 steps), the validation loss and perplexity per
 character, and the ratios ours / PyTorch. PyTorch runs on OpenBLAS as in
 compare_torch.py; each framework runs in its own process.
+
+    /usr/bin/python3 benchmarks/transformer_lm_bench.py --scaling 2
+
+measures weak scaling instead: fluid.MPIExecutor on 1 rank and under
+`mpirun -np 2` (each rank --batch windows a step, --threads threads),
+interleaved; efficiency = tokens/s on N ranks / (N x tokens/s on 1).
 """
 import argparse
 import json
@@ -46,15 +52,18 @@ def args():
     ap.add_argument("--eval-windows", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scaling", type=int, default=0,
+                    help="N: weak scaling on 1 and N ranks, no PyTorch")
     ap.add_argument("--worker", choices=("fluid", "torch"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--params", help=argparse.SUPPRESS)
     return ap.parse_args()
 
 
-def data(a):
-    """(vocab size, the training batches [steps, B, seq + 1], the
-    validation windows [n, seq + 1]) as int64 arrays."""
+def data(a, rank=0, world=1):
+    """(vocab size, this rank's training batches [steps, B, seq + 1] of
+    the global batches of world x B, the validation windows [n, seq + 1])
+    as int64 arrays."""
     import fluid
     f = fluid.datasets.fortunes
     vocab = f.build_vocab("char")
@@ -64,11 +73,11 @@ def data(a):
                          f.lm_reader(split, "char", a.seq_len, vocab)()])
 
     train = windows("train")
-    need = a.steps * a.batch
+    need = a.steps * a.batch * world
     order = np.random.RandomState(a.seed).permutation(len(train))
     order = np.resize(order, need)  # wraps around if the split is short
-    return (len(vocab), train[order].reshape(a.steps, a.batch, -1),
-            windows("valid")[:a.eval_windows])
+    batches = train[order].reshape(a.steps, world, a.batch, -1)[:, rank]
+    return len(vocab), batches, windows("valid")[:a.eval_windows]
 
 
 def lr_factor(a, step):
@@ -103,11 +112,15 @@ def fluid_worker(a, cfg, batches, valid):
             L.cosine_decay(a.lr, step_each_epoch=1, epochs=a.steps),
             a.warmup, 0.0, a.lr)
         fluid.optimizer.Adam(learning_rate=lr).minimize(loss)
-    exe = fluid.Executor(fluid.CPUPlace(), threads=a.threads)
+    if a.scaling:
+        exe = fluid.MPIExecutor(fluid.CPUPlace(), threads=a.threads)
+    else:
+        exe = fluid.Executor(fluid.CPUPlace(), threads=a.threads)
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
-    np.savez(a.params, **{n: np.array(scope.get(n))
-                          for n in param_names(cfg)})
+    if not a.scaling:
+        np.savez(a.params, **{n: np.array(scope.get(n))
+                              for n in param_names(cfg)})
 
     def feed(w):
         return {"ids": w[:, :-1, None], "next_ids": w[:, 1:, None]}
@@ -155,16 +168,23 @@ def torch_worker(a, cfg, batches, valid):
 
 def worker(a):
     from transformer_lm import LMConfig
-    vocab, batches, valid = data(a)
+    import fluid
+    rank, world = 0, 1
+    if a.scaling:
+        probe = fluid.MPIExecutor(fluid.CPUPlace())
+        rank, world = probe.rank, probe.world_size
+    vocab, batches, valid = data(a, rank, world)
     cfg = LMConfig(vocab, a.seq_len, a.width, a.heads, a.layers)
     run = fluid_worker if a.worker == "fluid" else torch_worker
     seconds, losses, val = run(a, cfg, batches, valid)
-    tokens = (a.steps - SKIP) * a.batch * a.seq_len
-    print(json.dumps({"tokens_per_s": tokens / seconds, "val_loss": val,
-                      "first_loss": losses[0], "last_loss": losses[-1]}))
+    tokens = (a.steps - SKIP) * a.batch * a.seq_len * world
+    if rank == 0:
+        print(json.dumps({"tokens_per_s": tokens / seconds, "val_loss": val,
+                          "first_loss": losses[0],
+                          "last_loss": losses[-1]}))
 
 
-def launch(a, which, params):
+def launch(a, which, params, np_=1):
     from compare_torch import torch_environment
     env = torch_environment() if which == "torch" else dict(os.environ)
     env["OMP_NUM_THREADS"] = str(a.threads)
@@ -172,9 +192,28 @@ def launch(a, which, params):
            "--params", params] + [
         f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items()
         if k not in ("worker", "params", "repeats") and v is not None]
+    if np_ > 1:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np",
+               str(np_), "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS"] + cmd
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def scaling(a):
+    """Weak scaling of this framework on 1 and a.scaling ranks."""
+    runs = {1: [], a.scaling: []}
+    for _ in range(a.repeats):  # interleaved against drift
+        for n in runs:
+            runs[n].append(launch(a, "fluid", "", n)["tokens_per_s"])
+            print(f"np {n}: {runs[n][-1]:.0f} tokens/s", file=sys.stderr)
+    one, many = (statistics.median(runs[n]) for n in runs)
+    print("| ranks | tokens/s (all ranks) | efficiency |")
+    print("|---|---|---|")
+    print(f"| 1 | {one:.0f} | 1.00 |")
+    print(f"| {a.scaling} | {many:.0f} | {many / (a.scaling * one):.2f} |")
 
 
 def main():
@@ -182,6 +221,8 @@ def main():
     if a.worker:
         return worker(a)
     sys.path.insert(0, HERE)
+    if a.scaling:
+        return scaling(a)
     results = {"fluid": [], "torch": []}
     with tempfile.TemporaryDirectory() as tmp:
         params = os.path.join(tmp, "params.npz")
