@@ -264,7 +264,7 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
                  attrs),
           kCollectiveRole);
     }
-    if (scatter) {
+    if (scatter && !buckets[k].whole) {
       attrs["nranks"] = int32_t{config.nranks};
       return WithRole(MakeOp("c_reducescatter", {{"X", {buckets[k].fused}}},
                              {{"Out", {ShardName(buckets[k].fused)}},
@@ -284,8 +284,9 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
   };
   auto wait = [&](size_t k) {
     const std::string& fused = buckets[k].fused;
+    const bool shard = scatter && !buckets[k].whole;
     return WithRole(MakeOp("c_wait", {{"Handle", {buckets[k].handle}}},
-                           {{"Out", {scatter ? ShardName(fused) : fused}}}),
+                           {{"Out", {shard ? ShardName(fused) : fused}}}),
                     kCollectiveRole);
   };
   for (size_t k = 0; k < buckets.size(); ++k)

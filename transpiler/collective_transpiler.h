@@ -56,6 +56,10 @@ struct GradBucket {
   // One sparse gradient (SELECTED_ROWS): reduced by c_sparse_allreduce in
   // place (`fused` is the gradient itself), never coalesced.
   bool sparse = false;
+  // Sharded optimizer: the gradients are allreduced whole (as in stage 1)
+  // because an op before the update reads each whole gradient (clipping
+  // by a parameter's own norm).
+  bool whole = false;
 };
 
 // The (param, grad) pairs the optimize ops update, from their op_role_var,

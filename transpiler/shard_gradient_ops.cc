@@ -13,18 +13,22 @@ namespace {
 constexpr int kOptimize = static_cast<int>(OpRole::kOptimize);
 
 const char kAdvice[] =
-    "; a sharded optimizer holds parts of parameters and runs elementwise "
-    "clipping and regularization only (GradientClipByValue, "
-    "GradientClipByGlobalNorm, L1Decay, L2Decay): use those, or turn "
-    "shard_optimizer off";
+    "; a sharded optimizer holds parts of parameters and runs the "
+    "clipping and regularization ops of fluid.clip and fluid.regularizer "
+    "only: use those, or turn shard_optimizer off";
 
 bool IsUpdateOp(const proto::OpDesc& op) {
   return (OpRoleOf(op) & kOptimize) != 0 && OpRoleVarOf(op).size() == 2;
 }
 
 bool IsChainType(const std::string& type) {
-  static const std::set<std::string> kTypes = {
-      "clip", "sign", "scale", "sum", "elementwise_mul", "squared_l2_norm"};
+  static const std::set<std::string> kTypes = {"clip",
+                                               "sign",
+                                               "scale",
+                                               "sum",
+                                               "elementwise_mul",
+                                               "squared_l2_norm",
+                                               "clip_by_norm"};
   return kTypes.count(type) != 0;
 }
 
@@ -88,6 +92,7 @@ class ReaderScan {
       if (r_->owner.emplace(out, p).second) r_->temps[p].push_back(out);
       if (op.type() == "squared_l2_norm") norms_.insert(out);
     }
+    if (op.type() == "clip_by_norm") r_->whole.insert(p);
     r_->kind[i] = GradientReaders::kChain;
     r_->param[i] = p;
     r_->signature[p] += Signature(op, p) + ";";

@@ -11,11 +11,14 @@
 //   squared_l2_norm, whose partial norm only a norm sum may read (sharded,
 //   the sum becomes one of the shards' partial norms, then a scalar
 //   allreduce of the total).
-// Anything else (clip_by_norm: a norm per parameter) is refused with a
-// message naming the op.
+// Or the chain is whole: clip_by_norm needs its parameter's whole
+// gradient, so a chain with it runs as it is, on whole gradients (its
+// bucket is allreduced, not reduce-scattered). Anything else is refused
+// with a message naming the op.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,8 @@ struct GradientReaders {
   std::map<std::string, std::string> owner;
   // The parameter whose gradient a var is (grad -> param).
   std::map<std::string, std::string> grad_of;
+  // Parameters whose chains run on whole gradients.
+  std::set<std::string> whole;
 
   // Index of temporary `var` in its chain.
   size_t TempIndex(const std::string& var) const;

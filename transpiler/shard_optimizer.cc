@@ -123,6 +123,7 @@ std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
                (chain == readers.signature.end() ? "" : chain->second);
       });
   for (GradBucket& b : buckets) {
+    b.whole = readers.whole.count(b.params[0]) != 0;  // the chains agree
     int64_t total = 0;
     for (int64_t n : b.numels) total += n;
     b.padding = (config.nranks - total % config.nranks) % config.nranks;
@@ -148,6 +149,7 @@ class BucketShard {
   }
 
   const std::vector<std::string>& params() const { return b_.params; }
+  bool whole() const { return b_.whole; }
 
   // Vars of the main program: the buffer, its shard, pads, handles, state.
   void DeclareVars(proto::BlockDesc* main, proto::BlockDesc* startup) {
@@ -193,7 +195,7 @@ class BucketShard {
   std::vector<proto::OpDesc> Views() const {
     std::vector<proto::OpDesc> ops;
     const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
-    if (config_.shard_optimizer == 1)
+    if (config_.shard_optimizer == 1 || b_.whole)
       ops.push_back(Role(MakeOp("shard_view", {{"X", {b_.fused}}},
                                 {{"Out", {ShardName(b_.fused)}}}, n),
                          kCollective));
@@ -335,6 +337,9 @@ void AddNormSum(const proto::OpDesc& op, const GradientReaders& r,
                 proto::BlockDesc* main) {
   std::vector<std::string> partial;
   for (const auto& in : OpInput(op, "X")) {
+    FLUID_ENFORCE(!r.whole.count(r.owner.at(in)), "the squared norm '", in,
+                  "' is of a whole gradient; it cannot join a sum of "
+                  "shards' norms");
     const std::string t =
         shards[bucket_of.at(r.owner.at(in))].LeaderTemp(in, r);
     if (std::find(partial.begin(), partial.end(), t) == partial.end())
@@ -387,7 +392,7 @@ void ShardUpdates(const proto::TrainingJob& job,
   google::protobuf::RepeatedPtrField<proto::OpDesc> old;
   old.Swap(main->mutable_ops());
   for (const auto& [param, temps] : readers.temps)
-    retired.insert(temps.begin(), temps.end());
+    if (!readers.whole.count(param)) retired.insert(temps.begin(), temps.end());
   Retire(retired, main);
   for (auto& s : shards) s.DeclareVars(main, startup);
   for (const auto& s : shards) *main->add_ops() = s.Coalesce();
@@ -402,6 +407,10 @@ void ShardUpdates(const proto::TrainingJob& job,
       AddNormSum(op, readers, shards, bucket_of, main);
     } else if (readers.kind[i] == GradientReaders::kChain) {
       const size_t k = bucket_of.at(readers.param[i]);
+      if (shards[k].whole()) {
+        *main->add_ops() = op;  // on the whole gradient, every parameter
+        continue;
+      }
       if (readers.param[i] != shards[k].params()[0]) continue;
       views(k);
       *main->add_ops() = shards[k].Reader(op, readers, main);

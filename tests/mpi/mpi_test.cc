@@ -324,10 +324,11 @@ double ParamDistance(const proto::TrainingJob& job, const Scope& a,
 }
 
 // Regularization and clipping run on the shards: L2 decay with global-norm
-// clipping (a scalar allreduce of the shards' squared norms), and L1 decay
-// with clipping by value, equal the plain collective update. Sharded, the
-// global norm is summed in another order; Adam, which divides by sqrt(v),
-// turns that rounding into more than 1e-6 in float32 within 20 steps
+// clipping (a scalar allreduce of the shards' squared norms), L1 decay
+// with clipping by value, and L2 decay with clipping by each parameter's
+// norm (on whole, allreduced gradients) equal the plain collective update.
+// Sharded, the global norm is summed in another order; Adam, which divides by
+// sqrt(v), turns that rounding into more than 1e-6 in float32 within 20 steps
 // (the comparison above), so it is checked in float64, to 1e-10.
 TEST(ShardOptimizer, ClippedAndDecayedMatchesThePlainCollectiveUpdate) {
   struct Case {
@@ -344,6 +345,7 @@ TEST(ShardOptimizer, ClippedAndDecayedMatchesThePlainCollectiveUpdate) {
        {Case{"sgd", 0.1f, l2, global, f32},
         Case{"momentum", 0.1f, l2, global, f32},
         Case{"momentum", 0.1f, l1, GradientClip::Kind::kByValue, f32},
+        Case{"momentum", 0.1f, l2, GradientClip::Kind::kByNorm, f32},
         Case{"adam", 0.01f, l2, global, f64}}) {
     ModelOptions mo;
     mo.default_optimizer = false;

@@ -205,12 +205,42 @@ TEST(ShardOptimizer, ClipsAndDecaysTheShards) {
   }
 }
 
-TEST(ShardOptimizer, RefusesNonElementwiseReadersAndCompressionWithAMessage) {
-  proto::TrainingJob by_norm = testing::LoadTestJob("mlp");
+// Clipping by a parameter's own norm needs its whole gradient: that
+// parameter's bucket is allreduced (then viewed, as in stage 1) and the
+// clip runs as it is; the other buckets are reduce-scattered.
+TEST(ShardOptimizer, ClipsByNormOnWholeGradients) {
+  proto::TrainingJob job = testing::LoadTestJob("mlp");
   InsertBeforeUpdate(
-      &by_norm, MakeOp("clip_by_norm", {{"X", {"fc_0.w_0@GRAD"}}},
-                       {{"Out", {"fc_0.w_0@GRAD"}}}, {{"max_norm", 1.0f}}));
-  ExpectShardError(by_norm, "the clip_by_norm op reads the gradient of 'fc_0");
+      &job, MakeOp("clip_by_norm", {{"X", {"fc_0.w_0@GRAD"}}},
+                   {{"Out", {"fc_0.w_0@GRAD"}}}, {{"max_norm", 1.0f}}));
+  CollectiveConfig cfg;
+  cfg.nranks = 4;
+  cfg.shard_optimizer = 2;
+  proto::TrainingJob out = CollectiveTranspile(job, cfg);
+  const std::vector<std::string> t = Types(out.main());
+  EXPECT_EQ(Count(t, "c_allreduce"), 1);
+  EXPECT_EQ(Count(t, "c_reducescatter"), 1);
+  const proto::BlockDesc& main = out.main().blocks(0);
+  std::string whole;  // the allreduced buffer
+  int clip = -1, view = -1;
+  for (int i = 0; i < main.ops_size(); ++i) {
+    const proto::OpDesc& op = main.ops(i);
+    if (op.type() == "c_allreduce") whole = OpInput(op, "X")[0];
+    if (op.type() == "clip_by_norm") {
+      clip = i;
+      EXPECT_EQ(OpInput(op, "X"), std::vector<std::string>{"fc_0.w_0@GRAD"});
+    }
+    if (op.type() == "shard_view" && OpInput(op, "X")[0] == whole) view = i;
+  }
+  EXPECT_GE(clip, 0);
+  EXPECT_GT(view, 0);  // the update reads the clipped buffer's shard
+}
+
+TEST(ShardOptimizer, RefusesNonElementwiseReadersAndCompressionWithAMessage) {
+  proto::TrainingJob other = testing::LoadTestJob("mlp");
+  InsertBeforeUpdate(&other, MakeOp("sqrt", {{"X", {"fc_0.w_0@GRAD"}}},
+                                    {{"Out", {"fc_0.w_0@GRAD"}}}));
+  ExpectShardError(other, "the sqrt op reads the gradient of 'fc_0.w_0'");
   proto::TrainingJob mixed = testing::LoadTestJob("mlp");
   InsertBeforeUpdate(
       &mixed, MakeOp("elementwise_add",
