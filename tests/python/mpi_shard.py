@@ -108,12 +108,8 @@ def run_checks():
         return compare(params_of(got_scope, names),
                        params_of(want_scope, names))
 
-    def clipped_and_decayed():
-        def momentum():
-            return fluid.optimizer.Momentum(
-                0.1, 0.9, regularization=fluid.regularizer.L2Decay(1e-3))
-        clip = fluid.clip.GradientClipByGlobalNorm(0.2)
-        main, startup, loss = build(momentum, clip)
+    def sharded_equals_plain(optimizer, clip):
+        main, startup, loss = build(optimizer, clip)
         names = param_names(main)
         want_scope = scope()
         train(plain, main, startup, loss, want_scope, rank, world)
@@ -124,17 +120,15 @@ def run_checks():
         return compare(params_of(got_scope, names),
                        params_of(want_scope, names))
 
+    def clipped_and_decayed():
+        def momentum():
+            return fluid.optimizer.Momentum(
+                0.1, 0.9, regularization=fluid.regularizer.L2Decay(1e-3))
+        return sharded_equals_plain(
+            momentum, fluid.clip.GradientClipByGlobalNorm(0.2))
+
     def clipped_by_norm():
-        main, startup, loss = build(adam, fluid.clip.GradientClipByNorm(0.1))
-        names = param_names(main)
-        want_scope = scope()
-        train(plain, main, startup, loss, want_scope, rank, world)
-        sharded = fluid.MPIExecutor(fluid.CPUPlace(), shard_optimizer=2)
-        got_scope = scope()
-        train(sharded, main, startup, loss, got_scope, rank, world)
-        sharded.check_consistency()
-        return compare(params_of(got_scope, names),
-                       params_of(want_scope, names))
+        return sharded_equals_plain(adam, fluid.clip.GradientClipByNorm(0.1))
 
     c.check("(a) MPIExecutor(shard_optimizer=2)", executor_option)
     c.check("(b) DistributeTranspilerConfig.shard_optimizer", transpiler_config)
