@@ -10,29 +10,12 @@
 #include "src/distributed/in_process_backend.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "tests/testing/in_process_ranks.h"
 
 namespace fluid {
 namespace {
 
-// Runs fn(rank, communicator) on `n` threads, one per rank.
-void RunRanks(int n, const std::function<void(int, Communicator*)>& fn) {
-  auto group = InProcessGroup::Create(n);
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < n; ++r)
-    comms.push_back(std::make_unique<Communicator>(group->Backend(r)));
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r, comms[r].get());
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-}
+using testing::RunRanks;
 
 Tensor Filled(DataType dtype, int64_t n, double base) {
   Tensor t(dtype, Shape{n});

@@ -15,12 +15,10 @@
 #include "src/distributed/in_process_backend.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "tests/testing/in_process_ranks.h"
 
 namespace fluid {
 namespace {
-
-void RunRanks(int n, const std::function<void(int, Communicator*)>& fn,
-              bool padded_gather = false);
 
 // An in-process backend whose AllGatherV is CommBackend's own (blocks
 // padded to the largest, one AllGather).
@@ -48,26 +46,12 @@ class PaddedGatherBackend : public CommBackend {
 };
 
 void RunRanks(int n, const std::function<void(int, Communicator*)>& fn,
-              bool padded_gather) {
-  auto group = InProcessGroup::Create(n);
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < n; ++r) {
-    std::unique_ptr<CommBackend> b = group->Backend(r);
-    if (padded_gather) b = std::make_unique<PaddedGatherBackend>(std::move(b));
-    comms.push_back(std::make_unique<Communicator>(std::move(b)));
-  }
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r, comms[r].get());
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+              bool padded_gather = false) {
+  testing::RunRanks(n, fn, [padded_gather](std::unique_ptr<CommBackend> b) {
+    if (!padded_gather) return b;
+    return std::unique_ptr<CommBackend>(
+        std::make_unique<PaddedGatherBackend>(std::move(b)));
+  });
 }
 
 constexpr int64_t kHeight = 20;
