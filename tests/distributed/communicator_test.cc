@@ -161,37 +161,13 @@ TEST(Communicator, AllGatherInPlaceFromAViewOfItsBlock) {
   });
 }
 
-// A transport with no reduce-scatter of its own: the base class's.
-class PlainBackend : public CommBackend {
- public:
-  explicit PlainBackend(std::unique_ptr<CommBackend> inner)
-      : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return "plain"; }
-  void AllReduce(void* d, int64_t n, DataType t, ReduceOp op) override {
-    inner_->AllReduce(d, n, t, op);
-  }
-  void Broadcast(void* d, int64_t bytes, int root) override {
-    inner_->Broadcast(d, bytes, root);
-  }
-  void AllGather(const void* s, void* r, int64_t bytes) override {
-    inner_->AllGather(s, r, bytes);
-  }
-  void Barrier() override { inner_->Barrier(); }
-  void Abort(int code) override { inner_->Abort(code); }
-
- private:
-  std::unique_ptr<CommBackend> inner_;
-};
-
 TEST(Communicator, ReduceScatterByAllReduceOnTransportsWithoutOne) {
   auto group = InProcessGroup::Create(3);
   std::vector<std::thread> threads;
   std::vector<Tensor> outs(3);
   for (int r = 0; r < 3; ++r)
     threads.emplace_back([&, r] {
-      PlainBackend b(group->Backend(r));
+      testing::RequiredOnlyBackend b(group->Backend(r));
       Tensor in = Blocks(DataType::kFloat64, 3, 2, r);
       outs[r] = Tensor(DataType::kFloat64, Shape{2});
       b.ReduceScatter(in.raw_data(), outs[r].raw_mutable_data(), 2,

@@ -20,37 +20,13 @@
 namespace fluid {
 namespace {
 
-// An in-process backend whose AllGatherV is CommBackend's own (blocks
-// padded to the largest, one AllGather).
-class PaddedGatherBackend : public CommBackend {
- public:
-  explicit PaddedGatherBackend(std::unique_ptr<CommBackend> inner)
-      : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return "padded"; }
-  void AllReduce(void* d, int64_t n, DataType t, ReduceOp op) override {
-    inner_->AllReduce(d, n, t, op);
-  }
-  void Broadcast(void* d, int64_t bytes, int root) override {
-    inner_->Broadcast(d, bytes, root);
-  }
-  void AllGather(const void* s, void* r, int64_t bytes) override {
-    inner_->AllGather(s, r, bytes);
-  }
-  void Barrier() override { inner_->Barrier(); }
-  void Abort(int code) override { inner_->Abort(code); }
-
- private:
-  std::unique_ptr<CommBackend> inner_;
-};
-
 void RunRanks(int n, const std::function<void(int, Communicator*)>& fn,
               bool padded_gather = false) {
   testing::RunRanks(n, fn, [padded_gather](std::unique_ptr<CommBackend> b) {
     if (!padded_gather) return b;
+    // AllGatherV as CommBackend's own: blocks padded to the largest.
     return std::unique_ptr<CommBackend>(
-        std::make_unique<PaddedGatherBackend>(std::move(b)));
+        std::make_unique<testing::RequiredOnlyBackend>(std::move(b)));
   });
 }
 
