@@ -933,19 +933,18 @@ void BindFortunes(py::module_& m) {
     return py::make_tuple(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));
   });
   // (topics, words [N, max_len, 1], length [N], label [N, 1]) of a split.
-  m.def("fortunes_topic_samples", [](const std::string& dir,
-                                     const std::string& split,
-                                     int64_t num_topics, int64_t max_len,
-                                     int64_t max_size) {
-    const CharVocab v =
-        CharVocab::Build(ReadFortunes(dir, FortunesSplit::kTrain), max_size);
-    const std::vector<std::string> topics =
-        FortunesTopics(ReadFortunes(dir), num_topics);
-    Dataset d = TopicSamples(ReadFortunes(dir, ParseFortunesSplit(split)),
-                             topics, v, max_len);
-    return py::make_tuple(topics, ToNumpy(d.tensors[0]),
-                          ToNumpy(d.tensors[1]), ToNumpy(d.tensors[2]));
-  });
+  m.def("fortunes_topic_samples",
+        [](const std::string& dir, const std::string& split, int64_t num_topics,
+           int64_t max_len, int64_t max_size) {
+          const CharVocab v = CharVocab::Build(
+              ReadFortunes(dir, FortunesSplit::kTrain), max_size);
+          const std::vector<std::string> topics =
+              FortunesTopics(ReadFortunes(dir), num_topics);
+          Dataset d = TopicSamples(ReadFortunes(dir, ParseFortunesSplit(split)),
+                                   topics, v, max_len);
+          return py::make_tuple(topics, ToNumpy(d.tensors[0]),
+                                ToNumpy(d.tensors[1]), ToNumpy(d.tensors[2]));
+        });
 }
 
 void BindIo(py::module_& m) {

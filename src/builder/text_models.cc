@@ -63,8 +63,8 @@ std::string SelfAttention(ProgramBuilder* b, const std::string& x,
                                       /*transpose_x=*/false,
                                       /*transpose_y=*/true, 1.0f);
   scores = layers::ElementwiseAdd(b, scores, mask);
-  std::string heads = layers::Matmul(b, layers::Softmax(b, scores), v, false,
-                                     false, 1.0f);
+  std::string heads =
+      layers::Matmul(b, layers::Softmax(b, scores), v, false, false, 1.0f);
   heads = layers::Reshape(b, layers::Transpose(b, heads, {0, 2, 1, 3}),
                           {0, 0, kWidth});
   return Fc3(b, heads, kWidth);
@@ -73,8 +73,8 @@ std::string SelfAttention(ProgramBuilder* b, const std::string& x,
 // A pre-LN decoder block.
 std::string DecoderBlock(ProgramBuilder* b, const std::string& x,
                          const std::string& mask) {
-  std::string h = layers::ElementwiseAdd(
-      b, x, SelfAttention(b, LayerNorm3(b, x), mask));
+  std::string h =
+      layers::ElementwiseAdd(b, x, SelfAttention(b, LayerNorm3(b, x), mask));
   std::string f = Fc3(b, Fc3(b, LayerNorm3(b, h), kFfnWidth, "gelu"), kWidth);
   return layers::ElementwiseAdd(b, h, f);
 }
@@ -116,13 +116,12 @@ std::string WarmupCosine(ProgramBuilder* b, const TextModelOptions& o) {
 }
 
 // A convolution of `width` over each sequence, max-pooled per sequence.
-std::string ConvPool(ProgramBuilder* b, const std::string& seq,
-                     int64_t width) {
+std::string ConvPool(ProgramBuilder* b, const std::string& seq, int64_t width) {
   layers::SequenceConvOptions conv;
   conv.filter_size = width;
   conv.act = "relu";
-  return layers::SequencePool(
-      b, layers::SequenceConv(b, seq, kFilters, conv), "max");
+  return layers::SequencePool(b, layers::SequenceConv(b, seq, kFilters, conv),
+                              "max");
 }
 
 // The class scores of the text CNN; its feeds are the job's.
@@ -174,10 +173,10 @@ proto::TrainingJob BuildTextModel(const std::string& name,
     const std::string logits = TextCnnLogits(&b);
     const std::string label =
         layers::Data(&b, "label", Shape{1}, DataType::kInt64);
-    RenameVar(job.mutable_main(),
-              layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits,
-                                                               label)),
-              "loss");
+    RenameVar(
+        job.mutable_main(),
+        layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label)),
+        "loss");
     RenameVar(job.mutable_main(), layers::Accuracy(&b, logits, label),
               "accuracy");
     for (const char* feed : {"words", "length", "label"})

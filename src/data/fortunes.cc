@@ -180,10 +180,9 @@ CharVocab CharVocab::Build(const std::vector<Quotation>& quotations,
   std::vector<std::pair<char32_t, int64_t>> ranked(counts.begin(),
                                                    counts.end());
   // Stable: equal counts stay in code point order.
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) {
-                     return a.second > b.second;
-                   });
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   CharVocab v;
   v.tokens_.assign(3, 0);
   for (const auto& [c, count] : ranked) {
@@ -210,15 +209,14 @@ std::vector<int64_t> LmStream(const std::vector<Quotation>& quotations,
 }
 
 Dataset LmWindows(const std::vector<int64_t>& stream, int64_t seq_len) {
-  FLUID_ENFORCE(seq_len >= 1, "LmWindows: seq_len must be >= 1, got ",
-                seq_len);
+  FLUID_ENFORCE(seq_len >= 1, "LmWindows: seq_len must be >= 1, got ", seq_len);
   const int64_t n = static_cast<int64_t>(stream.size());
   const int64_t windows = n > seq_len ? (n - seq_len - 1) / seq_len + 1 : 0;
   std::vector<int64_t> tokens(stream.begin(),
                               stream.begin() + windows * seq_len);
-  std::vector<int64_t> next(stream.begin() + (windows > 0 ? 1 : 0),
-                            stream.begin() + windows * seq_len +
-                                (windows > 0 ? 1 : 0));
+  std::vector<int64_t> next(
+      stream.begin() + (windows > 0 ? 1 : 0),
+      stream.begin() + windows * seq_len + (windows > 0 ? 1 : 0));
   Dataset d;
   d.names = {"tokens", "next"};
   d.tensors = {Int64Tensor(Shape{windows, seq_len, 1}, tokens),
@@ -234,10 +232,9 @@ std::vector<std::string> FortunesTopics(
   for (const Quotation& q : all_quotations) ++counts[q.topic];
   std::vector<std::pair<std::string, int64_t>> ranked(counts.begin(),
                                                       counts.end());
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) {
-                     return a.second > b.second;
-                   });
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> topics;
   for (const auto& entry : ranked) {
     if (static_cast<int64_t>(topics.size()) == num_topics) break;
@@ -265,7 +262,8 @@ Dataset TopicSamples(const std::vector<Quotation>& quotations,
   Dataset d;
   d.names = {"words", "length", "label"};
   d.tensors = {Int64Tensor(Shape{n, max_len, 1}, words),
-               Int64Tensor(Shape{n}, lengths), Int64Tensor(Shape{n, 1}, labels)};
+               Int64Tensor(Shape{n}, lengths),
+               Int64Tensor(Shape{n, 1}, labels)};
   return d;
 }
 

@@ -399,8 +399,9 @@ struct TrainLoop {
                   "%.4f  %.0f samples/s  ETA %s",
                   epoch + 1, o.epochs, static_cast<long long>(epoch_step),
                   static_cast<long long>(steps_per_epoch), loss,
-                  lm ? "perplexity" : "accuracy", lm ? std::exp(loss) : accuracy,
-                  rate, FormatDuration(remaining).c_str());
+                  lm ? "perplexity" : "accuracy",
+                  lm ? std::exp(loss) : accuracy, rate,
+                  FormatDuration(remaining).c_str());
     log << line << "\n";
     log.flush();
   }
@@ -513,6 +514,9 @@ void CheckOptions(const TrainerOptions& o) {
   ParseWireFormat(o.grad_compression);  // names a bad one
   FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
                 "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
+  FLUID_ENFORCE(o.warmup_steps >= 0 && o.decay_steps >= 0,
+                "--warmup-steps and --decay-steps must be >= 0, got ",
+                o.warmup_steps, " and ", o.decay_steps);
   FLUID_ENFORCE(o.sparse_dense_ratio >= 0,
                 "--sparse-dense-ratio must not be negative, got ",
                 o.sparse_dense_ratio);
@@ -693,7 +697,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     (IsLanguageModelJob(job) ? result.test_loss : result.test_accuracy) =
         metric;
     char line[320];
-    std::snprintf(line, sizeof(line), "%s; trained %lld steps at %.0f samples/s",
+    std::snprintf(line, sizeof(line),
+                  "%s; trained %lld steps at %.0f samples/s",
                   EvaluationLine(job, metric, seen, test).c_str(),
                   static_cast<long long>(step), result.samples_per_second);
     log << line;

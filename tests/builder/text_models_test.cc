@@ -94,9 +94,8 @@ TEST(TextModels, TransformerWarmupThenCosine) {
   for (int step = 0; step < 7; ++step) {
     std::vector<Tensor> out;
     exe.Run(main.get(), {{"tokens", tokens}, {"next", next}}, {lr}, &out);
-    const double want = step < 4
-                            ? peak * step / 4
-                            : 0.5 * peak * (std::cos(step * M_PI / 8) + 1);
+    const double want = step < 4 ? peak * step / 4
+                                 : 0.5 * peak * (std::cos(step * M_PI / 8) + 1);
     EXPECT_NEAR(out[0].data<double>()[0], want, 1e-9) << "step " << step;
   }
 }
@@ -178,7 +177,8 @@ TEST(TextModels, TextCnnLearnsVariableLengthSequences) {
   for (int step = 0; step < 40; ++step) {
     TopicBatch(&rng, 16, &words, &length, &label);
     std::vector<Tensor> out;
-    exe.Run(main.get(), {{"words", words}, {"length", length}, {"label", label}},
+    exe.Run(main.get(),
+            {{"words", words}, {"length", length}, {"label", label}},
             {"loss", "accuracy"}, &out);
     const double loss = out[0].data<float>()[0];
     if (step < 5) first += loss / 5;

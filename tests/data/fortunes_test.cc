@@ -136,8 +136,8 @@ TEST(Fortunes, LmWindowsFollowTheStream) {
 
 // Topics by quotation count, ties by name; samples padded or cut.
 TEST(Fortunes, TopicSamplesAreLabelledAndPadded) {
-  const std::vector<Quotation> q = {Q("b", U"x"), Q("a", U"xyzw"),
-                                    Q("c", U"y"), Q("c", U"yy")};
+  const std::vector<Quotation> q = {Q("b", U"x"), Q("a", U"xyzw"), Q("c", U"y"),
+                                    Q("c", U"yy")};
   const std::vector<std::string> topics = FortunesTopics(q, 2);
   EXPECT_EQ(topics, (std::vector<std::string>{"c", "a"}));
   const CharVocab v = CharVocab::Build(q);  // y=3, x=4, w=5, z=6
