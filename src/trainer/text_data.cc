@@ -8,8 +8,6 @@ namespace fluid {
 
 namespace {
 
-constexpr const char* kImagesDir = "/usr/share/datasets/fashion-mnist";
-
 bool FeedsAre(const proto::TrainingJob& job,
               const std::vector<std::string>& names) {
   if (job.feed_names_size() != static_cast<int>(names.size())) return false;
@@ -33,18 +31,17 @@ int64_t KnownDim(const proto::TrainingJob& job, const std::string& name,
   return s[dim];
 }
 
-// The first op of `type` with `var` in slot `slot`; its other slot `other`'s
-// first var.
-std::string OtherInput(const proto::TrainingJob& job, const std::string& type,
-                       const std::string& slot, const std::string& var,
-                       const std::string& other) {
+// Input slot `want` of the first op of `type` (whose slot `slot`, when
+// given, reads `var`).
+std::string InputOfOp(const proto::TrainingJob& job, const std::string& type,
+                      const std::string& want, const std::string& slot = "",
+                      const std::string& var = "") {
   for (const proto::OpDesc& op : MainBlock(job).ops()) {
     if (op.type() != type) continue;
-    const std::vector<std::string> in = OpInput(op, slot);
-    if (slot.empty() || (!in.empty() && in[0] == var)) {
-      const std::vector<std::string> found = OpInput(op, other);
-      if (!found.empty()) return found[0];
-    }
+    if (!slot.empty() && OpInput(op, slot) != std::vector<std::string>{var})
+      continue;
+    const std::vector<std::string> found = OpInput(op, want);
+    if (!found.empty()) return found[0];
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "the text data needs a ", type,
               " op in the job's main program",
@@ -52,12 +49,12 @@ std::string OtherInput(const proto::TrainingJob& job, const std::string& type,
 }
 
 int64_t VocabSize(const proto::TrainingJob& job) {
-  return KnownDim(job, OtherInput(job, "lookup_table", "", "", "W"), 0);
+  return KnownDim(job, InputOfOp(job, "lookup_table", "W"), 0);
 }
 
 int64_t NumTopics(const proto::TrainingJob& job) {
   const std::string logits =
-      OtherInput(job, "softmax_with_cross_entropy", "Label", "label", "Logits");
+      InputOfOp(job, "softmax_with_cross_entropy", "Logits", "Label", "label");
   const Shape s = VarShape(GetVarDesc(MainBlock(job), logits));
   return KnownDim(job, logits, s.rank() - 1);
 }
@@ -75,15 +72,14 @@ bool IsLanguageModelJob(const proto::TrainingJob& job) {
 }
 
 void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
-                 Dataset* train, Dataset* test) {
+                 bool default_dir, Dataset* train, Dataset* test) {
   const JobData kind = JobDataOf(job);
   if (kind == JobData::kImages) {
-    const std::string dir = data_dir.empty() ? kImagesDir : data_dir;
-    *train = LoadMnistFamily(dir, /*train=*/true);
-    *test = LoadMnistFamily(dir, /*train=*/false);
+    *train = LoadMnistFamily(data_dir, /*train=*/true);
+    *test = LoadMnistFamily(data_dir, /*train=*/false);
     return;
   }
-  const std::string dir = data_dir.empty() ? kFortunesDir : data_dir;
+  const std::string dir = default_dir ? kFortunesDir : data_dir;
   const std::vector<Quotation> all = ReadFortunes(dir);
   std::vector<Quotation> split[2];  // train, valid
   for (const Quotation& q : all)

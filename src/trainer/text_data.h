@@ -22,13 +22,14 @@ JobData JobDataOf(const proto::TrainingJob& job);
 // per token), reported with its perplexity.
 bool IsLanguageModelJob(const proto::TrainingJob& job);
 
-// The job's training and test data from `data_dir` ("": the default
-// directory of its kind of data). For text jobs the sizes come from the
+// The job's training and test data from `data_dir` (a text job reads
+// kFortunesDir instead when `default_dir`, data_dir being the images'
+// default). For text jobs the sizes come from the
 // program: the window or padded length from the "tokens" or "words" feed's
 // shape, the vocabulary from the first lookup_table's height, the topics
 // from the last dim of the scores the "label" feed is compared with; the
 // test data is the validation split.
 void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
-                 Dataset* train, Dataset* test);
+                 bool default_dir, Dataset* train, Dataset* test);
 
 }  // namespace fluid

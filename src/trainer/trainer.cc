@@ -616,8 +616,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (PrintOrSave(o, job, out)) return result;
 
   Dataset train, test;
-  LoadJobData(job, o.data_dir == TrainerOptions().data_dir ? "" : o.data_dir,
-              &train, &test);
+  LoadJobData(job, o.data_dir, o.data_dir == TrainerOptions().data_dir, &train,
+              &test);
   if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
   if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
   CheckFeedsMatchData(job, train);
