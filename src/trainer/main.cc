@@ -1,4 +1,5 @@
-// trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data).
+// trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data),
+// or a text model on the quotations of Debian's fortunes.
 //
 //   trainer --model lenet                      train a built-in model
 //                                              (mlp, lenet, resnet, vgg;
@@ -46,7 +47,8 @@ std::string RankForErrors() {
 
 int main(int argc, char** argv) {
   fluid::TrainerOptions o;
-  CLI::App app{"Train a fluid program on MNIST-family data."};
+  CLI::App app{
+      "Train a fluid program on MNIST-family data or the fortunes text."};
   app.add_option("--program", o.program, "training job (model.pb) to run");
   app.add_option("--model", o.model,
                  "built-in model: mlp | lenet | resnet | vgg | transformer | "

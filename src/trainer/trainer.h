@@ -95,7 +95,7 @@ struct TrainerResult {
   int world_size = 1;
   int64_t steps = 0;
   double final_loss = 0;
-  double train_accuracy = 0;
+  double train_accuracy = 0;  // a language model's: its mean loss
   double test_accuracy = -1;  // -1 when not evaluated
   // A language model's validation loss per token (its perplexity is the
   // exp of it); -1 when not evaluated or not a language model.
