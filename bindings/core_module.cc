@@ -12,6 +12,7 @@
 #include "src/builder/layer_registry.h"
 #include "src/builder/lr_schedules.h"
 #include "src/builder/optimizer.h"
+#include "src/data/fortunes.h"
 #include "src/data/idx_reader.h"
 #include "src/distributed/job_control.h"
 #include "src/distributed/launcher.h"
@@ -901,6 +902,51 @@ void BindInferenceModels(py::module_& m) {
 }
 
 // Training jobs, checkpoints and data sets on disk.
+// The C++ reader of the fortunes text data (src/data/fortunes.h), which the
+// trainer's text models train on; the tests compare it with
+// fluid.datasets.fortunes. Text is returned as str, ids as int64 arrays.
+void BindFortunes(py::module_& m) {
+  m.def("fortunes_quotations", [](const std::string& dir,
+                                  const std::string& split) {
+    py::list out;
+    for (const Quotation& q : ReadFortunes(dir, ParseFortunesSplit(split)))
+      out.append(py::make_tuple(q.topic, EncodeUtf8(q.text)));
+    return out;
+  });
+  // The char vocabulary's tokens in id order, from id 3 on.
+  m.def("fortunes_char_vocab", [](const std::string& dir, int64_t max_size) {
+    const CharVocab v =
+        CharVocab::Build(ReadFortunes(dir, FortunesSplit::kTrain), max_size);
+    py::list out;
+    for (int64_t id = 3; id < v.size(); ++id)
+      out.append(EncodeUtf8(std::u32string(1, v.token(id))));
+    return out;
+  });
+  // (tokens, next) windows [N, seq_len, 1] of a split.
+  m.def("fortunes_lm_windows", [](const std::string& dir,
+                                  const std::string& split, int64_t seq_len,
+                                  int64_t max_size) {
+    const CharVocab v =
+        CharVocab::Build(ReadFortunes(dir, FortunesSplit::kTrain), max_size);
+    Dataset d = LmWindows(
+        LmStream(ReadFortunes(dir, ParseFortunesSplit(split)), v), seq_len);
+    return py::make_tuple(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));
+  });
+  // (topics, words [N, max_len, 1], length [N], label [N, 1]) of a split.
+  m.def("fortunes_topic_samples",
+        [](const std::string& dir, const std::string& split, int64_t num_topics,
+           int64_t max_len, int64_t max_size) {
+          const CharVocab v = CharVocab::Build(
+              ReadFortunes(dir, FortunesSplit::kTrain), max_size);
+          const std::vector<std::string> topics =
+              FortunesTopics(ReadFortunes(dir), num_topics);
+          Dataset d = TopicSamples(ReadFortunes(dir, ParseFortunesSplit(split)),
+                                   topics, v, max_len);
+          return py::make_tuple(topics, ToNumpy(d.tensors[0]),
+                                ToNumpy(d.tensors[1]), ToNumpy(d.tensors[2]));
+        });
+}
+
 void BindIo(py::module_& m) {
   m.def("save_job",
         [](const std::string& path, const ProgramPtr& main,
@@ -955,6 +1001,7 @@ void BindIo(py::module_& m) {
     Dataset d = LoadMnistFamily(dir, train);
     return std::make_pair(ToNumpy(d.tensors[0]), ToNumpy(d.tensors[1]));
   });
+  BindFortunes(m);
 }
 
 }  // namespace

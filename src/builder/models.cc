@@ -5,6 +5,7 @@
 
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
+#include "src/builder/text_models.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -90,7 +91,8 @@ std::string Logits(ProgramBuilder* b, const std::string& name,
   return VggLogits(b, image);
 }
 
-// Renames var `from` to `to` in every op and var desc of `program`.
+}  // namespace
+
 void RenameVar(proto::ProgramDesc* program, const std::string& from,
                const std::string& to) {
   for (auto& block : *program->mutable_blocks()) {
@@ -103,15 +105,14 @@ void RenameVar(proto::ProgramDesc* program, const std::string& from,
   }
 }
 
-}  // namespace
-
 const std::vector<std::string>& BuiltInModels() {
-  static const std::vector<std::string> names = {"mlp", "lenet", "resnet",
-                                                 "vgg"};
+  static const std::vector<std::string> names = {
+      "mlp", "lenet", "resnet", "vgg", "transformer", "textcnn"};
   return names;
 }
 
 OptimizerConfig DefaultOptimizer(const std::string& name) {
+  if (IsTextModel(name)) return DefaultTextOptimizer(name);
   OptimizerConfig c;
   c.type = "momentum";
   c.momentum = 0.9f;
@@ -124,7 +125,17 @@ proto::TrainingJob BuildModel(const std::string& name,
   const auto& known = BuiltInModels();
   FLUID_ENFORCE(std::find(known.begin(), known.end(), name) != known.end(),
                 "unknown model '", name,
-                "'; built-in models: mlp, lenet, resnet, vgg");
+                "'; built-in models: mlp, lenet, resnet, vgg, transformer, ",
+                "textcnn");
+  if (IsTextModel(name)) {
+    TextModelOptions text;
+    text.optimizer =
+        options.default_optimizer ? DefaultOptimizer(name) : options.optimizer;
+    text.seed = options.seed;
+    text.warmup_steps = options.warmup_steps;
+    text.decay_steps = options.decay_steps;
+    return BuildTextModel(name, text);
+  }
   proto::TrainingJob job;
   job.set_version(kProgramVersion);
   *job.mutable_main() = NewProgram();

@@ -15,6 +15,9 @@ struct ModelOptions {
   bool default_optimizer = true;
   uint64_t seed = 1;
   DataType dtype = DataType::kFloat32;
+  // The text models' learning-rate schedule (see TextModelOptions).
+  int64_t warmup_steps = 0;
+  int64_t decay_steps = 0;
 };
 
 // "mlp": 784-512-256-10, ReLU; default Momentum(lr 0.1, 0.9).
@@ -30,13 +33,22 @@ struct ModelOptions {
 // All take feeds "image" [N,1,28,28] float and "label" [N,1] int64, and
 // report "loss" and "accuracy". Weights use PyTorch's default
 // initialisation.
+// "transformer" and "textcnn": the text models of
+// src/builder/text_models.h (a char language model and a topic classifier
+// over the fortunes data).
 proto::TrainingJob BuildModel(const std::string& name,
                               const ModelOptions& options = {});
 
-// The names BuildModel knows: mlp, lenet, resnet, vgg.
+// The names BuildModel knows: mlp, lenet, resnet, vgg, transformer,
+// textcnn.
 const std::vector<std::string>& BuiltInModels();
 
 // The model's default optimizer.
 OptimizerConfig DefaultOptimizer(const std::string& name);
+
+// Renames var `from` to `to` in every op and var desc of `program` (the
+// models' stable names for what the trainer fetches).
+void RenameVar(proto::ProgramDesc* program, const std::string& from,
+               const std::string& to);
 
 }  // namespace fluid

@@ -1,7 +1,10 @@
-// trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data).
+// trainer: train a model on Fashion-MNIST (or any MNIST-family IDX data),
+// or a text model on the quotations of Debian's fortunes.
 //
 //   trainer --model lenet                      train a built-in model
-//                                              (mlp, lenet, resnet, vgg)
+//                                              (mlp, lenet, resnet, vgg;
+//                                              transformer and textcnn on
+//                                              the fortunes text)
 //   trainer --model mlp --save model.pb        write a built-in model's job
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--place cpu|cuda|cuda:N]
@@ -44,10 +47,12 @@ std::string RankForErrors() {
 
 int main(int argc, char** argv) {
   fluid::TrainerOptions o;
-  CLI::App app{"Train a fluid program on MNIST-family data."};
+  CLI::App app{
+      "Train a fluid program on MNIST-family data or the fortunes text."};
   app.add_option("--program", o.program, "training job (model.pb) to run");
   app.add_option("--model", o.model,
-                 "built-in model: mlp | lenet | resnet | vgg")
+                 "built-in model: mlp | lenet | resnet | vgg | transformer | "
+                 "textcnn")
       ->check(CLI::IsMember(fluid::BuiltInModels()));
   app.add_option("--save", o.save,
                  "with --model: write the job to this file and exit");
@@ -55,7 +60,9 @@ int main(int argc, char** argv) {
                  "directory of a saved inference model "
                  "(fluid.io.save_inference_model): print its accuracy on "
                  "the test split of --data and exit");
-  app.add_option("--data", o.data_dir, "directory of IDX files")
+  app.add_option("--data", o.data_dir,
+                 "directory of IDX files (text models: of the fortunes "
+                 "topic files, default /usr/share/games/fortunes)")
       ->capture_default_str();
   app.add_option("--epochs", o.epochs, "epochs to train")
       ->capture_default_str();
@@ -81,6 +88,12 @@ int main(int argc, char** argv) {
                  "with --model: sgd | momentum | adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--lr", o.learning_rate, "with --model: learning rate");
+  app.add_option("--warmup-steps", o.warmup_steps,
+                 "with --model transformer: steps of linear learning-rate "
+                 "warmup (0: the model's 100)");
+  app.add_option("--decay-steps", o.decay_steps,
+                 "with --model transformer: the step where the cosine "
+                 "decay reaches 0 (0: the model's 3000)");
   app.add_option("--train-samples", o.train_samples,
                  "train on the first N samples only (0: all)");
   app.add_option("--test-samples", o.test_samples,

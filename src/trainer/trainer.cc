@@ -25,6 +25,7 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "src/trainer/resume.h"
+#include "src/trainer/text_data.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/shard_optimizer.h"
 
@@ -70,6 +71,8 @@ proto::TrainingJob ObtainJob(const TrainerOptions& o) {
   if (!o.program.empty()) return LoadJob(o.program);
   ModelOptions mo;
   mo.seed = o.seed;
+  mo.warmup_steps = o.warmup_steps;
+  mo.decay_steps = o.decay_steps;
   if (!o.optimizer.empty() || o.learning_rate > 0) {
     mo.default_optimizer = false;
     mo.optimizer = DefaultOptimizer(o.model);
@@ -250,6 +253,24 @@ double Evaluate(const proto::TrainingJob& job, const Dataset& test,
   return acc_sum / std::max<int64_t>(*seen, 1);
 }
 
+// What the evaluation found: the test accuracy, or for a language model
+// the validation loss (mean cross entropy per token) and its perplexity.
+std::string EvaluationLine(const proto::TrainingJob& job, double metric,
+                           int64_t seen, const Dataset& test) {
+  char line[160];
+  if (!IsLanguageModelJob(job)) {
+    std::snprintf(line, sizeof(line), "test accuracy %.4f (%lld samples)",
+                  metric, static_cast<long long>(seen));
+    return line;
+  }
+  std::snprintf(line, sizeof(line),
+                "validation loss %.4f  perplexity %.3f per token (%lld "
+                "windows of %lld tokens)",
+                metric, std::exp(metric), static_cast<long long>(seen),
+                static_cast<long long>(test.tensors[0].shape()[1]));
+  return line;
+}
+
 // The line that opens training: what runs where.
 void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
                int64_t steps_per_epoch, const Place& place, int world,
@@ -370,12 +391,16 @@ struct TrainLoop {
     const double remaining =
         (steps_per_epoch - epoch_step) * per_step +
         (o.epochs - epoch - 1) * steps_per_epoch * per_step;
+    // A language model's metric is its loss: show its perplexity.
+    const bool lm = IsLanguageModelJob(job);
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "epoch %d/%d  step %lld/%lld  loss %.4f  accuracy "
+                  "epoch %d/%d  step %lld/%lld  loss %.4f  %s "
                   "%.4f  %.0f samples/s  ETA %s",
                   epoch + 1, o.epochs, static_cast<long long>(epoch_step),
-                  static_cast<long long>(steps_per_epoch), loss, accuracy, rate,
+                  static_cast<long long>(steps_per_epoch), loss,
+                  lm ? "perplexity" : "accuracy",
+                  lm ? std::exp(loss) : accuracy, rate,
                   FormatDuration(remaining).c_str());
     log << line << "\n";
     log.flush();
@@ -489,6 +514,9 @@ void CheckOptions(const TrainerOptions& o) {
   ParseWireFormat(o.grad_compression);  // names a bad one
   FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
                 "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
+  FLUID_ENFORCE(o.warmup_steps >= 0 && o.decay_steps >= 0,
+                "--warmup-steps and --decay-steps must be >= 0, got ",
+                o.warmup_steps, " and ", o.decay_steps);
   FLUID_ENFORCE(o.sparse_dense_ratio >= 0,
                 "--sparse-dense-ratio must not be negative, got ",
                 o.sparse_dense_ratio);
@@ -587,8 +615,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   TrainerResult result;
   if (PrintOrSave(o, job, out)) return result;
 
-  Dataset train = LoadMnistFamily(o.data_dir, /*train=*/true);
-  Dataset test = LoadMnistFamily(o.data_dir, /*train=*/false);
+  Dataset train, test;
+  LoadJobData(job, o.data_dir, o.data_dir == TrainerOptions().data_dir, &train,
+              &test);
   if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
   if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
   CheckFeedsMatchData(job, train);
@@ -664,12 +693,13 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (evaluate && dist != nullptr) dist->SyncRunningStats();
   if (eval) {
     int64_t seen = 0;
-    result.test_accuracy = Evaluate(job, test, exe, eval.get(), &seen);
-    char line[160];
+    const double metric = Evaluate(job, test, exe, eval.get(), &seen);
+    (IsLanguageModelJob(job) ? result.test_loss : result.test_accuracy) =
+        metric;
+    char line[320];
     std::snprintf(line, sizeof(line),
-                  "test accuracy %.4f (%lld samples); trained %lld steps at "
-                  "%.0f samples/s",
-                  result.test_accuracy, static_cast<long long>(seen),
+                  "%s; trained %lld steps at %.0f samples/s",
+                  EvaluationLine(job, metric, seen, test).c_str(),
                   static_cast<long long>(step), result.samples_per_second);
     log << line;
     if (result.allreduce_wire_bytes > 0)

@@ -15,7 +15,7 @@ namespace fluid {
 
 struct TrainerOptions {
   std::string program;  // a TrainingJob file; or:
-  std::string model;    // a built-in model (mlp | lenet)
+  std::string model;    // a built-in model (BuiltInModels())
   std::string save;     // with `model`: write the job here and stop
   // A directory fluid.io.save_inference_model wrote: report the model's
   // accuracy on the test split of data_dir instead of training (Predict).
@@ -42,6 +42,10 @@ struct TrainerOptions {
   // Optimizer overrides for built-in models ("" / <= 0: model default).
   std::string optimizer;
   float learning_rate = 0.0f;
+  // With a text model: its learning-rate schedule's warmup and decay steps
+  // (0: the model's default; see src/builder/text_models.h).
+  int64_t warmup_steps = 0;
+  int64_t decay_steps = 0;
   // Use only the first N training / test samples (0: all), for short runs.
   int64_t train_samples = 0;
   int64_t test_samples = 0;
@@ -91,8 +95,11 @@ struct TrainerResult {
   int world_size = 1;
   int64_t steps = 0;
   double final_loss = 0;
-  double train_accuracy = 0;
+  double train_accuracy = 0;  // a language model's: its mean loss
   double test_accuracy = -1;  // -1 when not evaluated
+  // A language model's validation loss per token (its perplexity is the
+  // exp of it); -1 when not evaluated or not a language model.
+  double test_loss = -1;
   double samples_per_second = 0;
   // Bytes of gradients this rank handed to the transport (0 on one rank).
   int64_t allreduce_wire_bytes = 0;
