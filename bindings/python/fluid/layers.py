@@ -719,3 +719,31 @@ def embedding(input, size, is_sparse=False, is_distributed=False,
                   is_distributed=is_distributed, padding_idx=padding_idx,
                   param_attr=_attr(param_attr, "embedding", "param_attr"),
                   dtype=dtype)
+
+# ---- recurrent layers over sequences ----
+
+def _state(x, layer, arg):
+    """An optional initial state: "" for None, else its variable name."""
+    return "" if x is None else _name(x, layer, arg)
+
+
+def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None,
+                 bias_attr=None, use_peepholes=True, is_reverse=False,
+                 gate_activation='sigmoid', cell_activation='tanh',
+                 candidate_activation='tanh', dtype='float32', name=None):
+    """LSTM over each sequence of `input`, the projected gate input
+    [rows, size] (size = 4 * D, e.g. an fc of the words) with level-1 LoD,
+    Fluid's gate blocks {candidate, input, forget, output}. Weight [D, 4D],
+    bias [1, 4D] ([1, 7D] with use_peepholes: W_ic, W_fc, W_oc). h_0, c_0:
+    [sequences, D] initial states (None: zeros). Returns (hidden, cell),
+    both [rows, D] with input's LoD."""
+    return _layer("dynamic_lstm", input=_name(input, "dynamic_lstm"),
+                  size=size, h_0=_state(h_0, "dynamic_lstm", "h_0"),
+                  c_0=_state(c_0, "dynamic_lstm", "c_0"),
+                  param_attr=_attr(param_attr, "dynamic_lstm"),
+                  bias_attr=_attr(bias_attr, "dynamic_lstm", "bias_attr"),
+                  use_peepholes=use_peepholes, is_reverse=is_reverse,
+                  gate_activation=gate_activation,
+                  cell_activation=cell_activation,
+                  candidate_activation=candidate_activation, dtype=dtype,
+                  name=name)

@@ -1,0 +1,161 @@
+// The recurrent layers over level-1 LoD batches (Fluid's dynamic_lstm,
+// dynamic_gru, lstm_unit, gru_unit) and their registrations.
+#include "src/builder/recurrent_layers.h"
+
+#include <cmath>
+#include <optional>
+
+#include "src/builder/initializer.h"
+#include "src/builder/layer_registry.h"
+#include "src/builder/layers.h"
+#include "src/framework/program_desc.h"
+
+namespace fluid {
+namespace layers {
+
+namespace {
+
+ParamAttr InitOr(const ParamAttr& attr, Initializer init) {
+  ParamAttr a = attr;
+  if (!a.has_init) {
+    a.init = init;
+    a.has_init = true;
+  }
+  return a;
+}
+
+void CheckGateActivation(const std::string& layer, const std::string& arg,
+                         const std::string& act) {
+  for (const char* known : {"sigmoid", "tanh", "relu", "identity"})
+    if (act == known) return;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "layer ", Quote(layer),
+              ": argument ", Quote(arg), " is ", Quote(act),
+              "; known: sigmoid, tanh, relu, identity");
+}
+
+// The width D of a recurrent layer over `input` [rows, gates * D], checked
+// against `size` (gates * D, or D when `size_is_width`).
+int64_t RecurrentWidth(ProgramBuilder* b, const std::string& layer,
+                       const std::string& input, int64_t size, int gates,
+                       bool size_is_width) {
+  const Shape in = VarShape(GetVarDesc(*b->main_block(), input));
+  const int64_t d = size_is_width ? size : size / gates;
+  FLUID_ENFORCE(d > 0 && (size_is_width || size % gates == 0), "layer ",
+                Quote(layer), ": argument 'size' is ", size,
+                size_is_width ? "; it must be positive"
+                              : "; it must be a positive multiple of ",
+                size_is_width ? "" : std::to_string(gates));
+  FLUID_ENFORCE(in.rank() == 2 && (in[1] < 0 || in[1] == gates * d), "layer ",
+                Quote(layer), ": argument 'input' ", Quote(input),
+                " has shape ", in, "; with size ", size, " it must be [rows, ",
+                gates * d, "] (the projected gate input)");
+  return d;
+}
+
+// The recurrent weight [D, gates * D] and the bias [1, bias_width].
+std::pair<std::string, std::string> RecurrentParams(
+    ProgramBuilder* b, const std::string& layer_type, const std::string& layer,
+    const RecurrentOptions& o, int64_t d, int gates, int64_t bias_width,
+    DataType dtype) {
+  const float bound = static_cast<float>(1.0 / std::sqrt(double(d)));
+  const Shape w{d, gates * d};
+  const std::string weight = b->CreateParameter(
+      o.param.name.empty() ? layer + ".w_0" : o.param.name, w, dtype,
+      InitOr(o.param, Initializer::Uniform(-bound, bound)),
+      ComputeFans(w, false), layer_type, "param_attr");
+  const Shape bs{1, bias_width};
+  const std::string bias =
+      b->CreateParameter(o.bias.name.empty() ? layer + ".b_0" : o.bias.name, bs,
+                         dtype, InitOr(o.bias, Initializer::Constant(0.0f)),
+                         ComputeFans(w, false), layer_type, "bias_attr");
+  return {weight, bias};
+}
+
+// Reads the arguments every recurrent layer shares; `param` and `bias`
+// cannot be false (the layer cannot go without them).
+RecurrentOptions ReadRecurrent(const LayerArgs& a) {
+  RecurrentOptions o;
+  for (const char* arg : {"param_attr", "bias_attr"}) {
+    std::optional<ParamAttr> p = a.Param(arg);
+    FLUID_ENFORCE(p.has_value(), "layer ", Quote(a.layer()), ": argument ",
+                  Quote(arg),
+                  " cannot be false: the layer cannot go without "
+                  "its ",
+                  std::string(arg) == "bias_attr" ? "bias" : "weight");
+    (std::string(arg) == "bias_attr" ? o.bias : o.param) = *p;
+  }
+  o.is_reverse = a.Bool("is_reverse");
+  o.gate_activation = a.String("gate_activation");
+  o.candidate_activation = a.String("candidate_activation");
+  o.h_0 = a.String("h_0");
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> DynamicLstm(ProgramBuilder* b,
+                                     const std::string& input, int64_t size,
+                                     const DynamicLstmOptions& o) {
+  const std::string type = "dynamic_lstm";
+  CheckGateActivation(type, "gate_activation", o.gate_activation);
+  CheckGateActivation(type, "cell_activation", o.cell_activation);
+  CheckGateActivation(type, "candidate_activation", o.candidate_activation);
+  const int64_t d = RecurrentWidth(b, type, input, size, 4, false);
+  const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), input));
+  FLUID_ENFORCE(dtype == o.dtype, "layer 'dynamic_lstm': argument 'dtype' is ",
+                DataTypeName(o.dtype), " but argument 'input' ", Quote(input),
+                " is ", DataTypeName(dtype));
+  const std::string layer = b->UniqueName(o.name.empty() ? "lstm" : o.name);
+  const auto [w, bias] = RecurrentParams(b, type, layer, o, d, 4,
+                                         (o.use_peepholes ? 7 : 4) * d, dtype);
+  std::vector<std::pair<std::string, std::vector<std::string>>> in{
+      {"Input", {input}}, {"Weight", {w}}, {"Bias", {bias}}};
+  if (!o.h_0.empty()) in.push_back({"H0", {o.h_0}});
+  if (!o.c_0.empty()) in.push_back({"C0", {o.c_0}});
+  std::vector<std::string> out;
+  for (const char* part : {".hidden", ".cell", ".gate", ".cell_pre_act"})
+    out.push_back(b->CreateTmpVar(layer + part, dtype));
+  b->AppendOp(MakeOp("lstm", in,
+                     {{"Hidden", {out[0]}},
+                      {"Cell", {out[1]}},
+                      {"BatchGate", {out[2]}},
+                      {"BatchCellPreAct", {out[3]}}},
+                     {{"use_peepholes", o.use_peepholes},
+                      {"is_reverse", o.is_reverse},
+                      {"gate_activation", o.gate_activation},
+                      {"cell_activation", o.cell_activation},
+                      {"candidate_activation", o.candidate_activation}}));
+  return {out[0], out[1]};
+}
+
+REGISTER_LAYER(dynamic_lstm)
+    .Doc(
+        "LSTM over each sequence of the projected gate input [rows, size] "
+        "(size = 4D, Fluid's gate blocks {c~, i, f, o}); returns (hidden, "
+        "cell), [rows, D].")
+    .Var("input")
+    .Int("size")
+    .String("h_0", "")
+    .String("c_0", "")
+    .Param("param_attr")
+    .Param("bias_attr")
+    .Bool("use_peepholes", true)
+    .Bool("is_reverse", false)
+    .String("gate_activation", "sigmoid")
+    .String("cell_activation", "tanh")
+    .String("candidate_activation", "tanh")
+    .String("dtype", "float32")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      DynamicLstmOptions o;
+      static_cast<RecurrentOptions&>(o) = ReadRecurrent(a);
+      o.c_0 = a.String("c_0");
+      o.use_peepholes = a.Bool("use_peepholes");
+      o.cell_activation = a.String("cell_activation");
+      o.dtype = DtypeArg(a, "dtype");
+      o.name = a.String("name");
+      return DynamicLstm(b, a.Var("input"), a.Int("size"), o);
+    });
+
+}  // namespace layers
+}  // namespace fluid

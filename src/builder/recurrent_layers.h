@@ -1,0 +1,43 @@
+// The typed builders of the recurrent layers over level-1 LoD batches
+// (registered by name in recurrent_layers.cc), with Fluid's names and
+// arguments: dynamic_lstm and dynamic_gru (ops lstm and gru), lstm_unit
+// and gru_unit (one step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/builder/program_builder.h"
+
+namespace fluid {
+namespace layers {
+
+// Arguments every recurrent layer over sequences shares.
+struct RecurrentOptions {
+  ParamAttr param;  // the recurrent weight
+  ParamAttr bias;
+  bool is_reverse = false;
+  std::string gate_activation = "sigmoid";
+  std::string candidate_activation = "tanh";
+  std::string h_0;  // "": zeros
+  std::string name;
+};
+
+struct DynamicLstmOptions : RecurrentOptions {
+  std::string c_0;  // "": zeros
+  bool use_peepholes = true;
+  std::string cell_activation = "tanh";
+  DataType dtype = DataType::kFloat32;
+};
+
+// Fluid's dynamic_lstm: `input` is the projected gate input [rows, size]
+// (size = 4D, gate blocks {c~, i, f, o}) with level-1 LoD; the weight is
+// [D, 4D] (uniform in +-1/sqrt(D) by default), the bias [1, 4D] ([1, 7D]
+// with peepholes; zeros by default). Returns {hidden, cell}, [rows, D].
+std::vector<std::string> DynamicLstm(ProgramBuilder* b,
+                                     const std::string& input, int64_t size,
+                                     const DynamicLstmOptions& options = {});
+
+}  // namespace layers
+}  // namespace fluid

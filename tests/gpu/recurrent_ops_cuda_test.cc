@@ -1,0 +1,55 @@
+// The CUDA kernels of the recurrent ops against their CPU kernels, float32
+// and float64, forward and gradient, through sequences of different
+// lengths, forward and reverse. Every test skips, saying why, without a
+// CUDA build or a visible device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/testing/cuda_op_check.h"
+
+namespace fluid {
+namespace {
+
+using testing::CudaMatchesCpu;
+using testing::kFloatTypes;
+using testing::RandomTensor;
+using testing::TensorMap;
+
+const LoD kLoD{0, 3, 4, 8, 10};  // lengths 3, 1, 4, 2
+
+TEST(LstmOpCuda, PeepholesReverseAndState) {
+  REQUIRE_GPU();
+  uint64_t seed = 400;
+  const int64_t d = 3;
+  for (DataType dt : kFloatTypes) {
+    for (bool peep : {true, false}) {
+      for (bool reverse : {false, true}) {
+        auto op = MakeOp("lstm",
+                         {{"Input", {"x"}},
+                          {"Weight", {"w"}},
+                          {"Bias", {"b"}},
+                          {"H0", {"h0"}},
+                          {"C0", {"c0"}}},
+                         {{"Hidden", {"hidden"}},
+                          {"Cell", {"cell"}},
+                          {"BatchGate", {"gate"}},
+                          {"BatchCellPreAct", {"pre"}}},
+                         {{"use_peepholes", peep}, {"is_reverse", reverse}});
+        TensorMap in{
+            {"x", RandomTensor(dt, {10, 4 * d}, -1, 1, seed++)},
+            {"w", RandomTensor(dt, {d, 4 * d}, -1, 1, seed++)},
+            {"b", RandomTensor(dt, {1, (peep ? 7 : 4) * d}, -1, 1, seed++)},
+            {"h0", RandomTensor(dt, {4, d}, -1, 1, seed++)},
+            {"c0", RandomTensor(dt, {4, d}, -1, 1, seed++)}};
+        in["x"].set_lod(kLoD);
+        EXPECT_TRUE(CudaMatchesCpu(op, in)) << DataTypeName(dt) << " peepholes "
+                                            << peep << " reverse " << reverse;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fluid

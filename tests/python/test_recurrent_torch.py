@@ -1,0 +1,129 @@
+"""The recurrent layers over sequences against PyTorch in float64:
+dynamic_lstm's hidden state and the gradients of its weight, its bias and
+its input against torch.nn.LSTM run on packed sequences, the weights
+converted (Fluid's gate blocks {c, i, f, o} -> torch's {i, f, g, o}),
+forward and reverse, with and without initial states."""
+import numpy as np
+import pytest
+
+import fluid
+
+torch = pytest.importorskip("torch")
+L = fluid.layers
+LENGTHS = [3, 1, 5, 2]
+TORCH_BLOCKS = [1, 2, 0, 3]  # torch's block b is Fluid's TORCH_BLOCKS[b]
+
+
+def _to_torch_gates(m, d):
+    """Fluid's [..., 4D] columns (or [4D] vector) as torch's block order."""
+    return np.concatenate([m[..., b * d:(b + 1) * d] for b in TORCH_BLOCKS],
+                          axis=-1)
+
+
+def _from_torch_gates(m, d):
+    out = np.empty_like(m)
+    for tb, fb in enumerate(TORCH_BLOCKS):
+        out[..., fb * d:(fb + 1) * d] = m[..., tb * d:(tb + 1) * d]
+    return out
+
+
+def _lod(values):
+    return fluid.create_lod_tensor(values, [LENGTHS], fluid.CPUPlace())
+
+
+def _fluid_lstm(d, proj, w, b, r, is_reverse, state):
+    """(hidden, d loss / d input, d loss / d weight, d loss / d bias) of
+    loss = mean(hidden * r), from dynamic_lstm without peepholes."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [4 * d], dtype="float64", lod_level=1)
+        # An fc that copies x, so that the lstm's input gets a gradient.
+        proj_in = L.fc(x, 4 * d, param_attr="eye", bias_attr=False)
+        h0 = c0 = None
+        if state is not None:
+            h0 = L.data("h0", [d], dtype="float64")
+            c0 = L.data("c0", [d], dtype="float64")
+        hidden, cell = L.dynamic_lstm(
+            proj_in, 4 * d, h_0=h0, c_0=c0, param_attr="lstm_w",
+            bias_attr="lstm_b", use_peepholes=False, is_reverse=is_reverse,
+            dtype="float64")
+        rr = L.data("r", [d], dtype="float64", lod_level=1)
+        fluid.optimizer.SGD(0.1).minimize(
+            L.mean(L.elementwise_mul(hidden, rr)))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for name, value in (("eye", np.eye(4 * d)), ("lstm_w", w),
+                        ("lstm_b", b)):
+        scope.set(name, value)
+    feed = {"x": _lod(proj), "r": _lod(r)}
+    if state is not None:
+        feed["h0"], feed["c0"] = state
+    return exe.run(main, feed=feed, scope=scope,
+                   fetch_list=[hidden, proj_in.name + "@GRAD", "lstm_w@GRAD",
+                               "lstm_b@GRAD"])
+
+
+def _torch_lstm(d, proj, w, b, r, is_reverse, state):
+    """The same through torch.nn.LSTM on packed sequences: torch's input
+    is the projection itself (W_ih the identity in torch's block order)."""
+    lstm = torch.nn.LSTM(4 * d, d, dtype=torch.float64)
+    with torch.no_grad():
+        lstm.weight_ih_l0.copy_(torch.from_numpy(_to_torch_gates(
+            np.eye(4 * d), d).T.copy()))
+        lstm.weight_hh_l0.copy_(torch.from_numpy(_to_torch_gates(w, d).T
+                                                 .copy()))
+        lstm.bias_ih_l0.copy_(torch.from_numpy(_to_torch_gates(b[0], d)))
+        lstm.bias_hh_l0.zero_()
+    x = torch.from_numpy(proj).requires_grad_()
+    offsets = np.cumsum([0] + LENGTHS)
+    seqs = [x[offsets[i]:offsets[i + 1]] for i in range(len(LENGTHS))]
+    if is_reverse:
+        seqs = [s.flip(0) for s in seqs]
+    packed = torch.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
+    hx = None
+    if state is not None:
+        hx = tuple(torch.from_numpy(s)[None] for s in state)
+    out, _ = lstm(packed, hx)
+    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+    rows = [padded[i, :n] for i, n in enumerate(LENGTHS)]
+    if is_reverse:
+        rows = [s.flip(0) for s in rows]
+    hidden = torch.cat(rows)
+    (hidden * torch.from_numpy(r)).mean().backward()
+    dw = _from_torch_gates(lstm.weight_hh_l0.grad.numpy().T, d)
+    db = _from_torch_gates(lstm.bias_ih_l0.grad.numpy(), d)[None]
+    return hidden.detach().numpy(), x.grad.numpy(), dw, db
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_dynamic_lstm_matches_torch_lstm_on_packed_sequences(is_reverse,
+                                                             with_state):
+    d, rows = 3, sum(LENGTHS)
+    rng = np.random.RandomState(7 + is_reverse + 2 * with_state)
+    proj = rng.uniform(-1, 1, (rows, 4 * d))
+    w = rng.uniform(-0.7, 0.7, (d, 4 * d))
+    b = rng.uniform(-0.5, 0.5, (1, 4 * d))
+    r = rng.uniform(-1, 1, (rows, d))
+    state = None
+    if with_state:
+        state = (rng.uniform(-1, 1, (len(LENGTHS), d)),
+                 rng.uniform(-1, 1, (len(LENGTHS), d)))
+    got = _fluid_lstm(d, proj, w, b, r, is_reverse, state)
+    want = _torch_lstm(d, proj, w, b, r, is_reverse, state)
+    for name, g, t in zip(["hidden", "input grad", "weight grad",
+                           "bias grad"], got, want):
+        np.testing.assert_allclose(np.array(g), t, rtol=1e-10, atol=1e-13,
+                                   err_msg=name)
+
+
+def test_dynamic_lstm_refuses_a_size_that_is_not_four_widths():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = L.data("x", [12], dtype="float32", lod_level=1)
+        with pytest.raises(Exception, match="dynamic_lstm.*'size'"):
+            L.dynamic_lstm(x, 10)
+        with pytest.raises(Exception, match="dynamic_lstm.*'input'"):
+            L.dynamic_lstm(x, 16)
+        with pytest.raises(Exception, match="gate_activation"):
+            L.dynamic_lstm(x, 12, gate_activation="softsign")
