@@ -48,6 +48,12 @@ class CpuRecurrentDevice {
     std::fill(p, p + n, T(0));
   }
 
+  // `floats` elements of scratch, valid until the kernel returns.
+  template <typename T>
+  T* Scratch(int64_t floats) const {
+    return ThreadScratch<T>(kScratchCol, floats);
+  }
+
   // `floats` elements of scratch and `layout`'s index where the kernels
   // read it. Allocates nothing once the thread's scratch is large enough.
   template <typename T>

@@ -119,6 +119,18 @@ struct GatherRows {
   }
 };
 
+// dst = src plus bias (when given) on every row.
+template <typename T>
+struct AddRowBias {
+  const T* src;
+  const T* bias;
+  T* dst;
+  int64_t width;
+  FLUID_HOSTDEVICE void operator()(int64_t e) const {
+    dst[e] = src[e] + (bias != nullptr ? bias[e % width] : T(0));
+  }
+};
+
 // dst row map[i] = src row i.
 template <typename T>
 struct ScatterRows {

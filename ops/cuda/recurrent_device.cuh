@@ -39,6 +39,13 @@ class CudaRecurrentDevice {
     if (n > 0) cuda::ZeroAsync(cuda::Dev(ctx_), p, sizeof(T) * n);
   }
 
+  // `floats` elements of scratch in the workspace (valid until its next
+  // use).
+  template <typename T>
+  T* Scratch(int64_t floats) const {
+    return static_cast<T*>(cuda::Dev(ctx_).Workspace(sizeof(T) * floats));
+  }
+
   // `floats` elements of scratch, then a device copy of `layout`'s index,
   // in the workspace (valid until its next use). Allocates nothing once the
   // workspace is large enough.

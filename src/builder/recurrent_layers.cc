@@ -52,7 +52,8 @@ int64_t RecurrentWidth(ProgramBuilder* b, const std::string& layer,
   return d;
 }
 
-// The recurrent weight [D, gates * D] and the bias [1, bias_width].
+// The recurrent weight [D, gates * D] and the bias [1, bias_width] ("" when
+// the layer goes without).
 std::pair<std::string, std::string> RecurrentParams(
     ProgramBuilder* b, const std::string& layer_type, const std::string& layer,
     const RecurrentOptions& o, int64_t d, int gates, int64_t bias_width,
@@ -63,31 +64,30 @@ std::pair<std::string, std::string> RecurrentParams(
       o.param.name.empty() ? layer + ".w_0" : o.param.name, w, dtype,
       InitOr(o.param, Initializer::Uniform(-bound, bound)),
       ComputeFans(w, false), layer_type, "param_attr");
-  const Shape bs{1, bias_width};
-  const std::string bias =
-      b->CreateParameter(o.bias.name.empty() ? layer + ".b_0" : o.bias.name, bs,
-                         dtype, InitOr(o.bias, Initializer::Constant(0.0f)),
-                         ComputeFans(w, false), layer_type, "bias_attr");
+  if (!o.with_bias) return {weight, ""};
+  const std::string bias = b->CreateParameter(
+      o.bias.name.empty() ? layer + ".b_0" : o.bias.name, Shape{1, bias_width},
+      dtype, InitOr(o.bias, Initializer::Constant(0.0f)), ComputeFans(w, false),
+      layer_type, "bias_attr");
   return {weight, bias};
 }
 
-// Reads the arguments every recurrent layer shares; `param` and `bias`
-// cannot be false (the layer cannot go without them).
+// Reads the arguments every recurrent layer shares.
 RecurrentOptions ReadRecurrent(const LayerArgs& a) {
   RecurrentOptions o;
-  for (const char* arg : {"param_attr", "bias_attr"}) {
-    std::optional<ParamAttr> p = a.Param(arg);
-    FLUID_ENFORCE(p.has_value(), "layer ", Quote(a.layer()), ": argument ",
-                  Quote(arg),
-                  " cannot be false: the layer cannot go without "
-                  "its ",
-                  std::string(arg) == "bias_attr" ? "bias" : "weight");
-    (std::string(arg) == "bias_attr" ? o.bias : o.param) = *p;
-  }
+  std::optional<ParamAttr> param = a.Param("param_attr");
+  FLUID_ENFORCE(param.has_value(), "layer ", Quote(a.layer()),
+                ": argument 'param_attr' cannot be false: the layer cannot "
+                "go without its weight");
+  o.param = *param;
+  std::optional<ParamAttr> bias = a.Param("bias_attr");
+  o.with_bias = bias.has_value();
+  if (bias) o.bias = *bias;
   o.is_reverse = a.Bool("is_reverse");
   o.gate_activation = a.String("gate_activation");
   o.candidate_activation = a.String("candidate_activation");
   o.h_0 = a.String("h_0");
+  o.name = a.String("name");
   return o;
 }
 
@@ -97,6 +97,9 @@ std::vector<std::string> DynamicLstm(ProgramBuilder* b,
                                      const std::string& input, int64_t size,
                                      const DynamicLstmOptions& o) {
   const std::string type = "dynamic_lstm";
+  FLUID_ENFORCE(o.with_bias,
+                "layer 'dynamic_lstm': argument 'bias_attr' cannot be false: "
+                "the lstm op needs its bias");
   CheckGateActivation(type, "gate_activation", o.gate_activation);
   CheckGateActivation(type, "cell_activation", o.cell_activation);
   CheckGateActivation(type, "candidate_activation", o.candidate_activation);
@@ -153,8 +156,57 @@ REGISTER_LAYER(dynamic_lstm)
       o.use_peepholes = a.Bool("use_peepholes");
       o.cell_activation = a.String("cell_activation");
       o.dtype = DtypeArg(a, "dtype");
-      o.name = a.String("name");
       return DynamicLstm(b, a.Var("input"), a.Int("size"), o);
+    });
+
+std::string DynamicGru(ProgramBuilder* b, const std::string& input,
+                       int64_t size, const DynamicGruOptions& o) {
+  const std::string type = "dynamic_gru";
+  CheckGateActivation(type, "gate_activation", o.gate_activation);
+  CheckGateActivation(type, "candidate_activation", o.candidate_activation);
+  const int64_t d = RecurrentWidth(b, type, input, size, 3, true);
+  const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), input));
+  const std::string layer = b->UniqueName(o.name.empty() ? "gru" : o.name);
+  const auto [w, bias] = RecurrentParams(b, type, layer, o, d, 3, 3 * d, dtype);
+  std::vector<std::pair<std::string, std::vector<std::string>>> in{
+      {"Input", {input}}, {"Weight", {w}}};
+  if (!bias.empty()) in.push_back({"Bias", {bias}});
+  if (!o.h_0.empty()) in.push_back({"H0", {o.h_0}});
+  std::vector<std::string> out;
+  for (const char* part :
+       {".hidden", ".gate", ".reset_hidden_prev", ".batch_hidden"})
+    out.push_back(b->CreateTmpVar(layer + part, dtype));
+  b->AppendOp(MakeOp("gru", in,
+                     {{"Hidden", {out[0]}},
+                      {"BatchGate", {out[1]}},
+                      {"BatchResetHiddenPrev", {out[2]}},
+                      {"BatchHidden", {out[3]}}},
+                     {{"is_reverse", o.is_reverse},
+                      {"gate_activation", o.gate_activation},
+                      {"activation", o.candidate_activation},
+                      {"origin_mode", o.origin_mode}}));
+  return out[0];
+}
+
+REGISTER_LAYER(dynamic_gru)
+    .Doc(
+        "GRU over each sequence of the projected gate input [rows, 3 * size] "
+        "(Fluid's gate blocks {u, r, c}); returns hidden [rows, size].")
+    .Var("input")
+    .Int("size")
+    .Param("param_attr")
+    .Param("bias_attr")
+    .Bool("is_reverse", false)
+    .String("gate_activation", "sigmoid")
+    .String("candidate_activation", "tanh")
+    .String("h_0", "")
+    .Bool("origin_mode", false)
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      DynamicGruOptions o;
+      static_cast<RecurrentOptions&>(o) = ReadRecurrent(a);
+      o.origin_mode = a.Bool("origin_mode");
+      return DynamicGru(b, a.Var("input"), a.Int("size"), o);
     });
 
 }  // namespace layers

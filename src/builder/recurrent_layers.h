@@ -17,6 +17,7 @@ namespace layers {
 struct RecurrentOptions {
   ParamAttr param;  // the recurrent weight
   ParamAttr bias;
+  bool with_bias = true;  // bias_attr not false
   bool is_reverse = false;
   std::string gate_activation = "sigmoid";
   std::string candidate_activation = "tanh";
@@ -38,6 +39,18 @@ struct DynamicLstmOptions : RecurrentOptions {
 std::vector<std::string> DynamicLstm(ProgramBuilder* b,
                                      const std::string& input, int64_t size,
                                      const DynamicLstmOptions& options = {});
+
+struct DynamicGruOptions : RecurrentOptions {
+  bool origin_mode = false;
+};
+
+// Fluid's dynamic_gru: `input` is the projected gate input [rows, 3 * size]
+// (gate blocks {u, r, c}) with level-1 LoD, size = D; the weight [D, 3D]
+// holds W_ur [D, 2D] then W_c [D, D] in memory, as Fluid's (uniform in
+// +-1/sqrt(D) by default), the bias [1, 3D] (zeros by default; none with
+// bias_attr false). Returns hidden [rows, D].
+std::string DynamicGru(ProgramBuilder* b, const std::string& input,
+                       int64_t size, const DynamicGruOptions& options = {});
 
 }  // namespace layers
 }  // namespace fluid

@@ -51,5 +51,34 @@ TEST(LstmOpCuda, PeepholesReverseAndState) {
   }
 }
 
+TEST(GruOpCuda, OriginModeReverseStateAndBias) {
+  REQUIRE_GPU();
+  uint64_t seed = 500;
+  const int64_t d = 3;
+  for (DataType dt : kFloatTypes) {
+    for (bool origin : {false, true}) {
+      for (bool reverse : {false, true}) {
+        std::vector<std::pair<std::string, std::vector<std::string>>> in{
+            {"Input", {"x"}}, {"Weight", {"w"}}, {"H0", {"h0"}}};
+        if (!origin) in.push_back({"Bias", {"b"}});
+        auto op = MakeOp("gru", in,
+                         {{"Hidden", {"hidden"}},
+                          {"BatchGate", {"gate"}},
+                          {"BatchResetHiddenPrev", {"reset"}},
+                          {"BatchHidden", {"batch_hidden"}}},
+                         {{"origin_mode", origin}, {"is_reverse", reverse}});
+        TensorMap v{{"x", RandomTensor(dt, {10, 3 * d}, -1, 1, seed++)},
+                    {"w", RandomTensor(dt, {d, 3 * d}, -1, 1, seed++)},
+                    {"h0", RandomTensor(dt, {4, d}, -1, 1, seed++)},
+                    {"b", RandomTensor(dt, {1, 3 * d}, -1, 1, seed++)}};
+        v["x"].set_lod(kLoD);
+        if (origin) v.erase("b");
+        EXPECT_TRUE(CudaMatchesCpu(op, v)) << DataTypeName(dt) << " origin "
+                                           << origin << " reverse " << reverse;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fluid

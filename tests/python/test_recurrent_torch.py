@@ -127,3 +127,90 @@ def test_dynamic_lstm_refuses_a_size_that_is_not_four_widths():
             L.dynamic_lstm(x, 16)
         with pytest.raises(Exception, match="gate_activation"):
             L.dynamic_lstm(x, 12, gate_activation="softsign")
+
+
+# ---- dynamic_gru: torch.nn.GRU applies the reset gate after the product
+# (r * (h W_hn + b_hn)), Fluid's gru before it ((r * h) W_c), so the
+# reference is Fluid's recurrence written in torch ops, differentiated by
+# torch's autograd.
+
+def _torch_gru(d, proj, w, b, r, is_reverse, origin_mode, h0):
+    x = torch.from_numpy(proj).requires_grad_()
+    wt = torch.from_numpy(w).requires_grad_()
+    bt = torch.from_numpy(b).requires_grad_()
+    flat = wt.reshape(-1)
+    w_ur = flat[:2 * d * d].reshape(d, 2 * d)
+    w_c = flat[2 * d * d:].reshape(d, d)
+    offsets = np.cumsum([0] + LENGTHS)
+    rows = [None] * offsets[-1]
+    for i, n in enumerate(LENGTHS):
+        h = (torch.zeros(d, dtype=torch.float64) if h0 is None
+             else torch.from_numpy(h0[i]))
+        for t in range(n):
+            row = offsets[i] + (n - 1 - t if is_reverse else t)
+            g = x[row] + bt[0]
+            ur = torch.sigmoid(g[:2 * d] + h @ w_ur)
+            u, rr = ur[:d], ur[d:]
+            c = torch.tanh(g[2 * d:] + (rr * h) @ w_c)
+            h = u * h + (1 - u) * c if origin_mode else (1 - u) * h + u * c
+            rows[row] = h
+    hidden = torch.stack(rows)
+    (hidden * torch.from_numpy(r)).mean().backward()
+    return hidden.detach().numpy(), x.grad.numpy(), wt.grad.numpy(), \
+        bt.grad.numpy()
+
+
+def _fluid_gru(d, proj, w, b, r, is_reverse, origin_mode, h0):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3 * d], dtype="float64", lod_level=1)
+        proj_in = L.fc(x, 3 * d, param_attr="eye", bias_attr=False)
+        h_0 = None if h0 is None else L.data("h0", [d], dtype="float64")
+        hidden = L.dynamic_gru(proj_in, d, param_attr="gru_w",
+                               bias_attr="gru_b", is_reverse=is_reverse,
+                               h_0=h_0, origin_mode=origin_mode)
+        rr = L.data("r", [d], dtype="float64", lod_level=1)
+        fluid.optimizer.SGD(0.1).minimize(
+            L.mean(L.elementwise_mul(hidden, rr)))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for name, value in (("eye", np.eye(3 * d)), ("gru_w", w), ("gru_b", b)):
+        scope.set(name, value)
+    feed = {"x": _lod(proj), "r": _lod(r)}
+    if h0 is not None:
+        feed["h0"] = h0
+    return exe.run(main, feed=feed, scope=scope,
+                   fetch_list=[hidden, proj_in.name + "@GRAD", "gru_w@GRAD",
+                               "gru_b@GRAD"])
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+@pytest.mark.parametrize("origin_mode", [False, True])
+def test_dynamic_gru_matches_fluids_recurrence_under_torch_autograd(
+        is_reverse, origin_mode):
+    d, rows = 3, sum(LENGTHS)
+    rng = np.random.RandomState(20 + is_reverse + 2 * origin_mode)
+    proj = rng.uniform(-1, 1, (rows, 3 * d))
+    w = rng.uniform(-0.7, 0.7, (d, 3 * d))
+    b = rng.uniform(-0.5, 0.5, (1, 3 * d))
+    r = rng.uniform(-1, 1, (rows, d))
+    h0 = rng.uniform(-1, 1, (len(LENGTHS), d)) if is_reverse else None
+    args = (d, proj, w, b, r, is_reverse, origin_mode, h0)
+    got, want = _fluid_gru(*args), _torch_gru(*args)
+    for name, g, t in zip(["hidden", "input grad", "weight grad",
+                           "bias grad"], got, want):
+        np.testing.assert_allclose(np.array(g), t, rtol=1e-10, atol=1e-13,
+                                   err_msg=name)
+
+
+def test_dynamic_gru_without_bias_and_its_errors():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = L.data("x", [12], dtype="float32", lod_level=1)
+        h = L.dynamic_gru(x, 4, bias_attr=False)
+        assert h.shape == (-1, 4)
+        assert "gru" in main.op_types()
+        with pytest.raises(Exception, match="dynamic_gru.*'input'"):
+            L.dynamic_gru(x, 3)
+        with pytest.raises(Exception, match="candidate_activation"):
+            L.dynamic_gru(x, 4, candidate_activation="gelu")

@@ -747,3 +747,23 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None,
                   cell_activation=cell_activation,
                   candidate_activation=candidate_activation, dtype=dtype,
                   name=name)
+
+
+def dynamic_gru(input, size, param_attr=None, bias_attr=None,
+                is_reverse=False, gate_activation='sigmoid',
+                candidate_activation='tanh', h_0=None, origin_mode=False):
+    """GRU over each sequence of `input`, the projected gate input
+    [rows, 3 * size] with level-1 LoD, Fluid's gate blocks {update, reset,
+    candidate}. Weight [size, 3 * size] (in memory: W_ur [D, 2D], then
+    W_c [D, D]), bias [1, 3 * size] (bias_attr=False: none). The reset gate
+    applies before the product: c = act(x_c + (r * h_prev) W_c);
+    h = (1 - u) * h_prev + u * c, or u * h_prev + (1 - u) * c with
+    origin_mode. h_0: [sequences, size] (None: zeros). Returns hidden
+    [rows, size] with input's LoD."""
+    return _layer("dynamic_gru", input=_name(input, "dynamic_gru"),
+                  size=size, param_attr=_attr(param_attr, "dynamic_gru"),
+                  bias_attr=_attr(bias_attr, "dynamic_gru", "bias_attr"),
+                  is_reverse=is_reverse, gate_activation=gate_activation,
+                  candidate_activation=candidate_activation,
+                  h_0=_state(h_0, "dynamic_gru", "h_0"),
+                  origin_mode=origin_mode)
