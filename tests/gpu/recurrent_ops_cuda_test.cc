@@ -80,5 +80,42 @@ TEST(GruOpCuda, OriginModeReverseStateAndBias) {
   }
 }
 
+TEST(LstmUnitOpCuda, ForgetBias) {
+  REQUIRE_GPU();
+  uint64_t seed = 600;
+  for (DataType dt : kFloatTypes) {
+    auto op = MakeOp("lstm_unit", {{"X", {"x"}}, {"C_prev", {"c_prev"}}},
+                     {{"C", {"c"}}, {"H", {"h"}}}, {{"forget_bias", 0.5f}});
+    EXPECT_TRUE(CudaMatchesCpu(
+        op, {{"x", RandomTensor(dt, {5, 12}, -2, 2, seed++)},
+             {"c_prev", RandomTensor(dt, {5, 3}, -1, 1, seed++)}}))
+        << DataTypeName(dt);
+  }
+}
+
+TEST(GruUnitOpCuda, OriginModeAndBias) {
+  REQUIRE_GPU();
+  uint64_t seed = 700;
+  for (DataType dt : kFloatTypes) {
+    for (bool origin : {false, true}) {
+      auto op = MakeOp("gru_unit",
+                       {{"Input", {"x"}},
+                        {"HiddenPrev", {"h_prev"}},
+                        {"Weight", {"w"}},
+                        {"Bias", {"b"}}},
+                       {{"Gate", {"gate"}},
+                        {"ResetHiddenPrev", {"reset"}},
+                        {"Hidden", {"hidden"}}},
+                       {{"origin_mode", origin}});
+      EXPECT_TRUE(CudaMatchesCpu(
+          op, {{"x", RandomTensor(dt, {5, 9}, -1, 1, seed++)},
+               {"h_prev", RandomTensor(dt, {5, 3}, -1, 1, seed++)},
+               {"w", RandomTensor(dt, {3, 9}, -1, 1, seed++)},
+               {"b", RandomTensor(dt, {1, 9}, -1, 1, seed++)}}))
+          << DataTypeName(dt) << " origin " << origin;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fluid
