@@ -8,6 +8,7 @@
 #include "src/builder/initializer.h"
 #include "src/builder/layer_registry.h"
 #include "src/builder/layers.h"
+#include "src/builder/tensor_layers.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -207,6 +208,120 @@ REGISTER_LAYER(dynamic_gru)
       static_cast<RecurrentOptions&>(o) = ReadRecurrent(a);
       o.origin_mode = a.Bool("origin_mode");
       return DynamicGru(b, a.Var("input"), a.Int("size"), o);
+    });
+
+std::vector<std::string> LstmUnit(ProgramBuilder* b, const std::string& x_t,
+                                  const std::string& hidden_t_prev,
+                                  const std::string& cell_t_prev,
+                                  float forget_bias, const ParamAttr& param,
+                                  const ParamAttr& bias, bool with_bias,
+                                  const std::string& name) {
+  const Shape c = VarShape(GetVarDesc(*b->main_block(), cell_t_prev));
+  FLUID_ENFORCE(
+      c.rank() == 2 && c[1] > 0, "layer 'lstm_unit': argument 'cell_t_prev' ",
+      Quote(cell_t_prev), " has shape ", c, "; it must be [N, D] with D known");
+  const std::string layer = b->UniqueName(name.empty() ? "lstm_unit" : name);
+  const std::string joined = Concat(b, {x_t, hidden_t_prev}, 1);
+  const std::string gates =
+      Fc(b, joined, 4 * c[1], "", 1, param, bias, with_bias);
+  const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), cell_t_prev));
+  const std::string cell = b->CreateTmpVar(layer + ".cell", dtype);
+  const std::string hidden = b->CreateTmpVar(layer + ".hidden", dtype);
+  b->AppendOp(MakeOp("lstm_unit", {{"X", {gates}}, {"C_prev", {cell_t_prev}}},
+                     {{"C", {cell}}, {"H", {hidden}}},
+                     {{"forget_bias", forget_bias}}));
+  return {hidden, cell};
+}
+
+REGISTER_LAYER(lstm_unit)
+    .Doc(
+        "One LSTM step: fc([x_t, hidden_t_prev], 4D) as the gates {i, f, o, "
+        "j}, forget_bias added to f; returns (hidden, cell).")
+    .Var("x_t")
+    .Var("hidden_t_prev")
+    .Var("cell_t_prev")
+    .Float("forget_bias", 0.0)
+    .Param("param_attr")
+    .Param("bias_attr")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      std::optional<ParamAttr> param = a.Param("param_attr");
+      FLUID_ENFORCE(param.has_value(),
+                    "layer 'lstm_unit': argument 'param_attr' cannot be "
+                    "false: the layer cannot go without its weight");
+      std::optional<ParamAttr> bias = a.Param("bias_attr");
+      return LstmUnit(
+          b, a.Var("x_t"), a.Var("hidden_t_prev"), a.Var("cell_t_prev"),
+          static_cast<float>(a.Float("forget_bias")), *param,
+          bias.value_or(ParamAttr()), bias.has_value(), a.String("name"));
+    });
+
+namespace {
+
+int32_t FluidActivationNumber(const std::string& arg, const std::string& act) {
+  const char* known[] = {"identity", "sigmoid", "tanh", "relu"};
+  for (int32_t i = 0; i < 4; ++i)
+    if (act == known[i]) return i;
+  FLUID_THROW(ErrorCode::kInvalidArgument, "layer 'gru_unit': argument ",
+              Quote(arg), " is ", Quote(act),
+              "; known: identity, sigmoid, tanh, relu");
+}
+
+}  // namespace
+
+std::vector<std::string> GruUnit(ProgramBuilder* b, const std::string& input,
+                                 const std::string& hidden, int64_t size,
+                                 const DynamicGruOptions& o) {
+  const std::string type = "gru_unit";
+  const int32_t act =
+      FluidActivationNumber("activation", o.candidate_activation);
+  const int32_t gate_act =
+      FluidActivationNumber("gate_activation", o.gate_activation);
+  const int64_t d = RecurrentWidth(b, type, input, size, 3, false);
+  const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), input));
+  const std::string layer = b->UniqueName(o.name.empty() ? type : o.name);
+  const auto [w, bias] = RecurrentParams(b, type, layer, o, d, 3, 3 * d, dtype);
+  std::vector<std::pair<std::string, std::vector<std::string>>> in{
+      {"Input", {input}}, {"HiddenPrev", {hidden}}, {"Weight", {w}}};
+  if (!bias.empty()) in.push_back({"Bias", {bias}});
+  std::vector<std::string> out;
+  for (const char* part : {".hidden", ".reset_hidden_prev", ".gate"})
+    out.push_back(b->CreateTmpVar(layer + part, dtype));
+  b->AppendOp(MakeOp(
+      "gru_unit", in,
+      {{"Hidden", {out[0]}}, {"ResetHiddenPrev", {out[1]}}, {"Gate", {out[2]}}},
+      {{"activation", act},
+       {"gate_activation", gate_act},
+       {"origin_mode", o.origin_mode}}));
+  return out;
+}
+
+REGISTER_LAYER(gru_unit)
+    .Doc(
+        "One GRU step of the projected gate input [N, size] (size = 3D); "
+        "returns (updated_hidden, reset_hidden_pre, gate).")
+    .Var("input")
+    .Var("hidden")
+    .Int("size")
+    .Param("param_attr")
+    .Param("bias_attr")
+    .String("activation", "tanh")
+    .String("gate_activation", "sigmoid")
+    .Bool("origin_mode", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      DynamicGruOptions o;
+      std::optional<ParamAttr> param = a.Param("param_attr");
+      FLUID_ENFORCE(param.has_value(),
+                    "layer 'gru_unit': argument 'param_attr' cannot be "
+                    "false: the layer cannot go without its weight");
+      o.param = *param;
+      std::optional<ParamAttr> bias = a.Param("bias_attr");
+      o.with_bias = bias.has_value();
+      if (bias) o.bias = *bias;
+      o.candidate_activation = a.String("activation");
+      o.gate_activation = a.String("gate_activation");
+      o.origin_mode = a.Bool("origin_mode");
+      return GruUnit(b, a.Var("input"), a.Var("hidden"), a.Int("size"), o);
     });
 
 }  // namespace layers

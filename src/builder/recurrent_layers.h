@@ -52,5 +52,21 @@ struct DynamicGruOptions : RecurrentOptions {
 std::string DynamicGru(ProgramBuilder* b, const std::string& input,
                        int64_t size, const DynamicGruOptions& options = {});
 
+// Fluid's lstm_unit: fc([x_t, hidden_t_prev], 4D) (blocks {i, f, o, j};
+// D = cell_t_prev's width), then one lstm_unit step. Returns {hidden,
+// cell}.
+std::vector<std::string> LstmUnit(
+    ProgramBuilder* b, const std::string& x_t, const std::string& hidden_t_prev,
+    const std::string& cell_t_prev, float forget_bias = 0.0f,
+    const ParamAttr& param = {}, const ParamAttr& bias = {},
+    bool with_bias = true, const std::string& name = "");
+
+// Fluid's gru_unit: one GRU step of the projected gate input [N, size]
+// (size = 3D) from hidden [N, D]; weight [D, 3D] and bias [1, 3D] as
+// dynamic_gru's. Returns {updated_hidden, reset_hidden_pre, gate}.
+std::vector<std::string> GruUnit(ProgramBuilder* b, const std::string& input,
+                                 const std::string& hidden, int64_t size,
+                                 const DynamicGruOptions& options = {});
+
 }  // namespace layers
 }  // namespace fluid

@@ -767,3 +767,32 @@ def dynamic_gru(input, size, param_attr=None, bias_attr=None,
                   candidate_activation=candidate_activation,
                   h_0=_state(h_0, "dynamic_gru", "h_0"),
                   origin_mode=origin_mode)
+
+
+def lstm_unit(x_t, hidden_t_prev, cell_t_prev, forget_bias=0.0,
+              param_attr=None, bias_attr=None, name=None):
+    """One LSTM step: fc([x_t, hidden_t_prev], 4 * D) as the gate
+    pre-activations {i, f, o, j} (D = cell_t_prev's width), forget_bias
+    added to f; c = f * c_prev + i * tanh(j), h = o * tanh(c). Returns
+    (hidden, cell), [N, D]."""
+    return _layer("lstm_unit", x_t=_name(x_t, "lstm_unit", "x_t"),
+                  hidden_t_prev=_name(hidden_t_prev, "lstm_unit",
+                                      "hidden_t_prev"),
+                  cell_t_prev=_name(cell_t_prev, "lstm_unit", "cell_t_prev"),
+                  forget_bias=float(forget_bias),
+                  param_attr=_attr(param_attr, "lstm_unit"),
+                  bias_attr=_attr(bias_attr, "lstm_unit", "bias_attr"),
+                  name=name)
+
+
+def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
+             activation='tanh', gate_activation='sigmoid', origin_mode=False):
+    """One GRU step of the projected gate input [N, size] (size = 3 * D)
+    from hidden [N, D], as dynamic_gru computes each step. Returns
+    (updated_hidden, reset_hidden_pre, gate)."""
+    return _layer("gru_unit", input=_name(input, "gru_unit"),
+                  hidden=_name(hidden, "gru_unit", "hidden"), size=size,
+                  param_attr=_attr(param_attr, "gru_unit"),
+                  bias_attr=_attr(bias_attr, "gru_unit", "bias_attr"),
+                  activation=activation, gate_activation=gate_activation,
+                  origin_mode=origin_mode)
