@@ -88,7 +88,6 @@ RecurrentOptions ReadRecurrent(const LayerArgs& a) {
   o.gate_activation = a.String("gate_activation");
   o.candidate_activation = a.String("candidate_activation");
   o.h_0 = a.String("h_0");
-  o.name = a.String("name");
   return o;
 }
 
@@ -157,6 +156,7 @@ REGISTER_LAYER(dynamic_lstm)
       o.use_peepholes = a.Bool("use_peepholes");
       o.cell_activation = a.String("cell_activation");
       o.dtype = DtypeArg(a, "dtype");
+      o.name = a.String("name");
       return DynamicLstm(b, a.Var("input"), a.Int("size"), o);
     });
 
@@ -202,7 +202,6 @@ REGISTER_LAYER(dynamic_gru)
     .String("candidate_activation", "tanh")
     .String("h_0", "")
     .Bool("origin_mode", false)
-    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       DynamicGruOptions o;
       static_cast<RecurrentOptions&>(o) = ReadRecurrent(a);
