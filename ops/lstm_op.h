@@ -213,19 +213,20 @@ LstmGradBuffers<T> LstmGradGather(const Device& dev, const LstmArgs& a,
   b.c0 = a.c0 ? b.dgate + total * 4 * w + n * w : nullptr;
   b.dh0 = b.dgate + total * 4 * w + 2 * n * w;
   b.dc0 = b.dh0 + n * w;
-  auto gather = [&](const Tensor* src, T* dst, const int64_t* map) {
-    dev.ForEach((map == s.index.order ? n : total) * w,
-                GatherRows<T>{src->data<T>(), dst, map, nullptr, w});
+  // dst row i = src row map[i], for `rows` rows.
+  auto gather = [&](const Tensor& src, T* dst, const int64_t* map,
+                    int64_t rows) {
+    dev.ForEach(rows * w, GatherRows<T>{src.data<T>(), dst, map, nullptr, w});
   };
-  gather(&ctx.Input("Hidden"), b.hb, s.index.rows);
-  gather(&ctx.Input(GradSlot("Hidden")), b.dh, s.index.rows);
+  gather(ctx.Input("Hidden"), b.hb, s.index.rows, total);
+  gather(ctx.Input(GradSlot("Hidden")), b.dh, s.index.rows, total);
   if (ctx.HasInput(GradSlot("Cell"))) {
-    gather(&ctx.Input(GradSlot("Cell")), b.dc, s.index.rows);
+    gather(ctx.Input(GradSlot("Cell")), b.dc, s.index.rows, total);
   } else {
     dev.Zero(b.dc, total * w);
   }
-  if (b.h0) gather(a.h0, b.h0, s.index.order);
-  if (b.c0) gather(a.c0, b.c0, s.index.order);
+  if (b.h0) gather(*a.h0, b.h0, s.index.order, n);
+  if (b.c0) gather(*a.c0, b.c0, s.index.order, n);
   dev.Zero(b.dc0, n * w);
   return b;
 }
