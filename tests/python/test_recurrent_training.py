@@ -1,7 +1,8 @@
 """dynamic_lstm and dynamic_gru in a model that trains: the label is the
 sign of each sequence's first row, read from the recurrent state at its
 last row (sequence_last_step), so the state must carry it through the
-sequence; sequences of 1 to 6 rows."""
+sequence; sequences of 1 to 6 rows. And a batch holding an empty
+sequence: an error naming the op, the input and the sequence."""
 import numpy as np
 import pytest
 
@@ -54,3 +55,22 @@ def test_dynamic_gru_learns_to_carry_the_first_row(origin_mode):
         return L.dynamic_gru(L.fc(x, 24), 8, origin_mode=origin_mode)
     losses = _train(gru)
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5]), losses
+
+
+
+@pytest.mark.parametrize("layer,op", [
+    (lambda x: L.dynamic_lstm(x, 12)[0], "lstm"),
+    (lambda x: L.dynamic_gru(x, 4), "gru")])
+def test_an_empty_sequence_is_an_error_naming_the_input(layer, op):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [12], lod_level=1)
+        hidden = layer(x)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    _SCOPES.append(scope)
+    exe.run(startup, scope=scope)
+    feed = {"x": fluid.create_lod_tensor(np.zeros((4, 12), np.float32),
+                                         [[3, 0, 1]], fluid.CPUPlace())}
+    with pytest.raises(Exception, match=op + r": Input 'x' holds an empty "
+                                             r"sequence \(sequence 1"):
+        exe.run(main, feed=feed, fetch_list=[hidden], scope=scope)
