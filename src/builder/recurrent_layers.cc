@@ -73,17 +73,22 @@ std::pair<std::string, std::string> RecurrentParams(
   return {weight, bias};
 }
 
-// Reads the arguments every recurrent layer shares.
-RecurrentOptions ReadRecurrent(const LayerArgs& a) {
-  RecurrentOptions o;
+// param_attr (which cannot be false) and bias_attr.
+void ReadParamAttrs(const LayerArgs& a, RecurrentOptions* o) {
   std::optional<ParamAttr> param = a.Param("param_attr");
   FLUID_ENFORCE(param.has_value(), "layer ", Quote(a.layer()),
                 ": argument 'param_attr' cannot be false: the layer cannot "
                 "go without its weight");
-  o.param = *param;
+  o->param = *param;
   std::optional<ParamAttr> bias = a.Param("bias_attr");
-  o.with_bias = bias.has_value();
-  if (bias) o.bias = *bias;
+  o->with_bias = bias.has_value();
+  if (bias) o->bias = *bias;
+}
+
+// Reads the arguments the layers over sequences share.
+RecurrentOptions ReadRecurrent(const LayerArgs& a) {
+  RecurrentOptions o;
+  ReadParamAttrs(a, &o);
   o.is_reverse = a.Bool("is_reverse");
   o.gate_activation = a.String("gate_activation");
   o.candidate_activation = a.String("candidate_activation");
@@ -244,15 +249,12 @@ REGISTER_LAYER(lstm_unit)
     .Param("bias_attr")
     .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      std::optional<ParamAttr> param = a.Param("param_attr");
-      FLUID_ENFORCE(param.has_value(),
-                    "layer 'lstm_unit': argument 'param_attr' cannot be "
-                    "false: the layer cannot go without its weight");
-      std::optional<ParamAttr> bias = a.Param("bias_attr");
-      return LstmUnit(
-          b, a.Var("x_t"), a.Var("hidden_t_prev"), a.Var("cell_t_prev"),
-          static_cast<float>(a.Float("forget_bias")), *param,
-          bias.value_or(ParamAttr()), bias.has_value(), a.String("name"));
+      RecurrentOptions p;
+      ReadParamAttrs(a, &p);
+      return LstmUnit(b, a.Var("x_t"), a.Var("hidden_t_prev"),
+                      a.Var("cell_t_prev"),
+                      static_cast<float>(a.Float("forget_bias")), p.param,
+                      p.bias, p.with_bias, a.String("name"));
     });
 
 namespace {
@@ -309,14 +311,7 @@ REGISTER_LAYER(gru_unit)
     .Bool("origin_mode", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       DynamicGruOptions o;
-      std::optional<ParamAttr> param = a.Param("param_attr");
-      FLUID_ENFORCE(param.has_value(),
-                    "layer 'gru_unit': argument 'param_attr' cannot be "
-                    "false: the layer cannot go without its weight");
-      o.param = *param;
-      std::optional<ParamAttr> bias = a.Param("bias_attr");
-      o.with_bias = bias.has_value();
-      if (bias) o.bias = *bias;
+      ReadParamAttrs(a, &o);
       o.candidate_activation = a.String("activation");
       o.gate_activation = a.String("gate_activation");
       o.origin_mode = a.Bool("origin_mode");
