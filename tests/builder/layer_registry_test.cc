@@ -10,6 +10,7 @@
 #include "src/builder/embedding_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/norm_layers.h"
+#include "src/builder/recurrent_layers.h"
 #include "src/builder/sequence_ops_layers.h"
 #include "src/builder/tensor_layers.h"
 #include "src/builder/var_layers.h"
@@ -31,6 +32,8 @@ struct Built {
     layers::Data(&b, "x", Shape{10});
     layers::Data(&b, "y", Shape{10});
     layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+    layers::Data(&b, "gates", Shape{12});
+    layers::Data(&b, "state", Shape{4});
   }
 };
 
@@ -719,6 +722,38 @@ std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
       {"sequence_pad",
        {{"x", "x"}, {"pad_value", "y"}},
        [](ProgramBuilder* b) { return layers::SequencePad(b, "x", "y"); }},
+      {"dynamic_lstm",
+       {{"input", "gates"}, {"size", int64_t{12}}, {"is_reverse", true}},
+       [](ProgramBuilder* b) {
+         layers::DynamicLstmOptions o;
+         o.is_reverse = true;
+         return layers::DynamicLstm(b, "gates", 12, o);
+       }},
+      {"dynamic_gru",
+       {{"input", "gates"}, {"size", int64_t{4}}, {"h_0", "state"}},
+       [](ProgramBuilder* b) {
+         layers::DynamicGruOptions o;
+         o.h_0 = "state";
+         return std::vector<std::string>{layers::DynamicGru(b, "gates", 4, o)};
+       }},
+      {"lstm_unit",
+       {{"x_t", "x"},
+        {"hidden_t_prev", "y"},
+        {"cell_t_prev", "y"},
+        {"forget_bias", 1.0}},
+       [](ProgramBuilder* b) {
+         return layers::LstmUnit(b, "x", "y", "y", 1.0f);
+       }},
+      {"gru_unit",
+       {{"input", "gates"},
+        {"hidden", "state"},
+        {"size", int64_t{12}},
+        {"origin_mode", true}},
+       [](ProgramBuilder* b) {
+         layers::DynamicGruOptions o;
+         o.origin_mode = true;
+         return layers::GruUnit(b, "gates", "state", 12, o);
+       }},
   };
 }
 

@@ -87,3 +87,35 @@ def test_mpi_executor_on_the_local_rank_gpu_matches_cpu():
 def test_a_device_past_the_visible_count_is_refused():
     with pytest.raises(ValueError, match="visible"):
         fluid.Executor(fluid.CUDAPlace(fluid.cuda_device_count()))
+
+
+def recurrent_losses(place, steps=8):
+    """A sequence classifier through dynamic_lstm (reverse) and dynamic_gru
+    on ragged batches: the per-step losses."""
+    rng = np.random.RandomState(2)
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 4
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [3], lod_level=1)
+        label = L.data("label", [1], dtype="int64")
+        hidden, _ = L.dynamic_lstm(L.fc(x, 16), 16, is_reverse=True)
+        h = L.dynamic_gru(L.fc(hidden, 12), 4)
+        logits = L.fc(L.sequence_last_step(h), 2)
+        loss = L.mean(L.softmax_with_cross_entropy(logits, label))
+        fluid.optimizer.Adam(0.05).minimize(loss)
+    feeder = fluid.DataFeeder([x, label], place, program=main)
+    exe, scope = fluid.Executor(place), fluid.Scope()
+    _SCOPES.append(scope)
+    exe.run(startup, scope=scope)
+    losses = []
+    for _ in range(steps):
+        batch = [(rng.uniform(-1, 1, (n, 3)).astype(np.float32),
+                  [int(rng.randint(2))]) for n in rng.randint(1, 6, 8)]
+        losses.append(float(exe.run(main, feed=feeder.feed(batch),
+                                    fetch_list=[loss], scope=scope)[0][0]))
+    return losses
+
+
+def test_recurrent_layers_on_cuda_match_cpu():
+    np.testing.assert_allclose(recurrent_losses(fluid.CUDAPlace(0)),
+                               recurrent_losses(fluid.CPUPlace()), rtol=1e-4)

@@ -724,3 +724,80 @@ def embedding(input, size, is_sparse=False, is_distributed=False,
                   is_distributed=is_distributed, padding_idx=padding_idx,
                   param_attr=_attr(param_attr, "embedding", "param_attr"),
                   dtype=dtype)
+
+# ---- recurrent layers over sequences ----
+
+def _state(x, layer, arg):
+    """An optional initial state: "" for None, else its variable name."""
+    return "" if x is None else _name(x, layer, arg)
+
+
+def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None,
+                 bias_attr=None, use_peepholes=True, is_reverse=False,
+                 gate_activation='sigmoid', cell_activation='tanh',
+                 candidate_activation='tanh', dtype='float32', name=None):
+    """LSTM over each sequence of `input`, the projected gate input
+    [rows, size] (size = 4 * D, e.g. an fc of the words) with level-1 LoD,
+    Fluid's gate blocks {candidate, input, forget, output}. Weight [D, 4D],
+    bias [1, 4D] ([1, 7D] with use_peepholes: W_ic, W_fc, W_oc). h_0, c_0:
+    [sequences, D] initial states (None: zeros). Returns (hidden, cell),
+    both [rows, D] with input's LoD."""
+    return _layer("dynamic_lstm", input=_name(input, "dynamic_lstm"),
+                  size=size, h_0=_state(h_0, "dynamic_lstm", "h_0"),
+                  c_0=_state(c_0, "dynamic_lstm", "c_0"),
+                  param_attr=_attr(param_attr, "dynamic_lstm"),
+                  bias_attr=_attr(bias_attr, "dynamic_lstm", "bias_attr"),
+                  use_peepholes=use_peepholes, is_reverse=is_reverse,
+                  gate_activation=gate_activation,
+                  cell_activation=cell_activation,
+                  candidate_activation=candidate_activation, dtype=dtype,
+                  name=name)
+
+
+def dynamic_gru(input, size, param_attr=None, bias_attr=None,
+                is_reverse=False, gate_activation='sigmoid',
+                candidate_activation='tanh', h_0=None, origin_mode=False):
+    """GRU over each sequence of `input`, the projected gate input
+    [rows, 3 * size] with level-1 LoD, Fluid's gate blocks {update, reset,
+    candidate}. Weight [size, 3 * size] (in memory: W_ur [D, 2D], then
+    W_c [D, D]), bias [1, 3 * size] (bias_attr=False: none). The reset gate
+    applies before the product: c = act(x_c + (r * h_prev) W_c);
+    h = (1 - u) * h_prev + u * c, or u * h_prev + (1 - u) * c with
+    origin_mode. h_0: [sequences, size] (None: zeros). Returns hidden
+    [rows, size] with input's LoD."""
+    return _layer("dynamic_gru", input=_name(input, "dynamic_gru"),
+                  size=size, param_attr=_attr(param_attr, "dynamic_gru"),
+                  bias_attr=_attr(bias_attr, "dynamic_gru", "bias_attr"),
+                  is_reverse=is_reverse, gate_activation=gate_activation,
+                  candidate_activation=candidate_activation,
+                  h_0=_state(h_0, "dynamic_gru", "h_0"),
+                  origin_mode=origin_mode)
+
+
+def lstm_unit(x_t, hidden_t_prev, cell_t_prev, forget_bias=0.0,
+              param_attr=None, bias_attr=None, name=None):
+    """One LSTM step: fc([x_t, hidden_t_prev], 4 * D) as the gate
+    pre-activations {i, f, o, j} (D = cell_t_prev's width), forget_bias
+    added to f; c = f * c_prev + i * tanh(j), h = o * tanh(c). Returns
+    (hidden, cell), [N, D]."""
+    return _layer("lstm_unit", x_t=_name(x_t, "lstm_unit", "x_t"),
+                  hidden_t_prev=_name(hidden_t_prev, "lstm_unit",
+                                      "hidden_t_prev"),
+                  cell_t_prev=_name(cell_t_prev, "lstm_unit", "cell_t_prev"),
+                  forget_bias=float(forget_bias),
+                  param_attr=_attr(param_attr, "lstm_unit"),
+                  bias_attr=_attr(bias_attr, "lstm_unit", "bias_attr"),
+                  name=name)
+
+
+def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
+             activation='tanh', gate_activation='sigmoid', origin_mode=False):
+    """One GRU step of the projected gate input [N, size] (size = 3 * D)
+    from hidden [N, D], as dynamic_gru computes each step. Returns
+    (updated_hidden, reset_hidden_pre, gate)."""
+    return _layer("gru_unit", input=_name(input, "gru_unit"),
+                  hidden=_name(hidden, "gru_unit", "hidden"), size=size,
+                  param_attr=_attr(param_attr, "gru_unit"),
+                  bias_attr=_attr(bias_attr, "gru_unit", "bias_attr"),
+                  activation=activation, gate_activation=gate_activation,
+                  origin_mode=origin_mode)

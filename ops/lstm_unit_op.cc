@@ -1,0 +1,66 @@
+// lstm_unit: one LSTM step on dense rows (equations in ops/lstm_unit_op.h):
+// X [N, 4D] gate pre-activations {i, f, o, j}, C_prev [N, D] -> C, H.
+#include "ops/lstm_unit_op.h"
+
+#include "ops/recurrent_cpu.h"
+
+namespace fluid {
+namespace ops {
+namespace {
+
+void LstmUnitInferShape(InferShapeContext* ctx) {
+  const Shape x = ctx->GetInputShape("X");
+  const Shape c = ctx->GetInputShape("C_prev");
+  FLUID_ENFORCE(c.rank() == 2, "lstm_unit: C_prev ",
+                Quote(ctx->InputName("C_prev")), " has shape ", c,
+                "; it must be [N, D]");
+  FLUID_ENFORCE(x.rank() == 2 && (x[1] < 0 || c[1] < 0 || x[1] == 4 * c[1]) &&
+                    (x[0] < 0 || c[0] < 0 || x[0] == c[0]),
+                "lstm_unit: X ", Quote(ctx->InputName("X")), " has shape ", x,
+                "; with C_prev ", c, " it must be [", c[0], ", ", 4 * c[1],
+                "]");
+  ctx->ShareShape("C_prev", "C");
+  ctx->ShareShape("C_prev", "H");
+}
+
+void LstmUnitGradInferShape(InferShapeContext* ctx) {
+  ctx->ShareShape("X", GradSlot("X"));
+  ctx->ShareShape("C_prev", GradSlot("C_prev"));
+}
+
+template <typename T>
+void LstmUnitKernel(const ExecutionContext& ctx) {
+  LstmUnitForward<T>(CpuRecurrentDevice(ctx));
+}
+
+template <typename T>
+void LstmUnitGradKernel(const ExecutionContext& ctx) {
+  LstmUnitBackward<T>(CpuRecurrentDevice(ctx));
+}
+
+}  // namespace
+
+REGISTER_OP(lstm_unit)
+    .Doc("One LSTM step: gate pre-activations X {i, f, o, j} and C_prev.")
+    .Input("X", "[N, 4D] gate pre-activations, blocks i, f, o, j")
+    .Input("C_prev", "[N, D] previous cell state")
+    .Output("C", "[N, D] cell state")
+    .Output("H", "[N, D] hidden state")
+    .Attr<float>("forget_bias", 0.0f, "added to the forget gate's input")
+    .SetInferShape(LstmUnitInferShape)
+    .SetGrad(GradSpec("lstm_unit_grad")
+                 .Inputs({"X", "C_prev"})
+                 .Outputs({"C"})
+                 .OutGrads({"C", "H"})
+                 .InGrads({"X", "C_prev"}))
+    .CPUKernel<float>(LstmUnitKernel<float>)
+    .CPUKernel<double>(LstmUnitKernel<double>);
+
+REGISTER_GRAD_OP(lstm_unit_grad)
+    .Doc("Gradients of lstm_unit with respect to X and C_prev.")
+    .SetInferShape(LstmUnitGradInferShape)
+    .CPUKernel<float>(LstmUnitGradKernel<float>)
+    .CPUKernel<double>(LstmUnitGradKernel<double>);
+
+}  // namespace ops
+}  // namespace fluid
