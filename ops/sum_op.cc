@@ -139,6 +139,9 @@ void SumInferShape(InferShapeContext* ctx) {
   for (size_t i = 0; i < n; ++i)
     all_sparse = all_sparse && ctx->IsSelectedRowsInput("X", i);
   if (all_sparse) ctx->SetOutputSelectedRows("Out");
+  // Out's rows are X[0]'s: it takes X[0]'s LoD (read first: Out may be X[0]).
+  const LoD lod = ctx->InputLoD("X", 0);
+  const int lod_level = ctx->InputLoDLevel("X", 0);
   Shape out = ctx->GetInputShape("X", 0);
   const DataType dtype = ctx->GetInputDtype("X", 0);
   for (size_t i = 1; i < n; ++i) {
@@ -158,6 +161,10 @@ void SumInferShape(InferShapeContext* ctx) {
   }
   ctx->SetOutputShape("Out", out);
   ctx->SetOutputDtype("Out", dtype);
+  if (!all_sparse) {
+    ctx->SetOutputLoD("Out", lod);
+    ctx->SetOutputLoDLevel("Out", lod_level);
+  }
 }
 
 template <typename T>

@@ -186,6 +186,22 @@ def test_fc_keeps_the_lod_of_its_rows():
     assert np.array(t).shape == (5, 4)
 
 
+def test_fc_of_several_inputs_and_sums_keep_the_lod():
+    # The stacked LSTM's fc(input=[fc, lstm]) sums its projections.
+    seqs = ragged([2, 0, 3], seed=6)
+
+    def build():
+        x = L.data("x", [3], lod_level=1)
+        h = L.fc(x, 4)
+        return [L.fc([x, h], 4), L.sums([x, x])]
+
+    fc, total = run(build, {"x": (np.concatenate(seqs), [2, 0, 3])},
+                    return_numpy=False)
+    for t in (fc, total):
+        assert t.recursive_sequence_lengths() == [[2, 0, 3]]
+    np.testing.assert_allclose(np.array(total), 2 * np.concatenate(seqs))
+
+
 @pytest.mark.parametrize("is_sparse", [False, True])
 def test_embedding_keeps_the_lod_of_its_ids(is_sparse):
     # The book's text models: embedding of a lod_level=1 slot, then

@@ -16,15 +16,19 @@ from test_book_examples import NP, mpirun_cmd, run
 LM_ARGS = ["--samples", "256", "--seq-len", "32", "--width", "32",
            "--layers", "2", "--heads", "2", "--warmup-steps", "4"]
 
-# script, arguments, the line rank 0 prints once
+# id, script, arguments, the line rank 0 prints once
 EXAMPLES = [
-    ("word2vec.py", ["--samples", "1600"], r"perplexity [0-9.]+ per word; "
-     r"vocabulary \d+ words, embedding dense"),
-    ("word2vec.py", ["--samples", "1600", "--is-sparse"],
+    ("word2vec", "word2vec.py", ["--samples", "1600"],
+     r"perplexity [0-9.]+ per word; vocabulary \d+ words, embedding dense"),
+    ("word2vec-sparse", "word2vec.py", ["--samples", "1600", "--is-sparse"],
      r"perplexity [0-9.]+ per word; vocabulary \d+ words, embedding sparse"),
-    ("understand_sentiment.py", ["--samples", "320"],
+    ("sentiment-conv", "understand_sentiment.py", ["--samples", "320"],
      r"test loss [0-9.]+, accuracy [0-9.]+"),
-    ("transformer_lm.py", LM_ARGS, r"perplexity [0-9.]+ per character"),
+    ("sentiment-lstm", "understand_sentiment.py",
+     ["--samples", "320", "--net", "lstm"],
+     r"test loss [0-9.]+, accuracy [0-9.]+"),
+    ("transformer_lm", "transformer_lm.py", LM_ARGS,
+     r"perplexity [0-9.]+ per character"),
 ]
 
 
@@ -39,9 +43,8 @@ def env():
 
 
 @pytest.mark.parametrize("world", [1, NP])
-@pytest.mark.parametrize("script,args,line", EXAMPLES,
-                         ids=[e[0] + ("-sparse" if "--is-sparse" in e[1]
-                                      else "") for e in EXAMPLES])
+@pytest.mark.parametrize("script,args,line", [e[1:] for e in EXAMPLES],
+                         ids=[e[0] for e in EXAMPLES])
 def test_text_example_runs(repo_root, script, args, line, world):
     fortunes_or_skip()
     cmd = [sys.executable, os.path.join(repo_root, "examples", script)] + args
