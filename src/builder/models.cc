@@ -107,7 +107,7 @@ void RenameVar(proto::ProgramDesc* program, const std::string& from,
 
 const std::vector<std::string>& BuiltInModels() {
   static const std::vector<std::string> names = {
-      "mlp", "lenet", "resnet", "vgg", "transformer", "textcnn"};
+      "mlp", "lenet", "resnet", "vgg", "transformer", "textcnn", "lstm"};
   return names;
 }
 
@@ -126,7 +126,7 @@ proto::TrainingJob BuildModel(const std::string& name,
   FLUID_ENFORCE(std::find(known.begin(), known.end(), name) != known.end(),
                 "unknown model '", name,
                 "'; built-in models: mlp, lenet, resnet, vgg, transformer, ",
-                "textcnn");
+                "textcnn, lstm");
   if (IsTextModel(name)) {
     TextModelOptions text;
     text.optimizer =

@@ -33,14 +33,14 @@ struct ModelOptions {
 // All take feeds "image" [N,1,28,28] float and "label" [N,1] int64, and
 // report "loss" and "accuracy". Weights use PyTorch's default
 // initialisation.
-// "transformer" and "textcnn": the text models of
-// src/builder/text_models.h (a char language model and a topic classifier
-// over the fortunes data).
+// "transformer", "textcnn" and "lstm": the text models of
+// src/builder/text_models.h (a char language model and two topic
+// classifiers over the fortunes data).
 proto::TrainingJob BuildModel(const std::string& name,
                               const ModelOptions& options = {});
 
 // The names BuildModel knows: mlp, lenet, resnet, vgg, transformer,
-// textcnn.
+// textcnn, lstm.
 const std::vector<std::string>& BuiltInModels();
 
 // The model's default optimizer.

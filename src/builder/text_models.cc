@@ -9,6 +9,7 @@
 #include "src/builder/layers.h"
 #include "src/builder/lr_schedules.h"
 #include "src/builder/models.h"
+#include "src/builder/recurrent_layers.h"
 #include "src/builder/sequence_ops_layers.h"
 #include "src/builder/tensor_layers.h"
 #include "src/framework/program_desc.h"
@@ -31,6 +32,7 @@ constexpr int64_t kMaxChars = 512;
 constexpr int64_t kTopics = 8;
 constexpr int64_t kCharWidth = 64;
 constexpr int64_t kFilters = 128;
+constexpr int64_t kLstmWidth = 128;
 
 // An fc over the last dim of a [N, L, D] input.
 std::string Fc3(ProgramBuilder* b, const std::string& x, int64_t size,
@@ -124,24 +126,48 @@ std::string ConvPool(ProgramBuilder* b, const std::string& seq, int64_t width) {
                               "max");
 }
 
-// The class scores of the text CNN; its feeds are the job's.
-std::string TextCnnLogits(ProgramBuilder* b) {
+// The embedded chars of each quotation, a level-1 LoD batch, from the
+// feeds "words" (padded) and "length".
+std::string EmbeddedSequences(ProgramBuilder* b) {
   const std::string words =
       layers::Data(b, "words", Shape{kMaxChars, 1}, DataType::kInt64);
   const std::string length =
       layers::Data(b, "length", Shape{}, DataType::kInt64);
   const std::string padded =
       layers::Embedding(b, words, {kTextVocabSize, kCharWidth});
-  const std::string seq = layers::SequenceUnpad(b, padded, length);
+  return layers::SequenceUnpad(b, padded, length);
+}
+
+// The class scores of the text CNN.
+std::string TextCnnLogits(ProgramBuilder* b) {
+  const std::string seq = EmbeddedSequences(b);
   const std::string pooled =
       layers::Concat(b, {ConvPool(b, seq, 3), ConvPool(b, seq, 5)}, 1);
+  return layers::Fc(b, pooled, kTopics);
+}
+
+// The class scores of the LSTM classifier: the chars projected to the
+// four gates, dynamic_lstm, its hidden states max-pooled and its last one.
+std::string LstmLogits(ProgramBuilder* b) {
+  const std::string gates =
+      layers::Fc(b, EmbeddedSequences(b), 4 * kLstmWidth, "", 1, {}, {},
+                 /*with_bias=*/false);
+  layers::DynamicLstmOptions lstm;
+  lstm.use_peepholes = false;
+  const std::string hidden =
+      layers::DynamicLstm(b, gates, 4 * kLstmWidth, lstm)[0];
+  const std::string pooled =
+      layers::Concat(b,
+                     {layers::SequencePool(b, hidden, "max"),
+                      layers::SequencePool(b, hidden, "last")},
+                     1);
   return layers::Fc(b, pooled, kTopics);
 }
 
 }  // namespace
 
 bool IsTextModel(const std::string& name) {
-  return name == "transformer" || name == "textcnn";
+  return name == "transformer" || name == "textcnn" || name == "lstm";
 }
 
 OptimizerConfig DefaultTextOptimizer(const std::string& name) {
@@ -154,7 +180,7 @@ OptimizerConfig DefaultTextOptimizer(const std::string& name) {
 proto::TrainingJob BuildTextModel(const std::string& name,
                                   const TextModelOptions& options) {
   FLUID_ENFORCE(IsTextModel(name), "unknown text model '", name,
-                "'; text models: transformer, textcnn");
+                "'; text models: transformer, textcnn, lstm");
   proto::TrainingJob job;
   job.set_version(kProgramVersion);
   *job.mutable_main() = NewProgram();
@@ -170,7 +196,8 @@ proto::TrainingJob BuildTextModel(const std::string& name,
     opt.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
     opt.gradient_clip.clip_norm = 1.0f;
   } else {
-    const std::string logits = TextCnnLogits(&b);
+    const std::string logits =
+        name == "textcnn" ? TextCnnLogits(&b) : LstmLogits(&b);
     const std::string label =
         layers::Data(&b, "label", Shape{1}, DataType::kInt64);
     RenameVar(

@@ -1,5 +1,5 @@
-// The built-in text models (BuildModel's "transformer" and "textcnn"), as
-// complete training jobs over the char-level fortunes data
+// The built-in text models (BuildModel's "transformer", "textcnn" and
+// "lstm"), as complete training jobs over the char-level fortunes data
 // (src/data/fortunes.h).
 #pragma once
 
@@ -48,6 +48,12 @@ struct TextModelOptions {
 // (sequence_pool), concatenated, and an fc to the 8 classes; reports
 // "loss" and "accuracy". Quotations longer than 512 chars are cut. Default
 // Adam(lr 2e-3).
+//
+// "lstm": the same task, feeds and metrics as "textcnn", by recurrence: the
+// embedded chars (sequence_unpad) projected by an fc without bias to the
+// four gates of a dynamic_lstm of width 128 (no peepholes), its hidden
+// states max-pooled and its last one (sequence_pool "last"), concatenated,
+// an fc to the 8 classes. Default Adam(lr 2e-3).
 proto::TrainingJob BuildTextModel(const std::string& name,
                                   const TextModelOptions& options);
 

@@ -3,8 +3,8 @@
 //
 //   trainer --model lenet                      train a built-in model
 //                                              (mlp, lenet, resnet, vgg;
-//                                              transformer and textcnn on
-//                                              the fortunes text)
+//                                              transformer, textcnn and
+//                                              lstm on the fortunes text)
 //   trainer --model mlp --save model.pb        write a built-in model's job
 //   trainer --program model.pb [--epochs E] [--batch-size B] [--threads T]
 //           [--place cpu|cuda|cuda:N]
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--program", o.program, "training job (model.pb) to run");
   app.add_option("--model", o.model,
                  "built-in model: mlp | lenet | resnet | vgg | transformer | "
-                 "textcnn")
+                 "textcnn | lstm")
       ->check(CLI::IsMember(fluid::BuiltInModels()));
   app.add_option("--save", o.save,
                  "with --model: write the job to this file and exit");

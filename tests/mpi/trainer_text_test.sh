@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `mpirun -np 2 trainer --model transformer|textcnn` on the fortunes text: a
+# `mpirun -np 2 trainer --model transformer|textcnn|lstm` on fortunes: a
 # few steps on a few samples (seconds), the parameters compared across
 # ranks every step; the loss must fall, the transformer must report its
-# validation perplexity and the text CNN its test accuracy. Skipped without
+# validation perplexity and the classifiers their test accuracy. Skipped without
 # Debian's fortunes package.
 #   trainer_text_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
@@ -47,3 +47,9 @@ out=$(run textcnn --train-samples 256 --test-samples 64 --batch-size 16) \
 echo "$out" | grep -q "test accuracy [0-9.]* (64 samples)" \
   || fail "textcnn: no test accuracy: $out"
 echo "ok: textcnn, 2 ranks, $(echo "$out" | grep "^test accuracy")"
+
+out=$(run lstm --train-samples 256 --test-samples 64 --batch-size 16) \
+  || { echo "$out"; exit 1; }
+echo "$out" | grep -q "test accuracy [0-9.]* (64 samples)" \
+  || fail "lstm: no test accuracy: $out"
+echo "ok: lstm, 2 ranks, $(echo "$out" | grep "^test accuracy")"

@@ -83,7 +83,7 @@ TEST_F(TrainerTextTest, TextCnnReportsAccuracy) {
 
 // A saved text job is recognised by its feeds.
 TEST_F(TrainerTextTest, SavedTextJobsTrainFromProgram) {
-  for (const char* model : {"transformer", "textcnn"}) {
+  for (const char* model : {"transformer", "textcnn", "lstm"}) {
     const proto::TrainingJob job = BuildModel(model);
     EXPECT_NE(JobDataOf(job), JobData::kImages) << model;
     const std::string path = dir_ + "/job.pb";
