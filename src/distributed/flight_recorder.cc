@@ -175,9 +175,9 @@ void FlightRecorder::Finish(int64_t seq, bool ok) {
 void FlightRecorder::RecordInTimeline(int64_t seq, Timeline* timeline) const {
   Record r;
   if (!Get(seq, &r)) return;
-  timeline->RecordCollective(Timeline::Collective{
-      CollectiveKindName(r.kind), r.bytes, r.step, r.seq, r.index, r.issue_ns,
-      r.start_ns, r.end_ns});
+  timeline->RecordCollective(
+      Timeline::Collective{CollectiveKindName(r.kind), r.bytes, r.step, r.seq,
+                           r.index, r.issue_ns, r.start_ns, r.end_ns});
 }
 
 void FlightRecorder::BeginStep() {

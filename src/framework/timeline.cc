@@ -88,14 +88,16 @@ class JsonOut {
 
 class StringSink : public TimelineSink {
  public:
-  void Write(const char* data, size_t size) override { text.append(data, size); }
+  void Write(const char* data, size_t size) override {
+    text.append(data, size);
+  }
   std::string text;
 };
 
 constexpr TimelineTrack kTracks[] = {
-    TimelineTrack::kSteps,       TimelineTrack::kOps,
-    TimelineTrack::kWaits,       TimelineTrack::kCollectives,
-    TimelineTrack::kData,        TimelineTrack::kCheckpoints,
+    TimelineTrack::kSteps, TimelineTrack::kOps,
+    TimelineTrack::kWaits, TimelineTrack::kCollectives,
+    TimelineTrack::kData,  TimelineTrack::kCheckpoints,
 };
 
 // The opening of an event object: phase, process, track, name, time.
@@ -298,8 +300,9 @@ void WriteTraceTail(TimelineSink* sink, int ranks, const char* note) {
   JsonOut j(sink);
   j.Str("{\"ph\":\"M\",\"pid\":0,\"name\":\"trace_info\",\"args\":{");
   j.Str("\"ranks\":").Int(ranks).Str(",\"note\":").Quoted(note ? note : "");
-  j.Str("}}\n],\"otherData\":{\"clock\":\"CLOCK_MONOTONIC of each rank, "
-        "aligned to rank 0 at startup\",\"ranks\":");
+  j.Str(
+      "}}\n],\"otherData\":{\"clock\":\"CLOCK_MONOTONIC of each rank, "
+      "aligned to rank 0 at startup\",\"ranks\":");
   j.Int(ranks).Str(",\"note\":").Quoted(note ? note : "").Str("}}\n");
 }
 

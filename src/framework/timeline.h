@@ -48,7 +48,7 @@ enum class TimelineTrack : int16_t {
 const char* TimelineTrackName(TimelineTrack track);
 
 struct TimelineEvent {
-  const char* name = nullptr;  // lives as long as the process
+  const char* name = nullptr;        // lives as long as the process
   int64_t begin_ns = 0, end_ns = 0;  // TimelineNs
   int64_t bytes = 0;
   int64_t step = 0;

@@ -130,8 +130,8 @@ TEST(Timeline, ScopesCostNothingWhenOff) {
 // the trace's origin, in microseconds.
 TEST(Timeline, CollectivesShowQueueRunAndBucketOnRankZerosClock) {
   Timeline timeline(1, 2, ClockSync{1500, 10, 1000});
-  timeline.RecordCollective(Timeline::Collective{
-      "allreduce", 4096, 3, 17, 2, 10000, 12000, 20500});
+  timeline.RecordCollective(
+      Timeline::Collective{"allreduce", 4096, 3, 17, 2, 10000, 12000, 20500});
   const std::string text = timeline.Format();
   EXPECT_NE(text.find("{\"ph\":\"b\",\"pid\":1,\"tid\":4,\"name\":"
                       "\"allreduce\",\"cat\":\"queued\",\"id\":17,\"ts\":10."
