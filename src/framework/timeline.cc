@@ -13,8 +13,8 @@ namespace {
 
 std::atomic<Timeline*> g_timeline{nullptr};
 
-// Outputs with more dims than this are cut (the shape log stays bounded
-// per op).
+// An op with more outputs shows the first ones' shapes and bytes (the
+// shape log's share of one op stays bounded).
 constexpr int kMaxShapeOutputs = 8;
 
 // Buffered JSON text into a sink, with no allocation and no locale.
