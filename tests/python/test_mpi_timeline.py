@@ -32,7 +32,9 @@ def test_mpi_executor_timeline(tmp_path):
         per_step = {}
         for e in r["collectives"]:
             per_step[e["args"]["step"]] = per_step.get(e["args"]["step"], 0) + 1
-            assert e["args"]["bytes"] > 0 and e["dur"] >= 0
+            assert e["dur"] >= 0 and e["args"]["queued_us"] >= 0
+            if e["name"] == "allreduce":
+                assert e["args"]["bytes"] > 0
         # Small buckets: several allreduces per step, all of them there.
         counts = {per_step[s] for s in range(1, STEPS + 1)}
         assert len(counts) == 1 and counts.pop() > 1, per_step
