@@ -71,3 +71,12 @@ out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
   fail "unwritable --timeline accepted: $out"
 grep -q "cannot write '/nonexistent-dir/t.json'" <<<"$out" || fail "$out"
 echo "ok: an unwritable --timeline is refused"
+
+# The alignment is collective: ranks that disagree on --timeline are told
+# so before it (rather than hang in it).
+out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --model mlp --data "$work/data" \
+  --epochs 1 --timeline "$work/one.json" : -np 1 "$TRAINER" --model mlp \
+  --data "$work/data" --epochs 1 2>&1) && fail "mixed --timeline ran: $out"
+grep -qF "ranks disagree on --timeline: rank 0 has yes, rank 1 has no" \
+  <<<"$out" || fail "mixed --timeline: $out"
+echo "ok: ranks that disagree on --timeline are named"
