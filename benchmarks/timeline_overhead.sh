@@ -30,6 +30,8 @@ rate() {
 }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+best() { printf '%s\n' "$@" | sort -n | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 for model in lenet mlp; do
   off=() on=() base=()
@@ -41,11 +43,13 @@ for model in lenet mlp; do
   m_off=$(median "${off[@]}")
   m_on=$(median "${on[@]}")
   line="$model: off ${off[*]} (median $m_off), on ${on[*]} (median $m_on)"
-  line+=", on/off $(awk -v a="$m_on" -v b="$m_off" 'BEGIN {printf "%.3f", a / b}')"
+  line+=", on/off $(ratio "$m_on" "$m_off") (best of each:"
+  line+=" $(ratio "$(best "${on[@]}")" "$(best "${off[@]}")"))"
   if [ -n "$BASELINE" ]; then
     m_base=$(median "${base[@]}")
     line+="; baseline ${base[*]} (median $m_base), off/baseline"
-    line+=" $(awk -v a="$m_off" -v b="$m_base" 'BEGIN {printf "%.3f", a / b}')"
+    line+=" $(ratio "$m_off" "$m_base") (best of each:"
+    line+=" $(ratio "$(best "${off[@]}")" "$(best "${base[@]}")"))"
   fi
   echo "$line"
 done

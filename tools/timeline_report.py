@@ -39,7 +39,7 @@ def by_rank(trace):
     ranks = collections.defaultdict(
         lambda: {"ops": [], "collectives": [], "clock": None, "spans": []})
     for e in trace["traceEvents"]:
-        r = ranks[e["pid"]]
+        r = ranks[e["pid"] - 1]  # pid: rank + 1
         if e["ph"] == "M":
             if e["name"] == "clock_sync":
                 r["clock"] = e["args"]

@@ -221,17 +221,17 @@ void Timeline::FormatEvent(const TimelineEvent& e, TimelineSink* sink) const {
   if (track == TimelineTrack::kCollectives) {
     // Queued: from enqueue until the worker starts it (async, as queued
     // collectives overlap).
-    Open(j, "b", rank_, track, e.name, "queued");
+    Open(j, "b", pid(), track, e.name, "queued");
     j.Str(",\"id\":").Int(e.seq).Str(",\"ts\":").Micros(at(e.extra));
     j.Str("},\n");
-    Open(j, "e", rank_, track, e.name, "queued");
+    Open(j, "e", pid(), track, e.name, "queued");
     j.Str(",\"id\":").Int(e.seq).Str(",\"ts\":").Micros(at(e.begin_ns));
     j.Str("},\n");
     cat = "collective";
   } else if (track != TimelineTrack::kOps && track != TimelineTrack::kWaits) {
     cat = TimelineTrackName(track);
   }
-  Open(j, "X", rank_, track, e.name, cat);
+  Open(j, "X", pid(), track, e.name, cat);
   j.Str(",\"ts\":").Micros(at(e.begin_ns));
   j.Str(",\"dur\":").Micros(e.end_ns - e.begin_ns);
   j.Str(",\"args\":{\"step\":").Int(e.step).Str(",\"bytes\":").Int(e.bytes);
@@ -258,21 +258,21 @@ void Timeline::FormatEvent(const TimelineEvent& e, TimelineSink* sink) const {
 void Timeline::Format(TimelineSink* sink) const {
   {
     JsonOut j(sink);
-    j.Str("{\"ph\":\"M\",\"pid\":").Int(rank_);
+    j.Str("{\"ph\":\"M\",\"pid\":").Int(pid());
     j.Str(",\"name\":\"process_name\",\"args\":{\"name\":\"rank ");
-    j.Int(rank_).Str("\"}},\n{\"ph\":\"M\",\"pid\":").Int(rank_);
+    j.Int(rank_).Str("\"}},\n{\"ph\":\"M\",\"pid\":").Int(pid());
     j.Str(",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
     j.Int(rank_).Str("}},\n");
-    j.Str("{\"ph\":\"M\",\"pid\":").Int(rank_);
+    j.Str("{\"ph\":\"M\",\"pid\":").Int(pid());
     j.Str(",\"name\":\"clock_sync\",\"args\":{\"rank\":").Int(rank_);
     j.Str(",\"offset_ns\":").Int(clock_.offset_ns);
     j.Str(",\"uncertainty_ns\":").Int(clock_.uncertainty_ns);
     j.Str(",\"dropped_events\":").Int(dropped()).Str("}},\n");
     for (TimelineTrack t : kTracks) {
-      j.Str("{\"ph\":\"M\",\"pid\":").Int(rank_).Str(",\"tid\":");
+      j.Str("{\"ph\":\"M\",\"pid\":").Int(pid()).Str(",\"tid\":");
       j.Int(static_cast<int>(t)).Str(",\"name\":\"thread_name\",\"args\":");
       j.Str("{\"name\":").Quoted(TimelineTrackName(t)).Str("}},\n");
-      j.Str("{\"ph\":\"M\",\"pid\":").Int(rank_).Str(",\"tid\":");
+      j.Str("{\"ph\":\"M\",\"pid\":").Int(pid()).Str(",\"tid\":");
       j.Int(static_cast<int>(t));
       j.Str(",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
       j.Int(static_cast<int>(t)).Str("}},\n");
@@ -298,7 +298,7 @@ void WriteTraceHead(TimelineSink* sink) {
 // The fragments end with ",\n": a last metadata event closes the list.
 void WriteTraceTail(TimelineSink* sink, int ranks, const char* note) {
   JsonOut j(sink);
-  j.Str("{\"ph\":\"M\",\"pid\":0,\"name\":\"trace_info\",\"args\":{");
+  j.Str("{\"ph\":\"M\",\"pid\":1,\"name\":\"trace_info\",\"args\":{");
   j.Str("\"ranks\":").Int(ranks).Str(",\"note\":").Quoted(note ? note : "");
   j.Str(
       "}}\n],\"otherData\":{\"clock\":\"CLOCK_MONOTONIC of each rank, "

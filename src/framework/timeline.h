@@ -168,13 +168,16 @@ class Timeline {
   int64_t dropped() const;
 
   // This rank's events as trace-event JSON objects, comma-separated, with
-  // the metadata naming its process and tracks; no allocation, so that a
-  // signal handler may call it with a file sink.
+  // the metadata naming its process ("rank R", pid R + 1) and tracks; no
+  // allocation, so that a signal handler may call it with a file sink.
   void Format(TimelineSink* sink) const;
   std::string Format() const;
 
  private:
   void FormatEvent(const TimelineEvent& e, TimelineSink* sink) const;
+  // The trace's process id: rank + 1 (viewers treat pid 0 as the kernel's
+  // idle task).
+  int pid() const { return rank_ + 1; }
 
   int rank_, size_;
   ClockSync clock_;

@@ -133,12 +133,12 @@ TEST(Timeline, CollectivesShowQueueRunAndBucketOnRankZerosClock) {
   timeline.RecordCollective(
       Timeline::Collective{"allreduce", 4096, 3, 17, 2, 10000, 12000, 20500});
   const std::string text = timeline.Format();
-  EXPECT_NE(text.find("{\"ph\":\"b\",\"pid\":1,\"tid\":4,\"name\":"
+  EXPECT_NE(text.find("{\"ph\":\"b\",\"pid\":2,\"tid\":4,\"name\":"
                       "\"allreduce\",\"cat\":\"queued\",\"id\":17,\"ts\":10."
                       "500}"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"name\":"
+  EXPECT_NE(text.find("{\"ph\":\"X\",\"pid\":2,\"tid\":4,\"name\":"
                       "\"allreduce\",\"cat\":\"collective\",\"ts\":12.500,"
                       "\"dur\":8.500,\"args\":{\"step\":3,\"bytes\":4096,"
                       "\"bucket\":2,\"seq\":17,\"enqueue_ts\":10.500,"
