@@ -18,6 +18,7 @@
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/stall_watchdog.h"
+#include "src/distributed/timeline_session.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
@@ -816,6 +817,20 @@ void BindJob(py::module_& m) {
             comm->flight_recorder()->SetDumpPath(flight_dir, comm->rank(),
                                                  comm->size());
         });
+  // The job's timeline (src/distributed/timeline_session.h): collective,
+  // on the process's communicator. finish_timeline returns the path rank 0
+  // wrote ("" on the other ranks).
+  m.def("start_timeline", [](const std::string& path) {
+    Communicator* comm = GlobalCommunicator();
+    py::gil_scoped_release release;
+    StartTimeline(comm, path);
+  });
+  m.def("finish_timeline", [] {
+    if (!TimelineStarted()) return std::string();
+    Communicator* comm = GlobalCommunicator();
+    py::gil_scoped_release release;
+    return FinishTimeline(comm);
+  });
   // Control bytes escaped, cut at the length every fluid::Error keeps: for
   // the one-line messages of the job policy (_job.py).
   m.def("sanitize_message",

@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "src/distributed/timeline_session.h"
+#include "src/framework/timeline.h"
+
 namespace fluid {
 
 namespace {
@@ -87,6 +90,8 @@ bool g_term_installed = false;
 
 void OnTerm(int sig, siginfo_t* info, void* context) {
   DumpFlightRecorder("SIGTERM (the launcher is ending the job)");
+  DumpTimeline("SIGTERM (the launcher is ending the job)",
+               /*wait_for_others=*/true);
   const struct sigaction& prev = g_previous_term;
   if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
     prev.sa_sigaction(sig, info, context);
@@ -159,12 +164,25 @@ void FlightRecorder::Finish(int64_t seq, bool ok) {
   if (s.seq.load() == seq) {
     s.end_ns.store(MonotonicNs(), std::memory_order_relaxed);
     s.state.store(ok ? kDone : kFailed);
+    Timeline* timeline = CurrentTimeline();
+    if (timeline != nullptr) RecordInTimeline(seq, timeline);
   }
   finished_.store(seq);
   progress_.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The collective as the timeline shows it (worker thread, after Finish).
+void FlightRecorder::RecordInTimeline(int64_t seq, Timeline* timeline) const {
+  Record r;
+  if (!Get(seq, &r)) return;
+  timeline->RecordCollective(
+      Timeline::Collective{CollectiveKindName(r.kind), r.bytes, r.step, r.seq,
+                           r.index, r.issue_ns, r.start_ns, r.end_ns});
+}
+
 void FlightRecorder::BeginStep() {
+  Timeline* timeline = CurrentTimeline();
+  if (timeline != nullptr) timeline->SetStep(step_.load() + 1);
   step_.fetch_add(1);
   step_index_ = 0;
   progress_.fetch_add(1, std::memory_order_relaxed);

@@ -20,6 +20,8 @@
 
 namespace fluid {
 
+class Timeline;
+
 enum class CollectiveKind : int32_t {
   kOther = 0,
   kAllReduce,
@@ -86,6 +88,8 @@ class FlightRecorder {
   bool Dump(const char* reason) const;
 
  private:
+  void RecordInTimeline(int64_t seq, Timeline* timeline) const;
+
   struct Slot {
     std::atomic<int64_t> seq{0};
     std::atomic<int32_t> kind{0};

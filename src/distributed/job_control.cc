@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "src/distributed/flight_recorder.h"
+#include "src/distributed/timeline_session.h"
 
 namespace fluid {
 
@@ -32,6 +33,7 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
   ssize_t ignored = ::write(2, g_lines[i], std::strlen(g_lines[i]));
   (void)ignored;
   DumpFlightRecorder(g_lines[i]);
+  DumpTimeline(g_lines[i], /*wait_for_others=*/false);
   const struct sigaction& prev = g_previous[i];
   if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
     prev.sa_sigaction(sig, info, context);
@@ -67,6 +69,7 @@ void AbortJob(int code) {
   MPI_Finalized(&finalized);
   if (initialized && !finalized) {
     DumpFlightRecorder("error: this rank ended the job");
+    DumpTimeline("error: this rank ended the job", /*wait_for_others=*/false);
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   std::fflush(nullptr);

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "src/framework/timeline.h"
+
 namespace fluid {
 
 PreparedProgram::~PreparedProgram() {
@@ -127,14 +129,10 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   return prepared;
 }
 
-void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
-                   const std::vector<std::string>& fetch_names,
-                   std::vector<Tensor>* fetches) {
-  FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
-  const proto::BlockDesc& block =
-      prepared->program_.blocks(prepared->block_id_);
-  Scope* local = prepared->local_scope_;
-  device_->MakeCurrent();  // another executor may have switched devices
+void Executor::CopyFeeds(const FeedList& feeds, const proto::BlockDesc& block,
+                         Scope* local, Timeline* timeline) {
+  const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
+  int64_t bytes = 0;
   for (const auto& feed : feeds) {
     const proto::VarDesc* desc = FindVarDesc(block, feed.first);
     FLUID_ENFORCE_CODE(desc != nullptr, ErrorCode::kNotFound, "feed ",
@@ -143,7 +141,25 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     local->GetVar(feed.first)
         ->GetMutableTensor()
         ->CopyFrom(feed.second, place_);
+    bytes += static_cast<int64_t>(feed.second.bytes());
   }
+  if (timeline != nullptr && !feeds.empty())
+    timeline->RecordSpan(TimelineTrack::kData, "feed", begin, TimelineNs(),
+                         bytes);
+}
+
+void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
+                   const std::vector<std::string>& fetch_names,
+                   std::vector<Tensor>* fetches) {
+  FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
+  const proto::BlockDesc& block =
+      prepared->program_.blocks(prepared->block_id_);
+  Scope* local = prepared->local_scope_;
+  device_->MakeCurrent();  // another executor may have switched devices
+  // Tracing: one load here, then one branch per op when it is off.
+  Timeline* const timeline = CurrentTimeline();
+  const int64_t run_begin = timeline != nullptr ? TimelineNs() : 0;
+  CopyFeeds(feeds, block, local, timeline);
   for (const auto& req : prepared->required_feeds_) {
     bool fed = false;
     for (const auto& feed : feeds) fed = fed || feed.first == req.name;
@@ -165,6 +181,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
   }
   for (size_t i = 0; i < prepared->ops_.size(); ++i) {
     const OperatorBase& op = *prepared->ops_[i];
+    const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
     try {
       const OpSchema& schema = op.schema();
       if (schema.infer_shape()) {
@@ -172,6 +189,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
         schema.infer_shape()(&ctx);
       }
       op.kernel()(ExecutionContext(op, *device_));
+      if (timeline != nullptr) timeline->RecordOp(op, begin);
     } catch (const Error& e) {
       throw e.WithOpContext(
           OpContext{op.type(), static_cast<int>(i), prepared->block_id_});
@@ -179,6 +197,9 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
   }
 
   device_->Wait();
+  if (timeline != nullptr)
+    timeline->RecordSpan(TimelineTrack::kSteps, "run", run_begin, TimelineNs(),
+                         0);
   if (fetches != nullptr) {
     fetches->resize(fetch_names.size());
     for (size_t i = 0; i < fetch_names.size(); ++i) {

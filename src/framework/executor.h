@@ -23,6 +23,8 @@
 
 namespace fluid {
 
+class Timeline;
+
 using FeedList = std::vector<std::pair<std::string, Tensor>>;
 
 class PreparedProgram {
@@ -93,6 +95,10 @@ class Executor {
   DeviceContext* mutable_device_context() { return device_.get(); }
 
  private:
+  // Checks and copies the feeds into `local`; a data span when tracing.
+  void CopyFeeds(const FeedList& feeds, const proto::BlockDesc& block,
+                 Scope* local, Timeline* timeline);
+
   Place place_;
   std::unique_ptr<DeviceContext> device_;
 };

@@ -10,6 +10,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/timeline.h"
 #include "src/io/checkpoint_internal.h"
 #include "src/io/crc32.h"
 
@@ -364,9 +365,16 @@ void SaveCheckpoint(const Scope& scope,
   FLUID_ENFORCE(!dir.empty(), "SaveCheckpoint: empty directory");
   FLUID_ENFORCE(info.step >= 0, "checkpoint step must be >= 0, got ",
                 info.step);
+  TimelineScope span(TimelineTrack::kCheckpoints, "save checkpoint");
   std::vector<std::unique_ptr<Tensor>> host_copies;
   const std::vector<const Tensor*> tensors =
       TensorsToSave(scope, var_names, dir, &host_copies);
+  if (span.active()) {
+    int64_t bytes = 0;
+    for (const Tensor* t : tensors)
+      if (t != nullptr) bytes += static_cast<int64_t>(t->bytes());
+    span.set_bytes(bytes);
+  }
 
   const std::string name = CheckpointName(info.step);
   const std::string final_dir = JoinPath(dir, name);

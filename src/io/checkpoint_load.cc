@@ -12,6 +12,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/timeline.h"
 #include "src/io/checkpoint.h"
 #include "src/io/checkpoint_internal.h"
 #include "src/io/crc32.h"
@@ -356,6 +357,7 @@ bool LoadNewestIntact(Scope* scope,
 CheckpointInfo LoadCheckpoint(Scope* scope,
                               const std::vector<CheckpointVarSpec>& expected,
                               const std::string& dir, FileSystem* fs) {
+  TimelineScope span(TimelineTrack::kCheckpoints, "load checkpoint");
   CheckpointInfo info;
   std::vector<Error> failures;
   if (!LoadNewestIntact(scope, expected, dir, fs, &info, &failures))

@@ -14,6 +14,7 @@
 //           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
 //           [--grad-compression none|bf16|fp16]
 //           [--stall-warn S] [--stall-timeout S] [--flight-dir D]
+//           [--timeline FILE]
 //                                               data-parallel on N ranks
 //   trainer --predict DIR [--data DIR] [--test-samples N]
 //                                               accuracy of a saved
@@ -145,6 +146,11 @@ int main(int argc, char** argv) {
                  "multi-rank: where each rank writes its last collectives "
                  "when the job aborts (default: --checkpoint-dir, else the "
                  "working directory)");
+  app.add_option("--timeline", o.timeline,
+                 "write a Chrome trace-event timeline of the run to FILE "
+                 "(open it in Perfetto or chrome://tracing): one process "
+                 "per rank, with its ops, collectives, exposed waits, data "
+                 "loading and checkpoints");
   app.add_option("--checkpoint-every", o.checkpoint_every,
                  "with --checkpoint-dir: also checkpoint every N steps, "
                  "recording the sample position in the epoch (0: at each "

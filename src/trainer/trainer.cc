@@ -17,6 +17,7 @@
 #include "src/distributed/mpi_backend.h"
 #include "src/distributed/run_settings.h"
 #include "src/distributed/stall_watchdog.h"
+#include "src/distributed/timeline_session.h"
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
@@ -349,7 +350,7 @@ struct TrainLoop {
     auto epoch_start = Clock::now();
     double loss_sum = 0, acc_sum = 0;
     int64_t seen = 0, epoch_step = first_step;
-    while (batcher->Next(&batch)) {
+    while (NextBatch(&batch)) {
       SetFeeds(batch, &feeds);
       if (slow_step_s > 0)
         std::this_thread::sleep_for(std::chrono::duration<double>(slow_step_s));
@@ -383,6 +384,18 @@ struct TrainLoop {
     result->final_loss = loss_sum / std::max<int64_t>(seen, 1);
     result->train_accuracy = acc_sum / std::max<int64_t>(seen, 1);
     return seen * world;
+  }
+
+  // The batcher's next batch; a data span of the timeline.
+  bool NextBatch(std::vector<Tensor>* batch) {
+    TimelineScope span(TimelineTrack::kData, "load batch");
+    const bool more = batcher->Next(batch);
+    if (span.active()) {
+      int64_t bytes = 0;
+      for (const Tensor& t : *batch) bytes += static_cast<int64_t>(t.bytes());
+      span.set_bytes(more ? bytes : 0);
+    }
+    return more;
   }
 
   // One progress line (rank 0 speaks; the others' `log` is muted).
@@ -440,6 +453,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
       RunSetting::Int("--shard-optimizer", o.shard_optimizer),
       RunSetting::Int("--checkpoint-every", o.checkpoint_every),
+      RunSetting::Flag("--timeline", !o.timeline.empty()),
       RunSetting::Real("--sparse-dense-ratio", o.sparse_dense_ratio),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
@@ -457,6 +471,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
                          TrainerResult* result) {
   Execution run;
   if (!LaunchedByMpi()) {
+    if (!o.timeline.empty()) StartTimeline(nullptr, o.timeline);
     run.local = std::make_unique<Executor>(place, o.threads);
     run.exe = run.local.get();
     run.exe->RunOnce(job->startup(), scope);
@@ -476,6 +491,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   CheckRunSettingsAgree(
       run.dist->communicator(),
       CollectiveSettings(o, train, test, run.dist->world_size()));
+  if (!o.timeline.empty()) StartTimeline(run.dist->communicator(), o.timeline);
   CollectiveConfig cfg;
   cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
   cfg.overlap = o.overlap;
@@ -691,6 +707,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters, and now the same running statistics).
   if (evaluate && dist != nullptr) dist->SyncRunningStats();
+  const std::string trace =
+      FinishTimeline(dist != nullptr ? dist->communicator() : nullptr);
+  if (!trace.empty()) log << "timeline written to " << trace << "\n";
   if (eval) {
     int64_t seen = 0;
     const double metric = Evaluate(job, test, exe, eval.get(), &seen);

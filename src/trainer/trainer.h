@@ -84,6 +84,10 @@ struct TrainerOptions {
   double stall_warn = 60;
   double stall_timeout = 300;
   std::string flight_dir;
+  // Where rank 0 writes the job's Chrome trace-event timeline (every
+  // rank's ops, collectives, waits, data loading and checkpoints; see
+  // src/distributed/timeline_session.h); "" records none.
+  std::string timeline;
   // With checkpoint_dir: also checkpoint every N global steps (0: only at
   // the end of each epoch), so a restarted job loses at most N steps. The
   // checkpoint records the sample position within the epoch.

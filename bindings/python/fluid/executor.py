@@ -3,6 +3,7 @@ same scripts data-parallel when launched as `mpirun -np N python train.py`:
 it transpiles the program for the world size on first use (allreduce of the
 gradients before the optimizer), checks all ranks hold the same program,
 and broadcasts rank 0's parameters."""
+import atexit
 import contextlib
 import os
 import threading
@@ -328,13 +329,18 @@ class MPIExecutor:
     - `sparse_dense_ratio` is the trainer's `--sparse-dense-ratio`: a sparse
       gradient (embedding(is_sparse=True)) is gathered from every rank
       unless all ranks' rows together exceed this fraction of its table's
-      height; then it is allreduced as a dense table."""
+      height; then it is allreduced as a dense table.
+    - `timeline` is the trainer's `--timeline`: a file name (every rank
+      passes one, the same) where rank 0 writes a Chrome trace-event JSON
+      timeline of every rank's ops, collectives, exposed waits and feeds
+      (Perfetto, chrome://tracing). It records from here until `close()`
+      or the end of the script; collective, like the constructor."""
 
     def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
                  allreduce="flat", grad_compression="none",
                  sync_batch_norm=False, shard_optimizer=0, stall_warn=60.0,
                  stall_timeout=300.0, flight_dir=None,
-                 sparse_dense_ratio=0.25):
+                 sparse_dense_ratio=0.25, timeline=None):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -375,6 +381,23 @@ class MPIExecutor:
                                        float(stall_timeout),
                                        str(flight_dir or ""))
         self._lock = threading.Lock()
+        self._timeline = None
+        if timeline is not None:
+            path = os.fspath(timeline)
+            if not path:
+                raise ValueError("MPIExecutor(timeline=''): give a file name")
+            _core.start_timeline(path)
+            self._timeline = path
+            atexit.register(self.close)
+
+    def close(self):
+        """Ends the timeline (collective: every rank calls it, or none and
+        the end of the script does): rank 0 writes the trace file. Returns
+        its path on rank 0, None elsewhere and without a timeline."""
+        if self._timeline is None:
+            return None
+        self._timeline = None
+        return _core.finish_timeline() or None
 
     @property
     def rank(self):

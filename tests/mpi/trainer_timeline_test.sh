@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# --timeline: a 2-rank run writes one Chrome trace (valid JSON) with both
+# ranks' ops and collectives, every collective of every step, the ranks'
+# clocks within 1 ms of each other (one machine), the batches loaded and
+# the checkpoints saved; a job that aborts still leaves a readable trace
+# with what rank 0 had.
+#   trainer_timeline_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+REPORT="$COMMON_DIR/../../tools/timeline_report.py"
+
+make_idx "$work/data" 512 64
+
+# Steps trained, from rank 0's last line.
+steps_of() {
+  sed -n 's/.*trained \([0-9]*\) steps.*/\1/p' <<<"$1"
+}
+
+for model in lenet mlp; do
+  trace="$work/$model.json"
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model "$model" \
+    --data "$work/data" --epochs 2 --batch-size 32 --log-every 0 \
+    --checkpoint-dir "$work/ckpt-$model" --timeline "$trace" 2>&1) ||
+    fail "$model: $out"
+  grep -q "timeline written to $trace" <<<"$out" || fail "$model: $out"
+  steps=$(steps_of "$out")
+  [ -n "$steps" ] && [ "$steps" -gt 0 ] || fail "$model: no step count: $out"
+  check=$(/usr/bin/python3 "$REPORT" "$trace" --check "$steps") ||
+    fail "$model: $check"
+  echo "ok: $model, $steps steps: ${check##*$'\n'}"
+  ls "$work"/"$model".json.* 2>/dev/null && fail "$model: parts left behind"
+  /usr/bin/python3 - "$trace" <<'EOF' || fail "$model: tracks"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {(e["pid"] - 1, e.get("cat"), e["name"])
+         for e in events if e["ph"] == "X"}
+for rank in (0, 1):
+    for want in [("data", "load batch"), ("data", "feed"), ("steps", "run"),
+                 ("op", "c_wait"), ("collective", "allreduce")]:
+        assert (rank,) + want in names, f"rank {rank} lacks {want}"
+assert (0, "checkpoints", "save checkpoint") in names, "no checkpoint"
+queued = sum(1 for e in events if e["ph"] == "b" and e["cat"] == "queued")
+done = sum(1 for e in events if e["ph"] == "X" and e["cat"] == "collective")
+assert queued == done, (queued, done)
+EOF
+done
+
+# Without --timeline nothing is written and nothing said.
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
+  --epochs 1 --batch-size 32 --log-every 0 2>&1) || fail "plain: $out"
+grep -q "timeline" <<<"$out" && fail "plain run mentions a timeline: $out"
+
+# A job that aborts (the loss diverges on every rank at once) leaves a
+# trace with the reason and rank 0's events.
+trace="$work/aborted.json"
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --lr 1e30 \
+  --data "$work/data" --epochs 1 --batch-size 32 --log-every 1 \
+  --flight-dir "$work/flight" --timeline "$trace" 2>&1) &&
+  fail "diverging run succeeded: $out"
+/usr/bin/python3 - "$trace" <<'EOF' || fail "aborted trace: $out"
+import json, sys
+trace = json.load(open(sys.argv[1]))
+assert "error" in trace["otherData"]["note"], trace["otherData"]
+ops = [e for e in trace["traceEvents"] if e.get("cat") == "op"]
+assert any(e["pid"] == 1 for e in ops), "no rank 0 ops"
+EOF
+echo "ok: an aborted job's trace holds rank 0's events and the reason"
+
+# A file that cannot be written is refused before training.
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
+  --epochs 1 --timeline /nonexistent-dir/t.json 2>&1) &&
+  fail "unwritable --timeline accepted: $out"
+grep -q "cannot write '/nonexistent-dir/t.json'" <<<"$out" || fail "$out"
+echo "ok: an unwritable --timeline is refused"
+
+# The alignment is collective: ranks that disagree on --timeline are told
+# so before it (rather than hang in it).
+out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --model mlp --data "$work/data" \
+  --epochs 1 --timeline "$work/one.json" : -np 1 "$TRAINER" --model mlp \
+  --data "$work/data" --epochs 1 2>&1) && fail "mixed --timeline ran: $out"
+grep -qF "ranks disagree on --timeline: rank 0 has yes, rank 1 has no" \
+  <<<"$out" || fail "mixed --timeline: $out"
+echo "ok: ranks that disagree on --timeline are named"

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Summarises a timeline (trainer --timeline FILE, MPIExecutor(timeline=))
+and, with --check, tells whether it is whole.
+
+    tools/timeline_report.py FILE [--check STEPS] [--max-offset-ms MS]
+
+Prints, per rank: its clock offset from rank 0 and the bound on it, the
+events of each track, the op time by type (top 8), the collectives per
+step and the time spent in them, and the exposed waits (c_wait).
+
+--check STEPS fails (exit 1, one line per problem) unless every rank has op
+and collective events, and every step 1..STEPS holds, on every rank, each
+collective its program issued: as many as it ran collective ops (c_*, but
+c_wait), numbered 1..n with none missing, the same n on every rank; and
+every rank's clock offset is within --max-offset-ms (default 1) of rank
+0's, which holds on one machine, where the ranks share one clock.
+"""
+import argparse
+import collections
+import json
+import sys
+
+# The ops that issue one collective each when they run.
+COLLECTIVE_OPS = ("c_allreduce", "c_broadcast", "c_allgather",
+                  "c_reducescatter")
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        trace = json.load(f)
+    if "traceEvents" not in trace:
+        raise ValueError(f"{path}: no traceEvents: not a timeline")
+    return trace
+
+
+def by_rank(trace):
+    """rank -> {"ops": [...], "collectives": [...], "clock": {...},
+    "spans": [...]}"""
+    ranks = collections.defaultdict(
+        lambda: {"ops": [], "collectives": [], "clock": None, "spans": []})
+    for e in trace["traceEvents"]:
+        r = ranks[e["pid"] - 1]  # pid: rank + 1
+        if e["ph"] == "M":
+            if e["name"] == "clock_sync":
+                r["clock"] = e["args"]
+        elif e["ph"] == "X" and e.get("cat") == "op":
+            r["ops"].append(e)
+        elif e["ph"] == "X" and e.get("cat") == "collective":
+            r["collectives"].append(e)
+        elif e["ph"] == "X":
+            r["spans"].append(e)
+    return dict(ranks)
+
+
+def world_size(trace):
+    return int(trace.get("otherData", {}).get("ranks", 0))
+
+
+def check(trace, steps, max_offset_ms=1.0):
+    """The problems that make `trace` less than whole (see the module
+    docstring); empty when there are none."""
+    problems = []
+    ranks = by_rank(trace)
+    size = world_size(trace)
+    per_step = {}  # rank -> collectives per step
+    for rank in range(size):
+        r = ranks.get(rank)
+        if r is None or not r["ops"] or not r["collectives"]:
+            problems.append(f"rank {rank}: no op or no collective events")
+            continue
+        clock = r["clock"] or {}
+        if abs(clock.get("offset_ns", 1e18)) > max_offset_ms * 1e6:
+            problems.append(f"rank {rank}: clock offset "
+                            f"{clock.get('offset_ns')} ns exceeds "
+                            f"{max_offset_ms} ms")
+        issued = collections.Counter(
+            e["args"]["step"] for e in r["ops"]
+            if e["name"] in COLLECTIVE_OPS)
+        got = collections.defaultdict(list)
+        for e in r["collectives"]:
+            got[e["args"]["step"]].append(e["args"]["bucket"])
+        for step in range(1, steps + 1):
+            buckets = sorted(got.get(step, []))
+            want = issued.get(step, 0)
+            if want == 0:
+                problems.append(f"rank {rank} step {step}: no collective op ran")
+            if buckets != list(range(1, want + 1)):
+                problems.append(f"rank {rank} step {step}: collectives "
+                                f"{buckets}, expected 1..{want}")
+        per_step[rank] = {s: len(got.get(s, [])) for s in range(1, steps + 1)}
+        extra = [s for s in got if s > steps]
+        if extra:
+            problems.append(f"rank {rank}: collectives in steps {extra} "
+                            f"past {steps}")
+    if len(set(tuple(sorted(v.items())) for v in per_step.values())) > 1:
+        problems.append(f"ranks disagree on collectives per step: {per_step}")
+    return problems
+
+
+def report(trace, out):
+    ranks = by_rank(trace)
+    for rank in sorted(ranks):
+        r = ranks[rank]
+        clock = r["clock"] or {}
+        out.write(f"rank {rank}: clock offset {clock.get('offset_ns', 0)} ns "
+                  f"(+- {clock.get('uncertainty_ns', 0)} ns), "
+                  f"{len(r['ops'])} ops, {len(r['collectives'])} "
+                  "collectives\n")
+        op_time = collections.Counter()
+        for e in r["ops"]:
+            op_time[e["name"]] += e["dur"]
+        for name, us in op_time.most_common(8):
+            out.write(f"  op {name:28s} {us / 1000:10.3f} ms\n")
+        steps = collections.Counter(e["args"]["step"]
+                                    for e in r["collectives"])
+        busy = sum(e["dur"] for e in r["collectives"])
+        waits = sum(e["dur"] for e in r["ops"] if e["name"] == "c_wait")
+        out.write(f"  collectives: {dict(sorted(steps.items()))} per step, "
+                  f"{busy / 1000:.3f} ms running; exposed waits "
+                  f"{waits / 1000:.3f} ms\n")
+        spans = collections.Counter()
+        for e in r["spans"]:
+            spans[e["name"]] += e["dur"]
+        for name, us in sorted(spans.items()):
+            out.write(f"  {name:30s} {us / 1000:10.3f} ms\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file")
+    ap.add_argument("--check", type=int, metavar="STEPS")
+    ap.add_argument("--max-offset-ms", type=float, default=1.0)
+    args = ap.parse_args()
+    trace = load(args.file)
+    report(trace, sys.stdout)
+    if args.check is None:
+        return 0
+    problems = check(trace, args.check, args.max_offset_ms)
+    for p in problems:
+        print(f"FAIL: {p}")
+    if not problems:
+        print(f"ok: {world_size(trace)} rank(s), every collective of "
+              f"{args.check} step(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
