@@ -81,3 +81,16 @@ out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --model mlp --data "$work/data" \
 grep -qF "ranks disagree on --timeline: rank 0 has yes, rank 1 has no" \
   <<<"$out" || fail "mixed --timeline: $out"
 echo "ok: ranks that disagree on --timeline are named"
+
+# One process (no mpirun) traces itself as rank 0 of 1, steps numbered.
+trace="$work/single.json"
+out=$(timeout 300 "$TRAINER" --model mlp --data "$work/data" --epochs 1 \
+  --batch-size 64 --log-every 0 --timeline "$trace" 2>&1) || fail "single: $out"
+/usr/bin/python3 - "$trace" <<'EOF2' || fail "single-process trace"
+import json, sys
+trace = json.load(open(sys.argv[1]))
+assert trace["otherData"]["ranks"] == 1
+steps = {e["args"]["step"] for e in trace["traceEvents"] if e.get("cat") == "op"}
+assert steps == set(range(0, 9)), steps  # 512 / 64 steps, and the probe
+EOF2
+echo "ok: one process traces itself"
