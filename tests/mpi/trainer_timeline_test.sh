@@ -51,20 +51,26 @@ out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
 grep -q "timeline" <<<"$out" && fail "plain run mentions a timeline: $out"
 
 # A job that aborts (the loss diverges on every rank at once) leaves a
-# trace with the reason and rank 0's events.
+# trace with the reason and both ranks' events (rank 1's merged by rank 0,
+# or in a part next to the file, which timeline_report.py reads with it).
 trace="$work/aborted.json"
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --lr 1e30 \
   --data "$work/data" --epochs 1 --batch-size 32 --log-every 1 \
   --flight-dir "$work/flight" --timeline "$trace" 2>&1) &&
   fail "diverging run succeeded: $out"
-/usr/bin/python3 - "$trace" <<'EOF' || fail "aborted trace: $out"
+/usr/bin/python3 - "$trace" "$(dirname "$REPORT")" <<'EOF' ||
 import json, sys
-trace = json.load(open(sys.argv[1]))
+sys.path.insert(0, sys.argv[2])
+import timeline_report
+json.load(open(sys.argv[1]))  # valid by itself
+trace = timeline_report.load(sys.argv[1])
 assert "error" in trace["otherData"]["note"], trace["otherData"]
-ops = [e for e in trace["traceEvents"] if e.get("cat") == "op"]
-assert any(e["pid"] == 1 for e in ops), "no rank 0 ops"
+ranks = timeline_report.by_rank(trace)
+for rank in (0, 1):
+    assert ranks.get(rank) and ranks[rank]["ops"], f"no rank {rank} ops"
 EOF
-echo "ok: an aborted job's trace holds rank 0's events and the reason"
+  fail "aborted trace: $out"
+echo "ok: an aborted job's trace holds both ranks' events and the reason"
 
 # A file that cannot be written is refused before training.
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
