@@ -4,6 +4,9 @@ and, with --check, tells whether it is whole.
 
     tools/timeline_report.py FILE [--check STEPS] [--max-offset-ms MS]
 
+Part files an aborted job left next to FILE (FILE.rank-R.part) are read
+with it.
+
 Prints, per rank: its clock offset from rank 0 and the bound on it, the
 events of each track, the op time by type (top 8), the collectives per
 step and the time spent in them, and the exposed waits (c_wait).
@@ -17,6 +20,7 @@ every rank's clock offset is within --max-offset-ms (default 1) of rank
 """
 import argparse
 import collections
+import glob
 import json
 import sys
 
@@ -26,10 +30,17 @@ COLLECTIVE_OPS = ("c_allreduce", "c_broadcast", "c_allgather",
 
 
 def load(path):
+    """The trace, with the events of any part files an aborted job left
+    next to it (PATH.rank-R.part: one rank's events, comma-separated)."""
     with open(path, encoding="utf-8") as f:
         trace = json.load(f)
     if "traceEvents" not in trace:
         raise ValueError(f"{path}: no traceEvents: not a timeline")
+    for part in sorted(glob.glob(glob.escape(path) + ".rank-*.part")):
+        with open(part, encoding="utf-8") as f:
+            text = f.read().rstrip().rstrip(",")
+        trace["traceEvents"].extend(json.loads("[" + text + "]"))
+        trace.setdefault("parts", []).append(part)
     return trace
 
 
@@ -132,6 +143,8 @@ def main():
     ap.add_argument("--max-offset-ms", type=float, default=1.0)
     args = ap.parse_args()
     trace = load(args.file)
+    for part in trace.get("parts", []):
+        print(f"(with {part}, left by a rank that wrote after rank 0)")
     report(trace, sys.stdout)
     if args.check is None:
         return 0

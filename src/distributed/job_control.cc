@@ -69,7 +69,9 @@ void AbortJob(int code) {
   MPI_Finalized(&finalized);
   if (initialized && !finalized) {
     DumpFlightRecorder("error: this rank ended the job");
-    DumpTimeline("error: this rank ended the job", /*wait_for_others=*/false);
+    // Rank 0 waits a moment for the others' parts: ranks often fail
+    // together (a diverging loss, one bad input everywhere).
+    DumpTimeline("error: this rank ended the job", /*wait_for_others=*/true);
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   std::fflush(nullptr);

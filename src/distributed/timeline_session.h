@@ -12,8 +12,9 @@
 //
 // On an abort (AbortJob, a fatal signal, SIGTERM from the launcher) each
 // rank but 0 writes its events to `<file>.rank-<r>.part`, and rank 0
-// writes `<file>` with its own and the parts it finds (it waits a moment
-// for them when the launcher is ending the job). Those paths are fixed at
+// writes `<file>` with its own and the parts it finds (it waits up to 0.3 s
+// for them, but after a fatal signal). Parts written later are left next
+// to `<file>`; tools/timeline_report.py reads them with it. Those paths are fixed at
 // StartTimeline; DumpTimeline allocates nothing and takes no lock.
 //
 // One timeline per process, on the process's communicator. Not
@@ -43,7 +44,8 @@ bool TimelineStarted();
 std::string FinishTimeline(Communicator* comm);
 
 // The abort path (see above); async-signal-safe. Does nothing without a
-// timeline, or once it has written.
+// timeline, or once it has written. `wait_for_others`: rank 0 waits up to
+// 0.3 s for the other ranks' parts.
 void DumpTimeline(const char* reason, bool wait_for_others);
 
 }  // namespace fluid

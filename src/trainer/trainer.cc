@@ -354,7 +354,11 @@ struct TrainLoop {
       SetFeeds(batch, &feeds);
       if (slow_step_s > 0)
         std::this_thread::sleep_for(std::chrono::duration<double>(slow_step_s));
-      if (dist) dist->communicator()->BeginStep();
+      if (dist) {
+        dist->communicator()->BeginStep();
+      } else if (Timeline* timeline = CurrentTimeline()) {
+        timeline->SetStep(*step + 1);  // one process numbers its own steps
+      }
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
       FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",

@@ -51,20 +51,26 @@ out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
 grep -q "timeline" <<<"$out" && fail "plain run mentions a timeline: $out"
 
 # A job that aborts (the loss diverges on every rank at once) leaves a
-# trace with the reason and rank 0's events.
+# trace with the reason and both ranks' events (rank 1's merged by rank 0,
+# or in a part next to the file, which timeline_report.py reads with it).
 trace="$work/aborted.json"
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --lr 1e30 \
   --data "$work/data" --epochs 1 --batch-size 32 --log-every 1 \
   --flight-dir "$work/flight" --timeline "$trace" 2>&1) &&
   fail "diverging run succeeded: $out"
-/usr/bin/python3 - "$trace" <<'EOF' || fail "aborted trace: $out"
+/usr/bin/python3 - "$trace" "$(dirname "$REPORT")" <<'EOF' ||
 import json, sys
-trace = json.load(open(sys.argv[1]))
+sys.path.insert(0, sys.argv[2])
+import timeline_report
+json.load(open(sys.argv[1]))  # valid by itself
+trace = timeline_report.load(sys.argv[1])
 assert "error" in trace["otherData"]["note"], trace["otherData"]
-ops = [e for e in trace["traceEvents"] if e.get("cat") == "op"]
-assert any(e["pid"] == 1 for e in ops), "no rank 0 ops"
+ranks = timeline_report.by_rank(trace)
+for rank in (0, 1):
+    assert ranks.get(rank) and ranks[rank]["ops"], f"no rank {rank} ops"
 EOF
-echo "ok: an aborted job's trace holds rank 0's events and the reason"
+  fail "aborted trace: $out"
+echo "ok: an aborted job's trace holds both ranks' events and the reason"
 
 # A file that cannot be written is refused before training.
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
@@ -81,3 +87,16 @@ out=$(timeout 60 "${MPI[@]}" -np 1 "$TRAINER" --model mlp --data "$work/data" \
 grep -qF "ranks disagree on --timeline: rank 0 has yes, rank 1 has no" \
   <<<"$out" || fail "mixed --timeline: $out"
 echo "ok: ranks that disagree on --timeline are named"
+
+# One process (no mpirun) traces itself as rank 0 of 1, steps numbered.
+trace="$work/single.json"
+out=$(timeout 300 "$TRAINER" --model mlp --data "$work/data" --epochs 1 \
+  --batch-size 64 --log-every 0 --timeline "$trace" 2>&1) || fail "single: $out"
+/usr/bin/python3 - "$trace" <<'EOF2' || fail "single-process trace"
+import json, sys
+trace = json.load(open(sys.argv[1]))
+assert trace["otherData"]["ranks"] == 1
+steps = {e["args"]["step"] for e in trace["traceEvents"] if e.get("cat") == "op"}
+assert steps == set(range(0, 9)), steps  # 512 / 64 steps, and the probe
+EOF2
+echo "ok: one process traces itself"
