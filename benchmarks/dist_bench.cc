@@ -55,8 +55,8 @@ int Main(int argc, char** argv) {
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
+  Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe(Place::CPU(), threads);
-  Scope scope;
   CollectiveConfig cfg;
   cfg.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
   cfg.overlap = overlap;

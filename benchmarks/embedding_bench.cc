@@ -110,8 +110,8 @@ Options Parse(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   const Options o = Parse(argc, argv);
+  Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe;
-  Scope scope;
   CollectiveConfig cfg;
   cfg.sparse_dense_ratio = o.ratio;
   exe.Init(Job(o), &scope, cfg);

@@ -72,8 +72,8 @@ int Main(int argc, char** argv) {
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
     }
   }
+  Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe(Place::CPU(), 1);
-  Scope scope;
   exe.Init(BuildModel(model), &scope, CollectiveConfig{});
   Tensor x, y;
   float* xp = x.mutable_data<float>(Shape{batch, 1, 28, 28});

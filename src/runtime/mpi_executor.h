@@ -8,7 +8,7 @@
 // other collective: the error names the ranks that differ); runs the startup
 // program, whose broadcasts give every rank rank 0's parameters; and prepares
 // the main program. Run() then runs one step on this rank's shard. Not
-// thread-safe; one per rank.
+// thread-safe; one per rank. The scope given to Init must outlive it.
 #pragma once
 
 #include <memory>
