@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "src/distributed/timeline_session.h"
+#include "src/framework/math/int_math.h"
 #include "src/framework/timeline.h"
 
 namespace fluid {
@@ -27,16 +28,9 @@ class LineBuffer {
     return *this;
   }
   LineBuffer& Int(int64_t v) {
-    char digits[24];
-    int n = 0;
-    uint64_t u =
-        v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-    do {
-      digits[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0);
-    if (v < 0) Str("-");
-    while (n > 0 && len_ < cap_) buf_[len_++] = digits[--n];
+    char text[24];
+    const int n = FormatDecimal(v, text);
+    for (int i = 0; i < n && len_ < cap_; ++i) buf_[len_++] = text[i];
     return *this;
   }
   size_t size() const { return len_; }

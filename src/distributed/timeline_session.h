@@ -14,8 +14,8 @@
 // rank but 0 writes its events to `<file>.rank-<r>.part`, and rank 0
 // writes `<file>` with its own and the parts it finds (it waits up to 0.3 s
 // for them, but after a fatal signal). Parts written later are left next
-// to `<file>`; tools/timeline_report.py reads them with it. Those paths are fixed at
-// StartTimeline; DumpTimeline allocates nothing and takes no lock.
+// to `<file>`; tools/timeline_report.py reads them with it. Those paths are
+// fixed at StartTimeline; DumpTimeline allocates nothing and takes no lock.
 //
 // One timeline per process, on the process's communicator. Not
 // thread-safe: the thread that runs programs starts and finishes it.

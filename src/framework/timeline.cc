@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "src/framework/math/int_math.h"
 #include "src/framework/operator.h"
 #include "src/framework/scope.h"
 
@@ -45,16 +46,9 @@ class JsonOut {
     return *this;
   }
   JsonOut& Int(int64_t v) {
-    char digits[24];
-    int n = 0;
-    uint64_t u =
-        v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-    do {
-      digits[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0);
-    if (v < 0) Put('-');
-    while (n > 0) Put(digits[--n]);
+    char text[24];
+    const int n = FormatDecimal(v, text);
+    for (int i = 0; i < n; ++i) Put(text[i]);
     return *this;
   }
   // Nanoseconds as microseconds with three decimals (the trace's unit).

@@ -9,24 +9,13 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/programs.h"
 
 namespace fluid {
 namespace {
 
 using testing::MakeTensor;
-
-// x [-1, 3] * w [3, 2] -> y; w persistable.
-proto::ProgramDesc MulProgram() {
-  proto::ProgramDesc p = NewProgram();
-  proto::BlockDesc* b = p.mutable_blocks(0);
-  AddVarDesc(b, "x", DataType::kFloat32, Shape{-1, 3});
-  AddVarDesc(b, "w", DataType::kFloat32, Shape{3, 2}, true);
-  proto::OpDesc op =
-      MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
-  *b->add_ops() = op;
-  InferShapeAtCompileTime(op, b);
-  return p;
-}
+using testing::MulProgram;
 
 using testing::ErrorOf;
 
