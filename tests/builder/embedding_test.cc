@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
 #include "tests/testing/gradient_checker.h"
+#include "tests/testing/id_batches.h"
 
 namespace fluid {
 namespace {
@@ -57,20 +57,7 @@ Model Build(bool sparse, const OptimizerConfig& cfg, int64_t padding = -1) {
 
 // Ids drawn from the first 12 rows (repeats within a batch; most rows of
 // the table never touched), a different batch each step.
-FeedList Batch(int step) {
-  std::mt19937_64 rng(100 + step);
-  std::uniform_int_distribution<int64_t> id(0, 11), cls(0, 3);
-  Tensor a, c, l;
-  int64_t* ap = a.mutable_data<int64_t>(Shape{kBatch, 1});
-  int64_t* cp = c.mutable_data<int64_t>(Shape{kBatch, 1});
-  int64_t* lp = l.mutable_data<int64_t>(Shape{kBatch, 1});
-  for (int64_t i = 0; i < kBatch; ++i) {
-    ap[i] = id(rng);
-    cp[i] = id(rng);
-    lp[i] = cls(rng);
-  }
-  return {{"a", a}, {"c", c}, {"label", l}};
-}
+FeedList Batch(int step) { return testing::IdBatch(100 + step, kBatch, 12, 4); }
 
 std::vector<std::vector<float>> Train(const Model& m, int steps) {
   Executor exe;

@@ -6,7 +6,6 @@
 // than the dense run.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "src/framework/hash.h"
 #include "src/framework/program_desc.h"
 #include "src/runtime/mpi_executor.h"
+#include "tests/testing/id_batches.h"
 
 namespace fluid {
 namespace {
@@ -55,18 +55,7 @@ proto::TrainingJob EmbeddingJob(bool sparse, const std::string& optimizer) {
 
 // The global batch of step s: ids from the first 40 rows of the table.
 FeedList GlobalBatch(int s, int64_t n) {
-  std::mt19937_64 rng(1000 + s);
-  std::uniform_int_distribution<int64_t> id(0, 39), cls(0, 3);
-  Tensor a, c, l;
-  int64_t* ap = a.mutable_data<int64_t>(Shape{n, 1});
-  int64_t* cp = c.mutable_data<int64_t>(Shape{n, 1});
-  int64_t* lp = l.mutable_data<int64_t>(Shape{n, 1});
-  for (int64_t i = 0; i < n; ++i) {
-    ap[i] = id(rng);
-    cp[i] = id(rng);
-    lp[i] = cls(rng);
-  }
-  return {{"a", a}, {"c", c}, {"label", l}};
+  return testing::IdBatch(1000 + s, n, 40, 4);
 }
 
 FeedList Slice(const FeedList& global, int rank) {
