@@ -12,6 +12,14 @@
 //
 // Args: {layer (0 = conv1 1->20 5x5 on 28x28, 1 = conv2 20->50 5x5 on
 // 12x12), threads}.
+//
+// The resnet model's 3x3 convolutions (padding 1) are timed the same way:
+//
+//   conv_bench --benchmark_filter=Resnet
+//
+// Args: {layer (0..2 = stride-1 16, 32, 64 channels on 28, 14, 7 pixels;
+// 3, 4 = the stride-2 16->32 and 32->64 that open stages 2 and 3),
+// threads}.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -26,7 +34,7 @@ namespace {
 
 struct ConvLayer {
   const char* name;
-  int64_t c, h, w, m, k, pad;
+  int64_t c, h, w, m, k, pad, stride;
   // The first layer's input is the image: training needs no Input@GRAD
   // there, and the autodiff does not ask for one.
   bool input_grad;
@@ -34,8 +42,17 @@ struct ConvLayer {
 
 // models.cc's LeNet: conv(20, 5) -> pool 2 -> conv(50, 5) -> pool 2.
 constexpr ConvLayer kLenet[] = {
-    {"conv1", 1, 28, 28, 20, 5, 0, false},
-    {"conv2", 20, 12, 12, 50, 5, 0, true},
+    {"conv1", 1, 28, 28, 20, 5, 0, 1, false},
+    {"conv2", 20, 12, 12, 50, 5, 0, 1, true},
+};
+
+// models.cc's resnet: its 3x3 convolutions, one per shape.
+constexpr ConvLayer kResnet[] = {
+    {"stage1 16->16", 16, 28, 28, 16, 3, 1, 1, true},
+    {"stage2 32->32", 32, 14, 14, 32, 3, 1, 1, true},
+    {"stage3 64->64", 64, 7, 7, 64, 3, 1, 1, true},
+    {"stage2 16->32 /2", 16, 28, 28, 32, 3, 1, 2, true},
+    {"stage3 32->64 /2", 32, 14, 14, 64, 3, 1, 2, true},
 };
 constexpr int64_t kBatch = 64;
 
@@ -58,8 +75,8 @@ struct ConvProgram {
 
   ConvProgram(const ConvLayer& l, Pass pass, int threads)
       : exe(Place::CPU(), threads) {
-    const int64_t oh = (l.h + 2 * l.pad - l.k) + 1;
-    const int64_t ow = (l.w + 2 * l.pad - l.k) + 1;
+    const int64_t oh = (l.h + 2 * l.pad - l.k) / l.stride + 1;
+    const int64_t ow = (l.w + 2 * l.pad - l.k) / l.stride + 1;
     const Shape xs{kBatch, l.c, l.h, l.w}, ws{l.m, l.c, l.k, l.k},
         ys{kBatch, l.m, oh, ow};
     proto::ProgramDesc p = NewProgram();
@@ -68,7 +85,9 @@ struct ConvProgram {
     AddVarDesc(block, "w", DataType::kFloat32, ws, true);
     AddVarDesc(block, "y@GRAD", DataType::kFloat32, ys, true);
     AttributeMap attrs = {
-        {"paddings", std::vector<int32_t>{int32_t(l.pad), int32_t(l.pad)}}};
+        {"paddings", std::vector<int32_t>{int32_t(l.pad), int32_t(l.pad)}},
+        {"strides",
+         std::vector<int32_t>{int32_t(l.stride), int32_t(l.stride)}}};
     if (pass != Pass::kBackward) {
       proto::OpDesc fwd =
           MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
@@ -100,8 +119,7 @@ struct ConvProgram {
   }
 };
 
-void RunConv(benchmark::State& state, Pass pass) {
-  const ConvLayer& layer = kLenet[state.range(0)];
+void RunConv(benchmark::State& state, const ConvLayer& layer, Pass pass) {
   const int threads = static_cast<int>(state.range(1));
   ConvProgram prog(layer, pass, threads);
   prog.exe.Run(prog.prepared.get());  // warm the scratch buffers
@@ -114,13 +132,19 @@ void RunConv(benchmark::State& state, Pass pass) {
 }
 
 void BM_LenetConvForward(benchmark::State& state) {
-  RunConv(state, Pass::kForward);
+  RunConv(state, kLenet[state.range(0)], Pass::kForward);
 }
 void BM_LenetConvBackward(benchmark::State& state) {
-  RunConv(state, Pass::kBackward);
+  RunConv(state, kLenet[state.range(0)], Pass::kBackward);
 }
 void BM_LenetConvForwardBackward(benchmark::State& state) {
-  RunConv(state, Pass::kBoth);
+  RunConv(state, kLenet[state.range(0)], Pass::kBoth);
+}
+void BM_ResnetConvForward(benchmark::State& state) {
+  RunConv(state, kResnet[state.range(0)], Pass::kForward);
+}
+void BM_ResnetConvForwardBackward(benchmark::State& state) {
+  RunConv(state, kResnet[state.range(0)], Pass::kBoth);
 }
 
 // pool2d (max, 2x2, stride 2) after each LeNet conv: forward, and forward +
@@ -171,6 +195,14 @@ BENCHMARK(BM_LenetConvBackward)->LENET_ARGS;
 BENCHMARK(BM_LenetConvForwardBackward)->LENET_ARGS;
 BENCHMARK(BM_LenetPoolForward)->LENET_ARGS;
 BENCHMARK(BM_LenetPoolForwardBackward)->LENET_ARGS;
+BENCHMARK(BM_ResnetConvForward)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_ResnetConvForwardBackward)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace fluid

@@ -12,6 +12,12 @@
 // With groups, each group of channels is its own convolution (its own
 // im2col and GEMM against its slice of the filters), run one after another.
 // Bias is not part of conv2d: add it with elementwise_add (axis = 1).
+//
+// Unit-stride sweeps whose output is as wide as the image (3x3 with padding
+// 1, 1x1 with none) skip the column matrix: math/packed_conv.h fills the
+// GEMM kernel's panels straight from the images. Their input gradient is
+// computed the same way, as the convolution of dY by the filters turned
+// around (see InputGradIsConv).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -22,6 +28,7 @@
 #include "src/framework/math/blas.h"
 #include "src/framework/math/im2col.h"
 #include "src/framework/math/int_math.h"
+#include "src/framework/math/packed_conv.h"
 
 namespace fluid {
 namespace ops {
@@ -187,32 +194,138 @@ void ForwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
   }
 }
 
+// Output positions per chunk on the packed path (math/packed_conv.h): 16
+// of the kernel's panels of 48, so that small images still fill them.
+constexpr int64_t kPackedChunkRows = 768;
+
+ChunkPlan PlanPackedChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
+                           int64_t batch) {
+  ChunkPlan plan;
+  if (batch <= 0) return plan;
+  int64_t per =
+      std::clamp<int64_t>(CeilDiv(kPackedChunkRows, g.ColCols()), 1, batch);
+  int64_t chunks = CeilDiv(batch, per);
+  const int threads = dev.num_threads();
+  if (threads > 1 && chunks < threads)
+    chunks = std::min<int64_t>(batch, threads);
+  plan.per = CeilDiv(batch, chunks);
+  plan.chunks = CeilDiv(batch, plan.per);
+  return plan;
+}
+
+// Whether the packed path computes the convolution `g` of `batch` images:
+// its sweep (unit stride, output as wide as the image) and at least a chunk
+// per thread (a smaller batch parallelises inside the GEMM instead).
+bool PackedUsable(const CPUDeviceContext& dev, const ConvGeometry& g,
+                  int64_t batch) {
+  if (!math::PackedConvApplies(g) || batch <= 0) return false;
+  return PlanPackedChunks(dev, g, batch).chunks >= dev.num_threads();
+}
+
+// y = the convolution `l` of x on the packed path, chunk by chunk.
+template <typename T>
+void PackedForward(const CPUDeviceContext& dev, const ConvLayout& l, const T* w,
+                   const T* x, int64_t n, T* y) {
+  math::PackedConvShape s;
+  s.g = l.g;
+  s.groups = l.groups;
+  s.group_filters = l.group_filters;
+  T* packed = ThreadScratch<T>(kScratchPacked, math::PackedFilterSize(s));
+  math::PackFilters(s, w, packed);
+  const ChunkPlan plan = PlanPackedChunks(dev, l.g, n);
+  const int64_t out_size = l.group_filters * l.groups * l.g.ColCols();
+  const int64_t scratch = math::PackedConvScratchSize<T>(s, plan.per);
+  double cost = 2.0 * out_size * l.g.ColRows() * plan.per;
+  ParallelFor(dev, plan.chunks, cost, [&](int64_t begin, int64_t end) {
+    T* buffer = ThreadScratch<T>(kScratchCol, scratch);
+    for (int64_t c = begin; c < end; ++c) {
+      int64_t i0 = c * plan.per;
+      int64_t nb = std::min(plan.per, n - i0);
+      math::PackedConvImages(s, packed, x + i0 * l.image, nb, buffer,
+                             y + i0 * out_size);
+    }
+  });
+}
+
+// y [n, M, Ho, Wo] = the convolution `l` of x [n, C, H, W] by w.
+template <typename T>
+void ConvForward(const CPUDeviceContext& dev, const ConvLayout& l, const T* w,
+                 const T* x, int64_t n, T* y) {
+  if (PackedUsable(dev, l.g, n)) {
+    PackedForward(dev, l, w, x, n, y);
+    return;
+  }
+  const ConvGeometry& g = l.g;
+  const int64_t m = l.group_filters * l.groups;
+  const int64_t in_size = l.image, out_size = m * g.ColCols();
+  ChunkPlan plan = PlanChunks(dev, g, n);
+  if (plan.chunks == 1) {
+    ForwardChunk(dev, l, w, x, n, y);
+    return;
+  }
+  double cost = 2.0 * m * g.ColRows() * g.ColCols() * plan.per;
+  ParallelFor(dev, plan.chunks, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      int64_t i0 = c * plan.per;
+      int64_t nb = std::min(plan.per, n - i0);
+      ForwardChunk(SerialDevice(), l, w, x + i0 * in_size, nb,
+                   y + i0 * out_size);
+    }
+  });
+}
+
 template <typename T>
 void Conv2dKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
   const Tensor& w = ctx.Input("Filter");
   Tensor* out = ctx.Output("Output");
   const ConvLayout l = MakeLayout(ctx, "conv2d");
-  const ConvGeometry& g = l.g;
-  const int64_t n = x.shape()[0], m = w.shape()[0];
-  const int64_t in_size = l.image, out_size = m * g.ColCols();
-  const T* xd = x.data<T>();
-  const T* wd = w.data<T>();
   T* yd = out->mutable_data<T>();
-  ChunkPlan plan = PlanChunks(ctx.device(), g, n);
-  if (plan.chunks == 1) {
-    ForwardChunk(ctx.device(), l, wd, xd, n, yd);
-    return;
-  }
-  double cost = 2.0 * m * g.ColRows() * g.ColCols() * plan.per;
-  ParallelFor(ctx.device(), plan.chunks, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      int64_t i0 = c * plan.per;
-      int64_t nb = std::min(plan.per, n - i0);
-      ForwardChunk(SerialDevice(), l, wd, xd + i0 * in_size, nb,
-                   yd + i0 * out_size);
-    }
-  });
+  ConvForward(ctx.device(), l, w.data<T>(), x.data<T>(), x.shape()[0], yd);
+}
+
+// The input gradient of a unit-stride convolution is itself one: of dY by
+// the filters with M and C swapped and each kernel turned by 180 degrees,
+// padded by dilation (k - 1) - pad on each side, which gives back H x W.
+// Computed so, it is an im2col of dY and a GEMM with M kh kw products per
+// output, written straight into dX, where col2im would need a GEMM with
+// only M products per entry of a column matrix kh kw times dX's size, that
+// matrix zeroed first and then folded back into a zeroed dX.
+bool InputGradIsConv(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 &&
+         g.pad_h <= g.dilation_h * (g.kernel_h - 1) &&
+         g.pad_w <= g.dilation_w * (g.kernel_w - 1);
+}
+
+// The convolution that maps dY to dX for InputGradIsConv(l.g).
+ConvLayout InputGradLayout(const ConvLayout& l) {
+  const ConvGeometry& g = l.g;
+  ConvLayout t = l;
+  t.g.channels = l.group_filters;
+  t.g.in_h = g.out_h;
+  t.g.in_w = g.out_w;
+  t.g.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
+  t.g.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
+  t.g.out_h = g.in_h;
+  t.g.out_w = g.in_w;
+  t.group_filters = g.channels;
+  t.image = l.groups * t.g.InputSize();
+  return t;
+}
+
+// wt [C, M / groups, kh, kw], group by group: wt[c, o] = w[o, c] turned by
+// 180 degrees (its taps in reverse order).
+template <typename T>
+void TurnFilters(const ConvLayout& l, const T* w, T* wt) {
+  const int64_t taps = l.g.kernel_h * l.g.kernel_w;
+  const int64_t cg = l.g.channels, mg = l.group_filters;
+  for (int64_t gi = 0; gi < l.groups; ++gi)
+    for (int64_t o = 0; o < mg; ++o)
+      for (int64_t c = 0; c < cg; ++c) {
+        const T* src = w + ((gi * mg + o) * cg + c) * taps;
+        T* dst = wt + ((gi * cg + c) * mg + o) * taps;
+        for (int64_t t = 0; t < taps; ++t) dst[t] = src[taps - 1 - t];
+      }
 }
 
 // dy [nb, M, P] viewed as [M, nb * P] (itself for one image).
@@ -287,6 +400,14 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
   const T* dyd = dy.data<T>();
   T* dxd = dx ? dx->mutable_data<T>() : nullptr;
   T* dwd = dw ? dw->mutable_data<T>() : nullptr;
+  if (dxd != nullptr && InputGradIsConv(g) &&
+      PackedUsable(ctx.device(), InputGradLayout(l).g, n)) {
+    T* wt = ThreadScratch<T>(kScratchFilter, w.numel());
+    TurnFilters(l, wd, wt);
+    PackedForward(ctx.device(), InputGradLayout(l), wt, dyd, n, dxd);
+    if (dwd == nullptr) return;
+    dxd = nullptr;  // the chunks below compute dW only
+  }
   ChunkPlan plan = PlanChunks(ctx.device(), g, n);
   if (plan.chunks == 0) {
     if (dwd != nullptr) std::fill_n(dwd, m * k, T(0));

@@ -22,7 +22,9 @@ enum ScratchSlot : int {
   kScratchCol = 0,      // im2col output / col2im input
   kScratchTmp = 1,      // GEMM result or gathered output gradient
   kScratchPartial = 2,  // per-chunk partial sums, held by the launching thread
-  kScratchSlots = 3,
+  kScratchFilter = 3,   // rearranged filters, held by the launching thread
+  kScratchPacked = 4,   // filters packed for the GEMM kernel, likewise
+  kScratchSlots = 5,
 };
 
 class ScratchBuffer {

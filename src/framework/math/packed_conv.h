@@ -1,0 +1,65 @@
+// A convolution computed without a column matrix: the GEMM's left-hand
+// panels are filled straight from the images, and Eigen's block-panel kernel
+// multiplies each panel by the filters, packed once per call.
+//
+// im2col + GEMM writes a column matrix kh kw times the size of the images,
+// which the GEMM then reads back only to copy it into its own packed panels.
+// For a unit-stride sweep whose output is as wide as the image (3x3 with
+// padding 1, 1x1 with none: Im2Col's same-width case), the entries of a
+// column row at consecutive output positions are one contiguous run of the
+// image, shifted by the kernel tap's offset. So a panel (mr consecutive
+// output positions by a block of column rows) is filled by one short copy
+// per column row from a copy of the images framed with zeros above and
+// below; the entries whose tap falls off the left or right edge are masked
+// to zero. The product of a panel and the filters goes to a small
+// accumulator and from there to the outputs, so one panel may span two
+// images and every image of a chunk is written in place, with no column
+// matrix, no repacking and no copy of a wide GEMM result.
+//
+// The rows of a panel are the output positions of `nb` images in order
+// (image b's position p is row b Ho Wo + p), so small images still fill the
+// kernel's panels.
+#pragma once
+
+#include <cstdint>
+
+#include "src/framework/math/im2col.h"
+
+namespace fluid {
+namespace math {
+
+// Whether `g` is a sweep PackedConv computes: unit stride and an output as
+// wide and as tall as the input.
+bool PackedConvApplies(const ConvGeometry& g);
+
+// One convolution layer as PackedConv sees it: the sweep of one group of
+// channels `g`, `groups` such groups, `group_filters` filters each.
+struct PackedConvShape {
+  ConvGeometry g;
+  int64_t groups = 1;
+  int64_t group_filters = 1;
+};
+
+// Elements the packed filters of every group take.
+int64_t PackedFilterSize(const PackedConvShape& s);
+
+// Packs the filters `w` [groups group_filters, C / groups, kh, kw] for
+// PackedConvImages.
+template <typename T>
+void PackFilters(const PackedConvShape& s, const T* w, T* packed);
+
+// Scratch elements one PackedConvImages call on `nb` images needs (the
+// framed images, one panel, its accumulator and masks); the buffer must be
+// 64-byte aligned.
+template <typename T>
+int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t nb);
+
+// y [nb, groups group_filters, Ho, Wo] = the convolution of x [nb, groups C,
+// H, W] by the filters `packed` (PackFilters). Serial; `scratch` holds
+// PackedConvScratchSize(s, nb) elements.
+template <typename T>
+void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
+                      int64_t nb, T* scratch, T* y);
+
+}  // namespace math
+}  // namespace fluid
