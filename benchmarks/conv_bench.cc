@@ -143,6 +143,9 @@ void BM_LenetConvForwardBackward(benchmark::State& state) {
 void BM_ResnetConvForward(benchmark::State& state) {
   RunConv(state, kResnet[state.range(0)], Pass::kForward);
 }
+void BM_ResnetConvBackward(benchmark::State& state) {
+  RunConv(state, kResnet[state.range(0)], Pass::kBackward);
+}
 void BM_ResnetConvForwardBackward(benchmark::State& state) {
   RunConv(state, kResnet[state.range(0)], Pass::kBoth);
 }
@@ -196,6 +199,10 @@ BENCHMARK(BM_LenetConvForwardBackward)->LENET_ARGS;
 BENCHMARK(BM_LenetPoolForward)->LENET_ARGS;
 BENCHMARK(BM_LenetPoolForwardBackward)->LENET_ARGS;
 BENCHMARK(BM_ResnetConvForward)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_ResnetConvBackward)
     ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

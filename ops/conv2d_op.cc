@@ -340,6 +340,21 @@ const T* GatherOutputGrad(const T* dy, int64_t m, int64_t p, int64_t nb) {
   return t;
 }
 
+// col [K, nb P] (rows `ld` apart) = the column matrices of `nb` images,
+// `image` elements apart.
+template <typename T>
+void UnfoldImages(const ConvGeometry& g, const T* x, int64_t image, int64_t nb,
+                  int64_t ld, T* col) {
+  if (math::PackedConvApplies(g)) {
+    T* scratch =
+        ThreadScratch<T>(kScratchFrame, math::FramedIm2ColScratchSize<T>(g));
+    math::FramedIm2Col(g, x, image, nb, ld, col, scratch);
+    return;
+  }
+  for (int64_t j = 0; j < nb; ++j)
+    math::Im2Col(g, x + j * image, ld, col + j * g.ColCols());
+}
+
 // Gradients for `nb` consecutive images: dx [nb, C, H, W] (overwritten) and
 // dw [M, C / groups kh kw] (overwritten with this chunk's contribution);
 // either may be null. One group of channels at a time.
@@ -360,8 +375,7 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
       const T* col = x + offset;
       if (!direct) {
         T* c = ThreadScratch<T>(kScratchCol, k * ld);
-        for (int64_t j = 0; j < nb; ++j)
-          math::Im2Col(g, x + offset + j * l.image, ld, c + j * p);
+        UnfoldImages(g, x + offset, l.image, nb, ld, c);
         col = c;
       }
       // dW_g [mg, K] = dY_g [mg, nb P] * col [K, nb P]^T

@@ -24,7 +24,8 @@ enum ScratchSlot : int {
   kScratchPartial = 2,  // per-chunk partial sums, held by the launching thread
   kScratchFilter = 3,   // rearranged filters, held by the launching thread
   kScratchPacked = 4,   // filters packed for the GEMM kernel, likewise
-  kScratchSlots = 5,
+  kScratchFrame = 5,    // zero-framed copies of images
+  kScratchSlots = 6,
 };
 
 class ScratchBuffer {

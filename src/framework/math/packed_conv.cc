@@ -313,11 +313,44 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   }
 }
 
+template <typename T>
+int64_t FramedIm2ColScratchSize(const ConvGeometry& g) {
+  return Aligned<T>(g.channels * MakeFrame(g).plane) +
+         Aligned<T>(CeilDiv(g.kernel_w * g.ColCols() * int64_t(sizeof(int32_t)),
+                            int64_t(sizeof(T))));
+}
+
+template <typename T>
+void FramedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
+                  int64_t nb, int64_t ld, T* col, T* scratch) {
+  const Frame f = MakeFrame(g);
+  const int64_t p = g.ColCols();
+  T* framed = scratch;
+  int32_t* masks =
+      reinterpret_cast<int32_t*>(scratch + Aligned<T>(g.channels * f.plane));
+  MakeMasks(g, masks);
+  for (int64_t b = 0; b < nb; ++b) {
+    FrameImages(g, f, im + b * image_stride, g.channels, framed);
+    T* row = col + b * p;
+    for (int64_t c = 0; c < g.channels; ++c)
+      for (int64_t i = 0; i < g.kernel_h; ++i)
+        for (int64_t j = 0; j < g.kernel_w; ++j, row += ld) {
+          const int64_t shift = (i * g.dilation_h - g.pad_h) * g.in_w +
+                                j * g.dilation_w - g.pad_w;
+          MaskedRun(framed + c * f.plane + f.lead + shift, masks + j * p, p,
+                    row);
+        }
+  }
+}
+
 #define FLUID_PACKED_CONV(T)                                                  \
   template void PackFilters<T>(const PackedConvShape&, const T*, T*);         \
   template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
   template void PackedConvImages<T>(const PackedConvShape&, const T*,         \
-                                    const T*, int64_t, T*, T*);
+                                    const T*, int64_t, T*, T*);               \
+  template int64_t FramedIm2ColScratchSize<T>(const ConvGeometry&);           \
+  template void FramedIm2Col<T>(const ConvGeometry&, const T*, int64_t,       \
+                                int64_t, int64_t, T*, T*);
 FLUID_PACKED_CONV(float)
 FLUID_PACKED_CONV(double)
 #undef FLUID_PACKED_CONV

@@ -61,5 +61,17 @@ template <typename T>
 void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
                       int64_t nb, T* scratch, T* y);
 
+// Im2Col of `nb` images for a sweep PackedConvApplies: image b (at
+// im + b image_stride) unfolded at column b Ho Wo of `col` (rows `ld`
+// apart), each column row one masked run from a framed copy of the image
+// instead of a copy and a zeroing per output row. `scratch` (64-byte
+// aligned) holds FramedIm2ColScratchSize(g) elements.
+template <typename T>
+int64_t FramedIm2ColScratchSize(const ConvGeometry& g);
+
+template <typename T>
+void FramedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
+                  int64_t nb, int64_t ld, T* col, T* scratch);
+
 }  // namespace math
 }  // namespace fluid
