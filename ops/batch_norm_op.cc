@@ -116,13 +116,18 @@ T ChannelSquaredDeviation(const T* x, const BatchNormDims& d, int64_t c,
   return static_cast<T>(s);
 }
 
-// Y = (X - mean) * k + bias over channel c.
+// Y = (X - mean) * k + bias over channel c, then max(Y, 0) with `relu`.
 template <typename T>
 void NormaliseChannel(const T* x, T* y, const BatchNormDims& d, int64_t c,
-                      T mean, T k, T bias) {
-  for (int64_t i = 0; i < d.n; ++i)
-    Arr<T>(y + PlaneOffset(d, i, c), d.hw) =
-        (Plane(x, d, i, c) - mean) * k + bias;
+                      T mean, T k, T bias, bool relu) {
+  for (int64_t i = 0; i < d.n; ++i) {
+    Arr<T> out(y + PlaneOffset(d, i, c), d.hw);
+    if (relu) {
+      out = ((Plane(x, d, i, c) - mean) * k + bias).max(T(0));
+    } else {
+      out = (Plane(x, d, i, c) - mean) * k + bias;
+    }
+  }
 }
 
 void CheckVector(const InferShapeContext& ctx, const std::string& slot,
@@ -169,6 +174,7 @@ struct ForwardArgs {
   T* mean;     // SavedMean
   T* inv_std;  // SavedVariance
   T eps;
+  bool relu;  // fuse_with_relu
 };
 
 template <typename T>
@@ -183,13 +189,14 @@ ForwardArgs<T> ForwardArgsOf(const ExecutionContext& ctx) {
   a.mean = ctx.Output("SavedMean")->mutable_data<T>(Shape{a.d.c});
   a.inv_std = ctx.Output("SavedVariance")->mutable_data<T>(Shape{a.d.c});
   a.eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  a.relu = ctx.Attr<bool>("fuse_with_relu");
   return a;
 }
 
 template <typename T>
 void NormaliseChannel(const ForwardArgs<T>& a, int64_t c) {
   NormaliseChannel(a.x, a.y, a.d, c, a.mean[c], a.inv_std[c] * a.scale[c],
-                   a.bias[c]);
+                   a.bias[c], a.relu);
 }
 
 // SavedMean <- the running mean, SavedVariance <- its inverse std; the
@@ -236,7 +243,7 @@ void LocalBatchNorm(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
     a.mean[c] = mean;
     a.inv_std[c] = var;
     NormaliseChannel(a.x, a.y, a.d, c, mean,
-                     a.scale[c] / std::sqrt(var + a.eps), a.bias[c]);
+                     a.scale[c] / std::sqrt(var + a.eps), a.bias[c], a.relu);
   });
   UpdateRunningStats(ctx, a);
   for (int64_t c = 0; c < a.d.c; ++c)
@@ -327,6 +334,7 @@ struct BackwardArgs {
   BatchNormDims d;
   const T* x;
   const T* dy;
+  const T* y = nullptr;  // with fuse_with_relu: dY counts only where Y > 0
   T* dx;
   const T* scale;
   const T* mean;
@@ -342,6 +350,7 @@ BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums) {
   a.d = BatchNormDimsOf(x.shape());
   a.x = x.data<T>();
   a.dy = ctx.Input(GradSlot("Y")).data<T>();
+  if (ctx.Attr<bool>("fuse_with_relu")) a.y = ctx.Input("Y").data<T>();
   a.dx = ctx.HasOutput(GradSlot("X"))
              ? ctx.Output(GradSlot("X"))->mutable_data<T>(x.shape())
              : nullptr;
@@ -355,15 +364,28 @@ BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums) {
   return a;
 }
 
+// Calls f with plane (i, c) of the gradient reaching the normalisation:
+// dY, zeroed where a fused relu cut Y to 0.
+template <typename T, typename F>
+void WithGradPlane(const BackwardArgs<T>& a, int64_t i, int64_t c, F f) {
+  ConstArr<T> dy = Plane(a.dy, a.d, i, c);
+  if (a.y == nullptr) {
+    f(dy);
+  } else {
+    f((Plane(a.y, a.d, i, c) > T(0)).select(dy, T(0)));
+  }
+}
+
 // dbias[c] = sum of dY, dscale[c] = sum of dY * xhat over channel c.
 template <typename T>
 void GradSums(const BackwardArgs<T>& a, int64_t c) {
   double sum_dy = 0, sum_dy_dev = 0;
   const T mean = a.mean[c];
   for (int64_t i = 0; i < a.d.n; ++i) {
-    ConstArr<T> dy = Plane(a.dy, a.d, i, c);
-    sum_dy += dy.sum();
-    sum_dy_dev += (dy * (Plane(a.x, a.d, i, c) - mean)).sum();
+    WithGradPlane(a, i, c, [&](const auto& dy) {
+      sum_dy += dy.sum();
+      sum_dy_dev += (dy * (Plane(a.x, a.d, i, c) - mean)).sum();
+    });
   }
   a.dbias[c] = static_cast<T>(sum_dy);
   a.dscale[c] = static_cast<T>(sum_dy_dev) * a.inv_std[c];
@@ -378,9 +400,10 @@ void InputGrad(const BackwardArgs<T>& a, bool global, T inv_m, int64_t c) {
   const T shift = global ? T(0) : k * a.dbias[c] * inv_m;
   const T slope = global ? T(0) : k * inv_std * a.dscale[c] * inv_m;
   for (int64_t i = 0; i < a.d.n; ++i) {
-    Arr<T>(a.dx + PlaneOffset(a.d, i, c), a.d.hw) =
-        Plane(a.dy, a.d, i, c) * k - (Plane(a.x, a.d, i, c) - mean) * slope -
-        shift;
+    WithGradPlane(a, i, c, [&](const auto& dy) {
+      Arr<T>(a.dx + PlaneOffset(a.d, i, c), a.d.hw) =
+          dy * k - (Plane(a.x, a.d, i, c) - mean) * slope - shift;
+    });
   }
 }
 
@@ -459,10 +482,12 @@ REGISTER_OP(batch_norm)
                 "train with the running statistics (frozen)")
     .Attr<bool>("sync_stats", false,
                 "batch statistics over the global batch of all ranks")
+    .Attr<bool>("fuse_with_relu", false,
+                "Y = max(normalised X, 0): the relu applied in the same pass")
     .SetInferShape(BatchNormInferShape)
     .SetGrad(GradSpec("batch_norm_grad")
                  .Inputs({"X", "Scale"})
-                 .Outputs({"SavedMean", "SavedVariance"})
+                 .Outputs({"Y", "SavedMean", "SavedVariance"})
                  .OutGrads({"Y"})
                  .InGrads({"X", "Scale", "Bias"}))
     .CPUKernel<float>(BatchNormKernel<float>)

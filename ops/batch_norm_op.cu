@@ -37,16 +37,33 @@ struct SquaredDeviationAt {
 };
 
 // dy * xhat, xhat = (x - mean) * inv_std.
+// dY[i], or 0 where a fused relu cut Y to 0 (y is null without one).
+template <typename T>
+__device__ T GradReaching(const T* dy, const T* y, int64_t i) {
+  return y != nullptr && !(y[i] > T(0)) ? T(0) : dy[i];
+}
+
+template <typename T>
+struct GradAt {
+  const T* dy;
+  const T* y;
+  ChannelIndex at;
+  __device__ T operator()(int64_t ch, int64_t j) const {
+    return GradReaching(dy, y, at(ch, j));
+  }
+};
+
 template <typename T>
 struct GradXhatAt {
   const T* dy;
+  const T* y;
   const T* x;
   const T* mean;
   const T* inv_std;
   ChannelIndex at;
   __device__ T operator()(int64_t ch, int64_t j) const {
     const int64_t i = at(ch, j);
-    return dy[i] * ((x[i] - mean[ch]) * inv_std[ch]);
+    return GradReaching(dy, y, i) * ((x[i] - mean[ch]) * inv_std[ch]);
   }
 };
 
@@ -102,9 +119,11 @@ struct Normalize {
   const T* bias;
   T* y;
   int64_t c, hw;
+  bool relu;
   __device__ void operator()(int64_t i) const {
     const int64_t ch = (i / hw) % c;
-    y[i] = (x[i] - mean[ch]) * (inv_std[ch] * scale[ch]) + bias[ch];
+    const T v = (x[i] - mean[ch]) * (inv_std[ch] * scale[ch]) + bias[ch];
+    y[i] = relu && !(v > T(0)) ? T(0) : v;
   }
 };
 
@@ -165,11 +184,12 @@ void BatchNormKernel(const ExecutionContext& ctx) {
     UseBatchStats<T>(ctx, d, eps);
   }
   T* y = cuda::OutputLike<T>(ctx, "Y", x);
-  cuda::ForEach(cuda::Dev(ctx), x.numel(),
-                Normalize<T>{x.data<T>(), ctx.Output("SavedMean")->data<T>(),
-                             ctx.Output("SavedVariance")->data<T>(),
-                             ctx.Input("Scale").data<T>(),
-                             ctx.Input("Bias").data<T>(), y, d.c, d.hw});
+  cuda::ForEach(
+      cuda::Dev(ctx), x.numel(),
+      Normalize<T>{x.data<T>(), ctx.Output("SavedMean")->data<T>(),
+                   ctx.Output("SavedVariance")->data<T>(),
+                   ctx.Input("Scale").data<T>(), ctx.Input("Bias").data<T>(), y,
+                   d.c, d.hw, ctx.Attr<bool>("fuse_with_relu")});
 }
 
 // dx with the running statistics (constants): dy * scale * inv_std; with
@@ -177,6 +197,7 @@ void BatchNormKernel(const ExecutionContext& ctx) {
 template <typename T>
 struct NormalizeGrad {
   const T* dy;
+  const T* y;
   const T* x;
   const T* mean;
   const T* inv_std;
@@ -190,11 +211,12 @@ struct NormalizeGrad {
   __device__ void operator()(int64_t i) const {
     const int64_t ch = (i / hw) % c;
     const T k = scale[ch] * inv_std[ch];
+    const T g = GradReaching(dy, y, i);
     if (global) {
-      dx[i] = dy[i] * k;
+      dx[i] = g * k;
     } else {
       const T xhat = (x[i] - mean[ch]) * inv_std[ch];
-      dx[i] = k * (dy[i] - (sum_dy[ch] + xhat * sum_dy_xhat[ch]) * inv_m);
+      dx[i] = k * (g - (sum_dy[ch] + xhat * sum_dy_xhat[ch]) * inv_m);
     }
   }
 };
@@ -227,14 +249,17 @@ void BatchNormGradKernel(const ExecutionContext& ctx) {
   const bool global = UsesGlobalStats(ctx);
   Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
   const T* dy = ctx.Input(GradSlot("Y")).data<T>();
+  const T* y =
+      ctx.Attr<bool>("fuse_with_relu") ? ctx.Input("Y").data<T>() : nullptr;
   const T* mean = ctx.Input("SavedMean").data<T>();
   const T* inv_std = ctx.Input("SavedVariance").data<T>();
   const ChannelIndex at{d.c, d.hw};
   Tensor scratch_scale, scratch_bias;
   Tensor* dscale = ChannelSums<T>(ctx, GradSlot("Scale"), d.c, &scratch_scale);
   Tensor* dbias = ChannelSums<T>(ctx, GradSlot("Bias"), d.c, &scratch_bias);
-  ReduceChannels<T>(dev, d, ValueAt<T>{dy, at}, dbias->data<T>());
-  ReduceChannels<T>(dev, d, GradXhatAt<T>{dy, x.data<T>(), mean, inv_std, at},
+  ReduceChannels<T>(dev, d, GradAt<T>{dy, y, at}, dbias->data<T>());
+  ReduceChannels<T>(dev, d,
+                    GradXhatAt<T>{dy, y, x.data<T>(), mean, inv_std, at},
                     dscale->data<T>());
   SumOverRanks(ctx, comm, dbias);
   SumOverRanks(ctx, comm, dscale);
@@ -245,7 +270,7 @@ void BatchNormGradKernel(const ExecutionContext& ctx) {
     T* dx = cuda::OutputLike<T>(ctx, GradSlot("X"), x);
     cuda::ForEach(
         dev, x.numel(),
-        NormalizeGrad<T>{dy, x.data<T>(), mean, inv_std,
+        NormalizeGrad<T>{dy, y, x.data<T>(), mean, inv_std,
                          ctx.Input("Scale").data<T>(), dbias->data<T>(),
                          dscale->data<T>(), dx, d.c, d.hw, inv_m, global});
   }

@@ -34,7 +34,8 @@ std::string ConvBn(ProgramBuilder* b, const std::string& input,
   std::string h = layers::Conv2d(b, input, channels, filter_size, stride,
                                  filter_size / 2, "", {}, {}, false);
   layers::BatchNormOptions bn;
-  bn.act = act;
+  bn.fuse_with_relu = act == "relu";
+  bn.act = bn.fuse_with_relu ? "" : act;
   return layers::BatchNorm(b, h, bn);
 }
 
@@ -77,7 +78,7 @@ std::string VggLogits(ProgramBuilder* b, const std::string& image) {
   }
   h = layers::Fc(b, h, 128);
   layers::BatchNormOptions bn;
-  bn.act = "relu";
+  bn.fuse_with_relu = true;
   h = layers::BatchNorm(b, h, bn);
   h = layers::Dropout(b, h, 0.5f);
   return layers::Fc(b, h, 10);

@@ -42,7 +42,9 @@ Shape BatchNormInputShape(ProgramBuilder* b, const std::string& input,
 std::string BatchNorm(ProgramBuilder* b, const std::string& input,
                       const BatchNormOptions& o) {
   const Shape s = BatchNormInputShape(b, input, o);
-  const std::string act = o.fuse_with_relu && o.act.empty() ? "relu" : o.act;
+  // fuse_with_relu: the op applies the relu itself, in the pass that
+  // writes Y (a relu act on top would change nothing).
+  const std::string act = o.fuse_with_relu && o.act == "relu" ? "" : o.act;
   CheckActivation("batch_norm", act);
   const DataType dtype = VarDtype(GetVarDesc(*b->main_block(), input));
   const std::string layer = b->UniqueName(Or(o.name, "batch_norm"));
@@ -76,7 +78,8 @@ std::string BatchNorm(ProgramBuilder* b, const std::string& input,
                       {"epsilon", o.epsilon},
                       {"data_layout", o.data_layout},
                       {"use_global_stats", o.use_global_stats},
-                      {"sync_stats", o.sync_stats}}));
+                      {"sync_stats", o.sync_stats},
+                      {"fuse_with_relu", o.fuse_with_relu}}));
   return Activation(b, y, act, "batch_norm");
 }
 

@@ -21,7 +21,7 @@ struct BatchNormOptions {
   std::string name;  // "" : batch_norm_<k>
   std::string moving_mean_name;
   std::string moving_variance_name;
-  bool fuse_with_relu = false;  // the same as act "relu"
+  bool fuse_with_relu = false;  // relu in the batch_norm op itself
   bool use_global_stats = false;
   bool sync_stats = false;
 };

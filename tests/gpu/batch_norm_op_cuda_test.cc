@@ -36,17 +36,21 @@ TEST(BatchNormOpCuda, MatchesCpu) {
     o.tolerance = dt == DataType::kFloat64 ? 1e-10 : 1e-4;
     for (Shape s :
          {Shape({7, 3}), Shape({4, 5, 6, 7}), Shape({2, 1, 33, 65})}) {
-      for (bool global : {false, true}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool global = variant % 2 == 1, relu = variant >= 2;
         const Shape c{s[1]};
-        EXPECT_TRUE(CudaMatchesCpu(
-            BatchNorm({{"use_global_stats", global}, {"momentum", 0.7f}}),
-            {{"x", RandomTensor(dt, s, -2, 3, seed++)},
-             {"scale", RandomTensor(dt, c, 0.5, 1.5, seed++)},
-             {"bias", RandomTensor(dt, c, -1, 1, seed++)},
-             {"mean", RandomTensor(dt, c, -1, 1, seed++)},
-             {"var", RandomTensor(dt, c, 0.5, 2, seed++)}},
-            o))
-            << DataTypeName(dt) << " " << s << " global " << global;
+        EXPECT_TRUE(
+            CudaMatchesCpu(BatchNorm({{"use_global_stats", global},
+                                      {"momentum", 0.7f},
+                                      {"fuse_with_relu", relu}}),
+                           {{"x", RandomTensor(dt, s, -2, 3, seed++)},
+                            {"scale", RandomTensor(dt, c, 0.5, 1.5, seed++)},
+                            {"bias", RandomTensor(dt, c, -1, 1, seed++)},
+                            {"mean", RandomTensor(dt, c, -1, 1, seed++)},
+                            {"var", RandomTensor(dt, c, 0.5, 2, seed++)}},
+                           o))
+            << DataTypeName(dt) << " " << s << " global " << global
+            << " fuse_with_relu " << relu;
       }
     }
   }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -188,6 +189,83 @@ TEST(BatchNormOp, Gradient) {
   }
 }
 
+// fuse_with_relu: Y = max(batch_norm(X), 0), the statistics unchanged.
+TEST(BatchNormOp, FusedReluMatchesNaive) {
+  const Shape s{3, 4, 2, 3};
+  for (bool global : {false, true}) {
+    SCOPED_TRACE(global ? "global" : "batch");
+    TensorMap in = Inputs(s, 60);
+    TensorMap out = RunOp(BatchNorm({{"use_global_stats", global},
+                                     {"fuse_with_relu", true},
+                                     {"momentum", 0.8f},
+                                     {"epsilon", 1e-3f}}),
+                          in);
+    Naive want = NaiveBatchNorm(in, s, global, 0.8f, 1e-3f);
+    int zeros = 0;
+    for (double& v : want.y) {
+      zeros += v <= 0;
+      v = std::max(v, 0.0);
+    }
+    ASSERT_GT(zeros, 0);
+    ASSERT_LT(zeros, int(want.y.size()));
+    ExpectNear(ToVector<double>(out["y"]), want.y, 1e-12, "y");
+    ExpectNear(ToVector<double>(out["mean_out"]), want.mean_out, 1e-12,
+               "mean_out");
+  }
+}
+
+TEST(BatchNormOp, FusedReluGradient) {
+  GradCheckOptions o;
+  o.wrt = {"x", "scale", "bias"};
+  o.of = {"y"};
+  uint64_t seed = 70;
+  for (Shape s : {Shape({6, 3}), Shape({2, 3, 3, 2})}) {
+    for (bool global : {false, true}) {
+      EXPECT_TRUE(CheckGradient(
+          BatchNorm({{"use_global_stats", global}, {"fuse_with_relu", true}}),
+          Inputs(s, seed += 10), o))
+          << s << " use_global_stats " << global;
+    }
+  }
+}
+
+// The fused gradient is batch_norm's gradient of dY masked where Y is 0.
+TEST(BatchNormOp, FusedReluGradIsMaskedGrad) {
+  const Shape s{4, 3, 5, 5};
+  TensorMap in = Inputs(s, 90);
+  TensorMap fwd = RunOp(BatchNorm({{"fuse_with_relu", true}}), in);
+  auto grad_op = [](bool relu) {
+    return MakeOp("batch_norm_grad",
+                  {{"X", {"x"}},
+                   {"Scale", {"scale"}},
+                   {"Y", {"y"}},
+                   {"SavedMean", {"saved_mean"}},
+                   {"SavedVariance", {"saved_var"}},
+                   {GradVarName("Y"), {"dy"}}},
+                  {{GradVarName("X"), {"dx"}},
+                   {GradVarName("Scale"), {"dscale"}},
+                   {GradVarName("Bias"), {"dbias"}}},
+                  {{"fuse_with_relu", relu}});
+  };
+  Tensor dy = RandomTensor<double>(s, -1, 1, 91);
+  auto y = ToVector<double>(fwd["y"]), dyv = ToVector<double>(dy);
+  for (size_t i = 0; i < y.size(); ++i)
+    if (!(y[i] > 0)) dyv[i] = 0;
+  TensorMap common = {{"x", in["x"]},
+                      {"scale", in["scale"]},
+                      {"y", fwd["y"]},
+                      {"saved_mean", fwd["saved_mean"]},
+                      {"saved_var", fwd["saved_var"]}};
+  TensorMap fused_in = common, masked_in = common;
+  fused_in["dy"] = dy;
+  masked_in["dy"] = testing::MakeTensor<double>(s, dyv);
+  TensorMap fused = RunOp(grad_op(true), fused_in);
+  TensorMap masked = RunOp(grad_op(false), masked_in);
+  for (const char* v : {"dx", "dscale", "dbias"})
+    ExpectNear(ToVector<double>(fused[v]), ToVector<double>(masked[v]), 1e-12,
+               v);
+}
+
 TEST(BatchNormOp, GradOpReadsSavedStats) {
   auto grads =
       OpRegistry::Global().Get("batch_norm").grad_maker()(BatchNorm({}));
@@ -195,6 +273,7 @@ TEST(BatchNormOp, GradOpReadsSavedStats) {
   const proto::OpDesc& g = grads[0];
   EXPECT_EQ(g.type(), "batch_norm_grad");
   EXPECT_EQ(OpInput(g, "SavedVariance"), std::vector<std::string>{"saved_var"});
+  EXPECT_EQ(OpInput(g, "Y"), std::vector<std::string>{"y"});
   EXPECT_EQ(OpInput(g, GradVarName("Y")), std::vector<std::string>{"y@GRAD"});
   EXPECT_EQ(OpOutput(g, GradVarName("X")), std::vector<std::string>{"x@GRAD"});
   EXPECT_EQ(OpOutput(g, GradVarName("Bias")),
