@@ -101,8 +101,12 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   topology_ = GatherTopology(comm_);
 
   persistables_.clear();
-  for (const auto& v : job_.main().blocks(0).vars())
-    if (v.persistable()) persistables_.push_back(v.name());
+  gather_handles_.clear();
+  for (const auto& v : job_.main().blocks(0).vars()) {
+    if (!v.persistable()) continue;
+    (v.type() == proto::VarDesc::COMM_HANDLE ? gather_handles_ : persistables_)
+        .push_back(v.name());
+  }
   // The averaged buffers, each with the gradients laid out in it, for
   // NonFiniteGradient.
   std::map<std::string, std::vector<std::string>> members;
@@ -141,6 +145,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
 
 void MPIExecutor::SyncRunningStats() {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SyncRunningStats before Init");
+  WaitParameterGathers();
   if (stat_sync_ != nullptr) exe_.Run(stat_sync_.get());
 }
 
@@ -175,11 +180,38 @@ void MPIExecutor::Run(const FeedList& feeds,
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
   comm_->BeginStep();  // numbers the step's collectives for the recorder
   exe_.Run(main_.get(), feeds, fetch_names, fetches);
+  if (gather_handles_.empty() || fetches == nullptr) return;
+  // A fetched parameter was copied before its gather finished: wait, and
+  // fetch it again.
+  const proto::BlockDesc& block = job_.main().blocks(0);
+  bool waited = false;
+  for (size_t i = 0; i < fetch_names.size(); ++i) {
+    const proto::VarDesc* desc = FindVarDesc(block, fetch_names[i]);
+    if (desc == nullptr || !desc->persistable()) continue;
+    if (!waited) WaitParameterGathers();
+    waited = true;
+    (*fetches)[i].CopyFrom(scope_->FindVar(fetch_names[i])->GetTensor(),
+                           Place::CPU());
+  }
+}
+
+void MPIExecutor::WaitParameterGathers() {
+  if (scope_ == nullptr) return;
+  for (const auto& name : gather_handles_) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr || !v->HasValue()) continue;
+    CommHandlePtr& handle = *v->GetMutable<CommHandlePtr>();
+    if (handle == nullptr) continue;
+    CommHandlePtr h = std::move(handle);
+    handle.reset();
+    h->Wait();
+  }
 }
 
 void MPIExecutor::BroadcastPersistables() {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: BroadcastPersistables before Init");
+  WaitParameterGathers();
   const std::set<std::string> state(per_parameter_state_.begin(),
                                     per_parameter_state_.end());
   for (const auto& v : checkpoint_program().blocks(0).vars()) {
@@ -198,6 +230,7 @@ const proto::ProgramDesc& MPIExecutor::checkpoint_program() const {
 
 void MPIExecutor::GatherShardState() {
   if (!IsSharded(job_.main())) return;
+  WaitParameterGathers();
   FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
                      "checkpoints of a program transpiled with "
                      "shard_optimizer need its untranspiled program: give "
@@ -265,6 +298,7 @@ void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
 
 void MPIExecutor::CheckConsistency() {
   FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: CheckConsistency before Init");
+  WaitParameterGathers();
   // Running statistics are the ranks' own until SyncRunningStats.
   const std::vector<std::string> stats = RunningStatVars(job_.main());
   const std::set<std::string> per_rank(stats.begin(), stats.end());
