@@ -73,11 +73,13 @@ numbers() {  # the progress and accuracy lines without the timings
   sed -n 's/  [0-9]* samples\/s.*//p; s/; trained .*//p' <<<"$1" |
     grep -E "^(epoch|test accuracy)"
 }
+logged=(--model mlp --optimizer adam --data "$work/data" --log-every 4
+        --threads 1 --batch-size 16)
 for og in "" "--shard-overlap-gather"; do
   dir="$work/c${og:+o}"
   # shellcheck disable=SC2086
-  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
-    --log-every 4 --shard-optimizer 2 $og --checkpoint-every 12 \
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${logged[@]}" --epochs 2 \
+    --shard-optimizer 2 $og --checkpoint-every 12 \
     --checkpoint-dir "$dir" 2>&1) || fail "checkpointing run ($og): $out"
   numbers "$out" >"$work/train${og:+o}.txt"
   # shellcheck disable=SC2086
