@@ -335,6 +335,18 @@ TEST(ShardOptimizer, OverlappedGatherFetchesTheGatheredParameter) {
               Fnv1a64(b[0].raw_data(), b[0].bytes()))
         << "step " << s;
   }
+  // A step that fetches no parameter leaves its gathers in flight, for the
+  // next step or WaitParameterGathers.
+  GlobalBatch(5, per_rank * n, &x, &y);
+  got.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
+           {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
+          {}, &b);
+  Variable* handle = got_scope.FindVar("fused_param_0@COALESCED@HANDLE");
+  ASSERT_NE(handle, nullptr);
+  ASSERT_TRUE(handle->HasValue());
+  EXPECT_NE(handle->Get<CommHandlePtr>(), nullptr);
+  got.WaitParameterGathers();
+  EXPECT_EQ(handle->Get<CommHandlePtr>(), nullptr);
   got.CheckConsistency();
 }
 
