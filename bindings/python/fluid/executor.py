@@ -8,6 +8,7 @@ import contextlib
 import os
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -468,7 +469,7 @@ class MPIExecutor:
             run = self._runs.get(key)
             # A program transpiled with overlap_gather leaves gathers in
             # flight whatever this executor's option: reads wait for them.
-            scope._settle(keep=id(run) if run is not None else None)
+            scope._settle(keep=key)
             if run is None:
                 run = self._probe if not self._runs else _core.MPIExecutor(
                     self._threads, self._device)
@@ -478,7 +479,7 @@ class MPIExecutor:
                          self._sync_batch_norm, self._shard_optimizer,
                          self._sparse_dense_ratio, self._overlap_gather)
                 self._runs[key] = run
-            scope._pending[id(run)] = run.wait_parameter_gathers
+            scope._pending[key] = self._waiter(key)
             out = [_lod_tensor.fetched_value(v)
                    for v in run.run(_feed(feed), names)]
             steps.count += 1
@@ -508,6 +509,20 @@ class MPIExecutor:
             raise ValueError("state_bytes: run the training program with "
                              "this executor (and scope) first")
         return dict(run.state_bytes())
+
+    def _waiter(self, key):
+        """What a scope calls to wait for the gathers run `key` left in
+        flight. It holds no reference to the run or this executor: the
+        scope must not keep the prepared programs (which point into it)
+        alive."""
+        me = weakref.ref(self)
+
+        def wait():
+            exe = me()
+            run = exe._runs.get(key) if exe is not None else None
+            if run is not None:
+                run.wait_parameter_gathers()
+        return wait
 
     def wait_parameter_gathers(self):
         """Waits for the parameter all-gathers that overlap_gather leaves
