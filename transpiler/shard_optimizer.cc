@@ -560,15 +560,7 @@ int WaitBefore(const proto::BlockDesc& block, const std::string& handle,
 void LintGatherWait(const proto::BlockDesc& block, int gather,
                     const std::string& what) {
   const std::vector<std::string> h = OpOutput(block.ops(gather), "Handle");
-  if (h.empty() || WaitAfter(block, h[0], gather) >= 0) return;
-  const int wait = WaitBefore(block, h[0], gather);
-  FLUID_ENFORCE(wait >= 0, what, "'s gather is never waited for");
-  const proto::OpDesc& w = block.ops(wait);
-  FLUID_ENFORCE(HasOpAttr(w, "idle_ok") && GetOpAttrAs<bool>(w, "idle_ok") &&
-                    GetVarDesc(block, h[0]).persistable(),
-                what, "'s gather is waited for before it is issued, but its ",
-                "handle '", h[0], "' does not live across runs (it needs a ",
-                "persistable handle and a c_wait with idle_ok)");
+  if (h.empty()) return;
   std::set<std::string> gathered = {OpOutput(block.ops(gather), "Out")[0],
                                     OpInput(block.ops(gather), "X")[0]};
   for (const auto& op : block.ops()) {
@@ -577,12 +569,29 @@ void LintGatherWait(const proto::BlockDesc& block, int gather,
     if (!fused.empty() && gathered.count(fused[0]))
       for (const auto& p : OpOutput(op, "Output")) gathered.insert(p);
   }
-  for (int i = 0; i < wait; ++i)
-    for (const auto& n : OpInputNames(block.ops(i)))
-      FLUID_ENFORCE(!gathered.count(n), "op #", i, " '", block.ops(i).type(),
-                    "' reads '", n, "' of ", what,
-                    " before the wait for the previous step's gather (op #",
-                    wait, "): it would see a half-gathered buffer");
+  // Ops [from, to) must not read the buffer while the gather is in flight.
+  auto unread = [&](int from, int to, const std::string& when) {
+    for (int i = from; i < to; ++i)
+      for (const auto& n : OpInputNames(block.ops(i)))
+        FLUID_ENFORCE(!gathered.count(n), "op #", i, " '", block.ops(i).type(),
+                      "' reads '", n, "' of ", what, " ", when,
+                      ": it would see a half-gathered buffer");
+  };
+  const int after = WaitAfter(block, h[0], gather);
+  unread(gather + 1, after >= 0 ? after : block.ops_size(),
+         "while its gather is in flight");
+  if (after >= 0) return;
+  const int wait = WaitBefore(block, h[0], gather);
+  FLUID_ENFORCE(wait >= 0, what, "'s gather is never waited for");
+  const proto::OpDesc& w = block.ops(wait);
+  FLUID_ENFORCE(HasOpAttr(w, "idle_ok") && GetOpAttrAs<bool>(w, "idle_ok") &&
+                    GetVarDesc(block, h[0]).persistable(),
+                what, "'s gather is waited for before it is issued, but its ",
+                "handle '", h[0], "' does not live across runs (it needs a ",
+                "persistable handle and a c_wait with idle_ok)");
+  unread(0, wait,
+         "before the wait for the previous step's gather (op #" +
+             std::to_string(wait) + ")");
 }
 
 }  // namespace

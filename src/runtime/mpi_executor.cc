@@ -88,6 +88,7 @@ void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
 void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
                        CollectiveConfig config, bool run_startup) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
+  WaitParameterGathers();  // of the job this executor ran before, if any
   config.nranks = comm_->size();
   job_ = PrepareJob(job, config);
   scope_ = scope;

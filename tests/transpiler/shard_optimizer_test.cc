@@ -374,6 +374,16 @@ TEST(ShardLint, OverlappedGatherRejectsAMissingWaitOrGatherAndAnEarlyRead) {
   for (int i = wait; i < reader; ++i) ops->SwapElements(i, i + 1);
   ExpectLintError(late, "before the wait for the previous step's gather");
 
+  // A read of the parameters after the gather, in the same run.
+  proto::TrainingJob after = Overlapped(2);
+  auto* block = after.mutable_main()->mutable_blocks(0);
+  for (const auto& op : after.main().blocks(0).ops())
+    if (op.type() == "mul") {
+      *block->add_ops() = op;
+      break;
+    }
+  ExpectLintError(after, "while its gather is in flight");
+
   // A handle that does not live across runs.
   proto::TrainingJob local = Overlapped(2);
   for (auto& v : *local.mutable_main()->mutable_blocks(0)->mutable_vars())
