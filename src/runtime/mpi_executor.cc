@@ -180,19 +180,36 @@ void MPIExecutor::Run(const FeedList& feeds,
                       std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
   comm_->BeginStep();  // numbers the step's collectives for the recorder
-  exe_.Run(main_.get(), feeds, fetch_names, fetches);
-  if (gather_handles_.empty() || fetches == nullptr) return;
-  // A fetched parameter was copied before its gather finished: wait, and
-  // fetch it again.
+  if (gather_handles_.empty() || fetches == nullptr) {
+    exe_.Run(main_.get(), feeds, fetch_names, fetches);
+    return;
+  }
+  // Gathers are in flight when the run ends: persistable vars (parameters)
+  // are fetched once they are waited for, the others by the run.
   const proto::BlockDesc& block = job_.main().blocks(0);
-  bool waited = false;
+  std::vector<std::string> temps;
+  std::vector<size_t> at;  // index of each of temps in fetch_names
   for (size_t i = 0; i < fetch_names.size(); ++i) {
     const proto::VarDesc* desc = FindVarDesc(block, fetch_names[i]);
-    if (desc == nullptr || !desc->persistable()) continue;
-    if (!waited) WaitParameterGathers();
-    waited = true;
-    (*fetches)[i].CopyFrom(scope_->FindVar(fetch_names[i])->GetTensor(),
-                           Place::CPU());
+    if (desc != nullptr && desc->persistable()) continue;
+    temps.push_back(fetch_names[i]);
+    at.push_back(i);
+  }
+  std::vector<Tensor> got;
+  exe_.Run(main_.get(), feeds, temps, &got);
+  fetches->resize(fetch_names.size());
+  for (size_t j = 0; j < at.size(); ++j) (*fetches)[at[j]] = std::move(got[j]);
+  if (temps.size() == fetch_names.size()) return;
+  WaitParameterGathers();
+  for (size_t i = 0, j = 0; i < fetch_names.size(); ++i) {
+    if (j < at.size() && at[j] == i) {
+      ++j;
+      continue;
+    }
+    const Tensor& t = scope_->GetVar(fetch_names[i])->GetTensor();
+    FLUID_ENFORCE(t.initialized(), "fetch ", Quote(fetch_names[i]),
+                  " holds no value after the run");
+    (*fetches)[i].CopyFrom(t, Place::CPU());
   }
 }
 
