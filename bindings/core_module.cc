@@ -436,10 +436,11 @@ class PyMPIExecutor {
             int64_t bucket_bytes, bool overlap, bool run_startup,
             const std::string& allreduce, const std::string& grad_compression,
             bool sync_batch_norm, int shard_optimizer,
-            double sparse_dense_ratio) {
+            double sparse_dense_ratio, bool overlap_gather) {
     CollectiveConfig cfg = ConfigOf(1, bucket_bytes, overlap, sync_batch_norm,
                                     shard_optimizer, grad_compression);
     cfg.sparse_dense_ratio = sparse_dense_ratio;
+    cfg.overlap_gather = overlap_gather;
     py::gil_scoped_release release;
     exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
     exe_.SetAllReduceMode(allreduce);
@@ -473,6 +474,10 @@ class PyMPIExecutor {
   void SyncRunningStats() {
     py::gil_scoped_release release;
     exe_.SyncRunningStats();
+  }
+  void WaitParameterGathers() {
+    py::gil_scoped_release release;
+    exe_.WaitParameterGathers();
   }
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
@@ -790,6 +795,7 @@ void BindExecutors(py::module_& m) {
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
       .def("sync_running_stats", &PyMPIExecutor::SyncRunningStats)
+      .def("wait_parameter_gathers", &PyMPIExecutor::WaitParameterGathers)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 }
 
@@ -847,17 +853,18 @@ void BindJob(py::module_& m) {
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def("collective_transpile",
-        [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-           int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
-           int shard_optimizer, double sparse_dense_ratio) {
-          CollectiveConfig cfg = ConfigOf(nranks, bucket_bytes, overlap,
-                                          sync_batch_norm, shard_optimizer);
-          cfg.sparse_dense_ratio = sparse_dense_ratio;
-          proto::TrainingJob out =
-              CollectiveTranspile(Job(*main, *startup), cfg);
-          return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-        });
+  m.def(
+      "collective_transpile",
+      [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
+         int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
+         int shard_optimizer, double sparse_dense_ratio, bool overlap_gather) {
+        CollectiveConfig cfg = ConfigOf(nranks, bucket_bytes, overlap,
+                                        sync_batch_norm, shard_optimizer);
+        cfg.sparse_dense_ratio = sparse_dense_ratio;
+        cfg.overlap_gather = overlap_gather;
+        proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
+        return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+      });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {

@@ -10,6 +10,12 @@ namespace {
 
 void WaitKernel(const ExecutionContext& ctx) {
   Variable* var = ctx.InputVar("Handle");
+  // A handle that lives across runs holds nothing on the first run, or
+  // after whatever read the parameters between runs waited for it.
+  const bool idle_ok = ctx.Attr<bool>("idle_ok");
+  if (idle_ok &&
+      (!var->HasValue() || *var->GetMutable<CommHandlePtr>() == nullptr))
+    return;
   FLUID_ENFORCE(var->HasValue(), "c_wait: handle '", ctx.InputName("Handle"),
                 "' holds no collective: no c_allreduce was issued for it");
   CommHandlePtr& handle = *var->GetMutable<CommHandlePtr>();
@@ -31,6 +37,9 @@ REGISTER_OP(c_wait)
     .Doc("Waits for an asynchronous collective to finish.")
     .Input("Handle", "the collective to wait for")
     .OptionalOutput("Out", "the tensor the collective writes")
+    .Attr<bool>("idle_ok", false,
+                "no collective in flight on Handle is fine (a handle kept "
+                "across runs: the previous run's gather)")
     .AnyPlaceKernel(WaitKernel);
 
 }  // namespace ops

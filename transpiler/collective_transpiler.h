@@ -33,6 +33,12 @@ struct CollectiveConfig {
   // 2 the same after a reduce-scatter, which hands each rank only its
   // shard of the averaged gradients.
   int shard_optimizer = 0;
+  // Sharded optimizer only: each bucket's parameter all-gather, issued after
+  // its update, is waited for in the next run, just before the first op
+  // that reads one of its parameters (the next forward pass overlaps it),
+  // rather than at the end of the step. Whatever reads the parameters
+  // between runs must wait first (MPIExecutor::WaitParameterGathers).
+  bool overlap_gather = false;
   // Sparse gradients (SELECTED_ROWS, an embedding's with is_sparse) are
   // gathered by c_sparse_allreduce, unless all ranks' rows together exceed
   // this fraction of the table's height at run time; then they are

@@ -250,9 +250,29 @@ class BucketShard {
     return ShardName(r.temps.at(b_.params[0]).at(r.TempIndex(var)));
   }
 
-  proto::OpDesc Wait() const {
-    return Role(MakeOp("c_wait", {{"Handle", {Handle()}}}, {{"Out", {fused_}}}),
-                kCollective);
+  // The wait for the gather: at the end of the step, or (idle_ok) in the
+  // next run, where the first run finds no gather to wait for.
+  proto::OpDesc Wait(bool idle_ok = false) const {
+    proto::OpDesc op =
+        Role(MakeOp("c_wait", {{"Handle", {Handle()}}}, {{"Out", {fused_}}}),
+             kCollective);
+    if (idle_ok) SetOpAttr(&op, "idle_ok", true);
+    return op;
+  }
+
+  // The vars whose values the gather writes: the buffer, its shard and
+  // the parameters (views of it).
+  std::set<std::string> Gathered() const {
+    std::set<std::string> out(b_.params.begin(), b_.params.end());
+    out.insert(fused_);
+    out.insert(ShardName(fused_));
+    return out;
+  }
+
+  // The gather's handle lives across runs (its wait is in the next one).
+  void KeepHandle(proto::BlockDesc* main) const {
+    for (auto& v : *main->mutable_vars())
+      if (v.name() == Handle()) v.set_persistable(true);
   }
 
   // The per-parameter state this bucket no longer needs.
@@ -370,6 +390,36 @@ void Retire(const std::set<std::string>& vars, proto::BlockDesc* block) {
     if (vars.count(decls->Get(i).name())) decls->DeleteSubrange(i, 1);
 }
 
+// The first op of `block` that reads one of `vars`; ops_size() if none.
+int FirstReader(const proto::BlockDesc& block,
+                const std::set<std::string>& vars) {
+  for (int i = 0; i < block.ops_size(); ++i)
+    for (const auto& n : OpInputNames(block.ops(i)))
+      if (vars.count(n)) return i;
+  return block.ops_size();
+}
+
+// Overlapped gathers: each bucket's wait goes just before the first op
+// that reads its parameters, so that the buckets the forward pass needs
+// first are waited for first and the rest of the gathers overlap it.
+void WaitBeforeFirstReaders(const std::vector<BucketShard>& shards,
+                            proto::BlockDesc* main) {
+  std::vector<std::pair<int, size_t>> at;  // (op index, bucket)
+  for (size_t k = 0; k < shards.size(); ++k) {
+    shards[k].KeepHandle(main);
+    at.emplace_back(FirstReader(*main, shards[k].Gathered()), k);
+  }
+  std::stable_sort(at.begin(), at.end());
+  google::protobuf::RepeatedPtrField<proto::OpDesc> old;
+  old.Swap(main->mutable_ops());
+  size_t next = 0;
+  for (int i = 0; i <= old.size(); ++i) {
+    for (; next < at.size() && at[next].first == i; ++next)
+      *main->add_ops() = shards[at[next].second].Wait(/*idle_ok=*/true);
+    if (i < old.size()) *main->add_ops() = old.Get(i);
+  }
+}
+
 }  // namespace
 
 void ShardUpdates(const proto::TrainingJob& job,
@@ -423,7 +473,11 @@ void ShardUpdates(const proto::TrainingJob& job,
       *main->add_ops() = op;
     }
   }
-  for (const auto& s : shards) *main->add_ops() = s.Wait();
+  if (config.overlap_gather) {
+    WaitBeforeFirstReaders(shards, main);
+  } else {
+    for (const auto& s : shards) *main->add_ops() = s.Wait();
+  }
 }
 
 namespace {
@@ -488,6 +542,56 @@ void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
   FLUID_ENFORCE(waited >= 0 && waited < update, "the update of ", what,
                 " reads gradient shard '", grad_shard,
                 "' before its reduction is waited for");
+}
+
+// Index of the c_wait of `handle` before op #to, or -1.
+int WaitBefore(const proto::BlockDesc& block, const std::string& handle,
+               int to) {
+  for (int i = 0; i < to; ++i)
+    if (block.ops(i).type() == "c_wait" && ReadsVar(block.ops(i), handle))
+      return i;
+  return -1;
+}
+
+// Checks that the gather op #gather of a parameter buffer is waited for:
+// later in the step, or (overlapped) in the next run, by an idle_ok wait
+// of a persistable handle before any op reads the buffer or the
+// parameters laid out in it.
+void LintGatherWait(const proto::BlockDesc& block, int gather,
+                    const std::string& what) {
+  const std::vector<std::string> h = OpOutput(block.ops(gather), "Handle");
+  if (h.empty()) return;
+  std::set<std::string> gathered = {OpOutput(block.ops(gather), "Out")[0],
+                                    OpInput(block.ops(gather), "X")[0]};
+  for (const auto& op : block.ops()) {
+    if (op.type() != "coalesce_tensor") continue;
+    const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
+    if (!fused.empty() && gathered.count(fused[0]))
+      for (const auto& p : OpOutput(op, "Output")) gathered.insert(p);
+  }
+  // Ops [from, to) must not read the buffer while the gather is in flight.
+  auto unread = [&](int from, int to, const std::string& when) {
+    for (int i = from; i < to; ++i)
+      for (const auto& n : OpInputNames(block.ops(i)))
+        FLUID_ENFORCE(!gathered.count(n), "op #", i, " '", block.ops(i).type(),
+                      "' reads '", n, "' of ", what, " ", when,
+                      ": it would see a half-gathered buffer");
+  };
+  const int after = WaitAfter(block, h[0], gather);
+  unread(gather + 1, after >= 0 ? after : block.ops_size(),
+         "while its gather is in flight");
+  if (after >= 0) return;
+  const int wait = WaitBefore(block, h[0], gather);
+  FLUID_ENFORCE(wait >= 0, what, "'s gather is never waited for");
+  const proto::OpDesc& w = block.ops(wait);
+  FLUID_ENFORCE(HasOpAttr(w, "idle_ok") && GetOpAttrAs<bool>(w, "idle_ok") &&
+                    GetVarDesc(block, h[0]).persistable(),
+                what, "'s gather is waited for before it is issued, but its ",
+                "handle '", h[0], "' does not live across runs (it needs a ",
+                "persistable handle and a c_wait with idle_ok)");
+  unread(0, wait,
+         "before the wait for the previous step's gather (op #" +
+             std::to_string(wait) + ")");
 }
 
 }  // namespace
@@ -684,9 +788,7 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
                   what, " is gathered over ",
                   GetOpAttrAs<int32_t>(block.ops(gather), "nranks"),
                   " ranks, the program runs on ", nranks);
-    const std::vector<std::string> h = OpOutput(block.ops(gather), "Handle");
-    FLUID_ENFORCE(h.empty() || WaitAfter(block, h[0], gather) >= 0, what,
-                  "'s gather is never waited for");
+    LintGatherWait(block, gather, what);
     LintGradShard(block, OpInput(block.ops(update), "Grad")[0], update, what);
   }
   for (const auto& op : block.ops()) {

@@ -18,6 +18,13 @@
 //   c_allgather       fused_param_k@SHARD -> fused_param_k
 //   c_wait            (at the end of the program)
 //
+// With CollectiveConfig::overlap_gather the c_wait moves instead to just
+// before the first op that reads one of the bucket's parameters, where it
+// waits for the previous run's gather (idle_ok: the first run finds none);
+// the gather's handle is then persistable, living across runs, and the
+// gathers overlap the next forward pass in the order the buckets are
+// needed.
+//
 // Buckets group parameters whose update ops agree on type, attributes and
 // learning rate, so that one op can update the whole shard. Elementwise
 // update rules only: an op whose state is shaped like its parameter, plus
@@ -84,7 +91,9 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
 
 // Checks a sharded main program: every trainable parameter belongs to
 // exactly one parameter buffer; each buffer has one shard view, one update
-// of that shard, after it one all-gather back into the buffer and a wait;
+// of that shard, after it one all-gather back into the buffer and a wait
+// (after it, or overlapped: before every op that reads the buffer or its
+// parameters, idle_ok, on a persistable handle);
 // the update's gradient shard is reduced (averaged) once and waited for
 // before the update. A violation is an error naming the buffer or the
 // parameter.

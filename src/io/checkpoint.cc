@@ -334,7 +334,8 @@ std::vector<CheckpointVarSpec> PersistableVarSpecs(
   FLUID_ENFORCE(program.blocks_size() > 0, "program has no blocks");
   std::vector<CheckpointVarSpec> specs;
   for (const proto::VarDesc& v : program.blocks(0).vars()) {
-    if (v.persistable())
+    // A handle kept across runs (an overlapped gather) holds no values.
+    if (v.persistable() && v.type() != proto::VarDesc::COMM_HANDLE)
       specs.push_back(CheckpointVarSpec{v.name(), VarDtype(v), VarShape(v)});
   }
   std::sort(specs.begin(), specs.end(),

@@ -88,6 +88,7 @@ void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
 void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
                        CollectiveConfig config, bool run_startup) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
+  WaitParameterGathers();  // of the job this executor ran before, if any
   config.nranks = comm_->size();
   job_ = PrepareJob(job, config);
   scope_ = scope;
@@ -101,8 +102,12 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   topology_ = GatherTopology(comm_);
 
   persistables_.clear();
-  for (const auto& v : job_.main().blocks(0).vars())
-    if (v.persistable()) persistables_.push_back(v.name());
+  gather_handles_.clear();
+  for (const auto& v : job_.main().blocks(0).vars()) {
+    if (!v.persistable()) continue;
+    (v.type() == proto::VarDesc::COMM_HANDLE ? gather_handles_ : persistables_)
+        .push_back(v.name());
+  }
   // The averaged buffers, each with the gradients laid out in it, for
   // NonFiniteGradient.
   std::map<std::string, std::vector<std::string>> members;
@@ -141,6 +146,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
 
 void MPIExecutor::SyncRunningStats() {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SyncRunningStats before Init");
+  WaitParameterGathers();
   if (stat_sync_ != nullptr) exe_.Run(stat_sync_.get());
 }
 
@@ -174,12 +180,56 @@ void MPIExecutor::Run(const FeedList& feeds,
                       std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
   comm_->BeginStep();  // numbers the step's collectives for the recorder
-  exe_.Run(main_.get(), feeds, fetch_names, fetches);
+  if (gather_handles_.empty() || fetches == nullptr) {
+    exe_.Run(main_.get(), feeds, fetch_names, fetches);
+    return;
+  }
+  // Gathers are in flight when the run ends: persistable vars (parameters)
+  // are fetched once they are waited for, the others by the run.
+  const proto::BlockDesc& block = job_.main().blocks(0);
+  std::vector<std::string> temps;
+  std::vector<size_t> at;  // index of each of temps in fetch_names
+  for (size_t i = 0; i < fetch_names.size(); ++i) {
+    const proto::VarDesc* desc = FindVarDesc(block, fetch_names[i]);
+    if (desc != nullptr && desc->persistable()) continue;
+    temps.push_back(fetch_names[i]);
+    at.push_back(i);
+  }
+  std::vector<Tensor> got;
+  exe_.Run(main_.get(), feeds, temps, &got);
+  fetches->resize(fetch_names.size());
+  for (size_t j = 0; j < at.size(); ++j) (*fetches)[at[j]] = std::move(got[j]);
+  if (temps.size() == fetch_names.size()) return;
+  WaitParameterGathers();
+  for (size_t i = 0, j = 0; i < fetch_names.size(); ++i) {
+    if (j < at.size() && at[j] == i) {
+      ++j;
+      continue;
+    }
+    const Tensor& t = scope_->GetVar(fetch_names[i])->GetTensor();
+    FLUID_ENFORCE(t.initialized(), "fetch ", Quote(fetch_names[i]),
+                  " holds no value after the run");
+    (*fetches)[i].CopyFrom(t, Place::CPU());
+  }
+}
+
+void MPIExecutor::WaitParameterGathers() {
+  if (scope_ == nullptr) return;
+  for (const auto& name : gather_handles_) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr || !v->HasValue()) continue;
+    CommHandlePtr& handle = *v->GetMutable<CommHandlePtr>();
+    if (handle == nullptr) continue;
+    CommHandlePtr h = std::move(handle);
+    handle.reset();
+    h->Wait();
+  }
 }
 
 void MPIExecutor::BroadcastPersistables() {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: BroadcastPersistables before Init");
+  WaitParameterGathers();
   const std::set<std::string> state(per_parameter_state_.begin(),
                                     per_parameter_state_.end());
   for (const auto& v : checkpoint_program().blocks(0).vars()) {
@@ -198,6 +248,7 @@ const proto::ProgramDesc& MPIExecutor::checkpoint_program() const {
 
 void MPIExecutor::GatherShardState() {
   if (!IsSharded(job_.main())) return;
+  WaitParameterGathers();
   FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
                      "checkpoints of a program transpiled with "
                      "shard_optimizer need its untranspiled program: give "
@@ -265,6 +316,7 @@ void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
 
 void MPIExecutor::CheckConsistency() {
   FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: CheckConsistency before Init");
+  WaitParameterGathers();
   // Running statistics are the ranks' own until SyncRunningStats.
   const std::vector<std::string> stats = RunningStatVars(job_.main());
   const std::set<std::string> per_rank(stats.begin(), stats.end());

@@ -58,6 +58,15 @@ class MPIExecutor {
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
 
+  // Waits for the parameter all-gathers a sharded job with overlap_gather
+  // leaves in flight at the end of each step (the next step waits for each
+  // just before it reads the bucket). Whatever reads or writes the
+  // parameters between steps calls it first: the methods below do, and so
+  // does Run for a fetched persistable var; a caller that reads the scope
+  // itself, or runs another program on it (an evaluation, a save), must.
+  // Nothing when no gather is in flight.
+  void WaitParameterGathers();
+
   // Gives every rank rank 0's value of every var a checkpoint holds (after
   // loading one on rank 0); a sharded job's ranks then take their shards of
   // the optimizer state from them.
@@ -110,6 +119,8 @@ class MPIExecutor {
   std::unique_ptr<PreparedProgram> main_;
   std::unique_ptr<PreparedProgram> stat_sync_;  // null: nothing to sync
   std::vector<std::string> persistables_;
+  // The persistable handles of overlapped parameter gathers.
+  std::vector<std::string> gather_handles_;
   // Sharded optimizer: the unsharded main program (what checkpoints hold),
   // and the programs between shard state and per-parameter state; empty
   // when the job is not sharded or came sharded already.

@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
                  "state (ZeRO stage 1: after an allreduce; 2: after a "
                  "reduce-scatter)")
       ->check(CLI::Range(0, 2));
+  app.add_flag("--shard-overlap-gather", o.shard_overlap_gather,
+               "with --shard-optimizer: wait for each step's parameter "
+               "all-gather in the next step, just before the first op that "
+               "reads the bucket, so that it overlaps the forward pass");
   app.add_option("--sparse-dense-ratio", o.sparse_dense_ratio,
                  "multi-rank: sparse gradients are gathered unless all "
                  "ranks' rows exceed this fraction of the table (default "

@@ -456,6 +456,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Text("--grad-compression", o.grad_compression),
       RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
       RunSetting::Int("--shard-optimizer", o.shard_optimizer),
+      RunSetting::Flag("--shard-overlap-gather", o.shard_overlap_gather),
       RunSetting::Int("--checkpoint-every", o.checkpoint_every),
       RunSetting::Flag("--timeline", !o.timeline.empty()),
       RunSetting::Real("--sparse-dense-ratio", o.sparse_dense_ratio),
@@ -502,6 +503,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
   cfg.grad_compression = o.grad_compression;
   cfg.sync_batch_norm = o.sync_batch_norm;
   cfg.shard_optimizer = o.shard_optimizer;
+  cfg.overlap_gather = o.shard_overlap_gather;
   cfg.sparse_dense_ratio = o.sparse_dense_ratio;
   run.dist->Init(*job, scope, cfg);
   run.dist->SetAllReduceMode(o.allreduce);
@@ -534,6 +536,8 @@ void CheckOptions(const TrainerOptions& o) {
   ParseWireFormat(o.grad_compression);  // names a bad one
   FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
                 "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
+  FLUID_ENFORCE(!o.shard_overlap_gather || o.shard_optimizer > 0,
+                "--shard-overlap-gather needs --shard-optimizer 1 or 2");
   FLUID_ENFORCE(o.warmup_steps >= 0 && o.decay_steps >= 0,
                 "--warmup-steps and --decay-steps must be >= 0, got ",
                 o.warmup_steps, " and ", o.decay_steps);
@@ -554,6 +558,7 @@ bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
       cfg.overlap = o.overlap;
       cfg.grad_compression = o.grad_compression;
       cfg.shard_optimizer = o.shard_optimizer;
+      cfg.overlap_gather = o.shard_overlap_gather;
       cfg.sparse_dense_ratio = o.sparse_dense_ratio;
       job = PrepareJob(job, cfg);
     }
@@ -701,6 +706,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
     samples_total += loop.RunEpoch(epoch, start_sample, &step, &result);
     saver.Save(step, epoch + 1, 0);
   }
+  // The last step's parameter gathers may still be in flight.
+  if (dist != nullptr) dist->WaitParameterGathers();
   double train_seconds = Seconds(train_start, Clock::now());
   result.steps = step;
   result.samples_per_second = samples_total / std::max(train_seconds, 1e-9);

@@ -73,6 +73,9 @@ struct TrainerOptions {
   // Optimizer-state sharding (transpiler/shard_optimizer.h): 0 off, 1 or 2
   // (each rank updates and stores 1/N of the optimizer state).
   int shard_optimizer = 0;
+  // With a sharded optimizer: the parameter all-gather of each step is
+  // waited for in the next step, overlapping its forward pass.
+  bool shard_overlap_gather = false;
   int64_t check_consistency = 0;
   // Stall detection under mpirun (src/distributed/stall_watchdog.h):
   // seconds ranks may wait in a collective for a rank that makes no

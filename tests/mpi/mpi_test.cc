@@ -211,14 +211,23 @@ TEST(ReduceScatter, BlocksOfTheAllReduceThenGatheredInPlace) {
   for (uint64_t s : sums) EXPECT_EQ(s, sums[0]) << "ranks differ";
 }
 
-// LeNet (convolutions: 4-D parameters in the buffers), Adam, stage 2.
+// LeNet (convolutions: 4-D parameters in the buffers), stage 2, with the
+// gathers waited for at the end of the step or in the next one.
 TEST(ShardOptimizer, LenetMatchesThePlainCollectiveUpdate) {
-  proto::TrainingJob job = Model("lenet", "adam", 0.001f);
-  CollectiveConfig cfg;
-  auto want = TrainDistributed(job, 10, 8, cfg);
-  cfg.shard_optimizer = 2;
-  auto got = TrainDistributed(job, 10, 8, cfg);
-  ExpectSameParams(job, *got, *want, 1e-6, false);
+  for (const char* opt : {"sgd", "momentum", "adam"}) {
+    const bool adam = opt == std::string("adam");
+    proto::TrainingJob job = Model("lenet", opt, adam ? 0.001f : 0.05f);
+    CollectiveConfig cfg;
+    cfg.bucket_bytes = 16 << 10;  // several buckets
+    auto want = TrainDistributed(job, 20, 8, cfg);
+    cfg.shard_optimizer = 2;
+    for (bool overlap_gather : {false, true}) {
+      cfg.overlap_gather = overlap_gather;
+      auto got = TrainDistributed(job, 20, 8, cfg);
+      SCOPED_TRACE(std::string(opt) + (overlap_gather ? " overlapped" : ""));
+      ExpectSameParams(job, *got, *want, 1e-6, !adam);
+    }
+  }
 }
 
 // Steps [from, to) of the global batches on an initialised executor.
@@ -238,11 +247,15 @@ void TrainSteps(MPIExecutor* exe, int from, int to, int64_t per_rank) {
 // per-parameter optimizer state, gathered from the shards), and each
 // resumes the other: 10 steps, a checkpoint, 10 more steps equal 20
 // steps without one.
-TEST(ShardOptimizer, CheckpointsAreUnshardedAndResumeEitherWay) {
+// With overlapped gathers the sharded run saves and resumes with its last
+// step's gathers in flight (GatherShardState and BroadcastPersistables wait
+// for them).
+void CheckpointsResumeEitherWay(bool overlap_gather) {
   proto::TrainingJob job = Mlp("adam", 0.01f);
   CollectiveConfig plain, sharded;
   plain.bucket_bytes = sharded.bucket_bytes = 64 << 10;
   sharded.shard_optimizer = 2;
+  sharded.overlap_gather = overlap_gather;
   Communicator* comm = Comm();
   const std::string dir =
       "/tmp/fluid_shard_ckpt_" +
@@ -284,6 +297,59 @@ TEST(ShardOptimizer, CheckpointsAreUnshardedAndResumeEitherWay) {
   if (comm->rank() == 0) std::system(("rm -rf " + dir).c_str());
 }
 
+TEST(ShardOptimizer, CheckpointsAreUnshardedAndResumeEitherWay) {
+  CheckpointsResumeEitherWay(false);
+}
+
+TEST(ShardOptimizer, CheckpointsWithOverlappedGathersResumeEitherWay) {
+  CheckpointsResumeEitherWay(true);
+}
+
+// Overlapped gathers: a parameter fetched after a step is the whole,
+// gathered value (the step's wait has not run yet; Run waits for it), and
+// each step's values equal those of the gathers waited for in the step.
+TEST(ShardOptimizer, OverlappedGatherFetchesTheGatheredParameter) {
+  proto::TrainingJob job = Mlp("momentum", 0.1f);
+  const std::string param = Params(job)[0];
+  CollectiveConfig cfg;
+  cfg.bucket_bytes = 64 << 10;
+  cfg.shard_optimizer = 2;
+  Scope want_scope, got_scope;
+  MPIExecutor want, got;
+  want.Init(job, &want_scope, cfg);
+  cfg.overlap_gather = true;
+  got.Init(job, &got_scope, cfg);
+  const int n = got.world_size(), r = got.rank();
+  const int64_t per_rank = 16;
+  Tensor x, y;
+  std::vector<Tensor> a, b;
+  for (int s = 0; s < 5; ++s) {
+    GlobalBatch(s, per_rank * n, &x, &y);
+    const FeedList feeds = {
+        {"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
+        {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}};
+    want.Run(feeds, {param}, &a);
+    got.Run(feeds, {param}, &b);
+    ASSERT_EQ(a[0].bytes(), b[0].bytes());
+    EXPECT_EQ(Fnv1a64(a[0].raw_data(), a[0].bytes()),
+              Fnv1a64(b[0].raw_data(), b[0].bytes()))
+        << "step " << s;
+  }
+  // A step that fetches no parameter leaves its gathers in flight, for the
+  // next step or WaitParameterGathers.
+  GlobalBatch(5, per_rank * n, &x, &y);
+  got.Run({{"image", x.Slice(r * per_rank, (r + 1) * per_rank)},
+           {"label", y.Slice(r * per_rank, (r + 1) * per_rank)}},
+          {}, &b);
+  Variable* handle = got_scope.FindVar("fused_param_0@COALESCED@HANDLE");
+  ASSERT_NE(handle, nullptr);
+  ASSERT_TRUE(handle->HasValue());
+  EXPECT_NE(handle->Get<CommHandlePtr>(), nullptr);
+  got.WaitParameterGathers();
+  EXPECT_EQ(handle->Get<CommHandlePtr>(), nullptr);
+  got.CheckConsistency();
+}
+
 // The sharded optimizer (stage 1 and 2, several buckets) against the plain
 // collective update: the same parameters to 1e-6, bitwise identical on
 // every rank (TrainDistributed checks), optimizer state for 1/N only.
@@ -295,13 +361,17 @@ TEST(ShardOptimizer, MatchesThePlainCollectiveUpdate) {
     plain.bucket_bytes = 64 << 10;  // several buckets
     auto want = TrainDistributed(job, 20, 16, plain);
     for (int stage : {1, 2}) {
-      CollectiveConfig cfg = plain;
-      cfg.shard_optimizer = stage;
-      auto got = TrainDistributed(job, 20, 16, cfg);
-      SCOPED_TRACE(std::string(opt) + " stage " + std::to_string(stage));
-      // A reduce-scatter sums in another order than an allreduce: Adam,
-      // which divides by sqrt(v), is compared in norm (see above).
-      ExpectSameParams(job, *got, *want, 1e-6, opt != std::string("adam"));
+      for (bool overlap_gather : {false, true}) {
+        CollectiveConfig cfg = plain;
+        cfg.shard_optimizer = stage;
+        cfg.overlap_gather = overlap_gather;
+        auto got = TrainDistributed(job, 20, 16, cfg);
+        SCOPED_TRACE(std::string(opt) + " stage " + std::to_string(stage) +
+                     (overlap_gather ? " overlapped" : ""));
+        // A reduce-scatter sums in another order than an allreduce: Adam,
+        // which divides by sqrt(v), is compared in norm (see above).
+        ExpectSameParams(job, *got, *want, 1e-6, opt != std::string("adam"));
+      }
     }
   }
 }

@@ -2,7 +2,9 @@
 # The sharded optimizer through the trainer: each rank holds 1/N of the
 # optimizer state (the trainer's memory line), and its checkpoints are the
 # unsharded format: a sharded np 4 run resumes sharded on np 2 and
-# unsharded on np 2, and an unsharded checkpoint resumes sharded.
+# unsharded on np 2, and an unsharded checkpoint resumes sharded; the same
+# with --shard-overlap-gather, whose numbers (losses, checkpoints, test
+# accuracy) equal those without it.
 #   trainer_shard_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -28,10 +30,17 @@ awk -v f="$full" -v p="$part" 'BEGIN { r = p / f; exit !(r > 0.24 && r < 0.26) }
   fail "optimizer state $part MiB sharded against $full MiB: not 1/4"
 echo "ok: optimizer state per rank $part MiB sharded, $full MiB unsharded"
 
-# The sharded np 4 checkpoint resumes on np 2, sharded and not.
+# The sharded np 4 checkpoint resumes on np 2, sharded and not; the same
+# with the gathers overlapped (an overlapped np 4 save, resumed overlapped).
+timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 2 --shard-overlap-gather --checkpoint-dir "$work/o4" \
+  >/dev/null 2>&1 || fail "sharded overlapped np 4"
 cp -r "$work/s4" "$work/s4b"
+cp -r "$work/o4" "$work/o4b"
 for run in "--shard-optimizer 2 --checkpoint-dir $work/s4" \
-           "--checkpoint-dir $work/s4b"; do
+           "--checkpoint-dir $work/s4b" \
+           "--shard-optimizer 2 --shard-overlap-gather --checkpoint-dir $work/o4" \
+           "--checkpoint-dir $work/o4b"; do
   # shellcheck disable=SC2086
   out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
     --resume $run 2>&1) || fail "resuming ($run): $out"
@@ -39,14 +48,50 @@ for run in "--shard-optimizer 2 --checkpoint-dir $work/s4" \
     fail "did not resume ($run): $out"
   grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
 done
-echo "ok: a sharded np 4 checkpoint resumes on np 2, sharded and unsharded"
+echo "ok: a sharded np 4 checkpoint (overlapped or not) resumes on np 2," \
+  "sharded and unsharded"
 
-# An unsharded checkpoint resumes sharded.
+# An unsharded checkpoint resumes sharded, overlapped or not.
 timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 1 \
   --checkpoint-dir "$work/u2" >/dev/null 2>&1 || fail "unsharded checkpoint"
-out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
-  --resume --shard-optimizer 1 --checkpoint-dir "$work/u2" 2>&1) ||
-  fail "resuming sharded from an unsharded checkpoint: $out"
-grep -q "resumed from .* at epoch 1" <<<"$out" || fail "did not resume: $out"
-echo "ok: an unsharded checkpoint resumes sharded"
+cp -r "$work/u2" "$work/u2b"
+for run in "--shard-optimizer 1 --checkpoint-dir $work/u2" \
+           "--shard-optimizer 2 --shard-overlap-gather --checkpoint-dir $work/u2b"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
+    --resume $run 2>&1) ||
+    fail "resuming sharded from an unsharded checkpoint ($run): $out"
+  grep -q "resumed from .* at epoch 1" <<<"$out" ||
+    fail "did not resume ($run): $out"
+done
+echo "ok: an unsharded checkpoint resumes sharded, overlapped or not"
+
+# Overlapped gathers change no number: the losses of every epoch, the
+# checkpoints taken mid-epoch and at each epoch's end (resumed), and the
+# test accuracy equal those of the gathers waited for in the step.
+numbers() {  # the progress and accuracy lines without the timings
+  sed -n 's/  [0-9]* samples\/s.*//p; s/; trained .*//p' <<<"$1" |
+    grep -E "^(epoch|test accuracy)"
+}
+logged=(--model mlp --optimizer adam --data "$work/data" --log-every 4
+        --threads 1 --batch-size 16)
+for og in "" "--shard-overlap-gather"; do
+  dir="$work/c${og:+o}"
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${logged[@]}" --epochs 2 \
+    --shard-optimizer 2 $og --checkpoint-every 12 \
+    --checkpoint-dir "$dir" 2>&1) || fail "checkpointing run ($og): $out"
+  numbers "$out" >"$work/train${og:+o}.txt"
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 3 \
+    --shard-optimizer 2 $og --resume --checkpoint-dir "$dir" 2>&1) ||
+    fail "resuming ($og): $out"
+  numbers "$out" >"$work/resumed${og:+o}.txt"
+done
+grep -q "test accuracy" "$work/train.txt" || fail "no numbers: $(cat "$work/train.txt")"
+cmp -s "$work/train.txt" "$work/traino.txt" ||
+  fail "overlapped run differs: $(diff "$work/train.txt" "$work/traino.txt")"
+cmp -s "$work/resumed.txt" "$work/resumedo.txt" ||
+  fail "overlapped resume differs: $(diff "$work/resumed.txt" "$work/resumedo.txt")"
+echo "ok: overlapped gathers give the same losses, checkpoints and accuracy"
 echo "PASS: sharded optimizer through the trainer"

@@ -15,7 +15,12 @@ Checks (every rank runs all of them; rank 0 prints one line per check):
   (c) Momentum with GradientClipByGlobalNorm and L2Decay runs on the
       shards: the same parameters as the plain collective run;
   (d) Adam with GradientClipByNorm (a norm per parameter: those buckets
-      are allreduced whole): the same parameters as the plain run.
+      are allreduced whole): the same parameters as the plain run;
+  (e) MPIExecutor(shard_optimizer=2, overlap_gather=True), Momentum: a
+      parameter fetched after each step, the scope's values read after
+      the last, and an evaluation program run on the scope equal those of
+      the sharded run without overlap (bitwise), which equals the plain
+      run; the same through DistributeTranspilerConfig.overlap_gather.
 Exits non-zero if any check fails.
 """
 import sys
@@ -130,11 +135,66 @@ def run_checks():
     def clipped_by_norm():
         return sharded_equals_plain(adam, fluid.clip.GradientClipByNorm(0.1))
 
+    def train_fetching(exe, main, startup, loss, scope, fetch):
+        exe.run(startup, scope=scope)
+        fetched = []
+        for step in range(STEPS):
+            x, y = shard(global_batch(step), rank, world)
+            fetched.append(exe.run(main, feed={"image": x, "label": y},
+                                   fetch_list=[loss, fetch], scope=scope)[1])
+        return fetched
+
+    def overlapped_gathers():
+        def momentum():
+            return fluid.optimizer.Momentum(0.1, 0.9)
+        main, startup, loss = build(momentum)
+        test = main.clone(for_test=True)
+        names = param_names(main)
+        want_scope, got_scope, cfg_scope = scope(), scope(), scope()
+        want = fluid.MPIExecutor(fluid.CPUPlace(), shard_optimizer=2)
+        got = fluid.MPIExecutor(fluid.CPUPlace(), shard_optimizer=2,
+                                overlap_gather=True)
+        a = train_fetching(want, main, startup, loss, want_scope, names[0])
+        b = train_fetching(got, main, startup, loss, got_scope, names[0])
+        if not got_scope._pending:
+            return "a step left no wait for its gathers with the scope"
+        for step, (u, v) in enumerate(zip(a, b)):
+            if u.tobytes() != v.tobytes():
+                return f"'{names[0]}' fetched after step {step + 1} differs"
+        x, y = global_batch(STEPS)
+        evals = [exe.run(test, feed={"image": x, "label": y},
+                         fetch_list=[loss], scope=s)[0]
+                 for exe, s in ((want, want_scope), (got, got_scope))]
+        if evals[0].tobytes() != evals[1].tobytes():
+            return f"evaluation loss {evals[1]} against {evals[0]}"
+        config = fluid.DistributeTranspilerConfig()
+        config.mode = "collective"
+        config.shard_optimizer = 2
+        config.overlap_gather = True
+        t = fluid.DistributeTranspiler(config=config)
+        t.transpile(rank, program=main, startup_program=startup,
+                    trainers=world)
+        exe = fluid.MPIExecutor(fluid.CPUPlace())
+        train(exe, t.get_trainer_program(), t.get_startup_program(), loss,
+              cfg_scope, rank, world)
+        got.check_consistency()
+        exe.check_consistency()
+        want_params = params_of(want_scope, names)
+        for s in (got_scope, cfg_scope):
+            for n, p in params_of(s, names).items():
+                if p.tobytes() != want_params[n].tobytes():
+                    return f"'{n}' differs from the run without overlap"
+        plain_scope = scope()
+        train(plain, main, startup, loss, plain_scope, rank, world)
+        return compare(params_of(got_scope, names),
+                       params_of(plain_scope, names))
+
     c.check("(a) MPIExecutor(shard_optimizer=2)", executor_option)
     c.check("(b) DistributeTranspilerConfig.shard_optimizer", transpiler_config)
     c.check("(c) global-norm clipping and L2 decay on shards",
             clipped_and_decayed)
     c.check("(d) clipping by each parameter's norm", clipped_by_norm)
+    c.check("(e) overlapped parameter gathers", overlapped_gathers)
     c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
           else f"all {c.count} checks passed on {world} rank(s)")
     return 1 if c.failed else 0

@@ -14,5 +14,5 @@ def test_mpi_shard_script():
     r = mpirun([sys.executable, SCRIPT])
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
-    assert f"all 4 checks passed on {NP} rank(s)" in r.stdout, out
+    assert f"all 5 checks passed on {NP} rank(s)" in r.stdout, out
     assert "FAIL" not in r.stdout, out

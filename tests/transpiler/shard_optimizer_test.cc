@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/testdata.h"
@@ -259,6 +262,133 @@ TEST(ShardOptimizer, RefusesNonElementwiseReadersAndCompressionWithAMessage) {
   cfg.grad_compression = "none";
   cfg.shard_optimizer = 3;
   EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg), Error);
+}
+
+// Sharded with overlapped gathers, one bucket per parameter (so that the
+// buckets are needed at different points of the forward pass).
+proto::TrainingJob Overlapped(int stage) {
+  CollectiveConfig cfg;
+  cfg.nranks = 4;
+  cfg.shard_optimizer = stage;
+  cfg.overlap_gather = true;
+  cfg.bucket_bytes = 1;
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+}
+
+// Index of the first op of `block` from `from` on reading one of `vars`.
+int FirstReaderOf(const proto::BlockDesc& block,
+                  const std::set<std::string>& vars, int from = 0) {
+  for (int i = from; i < block.ops_size(); ++i)
+    for (const auto& n : OpInputNames(block.ops(i)))
+      if (vars.count(n)) return i;
+  return block.ops_size();
+}
+
+// Each bucket's parameters and buffer, by its gather's handle.
+std::map<std::string, std::set<std::string>> GatheredByHandle(
+    const proto::BlockDesc& block) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& op : block.ops()) {
+    if (op.type() != "coalesce_tensor" ||
+        OpOutput(op, "FusedOutput")[0].rfind("fused_param_", 0) != 0)
+      continue;
+    const std::string fused = OpOutput(op, "FusedOutput")[0];
+    std::set<std::string>& vars = out[fused + "@HANDLE"];
+    for (const auto& p : OpOutput(op, "Output")) vars.insert(p);
+    vars.insert(fused);
+  }
+  return out;
+}
+
+TEST(ShardOptimizer, OverlappedGatherIsWaitedBeforeTheFirstReaderOfItsBucket) {
+  for (int stage : {1, 2}) {
+    const proto::TrainingJob out = Overlapped(stage);
+    const proto::BlockDesc& main = out.main().blocks(0);
+    const auto buckets = GatheredByHandle(main);
+    ASSERT_GT(buckets.size(), 2u);
+    std::vector<int> waits;
+    for (const auto& [handle, vars] : buckets) {
+      SCOPED_TRACE(handle);
+      const proto::VarDesc& h = GetVarDesc(main, handle);
+      EXPECT_TRUE(h.persistable());
+      EXPECT_EQ(h.type(), proto::VarDesc::COMM_HANDLE);
+      int wait = -1, gather = -1, waits_of_it = 0;
+      for (int i = 0; i < main.ops_size(); ++i) {
+        const proto::OpDesc& op = main.ops(i);
+        const bool mine =
+            (op.type() == "c_wait" && OpInput(op, "Handle")[0] == handle) ||
+            (op.type() == "c_allgather" && OpOutput(op, "Handle")[0] == handle);
+        if (!mine) continue;
+        if (op.type() == "c_wait") {
+          wait = i;
+          ++waits_of_it;
+          EXPECT_TRUE(GetOpAttrAs<bool>(op, "idle_ok"));
+        } else {
+          gather = i;
+        }
+      }
+      ASSERT_EQ(waits_of_it, 1);
+      ASSERT_GE(gather, 0);
+      // The wait comes before anything reads the bucket, and right before
+      // the first reader (nothing but other waits between them).
+      const int reader = FirstReaderOf(main, vars);
+      EXPECT_LT(wait, reader);
+      for (int i = wait + 1; i < reader; ++i)
+        EXPECT_EQ(main.ops(i).type(), "c_wait") << "op #" << i;
+      // The gather comes after the update of the shard, which it follows.
+      const std::string shard = OpInput(main.ops(gather), "X")[0];
+      int update = -1;
+      for (int i = 0; i < main.ops_size(); ++i)
+        if (OpInput(main.ops(i), "Param") == std::vector<std::string>{shard})
+          update = i;
+      EXPECT_GE(update, 0);
+      EXPECT_LT(update, gather);
+      EXPECT_LT(wait, update);
+      waits.push_back(wait);
+    }
+    // The waits are spread over the forward pass, not bunched at its start.
+    std::sort(waits.begin(), waits.end());
+    EXPECT_LT(waits.front() + static_cast<int>(waits.size()) - 1, waits.back());
+    EXPECT_NO_THROW(LintSharded(out.main(), 4));
+  }
+}
+
+TEST(ShardLint, OverlappedGatherRejectsAMissingWaitOrGatherAndAnEarlyRead) {
+  EXPECT_NO_THROW(LintSharded(Overlapped(2).main(), 4));
+  proto::TrainingJob no_wait = Overlapped(2);
+  DropFirst(&no_wait, "c_wait");
+  ExpectLintError(no_wait, "gather is never waited for");
+
+  proto::TrainingJob no_gather = Overlapped(2);
+  DropFirst(&no_gather, "c_allgather");
+  ExpectLintError(no_gather, "has 0 c_allgather op(s) reading");
+
+  // The wait of the first bucket moved after its first reader.
+  proto::TrainingJob late = Overlapped(2);
+  auto* ops = late.mutable_main()->mutable_blocks(0)->mutable_ops();
+  int wait = 0;
+  while (ops->Get(wait).type() != "c_wait") ++wait;
+  const std::string handle = OpInput(ops->Get(wait), "Handle")[0];
+  const int reader = FirstReaderOf(
+      late.main().blocks(0), GatheredByHandle(late.main().blocks(0))[handle]);
+  for (int i = wait; i < reader; ++i) ops->SwapElements(i, i + 1);
+  ExpectLintError(late, "before the wait for the previous step's gather");
+
+  // A read of the parameters after the gather, in the same run.
+  proto::TrainingJob after = Overlapped(2);
+  auto* block = after.mutable_main()->mutable_blocks(0);
+  for (const auto& op : after.main().blocks(0).ops())
+    if (op.type() == "mul") {
+      *block->add_ops() = op;
+      break;
+    }
+  ExpectLintError(after, "while its gather is in flight");
+
+  // A handle that does not live across runs.
+  proto::TrainingJob local = Overlapped(2);
+  for (auto& v : *local.mutable_main()->mutable_blocks(0)->mutable_vars())
+    if (v.name() == handle) v.set_persistable(false);
+  ExpectLintError(local, "does not live across runs");
 }
 
 }  // namespace

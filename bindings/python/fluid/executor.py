@@ -8,6 +8,7 @@ import contextlib
 import os
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -72,6 +73,16 @@ class Scope:
 
     def __init__(self):
         self._core = _core.Scope()
+        # Waits for work a run left in flight on this scope (overlapped
+        # parameter gathers), by who left it: called before anything else
+        # reads or writes the values.
+        self._pending = {}
+
+    def _settle(self, keep=None):
+        """Waits for what runs left in flight on this scope (all but
+        `keep`'s)."""
+        for owner in [o for o in self._pending if o != keep]:
+            self._pending.pop(owner)()
 
     def var_names(self):
         return self._core.var_names()
@@ -82,9 +93,11 @@ class Scope:
         return ScopeVariable(self, name) if self._core.has(name) else None
 
     def get(self, name):
+        self._settle()
         return self._core.get(name)
 
     def set(self, name, value):
+        self._settle()
         self._core.set(name, np.asarray(value))
 
 
@@ -278,6 +291,7 @@ class Executor:
             self._scopes[id(scope)] = scope
             steps = _Steps.of(self._steps, program, scope)
             _warn_if_independent_ranks(steps)
+            scope._settle()
             fetched = list(self._core.run(program.desc, scope._core,
                                           _feed(feed), names))
             steps.count += 1
@@ -321,6 +335,13 @@ class MPIExecutor:
       of the optimizer state; 2 reduce-scatters the gradients). Optimizers
       with gradient clipping or regularizers are refused for now.
       `state_bytes(program)` tells what one rank holds.
+    - `overlap_gather` is the trainer's `--shard-overlap-gather` (with
+      `shard_optimizer`): each step's parameter all-gather is waited for
+      in the next step, just before the first op that reads the bucket,
+      overlapping the forward pass. Reads of the parameters in between
+      (fetching one, `scope.find_var(...).get_tensor()`, fluid.io saves,
+      another program run on the scope, `check_consistency`) wait for the
+      gathers first; `wait_parameter_gathers()` does it explicitly.
     - `stall_warn`, `stall_timeout`: the trainer's `--stall-warn` and
       `--stall-timeout` (seconds; 0: never): a rank that makes no progress
       while the others wait for it in a collective is named in a warning,
@@ -340,7 +361,8 @@ class MPIExecutor:
                  allreduce="flat", grad_compression="none",
                  sync_batch_norm=False, shard_optimizer=0, stall_warn=60.0,
                  stall_timeout=300.0, flight_dir=None,
-                 sparse_dense_ratio=0.25, timeline=None):
+                 sparse_dense_ratio=0.25, timeline=None,
+                 overlap_gather=False):
         if allreduce not in ("flat", "hier", "auto"):
             raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
                              "'flat', 'hier' (reduce within each host first, "
@@ -355,6 +377,10 @@ class MPIExecutor:
                 "(off), 1 or 2 (ZeRO stage 1 or 2; True means 2)")
         self._shard_optimizer = 2 if shard_optimizer is True else int(
             shard_optimizer)
+        if overlap_gather and not self._shard_optimizer:
+            raise ValueError("MPIExecutor(overlap_gather=True) needs "
+                             "shard_optimizer 1 or 2")
+        self._overlap_gather = bool(overlap_gather)
         if stall_warn < 0 or stall_timeout < 0:
             raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
                              f"stall_timeout={stall_timeout!r}): seconds, "
@@ -420,6 +446,7 @@ class MPIExecutor:
         with self._lock:
             self._scopes[id(scope)] = scope
             if program.is_startup:
+                scope._settle()
                 self._probe.run_startup(program.desc, scope._core)
                 self._startup = program
                 self._started.add(id(scope))
@@ -431,6 +458,7 @@ class MPIExecutor:
             steps = _Steps.of(self._steps, program, scope)
             if not steps.training:
                 _core.stall_heartbeat()  # evaluating is progress too
+                scope._settle()
                 out = [_lod_tensor.fetched_value(v) for v in self._local.run(
                     program.desc, scope._core, _feed(feed), names)]
                 steps.count += 1
@@ -439,6 +467,9 @@ class MPIExecutor:
                 return out
             key = (program.desc.id, program.desc.version, id(scope))
             run = self._runs.get(key)
+            # A program transpiled with overlap_gather leaves gathers in
+            # flight whatever this executor's option: reads wait for them.
+            scope._settle(keep=key)
             if run is None:
                 run = self._probe if not self._runs else _core.MPIExecutor(
                     self._threads, self._device)
@@ -446,8 +477,9 @@ class MPIExecutor:
                          self._bucket_bytes, self._overlap, False,
                          self._allreduce, self._grad_compression,
                          self._sync_batch_norm, self._shard_optimizer,
-                         self._sparse_dense_ratio)
+                         self._sparse_dense_ratio, self._overlap_gather)
                 self._runs[key] = run
+            scope._pending[key] = self._waiter(key)
             out = [_lod_tensor.fetched_value(v)
                    for v in run.run(_feed(feed), names)]
             steps.count += 1
@@ -477,6 +509,27 @@ class MPIExecutor:
             raise ValueError("state_bytes: run the training program with "
                              "this executor (and scope) first")
         return dict(run.state_bytes())
+
+    def _waiter(self, key):
+        """What a scope calls to wait for the gathers run `key` left in
+        flight. It holds no reference to the run or this executor: the
+        scope must not keep the prepared programs (which point into it)
+        alive."""
+        me = weakref.ref(self)
+
+        def wait():
+            exe = me()
+            run = exe._runs.get(key) if exe is not None else None
+            if run is not None:
+                run.wait_parameter_gathers()
+        return wait
+
+    def wait_parameter_gathers(self):
+        """Waits for the parameter all-gathers that overlap_gather leaves
+        in flight after a step (reading the scope does it by itself)."""
+        with self._lock:
+            for scope in self._scopes.values():
+                scope._settle()
 
     def check_consistency(self):
         """Compares parameter checksums across ranks; raises

@@ -96,7 +96,9 @@ def save_vars(executor, dirname, main_program=None, vars=None,
     signature; the values come from the scope."""
     program = main_program or default_main_program()
     names = _var_names(program, vars, predicate, "save_vars")
-    _core.save_vars((scope or global_scope())._core, names,
+    scope = scope or global_scope()
+    scope._settle()  # gathers a step may have left in flight
+    _core.save_vars(scope._core, names,
                     _root(dirname, filename), int(step), int(epoch))
 
 
@@ -110,7 +112,9 @@ def load_vars(executor, dirname, main_program=None, vars=None,
     Returns the checkpoint's (step, epoch)."""
     program = main_program or default_main_program()
     names = _var_names(program, vars, predicate, "load_vars")
-    return _core.load_vars((scope or global_scope())._core, program.desc,
+    scope = scope or global_scope()
+    scope._settle()  # gathers a step may have left in flight
+    return _core.load_vars(scope._core, program.desc,
                            names, _root(dirname, filename))
 
 
@@ -168,8 +172,10 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor,
     program = main_program or default_main_program()
     feeds = [_name(v) for v in feeded_var_names]
     targets = [_name(v) for v in target_vars]
+    scope = scope or global_scope()
+    scope._settle()  # gathers a step may have left in flight
     _core.save_inference_model(
-        (scope or global_scope())._core, program.desc, feeds, targets,
+        scope._core, program.desc, feeds, targets,
         str(dirname), model_filename or "__model__", params_filename or "")
     return targets
 

@@ -56,7 +56,12 @@ class DistributeTranspilerConfig:
     batch_norm compute its statistics over the global batch of all ranks;
     shard_optimizer (0, 1 or 2; True means 2) makes each rank update and
     store 1/N of the optimizer state (ZeRO stage 1 or 2, collective mode
-    only);
+    only); overlap_gather (with shard_optimizer) waits for each step's
+    parameter all-gather in the next step, before the first op that reads
+    the bucket, so that it overlaps the forward pass (the transpiled
+    program then leaves gathers in flight between runs: run it with
+    fluid.MPIExecutor, which waits before anything else reads the
+    parameters);
     sparse_dense_ratio: a sparse gradient (embedding(is_sparse=True)) is
     gathered unless all ranks' rows together exceed this fraction of its
     table's height, when it is allreduced as a dense table instead."""
@@ -71,6 +76,7 @@ class DistributeTranspilerConfig:
         self.overlap = True
         self.sync_batch_norm = False
         self.shard_optimizer = 0
+        self.overlap_gather = False
         self.sparse_dense_ratio = 0.25
 
     def _check(self):
@@ -204,7 +210,8 @@ class DistributeTranspiler:
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
                 self._bucket_bytes, self._overlap, self._sync_batch_norm,
-                self._shard_optimizer, self._sparse_dense_ratio)
+                self._shard_optimizer, self._sparse_dense_ratio,
+                bool(self.config.overlap_gather))
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
