@@ -364,16 +364,18 @@ BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums) {
   return a;
 }
 
-// Calls f with plane (i, c) of the gradient reaching the normalisation:
-// dY, zeroed where a fused relu cut Y to 0.
-template <typename T, typename F>
-void WithGradPlane(const BackwardArgs<T>& a, int64_t i, int64_t c, F f) {
-  ConstArr<T> dy = Plane(a.dy, a.d, i, c);
-  if (a.y == nullptr) {
-    f(dy);
-  } else {
-    f((Plane(a.y, a.d, i, c) > T(0)).select(dy, T(0)));
-  }
+// Plane (i, c) of the gradient reaching the normalisation. Without a fused
+// relu that is dY; with one, dY zeroed where the relu cut Y to 0, which
+// GradSums writes into X@GRAD's plane (or the thread's scratch when X@GRAD
+// is not wanted) and InputGrad then reads back and overwrites in place.
+template <typename T>
+const T* MaskedGradPlane(const BackwardArgs<T>& a, int64_t i, int64_t c) {
+  const int64_t at = PlaneOffset(a.d, i, c);
+  T* out = a.dx != nullptr ? a.dx + at : ThreadScratch<T>(kScratchCol, a.d.hw);
+  const T* y = a.y + at;
+  const T* dy = a.dy + at;
+  for (int64_t k = 0; k < a.d.hw; ++k) out[k] = y[k] > T(0) ? dy[k] : T(0);
+  return out;
 }
 
 // dbias[c] = sum of dY, dscale[c] = sum of dY * xhat over channel c.
@@ -382,10 +384,11 @@ void GradSums(const BackwardArgs<T>& a, int64_t c) {
   double sum_dy = 0, sum_dy_dev = 0;
   const T mean = a.mean[c];
   for (int64_t i = 0; i < a.d.n; ++i) {
-    WithGradPlane(a, i, c, [&](const auto& dy) {
-      sum_dy += dy.sum();
-      sum_dy_dev += (dy * (Plane(a.x, a.d, i, c) - mean)).sum();
-    });
+    ConstArr<T> dy(a.y == nullptr ? a.dy + PlaneOffset(a.d, i, c)
+                                  : MaskedGradPlane(a, i, c),
+                   a.d.hw);
+    sum_dy += dy.sum();
+    sum_dy_dev += (dy * (Plane(a.x, a.d, i, c) - mean)).sum();
   }
   a.dbias[c] = static_cast<T>(sum_dy);
   a.dscale[c] = static_cast<T>(sum_dy_dev) * a.inv_std[c];
@@ -393,17 +396,18 @@ void GradSums(const BackwardArgs<T>& a, int64_t c) {
 
 // X@GRAD over channel c: k * dY with the running statistics; with the
 // batch's, k * (dY - (dbias + xhat * dscale) / m), k = Scale * inv_std.
+// With a fused relu, GradSums left the masked dY in X@GRAD.
 template <typename T>
 void InputGrad(const BackwardArgs<T>& a, bool global, T inv_m, int64_t c) {
   const T inv_std = a.inv_std[c], mean = a.mean[c];
   const T k = a.scale[c] * inv_std;
   const T shift = global ? T(0) : k * a.dbias[c] * inv_m;
   const T slope = global ? T(0) : k * inv_std * a.dscale[c] * inv_m;
+  const T* g = a.y == nullptr ? a.dy : a.dx;
   for (int64_t i = 0; i < a.d.n; ++i) {
-    WithGradPlane(a, i, c, [&](const auto& dy) {
-      Arr<T>(a.dx + PlaneOffset(a.d, i, c), a.d.hw) =
-          dy * k - (Plane(a.x, a.d, i, c) - mean) * slope - shift;
-    });
+    Arr<T>(a.dx + PlaneOffset(a.d, i, c), a.d.hw) =
+        Plane(g, a.d, i, c) * k - (Plane(a.x, a.d, i, c) - mean) * slope -
+        shift;
   }
 }
 
