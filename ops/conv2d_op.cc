@@ -234,7 +234,7 @@ void PackedForward(const CPUDeviceContext& dev, const ConvLayout& l, const T* w,
   math::PackFilters(s, w, packed);
   const ChunkPlan plan = PlanPackedChunks(dev, l.g, n);
   const int64_t out_size = l.group_filters * l.groups * l.g.ColCols();
-  const int64_t scratch = math::PackedConvScratchSize<T>(s, plan.per);
+  const int64_t scratch = math::PackedConvScratchSize<T>(s);
   double cost = 2.0 * out_size * l.g.ColRows() * plan.per;
   ParallelFor(dev, plan.chunks, cost, [&](int64_t begin, int64_t end) {
     T* buffer = ThreadScratch<T>(kScratchCol, scratch);
@@ -347,8 +347,8 @@ void UnfoldImages(const ConvGeometry& g, const T* x, int64_t image, int64_t nb,
                   int64_t ld, T* col) {
   if (math::PackedConvApplies(g)) {
     T* scratch =
-        ThreadScratch<T>(kScratchFrame, math::FramedIm2ColScratchSize<T>(g));
-    math::FramedIm2Col(g, x, image, nb, ld, col, scratch);
+        ThreadScratch<T>(kScratchMasks, math::MaskedIm2ColScratchSize<T>(g));
+    math::MaskedIm2Col(g, x, image, nb, ld, col, scratch);
     return;
   }
   for (int64_t j = 0; j < nb; ++j)

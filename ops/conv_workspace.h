@@ -24,7 +24,7 @@ enum ScratchSlot : int {
   kScratchPartial = 2,  // per-chunk partial sums, held by the launching thread
   kScratchFilter = 3,   // rearranged filters, held by the launching thread
   kScratchPacked = 4,   // filters packed for the GEMM kernel, likewise
-  kScratchFrame = 5,    // zero-framed copies of images
+  kScratchMasks = 5,    // edge masks of an im2col
   kScratchSlots = 6,
 };
 

@@ -55,28 +55,13 @@ int64_t DepthBlock(int64_t depth) {
   return CeilDiv(depth, CeilDiv(depth, kMaxDepth));
 }
 
-// Each image plane copied between zero rows (for taps above and below the
-// image) and zero margins (so that a shifted run never leaves the copy).
-struct Frame {
-  int64_t lead = 0;   // offset of the image in its framed plane
-  int64_t plane = 0;  // framed plane elements
-};
-
-Frame MakeFrame(const ConvGeometry& g) {
-  const int64_t rows =
-      std::max(g.pad_h, g.dilation_h * (g.kernel_h - 1) - g.pad_h);
-  const int64_t margin =
-      std::max(g.pad_w, g.dilation_w * (g.kernel_w - 1) - g.pad_w);
-  Frame f;
-  f.lead = margin + rows * g.in_w;
-  f.plane = 2 * f.lead + g.in_h * g.in_w;
-  return f;
-}
-
-// A column row: where its runs start in a framed image (channel and tap
-// shift), and which column of the kernel it is (for the edge masks).
+// A column row: its channel's plane in an image, the shift of its kernel
+// tap (the run for output positions [p, p + n) is the plane's [p + shift,
+// p + shift + n), where inside the plane), and which column of the kernel
+// it is (for the edge masks).
 struct Tap {
-  int64_t offset;
+  int64_t channel;
+  int64_t shift;
   int64_t column;
 };
 
@@ -91,23 +76,21 @@ template <typename T>
 struct Scratch {
   T* panel;
   T* acc;
-  T* framed;
   Tap* taps;
   int32_t* masks;
 };
 
 template <typename T>
 struct Sizes {
-  int64_t panel, acc, framed, taps, masks;
+  int64_t panel, acc, taps, masks;
 };
 
 template <typename T>
-Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t nb) {
+Sizes<T> ScratchSizes(const PackedConvShape& s) {
   const int64_t rows = Kernel<T>::kRows;
   Sizes<T> z;
   z.panel = Aligned<T>(rows * DepthBlock(Depth(s)));
   z.acc = Aligned<T>(rows * s.group_filters);
-  z.framed = Aligned<T>(nb * s.groups * s.g.channels * MakeFrame(s.g).plane);
   z.taps =
       Aligned<T>(CeilDiv(Depth(s) * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
   z.masks = Aligned<T>(
@@ -117,37 +100,24 @@ Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t nb) {
 }
 
 template <typename T>
-Scratch<T> Carve(const PackedConvShape& s, int64_t nb, T* base) {
-  const Sizes<T> z = ScratchSizes<T>(s, nb);
+Scratch<T> Carve(const PackedConvShape& s, T* base) {
+  const Sizes<T> z = ScratchSizes<T>(s);
   Scratch<T> c;
   c.panel = base;
   c.acc = c.panel + z.panel;
-  c.framed = c.acc + z.acc;
-  c.taps = reinterpret_cast<Tap*>(c.framed + z.framed);
-  c.masks = reinterpret_cast<int32_t*>(c.framed + z.framed + z.taps);
+  c.taps = reinterpret_cast<Tap*>(c.acc + z.acc);
+  c.masks = reinterpret_cast<int32_t*>(c.acc + z.acc + z.taps);
   return c;
 }
 
-template <typename T>
-void FrameImages(const ConvGeometry& g, const Frame& f, const T* x,
-                 int64_t planes, T* framed) {
-  const int64_t size = g.in_h * g.in_w;
-  for (int64_t p = 0; p < planes; ++p) {
-    T* dst = framed + p * f.plane;
-    std::fill(dst, dst + f.lead, T(0));
-    std::copy(x + p * size, x + (p + 1) * size, dst + f.lead);
-    std::fill(dst + f.lead + size, dst + f.plane, T(0));
-  }
-}
-
-void MakeTaps(const ConvGeometry& g, const Frame& f, Tap* taps) {
+void MakeTaps(const ConvGeometry& g, Tap* taps) {
   int64_t k = 0;
   for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t i = 0; i < g.kernel_h; ++i)
       for (int64_t j = 0; j < g.kernel_w; ++j, ++k) {
         const int64_t shift =
             (i * g.dilation_h - g.pad_h) * g.in_w + j * g.dilation_w - g.pad_w;
-        taps[k] = {c * f.plane + f.lead + shift, j};
+        taps[k] = {c * g.in_h * g.in_w, shift, j};
       }
 }
 
@@ -194,22 +164,42 @@ inline void MaskedRun(const T* src, const int32_t* m, N n, T* dst) {
   }
 }
 
-// panel [kc][rows] = column rows k0 ... k0 + kc at the panel's positions.
+// dst[i] for i < n = column row `t` at positions [pos, pos + n) of the
+// image whose channel-0 plane starts at `im` (planes of `size`): where the
+// whole run lies inside the plane (all but the first and last rows of a
+// sweep), one masked copy; else each entry also checked against the plane.
+template <typename T, typename N>
+inline void TapRun(const T* im, int64_t size, const Tap& t, int64_t pos,
+                   const int32_t* m, N n, T* dst) {
+  const T* plane = im + t.channel;
+  const int64_t from = pos + t.shift;
+  if (from >= 0 && from + int64_t(n) <= size) {
+    MaskedRun(plane + from, m, n, dst);
+    return;
+  }
+  for (int64_t i = 0; i < int64_t(n); ++i) {
+    const int64_t at = from + i;
+    dst[i] = m[i] && at >= 0 && at < size ? plane[at] : T(0);
+  }
+}
+
+// panel [kc][rows] = column rows k0 ... k0 + kc at the panel's positions,
+// read from the images `x` (`image_stride` apart, planes of `size`).
 template <typename T>
 void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
                const Segment* segs, int64_t nsegs, const int32_t* masks,
-               const T* framed, int64_t image_stride, T* panel) {
+               const T* x, int64_t image_stride, T* panel) {
   constexpr int64_t rows = Kernel<T>::kRows;
-  const int64_t p = g.out_h * g.out_w;
+  const int64_t p = g.out_h * g.out_w, size = g.in_h * g.in_w;
   if (nsegs == 1 && segs[0].len == rows) {
     // The common case, a panel inside one image: fixed-length runs that
     // compile to a few vector moves.
-    const T* base = framed + segs[0].image * image_stride + segs[0].pos;
+    const T* im = x + segs[0].image * image_stride;
     const int32_t* mbase = masks + segs[0].pos;
     for (int64_t kk = 0; kk < kc; ++kk) {
       const Tap& t = taps[k0 + kk];
-      MaskedRun(base + t.offset, mbase + t.column * p,
-                std::integral_constant<int64_t, rows>(), panel + kk * rows);
+      TapRun(im, size, t, segs[0].pos, mbase + t.column * p,
+             std::integral_constant<int64_t, rows>(), panel + kk * rows);
     }
     return;
   }
@@ -219,8 +209,8 @@ void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
     int64_t filled = 0;
     for (int64_t s = 0; s < nsegs; ++s) {
       const Segment& sg = segs[s];
-      MaskedRun(framed + sg.image * image_stride + t.offset + sg.pos,
-                masks + t.column * p + sg.pos, sg.len, dst + sg.row);
+      TapRun(x + sg.image * image_stride, size, t, sg.pos,
+             masks + t.column * p + sg.pos, sg.len, dst + sg.row);
       filled = sg.row + sg.len;
     }
     for (int64_t i = filled; i < rows; ++i) dst[i] = T(0);
@@ -274,9 +264,9 @@ void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
 }
 
 template <typename T>
-int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t nb) {
-  const Sizes<T> z = ScratchSizes<T>(s, nb);
-  return z.panel + z.acc + z.framed + z.taps + z.masks;
+int64_t PackedConvScratchSize(const PackedConvShape& s) {
+  const Sizes<T> z = ScratchSizes<T>(s);
+  return z.panel + z.acc + z.taps + z.masks;
 }
 
 template <typename T>
@@ -285,11 +275,9 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   const ConvGeometry& g = s.g;
   const int64_t rows = Kernel<T>::kRows, mg = s.group_filters;
   const int64_t depth = Depth(s), kc = DepthBlock(depth);
-  const int64_t planes = s.groups * g.channels;
-  const Frame f = MakeFrame(g);
-  Scratch<T> sc = Carve(s, nb, scratch);
-  FrameImages(g, f, x, nb * planes, sc.framed);
-  MakeTaps(g, f, sc.taps);
+  const int64_t size = g.in_h * g.in_w, image = s.groups * g.channels * size;
+  Scratch<T> sc = Carve(s, scratch);
+  MakeTaps(g, sc.taps);
   MakeMasks(g, sc.masks);
   const int64_t total = nb * g.out_h * g.out_w;
   Segment segs[Kernel<T>::kRows + 1];
@@ -298,12 +286,12 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
     const int64_t nsegs = PanelSegments(g, rows, r0, total, segs);
     const T* pg = packed;
     for (int64_t gi = 0; gi < s.groups; ++gi) {
-      const T* framed = sc.framed + gi * g.channels * f.plane;
+      const T* xg = x + gi * g.channels * size;
       std::fill(sc.acc, sc.acc + rows * mg, T(0));
       for (int64_t k0 = 0; k0 < depth; k0 += kc) {
         const int64_t kb = std::min(kc, depth - k0);
-        PackPanel(g, sc.taps, k0, kb, segs, nsegs, sc.masks, framed,
-                  planes * f.plane, sc.panel);
+        PackPanel(g, sc.taps, k0, kb, segs, nsegs, sc.masks, xg, image,
+                  sc.panel);
         gebp(typename Kernel<T>::ResMapper(sc.acc, rows), sc.panel, pg, rows,
              kb, mg, T(1));
         pg += FilterBlock(kb * mg);
@@ -314,42 +302,43 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 }
 
 template <typename T>
-int64_t FramedIm2ColScratchSize(const ConvGeometry& g) {
-  return Aligned<T>(g.channels * MakeFrame(g).plane) +
-         Aligned<T>(CeilDiv(g.kernel_w * g.ColCols() * int64_t(sizeof(int32_t)),
+int64_t MaskedIm2ColScratchSize(const ConvGeometry& g) {
+  return Aligned<T>(CeilDiv(g.kernel_w * g.ColCols() * int64_t(sizeof(int32_t)),
                             int64_t(sizeof(T))));
 }
 
 template <typename T>
-void FramedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
+void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
-  const Frame f = MakeFrame(g);
-  const int64_t p = g.ColCols();
-  T* framed = scratch;
-  int32_t* masks =
-      reinterpret_cast<int32_t*>(scratch + Aligned<T>(g.channels * f.plane));
+  const int64_t p = g.ColCols(), size = g.in_h * g.in_w;
+  int32_t* masks = reinterpret_cast<int32_t*>(scratch);
   MakeMasks(g, masks);
   for (int64_t b = 0; b < nb; ++b) {
-    FrameImages(g, f, im + b * image_stride, g.channels, framed);
+    const T* x = im + b * image_stride;
     T* row = col + b * p;
     for (int64_t c = 0; c < g.channels; ++c)
       for (int64_t i = 0; i < g.kernel_h; ++i)
         for (int64_t j = 0; j < g.kernel_w; ++j, row += ld) {
           const int64_t shift = (i * g.dilation_h - g.pad_h) * g.in_w +
                                 j * g.dilation_w - g.pad_w;
-          MaskedRun(framed + c * f.plane + f.lead + shift, masks + j * p, p,
-                    row);
+          // Positions [lo, hi) read inside the plane; the rest see padding.
+          const int64_t lo = std::clamp<int64_t>(-shift, 0, p);
+          const int64_t hi = std::clamp<int64_t>(size - shift, lo, p);
+          std::fill(row, row + lo, T(0));
+          MaskedRun(x + c * size + lo + shift, masks + j * p + lo, hi - lo,
+                    row + lo);
+          std::fill(row + hi, row + p, T(0));
         }
   }
 }
 
-#define FLUID_PACKED_CONV(T)                                                  \
-  template void PackFilters<T>(const PackedConvShape&, const T*, T*);         \
-  template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
-  template void PackedConvImages<T>(const PackedConvShape&, const T*,         \
-                                    const T*, int64_t, T*, T*);               \
-  template int64_t FramedIm2ColScratchSize<T>(const ConvGeometry&);           \
-  template void FramedIm2Col<T>(const ConvGeometry&, const T*, int64_t,       \
+#define FLUID_PACKED_CONV(T)                                            \
+  template void PackFilters<T>(const PackedConvShape&, const T*, T*);   \
+  template int64_t PackedConvScratchSize<T>(const PackedConvShape&);    \
+  template void PackedConvImages<T>(const PackedConvShape&, const T*,   \
+                                    const T*, int64_t, T*, T*);         \
+  template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&);     \
+  template void MaskedIm2Col<T>(const ConvGeometry&, const T*, int64_t, \
                                 int64_t, int64_t, T*, T*);
 FLUID_PACKED_CONV(float)
 FLUID_PACKED_CONV(double)

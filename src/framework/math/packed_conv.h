@@ -9,12 +9,13 @@
 // column row at consecutive output positions are one contiguous run of the
 // image, shifted by the kernel tap's offset. So a panel (mr consecutive
 // output positions by a block of column rows) is filled by one short copy
-// per column row from a copy of the images framed with zeros above and
-// below; the entries whose tap falls off the left or right edge are masked
-// to zero. The product of a panel and the filters goes to a small
-// accumulator and from there to the outputs, so one panel may span two
-// images and every image of a chunk is written in place, with no column
-// matrix, no repacking and no copy of a wide GEMM result.
+// per column row, straight from the images; the entries whose tap falls off
+// the left or right edge are masked to zero, and the few runs that start
+// above or end below the image are checked entry by entry. The product of a
+// panel and the filters goes to a small accumulator and from there to the
+// outputs, so one panel may span two images and every image of a chunk is
+// written in place, with no column matrix, no repacking and no copy of a wide
+// GEMM result.
 //
 // The rows of a panel are the output positions of `nb` images in order
 // (image b's position p is row b Ho Wo + p), so small images still fill the
@@ -48,29 +49,28 @@ int64_t PackedFilterSize(const PackedConvShape& s);
 template <typename T>
 void PackFilters(const PackedConvShape& s, const T* w, T* packed);
 
-// Scratch elements one PackedConvImages call on `nb` images needs (the
-// framed images, one panel, its accumulator and masks); the buffer must be
-// 64-byte aligned.
+// Scratch elements a PackedConvImages call needs (one panel, its
+// accumulator, the taps and masks); the buffer must be 64-byte aligned.
 template <typename T>
-int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t nb);
+int64_t PackedConvScratchSize(const PackedConvShape& s);
 
 // y [nb, groups group_filters, Ho, Wo] = the convolution of x [nb, groups C,
 // H, W] by the filters `packed` (PackFilters). Serial; `scratch` holds
-// PackedConvScratchSize(s, nb) elements.
+// PackedConvScratchSize(s) elements.
 template <typename T>
 void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
                       int64_t nb, T* scratch, T* y);
 
 // Im2Col of `nb` images for a sweep PackedConvApplies: image b (at
 // im + b image_stride) unfolded at column b Ho Wo of `col` (rows `ld`
-// apart), each column row one masked run from a framed copy of the image
-// instead of a copy and a zeroing per output row. `scratch` (64-byte
-// aligned) holds FramedIm2ColScratchSize(g) elements.
+// apart), each column row one masked run of the image instead of a copy
+// and a zeroing per output row. `scratch` (64-byte aligned) holds
+// MaskedIm2ColScratchSize(g) elements.
 template <typename T>
-int64_t FramedIm2ColScratchSize(const ConvGeometry& g);
+int64_t MaskedIm2ColScratchSize(const ConvGeometry& g);
 
 template <typename T>
-void FramedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
+void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch);
 
 }  // namespace math
