@@ -221,15 +221,22 @@ void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
 template <typename T>
 void ScatterPanel(const PackedConvShape& s, int64_t group, const T* acc,
                   const Segment* segs, int64_t nsegs, T* y) {
-  const int64_t rows = Kernel<T>::kRows, p = s.g.out_h * s.g.out_w;
+  constexpr int64_t rows = Kernel<T>::kRows;
+  const int64_t p = s.g.out_h * s.g.out_w;
   const int64_t mg = s.group_filters, m = mg * s.groups;
   for (int64_t i = 0; i < nsegs; ++i) {
     const Segment& sg = segs[i];
-    for (int64_t o = 0; o < mg; ++o) {
-      const T* src = acc + o * rows + sg.row;
-      std::copy(src, src + sg.len,
-                y + (sg.image * m + group * mg + o) * p + sg.pos);
+    T* dst = y + (sg.image * m + group * mg) * p + sg.pos;
+    const T* src = acc + sg.row;
+    // Whole panels (the common case) as fixed-length moves, not a library
+    // call per filter.
+    if (sg.len == rows) {
+      for (int64_t o = 0; o < mg; ++o)
+        for (int64_t k = 0; k < rows; ++k) dst[o * p + k] = src[o * rows + k];
+      continue;
     }
+    for (int64_t o = 0; o < mg; ++o)
+      std::copy(src + o * rows, src + o * rows + sg.len, dst + o * p);
   }
 }
 
