@@ -15,7 +15,7 @@ template <typename T>
 void SparseAdagradKernel(const ExecutionContext& ctx) {
   const double lr = ReadScalar(ctx, "LearningRate");
   const AdagradFunctor<T> f = AdagradFunctor<T>::Make(ctx);
-  MergedGrad<T> m;
+  MergedGrad<T>& m = ThreadMergedGrad<T>();
   MergeSparseGrad(ctx, &m);
   T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
   T* moment = UpdatedInPlace<T>(ctx, "Moment", "MomentOut");

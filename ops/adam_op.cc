@@ -112,7 +112,7 @@ void DenseAdam(const ExecutionContext& ctx, const AdamFunctor<T>& f) {
 
 template <typename T>
 void SparseAdam(const ExecutionContext& ctx, const AdamFunctor<T>& f) {
-  MergedGrad<T> m;
+  MergedGrad<T>& m = ThreadMergedGrad<T>();
   MergeSparseGrad(ctx, &m);
   FLUID_ENFORCE(ctx.Input("Moment1").numel() == ctx.Input("Param").numel() &&
                     ctx.Input("Moment2").numel() == ctx.Input("Param").numel(),

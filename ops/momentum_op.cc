@@ -50,7 +50,7 @@ void MomentumInferShape(InferShapeContext* ctx) {
 template <typename T>
 void SparseMomentumKernel(const ExecutionContext& ctx,
                           const MomentumFunctor<T>& f) {
-  MergedGrad<T> m;
+  MergedGrad<T>& m = ThreadMergedGrad<T>();
   MergeSparseGrad(ctx, &m);
   T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
   T* v = UpdatedInPlace<T>(ctx, "Velocity", "VelocityOut");

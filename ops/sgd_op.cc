@@ -44,7 +44,7 @@ void SgdInferShape(InferShapeContext* ctx) {
 
 template <typename T>
 void SparseSgdKernel(const ExecutionContext& ctx, T lr) {
-  MergedGrad<T> m;
+  MergedGrad<T>& m = ThreadMergedGrad<T>();
   MergeSparseGrad(ctx, &m);
   T* p = UpdatedInPlace<T>(ctx, "Param", "ParamOut");
   const SgdFunctor<T> f{lr};

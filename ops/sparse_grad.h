@@ -35,11 +35,24 @@ struct MergedGrad {
   int64_t height = 0;
 };
 
+// The calling thread's MergedGrad: reused from step to step, so its vectors
+// keep their capacity and a steady run allocates nothing.
+template <typename T>
+MergedGrad<T>& ThreadMergedGrad() {
+  thread_local MergedGrad<T> m;
+  return m;
+}
+
 // The sparse Grad, checked to stand for a tensor shaped like Param with
-// every row inside it.
+// every row inside it. The messages are built only when a check fails.
 inline const SelectedRows& CheckedSparseGrad(const ExecutionContext& ctx) {
   const SelectedRows& sr = ctx.InputVar("Grad")->Get<SelectedRows>();
   const Tensor& param = ctx.Input("Param");
+  const int64_t height = sr.height();
+  if (sr.dense_shape() == param.shape() &&
+      std::all_of(sr.rows().begin(), sr.rows().end(),
+                  [height](int64_t r) { return r >= 0 && r < height; }))
+    return sr;
   const std::string what =
       ctx.type() + ": Grad '" + ctx.InputName("Grad") + "'";
   FLUID_ENFORCE(sr.dense_shape() == param.shape(), what, " stands for shape ",

@@ -13,10 +13,10 @@ int64_t SelectedRows::row_width() const {
 }
 
 Shape SelectedRows::dense_shape() const {
-  std::vector<int64_t> dims = value_.shape().ToVector();
-  if (dims.empty()) dims.push_back(0);
+  Shape dims = value_.shape();
+  if (dims.rank() == 0) dims.push_back(0);
   dims[0] = height_;
-  return Shape(dims);
+  return dims;
 }
 
 void RowMerge::Build(const std::vector<int64_t>& rows) {
