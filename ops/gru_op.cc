@@ -25,9 +25,7 @@ GruArgs ReadGruArgs(const ExecutionContext& ctx) {
   a.acts.candidate = ParseRecurrentAct(ctx.type(), "activation",
                                        ctx.Attr<std::string>("activation"));
   a.origin_mode = ctx.Attr<bool>("origin_mode");
-  a.layout =
-      MakeBatchLayout(a.x->lod(), ctx.Attr<bool>("is_reverse"),
-                      ctx.type() + ": Input " + Quote(ctx.InputName("Input")));
+  a.layout = &ThreadBatchLayout(ctx, a.x->lod(), ctx.Attr<bool>("is_reverse"));
   return a;
 }
 

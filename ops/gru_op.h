@@ -207,7 +207,7 @@ struct GruArgs {
   int64_t width;
   GruActs acts;
   bool origin_mode;
-  BatchLayout layout;
+  const BatchLayout* layout;  // ThreadBatchLayout
   template <typename T>
   GruCell<T> Cell() const {
     return GruCell<T>{weight->data<T>(), width, acts, origin_mode};
@@ -218,7 +218,7 @@ GruArgs ReadGruArgs(const ExecutionContext& ctx);
 template <typename T, typename Device>
 void GruForward(const Device& dev) {
   const GruArgs a = ReadGruArgs(dev.ctx());
-  const BatchLayout& l = a.layout;
+  const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count;
   T* hidden = dev.template Out<T>("Hidden");
   T* gate = dev.template Out<T>("BatchGate");
@@ -248,7 +248,7 @@ template <typename T, typename Device>
 void GruBackward(const Device& dev) {
   const ExecutionContext& ctx = dev.ctx();
   const GruArgs a = ReadGruArgs(ctx);
-  const BatchLayout& l = a.layout;
+  const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count, total = l.total;
   T* dx = dev.template Out<T>(GradSlot("Input"));
   T* dw = dev.template Out<T>(GradSlot("Weight"));

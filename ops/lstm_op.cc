@@ -29,9 +29,7 @@ LstmArgs ReadLstmArgs(const ExecutionContext& ctx) {
   a.acts.candidate =
       ParseRecurrentAct(ctx.type(), "candidate_activation",
                         ctx.Attr<std::string>("candidate_activation"));
-  a.layout =
-      MakeBatchLayout(a.x->lod(), ctx.Attr<bool>("is_reverse"),
-                      ctx.type() + ": Input " + Quote(ctx.InputName("Input")));
+  a.layout = &ThreadBatchLayout(ctx, a.x->lod(), ctx.Attr<bool>("is_reverse"));
   return a;
 }
 

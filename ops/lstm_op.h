@@ -37,7 +37,7 @@ struct LstmArgs {
   int64_t width;     // D
   bool peepholes;
   LstmActs acts;
-  BatchLayout layout;
+  const BatchLayout* layout;  // ThreadBatchLayout
 };
 LstmArgs ReadLstmArgs(const ExecutionContext& ctx);
 
@@ -144,13 +144,13 @@ struct LstmBiasGrad {
 
 // Scratch (floats) of the forward driver.
 inline int64_t LstmForwardScratch(const LstmArgs& a) {
-  return (a.layout.total + 2 * a.layout.count) * a.width;
+  return (a.layout->total + 2 * a.layout->count) * a.width;
 }
 
 template <typename T, typename Device>
 void LstmForward(const Device& dev) {
   const LstmArgs a = ReadLstmArgs(dev.ctx());
-  const BatchLayout& l = a.layout;
+  const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count;
   T* hidden = dev.template Out<T>("Hidden");
   T* cell_out = dev.template Out<T>("Cell");
@@ -195,7 +195,7 @@ struct LstmGradBuffers {
 };
 
 inline int64_t LstmGradScratch(const LstmArgs& a) {
-  return (7 * a.layout.total + 4 * a.layout.count) * a.width;
+  return (7 * a.layout->total + 4 * a.layout->count) * a.width;
 }
 
 // Gathers what the steps read into batch order.
@@ -203,7 +203,7 @@ template <typename T, typename Device>
 LstmGradBuffers<T> LstmGradGather(const Device& dev, const LstmArgs& a,
                                   const RecurrentScratch<T>& s) {
   const ExecutionContext& ctx = dev.ctx();
-  const int64_t w = a.width, total = a.layout.total, n = a.layout.count;
+  const int64_t w = a.width, total = a.layout->total, n = a.layout->count;
   LstmGradBuffers<T> b;
   b.hb = s.data;
   b.dh = b.hb + total * w;
@@ -234,7 +234,7 @@ LstmGradBuffers<T> LstmGradGather(const Device& dev, const LstmArgs& a,
 template <typename T, typename Device>
 void LstmBackward(const Device& dev) {
   const LstmArgs a = ReadLstmArgs(dev.ctx());
-  const BatchLayout& l = a.layout;
+  const BatchLayout& l = *a.layout;
   const int64_t w = a.width;
   T* dx = dev.template Out<T>(GradSlot("Input"));
   T* dw = dev.template Out<T>(GradSlot("Weight"));

@@ -32,34 +32,39 @@ void CheckRecurrentState(InferShapeContext* ctx, const std::string& slot,
       "] (one row per sequence of the input, offsets ", LoDToString(lod), ")");
 }
 
-BatchLayout MakeBatchLayout(const LoD& lod, bool reverse,
-                            const std::string& what) {
-  BatchLayout l;
+const BatchLayout& ThreadBatchLayout(const ExecutionContext& ctx,
+                                     const LoD& lod, bool reverse) {
+  thread_local BatchLayout l;
   l.count = LoDCount(lod);
-  const std::vector<int64_t> len = LoDLengths(lod);
+  l.steps = 0;
+  l.total = 0;
+  auto len = [&lod](int64_t s) { return lod[s + 1] - lod[s]; };
   for (int64_t i = 0; i < l.count; ++i) {
-    FLUID_ENFORCE(len[i] > 0, what, " holds an empty sequence (sequence ", i,
-                  " of offsets ", LoDToString(lod),
-                  "): every sequence must have at least one row");
-    l.steps = std::max(l.steps, len[i]);
-    l.total += len[i];
+    FLUID_ENFORCE(
+        len(i) > 0, ctx.type(), ": Input ", Quote(ctx.InputName("Input")),
+        " holds an empty sequence (sequence ", i, " of offsets ",
+        LoDToString(lod), "): every sequence must have at least one row");
+    l.steps = std::max(l.steps, len(i));
+    l.total += len(i);
   }
-  std::vector<int64_t> order(l.count);
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&len](int64_t a, int64_t b) { return len[a] > len[b]; });
-  l.index.reserve(l.steps + 1 + l.count + l.total);
-  l.index.push_back(0);
+  // index = offsets (steps + 1) | order (count) | rows (total).
+  l.index.resize(l.steps + 1 + l.count + l.total);
+  int64_t* offsets = l.index.data();
+  int64_t* order = offsets + l.steps + 1;
+  int64_t* rows = order + l.count;
+  std::iota(order, order + l.count, int64_t{0});
+  std::stable_sort(order, order + l.count,
+                   [&len](int64_t a, int64_t b) { return len(a) > len(b); });
+  offsets[0] = 0;
+  int64_t running = l.count;
   for (int64_t t = 0; t < l.steps; ++t) {
-    int64_t running = 0;
-    while (running < l.count && len[order[running]] > t) ++running;
-    l.index.push_back(l.index.back() + running);
+    while (running > 0 && len(order[running - 1]) <= t) --running;
+    offsets[t + 1] = offsets[t] + running;
   }
-  l.index.insert(l.index.end(), order.begin(), order.end());
   for (int64_t t = 0; t < l.steps; ++t) {
     for (int64_t k = 0; k < l.Rows(t); ++k) {
       const int64_t s = order[k];
-      l.index.push_back(lod[s] + (reverse ? len[s] - 1 - t : t));
+      *rows++ = lod[s] + (reverse ? len(s) - 1 - t : t);
     }
   }
   return l;

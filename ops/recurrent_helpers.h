@@ -91,11 +91,13 @@ struct BatchLayout {
 void CheckRecurrentState(InferShapeContext* ctx, const std::string& slot,
                          int64_t width, const LoD& lod);
 
-// The layout of `lod` (checked by the op's shape inference). An empty
-// sequence is an error naming `what` (e.g. "lstm: Input 'x'") and the
-// sequence.
-BatchLayout MakeBatchLayout(const LoD& lod, bool reverse,
-                            const std::string& what);
+// The layout of the op's Input, whose offsets are `lod` (checked by the
+// op's shape inference), built in the calling thread's layout: its index
+// keeps its capacity, so a steady run allocates nothing. Valid until the
+// thread builds the next one. An empty sequence is an error naming the op,
+// its Input and the sequence.
+const BatchLayout& ThreadBatchLayout(const ExecutionContext& ctx,
+                                     const LoD& lod, bool reverse);
 
 // Scratch of a recurrent kernel: `data` (floats of the kernel's type) and
 // the batch layout's index, both valid until the kernel returns.
