@@ -132,11 +132,10 @@ ChunkPlan PlanChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
   return plan;
 }
 
-// out = the sum of `count` partials of `size` elements, in order.
+// out += the `count` partials of `size` elements, in order.
 template <typename T>
-void SumPartials(const T* partial, int64_t count, int64_t size, T* out) {
-  std::copy_n(partial, size, out);
-  for (int64_t c = 1; c < count; ++c) {
+void AddPartials(const T* partial, int64_t count, int64_t size, T* out) {
+  for (int64_t c = 0; c < count; ++c) {
     const T* src = partial + c * size;
     for (int64_t i = 0; i < size; ++i) out[i] += src[i];
   }
@@ -356,12 +355,13 @@ void UnfoldImages(const ConvGeometry& g, const T* x, int64_t image, int64_t nb,
 }
 
 // Gradients for `nb` consecutive images: dx [nb, C, H, W] (overwritten) and
-// dw [M, C / groups kh kw] (overwritten with this chunk's contribution);
-// either may be null. One group of channels at a time.
+// dw [M, C / groups kh kw] (this chunk's contribution added when
+// `accumulate`, else written); either may be null. One group of channels at
+// a time.
 template <typename T>
 void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
                    const T* w, const T* x, const T* dy, int64_t nb, T* dx,
-                   T* dw) {
+                   T* dw, bool accumulate) {
   const ConvGeometry& g = l.g;
   const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
   const int64_t ld = nb * p;
@@ -379,8 +379,8 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
         col = c;
       }
       // dW_g [mg, K] = dY_g [mg, nb P] * col [K, nb P]^T
-      math::Gemm<T>(gemm_dev, false, true, mg, k, ld, T(1), dytg, col, T(0),
-                    dw + gi * mg * k);
+      math::Gemm<T>(gemm_dev, false, true, mg, k, ld, T(1), dytg, col,
+                    accumulate ? T(1) : T(0), dw + gi * mg * k);
     }
     if (dx == nullptr) continue;
     if (direct) {
@@ -428,24 +428,37 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     return;
   }
   if (plan.chunks == 1) {
-    BackwardChunk(ctx.device(), l, wd, xd, dyd, n, dxd, dwd);
+    BackwardChunk(ctx.device(), l, wd, xd, dyd, n, dxd, dwd, false);
     return;
   }
-  // Each chunk writes its own dW partial; they are summed afterwards, so the
-  // result does not depend on which thread ran which chunk.
-  T* partial =
-      dwd ? ThreadScratch<T>(kScratchPartial, plan.chunks * m * k) : nullptr;
-  double cost = 4.0 * m * k * g.ColCols() * plan.per;
-  ParallelFor(ctx.device(), plan.chunks, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      int64_t i0 = c * plan.per;
-      int64_t nb = std::min(plan.per, n - i0);
-      BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
-                    dyd + i0 * out_size, nb, dxd ? dxd + i0 * in_size : nullptr,
-                    partial ? partial + c * m * k : nullptr);
+  // The chunks go in contiguous runs, a few per thread (for balance); a run
+  // adds its chunks' dW in order into its own partial (the first run
+  // straight into dW), and the partials are summed in order afterwards: the
+  // same bits whichever thread ran which run, for a given thread count.
+  const int threads = ctx.device().num_threads();
+  const int64_t runs =
+      threads > 1 ? std::min<int64_t>(plan.chunks, 4 * threads) : 1;
+  T* partial = dwd != nullptr && runs > 1
+                   ? ThreadScratch<T>(kScratchPartial, (runs - 1) * m * k)
+                   : nullptr;
+  double cost = 4.0 * m * k * g.ColCols() * plan.per * plan.chunks / runs;
+  ParallelFor(ctx.device(), runs, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      T* run_dw = dwd == nullptr ? nullptr
+                  : r == 0       ? dwd
+                                 : partial + (r - 1) * m * k;
+      for (int64_t c = r * plan.chunks / runs; c < (r + 1) * plan.chunks / runs;
+           ++c) {
+        int64_t i0 = c * plan.per;
+        int64_t nb = std::min(plan.per, n - i0);
+        BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
+                      dyd + i0 * out_size, nb,
+                      dxd ? dxd + i0 * in_size : nullptr, run_dw,
+                      c != r * plan.chunks / runs);
+      }
     }
   });
-  if (dwd != nullptr) SumPartials(partial, plan.chunks, m * k, dwd);
+  if (dwd != nullptr) AddPartials(partial, runs - 1, m * k, dwd);
 }
 
 }  // namespace
