@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "src/builder/models.h"
 #include "src/framework/device.h"
@@ -96,15 +97,20 @@ TEST(MpiCuda, ReduceScatterAndAllGatherOfDeviceTensors) {
     EXPECT_NEAR(g[i], want[i], 1e-12 * (1 + i)) << i;
 }
 
+// The built-in mlp trained by `optimizer` at learning rate 0.1.
+proto::TrainingJob MlpJob(const std::string& optimizer) {
+  ModelOptions mo;
+  mo.default_optimizer = false;
+  mo.optimizer.type = optimizer;
+  mo.optimizer.learning_rate = 0.1f;
+  return BuildModel("mlp", mo);
+}
+
 // N ranks on the GPU, B samples each, give the parameters of one CPU
 // process on N*B samples (SGD, 10 steps).
 TEST(MpiCuda, DataParallelOnGpuMatchesSingleProcess) {
   REQUIRE_GPU();
-  ModelOptions mo;
-  mo.default_optimizer = false;
-  mo.optimizer.type = "sgd";
-  mo.optimizer.learning_rate = 0.1f;
-  proto::TrainingJob job = BuildModel("mlp", mo);
+  proto::TrainingJob job = MlpJob("sgd");
   const int n = Comm()->size(), r = Comm()->rank();
   const int64_t per_rank = 16;
   const int steps = 10;
@@ -149,11 +155,7 @@ TEST(MpiCuda, DataParallelOnGpuMatchesSingleProcess) {
 // steps).
 TEST(MpiCuda, ShardedOverlappedGatherMatchesTheGatherWaitedInTheStep) {
   REQUIRE_GPU();
-  ModelOptions mo;
-  mo.default_optimizer = false;
-  mo.optimizer.type = "momentum";
-  mo.optimizer.learning_rate = 0.1f;
-  proto::TrainingJob job = BuildModel("mlp", mo);
+  proto::TrainingJob job = MlpJob("momentum");
   std::string param;
   for (const auto& v : job.main().blocks(0).vars())
     if (v.trainable() && param.empty()) param = v.name();
