@@ -6,7 +6,7 @@
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
 //       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2]
-//       [--sync-batch-norm 0|1]
+//       [--sync-batch-norm 0|1] [--overlap-gather 0|1]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -23,7 +23,7 @@ int Main(int argc, char** argv) {
   int threads = 1, steps = 100, warmup = 10;
   int64_t batch = 64;
   double bucket_mb = 4;
-  bool overlap = true, sync_bn = false;
+  bool overlap = true, sync_bn = false, overlap_gather = false;
   std::string allreduce = "flat", compression = "none", optimizer;
   int shard = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -52,6 +52,8 @@ int Main(int argc, char** argv) {
       shard = std::stoi(v);
     else if (k == "--sync-batch-norm")
       sync_bn = v != "0";
+    else if (k == "--overlap-gather")
+      overlap_gather = v != "0";
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -63,6 +65,7 @@ int Main(int argc, char** argv) {
   cfg.grad_compression = compression;
   cfg.shard_optimizer = shard;
   cfg.sync_batch_norm = sync_bn;
+  cfg.overlap_gather = overlap_gather;
   ModelOptions mo;
   if (!optimizer.empty()) {
     mo.default_optimizer = false;
@@ -80,10 +83,12 @@ int Main(int argc, char** argv) {
   FeedList feeds = {{"image", x}, {"label", y}};
   std::vector<Tensor> out;
   for (int i = 0; i < warmup; ++i) exe.Run(feeds, {"loss"}, &out);
+  exe.WaitParameterGathers();
   exe.communicator()->Barrier();
   const double wait0 = exe.communicator()->exposed_wait_seconds();
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) exe.Run(feeds, {"loss"}, &out);
+  exe.WaitParameterGathers();  // the last step's, with --overlap-gather
   exe.communicator()->Barrier();
   double s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -96,11 +101,12 @@ int Main(int argc, char** argv) {
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, "
         "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
         "\"grad_compression\": \"%s\", \"shard_optimizer\": %d, "
-        "\"sync_batch_norm\": %s, \"allreduce_wire_bytes\": %lld}\n",
+        "\"sync_batch_norm\": %s, \"overlap_gather\": %s, "
+        "\"allreduce_wire_bytes\": %lld}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
         steps, s, steps * batch * exe.world_size() / s, exposed / s,
         exe.topology().num_hosts(), compression.c_str(), shard,
-        sync_bn ? "true" : "false",
+        sync_bn ? "true" : "false", overlap_gather ? "true" : "false",
         static_cast<long long>(exe.communicator()->allreduce_wire_bytes()));
   return 0;
 }
