@@ -15,15 +15,6 @@ const std::string& Or(const std::string& given, const std::string& fallback) {
   return given.empty() ? fallback : given;
 }
 
-ParamAttr WithInit(const ParamAttr& attr, float value) {
-  ParamAttr a = attr;
-  if (!a.has_init) {
-    a.init = Initializer::Constant(value);
-    a.has_init = true;
-  }
-  return a;
-}
-
 // The number of normalised elements per row: the product of input's dims
 // from begin_norm_axis on, which must be known (it sizes the parameters).
 int64_t LayerNormCols(ProgramBuilder* b, const std::string& input, int axis) {
@@ -53,15 +44,17 @@ std::string LayerNorm(ProgramBuilder* b, const std::string& input,
       {"X", {input}}};
   if (o.scale) {
     in.push_back({"Scale",
-                  {b->CreateParameter(Or(o.scale_attr.name, layer + ".w_0"), c,
-                                      dtype, WithInit(o.scale_attr, 1.0f), fans,
-                                      "layer_norm", "param_attr")}});
+                  {b->CreateParameter(
+                      Or(o.scale_attr.name, layer + ".w_0"), c, dtype,
+                      o.scale_attr.WithDefaultInit(Initializer::Constant(1.0f)),
+                      fans, "layer_norm", "param_attr")}});
   }
   if (o.shift) {
     in.push_back({"Bias",
-                  {b->CreateParameter(Or(o.bias_attr.name, layer + ".b_0"), c,
-                                      dtype, WithInit(o.bias_attr, 0.0f), fans,
-                                      "layer_norm", "bias_attr")}});
+                  {b->CreateParameter(
+                      Or(o.bias_attr.name, layer + ".b_0"), c, dtype,
+                      o.bias_attr.WithDefaultInit(Initializer::Constant(0.0f)),
+                      fans, "layer_norm", "bias_attr")}});
   }
   const std::string y = b->CreateTmpVar(layer + ".tmp", dtype);
   const std::string mean = b->CreateTmpVar(layer + ".mean", dtype);

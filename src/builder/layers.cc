@@ -31,15 +31,6 @@ std::string ParamName(ProgramBuilder* b, const ParamAttr& attr,
   return attr.name.empty() ? layer + suffix : attr.name;
 }
 
-ParamAttr WithDefaultInit(const ParamAttr& attr, Initializer init) {
-  ParamAttr a = attr;
-  if (!a.has_init) {
-    a.init = init;
-    a.has_init = true;
-  }
-  return a;
-}
-
 }  // namespace
 
 std::string Data(ProgramBuilder* b, const std::string& name, const Shape& shape,
@@ -169,8 +160,7 @@ std::string FcProjection(ProgramBuilder* b, const std::string& layer,
   Shape w_shape{in_dim, size};
   std::string w = b->CreateParameter(
       w_name, w_shape, dtype,
-      WithDefaultInit(weight,
-                      Initializer::Of(Initializer::Kind::kTorchDefault)),
+      weight.WithDefaultInit(Initializer::Of(Initializer::Kind::kTorchDefault)),
       ComputeFans(w_shape, false), "fc", "param_attr");
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
   b->AppendOp(MakeOp("mul", {{"X", {input}}, {"Y", {w}}}, {{"Out", {out}}},
@@ -211,7 +201,7 @@ std::string Fc(ProgramBuilder* b, const std::vector<std::string>& inputs,
     float bound = static_cast<float>(1.0 / std::sqrt(double(fan_in)));
     std::string bname = b->CreateParameter(
         ParamName(b, bias, layer, ".b_0"), Shape{size}, dtype,
-        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)),
+        bias.WithDefaultInit(Initializer::Uniform(-bound, bound)),
         ComputeFans(Shape{fan_in, size}, false), "fc", "bias_attr");
     out = ElementwiseAdd(b, out, bname, num_flatten_dims);
   }
@@ -272,8 +262,7 @@ std::string Conv2d(ProgramBuilder* b, const std::string& input,
   Fans fans = ComputeFans(f_shape, true);
   std::string w = b->CreateParameter(
       ParamName(b, weight, layer, ".w_0"), f_shape, dtype,
-      WithDefaultInit(weight,
-                      Initializer::Of(Initializer::Kind::kTorchDefault)),
+      weight.WithDefaultInit(Initializer::Of(Initializer::Kind::kTorchDefault)),
       fans, "conv2d", "param_attr");
   std::string out = b->CreateTmpVar(layer + ".tmp", dtype);
   b->AppendOp(MakeOp(
@@ -286,7 +275,7 @@ std::string Conv2d(ProgramBuilder* b, const std::string& input,
     float bound = static_cast<float>(1.0 / std::sqrt(double(fans.in)));
     std::string bname = b->CreateParameter(
         ParamName(b, bias, layer, ".b_0"), Shape{num_filters}, dtype,
-        WithDefaultInit(bias, Initializer::Uniform(-bound, bound)), fans,
+        bias.WithDefaultInit(Initializer::Uniform(-bound, bound)), fans,
         "conv2d", "bias_attr");
     out = ElementwiseAdd(b, out, bname, 1);
   }

@@ -9,15 +9,6 @@ namespace layers {
 
 namespace {
 
-ParamAttr WithInit(const ParamAttr& attr, float value) {
-  ParamAttr a = attr;
-  if (!a.has_init) {
-    a.init = Initializer::Constant(value);
-    a.has_init = true;
-  }
-  return a;
-}
-
 const std::string& Or(const std::string& given, const std::string& fallback) {
   return given.empty() ? fallback : given;
 }
@@ -50,11 +41,12 @@ std::string BatchNorm(ProgramBuilder* b, const std::string& input,
   const std::string layer = b->UniqueName(Or(o.name, "batch_norm"));
   const Shape c{s[1]};
   const Fans fans = ComputeFans(c, false);
-  const std::string scale =
-      b->CreateParameter(Or(o.scale.name, layer + ".w_0"), c, dtype,
-                         WithInit(o.scale, 1.0f), fans);
+  const std::string scale = b->CreateParameter(
+      Or(o.scale.name, layer + ".w_0"), c, dtype,
+      o.scale.WithDefaultInit(Initializer::Constant(1.0f)), fans);
   const std::string bias = b->CreateParameter(
-      Or(o.bias.name, layer + ".b_0"), c, dtype, WithInit(o.bias, 0.0f), fans);
+      Or(o.bias.name, layer + ".b_0"), c, dtype,
+      o.bias.WithDefaultInit(Initializer::Constant(0.0f)), fans);
   const std::string mean = b->CreatePersistable(
       Or(o.moving_mean_name, layer + ".w_1"), c, dtype, 0.0f);
   const std::string var = b->CreatePersistable(

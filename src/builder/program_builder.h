@@ -34,6 +34,16 @@ struct ParamAttr {
 
   ParamAttr() = default;
   explicit ParamAttr(Initializer i) : init(i), has_init(true) {}
+
+  // This attr, initialised by `fallback` unless it names an initializer.
+  ParamAttr WithDefaultInit(Initializer fallback) const {
+    ParamAttr a = *this;
+    if (!a.has_init) {
+      a.init = fallback;
+      a.has_init = true;
+    }
+    return a;
+  }
 };
 
 class ProgramBuilder {

@@ -16,15 +16,6 @@ namespace layers {
 
 namespace {
 
-ParamAttr InitOr(const ParamAttr& attr, Initializer init) {
-  ParamAttr a = attr;
-  if (!a.has_init) {
-    a.init = init;
-    a.has_init = true;
-  }
-  return a;
-}
-
 void CheckGateActivation(const std::string& layer, const std::string& arg,
                          const std::string& act) {
   for (const char* known : {"sigmoid", "tanh", "relu", "identity"})
@@ -63,13 +54,13 @@ std::pair<std::string, std::string> RecurrentParams(
   const Shape w{d, gates * d};
   const std::string weight = b->CreateParameter(
       o.param.name.empty() ? layer + ".w_0" : o.param.name, w, dtype,
-      InitOr(o.param, Initializer::Uniform(-bound, bound)),
+      o.param.WithDefaultInit(Initializer::Uniform(-bound, bound)),
       ComputeFans(w, false), layer_type, "param_attr");
   if (!o.with_bias) return {weight, ""};
   const std::string bias = b->CreateParameter(
       o.bias.name.empty() ? layer + ".b_0" : o.bias.name, Shape{1, bias_width},
-      dtype, InitOr(o.bias, Initializer::Constant(0.0f)), ComputeFans(w, false),
-      layer_type, "bias_attr");
+      dtype, o.bias.WithDefaultInit(Initializer::Constant(0.0f)),
+      ComputeFans(w, false), layer_type, "bias_attr");
   return {weight, bias};
 }
 

@@ -125,15 +125,6 @@ std::string SequenceUnpad(ProgramBuilder* b, const std::string& x,
 
 namespace {
 
-ParamAttr DefaultInit(const ParamAttr& attr, Initializer init) {
-  ParamAttr a = attr;
-  if (!a.has_init) {
-    a.init = init;
-    a.has_init = true;
-  }
-  return a;
-}
-
 // The [filter_size * D, num_filters] filter of a sequence_conv layer.
 std::string SequenceConvFilter(ProgramBuilder* b, const std::string& layer,
                                const std::string& input, int64_t num_filters,
@@ -157,7 +148,8 @@ std::string SequenceConvFilter(ProgramBuilder* b, const std::string& layer,
   return b->CreateParameter(
       o.param.name.empty() ? layer + ".w_0" : o.param.name, w,
       DtypeOf(b, input),
-      DefaultInit(o.param, Initializer::Of(Initializer::Kind::kTorchDefault)),
+      o.param.WithDefaultInit(
+          Initializer::Of(Initializer::Kind::kTorchDefault)),
       ComputeFans(w, false), "sequence_conv", "param_attr");
 }
 
@@ -185,7 +177,7 @@ std::string SequenceConv(ProgramBuilder* b, const std::string& input,
     const float bound = static_cast<float>(1.0 / std::sqrt(double(fan_in)));
     const std::string bias = b->CreateParameter(
         o.bias.name.empty() ? layer + ".b_0" : o.bias.name, Shape{num_filters},
-        dtype, DefaultInit(o.bias, Initializer::Uniform(-bound, bound)),
+        dtype, o.bias.WithDefaultInit(Initializer::Uniform(-bound, bound)),
         ComputeFans(Shape{fan_in, num_filters}, false), "sequence_conv",
         "bias_attr");
     out = ElementwiseAdd(b, out, bias, 1);
