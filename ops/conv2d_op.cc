@@ -233,7 +233,7 @@ void PackedForward(const CPUDeviceContext& dev, const ConvLayout& l, const T* w,
   math::PackFilters(s, w, packed);
   const ChunkPlan plan = PlanPackedChunks(dev, l.g, n);
   const int64_t out_size = l.group_filters * l.groups * l.g.ColCols();
-  const int64_t scratch = math::PackedConvScratchSize<T>(s);
+  const int64_t scratch = math::PackedConvScratchSize<T>(s, plan.per);
   double cost = 2.0 * out_size * l.g.ColRows() * plan.per;
   ParallelFor(dev, plan.chunks, cost, [&](int64_t begin, int64_t end) {
     T* buffer = ThreadScratch<T>(kScratchCol, scratch);

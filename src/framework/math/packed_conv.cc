@@ -71,6 +71,44 @@ struct Segment {
   int64_t row, len, image, pos;
 };
 
+// The images of a call, staged with zeros around every plane, so that a
+// tap's run never needs a bounds check: the plane of channel c of image b
+// starts at lead + (b C + c) stride, and `gap` zeros follow it (and lead
+// the first), enough for the kernel's reach above and below the image.
+// `lead` and `tail` also cover a whole panel's reach past a plane, so that
+// a panel spanning two images reads both runs at full length.
+struct Staging {
+  int64_t gap, stride, lead, tail;
+};
+
+template <typename T>
+Staging StagingOf(const ConvGeometry& g) {
+  int64_t lo = 0, hi = 0;
+  for (int64_t i = 0; i < g.kernel_h; ++i)
+    for (int64_t j = 0; j < g.kernel_w; ++j) {
+      const int64_t shift =
+          (i * g.dilation_h - g.pad_h) * g.in_w + j * g.dilation_w - g.pad_w;
+      lo = std::min(lo, shift);
+      hi = std::max(hi, shift);
+    }
+  const int64_t size = g.in_h * g.in_w, p = g.out_h * g.out_w;
+  Staging st;
+  // Output positions [0, p) read [lo, p + hi) of a plane's run.
+  st.gap = std::max<int64_t>({0, -lo, p + hi - size});
+  st.stride = size + st.gap;
+  st.lead = st.gap + Kernel<T>::kRows;
+  st.tail = st.gap + Kernel<T>::kRows;
+  return st;
+}
+
+// Entries of the masks of one kernel column: one per output position and a
+// panel's worth past the last, so that a panel spanning two images reads
+// its masks as one run (a position's column is its index mod Wo in either
+// image).
+int64_t MaskStride(const ConvGeometry& g) {
+  return g.out_h * g.out_w + Kernel<float>::kRows;
+}
+
 // The scratch, carved.
 template <typename T>
 struct Scratch {
@@ -78,47 +116,67 @@ struct Scratch {
   T* acc;
   Tap* taps;
   int32_t* masks;
+  T* staged;
 };
 
 template <typename T>
 struct Sizes {
-  int64_t panel, acc, taps, masks;
+  int64_t panel, acc, taps, masks, staged;
 };
 
 template <typename T>
-Sizes<T> ScratchSizes(const PackedConvShape& s) {
+Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
   const int64_t rows = Kernel<T>::kRows;
+  const Staging st = StagingOf<T>(s.g);
   Sizes<T> z;
   z.panel = Aligned<T>(rows * DepthBlock(Depth(s)));
   z.acc = Aligned<T>(rows * s.group_filters);
   z.taps =
       Aligned<T>(CeilDiv(Depth(s) * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
   z.masks = Aligned<T>(
-      CeilDiv(s.g.kernel_w * s.g.ColCols() * int64_t(sizeof(int32_t)),
+      CeilDiv(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(int32_t)),
               int64_t(sizeof(T))));
+  z.staged = Aligned<T>(st.lead + st.tail +
+                        max_images * s.groups * s.g.channels * st.stride);
   return z;
 }
 
 template <typename T>
-Scratch<T> Carve(const PackedConvShape& s, T* base) {
-  const Sizes<T> z = ScratchSizes<T>(s);
+Scratch<T> Carve(const PackedConvShape& s, int64_t max_images, T* base) {
+  const Sizes<T> z = ScratchSizes<T>(s, max_images);
   Scratch<T> c;
   c.panel = base;
   c.acc = c.panel + z.panel;
   c.taps = reinterpret_cast<Tap*>(c.acc + z.acc);
   c.masks = reinterpret_cast<int32_t*>(c.acc + z.acc + z.taps);
+  c.staged = c.acc + z.acc + z.taps + z.masks;
   return c;
 }
 
-void MakeTaps(const ConvGeometry& g, Tap* taps) {
+// Taps of one group's channels; `channel` is the offset of the channel's
+// staged plane from the group's first.
+void MakeTaps(const ConvGeometry& g, int64_t stride, Tap* taps) {
   int64_t k = 0;
   for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t i = 0; i < g.kernel_h; ++i)
       for (int64_t j = 0; j < g.kernel_w; ++j, ++k) {
         const int64_t shift =
             (i * g.dilation_h - g.pad_h) * g.in_w + j * g.dilation_w - g.pad_w;
-        taps[k] = {c * g.in_h * g.in_w, shift, j};
+        taps[k] = {c * stride, shift, j};
       }
+}
+
+// The staged copy of `nb` images x [nb, channels, H, W] (Staging).
+template <typename T>
+void StageImages(const Staging& st, int64_t size, int64_t channels, const T* x,
+                 int64_t nb, T* staged) {
+  std::fill(staged, staged + st.lead, T(0));
+  T* plane = staged + st.lead;
+  for (int64_t c = 0; c < nb * channels; ++c, plane += st.stride) {
+    std::copy_n(x + c * size, size, plane);
+    std::fill(plane + size, plane + st.stride, T(0));
+  }
+  std::fill(plane, plane + st.tail, T(0));
 }
 
 // The segments of the panel starting at row r0 of `total`; returns their
@@ -137,20 +195,19 @@ int64_t PanelSegments(const ConvGeometry& g, int64_t rows, int64_t r0,
   return n;
 }
 
-// masks[j Ho Wo + p] = whether kernel column j sees the image (not the
-// padding) at output position p.
+// masks[j MaskStride + q] = whether kernel column j sees the image (not the
+// padding) at output position q (q mod Wo's column, also past the last).
 void MakeMasks(const ConvGeometry& g, int32_t* masks) {
-  const int64_t p = g.out_h * g.out_w;
+  const int64_t ms = MaskStride(g);
   for (int64_t j = 0; j < g.kernel_w; ++j) {
     const int64_t off = j * g.dilation_w - g.pad_w;
     // Output columns [lo, hi) see the image.
     const int64_t lo = std::clamp<int64_t>(-off, 0, g.out_w);
     const int64_t hi = std::clamp<int64_t>(g.in_w - off, lo, g.out_w);
-    for (int64_t oh = 0; oh < g.out_h; ++oh) {
-      int32_t* m = masks + j * p + oh * g.out_w;
-      std::fill(m, m + lo, 0);
-      std::fill(m + lo, m + hi, 1);
-      std::fill(m + hi, m + g.out_w, 0);
+    int32_t* m = masks + j * ms;
+    for (int64_t q = 0, col = 0; q < ms; ++q) {
+      m[q] = col >= lo && col < hi;
+      if (++col == g.out_w) col = 0;
     }
   }
 }
@@ -164,42 +221,50 @@ inline void MaskedRun(const T* src, const int32_t* m, N n, T* dst) {
   }
 }
 
-// dst[i] for i < n = column row `t` at positions [pos, pos + n) of the
-// image whose channel-0 plane starts at `im` (planes of `size`): where the
-// whole run lies inside the plane (all but the first and last rows of a
-// sweep), one masked copy; else each entry also checked against the plane.
+// dst[i] = (i < split ? a[i] : b[i]) where m[i], else 0, for i < n.
 template <typename T, typename N>
-inline void TapRun(const T* im, int64_t size, const Tap& t, int64_t pos,
-                   const int32_t* m, N n, T* dst) {
-  const T* plane = im + t.channel;
-  const int64_t from = pos + t.shift;
-  if (from >= 0 && from + int64_t(n) <= size) {
-    MaskedRun(plane + from, m, n, dst);
-    return;
-  }
+inline void MaskedSplitRun(const T* a, const T* b, int64_t split,
+                           const int32_t* m, N n, T* dst) {
   for (int64_t i = 0; i < int64_t(n); ++i) {
-    const int64_t at = from + i;
-    dst[i] = m[i] && at >= 0 && at < size ? plane[at] : T(0);
+    const T v = i < split ? a[i] : b[i];
+    dst[i] = m[i] ? v : T(0);
   }
 }
 
 // panel [kc][rows] = column rows k0 ... k0 + kc at the panel's positions,
-// read from the images `x` (`image_stride` apart, planes of `size`).
+// read from the staged images (`image_stride` apart; `group` is the offset
+// of the group's first plane).
 template <typename T>
 void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
                const Segment* segs, int64_t nsegs, const int32_t* masks,
-               const T* x, int64_t image_stride, T* panel) {
+               const T* group, int64_t image_stride, T* panel) {
   constexpr int64_t rows = Kernel<T>::kRows;
-  const int64_t p = g.out_h * g.out_w, size = g.in_h * g.in_w;
+  constexpr std::integral_constant<int64_t, rows> kFull;
+  const int64_t ms = MaskStride(g);
   if (nsegs == 1 && segs[0].len == rows) {
     // The common case, a panel inside one image: fixed-length runs that
     // compile to a few vector moves.
-    const T* im = x + segs[0].image * image_stride;
+    const T* im = group + segs[0].image * image_stride + segs[0].pos;
     const int32_t* mbase = masks + segs[0].pos;
     for (int64_t kk = 0; kk < kc; ++kk) {
       const Tap& t = taps[k0 + kk];
-      TapRun(im, size, t, segs[0].pos, mbase + t.column * p,
-             std::integral_constant<int64_t, rows>(), panel + kk * rows);
+      MaskedRun(im + t.channel + t.shift, mbase + t.column * ms, kFull,
+                panel + kk * rows);
+    }
+    return;
+  }
+  if (nsegs == 2 && segs[0].len + segs[1].len == rows) {
+    // A panel spanning two images: both runs at full length, each entry
+    // taken from its image.
+    const int64_t split = segs[0].len;
+    const T* a = group + segs[0].image * image_stride + segs[0].pos;
+    const T* b = group + segs[1].image * image_stride - split;
+    const int32_t* mbase = masks + segs[0].pos;
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const Tap& t = taps[k0 + kk];
+      const int64_t at = t.channel + t.shift;
+      MaskedSplitRun(a + at, b + at, split, mbase + t.column * ms, kFull,
+                     panel + kk * rows);
     }
     return;
   }
@@ -209,8 +274,8 @@ void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
     int64_t filled = 0;
     for (int64_t s = 0; s < nsegs; ++s) {
       const Segment& sg = segs[s];
-      TapRun(x + sg.image * image_stride, size, t, sg.pos,
-             masks + t.column * p + sg.pos, sg.len, dst + sg.row);
+      MaskedRun(group + sg.image * image_stride + sg.pos + t.channel + t.shift,
+                masks + t.column * ms + sg.pos, sg.len, dst + sg.row);
       filled = sg.row + sg.len;
     }
     for (int64_t i = filled; i < rows; ++i) dst[i] = T(0);
@@ -271,9 +336,9 @@ void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
 }
 
 template <typename T>
-int64_t PackedConvScratchSize(const PackedConvShape& s) {
-  const Sizes<T> z = ScratchSizes<T>(s);
-  return z.panel + z.acc + z.taps + z.masks;
+int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t max_images) {
+  const Sizes<T> z = ScratchSizes<T>(s, max_images);
+  return z.panel + z.acc + z.taps + z.masks + z.staged;
 }
 
 template <typename T>
@@ -282,10 +347,12 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   const ConvGeometry& g = s.g;
   const int64_t rows = Kernel<T>::kRows, mg = s.group_filters;
   const int64_t depth = Depth(s), kc = DepthBlock(depth);
-  const int64_t size = g.in_h * g.in_w, image = s.groups * g.channels * size;
-  Scratch<T> sc = Carve(s, scratch);
-  MakeTaps(g, sc.taps);
+  const Staging st = StagingOf<T>(g);
+  const int64_t image = s.groups * g.channels * st.stride;
+  Scratch<T> sc = Carve(s, nb, scratch);
+  MakeTaps(g, st.stride, sc.taps);
   MakeMasks(g, sc.masks);
+  StageImages(st, g.in_h * g.in_w, s.groups * g.channels, x, nb, sc.staged);
   const int64_t total = nb * g.out_h * g.out_w;
   Segment segs[Kernel<T>::kRows + 1];
   typename Kernel<T>::Gebp gebp;
@@ -293,7 +360,7 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
     const int64_t nsegs = PanelSegments(g, rows, r0, total, segs);
     const T* pg = packed;
     for (int64_t gi = 0; gi < s.groups; ++gi) {
-      const T* xg = x + gi * g.channels * size;
+      const T* xg = sc.staged + st.lead + gi * g.channels * st.stride;
       std::fill(sc.acc, sc.acc + rows * mg, T(0));
       for (int64_t k0 = 0; k0 < depth; k0 += kc) {
         const int64_t kb = std::min(kc, depth - k0);
@@ -310,14 +377,15 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 
 template <typename T>
 int64_t MaskedIm2ColScratchSize(const ConvGeometry& g) {
-  return Aligned<T>(CeilDiv(g.kernel_w * g.ColCols() * int64_t(sizeof(int32_t)),
-                            int64_t(sizeof(T))));
+  return Aligned<T>(
+      CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(int32_t)),
+              int64_t(sizeof(T))));
 }
 
 template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
-  const int64_t p = g.ColCols(), size = g.in_h * g.in_w;
+  const int64_t p = g.ColCols(), size = g.in_h * g.in_w, ms = MaskStride(g);
   int32_t* masks = reinterpret_cast<int32_t*>(scratch);
   MakeMasks(g, masks);
   for (int64_t b = 0; b < nb; ++b) {
@@ -332,20 +400,20 @@ void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
           const int64_t lo = std::clamp<int64_t>(-shift, 0, p);
           const int64_t hi = std::clamp<int64_t>(size - shift, lo, p);
           std::fill(row, row + lo, T(0));
-          MaskedRun(x + c * size + lo + shift, masks + j * p + lo, hi - lo,
+          MaskedRun(x + c * size + lo + shift, masks + j * ms + lo, hi - lo,
                     row + lo);
           std::fill(row + hi, row + p, T(0));
         }
   }
 }
 
-#define FLUID_PACKED_CONV(T)                                            \
-  template void PackFilters<T>(const PackedConvShape&, const T*, T*);   \
-  template int64_t PackedConvScratchSize<T>(const PackedConvShape&);    \
-  template void PackedConvImages<T>(const PackedConvShape&, const T*,   \
-                                    const T*, int64_t, T*, T*);         \
-  template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&);     \
-  template void MaskedIm2Col<T>(const ConvGeometry&, const T*, int64_t, \
+#define FLUID_PACKED_CONV(T)                                                  \
+  template void PackFilters<T>(const PackedConvShape&, const T*, T*);         \
+  template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
+  template void PackedConvImages<T>(const PackedConvShape&, const T*,         \
+                                    const T*, int64_t, T*, T*);               \
+  template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&);           \
+  template void MaskedIm2Col<T>(const ConvGeometry&, const T*, int64_t,       \
                                 int64_t, int64_t, T*, T*);
 FLUID_PACKED_CONV(float)
 FLUID_PACKED_CONV(double)

@@ -9,13 +9,14 @@
 // column row at consecutive output positions are one contiguous run of the
 // image, shifted by the kernel tap's offset. So a panel (mr consecutive
 // output positions by a block of column rows) is filled by one short copy
-// per column row, straight from the images; the entries whose tap falls off
-// the left or right edge are masked to zero, and the few runs that start
-// above or end below the image are checked entry by entry. The product of a
-// panel and the filters goes to a small accumulator and from there to the
-// outputs, so one panel may span two images and every image of a chunk is
-// written in place, with no column matrix, no repacking and no copy of a wide
-// GEMM result.
+// per column row from the images; the entries whose tap falls off the left
+// or right edge are masked to zero. The images of a call are first staged
+// with zeros around every plane, so that runs reaching above or below an
+// image read zeros and no run is checked entry by entry; a panel spanning
+// two images takes each entry of two full-length runs from its own image.
+// The product of a panel and the filters goes to a small accumulator and
+// from there to the outputs, so every image of a chunk is written in place,
+// with no column matrix, no repacking and no copy of a wide GEMM result.
 //
 // The rows of a panel are the output positions of `nb` images in order
 // (image b's position p is row b Ho Wo + p), so small images still fill the
@@ -49,14 +50,15 @@ int64_t PackedFilterSize(const PackedConvShape& s);
 template <typename T>
 void PackFilters(const PackedConvShape& s, const T* w, T* packed);
 
-// Scratch elements a PackedConvImages call needs (one panel, its
-// accumulator, the taps and masks); the buffer must be 64-byte aligned.
+// Scratch elements a PackedConvImages call of up to `max_images` images
+// needs (one panel, its accumulator, the taps and masks, and the images
+// staged with zeros around each plane); the buffer must be 64-byte aligned.
 template <typename T>
-int64_t PackedConvScratchSize(const PackedConvShape& s);
+int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t max_images);
 
 // y [nb, groups group_filters, Ho, Wo] = the convolution of x [nb, groups C,
 // H, W] by the filters `packed` (PackFilters). Serial; `scratch` holds
-// PackedConvScratchSize(s) elements.
+// PackedConvScratchSize(s, nb) elements.
 template <typename T>
 void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
                       int64_t nb, T* scratch, T* y);
