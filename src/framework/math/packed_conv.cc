@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "src/framework/math/int_math.h"
@@ -109,13 +110,18 @@ int64_t MaskStride(const ConvGeometry& g) {
   return g.out_h * g.out_w + Kernel<float>::kRows;
 }
 
+// A mask entry: all bits set where the tap sees the image, none where it
+// sees the padding; an entry is the image's bits and-ed with its mask.
+template <typename T>
+using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
 // The scratch, carved.
 template <typename T>
 struct Scratch {
   T* panel;
   T* acc;
   Tap* taps;
-  int32_t* masks;
+  Bits<T>* masks;
   T* staged;
 };
 
@@ -134,7 +140,7 @@ Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
   z.taps =
       Aligned<T>(CeilDiv(Depth(s) * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
   z.masks = Aligned<T>(
-      CeilDiv(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(int32_t)),
+      CeilDiv(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(Bits<T>)),
               int64_t(sizeof(T))));
   z.staged = Aligned<T>(st.lead + st.tail +
                         max_images * s.groups * s.g.channels * st.stride);
@@ -148,7 +154,7 @@ Scratch<T> Carve(const PackedConvShape& s, int64_t max_images, T* base) {
   c.panel = base;
   c.acc = c.panel + z.panel;
   c.taps = reinterpret_cast<Tap*>(c.acc + z.acc);
-  c.masks = reinterpret_cast<int32_t*>(c.acc + z.acc + z.taps);
+  c.masks = reinterpret_cast<Bits<T>*>(c.acc + z.acc + z.taps);
   c.staged = c.acc + z.acc + z.taps + z.masks;
   return c;
 }
@@ -197,37 +203,46 @@ int64_t PanelSegments(const ConvGeometry& g, int64_t rows, int64_t r0,
 
 // masks[j MaskStride + q] = whether kernel column j sees the image (not the
 // padding) at output position q (q mod Wo's column, also past the last).
-void MakeMasks(const ConvGeometry& g, int32_t* masks) {
+template <typename T>
+void MakeMasks(const ConvGeometry& g, Bits<T>* masks) {
   const int64_t ms = MaskStride(g);
   for (int64_t j = 0; j < g.kernel_w; ++j) {
     const int64_t off = j * g.dilation_w - g.pad_w;
     // Output columns [lo, hi) see the image.
     const int64_t lo = std::clamp<int64_t>(-off, 0, g.out_w);
     const int64_t hi = std::clamp<int64_t>(g.in_w - off, lo, g.out_w);
-    int32_t* m = masks + j * ms;
-    for (int64_t q = 0, col = 0; q < ms; ++q) {
-      m[q] = col >= lo && col < hi;
-      if (++col == g.out_w) col = 0;
-    }
+    Bits<T>* m = masks + j * ms;
+    // One row, then the rows so far copied after themselves.
+    const int64_t row = std::min(g.out_w, ms);
+    std::fill(m, m + lo, Bits<T>(0));
+    std::fill(m + lo, m + hi, ~Bits<T>(0));
+    std::fill(m + hi, m + row, Bits<T>(0));
+    for (int64_t done = row; done < ms; done *= 2)
+      std::copy_n(m, std::min(done, ms - done), m + done);
   }
 }
 
-// dst[i] = src[i] where m[i], else 0, for i < n.
+// dst[i] = src[i] where m[i] is set, else 0, for i < n.
 template <typename T, typename N>
-inline void MaskedRun(const T* src, const int32_t* m, N n, T* dst) {
+inline void MaskedRun(const T* src, const Bits<T>* m, N n, T* dst) {
   for (int64_t i = 0; i < int64_t(n); ++i) {
-    const T v = src[i];
-    dst[i] = m[i] ? v : T(0);
+    Bits<T> v;
+    std::memcpy(&v, src + i, sizeof(v));
+    v &= m[i];
+    std::memcpy(dst + i, &v, sizeof(v));
   }
 }
 
-// dst[i] = (i < split ? a[i] : b[i]) where m[i], else 0, for i < n.
+// dst[i] = (i < split ? a[i] : b[i]) where m[i] is set, else 0, for i < n.
 template <typename T, typename N>
 inline void MaskedSplitRun(const T* a, const T* b, int64_t split,
-                           const int32_t* m, N n, T* dst) {
+                           const Bits<T>* m, N n, T* dst) {
   for (int64_t i = 0; i < int64_t(n); ++i) {
-    const T v = i < split ? a[i] : b[i];
-    dst[i] = m[i] ? v : T(0);
+    Bits<T> va, vb;
+    std::memcpy(&va, a + i, sizeof(va));
+    std::memcpy(&vb, b + i, sizeof(vb));
+    const Bits<T> v = (i < split ? va : vb) & m[i];
+    std::memcpy(dst + i, &v, sizeof(v));
   }
 }
 
@@ -236,7 +251,7 @@ inline void MaskedSplitRun(const T* a, const T* b, int64_t split,
 // of the group's first plane).
 template <typename T>
 void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
-               const Segment* segs, int64_t nsegs, const int32_t* masks,
+               const Segment* segs, int64_t nsegs, const Bits<T>* masks,
                const T* group, int64_t image_stride, T* panel) {
   constexpr int64_t rows = Kernel<T>::kRows;
   constexpr std::integral_constant<int64_t, rows> kFull;
@@ -245,7 +260,7 @@ void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
     // The common case, a panel inside one image: fixed-length runs that
     // compile to a few vector moves.
     const T* im = group + segs[0].image * image_stride + segs[0].pos;
-    const int32_t* mbase = masks + segs[0].pos;
+    const Bits<T>* mbase = masks + segs[0].pos;
     for (int64_t kk = 0; kk < kc; ++kk) {
       const Tap& t = taps[k0 + kk];
       MaskedRun(im + t.channel + t.shift, mbase + t.column * ms, kFull,
@@ -259,7 +274,7 @@ void PackPanel(const ConvGeometry& g, const Tap* taps, int64_t k0, int64_t kc,
     const int64_t split = segs[0].len;
     const T* a = group + segs[0].image * image_stride + segs[0].pos;
     const T* b = group + segs[1].image * image_stride - split;
-    const int32_t* mbase = masks + segs[0].pos;
+    const Bits<T>* mbase = masks + segs[0].pos;
     for (int64_t kk = 0; kk < kc; ++kk) {
       const Tap& t = taps[k0 + kk];
       const int64_t at = t.channel + t.shift;
@@ -351,7 +366,7 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   const int64_t image = s.groups * g.channels * st.stride;
   Scratch<T> sc = Carve(s, nb, scratch);
   MakeTaps(g, st.stride, sc.taps);
-  MakeMasks(g, sc.masks);
+  MakeMasks<T>(g, sc.masks);
   StageImages(st, g.in_h * g.in_w, s.groups * g.channels, x, nb, sc.staged);
   const int64_t total = nb * g.out_h * g.out_w;
   Segment segs[Kernel<T>::kRows + 1];
@@ -378,7 +393,7 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 template <typename T>
 int64_t MaskedIm2ColScratchSize(const ConvGeometry& g) {
   return Aligned<T>(
-      CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(int32_t)),
+      CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
               int64_t(sizeof(T))));
 }
 
@@ -386,8 +401,8 @@ template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
   const int64_t p = g.ColCols(), size = g.in_h * g.in_w, ms = MaskStride(g);
-  int32_t* masks = reinterpret_cast<int32_t*>(scratch);
-  MakeMasks(g, masks);
+  Bits<T>* masks = reinterpret_cast<Bits<T>*>(scratch);
+  MakeMasks<T>(g, masks);
   for (int64_t b = 0; b < nb; ++b) {
     const T* x = im + b * image_stride;
     T* row = col + b * p;
