@@ -345,8 +345,8 @@ template <typename T>
 void UnfoldImages(const ConvGeometry& g, const T* x, int64_t image, int64_t nb,
                   int64_t ld, T* col) {
   if (math::PackedConvApplies(g)) {
-    T* scratch =
-        ThreadScratch<T>(kScratchMasks, math::MaskedIm2ColScratchSize<T>(g));
+    T* scratch = ThreadScratch<T>(kScratchMasks,
+                                  math::MaskedIm2ColScratchSize<T>(g, nb));
     math::MaskedIm2Col(g, x, image, nb, ld, col, scratch);
     return;
   }

@@ -255,7 +255,10 @@ TEST(Conv2dOp, GroupedGradient) {
 // convolution of dY by the turned filters. The cases cover images smaller
 // than a kernel panel (one panel spans several images), panels running past
 // the batch, column rows in more than one depth block (C kh kw or M kh kw
-// above 192), asymmetric, unpadded and dilated kernels, and groups.
+// above 192), asymmetric, unpadded and dilated kernels, and groups. Strided
+// sweeps take it over the image's phases (the forward pass and the filter
+// gradient's column matrix): stride 2 and 3, odd sizes (the last phase row
+// and column short), a 1x1 kernel (one phase), dilation and groups.
 std::vector<ConvCase> PackedCases() {
   return {
       {5, 3, 3, 3, 4, 3, 3, 1, 1, 1, 1},           // 9 positions an image
@@ -270,6 +273,13 @@ std::vector<ConvCase> PackedCases() {
       {2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4},  // depthwise
       {3, 5, 4, 4, 6, 1, 1, 1, 1, 0, 0},           // 1x1
       {3, 2, 28, 28, 4, 3, 3, 1, 1, 1, 1},         // 17 panels an image
+      {2, 3, 28, 28, 4, 3, 3, 2, 2, 1, 1},         // resnet's /2
+      {4, 3, 7, 7, 3, 3, 3, 2, 2, 1, 1},           // 7 -> 4
+      {3, 4, 9, 8, 5, 1, 1, 2, 2, 0, 0},           // 1x1 /2
+      {2, 2, 9, 9, 3, 3, 3, 3, 3, 1, 1},           // stride 3
+      {2, 2, 8, 9, 3, 3, 3, 2, 1, 1, 1},           // stride 2 x 1
+      {2, 2, 10, 10, 3, 3, 3, 2, 2, 2, 2, 2, 2},   // /2, dilation 2
+      {3, 4, 8, 8, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2},  // /2, groups
   };
 }
 

@@ -72,34 +72,82 @@ struct Segment {
   int64_t row, len, image, pos;
 };
 
-// The images of a call, staged with zeros around every plane, so that a
-// tap's run never needs a bounds check: the plane of channel c of image b
-// starts at lead + (b C + c) stride, and `gap` zeros follow it (and lead
-// the first), enough for the kernel's reach above and below the image.
-// `lead` and `tail` also cover a whole panel's reach past a plane, so that
-// a panel spanning two images reads both runs at full length.
+// Phases of a strided sweep: with stride s, output column ow of tap
+// offset r (= j dilation - pad) reads image column s ow + r = s (ow + cs) +
+// pw, where pw = r mod s and cs = floor(r / s). So the image split into its
+// s_h s_w phases (rows ph, ph + s_h, ...; columns pw, pw + s_w, ...) turns
+// the sweep into a unit-stride one: tap (i, j) reads phase (ph, pw) at
+// (oh + rs, ow + cs), a run contiguous along the output positions when the
+// phase planes are Wo wide. A unit-stride sweep has one phase.
+constexpr int64_t kMaxPhases = 16;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// A kernel offset `r` along an axis of stride `s`: its phase and its shift
+// in phase coordinates.
+struct AxisTap {
+  int64_t phase, shift;
+};
+
+AxisTap AxisTapOf(int64_t r, int64_t s) {
+  const int64_t shift = FloorDiv(r, s);
+  return {r - shift * s, shift};
+}
+
+// The images of a call, staged as phase planes with zeros around every
+// plane, so that a tap's run never needs a bounds check: plane `q` (of
+// channel c, used phase u of image b: q = (b C + c) phases + u) starts at
+// lead + q stride and holds the phase's hp rows of wp = Wo entries (zeros
+// past the image), and `gap` zeros follow it (and lead the first), enough
+// for the kernel's reach above and below. `lead` and `tail` also cover a
+// whole panel's reach past a plane, so that a panel spanning two images
+// reads both runs at full length. Only the phases some tap reads are staged.
 struct Staging {
-  int64_t gap, stride, lead, tail;
+  int64_t hp = 0, wp = 0, phases = 0;
+  int64_t gap = 0, stride = 0, lead = 0, tail = 0;
+  // phase_index[ph s_w + pw] = the plane of phase (ph, pw) among a
+  // channel's, or -1 where no tap reads it.
+  int64_t phase_index[kMaxPhases];
+  // phase_of[u] = ph s_w + pw of used phase u.
+  int64_t phase_of[kMaxPhases];
 };
 
 template <typename T>
 Staging StagingOf(const ConvGeometry& g) {
+  Staging st;
+  st.hp = CeilDiv(g.in_h, g.stride_h);
+  st.wp = g.out_w;
+  bool used[kMaxPhases] = {};
   int64_t lo = 0, hi = 0;
   for (int64_t i = 0; i < g.kernel_h; ++i)
     for (int64_t j = 0; j < g.kernel_w; ++j) {
-      const int64_t shift =
-          (i * g.dilation_h - g.pad_h) * g.in_w + j * g.dilation_w - g.pad_w;
+      const AxisTap r = AxisTapOf(i * g.dilation_h - g.pad_h, g.stride_h);
+      const AxisTap c = AxisTapOf(j * g.dilation_w - g.pad_w, g.stride_w);
+      used[r.phase * g.stride_w + c.phase] = true;
+      const int64_t shift = r.shift * st.wp + c.shift;
       lo = std::min(lo, shift);
       hi = std::max(hi, shift);
     }
-  const int64_t size = g.in_h * g.in_w, p = g.out_h * g.out_w;
-  Staging st;
+  for (int64_t q = 0; q < kMaxPhases; ++q) {
+    st.phase_index[q] = used[q] ? st.phases : -1;
+    if (used[q]) st.phase_of[st.phases++] = q;
+  }
+  const int64_t plane = st.hp * st.wp, p = g.out_h * g.out_w;
   // Output positions [0, p) read [lo, p + hi) of a plane's run.
-  st.gap = std::max<int64_t>({0, -lo, p + hi - size});
-  st.stride = size + st.gap;
+  st.gap = std::max<int64_t>({0, -lo, p + hi - plane});
+  st.stride = plane + st.gap;
   st.lead = st.gap + Kernel<T>::kRows;
   st.tail = st.gap + Kernel<T>::kRows;
   return st;
+}
+
+// Elements the staged copy of `nb` images of `channels` channels takes.
+template <typename T>
+int64_t StagedSize(const ConvGeometry& g, int64_t channels, int64_t nb) {
+  const Staging st = StagingOf<T>(g);
+  return st.lead + st.tail + nb * channels * st.phases * st.stride;
 }
 
 // Entries of the masks of one kernel column: one per output position and a
@@ -133,7 +181,6 @@ struct Sizes {
 template <typename T>
 Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
   const int64_t rows = Kernel<T>::kRows;
-  const Staging st = StagingOf<T>(s.g);
   Sizes<T> z;
   z.panel = Aligned<T>(rows * DepthBlock(Depth(s)));
   z.acc = Aligned<T>(rows * s.group_filters);
@@ -142,8 +189,8 @@ Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
   z.masks = Aligned<T>(
       CeilDiv(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(Bits<T>)),
               int64_t(sizeof(T))));
-  z.staged = Aligned<T>(st.lead + st.tail +
-                        max_images * s.groups * s.g.channels * st.stride);
+  z.staged =
+      Aligned<T>(StagedSize<T>(s.g, s.groups * s.g.channels, max_images));
   return z;
 }
 
@@ -159,30 +206,59 @@ Scratch<T> Carve(const PackedConvShape& s, int64_t max_images, T* base) {
   return c;
 }
 
-// Taps of one group's channels; `channel` is the offset of the channel's
+// Taps of one group's channels; `channel` is the offset of the tap's
 // staged plane from the group's first.
-void MakeTaps(const ConvGeometry& g, int64_t stride, Tap* taps) {
+void MakeTaps(const ConvGeometry& g, const Staging& st, Tap* taps) {
   int64_t k = 0;
   for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t i = 0; i < g.kernel_h; ++i)
       for (int64_t j = 0; j < g.kernel_w; ++j, ++k) {
-        const int64_t shift =
-            (i * g.dilation_h - g.pad_h) * g.in_w + j * g.dilation_w - g.pad_w;
-        taps[k] = {c * stride, shift, j};
+        const AxisTap r = AxisTapOf(i * g.dilation_h - g.pad_h, g.stride_h);
+        const AxisTap cl = AxisTapOf(j * g.dilation_w - g.pad_w, g.stride_w);
+        const int64_t u = st.phase_index[r.phase * g.stride_w + cl.phase];
+        taps[k] = {(c * st.phases + u) * st.stride, r.shift * st.wp + cl.shift,
+                   j};
       }
 }
 
-// The staged copy of `nb` images x [nb, channels, H, W] (Staging).
+// The staged copy (Staging) of channels [0, channels) of `nb` images, the
+// first at x, `image_stride` apart, of planes H x W.
 template <typename T>
-void StageImages(const Staging& st, int64_t size, int64_t channels, const T* x,
-                 int64_t nb, T* staged) {
+void StageImages(const ConvGeometry& g, const Staging& st, int64_t channels,
+                 const T* x, int64_t image_stride, int64_t nb, T* staged) {
+  const int64_t size = g.in_h * g.in_w, plane = st.hp * st.wp;
+  const bool whole =
+      st.phases == 1 && g.stride_h == 1 && g.stride_w == 1 && st.wp == g.in_w;
   std::fill(staged, staged + st.lead, T(0));
-  T* plane = staged + st.lead;
-  for (int64_t c = 0; c < nb * channels; ++c, plane += st.stride) {
-    std::copy_n(x + c * size, size, plane);
-    std::fill(plane + size, plane + st.stride, T(0));
-  }
-  std::fill(plane, plane + st.tail, T(0));
+  T* dst = staged + st.lead;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* src = x + b * image_stride + c * size;
+      for (int64_t u = 0; u < st.phases; ++u, dst += st.stride) {
+        if (whole) {
+          std::copy_n(src, size, dst);
+        } else {
+          const int64_t ph = st.phase_of[u] / g.stride_w;
+          const int64_t pw = st.phase_of[u] % g.stride_w;
+          // Phase columns [0, cols) hold image columns; the rest are zeros.
+          const int64_t cols = std::min(
+              st.wp, CeilDiv(std::max<int64_t>(g.in_w - pw, 0), g.stride_w));
+          for (int64_t a = 0; a < st.hp; ++a) {
+            T* row = dst + a * st.wp;
+            const int64_t ih = a * g.stride_h + ph;
+            if (ih >= g.in_h) {
+              std::fill(row, row + st.wp, T(0));
+              continue;
+            }
+            const T* in = src + ih * g.in_w + pw;
+            for (int64_t bc = 0; bc < cols; ++bc) row[bc] = in[bc * g.stride_w];
+            std::fill(row + cols, row + st.wp, T(0));
+          }
+        }
+        std::fill(dst + plane, dst + st.stride, T(0));
+      }
+    }
+  std::fill(dst, dst + st.tail, T(0));
 }
 
 // The segments of the panel starting at row r0 of `total`; returns their
@@ -201,16 +277,17 @@ int64_t PanelSegments(const ConvGeometry& g, int64_t rows, int64_t r0,
   return n;
 }
 
-// masks[j MaskStride + q] = whether kernel column j sees the image (not the
-// padding) at output position q (q mod Wo's column, also past the last).
+// masks[j MaskStride + q] = whether kernel column j reads inside its phase
+// plane's row (`wp` wide) at output position q (q mod Wo's column, also
+// past the last); outside it sees the padding.
 template <typename T>
-void MakeMasks(const ConvGeometry& g, Bits<T>* masks) {
+void MakeMasks(const ConvGeometry& g, int64_t wp, Bits<T>* masks) {
   const int64_t ms = MaskStride(g);
   for (int64_t j = 0; j < g.kernel_w; ++j) {
-    const int64_t off = j * g.dilation_w - g.pad_w;
-    // Output columns [lo, hi) see the image.
+    const int64_t off = AxisTapOf(j * g.dilation_w - g.pad_w, g.stride_w).shift;
+    // Output columns [lo, hi) read inside their phase plane's row.
     const int64_t lo = std::clamp<int64_t>(-off, 0, g.out_w);
-    const int64_t hi = std::clamp<int64_t>(g.in_w - off, lo, g.out_w);
+    const int64_t hi = std::clamp<int64_t>(wp - off, lo, g.out_w);
     Bits<T>* m = masks + j * ms;
     // One row, then the rows so far copied after themselves.
     const int64_t row = std::min(g.out_w, ms);
@@ -323,8 +400,10 @@ void ScatterPanel(const PackedConvShape& s, int64_t group, const T* acc,
 }  // namespace
 
 bool PackedConvApplies(const ConvGeometry& g) {
-  return g.stride_h == 1 && g.stride_w == 1 && g.out_w == g.in_w &&
-         g.out_h >= 1 && g.out_w >= 1;
+  // Every image column must fall inside its phase plane's Wo-wide rows.
+  return g.stride_h >= 1 && g.stride_w >= 1 &&
+         g.stride_h * g.stride_w <= kMaxPhases && g.out_h >= 1 &&
+         g.out_w >= 1 && CeilDiv(g.in_w, g.stride_w) <= g.out_w;
 }
 
 int64_t PackedFilterSize(const PackedConvShape& s) {
@@ -363,11 +442,12 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   const int64_t rows = Kernel<T>::kRows, mg = s.group_filters;
   const int64_t depth = Depth(s), kc = DepthBlock(depth);
   const Staging st = StagingOf<T>(g);
-  const int64_t image = s.groups * g.channels * st.stride;
+  const int64_t image = s.groups * g.channels * st.phases * st.stride;
   Scratch<T> sc = Carve(s, nb, scratch);
-  MakeTaps(g, st.stride, sc.taps);
-  MakeMasks<T>(g, sc.masks);
-  StageImages(st, g.in_h * g.in_w, s.groups * g.channels, x, nb, sc.staged);
+  MakeTaps(g, st, sc.taps);
+  MakeMasks<T>(g, st.wp, sc.masks);
+  StageImages(g, st, s.groups * g.channels, x, s.groups * g.InputSize(), nb,
+              sc.staged);
   const int64_t total = nb * g.out_h * g.out_w;
   Segment segs[Kernel<T>::kRows + 1];
   typename Kernel<T>::Gebp gebp;
@@ -375,7 +455,8 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
     const int64_t nsegs = PanelSegments(g, rows, r0, total, segs);
     const T* pg = packed;
     for (int64_t gi = 0; gi < s.groups; ++gi) {
-      const T* xg = sc.staged + st.lead + gi * g.channels * st.stride;
+      const T* xg =
+          sc.staged + st.lead + gi * g.channels * st.phases * st.stride;
       std::fill(sc.acc, sc.acc + rows * mg, T(0));
       for (int64_t k0 = 0; k0 < depth; k0 += kc) {
         const int64_t kb = std::min(kc, depth - k0);
@@ -391,34 +472,39 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 }
 
 template <typename T>
-int64_t MaskedIm2ColScratchSize(const ConvGeometry& g) {
+int64_t MaskedIm2ColScratchSize(const ConvGeometry& g, int64_t max_images) {
   return Aligned<T>(
-      CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
-              int64_t(sizeof(T))));
+             CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
+                     int64_t(sizeof(T)))) +
+         Aligned<T>(StagedSize<T>(g, g.channels, max_images));
 }
 
 template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
-  const int64_t p = g.ColCols(), size = g.in_h * g.in_w, ms = MaskStride(g);
+  const int64_t p = g.ColCols(), ms = MaskStride(g);
+  const Staging st = StagingOf<T>(g);
   Bits<T>* masks = reinterpret_cast<Bits<T>*>(scratch);
-  MakeMasks<T>(g, masks);
+  T* staged =
+      scratch + Aligned<T>(CeilDiv(g.kernel_w * ms * int64_t(sizeof(Bits<T>)),
+                                   int64_t(sizeof(T))));
+  MakeMasks<T>(g, st.wp, masks);
+  StageImages(g, st, g.channels, im, image_stride, nb, staged);
+  const int64_t image = g.channels * st.phases * st.stride;
   for (int64_t b = 0; b < nb; ++b) {
-    const T* x = im + b * image_stride;
-    T* row = col + b * p;
+    const T* x = staged + st.lead + b * image;
+    int64_t r = 0;
     for (int64_t c = 0; c < g.channels; ++c)
-      for (int64_t i = 0; i < g.kernel_h; ++i)
-        for (int64_t j = 0; j < g.kernel_w; ++j, row += ld) {
-          const int64_t shift = (i * g.dilation_h - g.pad_h) * g.in_w +
-                                j * g.dilation_w - g.pad_w;
-          // Positions [lo, hi) read inside the plane; the rest see padding.
-          const int64_t lo = std::clamp<int64_t>(-shift, 0, p);
-          const int64_t hi = std::clamp<int64_t>(size - shift, lo, p);
-          std::fill(row, row + lo, T(0));
-          MaskedRun(x + c * size + lo + shift, masks + j * ms + lo, hi - lo,
-                    row + lo);
-          std::fill(row + hi, row + p, T(0));
+      for (int64_t i = 0; i < g.kernel_h; ++i) {
+        const AxisTap ti = AxisTapOf(i * g.dilation_h - g.pad_h, g.stride_h);
+        for (int64_t j = 0; j < g.kernel_w; ++j, ++r) {
+          const AxisTap tj = AxisTapOf(j * g.dilation_w - g.pad_w, g.stride_w);
+          const int64_t u = st.phase_index[ti.phase * g.stride_w + tj.phase];
+          MaskedRun(
+              x + (c * st.phases + u) * st.stride + ti.shift * st.wp + tj.shift,
+              masks + j * ms, p, col + r * ld + b * p);
         }
+      }
   }
 }
 
@@ -427,7 +513,7 @@ void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
   template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
   template void PackedConvImages<T>(const PackedConvShape&, const T*,         \
                                     const T*, int64_t, T*, T*);               \
-  template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&);           \
+  template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&, int64_t);  \
   template void MaskedIm2Col<T>(const ConvGeometry&, const T*, int64_t,       \
                                 int64_t, int64_t, T*, T*);
 FLUID_PACKED_CONV(float)

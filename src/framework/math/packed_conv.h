@@ -18,6 +18,12 @@
 // from there to the outputs, so every image of a chunk is written in place,
 // with no column matrix, no repacking and no copy of a wide GEMM result.
 //
+// A strided sweep becomes a unit-stride one over the image's phases: with
+// stride 2, the even and odd rows and columns of the image are four planes
+// Wo wide, and each tap reads one of them at a shift, again a contiguous run
+// along the output positions. The staging splits the images into the phases
+// some tap reads (one for a 1x1 kernel, four for 3x3).
+//
 // The rows of a panel are the output positions of `nb` images in order
 // (image b's position p is row b Ho Wo + p), so small images still fill the
 // kernel's panels.
@@ -30,8 +36,10 @@
 namespace fluid {
 namespace math {
 
-// Whether `g` is a sweep PackedConv computes: unit stride and an output as
-// wide and as tall as the input.
+// Whether `g` is a sweep PackedConv computes: every image column lands in a
+// phase plane as wide as the output (ceil(W / stride_w) <= Wo: 3x3 with
+// padding 1 or 1x1 without, at any stride; not an unpadded 5x5), and at most
+// 16 phases.
 bool PackedConvApplies(const ConvGeometry& g);
 
 // One convolution layer as PackedConv sees it: the sweep of one group of
@@ -65,11 +73,11 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 
 // Im2Col of `nb` images for a sweep PackedConvApplies: image b (at
 // im + b image_stride) unfolded at column b Ho Wo of `col` (rows `ld`
-// apart), each column row one masked run of the image instead of a copy
-// and a zeroing per output row. `scratch` (64-byte aligned) holds
-// MaskedIm2ColScratchSize(g) elements.
+// apart), each column row one masked run of the staged images instead of a
+// copy and a zeroing per output row. `scratch` (64-byte aligned) holds
+// MaskedIm2ColScratchSize(g, nb) elements.
 template <typename T>
-int64_t MaskedIm2ColScratchSize(const ConvGeometry& g);
+int64_t MaskedIm2ColScratchSize(const ConvGeometry& g, int64_t max_images);
 
 template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
