@@ -251,7 +251,13 @@ void StageImages(const ConvGeometry& g, const Staging& st, int64_t channels,
               continue;
             }
             const T* in = src + ih * g.in_w + pw;
-            for (int64_t bc = 0; bc < cols; ++bc) row[bc] = in[bc * g.stride_w];
+            if (g.stride_w == 2) {
+              // The common stride as a constant, so the loop vectorises.
+              for (int64_t bc = 0; bc < cols; ++bc) row[bc] = in[2 * bc];
+            } else {
+              for (int64_t bc = 0; bc < cols; ++bc)
+                row[bc] = in[bc * g.stride_w];
+            }
             std::fill(row + cols, row + st.wp, T(0));
           }
         }
@@ -489,6 +495,30 @@ void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
       scratch + Aligned<T>(CeilDiv(g.kernel_w * ms * int64_t(sizeof(Bits<T>)),
                                    int64_t(sizeof(T))));
   MakeMasks<T>(g, st.wp, masks);
+  if (g.stride_h == 1 && g.stride_w == 1 && st.wp == g.in_w) {
+    // A plane is the image itself: read it in place, each run clipped to
+    // the plane, instead of staging a copy.
+    const int64_t size = g.in_h * g.in_w;
+    for (int64_t b = 0; b < nb; ++b) {
+      const T* x = im + b * image_stride;
+      T* row = col + b * p;
+      for (int64_t c = 0; c < g.channels; ++c)
+        for (int64_t i = 0; i < g.kernel_h; ++i)
+          for (int64_t j = 0; j < g.kernel_w; ++j, row += ld) {
+            const int64_t shift = (i * g.dilation_h - g.pad_h) * g.in_w +
+                                  j * g.dilation_w - g.pad_w;
+            // Positions [lo, hi) read inside the plane; the rest see
+            // padding.
+            const int64_t lo = std::clamp<int64_t>(-shift, 0, p);
+            const int64_t hi = std::clamp<int64_t>(size - shift, lo, p);
+            std::fill(row, row + lo, T(0));
+            MaskedRun(x + c * size + lo + shift, masks + j * ms + lo, hi - lo,
+                      row + lo);
+            std::fill(row + hi, row + p, T(0));
+          }
+    }
+    return;
+  }
   StageImages(g, st, g.channels, im, image_stride, nb, staged);
   const int64_t image = g.channels * st.phases * st.stride;
   for (int64_t b = 0; b < nb; ++b) {
