@@ -403,6 +403,140 @@ void ScatterPanel(const PackedConvShape& s, int64_t group, const T* acc,
   }
 }
 
+// The filter gradient's GEMM, dW^T [K, mg] += col [K, N] * dY^T [N, mg]
+// over the N output positions of a chunk: its left-hand panels (mr column
+// rows by a block of positions, mr entries per position) are filled from the
+// staged images a packet of column rows by a packet of positions at a time,
+// each one masked run per column row, transposed in registers. That is the
+// column matrix and Eigen's transposing pack of it in one pass.
+template <typename T>
+struct GradPanel {
+  using Packet = typename Eigen::internal::packet_traits<T>::type;
+  static constexpr int64_t kLanes =
+      Eigen::internal::unpacket_traits<Packet>::size;
+  static_assert(Kernel<T>::kRows % kLanes == 0,
+                "a panel must be whole packets of column rows");
+};
+
+// Positions per depth block of the filter gradient: a float panel of 48
+// column rows by 192 positions is 36 KiB.
+constexpr int64_t kMaxGradDepth = 192;
+
+// What PackedFilterGrad reads: the staged images of one group, their taps
+// and masks, and where positions fall.
+template <typename T>
+struct GradSource {
+  const T* group;  // the group's first staged plane
+  int64_t image;   // staged elements an image
+  const Tap* taps;
+  int64_t depth;  // column rows K
+  const Bits<T>* masks;
+  int64_t ms;             // MaskStride
+  const Bits<T>* prefix;  // kLanes set entries, then kLanes clear
+  int64_t p;              // output positions an image
+  int64_t total;          // positions of the chunk, nb p
+};
+
+// Column row `k` at positions [q, q + kLanes) as a packet (zeros past the
+// chunk and past K).
+template <typename T>
+typename GradPanel<T>::Packet GradRun(const GradSource<T>& src, int64_t k,
+                                      int64_t q) {
+  using Packet = typename GradPanel<T>::Packet;
+  constexpr int64_t lanes = GradPanel<T>::kLanes;
+  namespace ei = Eigen::internal;
+  if (k >= src.depth) return ei::pset1<Packet>(T(0));
+  const Tap& t = src.taps[k];
+  const int64_t b = q / src.p, pos = q % src.p;
+  const T* mask = reinterpret_cast<const T*>(src.masks + t.column * src.ms);
+  const T* at = src.group + b * src.image + t.channel + t.shift;
+  if (q + lanes <= src.total) {
+    if (pos + lanes <= src.p)
+      return ei::pand(ei::ploadu<Packet>(at + pos),
+                      ei::ploadu<Packet>(mask + pos));
+    if (src.p >= lanes) {
+      // Two images: the first `split` lanes from image b, the rest from
+      // b + 1; the masks run on across the boundary.
+      const int64_t split = src.p - pos;
+      const Packet sel = ei::ploadu<Packet>(
+          reinterpret_cast<const T*>(src.prefix + lanes - split));
+      const Packet a = ei::ploadu<Packet>(at + pos);
+      const Packet c = ei::ploadu<Packet>(at + src.image - split);
+      return ei::pand(ei::por(ei::pand(a, sel), ei::pandnot(c, sel)),
+                      ei::ploadu<Packet>(mask + pos));
+    }
+  }
+  // The chunk's last positions, or images smaller than a packet.
+  alignas(64) T v[lanes];
+  for (int64_t i = 0; i < lanes; ++i) {
+    const int64_t qi = q + i;
+    if (qi >= src.total) {
+      v[i] = T(0);
+      continue;
+    }
+    const int64_t bi = qi / src.p, pi = qi % src.p;
+    Bits<T> bits;
+    std::memcpy(&bits, src.group + bi * src.image + t.channel + t.shift + pi,
+                sizeof(bits));
+    bits &= src.masks[t.column * src.ms + pi];
+    std::memcpy(&v[i], &bits, sizeof(bits));
+  }
+  return ei::pload<Packet>(v);
+}
+
+// panel [kd][rows] = column rows k0 ... k0 + rows at positions
+// [d0, d0 + kd). (A block of packets as a template argument drops the
+// packet type's alignment attribute, which GCC warns about; Eigen's own
+// kernels do the same.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+template <typename T>
+void FillGradPanel(const GradSource<T>& src, int64_t k0, int64_t d0, int64_t kd,
+                   T* panel) {
+  using Packet = typename GradPanel<T>::Packet;
+  constexpr int64_t lanes = GradPanel<T>::kLanes;
+  constexpr int64_t rows = Kernel<T>::kRows;
+  namespace ei = Eigen::internal;
+  for (int64_t tg = 0; tg < rows; tg += lanes)
+    for (int64_t q = d0; q < d0 + kd; q += lanes) {
+      ei::PacketBlock<Packet, lanes> block;
+      for (int64_t i = 0; i < lanes; ++i)
+        block.packet[i] = GradRun(src, k0 + tg + i, q);
+      ei::ptranspose(block);
+      const int64_t n = std::min(lanes, d0 + kd - q);
+      T* dst = panel + (q - d0) * rows + tg;
+      for (int64_t i = 0; i < n; ++i)
+        ei::pstoreu(dst + i * rows, block.packet[i]);
+    }
+}
+#pragma GCC diagnostic pop
+
+template <typename T>
+struct GradSizes {
+  int64_t panel, rhs, acc, taps, masks, prefix, dyt, staged;
+};
+
+template <typename T>
+GradSizes<T> GradScratchSizes(const PackedConvShape& s, int64_t max_images) {
+  const int64_t rows = Kernel<T>::kRows, lanes = GradPanel<T>::kLanes;
+  const int64_t n = max_images * s.g.out_h * s.g.out_w;
+  const int64_t kd = std::min(kMaxGradDepth, std::max<int64_t>(n, 1));
+  auto in_t = [](int64_t bytes) {
+    return Aligned<T>(CeilDiv(bytes, int64_t(sizeof(T))));
+  };
+  GradSizes<T> z;
+  z.panel = Aligned<T>(rows * kd);
+  z.rhs = Aligned<T>(kd * s.group_filters);
+  z.acc = Aligned<T>(rows * s.group_filters);
+  z.taps = in_t(Depth(s) * int64_t(sizeof(Tap)));
+  z.masks = in_t(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(Bits<T>)));
+  z.prefix = in_t(2 * lanes * int64_t(sizeof(Bits<T>)));
+  z.dyt = Aligned<T>(s.group_filters * n);
+  z.staged =
+      Aligned<T>(StagedSize<T>(s.g, s.groups * s.g.channels, max_images));
+  return z;
+}
+
 }  // namespace
 
 bool PackedConvApplies(const ConvGeometry& g) {
@@ -478,6 +612,79 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
 }
 
 template <typename T>
+int64_t PackedFilterGradScratchSize(const PackedConvShape& s,
+                                    int64_t max_images) {
+  const GradSizes<T> z = GradScratchSizes<T>(s, max_images);
+  return z.panel + z.rhs + z.acc + z.taps + z.masks + z.prefix + z.dyt +
+         z.staged;
+}
+
+template <typename T>
+void PackedFilterGrad(const PackedConvShape& s, const T* x, const T* dy,
+                      int64_t nb, T* scratch, T* dw, bool accumulate) {
+  const ConvGeometry& g = s.g;
+  constexpr int64_t rows = Kernel<T>::kRows, lanes = GradPanel<T>::kLanes;
+  const int64_t mg = s.group_filters, m = mg * s.groups, k = Depth(s);
+  const int64_t p = g.out_h * g.out_w, n = nb * p;
+  if (!accumulate) std::fill(dw, dw + m * k, T(0));
+  if (n == 0) return;
+  const GradSizes<T> z = GradScratchSizes<T>(s, nb);
+  T* panel = scratch;
+  T* rhs = panel + z.panel;
+  T* acc = rhs + z.rhs;
+  Tap* taps = reinterpret_cast<Tap*>(acc + z.acc);
+  Bits<T>* masks = reinterpret_cast<Bits<T>*>(acc + z.acc + z.taps);
+  Bits<T>* prefix = reinterpret_cast<Bits<T>*>(acc + z.acc + z.taps + z.masks);
+  T* dyt = acc + z.acc + z.taps + z.masks + z.prefix;
+  T* staged = dyt + z.dyt;
+  const Staging st = StagingOf<T>(g);
+  MakeTaps(g, st, taps);
+  MakeMasks<T>(g, st.wp, masks);
+  std::fill(prefix, prefix + lanes, ~Bits<T>(0));
+  std::fill(prefix + lanes, prefix + 2 * lanes, Bits<T>(0));
+  StageImages(g, st, s.groups * g.channels, x, s.groups * g.InputSize(), nb,
+              staged);
+  GradSource<T> src;
+  src.image = s.groups * g.channels * st.phases * st.stride;
+  src.taps = taps;
+  src.depth = k;
+  src.masks = masks;
+  src.ms = MaskStride(g);
+  src.prefix = prefix;
+  src.p = p;
+  src.total = n;
+  typename Kernel<T>::Gebp gebp;
+  typename Kernel<T>::PackRhs pack;
+  for (int64_t gi = 0; gi < s.groups; ++gi) {
+    src.group = staged + st.lead + gi * g.channels * st.phases * st.stride;
+    // dY^T's columns: the group's filters over the chunk's positions.
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t o = 0; o < mg; ++o)
+        std::copy_n(dy + (b * m + gi * mg + o) * p, p, dyt + o * n + b * p);
+    T* dwg = dw + gi * mg * k;
+    for (int64_t d0 = 0; d0 < n; d0 += kMaxGradDepth) {
+      const int64_t kd = std::min(kMaxGradDepth, n - d0);
+      pack(rhs, typename Kernel<T>::RhsMapper(dyt + d0, n), kd, mg);
+      for (int64_t k0 = 0; k0 < k; k0 += rows) {
+        FillGradPanel(src, k0, d0, kd, panel);
+        if (k0 + rows <= k) {
+          gebp(typename Kernel<T>::ResMapper(dwg + k0, k), panel, rhs, rows, kd,
+               mg, T(1));
+          continue;
+        }
+        // The last, partial panel of column rows: through the accumulator.
+        std::fill(acc, acc + rows * mg, T(0));
+        gebp(typename Kernel<T>::ResMapper(acc, rows), panel, rhs, rows, kd, mg,
+             T(1));
+        for (int64_t o = 0; o < mg; ++o)
+          for (int64_t r = 0; r < k - k0; ++r)
+            dwg[o * k + k0 + r] += acc[o * rows + r];
+      }
+    }
+  }
+}
+
+template <typename T>
 int64_t MaskedIm2ColScratchSize(const ConvGeometry& g, int64_t max_images) {
   return Aligned<T>(
              CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
@@ -543,6 +750,10 @@ void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
   template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
   template void PackedConvImages<T>(const PackedConvShape&, const T*,         \
                                     const T*, int64_t, T*, T*);               \
+  template int64_t PackedFilterGradScratchSize<T>(const PackedConvShape&,     \
+                                                  int64_t);                   \
+  template void PackedFilterGrad<T>(const PackedConvShape&, const T*,         \
+                                    const T*, int64_t, T*, T*, bool);         \
   template int64_t MaskedIm2ColScratchSize<T>(const ConvGeometry&, int64_t);  \
   template void MaskedIm2Col<T>(const ConvGeometry&, const T*, int64_t,       \
                                 int64_t, int64_t, T*, T*);
