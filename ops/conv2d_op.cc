@@ -366,19 +366,6 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
   const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
   const int64_t ld = nb * p;
   const bool direct = nb == 1 && g.IsPointwise();
-  if (dw != nullptr && !direct && gemm_dev.num_threads() == 1 &&
-      math::PackedConvApplies(g)) {
-    // Serial chunks take the packed filter gradient, every group at once.
-    math::PackedConvShape s;
-    s.g = g;
-    s.groups = l.groups;
-    s.group_filters = mg;
-    T* scratch = ThreadScratch<T>(kScratchCol,
-                                  math::PackedFilterGradScratchSize<T>(s, nb));
-    math::PackedFilterGrad(s, x, dy, nb, scratch, dw, accumulate);
-    dw = nullptr;
-    if (dx == nullptr) return;
-  }
   const T* dyt = GatherOutputGrad(dy, mg * l.groups, p, nb);
   for (int64_t gi = 0; gi < l.groups; ++gi) {
     const T* dytg = dyt + gi * mg * ld;

@@ -71,23 +71,6 @@ template <typename T>
 void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
                       int64_t nb, T* scratch, T* y);
 
-// Scratch elements a PackedFilterGrad call of up to `max_images` images
-// needs; the buffer must be 64-byte aligned.
-template <typename T>
-int64_t PackedFilterGradScratchSize(const PackedConvShape& s,
-                                    int64_t max_images);
-
-// dw [groups group_filters, C / groups kh kw] = (or += with `accumulate`)
-// the filter gradient of `nb` images x [nb, groups C, H, W] given dy [nb,
-// groups group_filters, Ho, Wo], for a sweep PackedConvApplies. The GEMM's
-// left-hand panels (column rows by output positions) are filled from the
-// staged images and transposed in registers, a packet by a packet: no
-// column matrix and no separate transposing pack. Serial; `scratch` holds
-// PackedFilterGradScratchSize(s, nb) elements.
-template <typename T>
-void PackedFilterGrad(const PackedConvShape& s, const T* x, const T* dy,
-                      int64_t nb, T* scratch, T* dw, bool accumulate);
-
 // Im2Col of `nb` images for a sweep PackedConvApplies: image b (at
 // im + b image_stride) unfolded at column b Ho Wo of `col` (rows `ld`
 // apart), each column row one masked run of the staged images instead of a
