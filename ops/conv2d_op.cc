@@ -397,6 +397,130 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
   }
 }
 
+// The input gradient of a strided convolution, phase by phase. Input row
+// s a + py receives from output row oh through kernel row i exactly when
+// i - pad = s (a - oh) + py, so each phase (py, px) of dX (rows py, py + s,
+// ...; columns likewise) is a unit-stride convolution of dY by the kernel
+// taps of that phase, turned: a phase plane of ceil((H - py) / s) rows
+// reading dY rows a + o, where the taps' offsets o are consecutive for
+// dilation 1. That runs on the packed path; the plane is then spread into
+// dX's phase, and phases no tap reaches (a 1x1 kernel's odd rows) get
+// zeros. This replaces a GEMM into a column matrix kh kw times dX's size and
+// its col2im. It needs phase rows as wide as dY's (W a multiple of s_w,
+// Wo = W / s_w), which makes every phase's sweep one the packed path takes.
+struct PhaseTaps {
+  // Kernel rows (or columns) of the phase, last first, and the padding of
+  // its sub-kernel (the offset of its first tap is -pad).
+  std::vector<int64_t> taps;
+  int64_t pad = 0;
+};
+
+PhaseTaps TapsOfPhase(int64_t kernel, int64_t pad, int64_t stride,
+                      int64_t phase) {
+  PhaseTaps p;
+  for (int64_t i = kernel - 1; i >= 0; --i) {
+    // i - pad = stride q + phase with q = floor((i - pad) / stride).
+    const int64_t r = i - pad;
+    const int64_t q = r >= 0 ? r / stride : -((-r + stride - 1) / stride);
+    if (r - q * stride != phase) continue;
+    if (p.taps.empty()) p.pad = q;
+    p.taps.push_back(i);
+  }
+  return p;
+}
+
+// The sweep of phase (py, px), or false where the phased gradient does not
+// apply.
+bool PhaseLayout(const ConvLayout& l, int64_t py, int64_t px,
+                 const PhaseTaps& rows, const PhaseTaps& cols, ConvLayout* t) {
+  const ConvGeometry& g = l.g;
+  *t = l;
+  t->g.channels = l.group_filters;
+  t->g.in_h = g.out_h;
+  t->g.in_w = g.out_w;
+  t->g.kernel_h = static_cast<int64_t>(rows.taps.size());
+  t->g.kernel_w = static_cast<int64_t>(cols.taps.size());
+  t->g.pad_h = rows.pad;
+  t->g.pad_w = cols.pad;
+  t->g.stride_h = t->g.stride_w = 1;
+  t->g.dilation_h = t->g.dilation_w = 1;
+  t->g.out_h = CeilDiv(g.in_h - py, g.stride_h);
+  t->g.out_w = CeilDiv(g.in_w - px, g.stride_w);
+  t->group_filters = g.channels;
+  t->image = l.groups * t->g.InputSize();
+  return rows.pad >= 0 && rows.pad < t->g.kernel_h && cols.pad >= 0 &&
+         cols.pad < t->g.kernel_w && t->g.out_w == g.out_w;
+}
+
+bool PhasedInputGradApplies(const CPUDeviceContext& dev, const ConvLayout& l,
+                            int64_t n) {
+  const ConvGeometry& g = l.g;
+  if (g.stride_h * g.stride_w == 1 || g.dilation_h != 1 || g.dilation_w != 1 ||
+      g.in_w % g.stride_w != 0 || g.out_w != g.in_w / g.stride_w)
+    return false;
+  for (int64_t py = 0; py < g.stride_h; ++py)
+    for (int64_t px = 0; px < g.stride_w; ++px) {
+      const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, g.stride_h, py);
+      const PhaseTaps cols = TapsOfPhase(g.kernel_w, g.pad_w, g.stride_w, px);
+      if (rows.taps.empty() || cols.taps.empty()) continue;
+      ConvLayout t;
+      if (!PhaseLayout(l, py, px, rows, cols, &t) || !PackedUsable(dev, t.g, n))
+        return false;
+    }
+  return true;
+}
+
+// dx [n, C, H, W] = the input gradient of `l` for dy, phase by phase
+// (PhasedInputGradApplies).
+template <typename T>
+void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
+                     const T* w, const T* dy, int64_t n, T* dx) {
+  const ConvGeometry& g = l.g;
+  const int64_t planes = n * l.groups * g.channels;
+  const int64_t cg = g.channels, mg = l.group_filters;
+  const int64_t taps = g.kernel_h * g.kernel_w;
+  for (int64_t py = 0; py < g.stride_h; ++py)
+    for (int64_t px = 0; px < g.stride_w; ++px) {
+      const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, g.stride_h, py);
+      const PhaseTaps cols = TapsOfPhase(g.kernel_w, g.pad_w, g.stride_w, px);
+      const int64_t ph = CeilDiv(g.in_h - py, g.stride_h);
+      const int64_t pw = CeilDiv(g.in_w - px, g.stride_w);
+      T* plane = nullptr;
+      if (!rows.taps.empty() && !cols.taps.empty()) {
+        ConvLayout t;
+        PhaseLayout(l, py, px, rows, cols, &t);
+        const int64_t kh = t.g.kernel_h, kw = t.g.kernel_w;
+        // wt [groups C, M / groups, kh', kw']: the phase's taps of w[o, c],
+        // turned.
+        T* wt = ThreadScratch<T>(kScratchFilter, l.groups * cg * mg * kh * kw);
+        for (int64_t gi = 0; gi < l.groups; ++gi)
+          for (int64_t o = 0; o < mg; ++o)
+            for (int64_t c = 0; c < cg; ++c) {
+              const T* src = w + ((gi * mg + o) * cg + c) * taps;
+              T* dst = wt + ((gi * cg + c) * mg + o) * kh * kw;
+              for (int64_t a = 0; a < kh; ++a)
+                for (int64_t b = 0; b < kw; ++b)
+                  dst[a * kw + b] =
+                      src[rows.taps[a] * g.kernel_w + cols.taps[b]];
+            }
+        plane = ThreadScratch<T>(kScratchTmp, planes * ph * pw);
+        PackedForward(dev, t, wt, dy, n, plane);
+      }
+      // Spread the phase plane (or zeros) into dX.
+      ParallelFor(dev, planes, 2.0 * ph * pw, [&](int64_t begin, int64_t end) {
+        for (int64_t q = begin; q < end; ++q) {
+          T* out = dx + q * g.in_h * g.in_w + py * g.in_w + px;
+          const T* in = plane ? plane + q * ph * pw : nullptr;
+          for (int64_t a = 0; a < ph; ++a) {
+            T* row = out + a * g.stride_h * g.in_w;
+            for (int64_t b = 0; b < pw; ++b)
+              row[b * g.stride_w] = in ? in[a * pw + b] : T(0);
+          }
+        }
+      });
+    }
+}
+
 template <typename T>
 void Conv2dGradKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
@@ -421,6 +545,11 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     PackedForward(ctx.device(), InputGradLayout(l), wt, dyd, n, dxd);
     if (dwd == nullptr) return;
     dxd = nullptr;  // the chunks below compute dW only
+  }
+  if (dxd != nullptr && PhasedInputGradApplies(ctx.device(), l, n)) {
+    PhasedInputGrad(ctx.device(), l, wd, dyd, n, dxd);
+    if (dwd == nullptr) return;
+    dxd = nullptr;
   }
   ChunkPlan plan = PlanChunks(ctx.device(), g, n);
   if (plan.chunks == 0) {

@@ -258,7 +258,10 @@ TEST(Conv2dOp, GroupedGradient) {
 // above 192), asymmetric, unpadded and dilated kernels, and groups. Strided
 // sweeps take it over the image's phases (the forward pass and the filter
 // gradient's column matrix): stride 2 and 3, odd sizes (the last phase row
-// and column short), a 1x1 kernel (one phase), dilation and groups.
+// and column short), a 1x1 kernel (one phase), dilation and groups. Where
+// W splits evenly into the phases, the input gradient is computed phase by
+// phase on the packed path too (stride 2 and 3, 2 x 1, groups; a 1x1 kernel
+// leaves the phases no tap reaches at zero).
 std::vector<ConvCase> PackedCases() {
   return {
       {5, 3, 3, 3, 4, 3, 3, 1, 1, 1, 1},           // 9 positions an image
@@ -280,6 +283,8 @@ std::vector<ConvCase> PackedCases() {
       {2, 2, 8, 9, 3, 3, 3, 2, 1, 1, 1},           // stride 2 x 1
       {2, 2, 10, 10, 3, 3, 3, 2, 2, 2, 2, 2, 2},   // /2, dilation 2
       {3, 4, 8, 8, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2},  // /2, groups
+      {2, 2, 12, 12, 3, 3, 3, 2, 2, 1, 1},         // dX phase by phase
+      {2, 3, 6, 6, 4, 1, 1, 2, 2, 0, 0},           // 1x1 /2: zero phases
   };
 }
 
@@ -296,6 +301,7 @@ TEST(Conv2dOp, PackedGradient) {
     ExpectGradient(k, 1);
   }
   ExpectGradient({4, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1}, 2);
+  ExpectGradient({2, 2, 12, 12, 3, 3, 3, 2, 2, 1, 1}, 2);  // phases, pool
 }
 
 // float (panels of 48 rows on AVX-512) against double (24) on the packed
