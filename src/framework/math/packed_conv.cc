@@ -52,8 +52,11 @@ int64_t FilterBlock(int64_t elements) { return CeilDiv(elements, 16) * 16; }
 
 int64_t Depth(const PackedConvShape& s) { return s.g.ColRows(); }
 
-int64_t DepthBlock(int64_t depth) {
-  return CeilDiv(depth, CeilDiv(depth, kMaxDepth));
+int64_t DepthBlock(const PackedConvShape& s) {
+  const int64_t depth = Depth(s);
+  const int64_t most =
+      s.depth_block > 0 ? std::min(s.depth_block, kMaxDepth) : kMaxDepth;
+  return CeilDiv(depth, CeilDiv(depth, most));
 }
 
 // A column row: its channel's plane in an image, the shift of its kernel
@@ -182,7 +185,7 @@ template <typename T>
 Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
   const int64_t rows = Kernel<T>::kRows;
   Sizes<T> z;
-  z.panel = Aligned<T>(rows * DepthBlock(Depth(s)));
+  z.panel = Aligned<T>(rows * DepthBlock(s));
   z.acc = Aligned<T>(rows * s.group_filters);
   z.taps =
       Aligned<T>(CeilDiv(Depth(s) * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
@@ -413,7 +416,7 @@ bool PackedConvApplies(const ConvGeometry& g) {
 }
 
 int64_t PackedFilterSize(const PackedConvShape& s) {
-  const int64_t depth = Depth(s), kc = DepthBlock(depth);
+  const int64_t depth = Depth(s), kc = DepthBlock(s);
   int64_t size = 0;
   for (int64_t k0 = 0; k0 < depth; k0 += kc)
     size += FilterBlock(std::min(kc, depth - k0) * s.group_filters);
@@ -422,7 +425,7 @@ int64_t PackedFilterSize(const PackedConvShape& s) {
 
 template <typename T>
 void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
-  const int64_t depth = Depth(s), kc = DepthBlock(depth);
+  const int64_t depth = Depth(s), kc = DepthBlock(s);
   const int64_t mg = s.group_filters;
   typename Kernel<T>::PackRhs pack;
   for (int64_t gi = 0; gi < s.groups; ++gi) {
@@ -446,7 +449,7 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
                       int64_t nb, T* scratch, T* y) {
   const ConvGeometry& g = s.g;
   const int64_t rows = Kernel<T>::kRows, mg = s.group_filters;
-  const int64_t depth = Depth(s), kc = DepthBlock(depth);
+  const int64_t depth = Depth(s), kc = DepthBlock(s);
   const Staging st = StagingOf<T>(g);
   const int64_t image = s.groups * g.channels * st.phases * st.stride;
   Scratch<T> sc = Carve(s, nb, scratch);

@@ -48,6 +48,9 @@ struct PackedConvShape {
   ConvGeometry g;
   int64_t groups = 1;
   int64_t group_filters = 1;
+  // Column rows summed in one chain before they are added to the output
+  // (at most 192, the panel's depth; 0: 192).
+  int64_t depth_block = 0;
 };
 
 // Elements the packed filters of every group take.
