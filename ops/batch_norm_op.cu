@@ -36,13 +36,13 @@ struct SquaredDeviationAt {
   }
 };
 
-// dy * xhat, xhat = (x - mean) * inv_std.
 // dY[i], or 0 where a fused relu cut Y to 0 (y is null without one).
 template <typename T>
 __device__ T GradReaching(const T* dy, const T* y, int64_t i) {
   return y != nullptr && !(y[i] > T(0)) ? T(0) : dy[i];
 }
 
+// The gradient reaching the normalisation, per entry.
 template <typename T>
 struct GradAt {
   const T* dy;
@@ -53,6 +53,7 @@ struct GradAt {
   }
 };
 
+// Its product with xhat = (x - mean) * inv_std.
 template <typename T>
 struct GradXhatAt {
   const T* dy;

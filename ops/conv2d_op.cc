@@ -13,11 +13,12 @@
 // im2col and GEMM against its slice of the filters), run one after another.
 // Bias is not part of conv2d: add it with elementwise_add (axis = 1).
 //
-// Unit-stride sweeps whose output is as wide as the image (3x3 with padding
-// 1, 1x1 with none) skip the column matrix: math/packed_conv.h fills the
-// GEMM kernel's panels straight from the images. Their input gradient is
-// computed the same way, as the convolution of dY by the filters turned
-// around (see InputGradIsConv).
+// Sweeps whose image columns all land in output-wide rows (3x3 with padding
+// 1, 1x1 with none, at unit or larger stride) skip the column matrix:
+// math/packed_conv.h fills the GEMM kernel's panels straight from the
+// images. Their input gradient is computed the same way: at unit stride as
+// the convolution of dY by the filters turned around (InputGradIsConv), at
+// a larger one phase by phase (PhasedInputGrad).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -213,8 +214,8 @@ ChunkPlan PlanPackedChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
 }
 
 // Whether the packed path computes the convolution `g` of `batch` images:
-// its sweep (unit stride, output as wide as the image) and at least a chunk
-// per thread (a smaller batch parallelises inside the GEMM instead).
+// its sweep (math::PackedConvApplies) and at least a chunk per thread (a
+// smaller batch parallelises inside the GEMM instead).
 bool PackedUsable(const CPUDeviceContext& dev, const ConvGeometry& g,
                   int64_t batch) {
   if (!math::PackedConvApplies(g) || batch <= 0) return false;
@@ -298,35 +299,62 @@ bool InputGradIsConv(const ConvGeometry& g) {
          g.pad_w <= g.dilation_w * (g.kernel_w - 1);
 }
 
+// A convolution of dY giving (a phase of) dX for `l`: dY's M / groups
+// channels of Ho x Wo in, C / groups filters out, the kernel, padding and
+// output plane still to set.
+ConvLayout OverOutputGrad(const ConvLayout& l) {
+  ConvLayout t = l;
+  t.g.channels = l.group_filters;
+  t.g.in_h = l.g.out_h;
+  t.g.in_w = l.g.out_w;
+  t.group_filters = l.g.channels;
+  t.image = l.groups * t.g.InputSize();
+  return t;
+}
+
 // The convolution that maps dY to dX for InputGradIsConv(l.g).
 ConvLayout InputGradLayout(const ConvLayout& l) {
   const ConvGeometry& g = l.g;
-  ConvLayout t = l;
-  t.g.channels = l.group_filters;
-  t.g.in_h = g.out_h;
-  t.g.in_w = g.out_w;
+  ConvLayout t = OverOutputGrad(l);
   t.g.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
   t.g.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
   t.g.out_h = g.in_h;
   t.g.out_w = g.in_w;
-  t.group_filters = g.channels;
-  t.image = l.groups * t.g.InputSize();
   return t;
+}
+
+// Kernel rows (or columns) `first`, first - step, ... (`count` of them):
+// all of a kernel's taps turned around, or those of one phase.
+struct TapRange {
+  int64_t first = 0, count = 0, step = 1;
+  int64_t operator[](int64_t t) const { return first - t * step; }
+};
+
+// wt [groups C, M / groups, rows.count, cols.count], group by group:
+// wt[c, o][a, b] = w[o, c][rows[a], cols[b]].
+template <typename T>
+void GatherFilterTaps(const ConvLayout& l, const T* w, const TapRange& rows,
+                      const TapRange& cols, T* wt) {
+  const int64_t taps = l.g.kernel_h * l.g.kernel_w;
+  const int64_t cg = l.g.channels, mg = l.group_filters;
+  const int64_t kh = rows.count, kw = cols.count;
+  for (int64_t gi = 0; gi < l.groups; ++gi)
+    for (int64_t o = 0; o < mg; ++o)
+      for (int64_t c = 0; c < cg; ++c) {
+        const T* src = w + ((gi * mg + o) * cg + c) * taps;
+        T* dst = wt + ((gi * cg + c) * mg + o) * kh * kw;
+        for (int64_t a = 0; a < kh; ++a)
+          for (int64_t b = 0; b < kw; ++b)
+            dst[a * kw + b] = src[rows[a] * l.g.kernel_w + cols[b]];
+      }
 }
 
 // wt [C, M / groups, kh, kw], group by group: wt[c, o] = w[o, c] turned by
 // 180 degrees (its taps in reverse order).
 template <typename T>
 void TurnFilters(const ConvLayout& l, const T* w, T* wt) {
-  const int64_t taps = l.g.kernel_h * l.g.kernel_w;
-  const int64_t cg = l.g.channels, mg = l.group_filters;
-  for (int64_t gi = 0; gi < l.groups; ++gi)
-    for (int64_t o = 0; o < mg; ++o)
-      for (int64_t c = 0; c < cg; ++c) {
-        const T* src = w + ((gi * mg + o) * cg + c) * taps;
-        T* dst = wt + ((gi * cg + c) * mg + o) * taps;
-        for (int64_t t = 0; t < taps; ++t) dst[t] = src[taps - 1 - t];
-      }
+  GatherFilterTaps(l, w, TapRange{l.g.kernel_h - 1, l.g.kernel_h, 1},
+                   TapRange{l.g.kernel_w - 1, l.g.kernel_w, 1}, wt);
 }
 
 // dy [nb, M, P] viewed as [M, nb * P] (itself for one image).
@@ -410,46 +438,42 @@ void BackwardChunk(const CPUDeviceContext& gemm_dev, const ConvLayout& l,
 // zeros. This replaces a GEMM into a column matrix kh kw times dX's size and
 // its col2im. It needs phase rows as wide as dY's (W a multiple of s_w,
 // Wo = W / s_w), which makes every phase's sweep one the packed path takes.
+//
+// The taps of phase `phase` along an axis (dilation 1): kernel rows i with
+// i - pad = stride q + phase, last first (their offsets into dY, -q, then
+// rise by one), and the padding of that sub-kernel (its first tap's q).
 struct PhaseTaps {
-  // Kernel rows (or columns) of the phase, last first, and the padding of
-  // its sub-kernel (the offset of its first tap is -pad).
-  std::vector<int64_t> taps;
+  TapRange taps;
   int64_t pad = 0;
 };
 
 PhaseTaps TapsOfPhase(int64_t kernel, int64_t pad, int64_t stride,
                       int64_t phase) {
   PhaseTaps p;
-  for (int64_t i = kernel - 1; i >= 0; --i) {
-    // i - pad = stride q + phase with q = floor((i - pad) / stride).
-    const int64_t r = i - pad;
-    const int64_t q = r >= 0 ? r / stride : -((-r + stride - 1) / stride);
-    if (r - q * stride != phase) continue;
-    if (p.taps.empty()) p.pad = q;
-    p.taps.push_back(i);
-  }
+  // The last kernel row of the phase: (i - pad - phase) a multiple of
+  // stride.
+  const int64_t last =
+      kernel - 1 - (((kernel - 1 - pad - phase) % stride) + stride) % stride;
+  if (last < 0) return p;
+  p.taps = TapRange{last, last / stride + 1, stride};
+  p.pad = FloorDiv(last - pad, stride);
   return p;
 }
 
-// The sweep of phase (py, px), or false where the phased gradient does not
-// apply.
+// The sweep of phase (py, px) for the taps `rows` and `cols`, or false
+// where the phased gradient does not apply.
 bool PhaseLayout(const ConvLayout& l, int64_t py, int64_t px,
                  const PhaseTaps& rows, const PhaseTaps& cols, ConvLayout* t) {
   const ConvGeometry& g = l.g;
-  *t = l;
-  t->g.channels = l.group_filters;
-  t->g.in_h = g.out_h;
-  t->g.in_w = g.out_w;
-  t->g.kernel_h = static_cast<int64_t>(rows.taps.size());
-  t->g.kernel_w = static_cast<int64_t>(cols.taps.size());
+  *t = OverOutputGrad(l);
+  t->g.kernel_h = rows.taps.count;
+  t->g.kernel_w = cols.taps.count;
   t->g.pad_h = rows.pad;
   t->g.pad_w = cols.pad;
   t->g.stride_h = t->g.stride_w = 1;
   t->g.dilation_h = t->g.dilation_w = 1;
   t->g.out_h = CeilDiv(g.in_h - py, g.stride_h);
   t->g.out_w = CeilDiv(g.in_w - px, g.stride_w);
-  t->group_filters = g.channels;
-  t->image = l.groups * t->g.InputSize();
   return rows.pad >= 0 && rows.pad < t->g.kernel_h && cols.pad >= 0 &&
          cols.pad < t->g.kernel_w && t->g.out_w == g.out_w;
 }
@@ -464,7 +488,7 @@ bool PhasedInputGradApplies(const CPUDeviceContext& dev, const ConvLayout& l,
     for (int64_t px = 0; px < g.stride_w; ++px) {
       const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, g.stride_h, py);
       const PhaseTaps cols = TapsOfPhase(g.kernel_w, g.pad_w, g.stride_w, px);
-      if (rows.taps.empty() || cols.taps.empty()) continue;
+      if (rows.taps.count == 0 || cols.taps.count == 0) continue;
       ConvLayout t;
       if (!PhaseLayout(l, py, px, rows, cols, &t) || !PackedUsable(dev, t.g, n))
         return false;
@@ -479,8 +503,6 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
                      const T* w, const T* dy, int64_t n, T* dx) {
   const ConvGeometry& g = l.g;
   const int64_t planes = n * l.groups * g.channels;
-  const int64_t cg = g.channels, mg = l.group_filters;
-  const int64_t taps = g.kernel_h * g.kernel_w;
   for (int64_t py = 0; py < g.stride_h; ++py)
     for (int64_t px = 0; px < g.stride_w; ++px) {
       const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, g.stride_h, py);
@@ -488,23 +510,13 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
       const int64_t ph = CeilDiv(g.in_h - py, g.stride_h);
       const int64_t pw = CeilDiv(g.in_w - px, g.stride_w);
       T* plane = nullptr;
-      if (!rows.taps.empty() && !cols.taps.empty()) {
+      if (rows.taps.count > 0 && cols.taps.count > 0) {
         ConvLayout t;
         PhaseLayout(l, py, px, rows, cols, &t);
-        const int64_t kh = t.g.kernel_h, kw = t.g.kernel_w;
-        // wt [groups C, M / groups, kh', kw']: the phase's taps of w[o, c],
-        // turned.
-        T* wt = ThreadScratch<T>(kScratchFilter, l.groups * cg * mg * kh * kw);
-        for (int64_t gi = 0; gi < l.groups; ++gi)
-          for (int64_t o = 0; o < mg; ++o)
-            for (int64_t c = 0; c < cg; ++c) {
-              const T* src = w + ((gi * mg + o) * cg + c) * taps;
-              T* dst = wt + ((gi * cg + c) * mg + o) * kh * kw;
-              for (int64_t a = 0; a < kh; ++a)
-                for (int64_t b = 0; b < kw; ++b)
-                  dst[a * kw + b] =
-                      src[rows.taps[a] * g.kernel_w + cols.taps[b]];
-            }
+        T* wt = ThreadScratch<T>(kScratchFilter,
+                                 l.groups * g.channels * l.group_filters *
+                                     t.g.kernel_h * t.g.kernel_w);
+        GatherFilterTaps(l, w, rows.taps, cols.taps, wt);
         plane = ThreadScratch<T>(kScratchTmp, planes * ph * pw);
         // Chains of M / groups products before each addition into the
         // output, as the GEMM + col2im path summed: with the packed path's

@@ -8,6 +8,11 @@ namespace fluid {
 // a / b rounded up, for a >= 0 and b > 0.
 constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// a / b rounded down (towards minus infinity), for b > 0.
+constexpr int64_t FloorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -CeilDiv(-a, b);
+}
+
 // Writes v in decimal (a '-' first when negative) to out, which holds at
 // least 20 chars; returns the count. No allocation and no locale, so a
 // signal handler may call it.

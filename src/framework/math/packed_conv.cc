@@ -84,10 +84,6 @@ struct Segment {
 // phase planes are Wo wide. A unit-stride sweep has one phase.
 constexpr int64_t kMaxPhases = 16;
 
-int64_t FloorDiv(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 // A kernel offset `r` along an axis of stride `s`: its phase and its shift
 // in phase coordinates.
 struct AxisTap {
@@ -480,64 +476,72 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   }
 }
 
+// MaskedIm2Col's scratch: the masks, the taps, then the staged images.
+template <typename T>
+struct Im2ColSizes {
+  int64_t masks, taps, staged;
+};
+
+template <typename T>
+Im2ColSizes<T> Im2ColScratchSizes(const ConvGeometry& g, int64_t max_images) {
+  Im2ColSizes<T> z;
+  z.masks =
+      Aligned<T>(CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
+                         int64_t(sizeof(T))));
+  z.taps = Aligned<T>(
+      CeilDiv(g.ColRows() * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
+  z.staged = Aligned<T>(StagedSize<T>(g, g.channels, max_images));
+  return z;
+}
+
 template <typename T>
 int64_t MaskedIm2ColScratchSize(const ConvGeometry& g, int64_t max_images) {
-  return Aligned<T>(
-             CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
-                     int64_t(sizeof(T)))) +
-         Aligned<T>(StagedSize<T>(g, g.channels, max_images));
+  const Im2ColSizes<T> z = Im2ColScratchSizes<T>(g, max_images);
+  return z.masks + z.taps + z.staged;
 }
 
 template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
-  const int64_t p = g.ColCols(), ms = MaskStride(g);
-  const Staging st = StagingOf<T>(g);
+  const int64_t p = g.ColCols(), ms = MaskStride(g), k = g.ColRows();
+  const Im2ColSizes<T> z = Im2ColScratchSizes<T>(g, nb);
   Bits<T>* masks = reinterpret_cast<Bits<T>*>(scratch);
-  T* staged =
-      scratch + Aligned<T>(CeilDiv(g.kernel_w * ms * int64_t(sizeof(Bits<T>)),
-                                   int64_t(sizeof(T))));
+  Tap* taps = reinterpret_cast<Tap*>(scratch + z.masks);
+  T* staged = scratch + z.masks + z.taps;
+  Staging st = StagingOf<T>(g);
   MakeMasks<T>(g, st.wp, masks);
   if (g.stride_h == 1 && g.stride_w == 1 && st.wp == g.in_w) {
     // A plane is the image itself: read it in place, each run clipped to
     // the plane, instead of staging a copy.
     const int64_t size = g.in_h * g.in_w;
+    st.stride = size;
+    MakeTaps(g, st, taps);
     for (int64_t b = 0; b < nb; ++b) {
       const T* x = im + b * image_stride;
-      T* row = col + b * p;
-      for (int64_t c = 0; c < g.channels; ++c)
-        for (int64_t i = 0; i < g.kernel_h; ++i)
-          for (int64_t j = 0; j < g.kernel_w; ++j, row += ld) {
-            const int64_t shift = (i * g.dilation_h - g.pad_h) * g.in_w +
-                                  j * g.dilation_w - g.pad_w;
-            // Positions [lo, hi) read inside the plane; the rest see
-            // padding.
-            const int64_t lo = std::clamp<int64_t>(-shift, 0, p);
-            const int64_t hi = std::clamp<int64_t>(size - shift, lo, p);
-            std::fill(row, row + lo, T(0));
-            MaskedRun(x + c * size + lo + shift, masks + j * ms + lo, hi - lo,
-                      row + lo);
-            std::fill(row + hi, row + p, T(0));
-          }
+      for (int64_t r = 0; r < k; ++r) {
+        const Tap& t = taps[r];
+        T* row = col + r * ld + b * p;
+        // Positions [lo, hi) read inside the plane; the rest see padding.
+        const int64_t lo = std::clamp<int64_t>(-t.shift, 0, p);
+        const int64_t hi = std::clamp<int64_t>(size - t.shift, lo, p);
+        std::fill(row, row + lo, T(0));
+        MaskedRun(x + t.channel + lo + t.shift, masks + t.column * ms + lo,
+                  hi - lo, row + lo);
+        std::fill(row + hi, row + p, T(0));
+      }
     }
     return;
   }
+  MakeTaps(g, st, taps);
   StageImages(g, st, g.channels, im, image_stride, nb, staged);
   const int64_t image = g.channels * st.phases * st.stride;
   for (int64_t b = 0; b < nb; ++b) {
     const T* x = staged + st.lead + b * image;
-    int64_t r = 0;
-    for (int64_t c = 0; c < g.channels; ++c)
-      for (int64_t i = 0; i < g.kernel_h; ++i) {
-        const AxisTap ti = AxisTapOf(i * g.dilation_h - g.pad_h, g.stride_h);
-        for (int64_t j = 0; j < g.kernel_w; ++j, ++r) {
-          const AxisTap tj = AxisTapOf(j * g.dilation_w - g.pad_w, g.stride_w);
-          const int64_t u = st.phase_index[ti.phase * g.stride_w + tj.phase];
-          MaskedRun(
-              x + (c * st.phases + u) * st.stride + ti.shift * st.wp + tj.shift,
-              masks + j * ms, p, col + r * ld + b * p);
-        }
-      }
+    for (int64_t r = 0; r < k; ++r) {
+      const Tap& t = taps[r];
+      MaskedRun(x + t.channel + t.shift, masks + t.column * ms, p,
+                col + r * ld + b * p);
+    }
   }
 }
 
