@@ -1,6 +1,9 @@
 #include "src/framework/math/packed_conv.h"
 
 #include <Eigen/Core>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -170,11 +173,14 @@ struct Scratch {
   Tap* taps;
   Bits<T>* masks;
   T* staged;
+  // The direct kernel's column rows: where each run starts relative to a
+  // position's staged entry (the plane's offset plus the tap's shift).
+  int64_t* offsets;
 };
 
 template <typename T>
 struct Sizes {
-  int64_t panel, acc, taps, masks, staged;
+  int64_t panel, acc, taps, masks, staged, offsets;
 };
 
 template <typename T>
@@ -190,6 +196,8 @@ Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
               int64_t(sizeof(T))));
   z.staged =
       Aligned<T>(StagedSize<T>(s.g, s.groups * s.g.channels, max_images));
+  z.offsets = Aligned<T>(
+      CeilDiv(Depth(s) * int64_t(sizeof(int64_t)), int64_t(sizeof(T))));
   return z;
 }
 
@@ -202,6 +210,7 @@ Scratch<T> Carve(const PackedConvShape& s, int64_t max_images, T* base) {
   c.taps = reinterpret_cast<Tap*>(c.acc + z.acc);
   c.masks = reinterpret_cast<Bits<T>*>(c.acc + z.acc + z.taps);
   c.staged = c.acc + z.acc + z.taps + z.masks;
+  c.offsets = reinterpret_cast<int64_t*>(c.staged + z.staged);
   return c;
 }
 
@@ -264,6 +273,239 @@ void StageImages(const ConvGeometry& g, const Staging& st, int64_t channels,
       }
     }
   std::fill(dst, dst + st.tail, T(0));
+}
+
+// The direct kernel (AVX-512): vectors of output positions by blocks of
+// filters, loaded straight from the staged images.
+constexpr int64_t kDirectVecs = 3;     // vectors of positions per tile
+constexpr int64_t kDirectFilters = 8;  // filters per block
+constexpr int64_t kDirectMaxColumns = 16;
+
+// Filters of one group rounded up to whole blocks.
+int64_t DirectFilters(const PackedConvShape& s) {
+  return CeilDiv(s.group_filters, kDirectFilters) * kDirectFilters;
+}
+
+#if defined(__AVX512F__)
+constexpr bool kHaveDirect = true;
+
+template <typename T>
+struct Simd;
+
+template <>
+struct Simd<float> {
+  using V = __m512;
+  using M = __mmask16;
+  static constexpr int64_t kLanes = 16;
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static V Load(M m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  static V Splat(const float* p) { return _mm512_set1_ps(*p); }
+  static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void Store(M m, float* p, V v) { _mm512_mask_storeu_ps(p, m, v); }
+  // Lanes whose mask entry (Bits<float>) is set.
+  static M Set(const uint32_t* bits) {
+    const __m512i v = _mm512_loadu_si512(bits);
+    return _mm512_test_epi32_mask(v, v);
+  }
+};
+
+template <>
+struct Simd<double> {
+  using V = __m512d;
+  using M = __mmask8;
+  static constexpr int64_t kLanes = 8;
+  static V Zero() { return _mm512_setzero_pd(); }
+  static V Load(const double* p) { return _mm512_loadu_pd(p); }
+  static V Load(M m, const double* p) { return _mm512_maskz_loadu_pd(m, p); }
+  static V Splat(const double* p) { return _mm512_set1_pd(*p); }
+  static V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V Add(V a, V b) { return _mm512_add_pd(a, b); }
+  static void Store(M m, double* p, V v) { _mm512_mask_storeu_pd(p, m, v); }
+  static M Set(const uint64_t* bits) {
+    const __m512i v = _mm512_loadu_si512(bits);
+    return _mm512_test_epi64_mask(v, v);
+  }
+};
+
+template <typename T>
+constexpr int64_t DirectLanes() {
+  return Simd<T>::kLanes;
+}
+
+// One tile: up to kDirectVecs vectors of consecutive positions, each inside
+// one image; an absent vector has no lanes.
+template <typename T>
+struct DirectTile {
+  using M = typename Simd<T>::M;
+  const T* in[kDirectVecs];  // the staged entry of the vector's first position
+  T* out[kDirectVecs];       // the output of its first position, filter 0
+  M lanes[kDirectVecs];      // the vector's positions
+  // masks[j][v]: the positions of vector v where kernel column j sees the
+  // image.
+  M masks[kDirectMaxColumns][kDirectVecs];
+  // whole[j]: kernel column j sees the image at every lane of every vector.
+  bool whole[kDirectMaxColumns];
+};
+
+template <typename T>
+using DirectAcc = typename Simd<T>::V[kDirectFilters][kDirectVecs];
+
+// acc[f][v] += x_v w[f] for one column row: x_v is vector v's run, starting
+// `o` past its position's staged entry, masked by m_v unless kPlain (the
+// tap sees the image at every lane).
+template <typename T, bool kPlain>
+inline void DirectTap(DirectAcc<T>& acc, const T* in0, const T* in1,
+                      const T* in2, typename Simd<T>::M m0,
+                      typename Simd<T>::M m1, typename Simd<T>::M m2, int64_t o,
+                      const T* w) {
+  using S = Simd<T>;
+  using V = typename S::V;
+  const V x0 = kPlain ? S::Load(in0 + o) : S::Load(m0, in0 + o);
+  const V x1 = kPlain ? S::Load(in1 + o) : S::Load(m1, in1 + o);
+  const V x2 = kPlain ? S::Load(in2 + o) : S::Load(m2, in2 + o);
+#pragma GCC unroll 8
+  for (int64_t f = 0; f < kDirectFilters; ++f) {
+    const V wf = S::Splat(w + f);
+    acc[f][0] = S::Fma(x0, wf, acc[f][0]);
+    acc[f][1] = S::Fma(x1, wf, acc[f][1]);
+    acc[f][2] = S::Fma(x2, wf, acc[f][2]);
+  }
+}
+
+// The whole kernel rows among the column rows [k, end) (kKw column rows
+// each, from k, a row's first): the masks of the kKw kernel columns stay in
+// registers, and the columns in kWhole (a bit per column) load unmasked.
+// Returns where it stopped.
+template <typename T, int64_t kKw, unsigned kWhole>
+int64_t DirectRows(DirectAcc<T>& acc, const T* in0, const T* in1, const T* in2,
+                   const DirectTile<T>& t, const int64_t* offsets, int64_t k,
+                   int64_t end, const T* w) {
+  typename Simd<T>::M m[kKw][kDirectVecs];
+  for (int64_t j = 0; j < kKw; ++j)
+    for (int64_t v = 0; v < kDirectVecs; ++v) m[j][v] = t.masks[j][v];
+  for (; k + kKw <= end; k += kKw) {
+#pragma GCC unroll 8
+    for (int64_t j = 0; j < kKw; ++j) {
+      // Unrolled, so each test is decided while compiling.
+      const int64_t o = offsets[k + j];
+      const T* wj = w + (k + j) * kDirectFilters;
+      if ((kWhole >> j) & 1u)
+        DirectTap<T, true>(acc, in0, in1, in2, m[j][0], m[j][1], m[j][2], o,
+                           wj);
+      else
+        DirectTap<T, false>(acc, in0, in1, in2, m[j][0], m[j][1], m[j][2], o,
+                            wj);
+    }
+  }
+  return k;
+}
+
+// DirectRows for the kernel widths with their own code (3 and 1), else
+// none (returns k).
+template <typename T>
+int64_t DirectRowsOf(DirectAcc<T>& acc, const T* in0, const T* in1,
+                     const T* in2, const DirectTile<T>& t, int64_t kw,
+                     const int64_t* offsets, int64_t k, int64_t end,
+                     const T* w) {
+  unsigned whole = 0;
+  for (int64_t j = 0; j < kw; ++j) whole |= unsigned(t.whole[j]) << j;
+#define FLUID_DIRECT_ROWS(KW, WHOLE) \
+  case WHOLE:                        \
+    return DirectRows<T, KW, WHOLE>(acc, in0, in1, in2, t, offsets, k, end, w)
+  if (kw == 3) {
+    switch (whole) {
+      FLUID_DIRECT_ROWS(3, 0u);
+      FLUID_DIRECT_ROWS(3, 1u);
+      FLUID_DIRECT_ROWS(3, 2u);
+      FLUID_DIRECT_ROWS(3, 3u);
+      FLUID_DIRECT_ROWS(3, 4u);
+      FLUID_DIRECT_ROWS(3, 5u);
+      FLUID_DIRECT_ROWS(3, 6u);
+      FLUID_DIRECT_ROWS(3, 7u);
+    }
+  }
+  if (kw == 1) {
+    switch (whole) {
+      FLUID_DIRECT_ROWS(1, 0u);
+      FLUID_DIRECT_ROWS(1, 1u);
+    }
+  }
+#undef FLUID_DIRECT_ROWS
+  return k;
+}
+
+// out(f, v) (+)= the sum over the column rows [k0, k0 + kb) of the rows'
+// runs times the filters' taps w[k][f], for the `nf` filters of a block,
+// `fstride` apart in the output. Each accumulator sums its products in
+// column-row order from zero and is then stored (or added to the output:
+// `add`, a later depth block), as Eigen's kernel does with the panels, so
+// that both kernels give the same bits. `in_shift` and `out_shift` move the
+// tile's inputs and outputs to a group and a block of filters; `kw` is the
+// kernel's width (column row k is in kernel column k mod kw).
+template <typename T>
+void DirectBlock(const DirectTile<T>& t, const int64_t* offsets, int64_t k0,
+                 int64_t kb, int64_t kw, const T* w, int64_t nf,
+                 int64_t fstride, int64_t in_shift, int64_t out_shift,
+                 bool add) {
+  using S = Simd<T>;
+  using V = typename S::V;
+  DirectAcc<T> acc;
+#pragma GCC unroll 8
+  for (int64_t f = 0; f < kDirectFilters; ++f)
+#pragma GCC unroll 3
+    for (int64_t v = 0; v < kDirectVecs; ++v) acc[f][v] = S::Zero();
+  const T* in0 = t.in[0] + in_shift;
+  const T* in1 = t.in[1] + in_shift;
+  const T* in2 = t.in[2] + in_shift;
+  const int64_t end = k0 + kb;
+  // One column row at a time up to a row's start, whole rows, then the rest.
+  auto single = [&](int64_t k) {
+    const typename S::M* m = t.masks[k % kw];
+    DirectTap<T, false>(acc, in0, in1, in2, m[0], m[1], m[2], offsets[k],
+                        w + k * kDirectFilters);
+  };
+  int64_t k = k0;
+  for (; k < end && k % kw != 0; ++k) single(k);
+  k = DirectRowsOf(acc, in0, in1, in2, t, kw, offsets, k, end, w);
+  for (; k < end; ++k) single(k);
+#pragma GCC unroll 8
+  for (int64_t f = 0; f < kDirectFilters; ++f) {
+    if (f >= nf) break;
+#pragma GCC unroll 3
+    for (int64_t v = 0; v < kDirectVecs; ++v) {
+      T* o = t.out[v] + out_shift + f * fstride;
+      const V r = add ? S::Add(S::Load(t.lanes[v], o), acc[f][v]) : acc[f][v];
+      S::Store(t.lanes[v], o, r);
+    }
+  }
+}
+#else
+constexpr bool kHaveDirect = false;
+
+template <typename T>
+constexpr int64_t DirectLanes() {
+  return 1;
+}
+#endif
+
+// Vectors of `lanes` positions one image's `p` positions take.
+int64_t VectorsPerImage(int64_t p, int64_t lanes) { return CeilDiv(p, lanes); }
+
+bool DirectPossible(const PackedConvShape& s) {
+  return kHaveDirect && s.g.kernel_w <= kDirectMaxColumns &&
+         s.kernel != PackedKernel::kGebp;
+}
+
+template <typename T>
+void PackDirectFilters(const PackedConvShape& s, const T* w, T* packed) {
+  const int64_t depth = Depth(s), mg = s.group_filters;
+  for (int64_t gi = 0; gi < s.groups; ++gi)
+    for (int64_t f0 = 0; f0 < DirectFilters(s); f0 += kDirectFilters)
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t f = f0; f < f0 + kDirectFilters; ++f)
+          *packed++ = f < mg ? w[(gi * mg + f) * depth + k] : T(0);
 }
 
 // The segments of the panel starting at row r0 of `total`; returns their
@@ -402,7 +644,76 @@ void ScatterPanel(const PackedConvShape& s, int64_t group, const T* acc,
   }
 }
 
+#if defined(__AVX512F__)
+// PackedConvImages on the direct kernel, after the staging, taps and masks.
+template <typename T>
+void DirectImages(const PackedConvShape& s, const T* packed, const Staging& st,
+                  const Scratch<T>& sc, int64_t nb, T* y) {
+  using S = Simd<T>;
+  using M = typename S::M;
+  constexpr int64_t lanes = S::kLanes;
+  constexpr M kAll = static_cast<M>(~uint64_t(0));
+  const ConvGeometry& g = s.g;
+  const int64_t p = g.out_h * g.out_w, depth = Depth(s), kc = DepthBlock(s);
+  const int64_t mg = s.group_filters, m = mg * s.groups;
+  const int64_t fpad = DirectFilters(s), ms = MaskStride(g);
+  const int64_t group_in = g.channels * st.phases * st.stride;
+  const int64_t image = s.groups * group_in;
+  for (int64_t k = 0; k < depth; ++k)
+    sc.offsets[k] = sc.taps[k].channel + sc.taps[k].shift;
+  const int64_t per_image = VectorsPerImage(p, lanes);
+  const int64_t total = nb * per_image;
+  const T* staged = sc.staged + st.lead;
+  DirectTile<T> t;
+  for (int64_t v0 = 0; v0 < total; v0 += kDirectVecs) {
+    for (int64_t v = 0; v < kDirectVecs; ++v) {
+      if (v0 + v >= total) {
+        // No positions: loads and stores are masked off entirely.
+        t.in[v] = t.in[0];
+        t.out[v] = t.out[0];
+        t.lanes[v] = 0;
+        for (int64_t j = 0; j < g.kernel_w; ++j) t.masks[j][v] = 0;
+        continue;
+      }
+      const int64_t b = (v0 + v) / per_image;
+      const int64_t pos = (v0 + v) % per_image * lanes;
+      const int64_t n = std::min(lanes, p - pos);
+      t.in[v] = staged + b * image + pos;
+      t.out[v] = y + b * m * p + pos;
+      t.lanes[v] = n == lanes ? kAll : static_cast<M>((uint64_t(1) << n) - 1);
+      for (int64_t j = 0; j < g.kernel_w; ++j)
+        t.masks[j][v] = S::Set(sc.masks + j * ms + pos) & t.lanes[v];
+    }
+    for (int64_t j = 0; j < g.kernel_w; ++j)
+      t.whole[j] = t.masks[j][0] == kAll && t.masks[j][1] == kAll &&
+                   t.masks[j][2] == kAll;
+    for (int64_t gi = 0; gi < s.groups; ++gi) {
+      const T* pg = packed + gi * fpad * depth;
+      for (int64_t f0 = 0; f0 < fpad; f0 += kDirectFilters) {
+        const int64_t nf = std::min(kDirectFilters, mg - f0);
+        for (int64_t k0 = 0; k0 < depth; k0 += kc)
+          DirectBlock(t, sc.offsets, k0, std::min(kc, depth - k0), g.kernel_w,
+                      pg + f0 * depth, nf, p, gi * group_in, (gi * mg + f0) * p,
+                      k0 > 0);
+      }
+    }
+  }
+}
+#endif
+
 }  // namespace
+
+template <typename T>
+bool PackedDirect(const PackedConvShape& s) {
+  if (!DirectPossible(s)) return false;
+  if (s.kernel == PackedKernel::kDirect) return true;
+  // The last vector of an image may be short: take the direct kernel when
+  // that wastes at most 1/16 of the lanes.
+  const int64_t lanes = DirectLanes<T>();
+  const int64_t p = s.g.out_h * s.g.out_w;
+  const int64_t span = VectorsPerImage(p, lanes) * lanes;
+  return (span - p) * 16 <= span;
+}
 
 bool PackedConvApplies(const ConvGeometry& g) {
   // Every image column must fall inside its phase plane's Wo-wide rows.
@@ -416,11 +727,15 @@ int64_t PackedFilterSize(const PackedConvShape& s) {
   int64_t size = 0;
   for (int64_t k0 = 0; k0 < depth; k0 += kc)
     size += FilterBlock(std::min(kc, depth - k0) * s.group_filters);
-  return size * s.groups;
+  return std::max(size, depth * DirectFilters(s)) * s.groups;
 }
 
 template <typename T>
 void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
+  if (PackedDirect<T>(s)) {
+    PackDirectFilters(s, w, packed);
+    return;
+  }
   const int64_t depth = Depth(s), kc = DepthBlock(s);
   const int64_t mg = s.group_filters;
   typename Kernel<T>::PackRhs pack;
@@ -437,7 +752,7 @@ void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
 template <typename T>
 int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t max_images) {
   const Sizes<T> z = ScratchSizes<T>(s, max_images);
-  return z.panel + z.acc + z.taps + z.masks + z.staged;
+  return z.panel + z.acc + z.taps + z.masks + z.staged + z.offsets;
 }
 
 template <typename T>
@@ -453,6 +768,12 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   MakeMasks<T>(g, st.wp, sc.masks);
   StageImages(g, st, s.groups * g.channels, x, s.groups * g.InputSize(), nb,
               sc.staged);
+#if defined(__AVX512F__)
+  if (PackedDirect<T>(s)) {
+    DirectImages(s, packed, st, sc, nb, y);
+    return;
+  }
+#endif
   const int64_t total = nb * g.out_h * g.out_w;
   Segment segs[Kernel<T>::kRows + 1];
   typename Kernel<T>::Gebp gebp;
@@ -546,6 +867,7 @@ void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
 }
 
 #define FLUID_PACKED_CONV(T)                                                  \
+  template bool PackedDirect<T>(const PackedConvShape&);                      \
   template void PackFilters<T>(const PackedConvShape&, const T*, T*);         \
   template int64_t PackedConvScratchSize<T>(const PackedConvShape&, int64_t); \
   template void PackedConvImages<T>(const PackedConvShape&, const T*,         \

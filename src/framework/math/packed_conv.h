@@ -27,6 +27,13 @@
 // The rows of a panel are the output positions of `nb` images in order
 // (image b's position p is row b Ho Wo + p), so small images still fill the
 // kernel's panels.
+//
+// Where the CPU has AVX-512 and an image's positions fill whole vectors
+// (to within 1/16), a direct kernel replaces the panels and Eigen's kernel:
+// 24 accumulators (3 vectors of consecutive output positions by 8 filters)
+// take, per column row, 3 masked loads straight from the staged images and
+// 8 broadcast filter taps. Nothing is copied into a panel, and the sums go
+// from the registers to the output. Its vectors never span two images.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +49,12 @@ namespace math {
 // 16 phases.
 bool PackedConvApplies(const ConvGeometry& g);
 
+// Which kernel PackedConvImages multiplies with: kAuto picks the direct
+// kernel where it applies and does not waste over 1/16 of its vectors,
+// kDirect takes it wherever it applies (tests compare the two), kGebp
+// always takes the panels and Eigen's kernel.
+enum class PackedKernel { kAuto, kDirect, kGebp };
+
 // One convolution layer as PackedConv sees it: the sweep of one group of
 // channels `g`, `groups` such groups, `group_filters` filters each.
 struct PackedConvShape {
@@ -51,9 +64,14 @@ struct PackedConvShape {
   // Column rows summed in one chain before they are added to the output
   // (at most 192, the panel's depth; 0: 192).
   int64_t depth_block = 0;
+  PackedKernel kernel = PackedKernel::kAuto;
 };
 
-// Elements the packed filters of every group take.
+// Whether PackedConvImages<T> takes the direct kernel for `s`.
+template <typename T>
+bool PackedDirect(const PackedConvShape& s);
+
+// Elements the packed filters of every group take (either kernel's layout).
 int64_t PackedFilterSize(const PackedConvShape& s);
 
 // Packs the filters `w` [groups group_filters, C / groups, kh, kw] for
