@@ -539,6 +539,46 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
     }
 }
 
+// dw = the filter gradient of `n` images on the packed path's direct kernel
+// (math::PackedFilterGrad), without a column matrix; false (and nothing
+// done) where that does not apply. The images go in one contiguous run per
+// thread, each summed into its own partial (the first straight into dW),
+// and the partials are added in order: the same bits whichever thread ran
+// which run, for a given thread count.
+template <typename T>
+bool PackedFilterGrad(const CPUDeviceContext& dev, const ConvLayout& l,
+                      const T* x, const T* dy, int64_t n, T* dw) {
+  math::PackedConvShape s;
+  s.g = l.g;
+  s.groups = l.groups;
+  s.group_filters = l.group_filters;
+  if (!math::PackedFilterGradApplies<T>(s)) return false;
+  const int64_t size = l.groups * l.group_filters * l.g.ColRows();
+  const int64_t out_size = l.groups * l.group_filters * l.g.ColCols();
+  const int64_t runs = std::min<int64_t>(n, dev.num_threads());
+  const int64_t per = CeilDiv(n, runs);
+  T* partial =
+      runs > 1 ? ThreadScratch<T>(kScratchPartial, (runs - 1) * size) : nullptr;
+  const int64_t scratch = math::PackedFilterGradScratchSize<T>(s, per);
+  const double cost = 2.0 * size * l.g.ColCols() * per;
+  ParallelFor(dev, runs, cost, [&](int64_t begin, int64_t end) {
+    T* buffer = ThreadScratch<T>(kScratchCol, scratch);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i0 = std::min(n, r * per);
+      const int64_t nb = std::min(per, n - i0);
+      T* run_dw = r == 0 ? dw : partial + (r - 1) * size;
+      if (nb <= 0) {
+        std::fill_n(run_dw, size, T(0));
+        continue;
+      }
+      math::PackedFilterGrad(s, x + i0 * l.image, dy + i0 * out_size, nb,
+                             buffer, run_dw, false);
+    }
+  });
+  AddPartials(partial, runs - 1, size, dw);
+  return true;
+}
+
 template <typename T>
 void Conv2dGradKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
@@ -569,6 +609,9 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     if (dwd == nullptr) return;
     dxd = nullptr;
   }
+  if (dwd != nullptr && dxd == nullptr && n > 0 &&
+      PackedFilterGrad(ctx.device(), l, xd, dyd, n, dwd))
+    return;
   ChunkPlan plan = PlanChunks(ctx.device(), g, n);
   if (plan.chunks == 0) {
     if (dwd != nullptr) std::fill_n(dwd, m * k, T(0));

@@ -4,14 +4,14 @@
 // kernel's tiles: short last vectors, tiles with fewer than three vectors,
 // filter blocks of fewer than eight filters, depth blocks that start inside
 // a kernel column, phases, dilation and groups.
+#include "src/framework/math/packed_conv.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
-
-#include "src/framework/math/packed_conv.h"
 
 namespace fluid {
 namespace math {
@@ -108,9 +108,8 @@ std::vector<double> Packed(const Case& k, PackedConvShape s,
   PackFilters(s, wt.data(), packed.data);
   Aligned<T> scratch(PackedConvScratchSize<T>(s, per));
   for (int64_t b = 0; b < k.n; b += per)
-    PackedConvImages(s, packed.data, xt.data() + b * in,
-                     std::min(per, k.n - b), scratch.data,
-                     y.data() + b * out);
+    PackedConvImages(s, packed.data, xt.data() + b * in, std::min(per, k.n - b),
+                     scratch.data, y.data() + b * out);
   return std::vector<double>(y.begin(), y.end());
 }
 
@@ -157,9 +156,9 @@ void ExpectKernelsMatchDefinition(double tolerance) {
         Packed<T>(k, s, PackedKernel::kGebp, k.n, x, w);
     for (PackedKernel kernel : {PackedKernel::kDirect, PackedKernel::kGebp})
       for (int64_t per : {int64_t(1), int64_t(2), k.n}) {
-        SCOPED_TRACE(std::string(kernel == PackedKernel::kDirect ? "direct"
-                                                                 : "gebp") +
-                     ", " + std::to_string(per) + " images a call");
+        SCOPED_TRACE(
+            std::string(kernel == PackedKernel::kDirect ? "direct" : "gebp") +
+            ", " + std::to_string(per) + " images a call");
         const std::vector<double> got = Packed<T>(k, s, kernel, per, x, w);
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < want.size(); ++i) {
@@ -178,24 +177,118 @@ TEST(PackedConv, FloatKernelsMatchDefinition) {
   ExpectKernelsMatchDefinition<float>(2e-5);
 }
 
+// The filter gradient by the definition: dw[o, c, a, e] = the sum over
+// images and output positions of dy[b, o, i, j] times x at the tap.
+std::vector<double> NaiveFilterGrad(const Case& k, const PackedConvShape& s,
+                                    const std::vector<double>& x,
+                                    const std::vector<double>& dy) {
+  const ConvGeometry& g = s.g;
+  const int64_t cg = g.channels, mg = s.group_filters;
+  std::vector<double> dw(k.m * g.ColRows(), 0.0);
+  for (int64_t o = 0; o < k.m; ++o)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t a = 0; a < k.kh; ++a)
+        for (int64_t e = 0; e < k.kw; ++e) {
+          const int64_t c0 = o / mg * cg;
+          double sum = 0;
+          for (int64_t b = 0; b < k.n; ++b)
+            for (int64_t i = 0; i < g.out_h; ++i)
+              for (int64_t j = 0; j < g.out_w; ++j) {
+                const int64_t ih = i * k.sh - k.ph + a * k.dh;
+                const int64_t iw = j * k.sw - k.pw + e * k.dw;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                sum += dy[((b * k.m + o) * g.out_h + i) * g.out_w + j] *
+                       x[((b * k.c + c0 + c) * k.h + ih) * k.w + iw];
+              }
+          dw[((o * cg + c) * k.kh + a) * k.kw + e] = sum;
+        }
+  return dw;
+}
+
+// PackedFilterGrad, images fed `per` at a time (the later calls add).
+template <typename T>
+std::vector<double> FilterGrad(const Case& k, const PackedConvShape& s,
+                               int64_t per, const std::vector<double>& x,
+                               const std::vector<double>& dy) {
+  const int64_t in = k.c * k.h * k.w, out = k.m * s.g.out_h * s.g.out_w;
+  std::vector<T> xt(x.begin(), x.end()), dyt(dy.begin(), dy.end());
+  std::vector<T> dw(k.m * s.g.ColRows(), T(1e30));
+  Aligned<T> scratch(PackedFilterGradScratchSize<T>(s, per));
+  for (int64_t b = 0; b < k.n; b += per)
+    PackedFilterGrad(s, xt.data() + b * in, dyt.data() + b * out,
+                     std::min(per, k.n - b), scratch.data, dw.data(), b > 0);
+  return std::vector<double>(dw.begin(), dw.end());
+}
+
+template <typename T>
+void ExpectFilterGradMatchesDefinition(double tolerance) {
+  int64_t checked = 0;
+  for (const Case& k : Cases()) {
+    SCOPED_TRACE(Describe(k));
+    PackedConvShape s = ShapeOf(k);
+    s.kernel = PackedKernel::kDirect;
+    if (!PackedFilterGradApplies<T>(s)) continue;
+    ++checked;
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> x(k.n * k.c * k.h * k.w);
+    std::vector<double> dy(k.n * k.m * s.g.out_h * s.g.out_w);
+    for (double& v : x) v = u(rng);
+    for (double& v : dy) v = u(rng);
+    const std::vector<double> want = NaiveFilterGrad(k, s, x, dy);
+    for (int64_t per : {int64_t(1), int64_t(2), k.n}) {
+      SCOPED_TRACE(std::to_string(per) + " images a call");
+      const std::vector<double> got = FilterGrad<T>(k, s, per, x, dy);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tolerance) << "at " << i;
+    }
+  }
+#if defined(__AVX512F__)
+  EXPECT_EQ(checked, static_cast<int64_t>(Cases().size()));
+#else
+  EXPECT_EQ(checked, 0);
+#endif
+}
+
+TEST(PackedConv, DoubleFilterGradMatchesDefinition) {
+  ExpectFilterGradMatchesDefinition<double>(1e-11);
+}
+
+TEST(PackedConv, FloatFilterGradMatchesDefinition) {
+  ExpectFilterGradMatchesDefinition<float>(1e-4);
+}
+
 // kAuto takes the direct kernel only where the CPU has it and an image's
-// positions fill whole vectors to within 1/16.
+// positions fill whole vectors to within 1/16, and the filter gradient's
+// only where they fill them exactly.
 TEST(PackedConv, AutoTakesDirectKernelOnWholeVectors) {
-  PackedConvShape s = ShapeOf({1, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0});
+  PackedConvShape s =
+      ShapeOf({1, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0});
   PackedConvShape small =
       ShapeOf({1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0});
+  PackedConvShape mid =
+      ShapeOf({1, 32, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0});
 #if defined(__AVX512F__)
   EXPECT_TRUE(PackedDirect<float>(s));
   EXPECT_TRUE(PackedDirect<double>(s));
+  EXPECT_TRUE(PackedDirect<float>(mid));     // 196 positions in 13 vectors
   EXPECT_FALSE(PackedDirect<float>(small));  // 49 positions in 4 vectors
+  // The filter gradient's takes whole vectors only.
+  EXPECT_TRUE(PackedFilterGradApplies<float>(s));
+  EXPECT_TRUE(PackedFilterGradApplies<double>(s));
+  EXPECT_FALSE(PackedFilterGradApplies<float>(mid));
   small.kernel = PackedKernel::kDirect;
   EXPECT_TRUE(PackedDirect<float>(small));
+  EXPECT_TRUE(PackedFilterGradApplies<float>(small));
 #else
   EXPECT_FALSE(PackedDirect<float>(s));
   EXPECT_FALSE(PackedDirect<float>(small));
+  EXPECT_FALSE(PackedFilterGradApplies<float>(s));
 #endif
   s.kernel = PackedKernel::kGebp;
   EXPECT_FALSE(PackedDirect<float>(s));
+  EXPECT_FALSE(PackedFilterGradApplies<float>(s));
 }
 
 }  // namespace

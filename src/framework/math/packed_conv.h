@@ -79,6 +79,29 @@ int64_t PackedFilterSize(const PackedConvShape& s);
 template <typename T>
 void PackFilters(const PackedConvShape& s, const T* w, T* packed);
 
+// Whether PackedFilterGrad<T> computes `s`'s filter gradient: a sweep
+// PackedConvApplies on a CPU with the direct kernel, and images that fill
+// whole vectors exactly (kDirect: any; kGebp: never).
+template <typename T>
+bool PackedFilterGradApplies(const PackedConvShape& s);
+
+// Scratch elements (64-byte aligned) a PackedFilterGrad call of up to
+// `max_images` images needs.
+template <typename T>
+int64_t PackedFilterGradScratchSize(const PackedConvShape& s,
+                                    int64_t max_images);
+
+// dw [groups group_filters, C / groups kh kw] = the filter gradient of `nb`
+// images x [nb, groups C, H, W] with output gradient dy [nb, groups
+// group_filters, Ho, Wo] (added to dw when `accumulate`), without a column
+// matrix: 8 filters by 3 column rows of accumulators, each a vector of
+// output positions, sweep the staged images and dY block by block; lane l
+// sums the positions l mod the vector length, and the lanes are added at
+// the end. Serial; `scratch` holds PackedFilterGradScratchSize(s, nb).
+template <typename T>
+void PackedFilterGrad(const PackedConvShape& s, const T* x, const T* dy,
+                      int64_t nb, T* scratch, T* dw, bool accumulate);
+
 // Scratch elements a PackedConvImages call of up to `max_images` images
 // needs (one panel, its accumulator, the taps and masks, and the images
 // staged with zeros around each plane); the buffer must be 64-byte aligned.
