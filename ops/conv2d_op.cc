@@ -481,8 +481,10 @@ bool PhaseLayout(const ConvLayout& l, int64_t py, int64_t px,
 bool PhasedInputGradApplies(const CPUDeviceContext& dev, const ConvLayout& l,
                             int64_t n) {
   const ConvGeometry& g = l.g;
-  if (g.stride_h * g.stride_w == 1 || g.dilation_h != 1 || g.dilation_w != 1 ||
-      g.in_w % g.stride_w != 0 || g.out_w != g.in_w / g.stride_w)
+  if (g.stride_h * g.stride_w == 1 ||
+      g.stride_h * g.stride_w > math::kMaxConvPhases || g.dilation_h != 1 ||
+      g.dilation_w != 1 || g.in_w % g.stride_w != 0 ||
+      g.out_w != g.in_w / g.stride_w)
     return false;
   for (int64_t py = 0; py < g.stride_h; ++py)
     for (int64_t px = 0; px < g.stride_w; ++px) {
@@ -496,47 +498,95 @@ bool PhasedInputGradApplies(const CPUDeviceContext& dev, const ConvLayout& l,
   return true;
 }
 
+// row[b s + px] = src[px][b] (0 where src[px] is null) for b < pw and
+// px < s: one row of dX from its phases' rows.
+template <typename T>
+void SpreadRow(const T* const* src, int64_t s, int64_t pw, T* row) {
+  if (s == 2) {
+    // The common stride, interleaved with a constant step so that it
+    // vectorises.
+    const T* s0 = src[0];
+    const T* s1 = src[1];
+    if (s0 != nullptr && s1 != nullptr) {
+      for (int64_t b = 0; b < pw; ++b) {
+        row[2 * b] = s0[b];
+        row[2 * b + 1] = s1[b];
+      }
+    } else if (s0 != nullptr) {
+      for (int64_t b = 0; b < pw; ++b) {
+        row[2 * b] = s0[b];
+        row[2 * b + 1] = T(0);
+      }
+    } else if (s1 != nullptr) {
+      for (int64_t b = 0; b < pw; ++b) {
+        row[2 * b] = T(0);
+        row[2 * b + 1] = s1[b];
+      }
+    } else {
+      std::fill_n(row, 2 * pw, T(0));
+    }
+    return;
+  }
+  for (int64_t px = 0; px < s; ++px) {
+    const T* in = src[px];
+    for (int64_t b = 0; b < pw; ++b) row[b * s + px] = in ? in[b] : T(0);
+  }
+}
+
 // dx [n, C, H, W] = the input gradient of `l` for dy, phase by phase
-// (PhasedInputGradApplies).
+// (PhasedInputGradApplies): every phase's plane first, then one pass over
+// dX that interleaves them row by row.
 template <typename T>
 void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
                      const T* w, const T* dy, int64_t n, T* dx) {
   const ConvGeometry& g = l.g;
   const int64_t planes = n * l.groups * g.channels;
-  for (int64_t py = 0; py < g.stride_h; ++py)
-    for (int64_t px = 0; px < g.stride_w; ++px) {
-      const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, g.stride_h, py);
-      const PhaseTaps cols = TapsOfPhase(g.kernel_w, g.pad_w, g.stride_w, px);
-      const int64_t ph = CeilDiv(g.in_h - py, g.stride_h);
-      const int64_t pw = CeilDiv(g.in_w - px, g.stride_w);
-      T* plane = nullptr;
-      if (rows.taps.count > 0 && cols.taps.count > 0) {
-        ConvLayout t;
-        PhaseLayout(l, py, px, rows, cols, &t);
-        T* wt = ThreadScratch<T>(kScratchFilter,
-                                 l.groups * g.channels * l.group_filters *
-                                     t.g.kernel_h * t.g.kernel_w);
-        GatherFilterTaps(l, w, rows.taps, cols.taps, wt);
-        plane = ThreadScratch<T>(kScratchTmp, planes * ph * pw);
-        // Chains of M / groups products before each addition into the
-        // output, as the GEMM + col2im path summed: with the packed path's
-        // chains of up to 192, float dX was 30% further from double (rms,
-        // resnet's 32->64 /2 layer).
-        PackedForward(dev, t, wt, dy, n, plane, t.g.channels);
-      }
-      // Spread the phase plane (or zeros) into dX.
-      ParallelFor(dev, planes, 2.0 * ph * pw, [&](int64_t begin, int64_t end) {
-        for (int64_t q = begin; q < end; ++q) {
-          T* out = dx + q * g.in_h * g.in_w + py * g.in_w + px;
-          const T* in = plane ? plane + q * ph * pw : nullptr;
-          for (int64_t a = 0; a < ph; ++a) {
-            T* row = out + a * g.stride_h * g.in_w;
-            for (int64_t b = 0; b < pw; ++b)
-              row[b * g.stride_w] = in ? in[a * pw + b] : T(0);
-          }
-        }
-      });
+  const int64_t sh = g.stride_h, sw = g.stride_w;
+  // Phase planes are at most ceil(H / s_h) rows of W / s_w (W splits
+  // evenly).
+  const int64_t pw = g.in_w / sw, plane_size = CeilDiv(g.in_h, sh) * pw;
+  T* phases = ThreadScratch<T>(kScratchTmp, sh * sw * planes * plane_size);
+  // phase[py s_w + px]: that phase's planes, or null where no tap reaches it
+  // (zeros).
+  const T* phase[math::kMaxConvPhases] = {};
+  for (int64_t py = 0; py < sh; ++py)
+    for (int64_t px = 0; px < sw; ++px) {
+      const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, sh, py);
+      const PhaseTaps cols = TapsOfPhase(g.kernel_w, g.pad_w, sw, px);
+      if (rows.taps.count == 0 || cols.taps.count == 0) continue;
+      ConvLayout t;
+      PhaseLayout(l, py, px, rows, cols, &t);
+      T* wt = ThreadScratch<T>(kScratchFilter, l.groups * g.channels *
+                                                   l.group_filters *
+                                                   t.g.kernel_h * t.g.kernel_w);
+      GatherFilterTaps(l, w, rows.taps, cols.taps, wt);
+      // Planes of this phase are ph pw apart: PackedForward's output.
+      T* plane = phases + (py * sw + px) * planes * plane_size;
+      // Chains of M / groups products before each addition into the
+      // output, as the GEMM + col2im path summed: with the packed path's
+      // chains of up to 192, float dX was 30% further from double (rms,
+      // resnet's 32->64 /2 layer).
+      PackedForward(dev, t, wt, dy, n, plane, t.g.channels);
+      phase[py * sw + px] = plane;
     }
+  ParallelFor(
+      dev, planes, 2.0 * g.in_h * g.in_w, [&](int64_t begin, int64_t end) {
+        for (int64_t q = begin; q < end; ++q)
+          for (int64_t py = 0; py < sh; ++py) {
+            // Rows py, py + s_h, ... of dX: row a of phase row py.
+            const int64_t ph = CeilDiv(g.in_h - py, sh);
+            const T* src[math::kMaxConvPhases];
+            for (int64_t px = 0; px < sw; ++px) {
+              const T* p = phase[py * sw + px];
+              src[px] = p ? p + q * ph * pw : nullptr;
+            }
+            for (int64_t a = 0; a < ph; ++a) {
+              SpreadRow(src, sw, pw, dx + (q * g.in_h + a * sh + py) * g.in_w);
+              for (int64_t px = 0; px < sw; ++px)
+                if (src[px] != nullptr) src[px] += pw;
+            }
+          }
+      });
 }
 
 // dw = the filter gradient of `n` images on the packed path's direct kernel

@@ -86,7 +86,7 @@ struct Segment {
 // the sweep into a unit-stride one: tap (i, j) reads phase (ph, pw) at
 // (oh + rs, ow + cs), a run contiguous along the output positions when the
 // phase planes are Wo wide. A unit-stride sweep has one phase.
-constexpr int64_t kMaxPhases = 16;
+constexpr int64_t kMaxPhases = kMaxConvPhases;
 
 // A kernel offset `r` along an axis of stride `s`: its phase and its shift
 // in phase coordinates.

@@ -49,6 +49,9 @@ namespace math {
 // 16 phases.
 bool PackedConvApplies(const ConvGeometry& g);
 
+// The most phases (stride_h stride_w) a strided sweep PackedConvApplies.
+constexpr int64_t kMaxConvPhases = 16;
+
 // Which kernel PackedConvImages multiplies with: kAuto picks the direct
 // kernel where it applies and does not waste over 1/16 of its vectors,
 // kDirect takes it wherever it applies (tests compare the two), kGebp
