@@ -774,8 +774,8 @@ struct GradScratch {
 
 // Vectors of positions a block sweeps before the accumulators go back to
 // the lane sums: as many as keep the block's dY rows of every filter of a
-// group in about half of L1 (24 KiB), at most 16, while one tile's runs
-// come and go; the tiles take turns over each block.
+// group in 32 KiB of L1, at most 16, while one tile's runs come and go;
+// the tiles take turns over each block.
 int64_t GradBlock(const PackedConvShape& s) {
   const int64_t vector_bytes = 64;
   return std::clamp<int64_t>(32768 / (DirectFilters(s) * vector_bytes), 2, 16);
