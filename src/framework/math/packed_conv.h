@@ -49,7 +49,8 @@ namespace math {
 // 16 phases.
 bool PackedConvApplies(const ConvGeometry& g);
 
-// The most phases (stride_h stride_w) a strided sweep PackedConvApplies.
+// The most phases (stride_h stride_w) of a strided sweep PackedConvApplies
+// accepts.
 constexpr int64_t kMaxConvPhases = 16;
 
 // Which kernel PackedConvImages multiplies with: kAuto picks the direct
