@@ -283,8 +283,11 @@ TEST(PackedConv, AutoTakesDirectKernelOnWholeVectors) {
   EXPECT_TRUE(PackedFilterGradApplies<float>(small));
 #else
   EXPECT_FALSE(PackedDirect<float>(s));
+  EXPECT_FALSE(PackedDirect<float>(mid));
+  small.kernel = PackedKernel::kDirect;
   EXPECT_FALSE(PackedDirect<float>(small));
   EXPECT_FALSE(PackedFilterGradApplies<float>(s));
+  EXPECT_FALSE(PackedFilterGradApplies<float>(small));
 #endif
   s.kernel = PackedKernel::kGebp;
   EXPECT_FALSE(PackedDirect<float>(s));

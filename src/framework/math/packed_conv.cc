@@ -281,6 +281,8 @@ void StageImages(const ConvGeometry& g, const Staging& st, int64_t channels,
 constexpr int64_t kDirectVecs = 3;     // vectors of positions per tile
 constexpr int64_t kDirectFilters = 8;  // filters per block
 constexpr int64_t kDirectMaxColumns = 16;
+// Column rows per tile of the filter gradient.
+constexpr int64_t kGradRows = 3;
 
 // Filters of one group rounded up to whole blocks.
 int64_t DirectFilters(const PackedConvShape& s) {
@@ -489,9 +491,6 @@ void DirectBlock(const DirectTile<T>& t, const int64_t* offsets, int64_t k0,
 // The filter gradient's direct kernel: dW[f][k] = the sum over positions of
 // dY[f] times column row k, as 8 filters x 3 column rows of accumulators,
 // each a vector of positions (lane l sums the positions l mod the lanes).
-
-// Column rows per tile of the filter gradient.
-constexpr int64_t kGradRows = 3;
 
 // v, kept in a register: a vector used several times is loaded once, not
 // folded into each use as a memory operand.
@@ -776,7 +775,7 @@ struct GradScratch {
 // the lane sums: as many as keep the block's dY rows of every filter of a
 // group in 32 KiB of L1, at most 16, while one tile's runs come and go;
 // the tiles take turns over each block.
-int64_t GradBlock(const PackedConvShape& s) {
+[[maybe_unused]] int64_t GradBlock(const PackedConvShape& s) {
   const int64_t vector_bytes = 64;
   return std::clamp<int64_t>(32768 / (DirectFilters(s) * vector_bytes), 2, 16);
 }
