@@ -142,6 +142,24 @@ void AddPartials(const T* partial, int64_t count, int64_t size, T* out) {
   }
 }
 
+// fn(r, run_dw) for the runs r in [0, runs) on the pool, each writing its
+// part of dW into its own partial of `size` elements (run 0 straight into
+// dw; all null when dw is), and then the partials added into dw in order:
+// the same bits whichever thread ran which run, for a given run count.
+// `cost` is the operations per run.
+template <typename T, typename Fn>
+void RunsIntoPartials(const CPUDeviceContext& dev, int64_t runs, double cost,
+                      int64_t size, T* dw, Fn fn) {
+  T* partial = dw != nullptr && runs > 1
+                   ? ThreadScratch<T>(kScratchPartial, (runs - 1) * size)
+                   : nullptr;
+  ParallelFor(dev, runs, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      fn(r, dw == nullptr ? nullptr : r == 0 ? dw : partial + (r - 1) * size);
+  });
+  if (dw != nullptr) AddPartials(partial, runs - 1, size, dw);
+}
+
 // A convolution as the kernels see it: the sweep over one group of
 // channels, the number of groups, the filters of each group and the input
 // elements of one whole image (every group).
@@ -222,15 +240,21 @@ bool PackedUsable(const CPUDeviceContext& dev, const ConvGeometry& g,
   return PlanPackedChunks(dev, g, batch).chunks >= dev.num_threads();
 }
 
+// The packed path's view of `l` (math/packed_conv.h).
+math::PackedConvShape PackedShape(const ConvLayout& l) {
+  math::PackedConvShape s;
+  s.g = l.g;
+  s.groups = l.groups;
+  s.group_filters = l.group_filters;
+  return s;
+}
+
 // y = the convolution `l` of x on the packed path, chunk by chunk;
 // `depth_block` as PackedConvShape's.
 template <typename T>
 void PackedForward(const CPUDeviceContext& dev, const ConvLayout& l, const T* w,
                    const T* x, int64_t n, T* y, int64_t depth_block = 0) {
-  math::PackedConvShape s;
-  s.g = l.g;
-  s.groups = l.groups;
-  s.group_filters = l.group_filters;
+  math::PackedConvShape s = PackedShape(l);
   s.depth_block = depth_block;
   T* packed = ThreadScratch<T>(kScratchPacked, math::PackedFilterSize(s));
   math::PackFilters(s, w, packed);
@@ -498,8 +522,8 @@ bool PhasedInputGradApplies(const CPUDeviceContext& dev, const ConvLayout& l,
   return true;
 }
 
-// row[b s + px] = src[px][b] (0 where src[px] is null) for b < pw and
-// px < s: one row of dX from its phases' rows.
+// row[b s + px] = src[px][b] for b < pw and px < s: one row of dX from its
+// phases' rows.
 template <typename T>
 void SpreadRow(const T* const* src, int64_t s, int64_t pw, T* row) {
   if (s == 2) {
@@ -507,30 +531,14 @@ void SpreadRow(const T* const* src, int64_t s, int64_t pw, T* row) {
     // vectorises.
     const T* s0 = src[0];
     const T* s1 = src[1];
-    if (s0 != nullptr && s1 != nullptr) {
-      for (int64_t b = 0; b < pw; ++b) {
-        row[2 * b] = s0[b];
-        row[2 * b + 1] = s1[b];
-      }
-    } else if (s0 != nullptr) {
-      for (int64_t b = 0; b < pw; ++b) {
-        row[2 * b] = s0[b];
-        row[2 * b + 1] = T(0);
-      }
-    } else if (s1 != nullptr) {
-      for (int64_t b = 0; b < pw; ++b) {
-        row[2 * b] = T(0);
-        row[2 * b + 1] = s1[b];
-      }
-    } else {
-      std::fill_n(row, 2 * pw, T(0));
+    for (int64_t b = 0; b < pw; ++b) {
+      row[2 * b] = s0[b];
+      row[2 * b + 1] = s1[b];
     }
     return;
   }
-  for (int64_t px = 0; px < s; ++px) {
-    const T* in = src[px];
-    for (int64_t b = 0; b < pw; ++b) row[b * s + px] = in ? in[b] : T(0);
-  }
+  for (int64_t px = 0; px < s; ++px)
+    for (int64_t b = 0; b < pw; ++b) row[b * s + px] = src[px][b];
 }
 
 // dx [n, C, H, W] = the input gradient of `l` for dy, phase by phase
@@ -547,8 +555,10 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
   const int64_t pw = g.in_w / sw, plane_size = CeilDiv(g.in_h, sh) * pw;
   T* phases = ThreadScratch<T>(kScratchTmp, sh * sw * planes * plane_size);
   // phase[py s_w + px]: that phase's planes, or null where no tap reaches it
-  // (zeros).
+  // (zeros: every row reads `zeros`).
   const T* phase[math::kMaxConvPhases] = {};
+  T* zeros = ThreadScratch<T>(kScratchMasks, pw);
+  std::fill_n(zeros, pw, T(0));
   for (int64_t py = 0; py < sh; ++py)
     for (int64_t px = 0; px < sw; ++px) {
       const PhaseTaps rows = TapsOfPhase(g.kernel_h, g.pad_h, sh, py);
@@ -576,14 +586,12 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
             // Rows py, py + s_h, ... of dX: row a of phase row py.
             const int64_t ph = CeilDiv(g.in_h - py, sh);
             const T* src[math::kMaxConvPhases];
-            for (int64_t px = 0; px < sw; ++px) {
-              const T* p = phase[py * sw + px];
-              src[px] = p ? p + q * ph * pw : nullptr;
-            }
             for (int64_t a = 0; a < ph; ++a) {
+              for (int64_t px = 0; px < sw; ++px) {
+                const T* p = phase[py * sw + px];
+                src[px] = p ? p + (q * ph + a) * pw : zeros;
+              }
               SpreadRow(src, sw, pw, dx + (q * g.in_h + a * sh + py) * g.in_w);
-              for (int64_t px = 0; px < sw; ++px)
-                if (src[px] != nullptr) src[px] += pw;
             }
           }
       });
@@ -598,34 +606,21 @@ void PhasedInputGrad(const CPUDeviceContext& dev, const ConvLayout& l,
 template <typename T>
 bool PackedFilterGrad(const CPUDeviceContext& dev, const ConvLayout& l,
                       const T* x, const T* dy, int64_t n, T* dw) {
-  math::PackedConvShape s;
-  s.g = l.g;
-  s.groups = l.groups;
-  s.group_filters = l.group_filters;
+  const math::PackedConvShape s = PackedShape(l);
   if (!math::PackedFilterGradApplies<T>(s)) return false;
   const int64_t size = l.groups * l.group_filters * l.g.ColRows();
   const int64_t out_size = l.groups * l.group_filters * l.g.ColCols();
-  const int64_t runs = std::min<int64_t>(n, dev.num_threads());
-  const int64_t per = CeilDiv(n, runs);
-  T* partial =
-      runs > 1 ? ThreadScratch<T>(kScratchPartial, (runs - 1) * size) : nullptr;
+  // Runs of `per` images, none empty.
+  const int64_t per = CeilDiv(n, std::min<int64_t>(n, dev.num_threads()));
+  const int64_t runs = CeilDiv(n, per);
   const int64_t scratch = math::PackedFilterGradScratchSize<T>(s, per);
-  const double cost = 2.0 * size * l.g.ColCols() * per;
-  ParallelFor(dev, runs, cost, [&](int64_t begin, int64_t end) {
-    T* buffer = ThreadScratch<T>(kScratchCol, scratch);
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t i0 = std::min(n, r * per);
-      const int64_t nb = std::min(per, n - i0);
-      T* run_dw = r == 0 ? dw : partial + (r - 1) * size;
-      if (nb <= 0) {
-        std::fill_n(run_dw, size, T(0));
-        continue;
-      }
-      math::PackedFilterGrad(s, x + i0 * l.image, dy + i0 * out_size, nb,
-                             buffer, run_dw, false);
-    }
-  });
-  AddPartials(partial, runs - 1, size, dw);
+  RunsIntoPartials(dev, runs, 2.0 * size * l.g.ColCols() * per, size, dw,
+                   [&](int64_t r, T* run_dw) {
+                     const int64_t i0 = r * per, nb = std::min(per, n - i0);
+                     math::PackedFilterGrad(
+                         s, x + i0 * l.image, dy + i0 * out_size, nb,
+                         ThreadScratch<T>(kScratchCol, scratch), run_dw, false);
+                   });
   return true;
 }
 
@@ -672,33 +667,23 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     return;
   }
   // The chunks go in contiguous runs, a few per thread (for balance); a run
-  // adds its chunks' dW in order into its own partial (the first run
-  // straight into dW), and the partials are summed in order afterwards: the
-  // same bits whichever thread ran which run, for a given thread count.
+  // adds its chunks' dW in order into its own partial.
   const int threads = ctx.device().num_threads();
   const int64_t runs =
       threads > 1 ? std::min<int64_t>(plan.chunks, 4 * threads) : 1;
-  T* partial = dwd != nullptr && runs > 1
-                   ? ThreadScratch<T>(kScratchPartial, (runs - 1) * m * k)
-                   : nullptr;
   double cost = 4.0 * m * k * g.ColCols() * plan.per * plan.chunks / runs;
-  ParallelFor(ctx.device(), runs, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      T* run_dw = dwd == nullptr ? nullptr
-                  : r == 0       ? dwd
-                                 : partial + (r - 1) * m * k;
-      for (int64_t c = r * plan.chunks / runs; c < (r + 1) * plan.chunks / runs;
-           ++c) {
-        int64_t i0 = c * plan.per;
-        int64_t nb = std::min(plan.per, n - i0);
-        BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
-                      dyd + i0 * out_size, nb,
-                      dxd ? dxd + i0 * in_size : nullptr, run_dw,
-                      c != r * plan.chunks / runs);
-      }
-    }
-  });
-  if (dwd != nullptr) AddPartials(partial, runs - 1, m * k, dwd);
+  RunsIntoPartials(ctx.device(), runs, cost, m * k, dwd,
+                   [&](int64_t r, T* run_dw) {
+                     for (int64_t c = r * plan.chunks / runs;
+                          c < (r + 1) * plan.chunks / runs; ++c) {
+                       int64_t i0 = c * plan.per;
+                       int64_t nb = std::min(plan.per, n - i0);
+                       BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
+                                     dyd + i0 * out_size, nb,
+                                     dxd ? dxd + i0 * in_size : nullptr, run_dw,
+                                     c != r * plan.chunks / runs);
+                     }
+                   });
 }
 
 }  // namespace

@@ -166,53 +166,99 @@ int64_t MaskStride(const ConvGeometry& g) {
 template <typename T>
 using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 
-// The scratch, carved.
+// The direct kernel (AVX-512): vectors of output positions by blocks of
+// filters, loaded straight from the staged images.
+constexpr int64_t kDirectVecs = 3;     // vectors of positions per tile
+constexpr int64_t kDirectFilters = 8;  // filters per block
+constexpr int64_t kDirectMaxColumns = 16;
+// Column rows per tile of the filter gradient.
+constexpr int64_t kGradRows = 3;
+
+// Filters of one group rounded up to whole blocks.
+int64_t DirectFilters(const PackedConvShape& s) {
+  return CeilDiv(s.group_filters, kDirectFilters) * kDirectFilters;
+}
+
+#if defined(__AVX512F__)
+constexpr bool kHaveDirect = true;
+#else
+constexpr bool kHaveDirect = false;
+#endif
+
+// Lanes of the direct kernels' vectors (64 bytes).
+template <typename T>
+constexpr int64_t DirectLanes() {
+  return 64 / int64_t(sizeof(T));
+}
+
+// Vectors of `lanes` positions one image's `p` positions take.
+int64_t VectorsPerImage(int64_t p, int64_t lanes) { return CeilDiv(p, lanes); }
+
+// Entries of the direct kernels' edge masks per vector (VectorMasks): per
+// vector of an image, one per kernel column, its positions, and none.
+template <typename T>
+int64_t VectorMaskCount(const ConvGeometry& g) {
+  return (g.kernel_w + 2) *
+         VectorsPerImage(g.out_h * g.out_w, DirectLanes<T>());
+}
+
+// Carves a scratch buffer into 64-byte-aligned pieces in order; with a
+// null base it only counts the elements they take.
+template <typename T>
+class Carver {
+ public:
+  explicit Carver(T* base) : base_(base) {}
+
+  // `count` elements of U.
+  template <typename U>
+  U* Take(int64_t count) {
+    U* at = base_ == nullptr ? nullptr : reinterpret_cast<U*>(base_ + used_);
+    used_ +=
+        Aligned<T>(CeilDiv(count * int64_t(sizeof(U)), int64_t(sizeof(T))));
+    return at;
+  }
+
+  // Elements of T taken so far.
+  int64_t used() const { return used_; }
+
+ private:
+  T* base_;
+  int64_t used_ = 0;
+};
+
+// PackedConvImages's scratch: the panel and its accumulator (Eigen's
+// kernel), the taps, the edge masks (bits, then per vector of the direct
+// kernel), the direct kernel's run offsets, and the staged images (either
+// staging's size).
 template <typename T>
 struct Scratch {
   T* panel;
   T* acc;
   Tap* taps;
   Bits<T>* masks;
-  T* staged;
-  // The direct kernel's column rows: where each run starts relative to a
-  // position's staged entry (the plane's offset plus the tap's shift).
+  uint64_t* vector_masks;
   int64_t* offsets;
+  T* staged;
 };
 
+// Carves `base` (null: only counts) for up to `max_images` images; returns
+// the elements taken.
 template <typename T>
-struct Sizes {
-  int64_t panel, acc, taps, masks, staged, offsets;
-};
-
-template <typename T>
-Sizes<T> ScratchSizes(const PackedConvShape& s, int64_t max_images) {
+int64_t Carve(const PackedConvShape& s, int64_t max_images, T* base,
+              Scratch<T>* c) {
   const int64_t rows = Kernel<T>::kRows;
-  Sizes<T> z;
-  z.panel = Aligned<T>(rows * DepthBlock(s));
-  z.acc = Aligned<T>(rows * s.group_filters);
-  z.taps =
-      Aligned<T>(CeilDiv(Depth(s) * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
-  z.masks = Aligned<T>(
-      CeilDiv(s.g.kernel_w * MaskStride(s.g) * int64_t(sizeof(Bits<T>)),
-              int64_t(sizeof(T))));
-  z.staged =
-      Aligned<T>(StagedSize<T>(s.g, s.groups * s.g.channels, max_images));
-  z.offsets = Aligned<T>(
-      CeilDiv(Depth(s) * int64_t(sizeof(int64_t)), int64_t(sizeof(T))));
-  return z;
-}
-
-template <typename T>
-Scratch<T> Carve(const PackedConvShape& s, int64_t max_images, T* base) {
-  const Sizes<T> z = ScratchSizes<T>(s, max_images);
-  Scratch<T> c;
-  c.panel = base;
-  c.acc = c.panel + z.panel;
-  c.taps = reinterpret_cast<Tap*>(c.acc + z.acc);
-  c.masks = reinterpret_cast<Bits<T>*>(c.acc + z.acc + z.taps);
-  c.staged = c.acc + z.acc + z.taps + z.masks;
-  c.offsets = reinterpret_cast<int64_t*>(c.staged + z.staged);
-  return c;
+  Carver<T> at(base);
+  Scratch<T> z;
+  z.panel = at.template Take<T>(rows * DepthBlock(s));
+  z.acc = at.template Take<T>(rows * s.group_filters);
+  z.taps = at.template Take<Tap>(Depth(s));
+  z.masks = at.template Take<Bits<T>>(s.g.kernel_w * MaskStride(s.g));
+  z.vector_masks = at.template Take<uint64_t>(VectorMaskCount<T>(s.g));
+  z.offsets = at.template Take<int64_t>(Depth(s));
+  z.staged = at.template Take<T>(
+      StagedSize<T>(s.g, s.groups * s.g.channels, max_images));
+  if (c != nullptr) *c = z;
+  return at.used();
 }
 
 // Taps of one group's channels; `channel` is the offset of the tap's
@@ -276,21 +322,7 @@ void StageImages(const ConvGeometry& g, const Staging& st, int64_t channels,
   std::fill(dst, dst + st.tail, T(0));
 }
 
-// The direct kernel (AVX-512): vectors of output positions by blocks of
-// filters, loaded straight from the staged images.
-constexpr int64_t kDirectVecs = 3;     // vectors of positions per tile
-constexpr int64_t kDirectFilters = 8;  // filters per block
-constexpr int64_t kDirectMaxColumns = 16;
-// Column rows per tile of the filter gradient.
-constexpr int64_t kGradRows = 3;
-
-// Filters of one group rounded up to whole blocks.
-int64_t DirectFilters(const PackedConvShape& s) {
-  return CeilDiv(s.group_filters, kDirectFilters) * kDirectFilters;
-}
-
 #if defined(__AVX512F__)
-constexpr bool kHaveDirect = true;
 
 template <typename T>
 struct Simd;
@@ -336,10 +368,9 @@ struct Simd<double> {
   }
 };
 
-template <typename T>
-constexpr int64_t DirectLanes() {
-  return Simd<T>::kLanes;
-}
+static_assert(Simd<float>::kLanes == DirectLanes<float>() &&
+                  Simd<double>::kLanes == DirectLanes<double>(),
+              "a vector is 64 bytes");
 
 // One tile: up to kDirectVecs vectors of consecutive positions, each inside
 // one image; an absent vector has no lanes.
@@ -537,17 +568,7 @@ void GradTile(typename Simd<T>::V (&acc)[kDirectFilters][kGradRows], const T* x,
   for (int64_t i = i0; i < full; ++i) step(i, std::false_type());
   if (partial >= i0 && partial < i1) step(partial, std::true_type());
 }
-#else
-constexpr bool kHaveDirect = false;
-
-template <typename T>
-constexpr int64_t DirectLanes() {
-  return 1;
-}
 #endif
-
-// Vectors of `lanes` positions one image's `p` positions take.
-int64_t VectorsPerImage(int64_t p, int64_t lanes) { return CeilDiv(p, lanes); }
 
 bool DirectPossible(const PackedConvShape& s) {
   return kHaveDirect && s.g.kernel_w <= kDirectMaxColumns &&
@@ -701,6 +722,45 @@ void ScatterPanel(const PackedConvShape& s, int64_t group, const T* acc,
 }
 
 #if defined(__AVX512F__)
+// offsets[k] = where column row k's run starts relative to a position's
+// staged entry (its plane's offset plus its shift), for the direct kernels.
+void TapOffsets(const Tap* taps, int64_t depth, int64_t* offsets) {
+  for (int64_t k = 0; k < depth; ++k)
+    offsets[k] = taps[k].channel + taps[k].shift;
+}
+
+// Vectors of positions a block sweeps before the accumulators go back to
+// the lane sums: as many as keep the block's dY rows of every filter of a
+// group in 32 KiB of L1, at most 16, while one tile's runs come and go;
+// the tiles take turns over each block.
+int64_t GradBlock(const PackedConvShape& s) {
+  const int64_t vector_bytes = 64;
+  return std::clamp<int64_t>(32768 / (DirectFilters(s) * vector_bytes), 2, 16);
+}
+
+// masks[j per_image + i] = the lanes of vector i of an image (positions
+// i lanes on) where kernel column j sees the image, none past the image's
+// last position; row kernel_w holds the vector's positions and row
+// kernel_w + 1 no lanes (VectorMaskCount rows in all). `bits` are
+// MakeMasks's.
+template <typename T>
+void VectorMasks(const ConvGeometry& g, const Bits<T>* bits,
+                 typename Simd<T>::M* masks) {
+  using S = Simd<T>;
+  using M = typename S::M;
+  constexpr int64_t lanes = S::kLanes;
+  const int64_t p = g.out_h * g.out_w, per_image = VectorsPerImage(p, lanes);
+  const int64_t ms = MaskStride(g), kw = g.kernel_w;
+  for (int64_t i = 0; i < per_image; ++i) {
+    const int64_t n = std::min(lanes, p - i * lanes);
+    const M valid = static_cast<M>((uint64_t(1) << n) - 1);
+    for (int64_t j = 0; j < kw; ++j)
+      masks[j * per_image + i] = S::Set(bits + j * ms + i * lanes) & valid;
+    masks[kw * per_image + i] = valid;
+    masks[(kw + 1) * per_image + i] = 0;
+  }
+}
+
 // PackedConvImages on the direct kernel, after the staging, taps and masks.
 template <typename T>
 void DirectImages(const PackedConvShape& s, const T* packed, const Staging& st,
@@ -712,11 +772,12 @@ void DirectImages(const PackedConvShape& s, const T* packed, const Staging& st,
   const ConvGeometry& g = s.g;
   const int64_t p = g.out_h * g.out_w, depth = Depth(s), kc = DepthBlock(s);
   const int64_t mg = s.group_filters, m = mg * s.groups;
-  const int64_t fpad = DirectFilters(s), ms = MaskStride(g);
+  const int64_t fpad = DirectFilters(s);
   const int64_t group_in = g.channels * st.phases * st.stride;
   const int64_t image = s.groups * group_in;
-  for (int64_t k = 0; k < depth; ++k)
-    sc.offsets[k] = sc.taps[k].channel + sc.taps[k].shift;
+  TapOffsets(sc.taps, depth, sc.offsets);
+  M* masks = reinterpret_cast<M*>(sc.vector_masks);
+  VectorMasks<T>(g, sc.masks, masks);
   const int64_t per_image = VectorsPerImage(p, lanes);
   const int64_t total = nb * per_image;
   const T* staged = sc.staged + st.lead;
@@ -731,14 +792,12 @@ void DirectImages(const PackedConvShape& s, const T* packed, const Staging& st,
         for (int64_t j = 0; j < g.kernel_w; ++j) t.masks[j][v] = 0;
         continue;
       }
-      const int64_t b = (v0 + v) / per_image;
-      const int64_t pos = (v0 + v) % per_image * lanes;
-      const int64_t n = std::min(lanes, p - pos);
-      t.in[v] = staged + b * image + pos;
-      t.out[v] = y + b * m * p + pos;
-      t.lanes[v] = n == lanes ? kAll : static_cast<M>((uint64_t(1) << n) - 1);
+      const int64_t b = (v0 + v) / per_image, i = (v0 + v) % per_image;
+      t.in[v] = staged + b * image + i * lanes;
+      t.out[v] = y + b * m * p + i * lanes;
+      t.lanes[v] = masks[g.kernel_w * per_image + i];
       for (int64_t j = 0; j < g.kernel_w; ++j)
-        t.masks[j][v] = S::Set(sc.masks + j * ms + pos) & t.lanes[v];
+        t.masks[j][v] = masks[j * per_image + i];
     }
     for (int64_t j = 0; j < g.kernel_w; ++j)
       t.whole[j] = t.masks[j][0] == kAll && t.masks[j][1] == kAll &&
@@ -757,29 +816,6 @@ void DirectImages(const PackedConvShape& s, const T* packed, const Staging& st,
 }
 #endif
 
-// PackedFilterGrad's scratch, carved: the edge masks (as bits), the taps,
-// their offsets and columns, the edge masks per vector, the lane sums and
-// the staged images.
-template <typename T>
-struct GradScratch {
-  Bits<T>* bits;
-  Tap* taps;
-  int64_t* offsets;
-  int64_t* column;
-  void* masks;
-  T* lanes;
-  T* staged;
-};
-
-// Vectors of positions a block sweeps before the accumulators go back to
-// the lane sums: as many as keep the block's dY rows of every filter of a
-// group in 32 KiB of L1, at most 16, while one tile's runs come and go;
-// the tiles take turns over each block.
-[[maybe_unused]] int64_t GradBlock(const PackedConvShape& s) {
-  const int64_t vector_bytes = 64;
-  return std::clamp<int64_t>(32768 / (DirectFilters(s) * vector_bytes), 2, 16);
-}
-
 // Images PackedFilterGrad stages at a time: about 4096 positions.
 int64_t GradImages(const ConvGeometry& g, int64_t nb) {
   return std::clamp<int64_t>(4096 / std::max<int64_t>(g.out_h * g.out_w, 1), 1,
@@ -791,42 +827,39 @@ int64_t GradDepth(const PackedConvShape& s) {
   return CeilDiv(Depth(s), kGradRows) * kGradRows;
 }
 
+// PackedFilterGrad's scratch: the edge masks (bits, then per vector), the
+// taps, their offsets and kernel columns (padded to whole tiles), the lane
+// sums and the staged images.
 template <typename T>
-int64_t GradScratchCarve(const PackedConvShape& s, int64_t max_images, T* base,
-                         GradScratch<T>* c) {
+struct GradScratch {
+  Bits<T>* bits;
+  uint64_t* vector_masks;
+  Tap* taps;
+  int64_t* offsets;
+  int64_t* column;
+  T* lanes;
+  T* staged;
+};
+
+// Carves `base` (null: only counts) for up to `max_images` images; returns
+// the elements taken.
+template <typename T>
+int64_t GradCarve(const PackedConvShape& s, int64_t max_images, T* base,
+                  GradScratch<T>* c) {
   const ConvGeometry& g = s.g;
-  const int64_t lanes = DirectLanes<T>();
-  const int64_t per_image = VectorsPerImage(g.out_h * g.out_w, lanes);
-  const int64_t nbs = GradImages(g, max_images);
-  const int64_t depth = GradDepth(s);
-  auto units = [](int64_t bytes) {
-    return Aligned<T>(CeilDiv(bytes, int64_t(sizeof(T))));
-  };
-  const int64_t sizes[] = {
-      units(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>))),
-      units(Depth(s) * int64_t(sizeof(Tap))),
-      units(depth * int64_t(sizeof(int64_t))),
-      units(depth * int64_t(sizeof(int64_t))),
-      units((g.kernel_w + 1) * per_image * int64_t(sizeof(uint64_t))),
-      Aligned<T>(s.groups * DirectFilters(s) * depth * lanes),
-      Aligned<T>(StagedSize<T>(g, s.groups * g.channels, nbs)),
-  };
-  int64_t total = 0;
-  T* at[7];
-  for (int i = 0; i < 7; ++i) {
-    at[i] = base == nullptr ? nullptr : base + total;
-    total += sizes[i];
-  }
-  if (c != nullptr) {
-    c->bits = reinterpret_cast<Bits<T>*>(at[0]);
-    c->taps = reinterpret_cast<Tap*>(at[1]);
-    c->offsets = reinterpret_cast<int64_t*>(at[2]);
-    c->column = reinterpret_cast<int64_t*>(at[3]);
-    c->masks = at[4];
-    c->lanes = at[5];
-    c->staged = at[6];
-  }
-  return total;
+  Carver<T> at(base);
+  GradScratch<T> z;
+  z.bits = at.template Take<Bits<T>>(g.kernel_w * MaskStride(g));
+  z.vector_masks = at.template Take<uint64_t>(VectorMaskCount<T>(g));
+  z.taps = at.template Take<Tap>(Depth(s));
+  z.offsets = at.template Take<int64_t>(GradDepth(s));
+  z.column = at.template Take<int64_t>(GradDepth(s));
+  z.lanes = at.template Take<T>(s.groups * DirectFilters(s) * GradDepth(s) *
+                                DirectLanes<T>());
+  z.staged = at.template Take<T>(
+      StagedSize<T>(g, s.groups * g.channels, GradImages(g, max_images)));
+  if (c != nullptr) *c = z;
+  return at.used();
 }
 
 #if defined(__AVX512F__)
@@ -837,37 +870,32 @@ void FilterGradImages(const PackedConvShape& s, const T* x, const T* dy,
   using M = typename S::M;
   using V = typename S::V;
   constexpr int64_t lanes = S::kLanes;
-  constexpr M kAll = static_cast<M>(~uint64_t(0));
   const ConvGeometry& g = s.g;
   const int64_t p = g.out_h * g.out_w, depth = Depth(s);
   const int64_t padded = GradDepth(s), tiles = padded / kGradRows;
   const int64_t mg = s.group_filters, m = mg * s.groups;
-  const int64_t fpad = DirectFilters(s), ms = MaskStride(g);
+  const int64_t fpad = DirectFilters(s);
   const int64_t per_image = VectorsPerImage(p, lanes);
   const int64_t nbs = GradImages(g, nb), block = GradBlock(s);
   GradScratch<T> sc;
-  GradScratchCarve<T>(s, nb, scratch, &sc);
+  GradCarve<T>(s, nb, scratch, &sc);
   const Staging st = StagingOf<T>(g);
   const int64_t group_in = g.channels * st.phases * st.stride;
   const int64_t image = s.groups * group_in;
   MakeTaps(g, st, sc.taps);
   MakeMasks<T>(g, st.wp, sc.bits);
-  // Column rows past the last (a tile's padding) read nothing.
+  M* masks = reinterpret_cast<M*>(sc.vector_masks);
+  VectorMasks<T>(g, sc.bits, masks);
+  // Column rows past the last (a tile's padding) read nothing: mask row
+  // kernel_w + 1.
+  TapOffsets(sc.taps, depth, sc.offsets);
   for (int64_t k = 0; k < padded; ++k) {
-    sc.offsets[k] = k < depth ? sc.taps[k].channel + sc.taps[k].shift : 0;
-    sc.column[k] = k < depth ? sc.taps[k].column : g.kernel_w;
+    if (k >= depth) sc.offsets[k] = 0;
+    sc.column[k] = k < depth ? sc.taps[k].column : g.kernel_w + 1;
   }
-  // masks[j per_image + i]: where vector i of an image sees the image
-  // through kernel column j; row kernel_w masks every lane off.
-  M* masks = static_cast<M*>(sc.masks);
+  // An image's short last vector (if any) loads dY with its positions.
   const int64_t partial = p % lanes == 0 ? -1 : per_image - 1;
-  const M last = static_cast<M>((uint64_t(1) << (p % lanes)) - 1);
-  for (int64_t i = 0; i < per_image; ++i) {
-    const M valid = i == partial ? last : kAll;
-    for (int64_t j = 0; j < g.kernel_w; ++j)
-      masks[j * per_image + i] = S::Set(sc.bits + j * ms + i * lanes) & valid;
-    masks[g.kernel_w * per_image + i] = 0;
-  }
+  const M last = masks[g.kernel_w * per_image + per_image - 1];
   std::fill(sc.lanes, sc.lanes + s.groups * fpad * padded * lanes, T(0));
   for (int64_t b0 = 0; b0 < nb; b0 += nbs) {
     const int64_t count = std::min(nbs, nb - b0);
@@ -994,8 +1022,7 @@ void PackFilters(const PackedConvShape& s, const T* w, T* packed) {
 
 template <typename T>
 int64_t PackedConvScratchSize(const PackedConvShape& s, int64_t max_images) {
-  const Sizes<T> z = ScratchSizes<T>(s, max_images);
-  return z.panel + z.acc + z.taps + z.masks + z.staged + z.offsets;
+  return Carve<T>(s, max_images, nullptr, nullptr);
 }
 
 template <typename T>
@@ -1006,7 +1033,8 @@ void PackedConvImages(const PackedConvShape& s, const T* packed, const T* x,
   const int64_t depth = Depth(s), kc = DepthBlock(s);
   const Staging st = StagingOf<T>(g);
   const int64_t image = s.groups * g.channels * st.phases * st.stride;
-  Scratch<T> sc = Carve(s, nb, scratch);
+  Scratch<T> sc;
+  Carve(s, nb, scratch, &sc);
   MakeTaps(g, st, sc.taps);
   MakeMasks<T>(g, st.wp, sc.masks);
   StageImages(g, st, s.groups * g.channels, x, s.groups * g.InputSize(), nb,
@@ -1053,7 +1081,7 @@ bool PackedFilterGradApplies(const PackedConvShape& s) {
 template <typename T>
 int64_t PackedFilterGradScratchSize(const PackedConvShape& s,
                                     int64_t max_images) {
-  return GradScratchCarve<T>(s, max_images, nullptr, nullptr);
+  return GradCarve<T>(s, max_images, nullptr, nullptr);
 }
 
 template <typename T>
@@ -1070,36 +1098,40 @@ void PackedFilterGrad(const PackedConvShape& s, const T* x, const T* dy,
 
 // MaskedIm2Col's scratch: the masks, the taps, then the staged images.
 template <typename T>
-struct Im2ColSizes {
-  int64_t masks, taps, staged;
+struct Im2ColScratch {
+  Bits<T>* masks;
+  Tap* taps;
+  T* staged;
 };
 
+// Carves `base` (null: only counts) for up to `max_images` images; returns
+// the elements taken.
 template <typename T>
-Im2ColSizes<T> Im2ColScratchSizes(const ConvGeometry& g, int64_t max_images) {
-  Im2ColSizes<T> z;
-  z.masks =
-      Aligned<T>(CeilDiv(g.kernel_w * MaskStride(g) * int64_t(sizeof(Bits<T>)),
-                         int64_t(sizeof(T))));
-  z.taps = Aligned<T>(
-      CeilDiv(g.ColRows() * int64_t(sizeof(Tap)), int64_t(sizeof(T))));
-  z.staged = Aligned<T>(StagedSize<T>(g, g.channels, max_images));
-  return z;
+int64_t Im2ColCarve(const ConvGeometry& g, int64_t max_images, T* base,
+                    Im2ColScratch<T>* c) {
+  Carver<T> at(base);
+  Im2ColScratch<T> z;
+  z.masks = at.template Take<Bits<T>>(g.kernel_w * MaskStride(g));
+  z.taps = at.template Take<Tap>(g.ColRows());
+  z.staged = at.template Take<T>(StagedSize<T>(g, g.channels, max_images));
+  if (c != nullptr) *c = z;
+  return at.used();
 }
 
 template <typename T>
 int64_t MaskedIm2ColScratchSize(const ConvGeometry& g, int64_t max_images) {
-  const Im2ColSizes<T> z = Im2ColScratchSizes<T>(g, max_images);
-  return z.masks + z.taps + z.staged;
+  return Im2ColCarve<T>(g, max_images, nullptr, nullptr);
 }
 
 template <typename T>
 void MaskedIm2Col(const ConvGeometry& g, const T* im, int64_t image_stride,
                   int64_t nb, int64_t ld, T* col, T* scratch) {
   const int64_t p = g.ColCols(), ms = MaskStride(g), k = g.ColRows();
-  const Im2ColSizes<T> z = Im2ColScratchSizes<T>(g, nb);
-  Bits<T>* masks = reinterpret_cast<Bits<T>*>(scratch);
-  Tap* taps = reinterpret_cast<Tap*>(scratch + z.masks);
-  T* staged = scratch + z.masks + z.taps;
+  Im2ColScratch<T> z;
+  Im2ColCarve(g, nb, scratch, &z);
+  Bits<T>* masks = z.masks;
+  Tap* taps = z.taps;
+  T* staged = z.staged;
   Staging st = StagingOf<T>(g);
   MakeMasks<T>(g, st.wp, masks);
   if (g.stride_h == 1 && g.stride_w == 1 && st.wp == g.in_w) {
