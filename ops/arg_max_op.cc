@@ -50,6 +50,7 @@ REGISTER_OP(arg_max)
     .Input("X", "input")
     .Output("Out", "int64 indices, X's shape without axis ([1] for 1-D X)")
     .Attr<int64_t>("axis", 0, "the dim searched; negative counts from the end")
+    .InRange(-Shape::kMaxRank, Shape::kMaxRank - 1)
     .SetInferShape(ArgMaxInferShape)
     .CPUKernel<float>(ArgMaxKernel<float>)
     .CPUKernel<double>(ArgMaxKernel<double>);

@@ -33,7 +33,7 @@ inline BroadcastDims GetBroadcastDims(const std::string& op,
   if (axis == -1) axis = x.rank() - y.rank();
   int y_rank = y.rank();
   while (y_rank > 0 && y[y_rank - 1] == 1) --y_rank;  // drop trailing 1s
-  FLUID_ENFORCE(axis >= 0 && axis + y_rank <= x.rank(), op, ": axis ", axis,
+  FLUID_ENFORCE(axis >= 0 && axis <= x.rank() - y_rank, op, ": axis ", axis,
                 " out of range for X '", x_name, "' ", x, " and Y '", y_name,
                 "' ", y);
   for (int i = 0; i < y_rank; ++i) {

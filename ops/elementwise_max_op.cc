@@ -15,6 +15,7 @@ REGISTER_OP(elementwise_max)
     .Attr<int32_t>("axis", -1,
                    "X dim that Y's first dim lines up with; -1: rank(X) - "
                    "rank(Y)")
+    .InRange(-1, Shape::kMaxRank - 1)
     .SetInferShape(ElementwiseInferShape)
     .SetGrad(GradSpec("elementwise_max_grad")
                  .Inputs({"X", "Y"})

@@ -7,21 +7,31 @@ namespace fluid {
 namespace ops {
 namespace {
 
+// X and Y as the product reads them, checked: both flattened to 2-D at their
+// num_col_dims, X's columns matching Y's rows. The gradient reads them the
+// same way, so it checks them the same way.
+void CheckMulOperands(InferShapeContext* ctx, const Shape& x, const Shape& y,
+                      int xn, int yn) {
+  FLUID_ENFORCE(xn >= 1 && xn < x.rank(), ctx->op_type(), ": x_num_col_dims ",
+                xn, " out of range for X '", ctx->InputName("X"), "' of shape ",
+                x);
+  FLUID_ENFORCE(yn >= 1 && yn < y.rank(), ctx->op_type(), ": y_num_col_dims ",
+                yn, " out of range for Y '", ctx->InputName("Y"), "' of shape ",
+                y);
+  int64_t xk = x.Product(xn, x.rank());
+  int64_t yk = y.Product(0, yn);
+  FLUID_ENFORCE(xk < 0 || yk < 0 || xk == yk, ctx->op_type(), ": X '",
+                ctx->InputName("X"), "' ", x, " flattened at ", xn, " has ", xk,
+                " columns but Y '", ctx->InputName("Y"), "' ", y,
+                " flattened at ", yn, " has ", yk, " rows");
+}
+
 void MulInferShape(InferShapeContext* ctx) {
   Shape x = ctx->GetInputShape("X");
   Shape y = ctx->GetInputShape("Y");
   int xn = ctx->Attr<int32_t>("x_num_col_dims");
   int yn = ctx->Attr<int32_t>("y_num_col_dims");
-  FLUID_ENFORCE(xn >= 1 && xn < x.rank(), "mul: x_num_col_dims ", xn,
-                " out of range for X '", ctx->InputName("X"), "' of shape ", x);
-  FLUID_ENFORCE(yn >= 1 && yn < y.rank(), "mul: y_num_col_dims ", yn,
-                " out of range for Y '", ctx->InputName("Y"), "' of shape ", y);
-  int64_t xk = x.Product(xn, x.rank());
-  int64_t yk = y.Product(0, yn);
-  FLUID_ENFORCE(xk < 0 || yk < 0 || xk == yk, "mul: X '", ctx->InputName("X"),
-                "' ", x, " flattened at ", xn, " has ", xk, " columns but Y '",
-                ctx->InputName("Y"), "' ", y, " flattened at ", yn, " has ", yk,
-                " rows");
+  CheckMulOperands(ctx, x, y, xn, yn);
   Shape out;
   for (int i = 0; i < xn; ++i) out.push_back(x[i]);
   for (int i = yn; i < y.rank(); ++i) out.push_back(y[i]);
@@ -46,6 +56,23 @@ void MulKernel(const ExecutionContext& ctx) {
 }
 
 void MulGradInferShape(InferShapeContext* ctx) {
+  const Shape x = ctx->GetInputShape("X");
+  const Shape y = ctx->GetInputShape("Y");
+  const int xn = ctx->Attr<int32_t>("x_num_col_dims");
+  const int yn = ctx->Attr<int32_t>("y_num_col_dims");
+  CheckMulOperands(ctx, x, y, xn, yn);
+  // The kernel reads Out@GRAD as [rows of X, columns of Y].
+  const int64_t m = x.Product(0, xn);
+  const int64_t n = y.Product(yn, y.rank());
+  const Shape dout = ctx->GetInputShape(GradSlot("Out"));
+  const int64_t got = dout.numel();
+  int64_t want = 0;
+  FLUID_ENFORCE(
+      m < 0 || n < 0 || got < 0 || (CheckedMul(m, n, &want) && got == want),
+      ctx->op_type(), ": Out@GRAD '", ctx->InputName(GradSlot("Out")), "' ",
+      dout, " holds ", got, " values but the product of X '",
+      ctx->InputName("X"), "' ", x, " and Y '", ctx->InputName("Y"), "' ", y,
+      " has ", m, " x ", n);
   ctx->ShareShape("X", GradSlot("X"));
   ctx->ShareShape("Y", GradSlot("Y"));
 }
@@ -80,7 +107,9 @@ REGISTER_OP(mul)
     .Input("Y", "right operand")
     .Output("Out", "the product, X's leading dims then Y's trailing dims")
     .Attr<int32_t>("x_num_col_dims", 1, "leading dims of X that form rows")
+    .InRange(1, Shape::kMaxRank - 1)
     .Attr<int32_t>("y_num_col_dims", 1, "leading dims of Y that form rows")
+    .InRange(1, Shape::kMaxRank - 1)
     .SetInferShape(MulInferShape)
     .SetGrad(GradSpec("mul_grad")
                  .Inputs({"X", "Y"})

@@ -1,5 +1,8 @@
 #include "src/framework/attribute.h"
 
+#include <sstream>
+#include <type_traits>
+
 namespace fluid {
 
 const char* AttrTypeName(size_t index) {
@@ -67,6 +70,52 @@ void AttributeToProto(const std::string& name, const Attribute& value,
         }
       },
       value);
+}
+
+namespace {
+
+template <typename T>
+void AppendValue(std::ostringstream& os, const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    os << Quote(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "true" : "false");
+  } else {
+    os << v;
+  }
+}
+
+}  // namespace
+
+std::string AttributeText(const Attribute& value) {
+  std::ostringstream os;
+  std::visit(
+      [&os](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::vector<int32_t>> ||
+                      std::is_same_v<T, std::vector<float>> ||
+                      std::is_same_v<T, std::vector<std::string>> ||
+                      std::is_same_v<T, std::vector<int64_t>>) {
+          os << "[";
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i > 0) os << ", ";
+            AppendValue(os, v[i]);
+          }
+          os << "]";
+        } else {
+          AppendValue(os, v);
+        }
+      },
+      value);
+  return os.str();
+}
+
+bool SameAttribute(const Attribute& a, const Attribute& b) {
+  if (a.index() != b.index()) return false;
+  proto::OpDesc::Attr pa, pb;
+  AttributeToProto("", a, &pa);
+  AttributeToProto("", b, &pb);
+  return pa.SerializeAsString() == pb.SerializeAsString();
 }
 
 }  // namespace fluid

@@ -26,6 +26,12 @@ const char* AttrTypeName(size_t variant_index);
 Attribute AttributeFromProto(const proto::OpDesc::Attr& attr);
 void AttributeToProto(const std::string& name, const Attribute& value,
                       proto::OpDesc::Attr* out);
+// The value as a reader would write it, for messages: 3, 0.5, "relu",
+// [1, 2], true.
+std::string AttributeText(const Attribute& value);
+// Whether two attributes hold the same type and the same bits (NaN equals
+// NaN; 0.0 does not equal -0.0).
+bool SameAttribute(const Attribute& a, const Attribute& b);
 
 // Reads `name` from `attrs` as T. A missing attribute or one of another type
 // is an error naming the op and the attribute.

@@ -118,10 +118,16 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
                          Quote(name), ", which the program does not declare");
       written.insert(name);
     }
-    auto instance = std::make_unique<OperatorBase>(op, block, place_);
+    std::unique_ptr<OperatorBase> instance;
+    try {
+      instance = std::make_unique<OperatorBase>(op, block, place_);
+    } catch (const Error& e) {
+      throw e.WithOpContext(OpContext{op.type(), i, block_id});
+    }
     instance->Bind(*prepared->local_scope_);
     prepared->ops_.push_back(std::move(instance));
   }
+  CheckGradOpAttrs(block);
   for (const auto& name : prepared->feed_targets_) {
     prepared->required_feeds_.push_back(
         {name, FindVarDesc(block, name), prepared->local_scope_->GetVar(name)});

@@ -1,5 +1,6 @@
 #include "src/framework/op_registry.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "src/framework/grad_op_maker.h"
@@ -44,7 +45,96 @@ void CheckSlots(
   }
 }
 
+// A bound as a reader would write it: whole numbers without a fraction.
+std::string BoundText(double v) {
+  std::ostringstream os;
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e18) {
+    os << static_cast<int64_t>(v);
+  } else {
+    os << v;
+  }
+  return os.str();
+}
+
+enum class Numbers { kNone, kScalar, kList };
+
+// The numbers an attribute holds (each element of a list): kNone for a
+// string or a bool.
+Numbers NumbersOf(const Attribute& value, std::vector<double>* out) {
+  return std::visit(
+      [out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, float> ||
+                      std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          out->push_back(static_cast<double>(v));
+          return Numbers::kScalar;
+        } else if constexpr (std::is_same_v<T, std::vector<int32_t>> ||
+                             std::is_same_v<T, std::vector<float>> ||
+                             std::is_same_v<T, std::vector<int64_t>>) {
+          for (auto x : v) out->push_back(static_cast<double>(x));
+          return Numbers::kList;
+        } else {
+          return Numbers::kNone;
+        }
+      },
+      value);
+}
+
+void CheckAttrRange(const std::string& op_type, const AttrSpec& spec,
+                    const Attribute& value) {
+  if (spec.has_range) {
+    std::vector<double> numbers;
+    const Numbers kind = NumbersOf(value, &numbers);
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      const double v = numbers[i];
+      if (v >= spec.min && v <= spec.max) continue;  // false for NaN
+      const std::string where =
+          kind == Numbers::kList ? "element " + std::to_string(i) + " " : "";
+      FLUID_THROW(ErrorCode::kInvalidArgument, "attribute '", spec.name,
+                  "' of op '", op_type, "': ", where, BoundText(v),
+                  " is out of its range [", BoundText(spec.min), ", ",
+                  BoundText(spec.max), "] (", spec.doc, ")");
+    }
+  }
+  if (!spec.choices.empty()) {
+    if (const auto* s = std::get_if<std::string>(&value)) {
+      bool known = false;
+      for (const auto& c : spec.choices) known = known || c == *s;
+      if (!known) {
+        std::string all;
+        for (const auto& c : spec.choices)
+          all += (all.empty() ? "" : ", ") + Quote(c);
+        FLUID_THROW(ErrorCode::kInvalidArgument, "attribute '", spec.name,
+                    "' of op '", op_type, "' is ", Quote(*s),
+                    "; it takes one of ", all);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+OpSchema& OpSchema::InRange(double lo, double hi) {
+  FLUID_ENFORCE(!attrs_.empty(), "op '", type_,
+                "': InRange follows the Attr it constrains");
+  FLUID_ENFORCE(lo <= hi, "op '", type_, "': empty range for attribute '",
+                attrs_.back().name, "'");
+  AttrSpec& spec = attrs_.back();
+  spec.has_range = true;
+  spec.min = lo;
+  spec.max = hi;
+  CheckAttrRange(type_, spec, spec.default_value);
+  return *this;
+}
+
+OpSchema& OpSchema::OneOf(std::vector<std::string> choices) {
+  FLUID_ENFORCE(!attrs_.empty(), "op '", type_,
+                "': OneOf follows the Attr it constrains");
+  AttrSpec& spec = attrs_.back();
+  spec.choices = std::move(choices);
+  CheckAttrRange(type_, spec, spec.default_value);
+  return *this;
+}
 
 void OpSchema::Validate(const proto::OpDesc& op) const {
   CheckSlots(*this, inputs_, op.inputs(), "input");
@@ -67,6 +157,8 @@ AttributeMap OpSchema::ResolveAttrs(const proto::OpDesc& op) const {
     // added by tools) are kept as they are.
     attrs[a.name()] = std::move(value);
   }
+  for (const auto& spec : attrs_)
+    CheckAttrRange(type_, spec, attrs.find(spec.name)->second);
   return attrs;
 }
 
@@ -149,9 +241,11 @@ OpSchema& OpRegistry::RegisterGrad(const std::string& grad_type) {
     add(slot(fwd->outputs(), n), true, GradSlot(n), "gradient of " + n, false);
   for (const auto& n : spec.in_grads)
     add(slot(fwd->inputs(), n), false, GradSlot(n), "gradient of " + n, true);
-  for (const auto& a : fwd->attrs())
-    g.attrs_.push_back(
-        {a.name, a.default_value, "as in " + fwd->type() + ": " + a.doc});
+  for (const auto& a : fwd->attrs()) {
+    AttrSpec copy = a;
+    copy.doc = "as in " + fwd->type() + ": " + a.doc;
+    g.attrs_.push_back(std::move(copy));
+  }
   return g;
 }
 
@@ -199,6 +293,105 @@ std::vector<std::string> OpRegistry::Types() const {
   std::vector<std::string> out;
   for (const auto& kv : schemas_) out.push_back(kv.first);
   return out;
+}
+
+namespace {
+
+// The schema of the op whose gradient `grad_type` is ("mul" for "mul_grad"),
+// or null.
+const OpSchema* ForwardSchemaOf(const std::string& grad_type) {
+  static const std::string kSuffix = "_grad";
+  if (grad_type.size() <= kSuffix.size() ||
+      grad_type.compare(grad_type.size() - kSuffix.size(), kSuffix.size(),
+                        kSuffix) != 0) {
+    return nullptr;
+  }
+  const std::string fwd =
+      grad_type.substr(0, grad_type.size() - kSuffix.size());
+  const OpRegistry& registry = OpRegistry::Global();
+  return registry.Has(fwd) ? &registry.Get(fwd) : nullptr;
+}
+
+// Whether `grad` reads, under each slot name it shares with `fwd`, the
+// variables `fwd` read or wrote there (and shares at least one).
+bool IsGradientOf(const proto::OpDesc& grad, const proto::OpDesc& fwd) {
+  int shared = 0;
+  for (const auto& g : grad.inputs()) {
+    for (const auto* slots : {&fwd.inputs(), &fwd.outputs()}) {
+      for (const auto& f : *slots) {
+        if (f.parameter() != g.parameter()) continue;
+        if (f.arguments_size() != g.arguments_size()) return false;
+        for (int k = 0; k < f.arguments_size(); ++k)
+          if (f.arguments(k) != g.arguments(k)) return false;
+        ++shared;
+      }
+    }
+  }
+  return shared > 0;
+}
+
+// The first attribute both schemas declare whose values differ, or "".
+std::string FirstDifferentAttr(const OpSchema& fwd_schema,
+                               const AttributeMap& fwd,
+                               const OpSchema& grad_schema,
+                               const AttributeMap& grad) {
+  for (const AttrSpec& spec : fwd_schema.attrs()) {
+    bool declared = false;
+    for (const AttrSpec& g : grad_schema.attrs())
+      declared = declared || g.name == spec.name;
+    if (!declared) continue;
+    auto f = fwd.find(spec.name);
+    auto g = grad.find(spec.name);
+    if (f == fwd.end() || g == grad.end()) continue;
+    if (!SameAttribute(f->second, g->second)) return spec.name;
+  }
+  return "";
+}
+
+}  // namespace
+
+void CheckGradOpAttrs(const proto::BlockDesc& block) {
+  const OpRegistry& registry = OpRegistry::Global();
+  std::map<std::string, std::vector<int>> by_type;  // forward ops so far
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    by_type[op.type()].push_back(i);
+    const OpSchema* fwd_schema = ForwardSchemaOf(op.type());
+    if (fwd_schema == nullptr || !registry.Has(op.type())) continue;
+    auto candidates = by_type.find(fwd_schema->type());
+    if (candidates == by_type.end()) continue;
+    const OpSchema& grad_schema = registry.Get(op.type());
+    const AttributeMap grad_attrs = grad_schema.ResolveAttrs(op);
+    // The nearest forward op it agrees with; else report the nearest one.
+    int nearest = -1;
+    std::string differs;
+    AttributeMap nearest_attrs;
+    bool agrees = false;
+    for (auto it = candidates->second.rbegin();
+         it != candidates->second.rend() && !agrees; ++it) {
+      const proto::OpDesc& fwd = block.ops(*it);
+      if (!IsGradientOf(op, fwd)) continue;
+      AttributeMap fwd_attrs = fwd_schema->ResolveAttrs(fwd);
+      std::string name =
+          FirstDifferentAttr(*fwd_schema, fwd_attrs, grad_schema, grad_attrs);
+      agrees = name.empty();
+      if (nearest < 0) {
+        nearest = *it;
+        differs = name;
+        nearest_attrs = std::move(fwd_attrs);
+      }
+    }
+    if (agrees || nearest < 0) continue;
+    FLUID_THROW(ErrorCode::kInvalidArgument, "op #", i, " ", Quote(op.type()),
+                " has ", differs, " = ",
+                AttributeText(grad_attrs.find(differs)->second),
+                " but the op it differentiates, #", nearest, " ",
+                Quote(fwd_schema->type()), ", has ", differs, " = ",
+                AttributeText(nearest_attrs.find(differs)->second),
+                ": a gradient op must carry its forward op's attributes, or "
+                "it computes a wrong gradient (regenerate the gradient ops, "
+                "e.g. with append_backward, instead of editing them)");
+  }
 }
 
 proto::OpDesc MakeOp(

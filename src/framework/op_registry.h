@@ -53,6 +53,13 @@ struct AttrSpec {
   std::string name;
   Attribute default_value;
   std::string doc;
+  // What values the attr may take, checked once when an op is instantiated
+  // (Executor::Prepare): a number (each element of a list) within
+  // [min, max], a string one of `choices`. Unconstrained by default.
+  bool has_range = false;
+  double min = 0;
+  double max = 0;
+  std::vector<std::string> choices;
 };
 
 struct KernelKey {
@@ -134,9 +141,19 @@ class OpSchema {
   template <typename T>
   OpSchema& Attr(const std::string& name, T default_value,
                  const std::string& doc = "") {
-    attrs_.push_back({name, Attribute(std::move(default_value)), doc});
+    AttrSpec spec;
+    spec.name = name;
+    spec.default_value = Attribute(std::move(default_value));
+    spec.doc = doc;
+    attrs_.push_back(std::move(spec));
     return *this;
   }
+  // Constrains the attr declared last: a number (each element of a list)
+  // must lie in [lo, hi] (NaN never does), e.g.
+  //   .Attr<int32_t>("x_num_col_dims", 1, "...").InRange(1, Shape::kMaxRank)
+  OpSchema& InRange(double lo, double hi);
+  // Constrains the string attr declared last to one of `choices`.
+  OpSchema& OneOf(std::vector<std::string> choices);
   OpSchema& SetInferShape(InferShapeFn fn) {
     infer_shape_ = std::move(fn);
     return *this;
@@ -178,7 +195,8 @@ class OpSchema {
   const SlotSpec* FindOutput(const std::string& name) const;
 
   // Checks an OpDesc against this schema (required slots bound, no unknown
-  // slots, attr types) and returns its attrs with defaults filled in.
+  // slots, attr types and ranges) and returns its attrs with defaults
+  // filled in.
   AttributeMap ResolveAttrs(const proto::OpDesc& op) const;
   void Validate(const proto::OpDesc& op) const;
 
@@ -229,6 +247,16 @@ class OpRegistry {
   std::map<std::string, std::map<KernelKey, KernelFn>> kernels_;
   std::map<std::string, std::map<Place::Kind, KernelFn>> any_dtype_kernels_;
 };
+
+// Checks that each gradient op of `block` ("<type>_grad") carries the
+// attributes of the forward op it differentiates: the op of <type> before
+// it that reads and writes the variables the gradient op reads under the
+// same slot names. Every attribute both schemas declare must hold the same
+// value (defaults filled in); a gradient op made for other attributes
+// computes a wrong gradient without failing, so it is an error naming both
+// ops. A gradient op with no forward op in the block is left to its own
+// checks.
+void CheckGradOpAttrs(const proto::BlockDesc& block);
 
 template <typename T>
 OpSchema& OpSchema::CPUKernel(KernelFn fn) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "src/framework/grad_op_maker.h"
 #include "src/framework/operator.h"
 
@@ -144,6 +146,130 @@ TEST(OpSchema, CompileTimeShapeInferencePropagatesUnknownBatch) {
   ASSERT_NE(y, nullptr);
   EXPECT_EQ(VarShape(*y), Shape({-1, 10}));
   EXPECT_EQ(VarDtype(*y), DataType::kFloat32);
+}
+
+REGISTER_OP(test_ranged)
+    .Output("Out", "an output")
+    .Attr<int32_t>("dims", 1, "a count of dims")
+    .InRange(1, 7)
+    .Attr<std::vector<int64_t>>("sizes", {}, "sizes")
+    .InRange(0, 1000)
+    .Attr<float>("rate", 0.5f, "a probability")
+    .InRange(0, 1)
+    .Attr<std::string>("mode", "sum", "how")
+    .OneOf({"sum", "mean"});
+
+std::string ResolveError(const proto::OpDesc& op) {
+  try {
+    OpRegistry::Global().Get(op.type()).ResolveAttrs(op);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OpRegistry, AttrRangesAreChecked) {
+  proto::OpDesc op = MakeOp("test_ranged", {}, {{"Out", {"o"}}});
+  EXPECT_EQ(ResolveError(op), "");
+  SetOpAttr(&op, "dims", int32_t{0});
+  EXPECT_NE(ResolveError(op).find("attribute 'dims' of op 'test_ranged': 0 is "
+                                  "out of its range [1, 7]"),
+            std::string::npos)
+      << ResolveError(op);
+  SetOpAttr(&op, "dims", std::numeric_limits<int32_t>::max());
+  EXPECT_NE(ResolveError(op).find("2147483647 is out of its range"),
+            std::string::npos);
+  SetOpAttr(&op, "dims", int32_t{7});
+  SetOpAttr(&op, "sizes", std::vector<int64_t>{3, int64_t{1} << 40});
+  EXPECT_NE(ResolveError(op).find("element 1 1099511627776 is out of its "
+                                  "range [0, 1000]"),
+            std::string::npos)
+      << ResolveError(op);
+  SetOpAttr(&op, "sizes", std::vector<int64_t>{3, 4});
+  SetOpAttr(&op, "rate", std::numeric_limits<float>::quiet_NaN());
+  EXPECT_NE(ResolveError(op).find("nan is out of its range [0, 1]"),
+            std::string::npos)
+      << ResolveError(op);
+  SetOpAttr(&op, "rate", 1.0f);
+  SetOpAttr(&op, "mode", std::string("max"));
+  EXPECT_NE(ResolveError(op).find("is 'max'; it takes one of 'sum', 'mean'"),
+            std::string::npos)
+      << ResolveError(op);
+  SetOpAttr(&op, "mode", std::string("mean"));
+  EXPECT_EQ(ResolveError(op), "");
+  // An attribute present with its value lost (a proto field left unset)
+  // reads as 0: out of range, not a silent default.
+  proto::OpDesc lost = MakeOp("test_ranged", {}, {{"Out", {"o"}}});
+  auto* a = lost.add_attrs();
+  a->set_name("dims");
+  a->set_type(proto::INT);
+  EXPECT_NE(ResolveError(lost).find("0 is out of its range"),
+            std::string::npos);
+}
+
+TEST(OpRegistry, GradOpsInheritTheRanges) {
+  proto::OpDesc op = MakeOp("mul_grad", {{"X", {"x"}}, {"Y", {"y"}}},
+                            {{"X@GRAD", {"x@GRAD"}}});
+  SetOpAttr(&op, "x_num_col_dims", int32_t{0});
+  EXPECT_NE(ResolveError(op).find("attribute 'x_num_col_dims' of op "
+                                  "'mul_grad': 0 is out of its range"),
+            std::string::npos)
+      << ResolveError(op);
+  proto::OpDesc add = MakeOp("elementwise_add_grad", {}, {});
+  SetOpAttr(&add, "axis", std::numeric_limits<int32_t>::max());
+  EXPECT_NE(ResolveError(add).find("attribute 'axis' of op "
+                                   "'elementwise_add_grad': 2147483647 is out"),
+            std::string::npos)
+      << ResolveError(add);
+}
+
+// A block of y = mul(x, w) and its gradient op, the gradient's attrs as
+// given.
+proto::BlockDesc MulAndGrad(int32_t fwd_dims, int32_t grad_dims) {
+  proto::BlockDesc block;
+  proto::OpDesc fwd =
+      MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}});
+  SetOpAttr(&fwd, "x_num_col_dims", fwd_dims);
+  *block.add_ops() = fwd;
+  proto::OpDesc grad =
+      MakeOp("mul_grad", {{"X", {"x"}}, {"Y", {"w"}}, {"Out@GRAD", {"y@GRAD"}}},
+             {{"X@GRAD", {"x@GRAD"}}, {"Y@GRAD", {"w@GRAD"}}});
+  SetOpAttr(&grad, "x_num_col_dims", grad_dims);
+  *block.add_ops() = grad;
+  return block;
+}
+
+TEST(OpRegistry, GradOpAttrsMustMatchTheirForwardOp) {
+  EXPECT_NO_THROW(CheckGradOpAttrs(MulAndGrad(2, 2)));
+  try {
+    CheckGradOpAttrs(MulAndGrad(1, 3));
+    FAIL() << "a mul_grad made for other attributes was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("op #1 'mul_grad' has x_num_col_dims = 3 but the op it "
+                       "differentiates, #0 'mul', has x_num_col_dims = 1"),
+              std::string::npos)
+        << msg;
+  }
+  // A dropped attribute takes the default, which must agree as well.
+  proto::BlockDesc dropped = MulAndGrad(2, 2);
+  dropped.mutable_ops(1)->clear_attrs();
+  EXPECT_THROW(CheckGradOpAttrs(dropped), Error);
+  // A gradient op whose forward op is not in the block is left to its own
+  // checks; so is one reading other variables than any forward op wrote.
+  proto::BlockDesc alone = MulAndGrad(1, 3);
+  alone.mutable_ops()->DeleteSubrange(0, 1);
+  EXPECT_NO_THROW(CheckGradOpAttrs(alone));
+  proto::BlockDesc other = MulAndGrad(1, 3);
+  SetOpInput(other.mutable_ops(1), "X", {"z"});
+  EXPECT_NO_THROW(CheckGradOpAttrs(other));
+  // Two forward ops on the same variables: agreeing with one is enough.
+  proto::BlockDesc twice = MulAndGrad(1, 3);
+  proto::OpDesc second = twice.ops(0);
+  SetOpAttr(&second, "x_num_col_dims", int32_t{3});
+  *twice.mutable_ops()->Add() = twice.ops(1);
+  *twice.mutable_ops(1) = second;
+  EXPECT_NO_THROW(CheckGradOpAttrs(twice));
 }
 
 }  // namespace
