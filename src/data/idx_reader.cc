@@ -8,11 +8,36 @@
 #include <filesystem>
 #include <sstream>
 
+#include "src/io/crc32.h"
+
 namespace fluid {
 
 int64_t Dataset::size() const {
   if (tensors.empty() || tensors[0].shape().rank() == 0) return 0;
   return tensors[0].shape()[0];
+}
+
+uint32_t ContentDigest(const Tensor& t) {
+  constexpr size_t kWholeBytes = size_t{4} << 20;
+  constexpr int64_t kSampledRows = 1024;
+  const int32_t dtype = static_cast<int32_t>(t.dtype());
+  uint32_t crc = Crc32(&dtype, sizeof(dtype));
+  for (int64_t d : t.shape()) crc = Crc32Extend(crc, &d, sizeof(d));
+  if (!t.shape().IsFullyKnown() || t.numel() == 0 || !t.initialized() ||
+      !t.place().is_cpu())
+    return crc;
+  const char* data = static_cast<const char*>(t.raw_data());
+  const size_t bytes = t.bytes();
+  const int64_t rows = t.shape().rank() == 0 ? 1 : t.shape()[0];
+  if (bytes <= kWholeBytes || rows <= kSampledRows)
+    return Crc32Extend(crc, data, bytes);
+  const size_t row_bytes = bytes / static_cast<size_t>(rows);
+  for (int64_t k = 0; k < kSampledRows; ++k) {
+    const int64_t row = k * (rows - 1) / (kSampledRows - 1);
+    crc = Crc32Extend(crc, data + static_cast<size_t>(row) * row_bytes,
+                      row_bytes);
+  }
+  return crc;
 }
 
 void Dataset::Check(const std::string& what) const {

@@ -32,6 +32,13 @@ struct Dataset {
   void Check(const std::string& what) const;
 };
 
+// A cheap digest of what `t` holds, to tell two ranks' data apart without
+// sending it: the CRC-32 of its dtype, its shape and its bytes, of every
+// row of a tensor up to 4 MiB (labels, token windows of a short run) and of
+// 1024 rows spread evenly over a larger one (the first and the last among
+// them). It reads the tensor where it lies in host memory, nothing else.
+uint32_t ContentDigest(const Tensor& t);
+
 // The element types an IDX file may declare (the third magic byte).
 enum class IdxType : uint8_t {
   kUInt8 = 0x08,

@@ -63,6 +63,17 @@ class CommBackend {
   virtual void AllGatherV(const void* send, void* recv,
                           const std::vector<int64_t>& bytes);
   virtual void Barrier() = 0;
+  // The collective check's exchange (see communicator.h): `count` (a few)
+  // values in host memory replaced by their maximum over the ranks. Every
+  // rank makes this same call before a collective, whatever that
+  // collective is; `what` ("allreduce") and `bytes` name the collective it
+  // precedes, for messages about ranks that never join. This
+  // implementation is AllReduce(kMax); transports override it with their
+  // cheapest small reduction.
+  virtual void CheckExchange(int64_t* values, int count, const char* what,
+                             int64_t bytes) {
+    AllReduce(values, count, DataType::kInt64, ReduceOp::kMax);
+  }
   // Collective: every rank sets the same algorithm at the same point of its
   // collectives. Backends without a hierarchy run kFlat whatever is set.
   virtual void SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) {}

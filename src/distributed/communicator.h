@@ -3,6 +3,22 @@
 // same collectives in the same order, which is all the matching a transport
 // needs.
 //
+// The collective check makes sure of it: before each collective the worker
+// exchanges with the other ranks a 64-bit signature of what the collective
+// is (its number, kind, element type, element count, reduce op, root, wire
+// format; a CollectiveDesc) in one small allreduce of the signature's
+// maximum and minimum, the same call on every rank whatever collective
+// follows. When they differ (a collective issued on some ranks only, from
+// another thread, or with other sizes) the ranks gather each other's
+// descriptors and the collective fails on every rank with one message,
+// "collective #15 differs across ranks: rank 0 allgather int64 x 1, rank 1
+// allreduce(avg) float32 x 4096 ...", instead of running mismatched
+// collectives (a hang, or garbage); every later collective fails too, and
+// the flight recorder is written. On by default; FLUID_COLLECTIVE_CHECK=0
+// in every rank's environment turns it off (the ranks compare the setting
+// on their first collective, so that ranks that disagree fail there rather
+// than hang).
+//
 // An op enqueues a collective and gets a CommHandle; waiting on the handle
 // blocks until that collective (and so every earlier one) has finished and
 // rethrows its error, if any. Tensors passed in are held (their buffers are
@@ -49,7 +65,10 @@ using CommHandlePtr = std::shared_ptr<CommHandle>;
 
 class Communicator {
  public:
+  // The collective check on unless FLUID_COLLECTIVE_CHECK is 0 or off (an
+  // error when it holds anything but 0, 1, off or on).
   explicit Communicator(std::unique_ptr<CommBackend> backend);
+  Communicator(std::unique_ptr<CommBackend> backend, bool check_collectives);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -57,6 +76,7 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& backend_name() const { return backend_name_; }
+  bool checks_collectives() const { return check_; }
 
   // Tensors may live in host or device memory. For device tensors `ready`
   // (when given) runs on the worker before the collective touches the
@@ -147,9 +167,13 @@ class Communicator {
     std::function<void(CommBackend*)> work;
     CommHandlePtr handle;
     int64_t seq = 0;  // in recorder_
+    CollectiveDesc desc;
   };
   CommHandlePtr Enqueue(std::function<void(CommBackend*)> work);
   void Loop();
+  // Worker-only: the collective check of `item` (see above); throws when
+  // the ranks' collectives differ, or differed before.
+  void CheckCollective(const Pending& item);
   // Worker-only: host memory for staging `bytes` of device data.
   void* Staging(size_t bytes);
 
@@ -157,6 +181,12 @@ class Communicator {
   int rank_;
   int size_;
   std::string backend_name_;
+  bool check_ = true;
+  // Worker-only: the first exchange is done (it happens whatever check_
+  // is); the message of a mismatch, after which nothing more runs.
+  bool exchanged_ = false;
+  std::string mismatch_;
+  int64_t job_token_ = 0;  // rank 0's names the job when the launcher's not
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
+#include "src/distributed/comm_backend.h"
 #include "src/distributed/timeline_session.h"
 #include "src/framework/math/int_math.h"
 #include "src/framework/timeline.h"
@@ -112,10 +114,62 @@ const char* CollectiveKindName(CollectiveKind kind) {
       return "allgather";
     case CollectiveKind::kBarrier:
       return "barrier";
+    case CollectiveKind::kReduceScatter:
+      return "reducescatter";
+    case CollectiveKind::kSparseAllReduce:
+      return "sparse_allreduce";
+    case CollectiveKind::kSetAlgorithm:
+      return "set_allreduce_algorithm";
     case CollectiveKind::kOther:
       break;
   }
   return "collective";
+}
+
+namespace {
+
+// The names of a descriptor's fields, or null where it has none; no
+// allocation (Dump uses them).
+const char* DtypeNameOf(int32_t dtype) {
+  if (dtype < 0 || dtype > static_cast<int32_t>(DataType::kInt64))
+    return nullptr;
+  return DataTypeName(static_cast<DataType>(dtype));
+}
+
+const char* OpNameOf(int32_t op) {
+  if (op < 0 || op > static_cast<int32_t>(ReduceOp::kMax)) return nullptr;
+  return ReduceOpName(static_cast<ReduceOp>(op));
+}
+
+const char* WireNameOf(int32_t wire) {
+  if (wire <= 0 || wire > static_cast<int32_t>(WireFormat::kFp16))
+    return nullptr;
+  return WireFormatName(static_cast<WireFormat>(wire));
+}
+
+}  // namespace
+
+std::string DescribeCollective(const CollectiveDesc& d) {
+  std::ostringstream os;
+  os << CollectiveKindName(d.kind);
+  if (d.kind == CollectiveKind::kSetAlgorithm) {
+    os << "("
+       << AllReduceAlgorithmName(static_cast<AllReduceAlgorithm>(d.count))
+       << ")";
+    return os.str();
+  }
+  if (const char* op = OpNameOf(d.op)) os << "(" << op << ")";
+  if (d.kind == CollectiveKind::kBarrier) return os.str();
+  if (const char* dtype = DtypeNameOf(d.dtype)) os << " " << dtype;
+  if (d.kind == CollectiveKind::kSparseAllReduce) {
+    os << " rows of a table of " << d.count;
+  } else {
+    os << " x " << d.count;
+  }
+  if (d.root >= 0) os << " from rank " << d.root;
+  if (const char* wire = WireNameOf(d.wire)) os << " as " << wire;
+  if (d.device) os << " on the device transport";
+  return os.str();
 }
 
 int64_t MonotonicNs() {
@@ -124,11 +178,17 @@ int64_t MonotonicNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int64_t FlightRecorder::Issue(CollectiveKind kind, int64_t bytes) {
+int64_t FlightRecorder::Issue(const CollectiveDesc& desc, int64_t bytes) {
   const int64_t seq = issued_.load(std::memory_order_relaxed) + 1;
   Slot& s = SlotOf(seq);
   s.seq.store(-seq);  // being rewritten: readers skip it
-  s.kind.store(static_cast<int32_t>(kind), std::memory_order_relaxed);
+  s.kind.store(static_cast<int32_t>(desc.kind), std::memory_order_relaxed);
+  s.dtype.store(desc.dtype, std::memory_order_relaxed);
+  s.op.store(desc.op, std::memory_order_relaxed);
+  s.root.store(desc.root, std::memory_order_relaxed);
+  s.wire.store(desc.wire, std::memory_order_relaxed);
+  s.device.store(desc.device, std::memory_order_relaxed);
+  s.count.store(desc.count, std::memory_order_relaxed);
   s.index.store(++step_index_, std::memory_order_relaxed);
   s.state.store(kIssued, std::memory_order_relaxed);
   s.bytes.store(bytes, std::memory_order_relaxed);
@@ -188,6 +248,13 @@ bool FlightRecorder::Get(int64_t seq, Record* out) const {
   if (s.seq.load() != seq) return false;
   out->seq = seq;
   out->kind = static_cast<CollectiveKind>(s.kind.load());
+  out->desc.kind = out->kind;
+  out->desc.dtype = s.dtype.load();
+  out->desc.op = s.op.load();
+  out->desc.root = s.root.load();
+  out->desc.wire = s.wire.load();
+  out->desc.device = s.device.load();
+  out->desc.count = s.count.load();
   out->index = s.index.load();
   out->state = static_cast<State>(s.state.load());
   out->bytes = s.bytes.load();
@@ -223,6 +290,21 @@ void FlightRecorder::SetNote(const std::string& note) {
   note_busy_.store(0);
 }
 
+void FlightRecorder::SetJobId(const std::string& job) {
+  int idle = 0;
+  if (job.empty() || !job_set_.compare_exchange_strong(idle, 2)) return;
+  const size_t n = std::min(job.size(), sizeof(job_) - 1);
+  for (size_t i = 0; i < n; ++i) {
+    const char c = job[i];
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                       c == '_' || c == ':';
+    job_[i] = plain ? c : '_';
+  }
+  job_[n] = '\0';
+  job_set_.store(1);
+}
+
 bool FlightRecorder::Dump(const char* reason) const {
   if (path_[0] == '\0') return false;
   if (g_written.load() == this) return true;
@@ -235,6 +317,7 @@ bool FlightRecorder::Dump(const char* reason) const {
       "first; times in ms before the dump\n");
   b.Str("rank ").Int(rank_).Str(" size ").Int(size_).Str(" pid ");
   b.Int(::getpid()).Str(" unix_ms ").Int(RealtimeNs() / 1000000).Str("\n");
+  if (job_set_.load() == 1) b.Str("job ").Str(job_).Str("\n");
   b.Str("reason ").Str(reason).Str("\n");
   b.Str("issued ").Int(issued_.load()).Str(" started ").Int(started_.load());
   b.Str(" finished ").Int(finished_.load()).Str(" step ").Int(step_.load());
@@ -252,6 +335,14 @@ bool FlightRecorder::Dump(const char* reason) const {
     b.Str(" started_ms_ago ")
         .Int(r.start_ns ? (now - r.start_ns) / 1000000 : -1);
     b.Str(" ended_ms_ago ").Int(r.end_ns ? (now - r.end_ns) / 1000000 : -1);
+    // What the collective is (the fields the ranks must agree on).
+    if (const char* dtype = DtypeNameOf(r.desc.dtype)) {
+      b.Str(" dtype ").Str(dtype).Str(" count ").Int(r.desc.count);
+    }
+    if (const char* op = OpNameOf(r.desc.op)) b.Str(" reduce ").Str(op);
+    if (r.desc.root >= 0) b.Str(" root ").Int(r.desc.root);
+    if (const char* wire = WireNameOf(r.desc.wire)) b.Str(" wire ").Str(wire);
+    if (r.desc.device) b.Str(" device 1");
     b.Str("\n");
   }
   bool ok = false;

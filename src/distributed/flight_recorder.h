@@ -28,8 +28,30 @@ enum class CollectiveKind : int32_t {
   kBroadcast,
   kAllGather,
   kBarrier,
+  kReduceScatter,
+  kSparseAllReduce,
+  kSetAlgorithm,  // SetAllReduceAlgorithm: collective where it sets up hier
 };
 const char* CollectiveKindName(CollectiveKind kind);
+
+// What a collective is, as every rank must issue it. The communicator
+// compares it across ranks before each collective runs (the collective
+// check, see communicator.h); the flight recorder keeps it. Plain values.
+struct CollectiveDesc {
+  CollectiveKind kind = CollectiveKind::kOther;
+  int32_t dtype = -1;  // DataType; -1: none
+  // Elements of the tensor (allreduce, broadcast), of one rank's block
+  // (allgather, reducescatter); rows of the table (sparse allreduce); the
+  // algorithm (set algorithm).
+  int64_t count = 0;
+  int32_t op = -1;     // ReduceOp; -1: none
+  int32_t root = -1;   // broadcast's root; -1: none
+  int32_t wire = 0;    // WireFormat the values travel in
+  int32_t device = 0;  // 1: on the transport's own device path (NCCL)
+};
+// "allreduce(avg) float32 x 4096", "broadcast int64 x 3 from rank 0",
+// "allreduce(sum) float32 x 512 as bf16", "barrier".
+std::string DescribeCollective(const CollectiveDesc& desc);
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC), the recorder's time base.
 int64_t MonotonicNs();
@@ -43,6 +65,7 @@ class FlightRecorder {
   struct Record {
     int64_t seq = 0;  // 1, 2, ...; 0: empty slot
     CollectiveKind kind = CollectiveKind::kOther;
+    CollectiveDesc desc;  // desc.kind == kind
     int64_t bytes = 0;
     int64_t step = 0;   // MPIExecutor steps begun before it was issued
     int32_t index = 0;  // 1, 2, ... within its step
@@ -56,7 +79,12 @@ class FlightRecorder {
 
   // Issuing thread: records a collective and returns its sequence number.
   // Calls are serialised by the caller (the communicator's queue lock).
-  int64_t Issue(CollectiveKind kind, int64_t bytes);
+  int64_t Issue(const CollectiveDesc& desc, int64_t bytes);
+  int64_t Issue(CollectiveKind kind, int64_t bytes) {
+    CollectiveDesc desc;
+    desc.kind = kind;
+    return Issue(desc, bytes);
+  }
   // Worker thread.
   void Start(int64_t seq);
   void Finish(int64_t seq, bool ok);
@@ -83,6 +111,12 @@ class FlightRecorder {
   // A line that Dump writes into the file's header (the watchdog's view
   // of the other ranks, say). Copied; cut at 1 KiB.
   void SetNote(const std::string& note);
+  // The job this rank belongs to (the launcher's job id), written into the
+  // file's header as "job <id>" so that tools/flight_report.py can leave
+  // out the files of earlier jobs in the same directory. Characters other
+  // than letters, digits and ".-_:" become '_'; cut at 127.
+  void SetJobId(const std::string& job);
+  bool has_job_id() const { return job_set_.load() != 0; }
   // Writes the ring to the dump path, oldest first, with `reason`. Async-
   // signal-safe. False when no path is set or the file cannot be written.
   bool Dump(const char* reason) const;
@@ -95,6 +129,12 @@ class FlightRecorder {
     std::atomic<int32_t> kind{0};
     std::atomic<int32_t> index{0};
     std::atomic<int32_t> state{0};
+    std::atomic<int32_t> dtype{-1};
+    std::atomic<int32_t> op{-1};
+    std::atomic<int32_t> root{-1};
+    std::atomic<int32_t> wire{0};
+    std::atomic<int32_t> device{0};
+    std::atomic<int64_t> count{0};
     std::atomic<int64_t> bytes{0};
     std::atomic<int64_t> step{0};
     std::atomic<int64_t> issue_ns{0};
@@ -111,6 +151,8 @@ class FlightRecorder {
   char path_[1024] = {0};
   char note_[1024] = {0};
   std::atomic<int> note_busy_{0};
+  char job_[128] = {0};
+  std::atomic<int> job_set_{0};
 };
 
 // The recorder DumpFlightRecorder writes (null: none), and the SIGTERM

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "src/distributed/in_process_backend.h"
 #include "src/distributed/launcher.h"
@@ -23,10 +24,31 @@ bool g_comm_uses_mpi = false;
 bool g_atexit_registered = false;
 bool g_left = false;  // this process said farewell (see LeaveJob)
 
+// The launcher's name for this job, the same on every rank of it and
+// different for the next: PMIx's namespace (Open MPI 4 and 5), Open MPI's
+// job id, Slurm's job and step. Empty when there is none (the
+// communicator then names the job after a number rank 0 drew).
+std::string LauncherJobId() {
+  for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                           "OMPI_MCA_orte_ess_jobid"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  const char* slurm = std::getenv("SLURM_JOB_ID");
+  if (slurm != nullptr && *slurm != '\0') {
+    const char* step = std::getenv("SLURM_STEP_ID");
+    return std::string("slurm-") + slurm +
+           (step != nullptr && *step != '\0' ? std::string(".") + step : "");
+  }
+  return "";
+}
+
 // Every rank of an MPI job records its collectives (dumped on an abort, in
-// the working directory until told otherwise) and watches for stalls with
-// the default limits until the trainer or MPIExecutor configures them.
+// the working directory until told otherwise, stamped with the job's id)
+// and watches for stalls with the default limits until the trainer or
+// MPIExecutor configures them.
 void StartStallDetection(Communicator* comm) {
+  comm->flight_recorder()->SetJobId(LauncherJobId());
   comm->flight_recorder()->SetDumpPath(".", comm->rank(), comm->size());
   SetFlightDumpTarget(comm->flight_recorder());
   if (auto channel = MakeMpiProgressChannel()) {

@@ -196,6 +196,17 @@ class MpiBackend : public CommBackend {
           "MPI_Allgatherv");
   }
 
+  // One flat MPI_Allreduce over the world, whatever the algorithm set.
+  // For the membership watcher it is part of the collective it checks.
+  void CheckExchange(int64_t* values, int count, const char* what,
+                     int64_t bytes) override {
+    membership_->EnterCheck(what, bytes);
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
+                                 MPI_MAX, MPI_COMM_WORLD);
+    membership_->Exit();
+    Check(rc, "MPI_Allreduce (collective check)");
+  }
+
   void Barrier() override {
     Counted counted(membership_.get(), "barrier", 0);
     Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");

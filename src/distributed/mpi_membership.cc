@@ -63,10 +63,21 @@ void MpiMembership::Enter(const char* what, int64_t bytes) {
   CheckLocked();
 }
 
+void MpiMembership::EnterCheck(const char* what, int64_t bytes) {
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  ahead_ = 1;
+  in_collective_ = true;
+  what_ = what;
+  bytes_ = bytes;
+  CheckLocked();
+}
+
 void MpiMembership::Exit() {
   if (!active_) return;
   std::lock_guard<std::mutex> lock(mu_);
   in_collective_ = false;
+  ahead_ = 0;
 }
 
 void MpiMembership::CheckLocked() {
@@ -74,8 +85,9 @@ void MpiMembership::CheckLocked() {
   std::ostringstream who;
   int n = 0;
   int64_t count = 0;
+  const int64_t seq = seq_ + ahead_;  // the collective waited in
   for (const auto& [r, c] : left_) {
-    if (c >= seq_) continue;
+    if (c >= seq) continue;
     who << (n++ ? ", " : "") << r;
     count = c;
   }
@@ -84,7 +96,7 @@ void MpiMembership::CheckLocked() {
   line << "fluid: rank " << rank_ << ": rank" << (n > 1 ? "s " : " ")
        << who.str() << " left the job (process ended after " << count
        << " collective(s)) while rank " << rank_ << " waits for "
-       << (n > 1 ? "them" : "it") << " in collective " << seq_ << " (" << what_
+       << (n > 1 ? "them" : "it") << " in collective " << seq << " (" << what_
        << ", " << Bytes(bytes_)
        << "): every rank must run the same steps; ending the job";
   WriteErrorLine(line.str());

@@ -46,6 +46,10 @@ class MpiMembership {
   // Around each collective of the world communicator. `what` is a short
   // description ("allreduce", "broadcast", ...), `bytes` its size.
   void Enter(const char* what, int64_t bytes);
+  // Around the collective check that precedes a collective (see
+  // communicator.h): waits as in the collective the next Enter numbers,
+  // without counting one. Exit ends it.
+  void EnterCheck(const char* what, int64_t bytes);
   void Exit();
 
   // The farewell (see above). Idempotent; called by the destructor.
@@ -65,6 +69,7 @@ class MpiMembership {
   std::mutex mu_;
   int64_t seq_ = 0;  // collectives entered
   bool in_collective_ = false;
+  int64_t ahead_ = 0;  // 1: in the check of collective seq_ + 1
   std::string what_;
   int64_t bytes_ = 0;
   std::map<int, int64_t> left_;  // rank -> collectives it took part in

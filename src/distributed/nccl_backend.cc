@@ -99,6 +99,12 @@ class NcclBackend final : public CommBackend {
     host_->AllGatherV(send, recv, bytes);
   }
   void Barrier() override { host_->Barrier(); }
+  // The collective check runs on the host transport before each NCCL call
+  // (the worker issues one collective at a time and waits for it).
+  void CheckExchange(int64_t* values, int count, const char* what,
+                     int64_t bytes) override {
+    host_->CheckExchange(values, count, what, bytes);
+  }
   void Abort(int code) override {
     if (comm_ != nullptr) ncclCommAbort(comm_);
     comm_ = nullptr;

@@ -177,6 +177,10 @@ std::string Whereabouts(int rank, const RankView& v) {
 
 }  // namespace
 
+std::string FormatRankList(const std::vector<int>& ranks) {
+  return RankList(ranks);
+}
+
 std::unique_ptr<ProgressChannel> MakeMpiProgressChannel() {
   if (!MpiUsable()) return nullptr;
   int provided = MPI_THREAD_SINGLE, size = 1;

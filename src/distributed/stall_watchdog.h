@@ -94,6 +94,9 @@ struct StallVerdict {
   int speaker = -1;
 };
 
+// "rank 3", "ranks 0, 2, 5-9" (ranks ascending).
+std::string FormatRankList(const std::vector<int>& ranks);
+
 // The stall, if any, whose ranks have waited at least `threshold_s`.
 StallVerdict JudgeStall(const std::vector<RankView>& views, double threshold_s);
 // One line naming the stuck ranks, the collective, and where each stuck

@@ -1,6 +1,25 @@
 #include "src/framework/scope.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+
 namespace fluid {
+
+std::string HeldTypeName(const std::type_info& type) {
+  if (type == typeid(Tensor)) return "a tensor";
+  if (type == typeid(SelectedRows)) return "sparse rows (SELECTED_ROWS)";
+  int status = -1;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string name =
+      status == 0 && demangled != nullptr ? demangled : type.name();
+  std::free(demangled);
+  // The runtime's handle of an asynchronous collective (c_allreduce's
+  // Handle output), which this layer knows by name only.
+  if (name == "std::shared_ptr<fluid::CommHandle>")
+    return "a collective handle (COMM_HANDLE)";
+  return name;
+}
 
 Variable* Scope::Var(const std::string& name) {
   auto& slot = vars_[name];

@@ -19,6 +19,11 @@
 
 namespace fluid {
 
+// A readable name of a type a Variable may hold, for messages: "a tensor",
+// "sparse rows (SELECTED_ROWS)", "a collective handle (COMM_HANDLE)", else
+// the demangled C++ name (never the mangled one typeid gives).
+std::string HeldTypeName(const std::type_info& type);
+
 class Variable {
  public:
   Tensor* GetMutableTensor() { return GetMutable<Tensor>(); }
@@ -51,14 +56,17 @@ class Variable {
   T* GetMutable() {
     if (!value_.has_value()) value_.emplace<T>();
     T* p = std::any_cast<T>(&value_);
-    FLUID_ENFORCE(p != nullptr, "variable holds ", value_.type().name(),
-                  ", not ", typeid(T).name());
+    FLUID_ENFORCE(p != nullptr, "variable holds ", HeldTypeName(value_.type()),
+                  ", not ", HeldTypeName(typeid(T)));
     return p;
   }
   template <typename T>
   const T& Get() const {
     const T* p = std::any_cast<T>(&value_);
-    FLUID_ENFORCE(p != nullptr, "variable does not hold ", typeid(T).name());
+    FLUID_ENFORCE(p != nullptr, "variable holds ",
+                  value_.has_value() ? HeldTypeName(value_.type())
+                                     : std::string("nothing"),
+                  ", not ", HeldTypeName(typeid(T)));
     return *p;
   }
 

@@ -48,6 +48,20 @@ std::string Join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+std::string SealManifest(const proto::CheckpointManifest& manifest) {
+  FLUID_ENFORCE(manifest.version() >= kSealedManifestVersion,
+                "SealManifest: a version ", manifest.version(),
+                " manifest has no checksum");
+  std::string bytes;
+  FLUID_ENFORCE(manifest.SerializeToString(&bytes),
+                "cannot serialize the manifest");
+  const uint32_t crc = Crc32(bytes);
+  bytes.push_back(static_cast<char>(kManifestSealTag));
+  for (int i = 0; i < 4; ++i)
+    bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return bytes;
+}
+
 Located LocateLatest(FileSystem* fs, const std::string& dir) {
   const std::string latest = JoinPath(dir, kLatest);
   std::string content;
@@ -97,6 +111,7 @@ using checkpoint_internal::kTensorExt;
 using checkpoint_internal::Located;
 using checkpoint_internal::LocateLatest;
 using checkpoint_internal::ParseCheckpointName;
+using checkpoint_internal::SealManifest;
 using checkpoint_internal::Str;
 
 // Var names may hold '/', '@' and anything else: keep [A-Za-z0-9._-] and
@@ -276,7 +291,7 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
                   const std::vector<const Tensor*>& tensors,
                   const CheckpointInfo& info) {
   proto::CheckpointManifest manifest;
-  manifest.set_version(info.global_batch > 0 ? kManifestVersion : 1);
+  manifest.set_version(kManifestVersion);
   FileNamer namer;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = *tensors[i];
@@ -301,10 +316,7 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
     pos->set_global_batch(info.global_batch);
     pos->set_nranks(info.nranks);
   }
-  std::string mbytes;
-  FLUID_ENFORCE(manifest.SerializeToString(&mbytes),
-                "cannot serialize the manifest");
-  fs->WriteFile(JoinPath(staging, kManifest), mbytes);
+  fs->WriteFile(JoinPath(staging, kManifest), SealManifest(manifest));
 }
 
 // Moves the complete `staging` to `final_dir` (checkpoint `name` of `dir`)

@@ -5,9 +5,11 @@
 // Layout of a checkpoint root `dir`:
 //   dir/ckpt-<step>/<file>        one file per tensor: its raw bytes
 //                                 (little-endian, row-major), nothing else
-//   dir/ckpt-<step>/manifest.pb   proto::CheckpointManifest: step, epoch and,
-//                                 per tensor, name, file, dtype, shape, byte
-//                                 count and CRC-32 of the file
+//   dir/ckpt-<step>/manifest.pb   proto::CheckpointManifest: step, epoch,
+//                                 position in the epoch and, per tensor,
+//                                 name, file, dtype, shape, byte count and
+//                                 CRC-32 of the file; sealed by the CRC-32
+//                                 of the manifest itself (version 3)
 //   dir/LATEST                    "ckpt-<step>": the checkpoint to load
 //
 // Saving writes everything into dir/ckpt-<step>.tmp, renames that to
@@ -27,18 +29,26 @@
 // read, so a device, a fifo or a huge file in a checkpoint is an error, not
 // an allocation failure.
 //
-// A damaged checkpoint (missing or corrupt manifest, a file missing,
-// truncated or failing its CRC) is skipped and the next older one is tried:
-// the one LATEST names first, then the older ones beside it, newest first.
-// Without a usable LATEST every complete checkpoint in the directory is a
-// candidate. A checkpoint that is intact but does not match the program is
-// an error, never skipped: an older one would not match either.
+// A damaged checkpoint (missing or corrupt manifest, a manifest failing its
+// checksum or whose fields contradict each other, a file missing, truncated
+// or failing its CRC) is skipped and the next older one is tried: the one
+// LATEST names first, then the older ones beside it, newest first. Without
+// a usable LATEST every complete checkpoint in the directory is a
+// candidate. A checkpoint that is intact (its manifest's checksum vouches
+// for it) but does not match the program, or that the caller's
+// CheckpointFitCheck refuses, is an error, never skipped: it means the wrong
+// directory, program or settings, which an older one would not set right.
+// Manifests older builds wrote (versions 1 and 2) carry no checksum; they
+// are read with every other check, and since such a mismatch may be damage
+// there, it is skipped like damage, and is the error only when no older
+// checkpoint is usable.
 //
 // None of these functions may run concurrently on the same `dir`; one saver
 // per directory (in data-parallel training, rank 0).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +76,13 @@ struct CheckpointInfo {
   int64_t global_batch = 0;
   int64_t nranks = 0;
 };
+
+// A caller's check that a checkpoint's position (step, epoch,
+// epoch_samples, global_batch, nranks; path) suits the run about to
+// continue from it, made before anything is loaded: throws fluid::Error
+// saying why not (an epoch beyond the run's last, a position beyond its
+// data). See LoadCheckpoint for what a refusal does.
+using CheckpointFitCheck = std::function<void(const CheckpointInfo&)>;
 
 // What a loader expects to find: one persistable variable of a program.
 // -1 in `shape` matches any size in that dimension.
@@ -142,11 +159,13 @@ bool HasCheckpoint(const std::string& dir,
 
 // Like LoadCheckpoint for a program, but "no intact checkpoint" is not an
 // error: returns false with `why_none` saying what was found, and `scope` is
-// unchanged. A checkpoint that does not match the program still throws.
+// unchanged. A checkpoint that does not match the program, or that `fits`
+// (when given) refuses, still throws (see above for unsealed manifests).
 bool TryLoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
                        const std::string& dir, CheckpointInfo* info,
                        std::string* why_none,
-                       FileSystem* fs = DefaultFileSystem());
+                       FileSystem* fs = DefaultFileSystem(),
+                       const CheckpointFitCheck& fits = nullptr);
 
 // Makes LATEST name the checkpoint at `checkpoint_path` (a path LoadCheckpoint
 // returned in CheckpointInfo::path). A job that resumed from an older

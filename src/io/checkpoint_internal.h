@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/framework.pb.h"
 #include "src/framework/enforce.h"
 #include "src/io/file_system.h"
 
@@ -26,9 +27,20 @@ inline constexpr const char* kPrefix = "ckpt-";
 inline constexpr const char* kStagingSuffix = ".tmp";
 inline constexpr const char* kAsideSuffix = ".old";
 inline constexpr const char* kTensorExt = ".tensor";
-// Version 2 adds the position within the epoch; a checkpoint without one
-// is still written as version 1, which older builds read.
-inline constexpr int64_t kManifestVersion = 2;
+// Version 1: no position; 2 adds the position within the epoch; 3 (what
+// this build writes) seals the manifest with its own CRC-32 (see
+// SealManifest), the position being there when the run recorded one.
+// Older builds refuse version 3 by its number; this build reads 1 and 2
+// without a checksum, checking every field it can.
+inline constexpr int64_t kManifestVersion = 3;
+inline constexpr int64_t kSealedManifestVersion = 3;
+// A sealed manifest.pb ends with field 6 of CheckpointManifest as a fixed32
+// (the tag byte (6 << 3) | 5, then 4 bytes little-endian): the CRC-32 of
+// every byte before it. The field is not declared in proto/framework.proto
+// (the reader checks it from the bytes and parses only what it covers);
+// field number 6 of CheckpointManifest is taken by it.
+inline constexpr unsigned char kManifestSealTag = (6 << 3) | 5;
+inline constexpr size_t kManifestSealBytes = 5;
 inline constexpr const char* kProbe = "LATEST.probe";
 // Upper bounds for the control files; anything larger is damage.
 inline constexpr uint64_t kMaxLatestBytes = 4096;
@@ -56,6 +68,10 @@ struct Located {
   std::string path;  // dir/ckpt-<step> (or its .old during a swap)
   int64_t step = 0;
 };
+
+// The bytes of manifest.pb for `manifest` (of version >= 3): its
+// serialization, then the seal holding the CRC-32 of that serialization.
+std::string SealManifest(const proto::CheckpointManifest& manifest);
 
 // The checkpoint LATEST names: kNotFound when LATEST or the checkpoint is
 // missing, kInvalidArgument when LATEST is corrupt.

@@ -24,8 +24,11 @@ namespace {
 using checkpoint_internal::Join;
 using checkpoint_internal::kAsideSuffix;
 using checkpoint_internal::kManifest;
+using checkpoint_internal::kManifestSealBytes;
+using checkpoint_internal::kManifestSealTag;
 using checkpoint_internal::kManifestVersion;
 using checkpoint_internal::kMaxManifestBytes;
+using checkpoint_internal::kSealedManifestVersion;
 using checkpoint_internal::Located;
 using checkpoint_internal::LocateLatest;
 using checkpoint_internal::ParseCheckpointName;
@@ -43,7 +46,61 @@ std::string Hex32(uint32_t v) {
   return buf;
 }
 
-proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
+// Parses `body` as a manifest exactly as every build writes one: it must
+// hold no field this build does not know and be what serializing it gives
+// back, byte for byte. (A flipped bit that still parses would otherwise
+// slip through as, say, an unknown field or a field out of its place.)
+bool ParseCanonical(const std::string& body, proto::CheckpointManifest* m) {
+  if (!m->ParseFromString(body) || !m->unknown_fields().empty()) return false;
+  if (m->has_position() && !m->position().unknown_fields().empty())
+    return false;
+  for (const auto& e : m->entries())
+    if (!e.unknown_fields().empty()) return false;
+  std::string again;
+  return m->SerializeToString(&again) && again == body;
+}
+
+uint32_t LittleEndian32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+// The fields of a manifest that must agree with each other whatever the
+// run: what is wrong, or "" when nothing is.
+std::string InconsistentFields(const proto::CheckpointManifest& m) {
+  if (m.step() < 0) return Str("step ", m.step(), " is negative");
+  if (m.epoch() < 0) return Str("epoch ", m.epoch(), " is negative");
+  if (m.version() < 1) return Str("version ", m.version());
+  if (m.version() == 2 && !m.has_position())
+    return "version 2 without the epoch position";
+  if (m.version() == 1 && m.has_position())
+    return "version 1 with an epoch position";
+  if (!m.has_position()) return "";
+  const auto& p = m.position();
+  // Every build records a position with the batch it trained with: the
+  // samples are a whole number of steps, the batch a whole number per rank.
+  if (p.global_batch() <= 0 || p.nranks() <= 0)
+    return Str("the position has global batch ", p.global_batch(), " on ",
+               p.nranks(), " rank(s)");
+  if (p.global_batch() % p.nranks() != 0)
+    return Str("the global batch ", p.global_batch(),
+               " does not divide among its ", p.nranks(), " rank(s)");
+  if (p.epoch_samples() < 0 || p.epoch_samples() % p.global_batch() != 0)
+    return Str("the position, sample ", p.epoch_samples(),
+               ", is not a whole number of steps of ", p.global_batch(),
+               " samples");
+  return "";
+}
+
+// A manifest and whether its checksum sealed it (version 3 on); manifests
+// of versions 1 and 2 have none.
+struct Manifest {
+  proto::CheckpointManifest m;
+  bool sealed = false;
+};
+
+Manifest ReadManifest(FileSystem* fs, const Located& loc) {
   const std::string path = JoinPath(loc.path, kManifest);
   std::string bytes;
   try {
@@ -54,21 +111,47 @@ proto::CheckpointManifest ReadManifest(FileSystem* fs, const Located& loc) {
     FLUID_THROW(ErrorCode::kNotFound, "checkpoint '", loc.path,
                 "' has no manifest: '", path, "' does not exist");
   }
-  proto::CheckpointManifest m;
-  // step and epoch are always written and serialize last, so a manifest cut
-  // short anywhere lacks them even when the prefix happens to parse.
-  FLUID_ENFORCE(m.ParseFromString(bytes) && m.has_step() && m.has_epoch(),
-                "checkpoint '", loc.path,
-                "' has a corrupt or truncated manifest '", path, "'");
+  const size_t n = bytes.size();
+  const bool has_seal = n >= kManifestSealBytes &&
+                        static_cast<unsigned char>(
+                            bytes[n - kManifestSealBytes]) == kManifestSealTag;
+  uint32_t stored = 0, actual = 0;
+  if (has_seal) {
+    stored = LittleEndian32(bytes.data() + n - 4);
+    actual = Crc32(bytes.data(), n - kManifestSealBytes);
+  }
+  Manifest out;
+  out.sealed = has_seal && stored == actual;
+  // Without a valid seal the bytes may still be an older build's manifest
+  // (one that happens to end in the seal's tag byte included); a damaged
+  // seal leaves an unknown field, which ParseCanonical refuses.
+  const bool parsed = ParseCanonical(
+      out.sealed ? bytes.substr(0, n - kManifestSealBytes) : bytes, &out.m);
+  const proto::CheckpointManifest& m = out.m;
+  FLUID_ENFORCE(parsed || !has_seal, "checkpoint '", loc.path,
+                "' has a damaged manifest '", path,
+                "': its checksum does not match (crc32 ", Hex32(actual),
+                " of its first ", n - kManifestSealBytes,
+                " bytes, the manifest says ", Hex32(stored), ")");
+  // step and epoch are always written and serialize after the entries, so
+  // a manifest cut short there lacks them even when the prefix parses.
+  FLUID_ENFORCE(parsed && m.has_step() && m.has_epoch(), "checkpoint '",
+                loc.path, "' has a corrupt or truncated manifest '", path, "'");
   FLUID_ENFORCE(m.version() <= kManifestVersion, "checkpoint '", loc.path,
                 "' has manifest version ", m.version(),
                 "; this build reads up to ", kManifestVersion);
-  FLUID_ENFORCE(m.version() < 2 || m.has_position(), "checkpoint '", loc.path,
-                "' has a corrupt or truncated manifest '", path, "': version ",
-                m.version(), " without the epoch position");
+  FLUID_ENFORCE(out.sealed || m.version() < kSealedManifestVersion,
+                "checkpoint '", loc.path, "' has a damaged manifest '", path,
+                "': version ", m.version(), " without its checksum");
+  FLUID_ENFORCE(!out.sealed || m.version() >= kSealedManifestVersion,
+                "checkpoint '", loc.path, "' has a damaged manifest '", path,
+                "': a checksum on a version ", m.version(), " manifest");
+  const std::string wrong = InconsistentFields(m);
+  FLUID_ENFORCE(wrong.empty(), "checkpoint '", loc.path,
+                "' has a corrupt or truncated manifest '", path, "': ", wrong);
   FLUID_ENFORCE(m.step() == loc.step, "checkpoint '", loc.path,
                 "': its manifest says step ", m.step());
-  return m;
+  return out;
 }
 
 // Reads the file of one manifest entry into `data` and checks its size and
@@ -193,14 +276,19 @@ struct Verified {
   int64_t epoch = 0;
   proto::CheckpointManifest::Position position;
   std::map<std::string, VerifiedVar> vars;
+  int64_t version = 0;
+  bool sealed = false;  // the manifest's checksum vouches for it
 };
 
 // Reads the checkpoint at `loc` and checks its manifest and every file
 // (kind, size, CRC). One error lists every problem: kNotFound for a missing
 // manifest, otherwise the code of the first failure.
 Verified ReadVerified(FileSystem* fs, const Located& loc) {
-  const proto::CheckpointManifest manifest = ReadManifest(fs, loc);
+  const Manifest read = ReadManifest(fs, loc);
+  const proto::CheckpointManifest& manifest = read.m;
   Verified out;
+  out.version = manifest.version();
+  out.sealed = read.sealed;
   out.step = manifest.step();
   out.epoch = manifest.epoch();
   out.position = manifest.position();
@@ -300,19 +388,26 @@ void Commit(std::vector<std::pair<std::string, Tensor>>* staged, Scope* scope) {
   }
 }
 
-// Loads the newest intact checkpoint of `dir`. False (and `failures` says
-// why) when there is none; a mismatch with the program throws.
+// Loads the newest usable checkpoint of `dir`: intact, matching `expected`
+// and passing `fits`. False (and `failures` says why) when every one is
+// damaged. A sealed checkpoint that does not match the program or fails
+// `fits` throws: its manifest is what was saved, so the program, the
+// directory or the settings are wrong, and an older checkpoint would not
+// set that right. An unsealed (version 1 or 2) manifest carries no checksum,
+// so such a mismatch may be damage: the checkpoint is skipped, and when no
+// older one is usable the error names it (and every other) and throws.
 bool LoadNewestIntact(Scope* scope,
                       const std::vector<CheckpointVarSpec>& expected,
                       const std::string& dir, FileSystem* fs,
-                      CheckpointInfo* info, std::vector<Error>* failures,
-                      bool allow_extra = false) {
+                      const CheckpointFitCheck& fits, CheckpointInfo* info,
+                      std::vector<Error>* failures, bool allow_extra = false) {
   FLUID_ENFORCE(scope != nullptr, "LoadCheckpoint: null scope");
   FLUID_ENFORCE(fs != nullptr, "LoadCheckpoint: null file system");
   std::vector<Error> latest_problem;
   const std::vector<Located> candidates = Candidates(fs, dir, &latest_problem);
   std::vector<std::string> skipped;
   for (const Error& e : latest_problem) skipped.push_back(e.what());
+  bool misfit = false;  // an unsealed checkpoint did not match
   for (const Located& loc : candidates) {
     Verified ckpt;
     try {
@@ -322,16 +417,44 @@ bool LoadNewestIntact(Scope* scope,
       skipped.push_back(e.what());
       continue;
     }
-    auto staged = MatchProgram(&ckpt, expected, *scope, loc.path, allow_extra);
+    CheckpointInfo found;
+    found.step = ckpt.step;
+    found.epoch = ckpt.epoch;
+    found.epoch_samples = ckpt.position.epoch_samples();
+    found.global_batch = ckpt.position.global_batch();
+    found.nranks = ckpt.position.nranks();
+    found.path = loc.path;
+    std::vector<std::pair<std::string, Tensor>> staged;
+    try {
+      if (fits) {
+        try {
+          fits(found);
+        } catch (const Error& e) {
+          FLUID_RETHROW(e, "checkpoint '", loc.path,
+                        "' does not fit this run: ", e.what());
+        }
+      }
+      staged = MatchProgram(&ckpt, expected, *scope, loc.path, allow_extra);
+    } catch (const Error& e) {
+      if (ckpt.sealed) throw;
+      failures->push_back(
+          Error(e, Str(e.what(), " (its version ", ckpt.version,
+                       " manifest has no checksum, so this may be damage)")));
+      skipped.push_back(failures->back().what());
+      misfit = true;
+      continue;
+    }
     Commit(&staged, scope);
-    info->step = ckpt.step;
-    info->epoch = ckpt.epoch;
-    info->epoch_samples = ckpt.position.epoch_samples();
-    info->global_batch = ckpt.position.global_batch();
-    info->nranks = ckpt.position.nranks();
-    info->path = loc.path;
-    info->skipped = std::move(skipped);
+    found.skipped = std::move(skipped);
+    *info = std::move(found);
     return true;
+  }
+  if (misfit) {
+    if (failures->size() == 1) throw failures->front();
+    std::vector<std::string> all;
+    for (const Error& e : *failures) all.push_back(e.what());
+    FLUID_RETHROW(failures->front(), "no usable checkpoint in '", dir,
+                  "': ", Join(all, "; "));
   }
   // The first damaged checkpoint decides the code; with none, LATEST does.
   failures->insert(failures->end(), latest_problem.begin(),
@@ -360,7 +483,7 @@ CheckpointInfo LoadCheckpoint(Scope* scope,
   TimelineScope span(TimelineTrack::kCheckpoints, "load checkpoint");
   CheckpointInfo info;
   std::vector<Error> failures;
-  if (!LoadNewestIntact(scope, expected, dir, fs, &info, &failures))
+  if (!LoadNewestIntact(scope, expected, dir, fs, nullptr, &info, &failures))
     ThrowNoneIntact(dir, failures);
   return info;
 }
@@ -370,7 +493,7 @@ CheckpointInfo LoadCheckpointVars(
     const std::string& dir, FileSystem* fs) {
   CheckpointInfo info;
   std::vector<Error> failures;
-  if (!LoadNewestIntact(scope, expected, dir, fs, &info, &failures,
+  if (!LoadNewestIntact(scope, expected, dir, fs, nullptr, &info, &failures,
                         /*allow_extra=*/true))
     ThrowNoneIntact(dir, failures);
   return info;
@@ -383,11 +506,12 @@ CheckpointInfo LoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
 
 bool TryLoadCheckpoint(Scope* scope, const proto::ProgramDesc& program,
                        const std::string& dir, CheckpointInfo* info,
-                       std::string* why_none, FileSystem* fs) {
+                       std::string* why_none, FileSystem* fs,
+                       const CheckpointFitCheck& fits) {
   FLUID_ENFORCE(info != nullptr && why_none != nullptr,
                 "TryLoadCheckpoint: null output");
   std::vector<Error> failures;
-  if (LoadNewestIntact(scope, PersistableVarSpecs(program), dir, fs, info,
+  if (LoadNewestIntact(scope, PersistableVarSpecs(program), dir, fs, fits, info,
                        &failures))
     return true;
   try {

@@ -60,6 +60,22 @@ void CheckAndLogResumePoint(const ResumePoint& at, int64_t samples,
       << " per rank x " << world << " rank(s))\n";
 }
 
+void CheckCheckpointFits(const CheckpointInfo& at, int64_t epochs,
+                         int64_t samples) {
+  FLUID_ENFORCE(at.epoch <= epochs, "it has ", at.epoch,
+                " epoch(s) done, more than --epochs ", epochs,
+                " (resume with --epochs ", at.epoch, " or more)");
+  FLUID_ENFORCE(at.epoch < epochs || at.epoch_samples == 0,
+                "it stands at sample ", at.epoch_samples, " of epoch ",
+                at.epoch + 1, ", beyond --epochs ", epochs,
+                " (resume with --epochs ", at.epoch + 1, " or more)");
+  FLUID_ENFORCE(at.epoch_samples <= samples, "it stands at sample ",
+                at.epoch_samples, " of epoch ", at.epoch + 1, ", beyond the ",
+                samples,
+                " training samples: was it taken with other --data or "
+                "--train-samples?");
+}
+
 void CheckpointSaver::Save(int64_t step, int64_t epochs,
                            int64_t epoch_samples) {
   if (o.checkpoint_dir.empty()) return;

@@ -20,6 +20,7 @@ namespace fluid {
 
 class MPIExecutor;
 class Scope;
+struct CheckpointInfo;
 struct TrainerOptions;
 
 // Where training picks up: epochs completed, the global step, the samples
@@ -46,6 +47,15 @@ int64_t ResumedBatchSize(const ResumePoint& at, int64_t batch_size, int world,
 // training continues on `log`.
 void CheckAndLogResumePoint(const ResumePoint& at, int64_t samples,
                             int64_t batch_size, int world, std::ostream& log);
+
+// Rank 0's check, before loading it, that checkpoint `at` suits a run of
+// `epochs` epochs over `samples` training samples (a CheckpointFitCheck):
+// no more epochs done than the run has, none of epoch `epochs` begun, and
+// a position within the training set. A kInvalidArgument error says which
+// fails; LoadCheckpoint refuses a checkpoint sealed by its checksum for it
+// and skips an older build's unsealed one (a flipped bit, maybe).
+void CheckCheckpointFits(const CheckpointInfo& at, int64_t epochs,
+                         int64_t samples);
 
 // Saves a training job's checkpoints into o.checkpoint_dir (nothing when it
 // is empty), recording the position and the global batch. Every rank calls

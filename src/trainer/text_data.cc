@@ -1,8 +1,11 @@
 #include "src/trainer/text_data.h"
 
+#include <cstdio>
+
 #include "src/data/fortunes.h"
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "src/io/crc32.h"
 
 namespace fluid {
 
@@ -59,6 +62,27 @@ int64_t NumTopics(const proto::TrainingJob& job) {
   return KnownDim(job, logits, s.rank() - 1);
 }
 
+std::string Hex32(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%08x", v);
+  return text;
+}
+
+// "<size> ids, crc32 0x...": the vocabulary's code points in id order (the
+// reserved ids as 0).
+std::string DescribeVocab(const CharVocab& vocab) {
+  uint32_t crc = 0;
+  for (int64_t id = 0; id < vocab.size(); ++id) {
+    const uint32_t c = id < 3 ? 0 : static_cast<uint32_t>(vocab.token(id));
+    const unsigned char le[4] = {static_cast<unsigned char>(c),
+                                 static_cast<unsigned char>(c >> 8),
+                                 static_cast<unsigned char>(c >> 16),
+                                 static_cast<unsigned char>(c >> 24)};
+    crc = Crc32Extend(crc, le, 4);
+  }
+  return std::to_string(vocab.size()) + " ids, crc32 " + Hex32(crc);
+}
+
 }  // namespace
 
 JobData JobDataOf(const proto::TrainingJob& job) {
@@ -72,11 +96,17 @@ bool IsLanguageModelJob(const proto::TrainingJob& job) {
 }
 
 void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
-                 bool default_dir, Dataset* train, Dataset* test) {
+                 bool default_dir, Dataset* train, Dataset* test,
+                 DataDescription* description) {
+  DataDescription unused;
+  DataDescription& d = description != nullptr ? *description : unused;
+  d = DataDescription();
   const JobData kind = JobDataOf(job);
   if (kind == JobData::kImages) {
     *train = LoadMnistFamily(data_dir, /*train=*/true);
     *test = LoadMnistFamily(data_dir, /*train=*/false);
+    if (test->size() == 0)
+      d.empty_test = "the test split of '" + data_dir + "' holds no samples";
     return;
   }
   const std::string dir = default_dir ? kFortunesDir : data_dir;
@@ -85,16 +115,59 @@ void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
   for (const Quotation& q : all)
     split[IsValidationQuotation(q.text) ? 1 : 0].push_back(q);
   const CharVocab vocab = CharVocab::Build(split[0], VocabSize(job));
+  d.vocabulary = DescribeVocab(vocab);
+  const std::string valid = "the validation split of '" + dir + "'";
+  if (split[1].empty()) {
+    d.empty_test = valid + " is empty: none of its " +
+                   std::to_string(all.size()) +
+                   " quotations falls in it (a quotation does when the "
+                   "CRC-32 of its text % 100 < 10, about one in ten)";
+  }
   if (kind == JobData::kLanguageModel) {
     const int64_t seq_len = KnownDim(job, "tokens", 1);
+    const std::vector<int64_t> valid_stream = LmStream(split[1], vocab);
     *train = LmWindows(LmStream(split[0], vocab), seq_len);
-    *test = LmWindows(LmStream(split[1], vocab), seq_len);
+    *test = LmWindows(valid_stream, seq_len);
+    if (test->size() == 0 && d.empty_test.empty()) {
+      d.empty_test = valid + " holds " + std::to_string(split[1].size()) +
+                     " quotation(s), " + std::to_string(valid_stream.size()) +
+                     " tokens: not one window of " + std::to_string(seq_len);
+    }
     return;
   }
   const std::vector<std::string> topics = FortunesTopics(all, NumTopics(job));
+  for (size_t i = 0; i < topics.size(); ++i)
+    d.topics += (i ? "," : "") + topics[i];
   const int64_t max_len = KnownDim(job, "words", 1);
   *train = TopicSamples(split[0], topics, vocab, max_len);
   *test = TopicSamples(split[1], topics, vocab, max_len);
+  if (test->size() == 0 && d.empty_test.empty()) {
+    d.empty_test = valid + " holds none of the quotations of its topics (" +
+                   d.topics + ")";
+  }
+}
+
+std::vector<RunSetting> DataSettings(const DataDescription& description,
+                                     const Dataset& train,
+                                     const Dataset& test) {
+  std::vector<RunSetting> out;
+  if (!description.vocabulary.empty())
+    out.push_back(
+        RunSetting::Text("--data (vocabulary)", description.vocabulary));
+  if (!description.topics.empty())
+    out.push_back(RunSetting::Text("--data (topics)", description.topics));
+  const std::pair<const char*, const Dataset*> splits[] = {{"training", &train},
+                                                           {"test", &test}};
+  for (const auto& [split, data] : splits) {
+    for (size_t i = 0; i < data->tensors.size(); ++i) {
+      const std::string name =
+          i < data->names.size() ? data->names[i] : std::to_string(i);
+      out.push_back(RunSetting::Text(
+          std::string("--data (crc32 of ") + split + " " + name + ")",
+          Hex32(ContentDigest(data->tensors[i]))));
+    }
+  }
+  return out;
 }
 
 }  // namespace fluid

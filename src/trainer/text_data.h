@@ -4,9 +4,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "proto/framework.pb.h"
 #include "src/data/idx_reader.h"
+#include "src/distributed/run_settings.h"
 
 namespace fluid {
 
@@ -29,7 +31,31 @@ bool IsLanguageModelJob(const proto::TrainingJob& job);
 // shape, the vocabulary from the first lookup_table's height, the topics
 // from the last dim of the scores the "label" feed is compared with; the
 // test data is the validation split.
+// What a job's data stands for beyond its tensors, filled by LoadJobData:
+// for text, the vocabulary and topics its ids index; and why the test
+// split is empty, when it is.
+struct DataDescription {
+  // Text: "<size> ids, crc32 0x...", the CRC-32 of the vocabulary's code
+  // points in id order; "" for images.
+  std::string vocabulary;
+  // Topic classification: the topics in label order, comma-separated.
+  std::string topics;
+  // When the test (validation) split holds no sample: a sentence saying
+  // which split of which directory, and why; "" otherwise.
+  std::string empty_test;
+};
+
 void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
-                 bool default_dir, Dataset* train, Dataset* test);
+                 bool default_dir, Dataset* train, Dataset* test,
+                 DataDescription* description = nullptr);
+
+// What ranks must agree on about their data beyond its sizes, for
+// CheckRunSettingsAgree, in this order: the vocabulary and the topics (text
+// jobs), then the ContentDigest of every tensor of `train` and of `test`
+// (the labels whole; images and token windows sampled when large). Cheap:
+// it hashes what the reader loaded, and no more than 1024 rows of a large
+// tensor.
+std::vector<RunSetting> DataSettings(const DataDescription& description,
+                                     const Dataset& train, const Dataset& test);
 
 }  // namespace fluid

@@ -119,11 +119,12 @@ bool IsEmptyOrMissingDir(const std::string& dir) {
 // Where training picks up (see src/trainer/resume.h).
 using Position = ResumePoint;
 
-// --resume on rank 0: the newest intact checkpoint, or from scratch in an
-// empty directory, or (with --start-fresh) in one with nothing usable.
+// --resume on rank 0: the newest intact checkpoint that suits a run over
+// `samples` training samples, or from scratch in an empty directory, or
+// (with --start-fresh) in one with nothing usable.
 Position LoadNewestCheckpoint(const TrainerOptions& o,
-                              const proto::ProgramDesc& main, Scope* scope,
-                              std::ostream& log) {
+                              const proto::ProgramDesc& main, int64_t samples,
+                              Scope* scope, std::ostream& log) {
   const std::string& dir = o.checkpoint_dir;
   if (IsEmptyOrMissingDir(dir)) {
     log << "no checkpoint in " << dir << ": starting from scratch\n";
@@ -131,7 +132,11 @@ Position LoadNewestCheckpoint(const TrainerOptions& o,
   }
   CheckpointInfo info;
   std::string why_none;
-  if (TryLoadCheckpoint(scope, main, dir, &info, &why_none)) {
+  const CheckpointFitCheck fits = [&](const CheckpointInfo& at) {
+    CheckCheckpointFits(at, o.epochs, samples);
+  };
+  if (TryLoadCheckpoint(scope, main, dir, &info, &why_none, DefaultFileSystem(),
+                        fits)) {
     for (const std::string& why : info.skipped)
       log << "skipped a checkpoint: " << why << "\n";
     if (!info.skipped.empty()) {
@@ -156,9 +161,10 @@ Position LoadNewestCheckpoint(const TrainerOptions& o,
 
 // Rank 0 reads the checkpoint; every rank takes its values and position.
 Position Resume(const TrainerOptions& o, const proto::ProgramDesc& main,
-                Scope* scope, MPIExecutor* dist, int rank, std::ostream& log) {
+                int64_t samples, Scope* scope, MPIExecutor* dist, int rank,
+                std::ostream& log) {
   Position pos;
-  if (rank == 0) pos = LoadNewestCheckpoint(o, main, scope, log);
+  if (rank == 0) pos = LoadNewestCheckpoint(o, main, samples, scope, log);
   if (dist) {
     dist->BroadcastPersistables();
     for (int64_t* v : {&pos.epoch, &pos.step, &pos.epoch_samples,
@@ -436,17 +442,24 @@ struct Execution {
 // The run settings that decide which collectives a rank issues (see
 // CheckRunSettingsAgree), in the order a mismatch is reported: what the
 // user set first, what follows from it last.
+// The data's sizes come first, then what it is (DataSettings: a rank that
+// read other data of the same size would train on other labels or ids).
 std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
                                            const Dataset& train,
-                                           const Dataset& test, int world) {
+                                           const Dataset& test,
+                                           const DataDescription& described,
+                                           int world) {
   const int64_t per_rank = (train.size() + world - 1) / world;
-  return {
+  std::vector<RunSetting> data = DataSettings(described, train, test);
+  std::vector<RunSetting> settings = {
       RunSetting::Int("--epochs", o.epochs),
       RunSetting::Int("--batch-size", o.batch_size),
       RunSetting::Int("--train-samples", o.train_samples),
       RunSetting::Int("--test-samples", o.test_samples),
       RunSetting::Int("--data (training samples)", train.size()),
-      RunSetting::Int("--data (test samples)", test.size()),
+      RunSetting::Int("--data (test samples)", test.size())};
+  settings.insert(settings.end(), data.begin(), data.end());
+  std::vector<RunSetting> rest = {
       RunSetting::Text("--seed", std::to_string(o.seed)),
       RunSetting::Int("--check-consistency", o.check_consistency),
       RunSetting::Flag("--resume", o.resume),
@@ -464,6 +477,8 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
   };
+  settings.insert(settings.end(), rest.begin(), rest.end());
+  return settings;
 }
 
 // Makes the executor and runs the startup program. Under mpirun, the ranks
@@ -472,6 +487,7 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
 // collective otherwise), then transpile and broadcast the parameters.
 Execution SetUpExecution(const TrainerOptions& o, const Place& place,
                          const Dataset& train, const Dataset& test,
+                         const DataDescription& described,
                          proto::TrainingJob* job, Scope* scope,
                          TrainerResult* result) {
   Execution run;
@@ -495,7 +511,7 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
       StallConfig{o.stall_warn, o.stall_timeout});
   CheckRunSettingsAgree(
       run.dist->communicator(),
-      CollectiveSettings(o, train, test, run.dist->world_size()));
+      CollectiveSettings(o, train, test, described, run.dist->world_size()));
   if (!o.timeline.empty()) StartTimeline(run.dist->communicator(), o.timeline);
   CollectiveConfig cfg;
   cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
@@ -528,6 +544,9 @@ void CheckOptions(const TrainerOptions& o) {
   FLUID_ENFORCE(!o.start_fresh || o.resume, "--start-fresh needs --resume");
   FLUID_ENFORCE(o.checkpoint_every >= 0,
                 "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
+  FLUID_ENFORCE(o.check_consistency >= 0,
+                "--check-consistency must be >= 0 (0: never), got ",
+                o.check_consistency);
   FLUID_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
                 "--checkpoint-every needs --checkpoint-dir");
   FLUID_ENFORCE(
@@ -641,15 +660,17 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (PrintOrSave(o, job, out)) return result;
 
   Dataset train, test;
+  DataDescription described;
   LoadJobData(job, o.data_dir, o.data_dir == TrainerOptions().data_dir, &train,
-              &test);
+              &test, &described);
   if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
   if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
   CheckFeedsMatchData(job, train);
 
   // One process, or one rank of many (started by mpirun).
   Scope scope;
-  Execution run = SetUpExecution(o, place, train, test, &job, &scope, &result);
+  Execution run =
+      SetUpExecution(o, place, train, test, described, &job, &scope, &result);
   Executor* exe = run.exe;
   PreparedProgram* main = run.main;
   MPIExecutor* dist = run.dist.get();
@@ -661,6 +682,14 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // is checked now, and a failure ends every rank (main aborts the job).
   std::unique_ptr<PreparedProgram> eval;
   const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
+  // Why no evaluation follows training: said up front and at the end.
+  std::string no_evaluation;
+  if (job.metric_names_size() == 0) {
+    no_evaluation = "the job names no metric";
+  } else if (!evaluate) {
+    no_evaluation = described.empty_test.empty() ? "the test set is empty"
+                                                 : described.empty_test;
+  }
   if (rank == 0 && !o.checkpoint_dir.empty())
     CheckCheckpointDirWritable(o.checkpoint_dir);
   SetFlightDir(o, dist);
@@ -669,7 +698,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   // sharded optimizer, those of the unsharded program).
   const proto::ProgramDesc& saved =
       dist != nullptr ? dist->checkpoint_program() : job.main();
-  if (o.resume) pos = Resume(o, saved, &scope, dist, rank, log);
+  if (o.resume) pos = Resume(o, saved, train.size(), &scope, dist, rank, log);
   const int start_epoch = static_cast<int>(pos.epoch);
   int64_t step = pos.step;
   const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
@@ -685,6 +714,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   LogBanner(o, train.size(), batch_size, batcher.StepsPerEpoch(), place, world,
             dist, log);
   LogStateBytes(job.main(), log);
+  if (!evaluate) log << "nothing to evaluate: " << no_evaluation << "\n";
 
   CheckpointSaver saver{o,    scope, persistable,        dist,
                         rank, world, batch_size * world, log};
@@ -721,6 +751,12 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const std::string trace =
       FinishTimeline(dist != nullptr ? dist->communicator() : nullptr);
   if (!trace.empty()) log << "timeline written to " << trace << "\n";
+  if (!evaluate) {
+    char line[96];
+    std::snprintf(line, sizeof(line), "trained %lld steps at %.0f samples/s",
+                  static_cast<long long>(step), result.samples_per_second);
+    log << line << "; not evaluated: " << no_evaluation << "\n";
+  }
   if (eval) {
     int64_t seen = 0;
     const double metric = Evaluate(job, test, exe, eval.get(), &seen);

@@ -215,5 +215,36 @@ TEST(IdxReader, RealFashionMnist) {
   }
 }
 
+// The digest ranks compare: any label changes it; in a large tensor, what
+// its sampled rows hold (the first and last among them) and its shape.
+TEST(ContentDigest, TellsLabelsAndSampledRowsApart) {
+  Tensor labels;
+  int64_t* l = labels.mutable_data<int64_t>(Shape{60000, 1});
+  for (int64_t i = 0; i < 60000; ++i) l[i] = i % 10;
+  const uint32_t base = ContentDigest(labels);
+  EXPECT_EQ(ContentDigest(labels), base);
+  l[31337] = (l[31337] + 1) % 10;
+  EXPECT_NE(ContentDigest(labels), base);
+  l[31337] = 31337 % 10;
+  EXPECT_EQ(ContentDigest(labels), base);
+
+  // 8 MiB of images: 1024 of its 2048 rows are read.
+  Tensor images;
+  float* px = images.mutable_data<float>(Shape{2048, 1, 32, 32});
+  for (int64_t i = 0; i < images.numel(); ++i) px[i] = (i % 255) / 255.0f;
+  const uint32_t img = ContentDigest(images);
+  for (int64_t row : {int64_t{0}, int64_t{2047}}) {
+    const float was = px[row * 1024 + 5];
+    px[row * 1024 + 5] = was + 1;
+    EXPECT_NE(ContentDigest(images), img) << "row " << row;
+    px[row * 1024 + 5] = was;
+  }
+  EXPECT_EQ(ContentDigest(images), img);
+  Tensor reshaped;
+  reshaped.ShareDataWith(images);
+  reshaped.Resize(Shape{2048, 1, 16, 64});
+  EXPECT_NE(ContentDigest(reshaped), img);
+}
+
 }  // namespace
 }  // namespace fluid

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
@@ -408,6 +410,223 @@ TEST(CollectiveOps, PserverOpsSayToTranspile) {
     EXPECT_NE(std::string(e.what()).find("PserverToCollective"),
               std::string::npos);
   }
+}
+
+// ---- the collective check: ranks that issue different collectives ----
+
+// What rank `rank`'s collective threw (empty: it did not).
+std::string ErrorOf(const std::function<void()>& collective) {
+  try {
+    collective();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Before the check, rank 0's allgather met rank 1's allreduce: each read
+// the other's buffer as its own (garbage, or a crash). Now both fail at
+// once, naming both collectives, and nothing later runs.
+TEST(CollectiveCheck, DifferentKindsFailOnEveryRankNamingEach) {
+  std::vector<std::string> errors(2), later(2);
+  RunRanks(2, [&](int rank, Communicator* comm) {
+    comm->Barrier();  // collective #1 matches
+    errors[rank] = ErrorOf([&] {
+      if (rank == 0) {
+        comm->AllGatherValue(7);
+      } else {
+        Tensor t = Filled(DataType::kFloat32, 4096, 1);
+        comm->AllReduce(t, ReduceOp::kAvg);
+      }
+    });
+    later[rank] = ErrorOf([&] { comm->Barrier(); });
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[r].find("collective #2 differs across ranks: rank 0 "
+                             "allgather int64 x 1, rank 1 allreduce(avg) "
+                             "float32 x 4096"),
+              std::string::npos)
+        << "rank " << r << ": " << errors[r];
+    EXPECT_NE(later[r].find("collective #3 not run: the ranks' collectives "
+                            "no longer match: collective #2 differs"),
+              std::string::npos)
+        << "rank " << r << ": " << later[r];
+  }
+}
+
+// Sizes, element types, reduce ops and roots count as well as kinds; ranks
+// that agree are listed together.
+TEST(CollectiveCheck, SizesTypesOpsAndRootsMustAgree) {
+  struct Case {
+    std::function<void(int, Communicator*)> issue;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](int rank, Communicator* c) {
+         c->AllReduce(Filled(DataType::kFloat32, rank == 1 ? 12 : 10, 0),
+                      ReduceOp::kSum);
+       },
+       "collective #1 differs across ranks: ranks 0, 2 allreduce(sum) "
+       "float32 x 10, rank 1 allreduce(sum) float32 x 12"},
+      {[](int rank, Communicator* c) {
+         c->AllReduce(
+             Filled(rank == 2 ? DataType::kFloat64 : DataType::kFloat32, 5, 0),
+             ReduceOp::kSum);
+       },
+       "ranks 0, 1 allreduce(sum) float32 x 5, rank 2 allreduce(sum) "
+       "float64 x 5"},
+      {[](int rank, Communicator* c) {
+         c->AllReduce(Filled(DataType::kFloat32, 5, 0),
+                      rank == 0 ? ReduceOp::kMax : ReduceOp::kAvg);
+       },
+       "rank 0 allreduce(max) float32 x 5, ranks 1, 2 allreduce(avg) "
+       "float32 x 5"},
+      {[](int rank, Communicator* c) {
+         c->Broadcast(Filled(DataType::kInt64, 3, 0), rank == 1 ? 1 : 0);
+       },
+       "ranks 0, 2 broadcast int64 x 3 from rank 0, rank 1 broadcast int64 "
+       "x 3 from rank 1"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> errors(3);
+    RunRanks(3, [&](int rank, Communicator* comm) {
+      errors[rank] = ErrorOf([&] { c.issue(rank, comm); });
+    });
+    for (int r = 0; r < 3; ++r)
+      EXPECT_NE(errors[r].find(c.expected), std::string::npos)
+          << "rank " << r << ": " << errors[r];
+  }
+}
+
+// The other thread's case: rank 0 issues one more collective from a
+// second thread while its main thread trains; the one comm thread orders
+// them, and the first that differs from rank 1's ends every rank's work.
+TEST(CollectiveCheck, AnExtraCollectiveFromAnotherThreadIsCaught) {
+  std::vector<std::string> errors(2);
+  std::string side_error;
+  RunRanks(2, [&](int rank, Communicator* comm) {
+    std::thread side;
+    for (int step = 0; step < 1000 && errors[rank].empty(); ++step) {
+      if (rank == 0 && step == 5) {
+        const int64_t issued = comm->flight_recorder()->issued();
+        side = std::thread(
+            [&] { side_error = ErrorOf([&] { comm->AllGatherValue(1); }); });
+        // Issued before this thread's next allreduce (the order the one
+        // comm thread runs them in is the order of issue).
+        while (comm->flight_recorder()->issued() == issued)
+          std::this_thread::yield();
+      }
+      errors[rank] = ErrorOf([&] {
+        Tensor t = Filled(DataType::kFloat32, 64, step);
+        comm->AllReduce(t, ReduceOp::kAvg);
+      });
+    }
+    if (side.joinable()) side.join();
+  });
+  EXPECT_NE(side_error.find("rank 0 allgather int64 x 1, rank 1 "
+                            "allreduce(avg) float32 x 64"),
+            std::string::npos)
+      << side_error;
+  // Rank 1 is told what rank 0 issued; rank 0's main thread finds the
+  // communicator stopped by it.
+  EXPECT_NE(errors[1].find("rank 0 allgather int64 x 1"), std::string::npos)
+      << errors[1];
+  EXPECT_NE(errors[0].find("collective #7 not run: the ranks' collectives no "
+                           "longer match: collective #6 differs across ranks: "
+                           "rank 0 allgather int64 x 1"),
+            std::string::npos)
+      << errors[0];
+}
+
+TEST(CollectiveCheck, RanksThatDisagreeOnTheCheckFailOnTheFirstCollective) {
+  auto group = InProcessGroup::Create(2);
+  Communicator c0(group->Backend(0), true), c1(group->Backend(1), false);
+  std::string e1;
+  std::thread other([&] { e1 = ErrorOf([&] { c1.Barrier(); }); });
+  const std::string e0 = ErrorOf([&] { c0.Barrier(); });
+  other.join();
+  for (const std::string& e : {e0, e1})
+    EXPECT_NE(e.find("ranks disagree on the collective check "
+                     "(FLUID_COLLECTIVE_CHECK): rank 0 on, rank 1 off"),
+              std::string::npos)
+        << e;
+}
+
+// A backend that counts the check's exchanges.
+class CountingBackend : public testing::RequiredOnlyBackend {
+ public:
+  CountingBackend(std::unique_ptr<CommBackend> inner, std::atomic<int>* n)
+      : RequiredOnlyBackend(std::move(inner)), n_(n) {}
+  void CheckExchange(int64_t* values, int count, const char* what,
+                     int64_t bytes) override {
+    ++*n_;
+    RequiredOnlyBackend::CheckExchange(values, count, what, bytes);
+  }
+
+ private:
+  std::atomic<int>* n_;
+};
+
+TEST(CollectiveCheck, OnByDefaultAndOffWithTheEnvironmentSwitch) {
+  for (const char* setting : {"", "1", "0", "off"}) {
+    if (*setting) {
+      setenv("FLUID_COLLECTIVE_CHECK", setting, 1);
+    } else {
+      unsetenv("FLUID_COLLECTIVE_CHECK");
+    }
+    std::atomic<int> exchanges{0};
+    RunRanks(
+        2,
+        [](int rank, Communicator* comm) {
+          for (int i = 0; i < 4; ++i) {
+            Tensor t = Filled(DataType::kFloat32, 3, rank);
+            comm->AllReduce(t, ReduceOp::kSum);
+            ASSERT_EQ(t.data<float>()[0], 1.0f);
+          }
+        },
+        [&exchanges](std::unique_ptr<CommBackend> b) {
+          return std::make_unique<CountingBackend>(std::move(b), &exchanges);
+        });
+    // Off, the ranks still compare the setting on their first collective.
+    const bool off =
+        std::string(setting) == "0" || std::string(setting) == "off";
+    EXPECT_EQ(exchanges.load(), off ? 2 : 8)
+        << "FLUID_COLLECTIVE_CHECK=" << setting;
+  }
+  setenv("FLUID_COLLECTIVE_CHECK", "maybe", 1);
+  const std::string e =
+      ErrorOf([] { Communicator c(InProcessGroup::Create(1)->Backend(0)); });
+  unsetenv("FLUID_COLLECTIVE_CHECK");
+  EXPECT_NE(e.find("FLUID_COLLECTIVE_CHECK='maybe': expected 0 or off"),
+            std::string::npos)
+      << e;
+}
+
+// A handle var read as a tensor (fetched, here) names both types readably,
+// not as the mangled C++ names (St10shared_ptrIN5fluid10CommHandleEE).
+TEST(CollectiveOps, AHandleReadAsATensorNamesTheTypesReadably) {
+  RunRanks(1, [](int, Communicator* comm) {
+    Executor exe;
+    exe.mutable_device_context()->set_communicator(comm);
+    Scope scope;
+    scope.Var("w")->GetMutableTensor()->CopyFrom(
+        Filled(DataType::kFloat32, 3, 0));
+    proto::ProgramDesc p = OneOp(MakeOp("c_allreduce", {{"X", {"w"}}},
+                                        {{"Out", {"w"}}, {"Handle", {"h"}}},
+                                        {{"reduce_type", std::string("sum")}}),
+                                 {{"w", Shape{3}}}, {"h"});
+    *p.mutable_blocks(0)->add_ops() =
+        MakeOp("c_wait", {{"Handle", {"h"}}}, {{"Out", {"w"}}});
+    auto prepared = exe.Prepare(p, &scope);
+    std::vector<Tensor> out;
+    const std::string e =
+        ErrorOf([&] { exe.Run(prepared.get(), {}, {"h"}, &out); });
+    EXPECT_NE(e.find("variable holds a collective handle (COMM_HANDLE), not "
+                     "a tensor"),
+              std::string::npos)
+        << e;
+    EXPECT_EQ(e.find("shared_ptr"), std::string::npos) << e;
+  });
 }
 
 }  // namespace

@@ -244,5 +244,49 @@ TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {
   EXPECT_EQ(r.index, 2);
 }
 
+TEST(FlightRecorderTest, RecordsWhatEachCollectiveIsAndTheJob) {
+  CollectiveDesc d;
+  d.kind = CollectiveKind::kAllReduce;
+  d.dtype = static_cast<int32_t>(DataType::kFloat32);
+  d.count = 4096;
+  d.op = static_cast<int32_t>(ReduceOp::kAvg);
+  EXPECT_EQ(DescribeCollective(d), "allreduce(avg) float32 x 4096");
+  d.wire = static_cast<int32_t>(WireFormat::kBf16);
+  EXPECT_EQ(DescribeCollective(d), "allreduce(avg) float32 x 4096 as bf16");
+  CollectiveDesc b;
+  b.kind = CollectiveKind::kBroadcast;
+  b.dtype = static_cast<int32_t>(DataType::kInt64);
+  b.count = 3;
+  b.root = 0;
+  EXPECT_EQ(DescribeCollective(b), "broadcast int64 x 3 from rank 0");
+  CollectiveDesc barrier;
+  barrier.kind = CollectiveKind::kBarrier;
+  EXPECT_EQ(DescribeCollective(barrier), "barrier");
+
+  // Static: Dump writes each recorder once, known by its address, which a
+  // recorder on the stack of another test may have had.
+  static FlightRecorder rec;
+  rec.SetJobId("4242 0");
+  rec.SetJobId("later ids do not replace the first");
+  rec.Issue(d, 8192);
+  char dir[] = "/tmp/flight_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  rec.SetDumpPath(dir, 0, 2);
+  ASSERT_TRUE(rec.Dump("a test"));
+  const std::string path = std::string(dir) + "/flight-rank-0.txt";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\njob 4242_0\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("seq 1 op allreduce bytes 8192 "),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find(" dtype float32 count 4096 reduce avg wire bf16\n"),
+            std::string::npos)
+      << text.str();
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
 }  // namespace
 }  // namespace fluid

@@ -8,10 +8,16 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/io/checkpoint.h"
+#include "src/io/checkpoint_internal.h"
+#include "src/io/crc32.h"
 #include "tests/io/checkpoint_testing.h"
 
 namespace fluid {
@@ -20,12 +26,16 @@ namespace {
 using checkpoint_testing::ExpectModel;
 using checkpoint_testing::LoadError;
 using checkpoint_testing::LoadModel;
+using checkpoint_testing::ModelNames;
 using checkpoint_testing::ModelProgram;
 using checkpoint_testing::OnlyFileOf;
+using checkpoint_testing::ReadManifestOf;
 using checkpoint_testing::SaveModel;
 using checkpoint_testing::SetModel;
 using checkpoint_testing::TempDir;
 using checkpoint_testing::WriteRaw;
+using checkpoint_testing::WriteSealedManifest;
+using checkpoint_testing::WriteUnsealedManifest;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -195,6 +205,323 @@ TEST(CheckpointFallbackTest, RemoveCheckpointsLeavesOtherFiles) {
   EXPECT_EQ(DefaultFileSystem()->ListDir(dir.path()),
             std::vector<std::string>{"notes.txt"});
   EXPECT_EQ(RemoveCheckpoints(dir / "missing"), 0);
+}
+
+// ------------------------------------------------------ the manifest
+
+// Checkpoint `step` of the test model, at sample 64 of epoch step / 10 with a
+// global batch of 32 on 2 ranks, so that every field of the manifest is set.
+void SaveWithPosition(const std::string& dir, int64_t step) {
+  Scope scope;
+  SetModel(&scope, static_cast<int>(step));
+  CheckpointInfo info{step, step / 10};
+  info.epoch_samples = 64;
+  info.global_batch = 32;
+  info.nranks = 2;
+  SaveCheckpoint(scope, ModelNames(), dir, info);
+}
+
+std::string Where(const CheckpointInfo& info) {
+  std::ostringstream os;
+  os << "loaded step " << info.step << ", epoch " << info.epoch << ", sample "
+     << info.epoch_samples << ", global batch " << info.global_batch << " on "
+     << info.nranks << " rank(s)";
+  return os.str();
+}
+
+// What went wrong with one flipped bit, or "" when the load did what it
+// must: fall back to the intact ckpt-10, with its own values and position,
+// saying why ckpt-20 was skipped.
+std::string FallbackProblem(const std::string& dir) {
+  Scope scope;
+  CheckpointInfo info;
+  try {
+    info = Load(&scope, dir);
+  } catch (const Error& e) {
+    return std::string("refused although ckpt-10 is intact: ") + e.what();
+  }
+  std::ostringstream wrong;
+  if (info.step != 10 || info.epoch != 1 || info.epoch_samples != 64 ||
+      info.global_batch != 32 || info.nranks != 2) {
+    wrong << Where(info);
+  } else if (info.skipped.size() != 1 ||
+             info.skipped[0].find("checkpoint '" + dir + "/ckpt-20'") ==
+                 std::string::npos ||
+             info.skipped[0].find("manifest") == std::string::npos) {
+    wrong << "fell back without saying that ckpt-20's manifest is damaged: "
+          << (info.skipped.empty() ? "" : info.skipped[0]);
+  } else {
+    Scope want;
+    SetModel(&want, 10);
+    for (const std::string& name : ModelNames()) {
+      if (checkpoint_testing::Bytes(scope, name) !=
+          checkpoint_testing::Bytes(want, name))
+        wrong << name << " is not ckpt-10's";
+    }
+  }
+  return wrong.str();
+}
+
+// A bit flipped anywhere in the newest checkpoint's manifest, one bit at a
+// time, every bit: the load falls back to the intact older checkpoint and
+// says why, and with no older one it is refused naming the manifest. Never
+// a resume at another epoch, step or position, and never a refusal while
+// an intact checkpoint lies beside the damaged one.
+TEST(CheckpointManifestTest, EveryFlippedBitFallsBackOrIsRefused) {
+  TempDir dir, alone;
+  SaveWithPosition(dir.path(), 10);
+  SaveWithPosition(dir.path(), 20);
+  SaveWithPosition(alone.path(), 20);
+  const std::string path = dir / "ckpt-20/manifest.pb";
+  const std::string lone = alone / "ckpt-20/manifest.pb";
+  const std::string good = DefaultFileSystem()->ReadFile(path);
+  ASSERT_EQ(DefaultFileSystem()->ReadFile(lone), good);
+  std::vector<std::string> problems;
+  for (size_t bit = 0; bit < good.size() * 8; ++bit) {
+    std::string bad = good;
+    bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
+    WriteRaw(path, bad);
+    const std::string problem = FallbackProblem(dir.path());
+    if (!problem.empty())
+      problems.push_back("bit " + std::to_string(bit) + ": " + problem);
+
+    WriteRaw(lone, bad);
+    Scope scope;
+    try {
+      const CheckpointInfo info = Load(&scope, alone.path());
+      problems.push_back("bit " + std::to_string(bit) +
+                         ", no older checkpoint: " + Where(info));
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find("checkpoint '" + alone / "ckpt-20'") == std::string::npos ||
+          what.find("manifest") == std::string::npos)
+        problems.push_back("bit " + std::to_string(bit) +
+                           ", no older checkpoint: refused, but not naming "
+                           "the manifest: " +
+                           what);
+      if (!scope.LocalVarNames().empty())
+        problems.push_back("bit " + std::to_string(bit) +
+                           ": a refused load wrote into the scope");
+    }
+  }
+  // What went wrong, by kind, with an example of each.
+  std::map<std::string, std::pair<int, std::string>> kinds;
+  for (const std::string& p : problems) {
+    const char* kind = "other";
+    if (p.find("refused although") != std::string::npos) {
+      kind = "refused while an intact checkpoint lies beside it";
+    } else if (p.find("loaded step 20, epoch 2, sample 64") !=
+               std::string::npos) {
+      kind = "took the damaged manifest as intact";
+    } else if (p.find("loaded step") != std::string::npos) {
+      kind = "resumed at a wrong step, epoch or position";
+    }
+    if (kinds[kind].first++ == 0) kinds[kind].second = p;
+  }
+  std::ostringstream report;
+  for (const auto& [kind, seen] : kinds)
+    report << seen.first << " x " << kind << ", e.g. " << seen.second << "\n";
+  EXPECT_EQ(problems.size(), 0u)
+      << "with " << good.size() * 8 << " flipped bits:\n"
+      << report.str();
+}
+
+TEST(CheckpointManifestTest, ManifestsAreSealedWithTheirChecksum) {
+  TempDir dir;
+  SaveWithPosition(dir.path(), 10);
+  const std::string bytes =
+      DefaultFileSystem()->ReadFile(dir / "ckpt-10/manifest.pb");
+  const proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-10");
+  EXPECT_EQ(m.version(), 3);
+  EXPECT_EQ(checkpoint_internal::SealManifest(m), bytes);
+  const std::string body = m.SerializeAsString();
+  ASSERT_EQ(bytes.size(), body.size() + 5);
+  EXPECT_EQ(bytes.substr(0, body.size()), body);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[body.size()]), 0x35);  // 6, I32
+  const uint32_t crc = Crc32(body);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(static_cast<unsigned char>(bytes[body.size() + 1 + i]),
+              (crc >> (8 * i)) & 0xff);
+}
+
+// Older builds wrote versions 1 (no position) and 2 (a position) without a
+// checksum: they still load, with every other check.
+TEST(CheckpointManifestTest, OlderBuildsUnsealedManifestsStillLoad) {
+  TempDir dir;
+  SaveModel(dir.path(), 10);
+  proto::CheckpointManifest v1 = ReadManifestOf(dir / "ckpt-10");
+  WriteUnsealedManifest(dir / "ckpt-10", v1, 1);
+  EXPECT_EQ(LoadModel(dir.path()), 10);
+
+  SaveWithPosition(dir.path(), 20);
+  WriteUnsealedManifest(dir / "ckpt-20", ReadManifestOf(dir / "ckpt-20"), 2);
+  Scope scope;
+  const CheckpointInfo info = Load(&scope, dir.path());
+  EXPECT_EQ(info.step, 20);
+  EXPECT_EQ(info.epoch, 2);
+  EXPECT_EQ(info.epoch_samples, 64);
+  EXPECT_EQ(info.global_batch, 32);
+  EXPECT_EQ(info.nranks, 2);
+  EXPECT_TRUE(info.skipped.empty());
+  ExpectModel(scope, 20);
+}
+
+// A version 3 manifest without its seal (cut off, or turned into an
+// unknown field by a flipped bit) is damage, as is a seal on a version that
+// never had one.
+TEST(CheckpointManifestTest, AMissingOrMisplacedSealIsDamage) {
+  TempDir dir;
+  SaveWithPosition(dir.path(), 10);
+  SaveWithPosition(dir.path(), 20);
+  const proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-20");
+  WriteRaw(dir / "ckpt-20/manifest.pb", m.SerializeAsString());
+  Scope scope;
+  CheckpointInfo info = Load(&scope, dir.path());
+  EXPECT_EQ(info.step, 10);
+  ASSERT_EQ(info.skipped.size(), 1u);
+  EXPECT_THAT(info.skipped[0],
+              HasSubstr("ckpt-20' has a damaged manifest '" +
+                        dir / "ckpt-20/manifest.pb': version 3 without its "
+                              "checksum"));
+
+  proto::CheckpointManifest v2 = m;
+  v2.set_version(2);
+  std::string sealed = v2.SerializeAsString();
+  const uint32_t crc = Crc32(sealed);
+  sealed.push_back(static_cast<char>(0x35));
+  for (int i = 0; i < 4; ++i)
+    sealed.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  WriteRaw(dir / "ckpt-20/manifest.pb", sealed);
+  Scope again;
+  info = Load(&again, dir.path());
+  EXPECT_EQ(info.step, 10);
+  ASSERT_EQ(info.skipped.size(), 1u);
+  EXPECT_THAT(info.skipped[0], HasSubstr("a checksum on a version 2 manifest"));
+}
+
+// Fields that contradict each other are damage even under a valid seal (a
+// build that wrote them would be wrong): the older checkpoint is loaded.
+TEST(CheckpointManifestTest, FieldsThatContradictEachOtherAreDamage) {
+  const std::vector<
+      std::pair<std::function<void(proto::CheckpointManifest*)>, std::string>>
+      cases = {
+          {[](proto::CheckpointManifest* m) { m->set_epoch(-1); },
+           "epoch -1 is negative"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_position()->set_epoch_samples(40);
+           },
+           "the position, sample 40, is not a whole number of steps of 32 "
+           "samples"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_position()->set_epoch_samples(-32);
+           },
+           "the position, sample -32"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_position()->set_global_batch(33);
+           },
+           "the global batch 33 does not divide among its 2 rank(s)"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_position()->set_nranks(0);
+           },
+           "the position has global batch 32 on 0 rank(s)"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_position()->set_global_batch(0);
+           },
+           "the position has global batch 0 on 2 rank(s)"},
+          {[](proto::CheckpointManifest* m) { m->set_version(0); },
+           "version 0"},
+      };
+  for (const auto& [edit, why] : cases) {
+    TempDir dir;
+    SaveWithPosition(dir.path(), 10);
+    SaveWithPosition(dir.path(), 20);
+    proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-20");
+    edit(&m);
+    if (m.version() >= 3) {
+      WriteSealedManifest(dir / "ckpt-20", m);
+    } else {
+      WriteUnsealedManifest(dir / "ckpt-20", m, static_cast<int>(m.version()));
+    }
+    Scope scope;
+    const CheckpointInfo info = Load(&scope, dir.path());
+    EXPECT_EQ(info.step, 10) << why;
+    ExpectModel(scope, 10);
+    ASSERT_EQ(info.skipped.size(), 1u) << why;
+    EXPECT_THAT(info.skipped[0], HasSubstr("ckpt-20' has a corrupt or "
+                                           "truncated manifest"))
+        << why;
+    EXPECT_THAT(info.skipped[0], HasSubstr(why));
+  }
+}
+
+// Without a checksum, a manifest that does not match the program may be a
+// flipped bit in a name: the older checkpoint is used, saying why; with no
+// older one the mismatch is the error, as for a sealed manifest.
+TEST(CheckpointManifestTest, AnUnsealedMismatchFallsBackLikeDamage) {
+  TempDir dir;
+  SaveModel(dir.path(), 10);
+  SaveModel(dir.path(), 20);
+  proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-20");
+  m.mutable_entries(0)->set_name("fc_0.v");  // one bit off "fc_0.w"
+  WriteUnsealedManifest(dir / "ckpt-20", m, 1);
+  Scope scope;
+  CheckpointInfo info = Load(&scope, dir.path());
+  EXPECT_EQ(info.step, 10);
+  ExpectModel(scope, 10);
+  ASSERT_EQ(info.skipped.size(), 1u);
+  EXPECT_THAT(info.skipped[0],
+              HasSubstr("ckpt-20' does not match the program: fc_0.v: in "
+                        "checkpoint, not in program; fc_0.w: missing from "
+                        "checkpoint (its version 1 manifest has no checksum, "
+                        "so this may be damage)"));
+
+  std::filesystem::remove_all(dir / "ckpt-10");
+  Scope none;
+  Error e = LoadError(&none, ModelProgram(), dir.path());
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(e.what(), HasSubstr("ckpt-20' does not match the program"));
+  EXPECT_TRUE(none.LocalVarNames().empty());
+  CheckpointInfo unused;
+  std::string why;
+  EXPECT_THROW(
+      TryLoadCheckpoint(&none, ModelProgram(), dir.path(), &unused, &why),
+      Error);
+}
+
+// The caller's check of the position: a sealed checkpoint that fails it is
+// refused (the run's settings are wrong, not the checkpoint); an unsealed
+// one is skipped like damage.
+TEST(CheckpointManifestTest, TheCallersFitCheckRefusesOrSkips) {
+  TempDir dir;
+  SaveWithPosition(dir.path(), 10);
+  SaveWithPosition(dir.path(), 20);
+  const CheckpointFitCheck at_most_epoch_1 = [](const CheckpointInfo& at) {
+    FLUID_ENFORCE(at.epoch <= 1, "epoch ", at.epoch, " is beyond 1");
+  };
+  Scope scope;
+  CheckpointInfo info;
+  std::string why;
+  try {
+    TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info, &why,
+                      DefaultFileSystem(), at_most_epoch_1);
+    FAIL() << "loaded a checkpoint the fit check refuses";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint '" + dir / "ckpt-20" +
+                                    "' does not fit this run: epoch 2 is "
+                                    "beyond 1"));
+  }
+  EXPECT_TRUE(scope.LocalVarNames().empty());
+
+  WriteUnsealedManifest(dir / "ckpt-20", ReadManifestOf(dir / "ckpt-20"), 2);
+  ASSERT_TRUE(TryLoadCheckpoint(&scope, ModelProgram(), dir.path(), &info, &why,
+                                DefaultFileSystem(), at_most_epoch_1));
+  EXPECT_EQ(info.step, 10);
+  ExpectModel(scope, 10);
+  ASSERT_EQ(info.skipped.size(), 1u);
+  EXPECT_THAT(info.skipped[0], HasSubstr("does not fit this run: epoch 2 is "
+                                         "beyond 1 (its version 2 manifest "
+                                         "has no checksum"));
 }
 
 // ------------------------------------------- files checked before reading

@@ -32,11 +32,13 @@ using checkpoint_testing::ModelNames;
 using checkpoint_testing::ModelProgram;
 using checkpoint_testing::ModelSpecs;
 using checkpoint_testing::OnlyFileOf;
+using checkpoint_testing::ReadManifestOf;
 using checkpoint_testing::SaveModel;
 using checkpoint_testing::SetModel;
 using checkpoint_testing::SetVar;
 using checkpoint_testing::TempDir;
 using checkpoint_testing::WriteRaw;
+using checkpoint_testing::WriteSealedManifest;
 using ::testing::HasSubstr;
 
 // Stands in for a process that dies inside a file-system call. Mutating calls
@@ -505,11 +507,9 @@ TEST_F(CheckpointDamageTest, EveryTruncationOfTheManifestIsRejected) {
 }
 
 TEST_F(CheckpointDamageTest, ManifestCannotPointOutsideTheCheckpoint) {
-  const std::string path = dir_ / "ckpt-10/manifest.pb";
-  proto::CheckpointManifest m;
-  ASSERT_TRUE(m.ParseFromString(DefaultFileSystem()->ReadFile(path)));
+  proto::CheckpointManifest m = ReadManifestOf(dir_ / "ckpt-10");
   m.mutable_entries(0)->set_file("../LATEST");
-  WriteRaw(path, m.SerializeAsString());
+  WriteSealedManifest(dir_ / "ckpt-10", m);
   EXPECT_THAT(Load().what(),
               HasSubstr("fc_0.w: manifest names an invalid file '../LATEST'"));
   ExpectUntouched();

@@ -14,6 +14,7 @@
 
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
+#include "src/io/checkpoint_internal.h"
 
 namespace fluid {
 namespace checkpoint_testing {
@@ -159,6 +160,31 @@ inline std::string OnlyFileOf(const std::string& ckpt, const std::string& var) {
     if (e.name() == var) return ckpt + "/" + e.file();
   ADD_FAILURE() << var << " not in the manifest";
   return "";
+}
+
+// The manifest of checkpoint directory `ckpt`, without its seal (the
+// checksum a version 3 manifest ends with, which the proto does not
+// declare).
+inline proto::CheckpointManifest ReadManifestOf(const std::string& ckpt) {
+  proto::CheckpointManifest m;
+  EXPECT_TRUE(
+      m.ParseFromString(DefaultFileSystem()->ReadFile(ckpt + "/manifest.pb")));
+  m.DiscardUnknownFields();
+  return m;
+}
+
+// Writes `m` as the manifest of `ckpt`, sealed with its checksum as a save
+// does: a manifest crafted to be wrong, yet intact.
+inline void WriteSealedManifest(const std::string& ckpt,
+                                const proto::CheckpointManifest& m) {
+  WriteRaw(ckpt + "/manifest.pb", checkpoint_internal::SealManifest(m));
+}
+
+// Writes `m` as an older build did (versions 1 and 2: no checksum).
+inline void WriteUnsealedManifest(const std::string& ckpt,
+                                  proto::CheckpointManifest m, int version) {
+  m.set_version(version);
+  WriteRaw(ckpt + "/manifest.pb", m.SerializeAsString());
 }
 
 }  // namespace checkpoint_testing

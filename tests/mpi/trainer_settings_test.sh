@@ -71,6 +71,37 @@ expect --no-overlap "" "--no-overlap" "rank 0 has no, rank 1 has yes"
 expect --sparse-dense-ratio "--sparse-dense-ratio 0.5" "" \
   "rank 0 has 0.5, rank 1 has 0.25"
 
+# Data of the same size that is not the same data: the same images with
+# other labels on rank 1 (make_idx draws the images first)...
+make_idx "$work/relabeled" 512 32 --train-labels-from 0:3
+expect "--data (crc32 of training label)" "" "--data $work/relabeled" \
+  "rank 0 has 0x"
+
+# ...and, for a text model, another fortunes directory on rank 1 whose
+# split sizes match (--train-samples, --test-samples): another vocabulary.
+make_fortunes() {  # DIR LETTERS: three topics of 80 quotations
+  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "could not write $1"
+import os, random, sys
+d, letters = sys.argv[1], sys.argv[2]
+os.makedirs(d, exist_ok=True)
+rng = random.Random(1)
+for topic in ("alpha", "beta", "gamma"):
+    with open(os.path.join(d, topic), "w") as f:
+        for _ in range(80):
+            words = ("".join(rng.choice(letters) for _ in range(4))
+                     for _ in range(8))
+            f.write(" ".join(words) + "\n%\n")
+PY
+}
+make_fortunes "$work/fortunes" abcdefghij
+make_fortunes "$work/fortunes2" abcdefghik
+saved_base=("${base[@]}")
+base=(--model textcnn --log-every 0 --batch-size 8 --train-samples 64
+      --test-samples 8)
+expect "--data (vocabulary)" "--data $work/fortunes" \
+  "--data $work/fortunes2" "rank 0 has '14 ids, crc32 0x"
+base=("${saved_base[@]}")
+
 # The rank in the error line is the communicator's, not the environment's.
 out=$(timeout 60 "${MPI[@]}" \
       -np 1 env OMPI_COMM_WORLD_RANK=5 "$TRAINER" "${base[@]}" \

@@ -157,8 +157,38 @@ TEST(ResumePoint, BeyondTheTrainingSetIsRefused) {
             "batch 64 (32 per rank x 2 rank(s))\n");
 }
 
-// A version-2 manifest must carry the position: one cut just before it
-// would otherwise read as the start of the epoch.
+TEST(CheckCheckpointFits, EpochsAndPositionWithinTheRun) {
+  CheckpointInfo at{12, 3};
+  CheckCheckpointFits(at, 3, 256);  // done: nothing left to train
+  CheckCheckpointFits(at, 5, 256);
+  auto refusal = [](const CheckpointInfo& c, int64_t epochs,
+                    int64_t samples) -> std::string {
+    try {
+      CheckCheckpointFits(c, epochs, samples);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(at, 2, 256),
+            "it has 3 epoch(s) done, more than --epochs 2 (resume with "
+            "--epochs 3 or more)");
+  at.epoch_samples = 64;
+  at.global_batch = 32;
+  at.nranks = 2;
+  EXPECT_EQ(refusal(at, 3, 256),
+            "it stands at sample 64 of epoch 4, beyond --epochs 3 (resume "
+            "with --epochs 4 or more)");
+  CheckCheckpointFits(at, 4, 256);
+  EXPECT_EQ(refusal(at, 4, 48),
+            "it stands at sample 64 of epoch 4, beyond the 48 training "
+            "samples: was it taken with other --data or --train-samples?");
+}
+
+// A version-2 manifest (an older build's, without a checksum) must carry
+// the position: one cut just before it would otherwise read as the start of
+// the epoch. (This build's version 3 is sealed by its checksum.)
 TEST_F(TrainerResumeTest, ManifestWithoutItsPositionIsDamaged) {
   Scope scope;
   Tensor* t = scope.Var("w")->GetMutable<Tensor>();
@@ -179,7 +209,9 @@ TEST_F(TrainerResumeTest, ManifestWithoutItsPositionIsDamaged) {
   const std::string manifest = ckpt + "/ckpt-5/manifest.pb";
   proto::CheckpointManifest m;
   ASSERT_TRUE(m.ParseFromString(Bytes(manifest)));
-  EXPECT_EQ(m.version(), 2);
+  EXPECT_EQ(m.version(), 3);
+  m.DiscardUnknownFields();  // the seal
+  m.set_version(2);
   m.clear_position();
   DefaultFileSystem()->WriteFile(manifest, m.SerializeAsString());
   try {

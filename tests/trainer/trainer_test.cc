@@ -287,6 +287,11 @@ TEST_F(TrainerTest, BadFlagsExitNonZero) {
   EXPECT_NE(RunCli("").status, 0);
 }
 
+TEST_F(TrainerTest, NegativeCheckConsistencyIsRefused) {
+  ExpectOneLineError(RunCli("--model mlp --check-consistency -1"),
+                     "--check-consistency must be >= 0 (0: never), got -1");
+}
+
 TEST_F(TrainerTest, BadPlaceIsOneLineError) {
   ExpectOneLineError(RunCli("--model mlp --place tpu"),
                      "--place must be cpu, cuda or cuda:N");
@@ -386,6 +391,87 @@ TEST_F(TrainerCheckpointTest, CorruptNewestCheckpointFallsBackToThePrevious) {
       << out;
   EXPECT_EQ(out.find("epoch 1/3"), std::string::npos) << out;
   EXPECT_EQ(r.steps, 12);
+}
+
+// One bit flipped in the newest manifest's epoch (2 -> 6): its checksum
+// catches it and the run resumes from the checkpoint before, instead of
+// taking epoch 6 of 3 as done and never training epoch 3.
+TEST_F(TrainerCheckpointTest, AFlippedManifestBitFallsBackToThePrevious) {
+  std::ostringstream log1;
+  RunTrainer(Options(2), log1);  // ckpt-4 and ckpt-8
+  const std::string path = ckpt_ + "/ckpt-8/manifest.pb";
+  std::string bytes = ReadFile(path);
+  proto::CheckpointManifest m;
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  m.DiscardUnknownFields();
+  ASSERT_EQ(m.epoch(), 2);
+  ASSERT_TRUE(m.has_position());
+  // The epoch (field 4) serializes just before the position (field 5: a
+  // tag, a one-byte length, the message).
+  const size_t at = m.ByteSizeLong() - (2 + m.position().ByteSizeLong()) - 1;
+  ASSERT_EQ(bytes[at], 2);
+  bytes[at] ^= 4;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  TrainerOptions o = Options(3);
+  o.resume = true;
+  std::ostringstream log2;
+  const TrainerResult r = RunTrainer(o, log2);
+  const std::string out = log2.str();
+  EXPECT_NE(out.find("skipped a checkpoint: checkpoint '" + ckpt_ +
+                     "/ckpt-8' has a damaged manifest '" + path +
+                     "': its checksum does not match"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("resumed from " + ckpt_ + " at epoch 1, step 4 (" + ckpt_ +
+                     "/ckpt-4)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("epoch 2/3"), std::string::npos) << out;
+  EXPECT_NE(out.find("epoch 3/3"), std::string::npos) << out;
+  EXPECT_EQ(r.steps, 12);
+}
+
+// An older build's manifest (no checksum) with more epochs done than the
+// run has: a flipped bit, maybe, so the run falls back to the one before.
+TEST_F(TrainerCheckpointTest, AnUnsealedManifestBeyondTheEpochsFallsBack) {
+  std::ostringstream log1;
+  RunTrainer(Options(2), log1);  // ckpt-4 and ckpt-8
+  proto::CheckpointManifest m;
+  ASSERT_TRUE(m.ParseFromString(ReadFile(ckpt_ + "/ckpt-8/manifest.pb")));
+  m.DiscardUnknownFields();
+  m.set_version(2);
+  m.set_epoch(6);
+  std::ofstream(ckpt_ + "/ckpt-8/manifest.pb",
+                std::ios::binary | std::ios::trunc)
+      << m.SerializeAsString();
+  TrainerOptions o = Options(3);
+  o.resume = true;
+  std::ostringstream log2;
+  const TrainerResult r = RunTrainer(o, log2);
+  const std::string out = log2.str();
+  EXPECT_NE(out.find("skipped a checkpoint: checkpoint '" + ckpt_ +
+                     "/ckpt-8' does not fit this run: it has 6 epoch(s) done, "
+                     "more than --epochs 3"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("has no checksum"), std::string::npos) << out;
+  EXPECT_NE(out.find("(" + ckpt_ + "/ckpt-4)"), std::string::npos) << out;
+  EXPECT_EQ(r.steps, 12);
+}
+
+// A sealed checkpoint with more epochs done than --epochs: the run's
+// settings are wrong, not the checkpoint, which stays as it is.
+TEST_F(TrainerCheckpointTest, FewerEpochsThanTheCheckpointHasDoneIsRefused) {
+  std::ostringstream log1;
+  RunTrainer(Options(2), log1);  // ckpt-4 and ckpt-8
+  const Outcome o = RunCli(Cli("--resume --epochs 1"));
+  ExpectOneLineError(o, "checkpoint '" + ckpt_ +
+                            "/ckpt-8' does not fit this run: it has 2 "
+                            "epoch(s) done, more than --epochs 1 (resume "
+                            "with --epochs 2 or more)");
+  EXPECT_EQ(o.out.find("test accuracy"), std::string::npos) << o.out;
+  EXPECT_EQ(ReadFile(ckpt_ + "/LATEST"), "ckpt-8");
+  EXPECT_TRUE(std::filesystem::exists(ckpt_ + "/ckpt-4"));
 }
 
 TEST_F(TrainerCheckpointTest, ResumeWithoutLatestFindsTheNewestByScanning) {

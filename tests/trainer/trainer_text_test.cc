@@ -8,10 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
 #include "src/builder/models.h"
+#include "src/data/fortunes.h"
 #include "src/io/job_io.h"
 #include "src/trainer/text_data.h"
 #include "src/trainer/trainer.h"
@@ -79,6 +81,90 @@ TEST_F(TrainerTextTest, TextCnnReportsAccuracy) {
   EXPECT_EQ(r.test_loss, -1);
   EXPECT_GT(r.test_accuracy, 0.5) << out.str();  // 3 topics
   EXPECT_NE(out.str().find("test accuracy"), std::string::npos) << out.str();
+}
+
+// A directory whose quotations all fall in the training split (none has
+// crc32 % 100 < 10): training runs, and the trainer says up front and at
+// the end that there is nothing to evaluate, and why.
+TEST_F(TrainerTextTest, NoValidationSplitIsSaidClearly) {
+  const std::string dir = dir_ + "/train_only";
+  fs::create_directories(dir);
+  std::ofstream f(dir + "/solo");
+  std::mt19937 rng(7);
+  int kept = 0;
+  while (kept < 60) {
+    std::string q;
+    for (int w = 0; w < 8; ++w) {
+      for (int c = 0; c < 5; ++c) q.push_back("abcdefgh"[rng() % 8]);
+      q.push_back(w == 7 ? '\n' : ' ');
+    }
+    if (IsValidationQuotation(DecodeUtf8(q.substr(0, q.size() - 1)))) continue;
+    f << q << "%\n";
+    ++kept;
+  }
+  f.close();
+  for (const char* model : {"textcnn", "transformer"}) {
+    TrainerOptions o = Options(model);
+    o.data_dir = dir;
+    std::ostringstream out;
+    const TrainerResult r = RunTrainer(o, out);
+    const std::string why = "the validation split of '" + dir +
+                            "' is empty: none of its 60 quotations falls in "
+                            "it";
+    EXPECT_NE(out.str().find("nothing to evaluate: " + why), std::string::npos)
+        << model << ": " << out.str();
+    EXPECT_NE(out.str().find("samples/s; not evaluated: " + why),
+              std::string::npos)
+        << model << ": " << out.str();
+    EXPECT_GT(r.steps, 0) << model;
+    EXPECT_EQ(r.test_accuracy, -1) << model;
+    EXPECT_EQ(r.test_loss, -1) << model;
+  }
+}
+
+// What ranks compare about their data: another directory of the same
+// size has another vocabulary (and content); the topics are listed.
+TEST_F(TrainerTextTest, DataSettingsTellDirectoriesApart) {
+  const proto::TrainingJob job = BuildModel("textcnn");
+  Dataset train, test;
+  DataDescription mine;
+  LoadJobData(job, dir_, false, &train, &test, &mine);
+  EXPECT_EQ(mine.topics, "alpha,beta,gamma");
+  // <pad>, <unk>, <eos>, the 15 letters and the space.
+  EXPECT_EQ(mine.vocabulary.rfind("19 ids, crc32 0x", 0), 0u)
+      << mine.vocabulary;
+  EXPECT_EQ(mine.empty_test, "");
+  const std::vector<RunSetting> settings = DataSettings(mine, train, test);
+  std::vector<std::string> names;
+  for (const RunSetting& r : settings) names.push_back(r.name);
+  EXPECT_EQ(
+      names,
+      (std::vector<std::string>{
+          "--data (vocabulary)", "--data (topics)",
+          "--data (crc32 of training words)",
+          "--data (crc32 of training length)",
+          "--data (crc32 of training label)", "--data (crc32 of test words)",
+          "--data (crc32 of test length)", "--data (crc32 of test label)"}));
+  // The same quotations with one letter more often than another.
+  const std::string other = dir_ + "/other";
+  fs::create_directories(other);
+  for (const char* topic : {"alpha", "beta", "gamma"}) {
+    std::ifstream in(dir_ + "/" + topic);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    for (char& c : text)
+      if (c == 'a') c = 'b';
+    std::ofstream(other + "/" + topic) << text;
+  }
+  Dataset train2, test2;
+  DataDescription theirs;
+  LoadJobData(job, other, false, &train2, &test2, &theirs);
+  EXPECT_NE(theirs.vocabulary, mine.vocabulary);
+  EXPECT_EQ(theirs.topics, mine.topics);
+  const std::vector<RunSetting> again = DataSettings(mine, train, test);
+  ASSERT_EQ(again.size(), settings.size());
+  for (size_t i = 0; i < again.size(); ++i)
+    EXPECT_EQ(again[i].value, settings[i].value) << again[i].name;
 }
 
 // A saved text job is recognised by its feeds.
