@@ -21,7 +21,11 @@
 #       oversubscribed. It also opens 4 TCP connections between each pair
 #       of ranks (btl_tcp_links): one did not fill a shaped 1 Gbit/s link.
 #       And it binds no rank to a core (--bind-to none): each host would
-#       bind its first rank to core 0, the same core for every host.
+#       bind its first rank to core 0, the same core for every host. Its
+#       out-of-band TCP keepalives (oob_tcp_keepalive_*, unless given) let
+#       mpirun and the daemons notice a host cut off in about 5 s; each
+#       host gives up a connection whose data goes unacknowledged after
+#       about 13 s (net.ipv4.tcp_retries2=5). --hostfile: unless given.
 #   tools/hosts.sh down          removes every namespace and file of ours
 #   tools/hosts.sh status        lists the hosts
 #
@@ -117,6 +121,18 @@ shape() {
   fi
 }
 
+# Sets net.ipv4.tcp_retries2 to 5 in namespace $1, where the kernel keeps
+# it per namespace (Linux 4.15 on); never this machine's own.
+set_retries() {
+  local sysctl=/proc/sys/net/ipv4/tcp_retries2 own
+  own="$(cat "$sysctl")"
+  ip netns exec "$1" sh -c "echo 5 >$sysctl" 2>/dev/null || return 0
+  if [ "$(cat "$sysctl")" != "$own" ]; then
+    echo "$own" >"$sysctl"
+    say "this kernel has one tcp_retries2 for all namespaces: left at $own"
+  fi
+}
+
 up() {
   local n="$1"; shift
   local rate="" delay="" slots=2 private=""
@@ -153,6 +169,12 @@ up() {
     ns="${PREFIX}$k"
     ip netns add "$ns"
     ip -n "$ns" link set lo up
+    # A TCP connection with data in flight to a host that went away is
+    # given up after 5 retransmissions (about 13 s) rather than Linux's 15
+    # (about 15 minutes): mpirun's daemon on a host cut off while it sends
+    # (a rank's last lines, its abort) then ends, as the keepalives `run`
+    # sets end one whose connection is idle (docs/distributed.md).
+    set_retries "$ns"
     ip link add "fluidv$k" netns "$ns" type veth peer name "fluidb$k" netns "$HUB"
     ip -n "$ns" addr add "${SUBNET}.$k/24" dev "fluidv$k"
     ip -n "$ns" link set "fluidv$k" up
@@ -166,15 +188,39 @@ up() {
   echo "hosts.sh: $n hosts up (${SUBNET}.1-$n, $slots slots each${rate:+, rate $rate}${delay:+, delay $delay}); hostfile $DIR/hostfile"
 }
 
+# The keepalives run adds to mpirun (name value), unless the arguments or
+# the environment (OMPI_MCA_<name>) set one of them: mpirun refuses a
+# parameter given twice.
+KEEPALIVE=(oob_tcp_keepalive_time 2 oob_tcp_keepalive_intvl 1
+           oob_tcp_keepalive_probes 3)
+
 run() {
   [ "${1:-}" = "--" ] && shift
   [ -f "$DIR/hostfile" ] || { say "no hosts: run 'tools/hosts.sh up N' first"; exit 2; }
+  local arg hostfile=(--hostfile "$DIR/hostfile") keepalive=("${KEEPALIVE[@]}")
+  local i name
+  for arg in "$@"; do
+    case "$arg" in
+      -hostfile|--hostfile|-machinefile|--machinefile|-hostfile=*|--hostfile=*|-machinefile=*|--machinefile=*)
+        hostfile=() ;;
+      oob_tcp_keepalive_*) keepalive=() ;;
+    esac
+  done
+  for ((i = 0; i < ${#KEEPALIVE[@]}; i += 2)); do
+    name="OMPI_MCA_${KEEPALIVE[i]}"
+    [ -n "${!name:-}" ] && keepalive=()
+  done
+  local mca=()
+  for ((i = 0; i < ${#keepalive[@]}; i += 2)); do
+    mca+=(--mca "${keepalive[i]}" "${keepalive[i + 1]}")
+  done
   exec ip netns exec "${PREFIX}1" unshare --uts /bin/sh -c \
     "hostname ${PREFIX}1; exec \"\$0\" \"\$@\"" \
-    mpirun --hostfile "$DIR/hostfile" --mca plm_rsh_agent "$DIR/agent" \
+    mpirun "${hostfile[@]}" --mca plm_rsh_agent "$DIR/agent" \
     --mca btl_tcp_if_include "${SUBNET}.0/24" \
     --mca oob_tcp_if_include "${SUBNET}.0/24" \
-    --mca mpi_yield_when_idle 1 --mca btl_tcp_links 4 --bind-to none "$@"
+    --mca mpi_yield_when_idle 1 --mca btl_tcp_links 4 --bind-to none \
+    "${mca[@]}" "$@"
 }
 
 status() {
@@ -191,5 +237,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   down) [ "$(id -u)" -eq 0 ] || { say "needs root"; exit 77; }; down ;;
   status) status ;;
-  *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

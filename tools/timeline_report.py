@@ -5,7 +5,9 @@ and, with --check, tells whether it is whole.
     tools/timeline_report.py FILE [--check STEPS] [--max-offset-ms MS]
 
 Part files an aborted job left next to FILE (FILE.rank-R.part) are read
-with it.
+with it. A FILE that is missing, empty, cut short or holds no events is
+said so in one line (exit 1), naming the parts read instead, if any; a
+part that is cut short is left out with a line saying so.
 
 Prints, per rank: its clock offset from rank 0 and the bound on it, the
 events of each track, the op time by type (top 8), the collectives per
@@ -29,18 +31,82 @@ COLLECTIVE_OPS = ("c_allreduce", "c_broadcast", "c_allgather",
                   "c_reducescatter")
 
 
-def load(path):
-    """The trace, with the events of any part files an aborted job left
-    next to it (PATH.rank-R.part: one rank's events, comma-separated)."""
-    with open(path, encoding="utf-8") as f:
-        trace = json.load(f)
-    if "traceEvents" not in trace:
-        raise ValueError(f"{path}: no traceEvents: not a timeline")
-    for part in sorted(glob.glob(glob.escape(path) + ".rank-*.part")):
+class TimelineError(Exception):
+    """A file that cannot be read as a timeline; the message says why."""
+
+
+def read_json(path, what):
+    """The JSON value in `path`, or a TimelineError saying what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise TimelineError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise TimelineError(f"{path}: cannot read it: {e}") from None
+    if not text.strip():
+        raise TimelineError(
+            f"{path} is empty: the job that was to write this {what} ended "
+            "before it did")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TimelineError(
+            f"{path} is not a whole {what}: {e.msg} at line {e.lineno} "
+            f"column {e.colno} of {len(text)} bytes (cut short while it was "
+            "written?)") from None
+
+
+def read_part(part):
+    """One rank's events from a part file (comma-separated events)."""
+    try:
         with open(part, encoding="utf-8") as f:
             text = f.read().rstrip().rstrip(",")
-        trace["traceEvents"].extend(json.loads("[" + text + "]"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TimelineError(f"{part}: cannot read it: {e}") from None
+    try:
+        events = json.loads("[" + text + "]")
+    except json.JSONDecodeError as e:
+        raise TimelineError(f"{part} is cut short or damaged ({e.msg} at "
+                            f"line {e.lineno} column {e.colno})") from None
+    if not all(isinstance(e, dict) and "pid" in e and "ph" in e
+               for e in events):
+        raise TimelineError(f"{part} holds something other than events")
+    return events
+
+
+def load(path, notes=None):
+    """The trace, with the events of any part files an aborted job left
+    next to it (PATH.rank-R.part: one rank's events, comma-separated).
+    Raises TimelineError, with one line saying why, for a file that cannot
+    be read as a timeline and no parts to read instead, or one that holds
+    no events; `notes` (a list) collects lines about what was left out or
+    read instead."""
+    notes = [] if notes is None else notes
+    parts = sorted(glob.glob(glob.escape(path) + ".rank-*.part"))
+    try:
+        trace = read_json(path, "timeline")
+        if not isinstance(trace, dict) or not isinstance(
+                trace.get("traceEvents"), list):
+            raise TimelineError(f"{path}: no traceEvents: not a timeline")
+    except TimelineError as e:
+        if not parts:
+            raise
+        notes.append(f"{e}; reading the {len(parts)} part(s) next to it")
+        trace = {"traceEvents": [],
+                 "otherData": {"note": str(e), "unreadable": str(e)}}
+    for part in parts:
+        try:
+            trace["traceEvents"].extend(read_part(part))
+        except TimelineError as e:
+            notes.append(f"{e}: left out")
+            continue
         trace.setdefault("parts", []).append(part)
+    if not any(e.get("ph") != "M" for e in trace["traceEvents"]
+               if isinstance(e, dict)):
+        note = trace.get("otherData", {}).get("note", "")
+        raise TimelineError(f"{path} holds no events" +
+                            (f" (its note: {note})" if note else ""))
     return trace
 
 
@@ -64,13 +130,18 @@ def by_rank(trace):
 
 
 def world_size(trace):
-    return int(trace.get("otherData", {}).get("ranks", 0))
+    """The ranks the file says the job had; at least as many as have
+    events (a trace read from parts alone says nothing)."""
+    pids = [e["pid"] for e in trace["traceEvents"] if "pid" in e]
+    return max([int(trace.get("otherData", {}).get("ranks", 0))] + pids)
 
 
 def check(trace, steps, max_offset_ms=1.0):
     """The problems that make `trace` less than whole (see the module
     docstring); empty when there are none."""
     problems = []
+    if "unreadable" in trace.get("otherData", {}):
+        problems.append(trace["otherData"]["unreadable"])
     ranks = by_rank(trace)
     size = world_size(trace)
     per_step = {}  # rank -> collectives per step
@@ -142,7 +213,16 @@ def main():
     ap.add_argument("--check", type=int, metavar="STEPS")
     ap.add_argument("--max-offset-ms", type=float, default=1.0)
     args = ap.parse_args()
-    trace = load(args.file)
+    notes = []
+    try:
+        trace = load(args.file, notes)
+    except TimelineError as e:
+        for note in notes:
+            print(f"timeline_report: {note}", file=sys.stderr)
+        print(f"timeline_report: error: {e}", file=sys.stderr)
+        return 1
+    for note in notes:
+        print(f"timeline_report: {note}", file=sys.stderr)
     for part in trace.get("parts", []):
         print(f"(with {part}, left by a rank that wrote after rank 0)")
     report(trace, sys.stdout)

@@ -5,10 +5,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "src/distributed/flight_recorder.h"
+#include "src/distributed/launcher.h"
 #include "src/distributed/timeline_session.h"
 
 namespace fluid {
@@ -47,7 +53,52 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
   ::raise(sig);
 }
 
+// The exit deadline (ArmExitDeadline): one at a time. Never destroyed, and
+// its thread detached, so that a process that exits while one is armed
+// (MPI_Abort may end it with exit()) runs no destructor under the thread.
+struct Deadline {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false;
+  uint64_t generation = 0;  // bumped by each Arm and Disarm
+};
+Deadline& TheDeadline() {
+  static Deadline* d = new Deadline;
+  return *d;
+}
+
 }  // namespace
+
+void ArmExitDeadline(double seconds, int code, const std::string& line) {
+  Deadline& d = TheDeadline();
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.armed) return;
+  const uint64_t mine = ++d.generation;
+  try {
+    std::thread([&d, mine, seconds, code, line] {
+      std::unique_lock<std::mutex> lock(d.mu);
+      if (d.cv.wait_for(lock, std::chrono::duration<double>(seconds),
+                        [&] { return d.generation != mine; }))
+        return;
+      WriteErrorLine(line);
+      ::_exit(code);
+    }).detach();
+    d.armed = true;
+  } catch (const std::exception&) {
+    // No thread to spare: MPI_Abort alone has to do.
+  }
+}
+
+void DisarmExitDeadline() {
+  Deadline& d = TheDeadline();
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    if (!d.armed) return;
+    d.armed = false;
+    ++d.generation;
+  }
+  d.cv.notify_all();
+}
 
 void WriteErrorLine(const std::string& line) {
   std::string whole = line;
@@ -68,6 +119,15 @@ void AbortJob(int code) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) {
+    // Armed first: writing the files may hang too (a file system gone with
+    // the network).
+    char seconds[16];
+    std::snprintf(seconds, sizeof(seconds), "%.0f", kAbortGraceSeconds);
+    ArmExitDeadline(kAbortGraceSeconds, code,
+                    "fluid: rank " + std::to_string(LauncherRank()) +
+                        ": MPI_Abort has not ended this rank after " + seconds +
+                        " s (mpirun cannot be reached: a lost host or a cut "
+                        "network?); exiting");
     DumpFlightRecorder("error: this rank ended the job");
     // Rank 0 waits a moment for the others' parts: ranks often fail
     // together (a diverging loss, one bad input everywhere).

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/distributed/job_control.h"
+#include "src/distributed/timeline_session.h"
 
 namespace fluid {
 
@@ -444,7 +445,20 @@ void StallWatchdog::Judge(int64_t now) {
       }
       WriteErrorLine("fluid: rank " + std::to_string(rank_) + ": " + line);
       ended_ = true;
+      // What the timeline holds so far, before the job goes (rank 0 writes
+      // the file, the others their parts; see timeline_session.h).
+      DumpTimeline(line.c_str(), /*wait_for_others=*/false);
+      // MPI_Abort waits for the launcher; with the host mpirun runs on cut
+      // off it never returns, and this rank must still end.
+      char grace[16];
+      std::snprintf(grace, sizeof(grace), "%.0f", kAbortGraceSeconds);
+      ArmExitDeadline(kAbortGraceSeconds, 1,
+                      "fluid: rank " + std::to_string(rank_) +
+                          ": the job has not ended " + grace +
+                          " s after the stall ended it (mpirun cannot be "
+                          "reached: a lost host or a cut network?); exiting");
       end_job_();
+      DisarmExitDeadline();  // an end_job that returns (tests)
       return;
     }
   }

@@ -110,7 +110,11 @@ bool WriteFileAtomically(const char* path, Fill fill) {
     ok = sink.Flush();
   }
   ok = (::close(fd) == 0) && ok;
-  return ok && ::rename(tmp, path) == 0;
+  if (ok && ::rename(tmp, path) == 0) return true;
+  const int saved = errno;  // what failed, for the caller's message
+  ::unlink(tmp);
+  errno = saved;
+  return false;
 }
 
 void CopyFileInto(const char* path, TimelineSink* sink) {
@@ -179,17 +183,25 @@ void StartTimeline(Communicator* comm, const std::string& path) {
                 path.size(), " bytes long; at most ", sizeof(g_path) - 32);
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int size = comm != nullptr ? comm->size() : 1;
+  std::memcpy(g_path, path.c_str(), path.size() + 1);
   if (rank == 0) {
-    const int fd =
-        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    FLUID_ENFORCE(fd >= 0, "--timeline: cannot write '", path,
-                  "': ", std::strerror(errno));
-    ::close(fd);
+    // Written now the way the trace will be (FILE.tmp, then a rename onto
+    // FILE), so that a path that cannot take it (a directory, /proc/...,
+    // a read-only or missing directory) is refused before training rather
+    // than after; and FILE, until the trace replaces it, is a readable
+    // trace without events that says why.
+    errno = 0;
+    const bool ok = WriteFileAtomically(g_path, [size](TimelineSink* sink) {
+      WriteTraceHead(sink);
+      WriteTraceTail(sink, size, kTimelinePlaceholderNote);
+    });
+    FLUID_ENFORCE(ok, "--timeline: cannot write '", path,
+                  "' (it is written as '", path,
+                  ".tmp', then renamed): ", std::strerror(errno));
   }
   ClockSync sync;
   sync.origin_ns = TimelineNs();
   if (comm != nullptr) sync = AlignClocks(comm);
-  std::memcpy(g_path, path.c_str(), path.size() + 1);
   JoinPath(g_part_prefix, sizeof(g_part_prefix), g_path, -1, ".rank-");
   g_owned = std::make_unique<Timeline>(rank, size, sync);
   if (comm != nullptr) g_owned->SetStep(comm->flight_recorder()->step());

@@ -34,8 +34,17 @@ ClockSync AlignClocks(Communicator* comm, int rounds = 16);
 
 // Collective: aligns the clocks and makes a timeline the process's
 // (CurrentTimeline) until FinishTimeline; rank 0 will write `path`. A null
-// `comm` is a single process (rank 0 of 1).
+// `comm` is a single process (rank 0 of 1). Rank 0 first writes `path` as
+// a trace without events whose note is kTimelinePlaceholderNote, the way
+// the trace itself will be written, and throws (before the collective)
+// when it cannot.
 void StartTimeline(Communicator* comm, const std::string& path);
+
+// The note of the trace StartTimeline writes: what a job that never wrote
+// its timeline (killed with SIGKILL, or still running) leaves.
+constexpr const char* kTimelinePlaceholderNote =
+    "no events yet: the job started, and has not written its timeline "
+    "(still running, or ended without a chance to: SIGKILL, power loss)";
 bool TimelineStarted();
 
 // Collective: stops recording, gathers every rank's events on rank 0,

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "src/distributed/communicator.h"
 #include "src/distributed/in_process_backend.h"
+#include "src/distributed/job_control.h"
 
 namespace fluid {
 namespace {
@@ -176,6 +178,25 @@ int WhoEndsTheJob(int victim) {
 TEST(StallWatchdogTest, TheLiveRankEndsTheJob) {
   EXPECT_EQ(WhoEndsTheJob(1), 0);
   EXPECT_EQ(WhoEndsTheJob(0), 1);
+}
+
+// The backstop for an MPI_Abort that never returns (the launcher cut off):
+// the process ends itself, saying so, unless disarmed first.
+TEST(ExitDeadlineTest, EndsTheProcessUnlessDisarmed) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        ArmExitDeadline(0.2, 7, "rank 3: still here after 0.2 s; exiting");
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(7), "still here after 0.2 s; exiting");
+  ArmExitDeadline(0.2, 7, "not to be seen");
+  DisarmExitDeadline();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ArmExitDeadline(0.3, 7, "not to be seen either");  // armable again
+  DisarmExitDeadline();
+  SUCCEED() << "alive after the disarmed deadlines";
 }
 
 TEST(FlightRecorderTest, KeepsTheLastCollectivesAndDumpsThem) {

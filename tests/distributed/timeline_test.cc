@@ -1,8 +1,11 @@
 #include "src/framework/timeline.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -10,6 +13,7 @@
 
 #include "src/distributed/communicator.h"
 #include "src/distributed/in_process_backend.h"
+#include "src/distributed/stall_watchdog.h"
 #include "src/distributed/timeline_session.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -220,6 +224,85 @@ TEST(TimelineSession, AnAbortWritesWhatThereIs) {
 TEST(TimelineSession, AnUnwritablePathIsAnError) {
   EXPECT_THROW(StartTimeline(nullptr, "/nonexistent-dir/x/trace.json"), Error);
   EXPECT_FALSE(TimelineStarted());
+}
+
+// The message StartTimeline throws for `path`; "" when it does not.
+std::string StartError(const std::string& path) {
+  try {
+    StartTimeline(nullptr, path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FinishTimeline(nullptr);
+  return "";
+}
+
+// A path whose file opens for writing but that cannot take the trace,
+// which is written next to it and renamed onto it: refused at the start,
+// not after training (root may open /proc/version for writing).
+TEST(TimelineSession, APathThatCannotTakeTheTraceIsRefusedAtTheStart) {
+  std::string why = StartError("/proc/version");
+  EXPECT_NE(why.find("cannot write '/proc/version'"), std::string::npos) << why;
+  EXPECT_FALSE(TimelineStarted());
+  // A directory: the rename fails, and the file written first is removed.
+  const std::string dir = TempPath("timeline-dir");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  why = StartError(dir);
+  EXPECT_NE(why.find("cannot write '" + dir + "'"), std::string::npos) << why;
+  EXPECT_NE(::access((dir + ".tmp").c_str(), F_OK), 0)
+      << "left " << dir << ".tmp behind";
+  ::rmdir(dir.c_str());
+}
+
+// Until the trace replaces it, the file is a readable trace without events
+// that says why (a job killed before it writes leaves that, not 0 bytes).
+TEST(TimelineSession, TheFileIsAReadableTraceFromTheStart) {
+  const std::string path = TempPath("started.json");
+  StartTimeline(nullptr, path);
+  const std::string text = ReadFile(path);
+  EXPECT_TRUE(WellFormed(text)) << text;
+  EXPECT_NE(text.find(kTimelinePlaceholderNote), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"ph\":\"X\""), std::string::npos) << text;
+  FinishTimeline(nullptr);
+  EXPECT_EQ(ReadFile(path).find(kTimelinePlaceholderNote), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// A channel to a peer that never answers: the watchdog of rank 0 of 2 finds
+// it stuck once rank 0 has waited out the timeout in a collective.
+class SilentPeer : public ProgressChannel {
+ public:
+  void Send(int, const ProgressReport&) override {}
+  bool Poll(ProgressReport*) override { return false; }
+};
+
+// The watchdog writes the timeline before it ends the job: MPI_Abort ends
+// the process without running anything else of it.
+TEST(TimelineSession, AStallThatEndsTheJobWritesTheTimelineFirst) {
+  const std::string path = TempPath("stalled.json");
+  StartTimeline(nullptr, path);
+  RunMul(2);
+  FlightRecorder rec;
+  rec.Start(rec.Issue(CollectiveKind::kAllReduce, 64));
+  std::atomic<bool> ended{false};
+  std::string text;
+  {
+    StallWatchdog dog(0, 2, &rec, std::make_unique<SilentPeer>(),
+                      StallConfig{0, 0.3}, [&] {
+                        text = ReadFile(path);
+                        ended = true;
+                      });
+    for (int i = 0; i < 200 && !ended; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ended);
+  EXPECT_TRUE(WellFormed(text)) << text;
+  EXPECT_NE(text.find("\"name\":\"mul\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"note\":\"stall: rank 1 holds up collective 1"),
+            std::string::npos)
+      << text;
+  FinishTimeline(nullptr);
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 # --timeline: a 2-rank run writes one Chrome trace (valid JSON) with both
 # ranks' ops and collectives, every collective of every step, the ranks'
 # clocks within 1 ms of each other (one machine), the batches loaded and
-# the checkpoints saved; a job that aborts still leaves a readable trace
-# with what rank 0 had.
+# the checkpoints saved; a job that aborts, or that the stall watchdog
+# ends, still leaves a readable trace with what rank 0 had; a cut or empty
+# trace is reported in one line; a path that cannot take the trace is
+# refused before training.
 #   trainer_timeline_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -72,12 +74,77 @@ EOF
   fail "aborted trace: $out"
 echo "ok: an aborted job's trace holds both ranks' events and the reason"
 
+# A job the stall watchdog ends (rank 1 stopped) leaves rank 0's trace,
+# readable, with the stall as its note: the watchdog writes it before it
+# ends the job (it was 0 bytes).
+stopped=""
+trap '[ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null && kill -KILL "$stopped" 2>/dev/null; rm -rf "$work"' EXIT
+trace="$work/stalled.json"
+timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
+  --epochs 1000 --batch-size 32 --log-every 4 --stall-warn 2 \
+  --stall-timeout 4 --flight-dir "$work/stall-flight" --timeline "$trace" \
+  >"$work/stalled.log" 2>&1 &
+job=$!
+for _ in $(seq 300); do
+  sleep 0.2
+  grep -q "step" "$work/stalled.log" || continue
+  for p in $(pgrep -f -- "--timeline $trace"); do
+    grep -q trainer "/proc/$p/comm" 2>/dev/null || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+      grep -qx "OMPI_COMM_WORLD_RANK=1" && stopped=$p
+  done
+  [ -n "$stopped" ] && break
+done
+[ -n "$stopped" ] || { kill "$job"; fail "no rank 1 to stop: $(cat "$work/stalled.log")"; }
+kill -STOP "$stopped"
+wait "$job" && fail "the stalled job exited 0: $(cat "$work/stalled.log")"
+grep -q "ending the job (--stall-timeout 4)" "$work/stalled.log" ||
+  fail "the watchdog did not end the job: $(cat "$work/stalled.log")"
+report=$(/usr/bin/python3 "$REPORT" "$trace" 2>&1) ||
+  fail "the stalled job's trace does not read: $report"
+/usr/bin/python3 - "$trace" "$(dirname "$REPORT")" <<'EOF' ||
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import timeline_report
+note = json.load(open(sys.argv[1]))["otherData"]["note"]  # valid by itself
+assert note.startswith("stall: rank 1 holds up collective"), note
+ranks = timeline_report.by_rank(timeline_report.load(sys.argv[1]))
+assert ranks.get(0) and ranks[0]["ops"] and ranks[0]["collectives"], ranks
+EOF
+  fail "stalled trace: $report"
+echo "ok: a job the watchdog ends leaves rank 0's trace with the stall"
+
+# A trace cut short, empty or missing is said so in one line, no traceback.
+head -c 2000 "$work/mlp.json" >"$work/cut.json"
+: >"$work/empty.json"
+for bad in cut empty missing; do
+  out=$(/usr/bin/python3 "$REPORT" "$work/$bad.json" 2>&1) &&
+    fail "timeline_report.py read the $bad file: $out"
+  grep -q Traceback <<<"$out" && fail "$bad file: a traceback: $out"
+  [ "$(wc -l <<<"$out")" -eq 1 ] || fail "$bad file: not one line: $out"
+  grep -q "^timeline_report: error: $work/$bad.json" <<<"$out" || fail "$out"
+done
+echo "ok: a cut, empty or missing trace is one line, not a traceback"
+
 # A file that cannot be written is refused before training.
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model mlp --data "$work/data" \
   --epochs 1 --timeline /nonexistent-dir/t.json 2>&1) &&
   fail "unwritable --timeline accepted: $out"
 grep -q "cannot write '/nonexistent-dir/t.json'" <<<"$out" || fail "$out"
 echo "ok: an unwritable --timeline is refused"
+
+# So is one that opens for writing but cannot take the trace, which is
+# written next to it and renamed onto it (it was refused only after
+# training): before the first step, on 2 ranks and on one process.
+for launch in "${MPI[*]} -np 2" ""; do
+  out=$(timeout 300 $launch "$TRAINER" --model mlp --data "$work/data" \
+    --epochs 1 --log-every 1 --timeline /proc/version 2>&1) &&
+    fail "--timeline /proc/version accepted (${launch:-one process}): $out"
+  grep -q "error: --timeline: cannot write '/proc/version'" <<<"$out" ||
+    fail "${launch:-one process}: $out"
+  grep -q "step" <<<"$out" && fail "it trained first (${launch:-one process}): $out"
+done
+echo "ok: --timeline /proc/version is refused before training"
 
 # The alignment is collective: ranks that disagree on --timeline are told
 # so before it (rather than hang in it).
