@@ -449,6 +449,10 @@ class PyMPIExecutor {
     py::gil_scoped_release release;
     return exe_.NonFiniteGradient();
   }
+  std::string NonFiniteFeeds() {
+    py::gil_scoped_release release;
+    return exe_.NonFiniteFeeds();
+  }
   // This rank's bytes of parameters, gradients and optimizer state.
   py::dict StateBytesOf() const {
     const StateBytes b = PerRankStateBytes(exe_.job().main());
@@ -791,6 +795,7 @@ void BindExecutors(py::module_& m) {
       .def("run_startup", &PyMPIExecutor::RunStartup)
       .def("init", &PyMPIExecutor::Init)
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
+      .def("non_finite_feeds", &PyMPIExecutor::NonFiniteFeeds)
       .def("state_bytes", &PyMPIExecutor::StateBytesOf)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)

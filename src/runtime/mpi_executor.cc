@@ -175,6 +175,27 @@ std::string MPIExecutor::NonFiniteGradient() const {
   return "";
 }
 
+std::string MPIExecutor::NonFiniteFeeds() {
+  FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: NonFiniteFeeds before Init");
+  // This rank's first feed holding a NaN or an infinity (index + 1; 0: none).
+  const std::vector<std::string>& feeds = main_->feed_targets();
+  const Scope* scope = main_->local_scope();
+  uint64_t mine = 0;
+  for (size_t i = 0; i < feeds.size() && mine == 0; ++i) {
+    const Variable* v = scope->FindVar(feeds[i]);
+    if (v == nullptr || !v->HasValue() || !v->IsTensor()) continue;
+    if (!AllFinite(v->GetTensor(), &finite_staging_)) mine = i + 1;
+  }
+  const std::vector<uint64_t> all = comm_->AllGatherValue(mine);
+  std::string out;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] == 0 || all[r] > feeds.size()) continue;
+    out += (out.empty() ? "" : ", ") + std::string("rank ") +
+           std::to_string(r) + " (feed " + Quote(feeds[all[r] - 1]) + ")";
+  }
+  return out;
+}
+
 void MPIExecutor::Run(const FeedList& feeds,
                       const std::vector<std::string>& fetch_names,
                       std::vector<Tensor>* fetches) {

@@ -99,6 +99,11 @@ class MPIExecutor {
   // infinity, or "" when all are finite. The averaged gradients are equal
   // on every rank, so every rank gets the same answer at the same step.
   std::string NonFiniteGradient() const;
+  // Where a non-finite gradient came from: the ranks whose last step was
+  // fed a NaN or an infinity, e.g. "rank 1 (feed 'x')", joined by ", ";
+  // "" when no rank was (the training diverged). Collective: every rank
+  // calls it at the step NonFiniteGradient answered.
+  std::string NonFiniteFeeds();
 
   const proto::TrainingJob& job() const { return job_; }
   // The hosts the ranks run on (gathered by Init).

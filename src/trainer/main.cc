@@ -88,7 +88,10 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", o.optimizer,
                  "with --model: sgd | momentum | adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--lr", o.learning_rate, "with --model: learning rate");
+  app.add_option("--lr", o.learning_rate,
+                 "with --model: learning rate (default: the model's own, or "
+                 "Fluid's 0.001 for --optimizer adam; sgd and momentum on a "
+                 "model tuned for another optimizer need it)");
   app.add_option("--warmup-steps", o.warmup_steps,
                  "with --model transformer: steps of linear learning-rate "
                  "warmup (0: the model's 100)");

@@ -77,7 +77,18 @@ proto::TrainingJob ObtainJob(const TrainerOptions& o) {
   if (!o.optimizer.empty() || o.learning_rate > 0) {
     mo.default_optimizer = false;
     mo.optimizer = DefaultOptimizer(o.model);
-    if (!o.optimizer.empty()) mo.optimizer.type = o.optimizer;
+    if (!o.optimizer.empty() && o.optimizer != mo.optimizer.type) {
+      // The model's learning rate is tuned for its own optimizer: another
+      // one takes Fluid's default (the Adam family has one), or --lr.
+      mo.optimizer.type = o.optimizer;
+      const bool adam_family = o.optimizer == "adam" || o.optimizer == "adamax";
+      FLUID_ENFORCE(o.learning_rate > 0 || adam_family, "--optimizer ",
+                    o.optimizer, " needs --lr: the model's learning rate (",
+                    mo.optimizer.learning_rate, ") is tuned for its default ",
+                    DefaultOptimizer(o.model).type, ", and Fluid's ",
+                    o.optimizer, " optimizer has no default learning rate");
+      if (adam_family) mo.optimizer.learning_rate = 0.001f;
+    }
     if (o.learning_rate > 0) mo.optimizer.learning_rate = o.learning_rate;
   }
   return BuildModel(o.model, mo);
@@ -92,6 +103,28 @@ void CheckFeedsMatchData(const proto::TrainingJob& job, const Dataset& data) {
       "the program feeds [", have.str(), "] but the data set ", "provides ",
       data.tensors.size(), " tensors (image, label)");
   FLUID_ENFORCE(!job.loss_name().empty(), "the job names no loss var");
+}
+
+// A job the trainer can train: its main program updates something, and
+// what it reports are variables of the program.
+void CheckJobTrains(const proto::TrainingJob& job) {
+  const proto::BlockDesc& block = job.main().blocks(0);
+  bool updates = false;
+  for (const auto& op : block.ops())
+    updates = updates || (OpRoleOf(op) & static_cast<int>(OpRole::kOptimize));
+  FLUID_ENFORCE(updates,
+                "the job's main program has no optimizer op (op_role "
+                "optimize): training would change nothing; build it with an "
+                "optimizer's minimize(loss)");
+  FLUID_ENFORCE(FindVarDesc(block, job.loss_name()) != nullptr,
+                "the job's loss ", Quote(job.loss_name()),
+                " is not a variable of its main program");
+  for (int i = 0; i < job.metric_names_size(); ++i) {
+    const std::string& m = job.metric_names(i);
+    FLUID_ENFORCE(!m.empty(), "the job's metric ", i, " has an empty name");
+    FLUID_ENFORCE(FindVarDesc(block, m) != nullptr, "the job's metric ",
+                  Quote(m), " is not a variable of its main program");
+  }
 }
 
 // The job's feeds, in the order the reader yields them, without values.
@@ -325,6 +358,39 @@ void LogStateBytes(const proto::ProgramDesc& main, std::ostream& log) {
       << "\n";
 }
 
+// Whether training diverged without reaching a NaN (a loss that blows up
+// can stay finite, e.g. 5.9e6 for the mlp under Adam at lr 5): the mean loss
+// of the run's last kWindow steps against the loss of its first step, the
+// model as it started.
+class LossTrend {
+ public:
+  static constexpr int kWindow = 10;
+
+  void Add(double loss) {
+    if (count_ == 0) first_ = loss;
+    last_[count_ % kWindow] = loss;
+    ++count_;
+  }
+
+  // An error when, over at least 2 x kWindow steps, the loss ended above 3
+  // times its start and more than 1 above it.
+  void Check(int rank) const {
+    if (count_ < 2 * kWindow) return;
+    double last = 0;
+    for (int i = 0; i < kWindow; ++i) last += last_[i] / kWindow;
+    FLUID_ENFORCE_CODE(!(last > 3 * first_ && last > first_ + 1),
+                       ErrorCode::kAborted, "training diverged on rank ", rank,
+                       ": the mean loss of the last ", kWindow, " steps is ",
+                       last, ", up from ", first_,
+                       " at the first step; lower the learning rate (--lr)");
+  }
+
+ private:
+  double first_ = 0;
+  double last_[kWindow] = {};
+  int64_t count_ = 0;
+};
+
 // The training steps of one rank, one epoch at a time.
 struct TrainLoop {
   const TrainerOptions& o;
@@ -338,6 +404,7 @@ struct TrainLoop {
   int world;
   std::ostream& log;
   double slow_step_s = 0;  // the test hook's sleep before each step
+  LossTrend trend;
 
   // Trains epoch `epoch` from sample position `start_sample` (see
   // Batcher::StartEpoch), advancing `step`, printing progress, checkpointing
@@ -371,6 +438,7 @@ struct TrainLoop {
                          loss, " at epoch ", epoch + 1, " step ",
                          epoch_step + 1, " on rank ", rank,
                          ": training diverged");
+      trend.Add(loss);
       int64_t n = batch[0].shape()[0];
       loss_sum += loss * n;
       if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
@@ -666,6 +734,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
   if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
   CheckFeedsMatchData(job, train);
+  CheckJobTrains(job);
 
   // One process, or one rank of many (started by mpirun).
   Scope scope;
@@ -728,7 +797,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  rank,
                  world,
                  log,
-                 SlowStepSeconds(rank)};
+                 SlowStepSeconds(rank),
+                 LossTrend()};
   auto train_start = Clock::now();
   int64_t samples_total = 0;
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
@@ -773,6 +843,9 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
           << " bytes of gradients per rank";
     log << "\n";
   }
+  // Last, so that a diverged run still leaves its checkpoint, timeline and
+  // evaluation; its exit status says it failed.
+  loop.trend.Check(rank);
   return result;
 }
 

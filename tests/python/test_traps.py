@@ -207,6 +207,8 @@ def test_nan_gradient_stops_every_rank_at_the_same_step():
     (msg,) = messages
     assert msg.startswith("step 3: the averaged gradient '") and \
         "@GRAD' holds NaN or Inf on all 2 rank(s)" in msg, out
+    # The rank that was fed the NaN is named, on every rank.
+    assert "it came from NaN or Inf fed on rank 1 (feed 'x')" in msg, out
 
 
 # ---- 5. errors that name the layer and the argument ----

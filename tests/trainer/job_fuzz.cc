@@ -200,15 +200,27 @@ std::string OpLabel(const std::string& program, int index,
 void MutateAttr(Rng& rng, proto::BlockDesc* block, const std::string& program,
                 Mutant* m) {
   if (block->ops_size() == 0) return;
-  const int i = static_cast<int>(Pick(rng, block->ops_size()));
+  // An op whose schema declares attrs, where one is found in a few draws.
+  int i = static_cast<int>(Pick(rng, block->ops_size()));
+  for (int tries = 0; tries < 4; ++tries) {
+    const std::string& type = block->ops(i).type();
+    if (OpRegistry::Global().Has(type) &&
+        !OpRegistry::Global().Get(type).attrs().empty())
+      break;
+    i = static_cast<int>(Pick(rng, block->ops_size()));
+  }
   proto::OpDesc* op = block->mutable_ops(i);
-  // The attrs it carries and those its schema declares.
+  // Mostly the attrs its schema declares (what kernels read), with the
+  // value the op carries; else any attr it carries (roles and the like).
   std::vector<std::pair<std::string, Attribute>> attrs;
-  for (const auto& a : op->attrs())
-    attrs.emplace_back(a.name(), AttributeFromProto(a));
-  if (OpRegistry::Global().Has(op->type())) {
+  if (OpRegistry::Global().Has(op->type()) && Pick(rng, 5) != 0) {
     for (const AttrSpec& s : OpRegistry::Global().Get(op->type()).attrs())
-      if (!HasOpAttr(*op, s.name)) attrs.emplace_back(s.name, s.default_value);
+      attrs.emplace_back(s.name, HasOpAttr(*op, s.name) ? GetOpAttr(*op, s.name)
+                                                        : s.default_value);
+  }
+  if (attrs.empty()) {
+    for (const auto& a : op->attrs())
+      attrs.emplace_back(a.name(), AttributeFromProto(a));
   }
   if (attrs.empty()) return;
   const auto& [name, value] = PickOf(rng, attrs);

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -171,6 +173,119 @@ TEST_F(TrainerTest, UnknownOp) {
       "u.pb");
   ExpectOneLineError(RunCli("--program '" + path + "'"),
                      "unknown op type 'bogus_op'");
+}
+
+// Edits op `type`'s `nth` occurrence in the main program.
+void EditOp(proto::TrainingJob* job, const std::string& type, int nth,
+            const std::function<void(proto::OpDesc*)>& edit) {
+  for (auto& op : *job->mutable_main()->mutable_blocks(0)->mutable_ops()) {
+    if (op.type() == type && nth-- == 0) {
+      edit(&op);
+      return;
+    }
+  }
+  FAIL() << "no " << type;
+}
+
+// Found by fuzzing saved jobs: these ended by SIGSEGV, SIGBUS or a malloc
+// abort. Each is now one line naming the attribute.
+TEST_F(TrainerTest, OutOfRangeAttributesAreOneLineErrors) {
+  struct Case {
+    std::string op;
+    std::string attr;
+    Attribute value;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"mul_grad", "x_num_col_dims", int32_t{0},
+       "attribute 'x_num_col_dims' of op 'mul_grad': 0 is out of its range"},
+      {"mul_grad", "y_num_col_dims", int32_t{0},
+       "attribute 'y_num_col_dims' of op 'mul_grad': 0 is out of its range"},
+      {"elementwise_add", "axis", std::numeric_limits<int32_t>::max(),
+       "attribute 'axis' of op 'elementwise_add': 2147483647 is out of its "
+       "range"},
+      {"elementwise_add_grad", "axis", std::numeric_limits<int32_t>::max(),
+       "of op 'elementwise_add_grad': 2147483647 is out of its range"},
+  };
+  for (const Case& c : cases) {
+    std::string path = SaveMlp(
+        [&c](proto::TrainingJob* j) {
+          EditOp(j, c.op, 0,
+                 [&c](proto::OpDesc* op) { SetOpAttr(op, c.attr, c.value); });
+        },
+        "a.pb");
+    ExpectOneLineError(RunCli("--program '" + path + "'"), c.want);
+  }
+  // An attribute whose value was lost (the field unset) reads as 0.
+  std::string path = SaveMlp(
+      [](proto::TrainingJob* j) {
+        EditOp(j, "mul_grad", 0, [](proto::OpDesc* op) {
+          for (auto& a : *op->mutable_attrs())
+            if (a.name() == "x_num_col_dims") a.clear_i();
+        });
+      },
+      "l.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"),
+                     "'x_num_col_dims' of op 'mul_grad': 0 is out of its");
+}
+
+// A gradient op made for other attributes than its forward op's trained
+// to a wrong model with exit status 0; now the job is refused.
+TEST_F(TrainerTest, GradOpAttributesMustMatchTheForwardOp) {
+  for (int32_t dims : {2, 3}) {
+    std::string path = SaveMlp(
+        [dims](proto::TrainingJob* j) {
+          EditOp(j, "mul_grad", 0, [dims](proto::OpDesc* op) {
+            SetOpAttr(op, "x_num_col_dims", dims);
+          });
+        },
+        "g.pb");
+    ExpectOneLineError(
+        RunCli("--program '" + path + "'"),
+        "'mul_grad' has x_num_col_dims = " + std::to_string(dims) +
+            " but the op it differentiates");
+  }
+}
+
+TEST_F(TrainerTest, JobWithoutOptimizerIsRefused) {
+  std::string path = SaveMlp(
+      [](proto::TrainingJob* j) {
+        auto* ops = j->mutable_main()->mutable_blocks(0)->mutable_ops();
+        for (int i = ops->size() - 1; i >= 0; --i)
+          if (OpRoleOf(ops->Get(i)) & static_cast<int>(OpRole::kOptimize))
+            ops->DeleteSubrange(i, 1);
+      },
+      "n.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"), "has no optimizer op");
+}
+
+TEST_F(TrainerTest, EmptyOrUnknownMetricNamesAreRefused) {
+  std::string path = SaveMlp(
+      [](proto::TrainingJob* j) { j->set_metric_names(0, ""); }, "e.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"),
+                     "metric 0 has an empty name");
+  path = SaveMlp([](proto::TrainingJob* j) { j->set_metric_names(0, "nope"); },
+                 "k.pb");
+  ExpectOneLineError(RunCli("--program '" + path + "'"),
+                     "metric 'nope' is not a variable");
+}
+
+// Adam at the model's momentum learning rate (0.1) diverged to a loss of
+// hundreds with exit status 0. Without --lr, adam takes Fluid's 0.001; a
+// run whose loss still grows fails.
+TEST_F(TrainerTest, AdamWithoutLrTakesFluidsDefault) {
+  Outcome run = RunCli("--model mlp --optimizer adam --batch-size 8");
+  ASSERT_EQ(run.status, 0) << run.err;
+  Outcome sgd = RunCli("--model mlp --optimizer sgd");
+  ExpectOneLineError(sgd, "--optimizer sgd needs --lr");
+}
+
+TEST_F(TrainerTest, ADivergedRunExitsNonZero) {
+  Outcome run =
+      RunCli("--model mlp --optimizer adam --lr 5 --batch-size 8 --seed 3");
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("training diverged on rank 0"), std::string::npos)
+      << run.err;
 }
 
 TEST_F(TrainerTest, MissingFeed) {

@@ -486,12 +486,17 @@ class MPIExecutor:
             if check_finite is not False:
                 bad = run.non_finite_gradient()
                 if bad:
+                    fed = run.non_finite_feeds()
+                    cause = (
+                        f"it came from NaN or Inf fed on {fed}" if fed else
+                        "no rank was fed NaN or Inf, so training diverged "
+                        "(a lower learning rate or gradient clipping "
+                        "usually helps)")
                     raise FloatingPointError(
                         f"step {steps.count}: the averaged gradient '{bad}' "
                         f"holds NaN or Inf on all {self.world_size} rank(s): "
-                        "training diverged (a lower learning rate or "
-                        "gradient clipping usually helps); run(..., "
-                        "check_finite=False) turns this check off")
+                        f"{cause}; run(..., check_finite=False) turns this "
+                        "check off")
         if check_finite is not False:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count, f" on rank {self.rank}")
