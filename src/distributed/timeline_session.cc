@@ -1,6 +1,9 @@
 #include "src/distributed/timeline_session.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +25,12 @@ std::unique_ptr<Timeline> g_owned;  // the thread that runs programs
 // What DumpTimeline writes: set while a timeline records.
 std::atomic<Timeline*> g_dump_target{nullptr};
 std::atomic<bool> g_dumping{false};
+// The thread writing the dump (its kernel id) and whether it is done: a
+// SIGTERM from the launcher that lands on another thread while the dump is
+// written (AbortJob waits for the others' parts) waits for it rather than
+// let the process end under it.
+std::atomic<long> g_dumper{0};
+std::atomic<bool> g_dumped{false};
 char g_path[1024];
 char g_part_prefix[1024];  // "<path>.rank-"
 char g_copy_buf[16 << 10];
@@ -205,6 +214,7 @@ void StartTimeline(Communicator* comm, const std::string& path) {
   JoinPath(g_part_prefix, sizeof(g_part_prefix), g_path, -1, ".rank-");
   g_owned = std::make_unique<Timeline>(rank, size, sync);
   if (comm != nullptr) g_owned->SetStep(comm->flight_recorder()->step());
+  g_dumped.store(false);
   g_dumping.store(false);
   g_dump_target.store(g_owned.get());
   SetCurrentTimeline(g_owned.get());
@@ -251,26 +261,45 @@ std::string FinishTimeline(Communicator* comm) {
 void DumpTimeline(const char* reason, bool wait_for_others) {
   const Timeline* t = g_dump_target.load();
   if (t == nullptr) return;
+  const long me = ::syscall(SYS_gettid);
+  // SIGTERM (the launcher ending the job) goes to another thread while
+  // this one writes: that one then waits for the file (below).
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &term, &old);
   bool idle = false;
-  if (!g_dumping.compare_exchange_strong(idle, true)) return;
+  if (!g_dumping.compare_exchange_strong(idle, true)) {
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    // Another thread writes it: wait (up to 3 s) unless this is that
+    // thread, interrupted by a signal.
+    for (int i = 0; i < 300 && g_dumper.load() != me && !g_dumped.load(); ++i) {
+      timespec ts{0, 10 * 1000 * 1000};
+      ::nanosleep(&ts, nullptr);
+    }
+    return;
+  }
+  g_dumper.store(me);
   if (t->rank() != 0) {
     char part[1100];
     if (JoinPath(part, sizeof(part), g_part_prefix, t->rank(), ".part"))
       WriteFileAtomically(part, [t](TimelineSink* sink) { t->Format(sink); });
-    return;
+  } else {
+    if (wait_for_others) AwaitParts(t->size());
+    WriteFileAtomically(g_path, [t, reason](TimelineSink* sink) {
+      WriteTraceHead(sink);
+      t->Format(sink);
+      char part[1100];
+      for (int r = 1; r < t->size(); ++r) {
+        if (!JoinPath(part, sizeof(part), g_part_prefix, r, ".part")) continue;
+        CopyFileInto(part, sink);
+        ::unlink(part);
+      }
+      WriteTraceTail(sink, t->size(), reason);
+    });
   }
-  if (wait_for_others) AwaitParts(t->size());
-  WriteFileAtomically(g_path, [t, reason](TimelineSink* sink) {
-    WriteTraceHead(sink);
-    t->Format(sink);
-    char part[1100];
-    for (int r = 1; r < t->size(); ++r) {
-      if (!JoinPath(part, sizeof(part), g_part_prefix, r, ".part")) continue;
-      CopyFileInto(part, sink);
-      ::unlink(part);
-    }
-    WriteTraceTail(sink, t->size(), reason);
-  });
+  g_dumped.store(true);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace fluid

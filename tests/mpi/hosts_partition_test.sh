@@ -6,7 +6,8 @@
 #     forever), mpirun non-zero, and rank 0's timeline is readable; with
 #     short stall limits too, within a bound.
 #  2. tools/fluidrun restarts the job without the host it can no longer
-#     reach (saying so) and completes it from the checkpoint, on host 1.
+#     reach (saying so) and completes it from the checkpoint, on host 1;
+#  3. and so it does when the host is gone before the first launch.
 # Nothing of ours is left on either host. Skips (77) where namespaces
 # cannot be made.
 #   hosts_partition_test.sh TRAINER
@@ -148,6 +149,23 @@ grep -q "^fluidrun: attempt 2 resumed from step [1-9]" "$out" ||
 grep -q "^test accuracy" "$out" || fail "the restart did not finish: $(cat "$out")"
 left="$(await_nothing_left 60)" || fail "$left left on the hosts after fluidrun"
 echo "ok: fluidrun dropped the host it could not reach and completed the job on host 1"
+
+# 3. A host already gone (still cut off) when fluidrun starts: the launch
+# fails, and the restart runs without it (both attempts failed at launch).
+out="$work/gone.log"
+timeout 300 "$FLUIDRUN" --max-restarts 1 --min-np 1 --mpirun "$work/mpirun" \
+  --hostfile "$FLUID_HOSTS_DIR/hostfile" -np 2 --map-by node "$TRAINER" \
+  "${train[@]}" --epochs 1 --checkpoint-dir "$work/ckpt-gone" >"$out" 2>&1 ||
+  fail "fluidrun did not run the job without the host gone: $(cat "$out")"
+grep -q "^fluidrun: host 10.77.0.2 cannot be reached" "$out" ||
+  fail "fluidrun did not say it dropped host 2: $(cat "$out")"
+grep -q "ended before training started" "$out" &&
+  fail "fluidrun halved the ranks instead: $(cat "$out")"
+[ "$(grep -c "^training mlp" "$out")" -eq 1 ] &&
+  grep -q "x 2 ranks on 1 host," "$out" ||
+  fail "not one attempt on host 1 alone: $(cat "$out")"
+left="$(await_nothing_left 60)" || fail "$left left on the hosts after fluidrun"
+echo "ok: a host gone before the launch is dropped for the restart"
 
 "$HOSTS" down || fail "hosts.sh down exited $?"
 echo "PASS: a partition ends the job on both hosts; fluidrun restarts without the lost host"
