@@ -141,13 +141,15 @@ echo "ok: an unwritable --timeline is refused"
 # So is one that opens for writing but cannot take the trace, which is
 # written next to it and renamed onto it (it was refused only after
 # training): before the first step, on 2 ranks and on one process.
-for launch in "${MPI[*]} -np 2" ""; do
-  out=$(timeout 300 $launch "$TRAINER" --model mlp --data "$work/data" \
+for np in 2 1; do
+  launch=()
+  [ "$np" -gt 1 ] && launch=("${MPI[@]}" -np "$np")
+  out=$(timeout 300 "${launch[@]}" "$TRAINER" --model mlp --data "$work/data" \
     --epochs 1 --log-every 1 --timeline /proc/version 2>&1) &&
-    fail "--timeline /proc/version accepted (${launch:-one process}): $out"
+    fail "--timeline /proc/version accepted ($np process(es)): $out"
   grep -q "error: --timeline: cannot write '/proc/version'" <<<"$out" ||
-    fail "${launch:-one process}: $out"
-  grep -q "step" <<<"$out" && fail "it trained first (${launch:-one process}): $out"
+    fail "$np process(es): $out"
+  grep -q "step" <<<"$out" && fail "it trained first ($np process(es)): $out"
 done
 echo "ok: --timeline /proc/version is refused before training"
 
