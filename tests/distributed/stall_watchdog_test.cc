@@ -199,6 +199,27 @@ TEST(ExitDeadlineTest, EndsTheProcessUnlessDisarmed) {
   SUCCEED() << "alive after the disarmed deadlines";
 }
 
+// A watchdog whose MPI_Abort never returns (mpirun on a host cut off) still
+// ends its rank, kAbortGraceSeconds later, saying so.
+TEST(ExitDeadlineTest, AStallWhoseAbortHangsStillEndsTheRank) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        FakeNet net(2);  // rank 1 never reports
+        FlightRecorder rec;
+        rec.Start(rec.Issue(CollectiveKind::kAllReduce, 64));
+        StallWatchdog dog(
+            0, 2, &rec, std::make_unique<FakeChannel>(&net, 0),
+            StallConfig{0, 0.3}, [] {
+              for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+            });
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(1),
+      "rank 0: the job has not ended 10 s after the stall ended it");
+}
+
 TEST(FlightRecorderTest, KeepsTheLastCollectivesAndDumpsThem) {
   FlightRecorder rec;
   for (int i = 0; i < 300; ++i) {
