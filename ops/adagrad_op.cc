@@ -40,6 +40,7 @@ REGISTER_OP(adagrad)
     .Output("ParamOut", "the updated parameter; normally Param itself")
     .Output("MomentOut", "the updated sum; normally Moment itself")
     .Attr<float>("epsilon", 1e-6f, "added to the root of the sum")
+    .InRange(0, kNoUpperBound)
     .SetInferShape(StateOptimizerShapes<AdagradFunctor<float>>)
     .CPUKernel<float>(AdagradKernel<float>)
     .CPUKernel<double>(AdagradKernel<double>);

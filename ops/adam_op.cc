@@ -168,9 +168,13 @@ REGISTER_OP(adam)
     .Output("Beta1PowOut", "Beta1Pow * beta1; normally Beta1Pow itself")
     .Output("Beta2PowOut", "Beta2Pow * beta2; normally Beta2Pow itself")
     .Attr<float>("beta1", 0.9f, "decay of the first moment")
+    .InRange(0, 1)
     .Attr<float>("beta2", 0.999f, "decay of the second moment")
+    .InRange(0, 1)
     .Attr<float>("epsilon", 1e-8f, "added to the denominator")
+    .InRange(0, kNoUpperBound)
     .Attr<float>("weight_decay", 0.0f, "weight decay factor")
+    .InRange(0, kNoUpperBound)
     .Attr<bool>("lazy_mode", false,
                 "with a sparse Grad: update only the rows it touches")
     .Attr<bool>("decoupled_weight_decay", false,

@@ -480,7 +480,9 @@ REGISTER_OP(batch_norm)
     .Attr<bool>("is_test", false, "normalise with the running statistics")
     .Attr<float>("momentum", 0.9f,
                  "running = momentum * running + (1 - momentum) * batch")
+    .InRange(0, 1)
     .Attr<float>("epsilon", 1e-5f, "added to the variance")
+    .InRange(0, kNoUpperBound)
     .Attr<std::string>("data_layout", "NCHW", "only \"NCHW\"")
     .Attr<bool>("use_global_stats", false,
                 "train with the running statistics (frozen)")

@@ -20,6 +20,7 @@ REGISTER_OP(c_broadcast)
     .Input("X")
     .Output("Out")
     .Attr<int32_t>("root", 0, "the rank whose value everyone takes")
+    .InRange(0, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .AnyPlaceKernel(BroadcastKernel);
 

@@ -93,6 +93,7 @@ REGISTER_OP(c_reducescatter)
     .OptionalOutput("Handle", "the in-flight collective, for c_wait")
     .Attr<std::string>("reduce_type", "sum", "sum | avg | max")
     .Attr<int32_t>("nranks", 1, "the number of ranks (blocks of X)")
+    .InRange(1, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {
       BlockInferShape(ctx, "c_reducescatter");
     })
@@ -104,6 +105,7 @@ REGISTER_OP(c_allgather)
     .Output("Out", "nranks blocks along dim 0")
     .OptionalOutput("Handle", "the in-flight collective, for c_wait")
     .Attr<int32_t>("nranks", 1, "the number of ranks")
+    .InRange(1, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {
       Shape out = ctx->GetInputShape("X");
       FLUID_ENFORCE(out.rank() >= 1, "c_allgather: X must have a dim");
@@ -118,6 +120,7 @@ REGISTER_OP(shard_view)
     .Input("X", "nranks blocks along dim 0")
     .Output("Out", "block rank of X, sharing its memory")
     .Attr<int32_t>("nranks", 1, "the number of ranks (blocks of X)")
+    .InRange(1, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {
       BlockInferShape(ctx, "shard_view");
     })

@@ -75,6 +75,7 @@ REGISTER_OP(coalesce_tensor)
     .Output("FusedOutput", "the contiguous buffer")
     .Attr<int32_t>("dtype", static_cast<int32_t>(DataType::kFloat32),
                    "element type of every tensor")
+    .InRange(0, 3)
     .Attr<std::vector<int64_t>>("numels", {}, "element count of each input")
     .KernelDtypeFrom("FusedOutput")
     .SetInferShape(CoalesceInferShape)

@@ -70,6 +70,7 @@ REGISTER_OP(lars_momentum)
     .Output("ParamOut", "the updated parameter; normally Param itself")
     .Output("VelocityOut", "the updated buffer; normally Velocity itself")
     .Attr<float>("mu", 0.9f, "momentum factor")
+    .InRange(0, kNoUpperBound)
     .Attr<float>("lars_coeff", 0.001f, "the trust coefficient")
     .Attr<float>("lars_weight_decay", 0.0005f,
                  "L2 penalty, also in the local learning rate")

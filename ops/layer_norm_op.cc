@@ -230,6 +230,7 @@ REGISTER_OP(layer_norm)
     .Output("Mean", "[rows] the mean of each row")
     .Output("Variance", "[rows] the biased variance of each row")
     .Attr<float>("epsilon", 1e-5f, "added to the variance")
+    .InRange(0, kNoUpperBound)
     .Attr<int32_t>("begin_norm_axis", 1,
                    "the first normalised dim; the dims before it are rows")
     .SetInferShape(LayerNormInferShape)

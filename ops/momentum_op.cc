@@ -95,9 +95,11 @@ REGISTER_OP(momentum)
     .Output("ParamOut", "the updated parameter; normally Param itself")
     .Output("VelocityOut", "the updated buffer; normally Velocity itself")
     .Attr<float>("mu", 0.9f, "momentum factor")
+    .InRange(0, kNoUpperBound)
     .Attr<bool>("use_nesterov", false, "use Nesterov momentum")
     .Attr<float>("weight_decay", 0.0f,
                  "L2 penalty: weight_decay * Param is added to the gradient")
+    .InRange(0, kNoUpperBound)
     .SetInferShape(MomentumInferShape)
     .CPUKernel<float>(MomentumKernel<float>)
     .CPUKernel<double>(MomentumKernel<double>);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,6 +62,9 @@ struct AttrSpec {
   double max = 0;
   std::vector<std::string> choices;
 };
+
+// The open end of an attribute's range: .InRange(0, kNoUpperBound).
+inline constexpr double kNoUpperBound = std::numeric_limits<double>::infinity();
 
 struct KernelKey {
   Place::Kind place;

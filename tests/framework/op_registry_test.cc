@@ -223,6 +223,29 @@ TEST(OpRegistry, GradOpsInheritTheRanges) {
       << ResolveError(add);
 }
 
+// Hyperparameters outside their meaning trained silently before (a beta
+// of 1.5 makes Adam's moments grow without bound).
+TEST(OpRegistry, OptimizerAndNormAttrsAreRanged) {
+  struct Case {
+    const char* op;
+    const char* attr;
+    float value;
+  };
+  for (const Case& c :
+       {Case{"adam", "beta1", 1.5f}, Case{"adam", "beta2", -0.1f},
+        Case{"adam", "epsilon", -1e-8f}, Case{"momentum", "mu", -0.9f},
+        Case{"batch_norm", "momentum", 1.1f},
+        Case{"layer_norm", "epsilon", -1.0f},
+        Case{"adadelta", "rho", std::numeric_limits<float>::quiet_NaN()}}) {
+    proto::OpDesc op = MakeOp(c.op, {}, {});
+    SetOpAttr(&op, c.attr, c.value);
+    EXPECT_NE(ResolveError(op).find(std::string("attribute '") + c.attr +
+                                    "' of op '" + c.op + "'"),
+              std::string::npos)
+        << c.op << "." << c.attr << ": " << ResolveError(op);
+  }
+}
+
 // A block of y = mul(x, w) and its gradient op, the gradient's attrs as
 // given.
 proto::BlockDesc MulAndGrad(int32_t fwd_dims, int32_t grad_dims) {
