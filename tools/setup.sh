@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ccache pkg-config clang-format iproute2
+  build-essential cmake ccache pkg-config clang-format iproute2 universal-ctags
   openmpi-bin libopenmpi-dev
   libprotobuf-dev protobuf-compiler python3-protobuf
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev

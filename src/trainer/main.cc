@@ -44,12 +44,8 @@ std::string RankForErrors() {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  fluid::TrainerOptions o;
-  CLI::App app{
-      "Train a fluid program on MNIST-family data or the fortunes text."};
+// What to run: a job file, a built-in model, or a saved model to score.
+void AddJobOptions(CLI::App& app, fluid::TrainerOptions& o) {
   app.add_option("--program", o.program, "training job (model.pb) to run");
   app.add_option("--model", o.model,
                  "built-in model: mlp | lenet | resnet | vgg | transformer | "
@@ -61,6 +57,10 @@ int main(int argc, char** argv) {
                  "directory of a saved inference model "
                  "(fluid.io.save_inference_model): print its accuracy on "
                  "the test split of --data and exit");
+}
+
+// The data, the training loop, checkpoints and the built-in models' knobs.
+void AddTrainingOptions(CLI::App& app, fluid::TrainerOptions& o) {
   app.add_option("--data", o.data_dir,
                  "directory of IDX files (text models: of the fortunes "
                  "topic files, default /usr/share/games/fortunes)")
@@ -105,6 +105,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", o.log_every,
                  "progress line every N steps (0: per epoch)")
       ->capture_default_str();
+}
+
+// How the ranks of a multi-rank run share the work.
+void AddDistributedOptions(CLI::App& app, fluid::TrainerOptions& o,
+                           bool* no_overlap) {
   app.add_option("--bucket-mb", o.bucket_mb,
                  "multi-rank: gradient bucket size in MiB")
       ->capture_default_str();
@@ -112,8 +117,7 @@ int main(int argc, char** argv) {
                "print the main program's ops and exit");
   app.add_option("--transpile-for", o.print_nranks,
                  "with --print-program: show it transpiled for N ranks");
-  bool no_overlap = false;
-  app.add_flag("--no-overlap", no_overlap,
+  app.add_flag("--no-overlap", *no_overlap,
                "multi-rank: allreduce all buckets after the backward pass");
   app.add_option("--allreduce", o.allreduce,
                  "multi-rank: flat (default), hier (reduce within each "
@@ -139,6 +143,10 @@ int main(int argc, char** argv) {
                  "multi-rank: sparse gradients are gathered unless all "
                  "ranks' rows exceed this fraction of the table (default "
                  "0.25), then allreduced dense");
+}
+
+// Checks, stall detection and tracing.
+void AddDiagnosticOptions(CLI::App& app, fluid::TrainerOptions& o) {
   app.add_option("--check-consistency", o.check_consistency,
                  "multi-rank: compare parameter checksums every K steps");
   app.add_option("--stall-warn", o.stall_warn,
@@ -163,17 +171,11 @@ int main(int argc, char** argv) {
                  "recording the sample position in the epoch (0: at each "
                  "epoch's end only)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  o.overlap = !no_overlap;
-  if (o.predict.empty() && o.program.empty() == o.model.empty()) {
-    std::cerr << "trainer: error: give exactly one of --program, --model "
-              << "and --predict" << std::endl;
-    return 2;
-  }
+}
+
+// Runs the trainer; on failure, one line naming the cause (and the rank,
+// ending the whole job, under mpirun). The exit status.
+int RunAndReport(const fluid::TrainerOptions& o) {
   std::string failure;
   try {
     fluid::RunTrainer(o, std::cout);
@@ -197,4 +199,29 @@ int main(int argc, char** argv) {
   }
   fluid::WriteErrorLine("trainer: " + failure);
   return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fluid::TrainerOptions o;
+  CLI::App app{
+      "Train a fluid program on MNIST-family data or the fortunes text."};
+  bool no_overlap = false;
+  AddJobOptions(app, o);
+  AddTrainingOptions(app, o);
+  AddDistributedOptions(app, o, &no_overlap);
+  AddDiagnosticOptions(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.overlap = !no_overlap;
+  if (o.predict.empty() && o.program.empty() == o.model.empty()) {
+    std::cerr << "trainer: error: give exactly one of --program, --model "
+              << "and --predict" << std::endl;
+    return 2;
+  }
+  return RunAndReport(o);
 }

@@ -464,6 +464,29 @@ struct TrainLoop {
     return seen * world;
   }
 
+  // Trains from `pos` to the last epoch, checkpointing after each; the
+  // steps taken (counted from the run's first), samples/s and wire bytes
+  // go to `result`.
+  void RunEpochs(const Position& pos, TrainerResult* result) {
+    const int start_epoch = static_cast<int>(pos.epoch);
+    int64_t step = pos.step;
+    const auto start = Clock::now();
+    int64_t samples = 0;
+    for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
+      const int64_t start_sample = epoch == start_epoch ? pos.epoch_samples : 0;
+      samples += RunEpoch(epoch, start_sample, &step, result);
+      saver->Save(step, epoch + 1, 0);
+    }
+    // The last step's parameter gathers may still be in flight.
+    if (dist != nullptr) dist->WaitParameterGathers();
+    result->steps = step;
+    result->samples_per_second =
+        samples / std::max(Seconds(start, Clock::now()), 1e-9);
+    if (dist != nullptr)
+      result->allreduce_wire_bytes =
+          dist->communicator()->allreduce_wire_bytes();
+  }
+
   // The batcher's next batch; a data span of the timeline.
   bool NextBatch(std::vector<Tensor>* batch) {
     TimelineScope span(TimelineTrack::kData, "load batch");
@@ -718,6 +741,36 @@ Place ParsePlace(const std::string& place) {
   return Place::CUDA(device);
 }
 
+// Why a run is not evaluated ("" when it is).
+std::string WhyNoEvaluation(const proto::TrainingJob& job, bool evaluate,
+                            const DataDescription& described) {
+  if (job.metric_names_size() == 0) return "the job names no metric";
+  if (evaluate) return "";
+  return described.empty_test.empty() ? "the test set is empty"
+                                      : described.empty_test;
+}
+
+// Rank 0 after training: the test metric, in `result` and in the final
+// line with the training speed (result's steps and samples/s).
+void EvaluateAndReport(const proto::TrainingJob& job, const Dataset& test,
+                       Executor* exe, PreparedProgram* eval,
+                       TrainerResult* result, std::ostream& log) {
+  int64_t seen = 0;
+  const double metric = Evaluate(job, test, exe, eval, &seen);
+  (IsLanguageModelJob(job) ? result->test_loss : result->test_accuracy) =
+      metric;
+  char line[320];
+  std::snprintf(line, sizeof(line), "%s; trained %lld steps at %.0f samples/s",
+                EvaluationLine(job, metric, seen, test).c_str(),
+                static_cast<long long>(result->steps),
+                result->samples_per_second);
+  log << line;
+  if (result->allreduce_wire_bytes > 0)
+    log << "; allreduced " << result->allreduce_wire_bytes
+        << " bytes of gradients per rank";
+  log << "\n";
+}
+
 TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (!o.predict.empty()) return Predict(o, out);
   CheckOptions(o);
@@ -752,13 +805,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   std::unique_ptr<PreparedProgram> eval;
   const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
   // Why no evaluation follows training: said up front and at the end.
-  std::string no_evaluation;
-  if (job.metric_names_size() == 0) {
-    no_evaluation = "the job names no metric";
-  } else if (!evaluate) {
-    no_evaluation = described.empty_test.empty() ? "the test set is empty"
-                                                 : described.empty_test;
-  }
+  const std::string no_evaluation = WhyNoEvaluation(job, evaluate, described);
   if (rank == 0 && !o.checkpoint_dir.empty())
     CheckCheckpointDirWritable(o.checkpoint_dir);
   SetFlightDir(o, dist);
@@ -768,8 +815,6 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const proto::ProgramDesc& saved =
       dist != nullptr ? dist->checkpoint_program() : job.main();
   if (o.resume) pos = Resume(o, saved, train.size(), &scope, dist, rank, log);
-  const int start_epoch = static_cast<int>(pos.epoch);
-  int64_t step = pos.step;
   const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
   CheckAndLogResumePoint(pos, train.size(), batch_size, world, log);
   std::vector<std::string> persistable = PersistableVars(saved);
@@ -799,21 +844,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  log,
                  SlowStepSeconds(rank),
                  LossTrend()};
-  auto train_start = Clock::now();
-  int64_t samples_total = 0;
-  for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
-    const int64_t start_sample = epoch == start_epoch ? pos.epoch_samples : 0;
-    samples_total += loop.RunEpoch(epoch, start_sample, &step, &result);
-    saver.Save(step, epoch + 1, 0);
-  }
-  // The last step's parameter gathers may still be in flight.
-  if (dist != nullptr) dist->WaitParameterGathers();
-  double train_seconds = Seconds(train_start, Clock::now());
-  result.steps = step;
-  result.samples_per_second = samples_total / std::max(train_seconds, 1e-9);
-  if (run.dist)
-    result.allreduce_wire_bytes =
-        run.dist->communicator()->allreduce_wire_bytes();
+  loop.RunEpochs(pos, &result);
+  const int64_t step = result.steps;
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters, and now the same running statistics).
@@ -827,22 +859,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                   static_cast<long long>(step), result.samples_per_second);
     log << line << "; not evaluated: " << no_evaluation << "\n";
   }
-  if (eval) {
-    int64_t seen = 0;
-    const double metric = Evaluate(job, test, exe, eval.get(), &seen);
-    (IsLanguageModelJob(job) ? result.test_loss : result.test_accuracy) =
-        metric;
-    char line[320];
-    std::snprintf(line, sizeof(line),
-                  "%s; trained %lld steps at %.0f samples/s",
-                  EvaluationLine(job, metric, seen, test).c_str(),
-                  static_cast<long long>(step), result.samples_per_second);
-    log << line;
-    if (result.allreduce_wire_bytes > 0)
-      log << "; allreduced " << result.allreduce_wire_bytes
-          << " bytes of gradients per rank";
-    log << "\n";
-  }
+  if (eval) EvaluateAndReport(job, test, exe, eval.get(), &result, log);
   // Last, so that a diverged run still leaves its checkpoint, timeline and
   // evaluation; its exit status says it failed.
   loop.trend.Check(rank);

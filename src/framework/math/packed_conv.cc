@@ -863,6 +863,33 @@ int64_t GradCarve(const PackedConvShape& s, int64_t max_images, T* base,
 }
 
 #if defined(__AVX512F__)
+// dW from FilterGradImages' lane sums: each (filter, column row) vector of
+// `lanes` summed across its lanes, stored or (accumulate) added.
+template <typename T>
+void LaneSumsToFilterGrad(const PackedConvShape& s, const T* lanes, T* dw,
+                          bool accumulate) {
+  using S = Simd<T>;
+  const int64_t width = S::kLanes;
+  const int64_t depth = Depth(s), padded = GradDepth(s);
+  const int64_t tiles = padded / kGradRows, mg = s.group_filters;
+  const int64_t fpad = DirectFilters(s);
+  for (int64_t gi = 0; gi < s.groups; ++gi)
+    for (int64_t f0 = 0; f0 < fpad; f0 += kDirectFilters)
+      for (int64_t t = 0; t < tiles; ++t)
+        for (int64_t f = 0; f < kDirectFilters && f0 + f < mg; ++f)
+          for (int64_t r = 0; r < kGradRows; ++r) {
+            const int64_t k = t * kGradRows + r;
+            if (k >= depth) break;
+            const T* lane =
+                lanes + ((gi * fpad + f0) * padded +
+                         (t * kGradRows * kDirectFilters) + f * kGradRows + r) *
+                            width;
+            const T sum = S::Sum(S::Load(lane));
+            T& out = dw[(gi * mg + f0 + f) * depth + k];
+            out = accumulate ? out + sum : sum;
+          }
+}
+
 template <typename T>
 void FilterGradImages(const PackedConvShape& s, const T* x, const T* dy,
                       int64_t nb, T* scratch, T* dw, bool accumulate) {
@@ -953,22 +980,7 @@ void FilterGradImages(const PackedConvShape& s, const T* x, const T* dy,
         }
     }
   }
-  // dW from the lane sums.
-  for (int64_t gi = 0; gi < s.groups; ++gi)
-    for (int64_t f0 = 0; f0 < fpad; f0 += kDirectFilters)
-      for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t f = 0; f < kDirectFilters && f0 + f < mg; ++f)
-          for (int64_t r = 0; r < kGradRows; ++r) {
-            const int64_t k = t * kGradRows + r;
-            if (k >= depth) break;
-            const T* lane = sc.lanes + ((gi * fpad + f0) * padded +
-                                        (t * kGradRows * kDirectFilters) +
-                                        f * kGradRows + r) *
-                                           lanes;
-            const T sum = S::Sum(S::Load(lane));
-            T& out = dw[(gi * mg + f0 + f) * depth + k];
-            out = accumulate ? out + sum : sum;
-          }
+  LaneSumsToFilterGrad<T>(s, sc.lanes, dw, accumulate);
 }
 #endif
 
