@@ -39,10 +39,6 @@ CollectiveDesc Desc(CollectiveKind kind, int32_t dtype = -1, int64_t count = 0,
   return d;
 }
 
-CollectiveDesc Desc(CollectiveKind kind, const Tensor& t, int32_t op = -1) {
-  return Desc(kind, static_cast<int32_t>(t.dtype()), t.numel(), op);
-}
-
 bool CheckFromEnvironment() {
   const char* v = std::getenv("FLUID_COLLECTIVE_CHECK");
   if (v == nullptr || *v == '\0') return true;
@@ -307,6 +303,13 @@ void Communicator::CheckCollective(const Pending& item) {
   FLUID_THROW(ErrorCode::kAborted, mismatch_);
 }
 
+CollectiveDesc Communicator::DescOf(CollectiveKind kind, const Tensor& t,
+                                    int32_t op) const {
+  CollectiveDesc d = Desc(kind, static_cast<int32_t>(t.dtype()), t.numel(), op);
+  d.device = !t.place().is_cpu() && backend_->HandlesDeviceMemory();
+  return d;
+}
+
 void* Communicator::Staging(size_t bytes) {
   int64_t words = static_cast<int64_t>((bytes + 7) / 8);
   if (!staging_.initialized() || staging_.numel() < words)
@@ -335,9 +338,8 @@ CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
   if (size_ > 1) allreduce_wire_bytes_ += wire_bytes;
   Tensor t = tensor;  // shares the buffer until the collective is done
   CollectiveDesc desc =
-      Desc(CollectiveKind::kAllReduce, t, static_cast<int32_t>(op));
+      DescOf(CollectiveKind::kAllReduce, t, static_cast<int32_t>(op));
   desc.wire = static_cast<int32_t>(wire);
-  desc.device = !t.place().is_cpu() && backend_->HandlesDeviceMemory();
   NextCollective(desc, wire_bytes);
   return Enqueue([this, t, op, ready, wire](CommBackend* b) {
     void* data = const_cast<void*>(t.raw_data());
@@ -369,9 +371,8 @@ CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
   FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
                 " out of range for ", size_, " ranks");
   Tensor t = tensor;
-  CollectiveDesc desc = Desc(CollectiveKind::kBroadcast, t);
+  CollectiveDesc desc = DescOf(CollectiveKind::kBroadcast, t);
   desc.root = root;
-  desc.device = !t.place().is_cpu() && backend_->HandlesDeviceMemory();
   NextCollective(desc, static_cast<int64_t>(t.bytes()));
   return Enqueue([this, t, root, ready](CommBackend* b) {
     void* data = const_cast<void*>(t.raw_data());
@@ -405,9 +406,8 @@ CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
   Tensor i = in, o = out;
-  CollectiveDesc desc = Desc(CollectiveKind::kAllGather, i);
-  desc.device = !i.place().is_cpu() && backend_->HandlesDeviceMemory();
-  NextCollective(desc, static_cast<int64_t>(o.bytes()));
+  NextCollective(DescOf(CollectiveKind::kAllGather, i),
+                 static_cast<int64_t>(o.bytes()));
   return Enqueue([this, i, o, ready](CommBackend* b) {
     const int64_t bytes = static_cast<int64_t>(i.bytes());
     void* recv = const_cast<void*>(o.raw_data());
@@ -443,10 +443,9 @@ CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
   Tensor i = in, o = out;
-  CollectiveDesc desc =
-      Desc(CollectiveKind::kReduceScatter, o, static_cast<int32_t>(op));
-  desc.device = !i.place().is_cpu() && backend_->HandlesDeviceMemory();
-  NextCollective(desc, static_cast<int64_t>(i.bytes()));
+  NextCollective(
+      DescOf(CollectiveKind::kReduceScatter, o, static_cast<int32_t>(op)),
+      static_cast<int64_t>(i.bytes()));
   return Enqueue([this, i, o, op, ready](CommBackend* b) {
     void* recv = const_cast<void*>(o.raw_data());
     if (i.place().is_cpu()) {

@@ -174,6 +174,11 @@ class Communicator {
   // Worker-only: the collective check of `item` (see above); throws when
   // the ranks' collectives differ, or differed before.
   void CheckCollective(const Pending& item);
+  // What the collective check compares of a collective on `t`: kind,
+  // dtype, element count, reduce op (-1: none) and whether it takes the
+  // transport's device path.
+  CollectiveDesc DescOf(CollectiveKind kind, const Tensor& t,
+                        int32_t op = -1) const;
   // Worker-only: host memory for staging `bytes` of device data.
   void* Staging(size_t bytes);
 

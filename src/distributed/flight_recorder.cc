@@ -230,8 +230,8 @@ void FlightRecorder::RecordInTimeline(int64_t seq, Timeline* timeline) const {
   Record r;
   if (!Get(seq, &r)) return;
   timeline->RecordCollective(
-      Timeline::Collective{CollectiveKindName(r.kind), r.bytes, r.step, r.seq,
-                           r.index, r.issue_ns, r.start_ns, r.end_ns});
+      Timeline::Collective{CollectiveKindName(r.desc.kind), r.bytes, r.step,
+                           r.seq, r.index, r.issue_ns, r.start_ns, r.end_ns});
 }
 
 void FlightRecorder::BeginStep() {
@@ -247,8 +247,7 @@ bool FlightRecorder::Get(int64_t seq, Record* out) const {
   const Slot& s = ring_[seq % kCapacity];
   if (s.seq.load() != seq) return false;
   out->seq = seq;
-  out->kind = static_cast<CollectiveKind>(s.kind.load());
-  out->desc.kind = out->kind;
+  out->desc.kind = static_cast<CollectiveKind>(s.kind.load());
   out->desc.dtype = s.dtype.load();
   out->desc.op = s.op.load();
   out->desc.root = s.root.load();
@@ -328,7 +327,7 @@ bool FlightRecorder::Dump(const char* reason) const {
   for (int64_t seq = last - kCapacity + 1; seq <= last; ++seq) {
     Record r;
     if (!Get(seq, &r)) continue;
-    b.Str("seq ").Int(r.seq).Str(" op ").Str(CollectiveKindName(r.kind));
+    b.Str("seq ").Int(r.seq).Str(" op ").Str(CollectiveKindName(r.desc.kind));
     b.Str(" bytes ").Int(r.bytes).Str(" step ").Int(r.step);
     b.Str(" index ").Int(r.index).Str(" state ").Str(StateName(r.state));
     b.Str(" issued_ms_ago ").Int((now - r.issue_ns) / 1000000);

@@ -63,9 +63,8 @@ class FlightRecorder {
 
   // What one collective was and when it happened.
   struct Record {
-    int64_t seq = 0;  // 1, 2, ...; 0: empty slot
-    CollectiveKind kind = CollectiveKind::kOther;
-    CollectiveDesc desc;  // desc.kind == kind
+    int64_t seq = 0;      // 1, 2, ...; 0: empty slot
+    CollectiveDesc desc;  // what it is: kind, dtype, count, ...
     int64_t bytes = 0;
     int64_t step = 0;   // MPIExecutor steps begun before it was issued
     int32_t index = 0;  // 1, 2, ... within its step

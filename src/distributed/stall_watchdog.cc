@@ -93,24 +93,6 @@ class MpiProgressChannel : public ProgressChannel {
   ProgressReport in_;
 };
 
-// "rank 3", "ranks 0, 2, 5-9".
-std::string RankList(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    os << (i ? ", " : "") << ranks[i];
-    if (j > i + 1) {
-      os << "-" << ranks[j];
-    } else if (j == i + 1) {
-      os << ", " << ranks[j];
-    }
-    i = j + 1;
-  }
-  return os.str();
-}
-
 std::string Bytes(int64_t b) {
   char buf[32];
   if (b >= (1 << 20)) {
@@ -179,7 +161,20 @@ std::string Whereabouts(int rank, const RankView& v) {
 }  // namespace
 
 std::string FormatRankList(const std::vector<int>& ranks) {
-  return RankList(ranks);
+  std::ostringstream os;
+  os << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    os << (i ? ", " : "") << ranks[i];
+    if (j > i + 1) {
+      os << "-" << ranks[j];
+    } else if (j == i + 1) {
+      os << ", " << ranks[j];
+    }
+    i = j + 1;
+  }
+  return os.str();
 }
 
 std::unique_ptr<ProgressChannel> MakeMpiProgressChannel() {
@@ -253,8 +248,8 @@ std::string DescribeStall(const StallVerdict& v,
        << Secs(v.waited_s)
        << " and none is behind: the transport does not complete it";
   } else {
-    os << RankList(v.stuck) << (v.stuck.size() == 1 ? " holds" : " hold")
-       << " up " << k << ", in which " << RankList(waiting)
+    os << FormatRankList(v.stuck) << (v.stuck.size() == 1 ? " holds" : " hold")
+       << " up " << k << ", in which " << FormatRankList(waiting)
        << (waiting.size() == 1 ? " has" : " have") << " waited "
        << Secs(v.waited_s) << ": ";
     for (size_t i = 0; i < v.stuck.size() && i < 8; ++i) {
@@ -386,7 +381,7 @@ ProgressReport StallWatchdog::OwnReport(int64_t now) const {
   FlightRecorder::Record rec;
   const int64_t seq = r.started > r.finished ? r.started : r.finished;
   if (recorder_->Get(seq, &rec)) {
-    r.kind = static_cast<int32_t>(rec.kind);
+    r.kind = static_cast<int32_t>(rec.desc.kind);
     r.index = rec.index;
     r.bytes = rec.bytes;
     r.coll_step = rec.step;

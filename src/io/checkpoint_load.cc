@@ -3,7 +3,6 @@
 // one, and the match against the program. The format is in checkpoint.h.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -38,12 +37,6 @@ using checkpoint_internal::Str;
 bool IsPlainFileName(const std::string& f) {
   return !f.empty() && f != "." && f != ".." &&
          f.find('/') == std::string::npos && f.find('\0') == std::string::npos;
-}
-
-std::string Hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", v);
-  return buf;
 }
 
 // Parses `body` as a manifest exactly as every build writes one: it must
@@ -130,9 +123,9 @@ Manifest ReadManifest(FileSystem* fs, const Located& loc) {
   const proto::CheckpointManifest& m = out.m;
   FLUID_ENFORCE(parsed || !has_seal, "checkpoint '", loc.path,
                 "' has a damaged manifest '", path,
-                "': its checksum does not match (crc32 ", Hex32(actual),
+                "': its checksum does not match (crc32 ", Crc32Text(actual),
                 " of its first ", n - kManifestSealBytes,
-                " bytes, the manifest says ", Hex32(stored), ")");
+                " bytes, the manifest says ", Crc32Text(stored), ")");
   // step and epoch are always written and serialize after the entries, so
   // a manifest cut short there lacks them even when the prefix parses.
   FLUID_ENFORCE(parsed && m.has_step() && m.has_epoch(), "checkpoint '",
@@ -195,8 +188,9 @@ bool ReadEntryFile(FileSystem* fs, const std::string& ckpt,
   if (data->size() != e.bytes()) return wrong_size(data->size());
   uint32_t crc = Crc32(*data);
   if (crc != e.crc32()) {
-    problems->push_back(Str("file '", path, "' is corrupt: crc32 ", Hex32(crc),
-                            ", the manifest says ", Hex32(e.crc32())));
+    problems->push_back(Str("file '", path, "' is corrupt: crc32 ",
+                            Crc32Text(crc), ", the manifest says ",
+                            Crc32Text(e.crc32())));
     return false;
   }
   return true;

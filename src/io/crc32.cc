@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 
 namespace fluid {
 
@@ -20,6 +21,12 @@ uint32_t Crc32Extend(uint32_t crc, const void* data, size_t n) {
     n -= len;
   }
   return static_cast<uint32_t>(c);
+}
+
+std::string Crc32Text(uint32_t crc) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%08x", crc);
+  return text;
 }
 
 }  // namespace fluid

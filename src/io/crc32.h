@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace fluid {
@@ -19,5 +20,8 @@ inline uint32_t Crc32(const void* data, size_t n) {
 inline uint32_t Crc32(std::string_view bytes) {
   return Crc32(bytes.data(), bytes.size());
 }
+
+// A checksum as messages show it: "0x0123abcd".
+std::string Crc32Text(uint32_t crc);
 
 }  // namespace fluid

@@ -26,6 +26,17 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   return *end == '\0' ? static_cast<int64_t>(x) : fallback;
 }
 
+// Refuses a position beyond the training set; `who` starts the message
+// ("it", "--resume: the checkpoint").
+void CheckPositionInData(const char* who, int64_t epoch, int64_t epoch_samples,
+                         int64_t samples) {
+  FLUID_ENFORCE(epoch_samples >= 0 && epoch_samples <= samples, who,
+                " stands at sample ", epoch_samples, " of epoch ", epoch + 1,
+                ", beyond the ", samples,
+                " training samples: was it taken with other --data or "
+                "--train-samples?");
+}
+
 }  // namespace
 
 int64_t ResumedBatchSize(const ResumePoint& at, int64_t batch_size, int world,
@@ -48,11 +59,8 @@ int64_t ResumedBatchSize(const ResumePoint& at, int64_t batch_size, int world,
 
 void CheckAndLogResumePoint(const ResumePoint& at, int64_t samples,
                             int64_t batch_size, int world, std::ostream& log) {
-  FLUID_ENFORCE(at.epoch_samples >= 0 && at.epoch_samples <= samples,
-                "--resume: the checkpoint stands at sample ", at.epoch_samples,
-                " of epoch ", at.epoch + 1, ", beyond the ", samples,
-                " training samples: was it taken with other --data or "
-                "--train-samples?");
+  CheckPositionInData("--resume: the checkpoint", at.epoch, at.epoch_samples,
+                      samples);
   if (at.global_batch <= 0 && at.epoch_samples == 0) return;
   log << "resume position: epoch " << at.epoch + 1 << " at sample "
       << at.epoch_samples << " of " << samples << ", step " << at.step
@@ -69,11 +77,7 @@ void CheckCheckpointFits(const CheckpointInfo& at, int64_t epochs,
                 "it stands at sample ", at.epoch_samples, " of epoch ",
                 at.epoch + 1, ", beyond --epochs ", epochs,
                 " (resume with --epochs ", at.epoch + 1, " or more)");
-  FLUID_ENFORCE(at.epoch_samples <= samples, "it stands at sample ",
-                at.epoch_samples, " of epoch ", at.epoch + 1, ", beyond the ",
-                samples,
-                " training samples: was it taken with other --data or "
-                "--train-samples?");
+  CheckPositionInData("it", at.epoch, at.epoch_samples, samples);
 }
 
 void CheckpointSaver::Save(int64_t step, int64_t epochs,

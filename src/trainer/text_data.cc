@@ -1,7 +1,5 @@
 #include "src/trainer/text_data.h"
 
-#include <cstdio>
-
 #include "src/data/fortunes.h"
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
@@ -62,12 +60,6 @@ int64_t NumTopics(const proto::TrainingJob& job) {
   return KnownDim(job, logits, s.rank() - 1);
 }
 
-std::string Hex32(uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof(text), "0x%08x", v);
-  return text;
-}
-
 // "<size> ids, crc32 0x...": the vocabulary's code points in id order (the
 // reserved ids as 0).
 std::string DescribeVocab(const CharVocab& vocab) {
@@ -80,7 +72,7 @@ std::string DescribeVocab(const CharVocab& vocab) {
                                  static_cast<unsigned char>(c >> 24)};
     crc = Crc32Extend(crc, le, 4);
   }
-  return std::to_string(vocab.size()) + " ids, crc32 " + Hex32(crc);
+  return std::to_string(vocab.size()) + " ids, crc32 " + Crc32Text(crc);
 }
 
 }  // namespace
@@ -164,7 +156,7 @@ std::vector<RunSetting> DataSettings(const DataDescription& description,
           i < data->names.size() ? data->names[i] : std::to_string(i);
       out.push_back(RunSetting::Text(
           std::string("--data (crc32 of ") + split + " " + name + ")",
-          Hex32(ContentDigest(data->tensors[i]))));
+          Crc32Text(ContentDigest(data->tensors[i]))));
     }
   }
   return out;

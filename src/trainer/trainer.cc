@@ -845,7 +845,6 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  SlowStepSeconds(rank),
                  LossTrend()};
   loop.RunEpochs(pos, &result);
-  const int64_t step = result.steps;
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters, and now the same running statistics).
@@ -856,7 +855,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (!evaluate) {
     char line[96];
     std::snprintf(line, sizeof(line), "trained %lld steps at %.0f samples/s",
-                  static_cast<long long>(step), result.samples_per_second);
+                  static_cast<long long>(result.steps),
+                  result.samples_per_second);
     log << line << "; not evaluated: " << no_evaluation << "\n";
   }
   if (eval) EvaluateAndReport(job, test, exe, eval.get(), &result, log);

@@ -271,10 +271,10 @@ TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {
   EXPECT_EQ(rec.finished(), 3);
   FlightRecorder::Record r;
   ASSERT_TRUE(rec.Get(1, &r));
-  EXPECT_EQ(r.kind, CollectiveKind::kBroadcast);
+  EXPECT_EQ(r.desc.kind, CollectiveKind::kBroadcast);
   EXPECT_EQ(r.step, 0);
   ASSERT_TRUE(rec.Get(2, &r));
-  EXPECT_EQ(r.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(r.desc.kind, CollectiveKind::kAllReduce);
   EXPECT_EQ(r.bytes, 32);
   EXPECT_EQ(r.step, 1);
   EXPECT_EQ(r.index, 1);
@@ -282,7 +282,7 @@ TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {
   EXPECT_GE(r.end_ns, r.start_ns);
   EXPECT_GE(r.start_ns, r.issue_ns);
   ASSERT_TRUE(rec.Get(3, &r));
-  EXPECT_EQ(r.kind, CollectiveKind::kBarrier);
+  EXPECT_EQ(r.desc.kind, CollectiveKind::kBarrier);
   EXPECT_EQ(r.index, 2);
 }
 
