@@ -1,4 +1,5 @@
-// What the collective ops share: finding the run's communicator.
+// What the collective ops share: finding the run's communicator, checking
+// the rank count a program was planned for, the shape of one rank's block.
 #pragma once
 
 #include "src/distributed/communicator.h"
@@ -22,6 +23,34 @@ inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
   FLUID_THROW(ErrorCode::kUnimplemented,
               "this op needs a communicator: run the program with "
               "MPIExecutor, under mpirun");
+}
+
+// The program was transpiled for `nranks` ranks; running it on another
+// count would split tensors into the wrong number of blocks.
+inline void CheckRanks(Communicator* comm, int nranks, const char* op) {
+  FLUID_ENFORCE(comm->size() == nranks, op, " was planned for ", nranks,
+                " ranks and runs on ", comm->size());
+}
+
+// X's shape with dim 0 divided by nranks (one rank's block).
+inline Shape BlockShape(const Shape& x, int nranks, const char* op) {
+  FLUID_ENFORCE(nranks >= 1, op, ": nranks must be >= 1, got ", nranks);
+  FLUID_ENFORCE(x.rank() >= 1, op, ": X must have at least one dim");
+  Shape out = x;
+  if (x[0] >= 0) {
+    FLUID_ENFORCE(x[0] % nranks == 0, op, ": dim 0 of X (", x[0],
+                  ") is not a multiple of nranks (", nranks, ")");
+    out[0] = x[0] / nranks;
+  }
+  return out;
+}
+
+// Out = one block of X along dim 0, same dtype.
+inline void BlockInferShape(InferShapeContext* ctx, const char* op) {
+  Shape out =
+      BlockShape(ctx->GetInputShape("X"), ctx->Attr<int32_t>("nranks"), op);
+  ctx->SetOutputShape("Out", out);
+  ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
 }
 
 // With a Handle output the collective is left in flight for a later c_wait;
