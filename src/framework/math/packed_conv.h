@@ -34,6 +34,8 @@
 // take, per column row, 3 masked loads straight from the staged images and
 // 8 broadcast filter taps. Nothing is copied into a panel, and the sums go
 // from the registers to the output. Its vectors never span two images.
+// The direct kernels live in packed_conv_avx512.cc; packed_conv.cc stages
+// the images, runs the panels and picks the kernel.
 #pragma once
 
 #include <cstdint>
