@@ -160,26 +160,6 @@ void RunsIntoPartials(const CPUDeviceContext& dev, int64_t runs, double cost,
   if (dw != nullptr) AddPartials(partial, runs - 1, size, dw);
 }
 
-// A convolution as the kernels see it: the sweep over one group of
-// channels, the number of groups, the filters of each group and the input
-// elements of one whole image (every group).
-struct ConvLayout {
-  ConvGeometry g;
-  int64_t groups, group_filters, image;
-};
-
-ConvLayout MakeLayout(const ExecutionContext& ctx, const std::string& op) {
-  const Shape& x = ctx.Input("Input").shape();
-  const Shape& w = ctx.Input("Filter").shape();
-  ConvAttrs a = ReadConvAttrs(ctx, op);
-  ConvLayout l;
-  l.g = MakeGeometry(a, x, w);
-  l.groups = a.groups;
-  l.group_filters = w[0] / a.groups;
-  l.image = a.groups * l.g.InputSize();
-  return l;
-}
-
 // Output for `nb` consecutive images x [nb, C, H, W] -> y [nb, M, Ho, Wo],
 // one group of channels at a time.
 template <typename T>
@@ -321,19 +301,6 @@ bool InputGradIsConv(const ConvGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 &&
          g.pad_h <= g.dilation_h * (g.kernel_h - 1) &&
          g.pad_w <= g.dilation_w * (g.kernel_w - 1);
-}
-
-// A convolution of dY giving (a phase of) dX for `l`: dY's M / groups
-// channels of Ho x Wo in, C / groups filters out, the kernel, padding and
-// output plane still to set.
-ConvLayout OverOutputGrad(const ConvLayout& l) {
-  ConvLayout t = l;
-  t.g.channels = l.group_filters;
-  t.g.in_h = l.g.out_h;
-  t.g.in_w = l.g.out_w;
-  t.group_filters = l.g.channels;
-  t.image = l.groups * t.g.InputSize();
-  return t;
 }
 
 // The convolution that maps dY to dX for InputGradIsConv(l.g).

@@ -143,26 +143,6 @@ struct ScatterGroup {
   }
 };
 
-// A convolution as the kernels see it: the sweep over one group of
-// channels, the number of groups, the filters of each group and the input
-// elements of one whole image (every group).
-struct ConvLayout {
-  ConvGeometry g;
-  int64_t groups, group_filters, image;
-};
-
-ConvLayout MakeLayout(const ExecutionContext& ctx, const std::string& op) {
-  const Shape& x = ctx.Input("Input").shape();
-  const Shape& w = ctx.Input("Filter").shape();
-  const ConvAttrs a = ReadConvAttrs(ctx, op);
-  ConvLayout l;
-  l.g = MakeGeometry(a, x, w);
-  l.groups = a.groups;
-  l.group_filters = w[0] / a.groups;
-  l.image = a.groups * l.g.InputSize();
-  return l;
-}
-
 template <typename T>
 void Conv2dKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");

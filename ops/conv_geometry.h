@@ -1,6 +1,6 @@
-// The window attrs and geometry of conv2d, shared by its CPU kernels
-// (conv2d_op.cc) and CUDA kernels (conv2d_op.cu). Free of Eigen so that
-// nvcc can compile it.
+// The window attrs, geometry and layout of conv2d, shared by its CPU
+// kernels (conv2d_op.cc) and CUDA kernels (conv2d_op.cu). Free of Eigen so
+// that nvcc can compile it.
 #pragma once
 
 #include <sstream>
@@ -70,6 +70,42 @@ inline math::ConvGeometry MakeGeometry(const ConvAttrs& a, const Shape& in,
   g.out_w = math::ConvOutputSize(g.in_w, g.kernel_w, g.stride_w, g.pad_w,
                                  g.dilation_w);
   return g;
+}
+
+// A convolution as the kernels see it: the sweep over one group of
+// channels, the number of groups, the filters of each group and the input
+// elements of one whole image (every group).
+struct ConvLayout {
+  math::ConvGeometry g;
+  int64_t groups, group_filters, image;
+};
+
+// The layout of the op's Input and Filter under its attrs; Ctx is
+// ExecutionContext.
+template <typename Ctx>
+ConvLayout MakeLayout(const Ctx& ctx, const std::string& op) {
+  const Shape& x = ctx.Input("Input").shape();
+  const Shape& w = ctx.Input("Filter").shape();
+  const ConvAttrs a = ReadConvAttrs(ctx, op);
+  ConvLayout l;
+  l.g = MakeGeometry(a, x, w);
+  l.groups = a.groups;
+  l.group_filters = w[0] / a.groups;
+  l.image = a.groups * l.g.InputSize();
+  return l;
+}
+
+// A convolution of dY giving (a phase of) dX for `l`: dY's M / groups
+// channels of Ho x Wo in, C / groups filters out, the kernel, padding and
+// output plane still to set.
+inline ConvLayout OverOutputGrad(const ConvLayout& l) {
+  ConvLayout t = l;
+  t.g.channels = l.group_filters;
+  t.g.in_h = l.g.out_h;
+  t.g.in_w = l.g.out_w;
+  t.group_filters = l.g.channels;
+  t.image = l.groups * t.g.InputSize();
+  return t;
 }
 
 }  // namespace ops
