@@ -37,11 +37,7 @@ void SparseAllReduceKernel(const ExecutionContext& ctx) {
   CommHandlePtr handle = CommunicatorOf(ctx)->SparseAllReduceAsync(
       x->Get<SelectedRows>(), out, op, ratio,
       ctx.device_context().ReadyFence());
-  if (ctx.HasOutput("Handle")) {
-    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
-  } else {
-    handle->Wait();
-  }
+  HandOffOrWait(ctx, std::move(handle));
 }
 
 }  // namespace

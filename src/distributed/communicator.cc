@@ -19,16 +19,6 @@ namespace fluid {
 
 namespace {
 
-// What the next Enqueue on this thread records: set by the collective
-// functions just before they enqueue (work queued otherwise is kOther).
-thread_local CollectiveDesc t_next_desc;
-thread_local int64_t t_next_bytes = 0;
-
-void NextCollective(const CollectiveDesc& desc, int64_t bytes) {
-  t_next_desc = desc;
-  t_next_bytes = bytes;
-}
-
 CollectiveDesc Desc(CollectiveKind kind, int32_t dtype = -1, int64_t count = 0,
                     int32_t op = -1) {
   CollectiveDesc d;
@@ -207,18 +197,48 @@ void Communicator::ConfigureStallWatchdog(StallConfig config) {
   if (watchdog_) watchdog_->Configure(config);
 }
 
-CommHandlePtr Communicator::Enqueue(std::function<void(CommBackend*)> work) {
+CommHandlePtr Communicator::Enqueue(const CollectiveDesc& desc, int64_t bytes,
+                                    Work work) {
   auto handle = std::make_shared<CommHandle>();
   {
     std::lock_guard<std::mutex> lock(mu_);
     FLUID_ENFORCE_CODE(!stopping_, ErrorCode::kAborted,
                        "collective issued after the communicator shut down");
-    const int64_t seq = recorder_.Issue(t_next_desc, t_next_bytes);
-    queue_.push_back(Pending{std::move(work), handle, seq, t_next_desc});
+    const int64_t seq = recorder_.Issue(desc, bytes);
+    queue_.push_back(Pending{std::move(work), handle, seq, desc});
   }
-  NextCollective(CollectiveDesc(), 0);
   cv_.notify_one();
   return handle;
+}
+
+CommHandlePtr Communicator::EnqueueDense(const CollectiveDesc& desc,
+                                         int64_t bytes,
+                                         DenseCollective collective) {
+  return Enqueue(desc, bytes,
+                 [this, c = std::move(collective)](CommBackend* b, int64_t*) {
+                   RunDense(b, c);
+                 });
+}
+
+void Communicator::RunDense(CommBackend* b, const DenseCollective& c) {
+  const void* send = c.in.raw_data();
+  void* recv = const_cast<void*>(c.out.raw_data());
+  const Place place = c.in.place();
+  if (place.is_cpu()) return c.host(b, send, recv);
+  if (c.ready) c.ready();
+  SetCurrentDevice(place.device);
+  if (b->HandlesDeviceMemory()) return c.device(b, send, recv, place.device);
+  const bool in_place = send == recv && c.in.bytes() == c.out.bytes();
+  if (in_place && size_ == 1) return;  // one rank's result is its input
+  // One staging area: the receive buffer, then the send buffer unless the
+  // collective works in place.
+  const size_t recv_bytes = c.out.bytes();
+  char* host =
+      static_cast<char*>(Staging(recv_bytes + (in_place ? 0 : c.in.bytes())));
+  char* host_send = in_place ? host : host + recv_bytes;
+  CopyBytes(Place::CPU(), host_send, place, send, c.in.bytes());
+  c.host(b, host_send, host);
+  CopyBytes(c.out.place(), recv, Place::CPU(), host, recv_bytes);
 }
 
 void Communicator::Loop() {
@@ -232,13 +252,15 @@ void Communicator::Loop() {
       queue_.pop_front();
     }
     std::exception_ptr error;
+    int64_t bytes = -1;
     recorder_.Start(item.seq);
     try {
       CheckCollective(item);
-      item.work(backend_.get());
+      item.work(backend_.get(), &bytes);
     } catch (...) {
       error = std::current_exception();
     }
+    if (bytes >= 0) recorder_.SetBytes(item.seq, bytes);
     recorder_.Finish(item.seq, error == nullptr);
     item.handle->Finish(error);
   }
@@ -336,33 +358,24 @@ CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
           ? static_cast<int64_t>(tensor.bytes())
           : tensor.numel() * static_cast<int64_t>(WireBytes(wire));
   if (size_ > 1) allreduce_wire_bytes_ += wire_bytes;
-  Tensor t = tensor;  // shares the buffer until the collective is done
   CollectiveDesc desc =
-      DescOf(CollectiveKind::kAllReduce, t, static_cast<int32_t>(op));
+      DescOf(CollectiveKind::kAllReduce, tensor, static_cast<int32_t>(op));
   desc.wire = static_cast<int32_t>(wire);
-  NextCollective(desc, wire_bytes);
-  return Enqueue([this, t, op, ready, wire](CommBackend* b) {
-    void* data = const_cast<void*>(t.raw_data());
-    auto reduce = [&](void* host) {
-      if (wire == WireFormat::kNative) {
-        b->AllReduce(host, t.numel(), t.dtype(), op);
-      } else if (size_ > 1) {
-        b->AllReduceCompressed(static_cast<float*>(host), t.numel(), wire, op);
-      }
-    };
-    if (t.place().is_cpu()) return reduce(data);
-    if (ready) ready();
-    SetCurrentDevice(t.place().device);
-    if (b->HandlesDeviceMemory()) {
-      b->DeviceAllReduce(data, t.numel(), t.dtype(), op, t.place().device);
-      return;
+  const int64_t n = tensor.numel();
+  const DataType dtype = tensor.dtype();
+  DenseCollective c{tensor, tensor, std::move(ready), nullptr, nullptr};
+  c.host = [this, n, dtype, op, wire](CommBackend* b, const void*, void* data) {
+    if (wire == WireFormat::kNative) {
+      b->AllReduce(data, n, dtype, op);
+    } else if (size_ > 1) {
+      b->AllReduceCompressed(static_cast<float*>(data), n, wire, op);
     }
-    if (size_ == 1) return;  // one rank's reduction is its own value
-    void* host = Staging(t.bytes());
-    CopyBytes(Place::CPU(), host, t.place(), data, t.bytes());
-    reduce(host);
-    CopyBytes(t.place(), data, Place::CPU(), host, t.bytes());
-  });
+  };
+  c.device = [n, dtype, op](CommBackend* b, const void*, void* data,
+                            int device) {
+    b->DeviceAllReduce(data, n, dtype, op, device);
+  };
+  return EnqueueDense(desc, wire_bytes, std::move(c));
 }
 
 CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
@@ -370,29 +383,18 @@ CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
   FLUID_ENFORCE(tensor.initialized(), "broadcast of a tensor with no data");
   FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
                 " out of range for ", size_, " ranks");
-  Tensor t = tensor;
-  CollectiveDesc desc = DescOf(CollectiveKind::kBroadcast, t);
+  CollectiveDesc desc = DescOf(CollectiveKind::kBroadcast, tensor);
   desc.root = root;
-  NextCollective(desc, static_cast<int64_t>(t.bytes()));
-  return Enqueue([this, t, root, ready](CommBackend* b) {
-    void* data = const_cast<void*>(t.raw_data());
-    const int64_t bytes = static_cast<int64_t>(t.bytes());
-    if (t.place().is_cpu()) {
-      b->Broadcast(data, bytes, root);
-      return;
-    }
-    if (ready) ready();
-    SetCurrentDevice(t.place().device);
-    if (b->HandlesDeviceMemory()) {
-      b->DeviceBroadcast(data, bytes, root, t.place().device);
-      return;
-    }
-    if (size_ == 1) return;
-    void* host = Staging(t.bytes());
-    CopyBytes(Place::CPU(), host, t.place(), data, t.bytes());
-    b->Broadcast(host, bytes, root);
-    CopyBytes(t.place(), data, Place::CPU(), host, t.bytes());
-  });
+  const int64_t bytes = static_cast<int64_t>(tensor.bytes());
+  DenseCollective c{tensor, tensor, std::move(ready), nullptr, nullptr};
+  c.host = [bytes, root](CommBackend* b, const void*, void* data) {
+    b->Broadcast(data, bytes, root);
+  };
+  c.device = [bytes, root](CommBackend* b, const void*, void* data,
+                           int device) {
+    b->DeviceBroadcast(data, bytes, root, device);
+  };
+  return EnqueueDense(desc, bytes, std::move(c));
 }
 
 CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
@@ -405,29 +407,16 @@ CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
   FLUID_ENFORCE(in.place() == out.place(), "allgather from ",
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
-  Tensor i = in, o = out;
-  NextCollective(DescOf(CollectiveKind::kAllGather, i),
-                 static_cast<int64_t>(o.bytes()));
-  return Enqueue([this, i, o, ready](CommBackend* b) {
-    const int64_t bytes = static_cast<int64_t>(i.bytes());
-    void* recv = const_cast<void*>(o.raw_data());
-    if (i.place().is_cpu()) {
-      b->AllGather(i.raw_data(), recv, bytes);
-      return;
-    }
-    if (ready) ready();
-    SetCurrentDevice(i.place().device);
-    if (b->HandlesDeviceMemory()) {
-      b->DeviceAllGather(i.raw_data(), recv, bytes, i.place().device);
-      return;
-    }
-    // One staging area: the send block at the end, after the receive blocks.
-    char* host = static_cast<char*>(Staging(o.bytes() + i.bytes()));
-    CopyBytes(Place::CPU(), host + o.bytes(), i.place(), i.raw_data(),
-              i.bytes());
-    b->AllGather(host + o.bytes(), host, bytes);
-    CopyBytes(o.place(), recv, Place::CPU(), host, o.bytes());
-  });
+  const int64_t block = static_cast<int64_t>(in.bytes());
+  DenseCollective c{in, out, std::move(ready), nullptr, nullptr};
+  c.host = [block](CommBackend* b, const void* send, void* recv) {
+    b->AllGather(send, recv, block);
+  };
+  c.device = [block](CommBackend* b, const void* send, void* recv, int device) {
+    b->DeviceAllGather(send, recv, block, device);
+  };
+  return EnqueueDense(DescOf(CollectiveKind::kAllGather, in),
+                      static_cast<int64_t>(out.bytes()), std::move(c));
 }
 
 CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
@@ -442,88 +431,106 @@ CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
   FLUID_ENFORCE(in.place() == out.place(), "reduce-scatter from ",
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
-  Tensor i = in, o = out;
-  NextCollective(
-      DescOf(CollectiveKind::kReduceScatter, o, static_cast<int32_t>(op)),
-      static_cast<int64_t>(i.bytes()));
-  return Enqueue([this, i, o, op, ready](CommBackend* b) {
-    void* recv = const_cast<void*>(o.raw_data());
-    if (i.place().is_cpu()) {
-      b->ReduceScatter(i.raw_data(), recv, o.numel(), o.dtype(), op);
-      return;
-    }
-    if (ready) ready();
-    SetCurrentDevice(i.place().device);
-    if (b->HandlesDeviceMemory()) {
-      b->DeviceReduceScatter(i.raw_data(), recv, o.numel(), o.dtype(), op,
-                             i.place().device);
-      return;
-    }
-    // One staging area: the input blocks, then the output block.
-    char* host = static_cast<char*>(Staging(i.bytes() + o.bytes()));
-    CopyBytes(Place::CPU(), host, i.place(), i.raw_data(), i.bytes());
-    b->ReduceScatter(host, host + i.bytes(), o.numel(), o.dtype(), op);
-    CopyBytes(o.place(), recv, Place::CPU(), host + i.bytes(), o.bytes());
-  });
+  const int64_t n = out.numel();
+  const DataType dtype = out.dtype();
+  DenseCollective c{in, out, std::move(ready), nullptr, nullptr};
+  c.host = [n, dtype, op](CommBackend* b, const void* send, void* recv) {
+    b->ReduceScatter(send, recv, n, dtype, op);
+  };
+  c.device = [n, dtype, op](CommBackend* b, const void* send, void* recv,
+                            int device) {
+    b->DeviceReduceScatter(send, recv, n, dtype, op, device);
+  };
+  return EnqueueDense(
+      DescOf(CollectiveKind::kReduceScatter, out, static_cast<int32_t>(op)),
+      static_cast<int64_t>(in.bytes()), std::move(c));
 }
+
+// What the worker needs of a sparse allreduce: this rank's rows and values
+// as they were when it was issued, and where the result goes.
+struct Communicator::SparseCollective {
+  std::vector<int64_t> rows;
+  Tensor values;  // shares the buffer until done
+  int64_t height = 0, width = 0;
+  Shape shape;  // of the values, [rows, ...]
+  ReduceOp op = ReduceOp::kSum;
+  double dense_ratio = 0;
+  ReadyFn ready;
+  SelectedRows* out = nullptr;
+};
 
 CommHandlePtr Communicator::SparseAllReduceAsync(const SelectedRows& in,
                                                  SelectedRows* out, ReduceOp op,
                                                  double dense_ratio,
                                                  ReadyFn ready) {
   FLUID_ENFORCE(out != nullptr, "sparse allreduce into nothing");
-  auto rows = std::make_shared<std::vector<int64_t>>(in.rows());
-  const Tensor values = in.value();  // shares the buffer until done
-  const int64_t height = in.height(), width = in.row_width();
-  Shape shape = values.shape();
-  if (shape.rank() == 0) shape = Shape{0, 1};
+  auto c = std::make_shared<SparseCollective>();
+  c->rows = in.rows();
+  c->values = in.value();
+  c->height = in.height();
+  c->width = in.row_width();
+  c->shape = c->values.shape();
+  if (c->shape.rank() == 0) c->shape = Shape{0, 1};
+  c->op = op;
+  c->dense_ratio = dense_ratio;
+  c->ready = std::move(ready);
+  c->out = out;
   // The rows differ across ranks (a rank may have none, and then no row
   // width either); the table's height and type must not.
-  NextCollective(
-      Desc(CollectiveKind::kSparseAllReduce,
-           static_cast<int32_t>(values.dtype()), height,
-           static_cast<int32_t>(op)),
-      static_cast<int64_t>(values.initialized() ? values.bytes() : 0));
-  return Enqueue([this, rows, values, height, width, shape, op, dense_ratio,
-                  ready, out](CommBackend* b) {
-    Tensor host = values;
-    if (!values.place().is_cpu() && values.initialized()) {
-      if (ready) ready();
-      host = Tensor();
-      host.CopyFrom(values, Place::CPU());
-    }
-    SparseReduceInput in{rows.get(), rows->empty() ? nullptr : host.raw_data(),
-                         width, height, values.dtype()};
-    SparseReduceOutput result;
-    SparseAllReduce(b, in, op, dense_ratio, &result);
-    if (size_ > 1) allreduce_wire_bytes_ += result.wire_bytes;
-    Shape out_shape = shape;
-    out_shape[0] = static_cast<int64_t>(result.rows.size());
-    result.values.Resize(out_shape);
-    out->set_height(height);
-    *out->mutable_rows() = std::move(result.rows);
-    if (values.place().is_cpu()) {
-      *out->mutable_value() = result.values;
-    } else {
-      Tensor on_device;
-      on_device.CopyFrom(result.values, values.place());
-      *out->mutable_value() = on_device;
-    }
+  const CollectiveDesc desc = Desc(CollectiveKind::kSparseAllReduce,
+                                   static_cast<int32_t>(c->values.dtype()),
+                                   c->height, static_cast<int32_t>(op));
+  // What the gather of rows and values will send; the dense fallback
+  // sends the table instead, and the worker records that when it runs.
+  const int64_t offered =
+      static_cast<int64_t>(c->rows.size() * sizeof(int64_t)) +
+      static_cast<int64_t>(c->values.initialized() ? c->values.bytes() : 0);
+  return Enqueue(desc, offered, [this, c](CommBackend* b, int64_t* bytes) {
+    *bytes = RunSparse(b, *c);
   });
 }
 
+int64_t Communicator::RunSparse(CommBackend* b, const SparseCollective& c) {
+  Tensor host = c.values;
+  const bool on_device = !c.values.place().is_cpu();
+  if (on_device && c.values.initialized()) {
+    if (c.ready) c.ready();
+    host = Tensor();
+    host.CopyFrom(c.values, Place::CPU());
+  }
+  SparseReduceInput in{&c.rows, c.rows.empty() ? nullptr : host.raw_data(),
+                       c.width, c.height, c.values.dtype()};
+  SparseReduceOutput result;
+  SparseAllReduce(b, in, c.op, c.dense_ratio, &result);
+  if (size_ > 1) allreduce_wire_bytes_ += result.wire_bytes;
+  Shape out_shape = c.shape;
+  out_shape[0] = static_cast<int64_t>(result.rows.size());
+  result.values.Resize(out_shape);
+  c.out->set_height(c.height);
+  *c.out->mutable_rows() = std::move(result.rows);
+  if (on_device) {
+    Tensor device_values;
+    device_values.CopyFrom(result.values, c.values.place());
+    *c.out->mutable_value() = device_values;
+  } else {
+    *c.out->mutable_value() = result.values;
+  }
+  return result.wire_bytes;
+}
+
 CommHandlePtr Communicator::BarrierAsync() {
-  NextCollective(Desc(CollectiveKind::kBarrier), 0);
-  return Enqueue([](CommBackend* b) { b->Barrier(); });
+  return Enqueue(Desc(CollectiveKind::kBarrier), 0,
+                 [](CommBackend* b, int64_t*) { b->Barrier(); });
 }
 
 void Communicator::SetAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
-  NextCollective(
+  Enqueue(
       Desc(CollectiveKind::kSetAlgorithm, -1, static_cast<int64_t>(algorithm)),
-      0);
-  Enqueue([algorithm](CommBackend* b) {
-    b->SetAllReduceAlgorithm(algorithm);
-  })->Wait();
+      0,
+      [algorithm](CommBackend* b, int64_t*) {
+        b->SetAllReduceAlgorithm(algorithm);
+      })
+      ->Wait();
 }
 
 std::vector<uint64_t> Communicator::AllGatherValue(uint64_t value) {

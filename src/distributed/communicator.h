@@ -152,7 +152,9 @@ class Communicator {
   void Shutdown();
 
   // Stall detection (see stall_watchdog.h and flight_recorder.h): every
-  // collective is recorded; a step of the program begins with BeginStep.
+  // collective is recorded, with its kind and the bytes it moves (see
+  // FlightRecorder::Record), and so is the timeline's; a step of the
+  // program begins with BeginStep.
   // The watchdog runs once started (over `channel`) until Shutdown.
   FlightRecorder* flight_recorder() { return &recorder_; }
   void BeginStep() { recorder_.BeginStep(); }
@@ -163,13 +165,41 @@ class Communicator {
   bool has_stall_watchdog() const { return watchdog_ != nullptr; }
 
  private:
+  // What runs on the worker. It may set `*bytes` to what the collective
+  // handed to the transport when only running it tells (a sparse
+  // allreduce's rows choose its path); the recorder then keeps that.
+  using Work = std::function<void(CommBackend* b, int64_t* bytes)>;
   struct Pending {
-    std::function<void(CommBackend*)> work;
+    Work work;
     CommHandlePtr handle;
     int64_t seq = 0;  // in recorder_
     CollectiveDesc desc;
   };
-  CommHandlePtr Enqueue(std::function<void(CommBackend*)> work);
+  // One dense collective from `in` into `out` (the same tensor when it
+  // works in place), both in one place, and the two calls that run it:
+  // `host` on host buffers (the tensors' own, or the staging area when the
+  // transport cannot move device memory), `device` on device buffers the
+  // transport moves itself (NCCL).
+  struct DenseCollective {
+    Tensor in, out;
+    ReadyFn ready;
+    std::function<void(CommBackend* b, const void* send, void* recv)> host;
+    std::function<void(CommBackend* b, const void* send, void* recv,
+                       int device)>
+        device;
+  };
+  // Records the collective `desc` moving `bytes` in the flight recorder
+  // (and so the timeline), and queues `work` for the worker.
+  CommHandlePtr Enqueue(const CollectiveDesc& desc, int64_t bytes, Work work);
+  CommHandlePtr EnqueueDense(const CollectiveDesc& desc, int64_t bytes,
+                             DenseCollective collective);
+  // Worker-only: the recipe every dense collective shares (host memory,
+  // the transport's device path, or device memory staged through host).
+  void RunDense(CommBackend* b, const DenseCollective& c);
+  // Worker-only: the sparse allreduce of SparseAllReduceAsync; returns the
+  // bytes it handed to the transport.
+  struct SparseCollective;
+  int64_t RunSparse(CommBackend* b, const SparseCollective& c);
   void Loop();
   // Worker-only: the collective check of `item` (see above); throws when
   // the ranks' collectives differ, or differed before.

@@ -213,6 +213,11 @@ void FlightRecorder::Start(int64_t seq) {
   progress_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void FlightRecorder::SetBytes(int64_t seq, int64_t bytes) {
+  Slot& s = SlotOf(seq);
+  if (s.seq.load() == seq) s.bytes.store(bytes, std::memory_order_relaxed);
+}
+
 void FlightRecorder::Finish(int64_t seq, bool ok) {
   Slot& s = SlotOf(seq);
   if (s.seq.load() == seq) {

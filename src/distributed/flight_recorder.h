@@ -65,6 +65,10 @@ class FlightRecorder {
   struct Record {
     int64_t seq = 0;      // 1, 2, ...; 0: empty slot
     CollectiveDesc desc;  // what it is: kind, dtype, count, ...
+    // What it moves: the tensor (allreduce, in its wire format; broadcast),
+    // the whole gathered or scattered tensor (allgather's output,
+    // reducescatter's input), the rows and values this rank handed to the
+    // transport (sparse allreduce; the dense table when it fell back).
     int64_t bytes = 0;
     int64_t step = 0;   // MPIExecutor steps begun before it was issued
     int32_t index = 0;  // 1, 2, ... within its step
@@ -86,6 +90,9 @@ class FlightRecorder {
   }
   // Worker thread.
   void Start(int64_t seq);
+  // What collective `seq` moved, when only running it told (before
+  // Finish, which hands the record to the timeline).
+  void SetBytes(int64_t seq, int64_t bytes);
   void Finish(int64_t seq, bool ok);
   // A step of the program begins (numbers the collectives it issues).
   void BeginStep();

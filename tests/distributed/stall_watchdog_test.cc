@@ -18,6 +18,8 @@
 #include "src/distributed/communicator.h"
 #include "src/distributed/in_process_backend.h"
 #include "src/distributed/job_control.h"
+#include "tests/distributed/each_collective.h"
+#include "tests/testing/in_process_ranks.h"
 
 namespace fluid {
 namespace {
@@ -328,6 +330,33 @@ TEST(FlightRecorderTest, RecordsWhatEachCollectiveIsAndTheJob) {
       << text.str();
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+// Every kind of collective is recorded as itself, with the bytes it moves
+// (what a stalled rank's file and the timeline say of it), on every rank;
+// the allreduces' and sparse allreduces' bytes are what the communicator
+// counts as handed to the transport.
+TEST(FlightRecorderTest, EachCollectiveIsRecordedWithItsKindAndBytes) {
+  testing::RunRanks(2, [](int rank, Communicator* comm) {
+    const FlightRecorder& rec = *comm->flight_recorder();
+    const int64_t before = rec.issued();
+    const int64_t wire_before = comm->allreduce_wire_bytes();
+    const auto expected = testing::IssueEachCollective(comm);
+    ASSERT_EQ(rec.issued() - before, static_cast<int64_t>(expected.size()));
+    int64_t reduced = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      FlightRecorder::Record r;
+      ASSERT_TRUE(rec.Get(before + 1 + static_cast<int64_t>(i), &r));
+      const std::string kind = CollectiveKindName(expected[i].kind);
+      EXPECT_EQ(CollectiveKindName(r.desc.kind), kind)
+          << "rank " << rank << ", collective " << i;
+      EXPECT_EQ(r.bytes, expected[i].bytes)
+          << "rank " << rank << ", collective " << i << " (" << kind << ")";
+      EXPECT_EQ(r.state, FlightRecorder::kDone);
+      if (kind == "allreduce" || kind == "sparse_allreduce") reduced += r.bytes;
+    }
+    EXPECT_EQ(comm->allreduce_wire_bytes() - wire_before, reduced);
+  });
 }
 
 }  // namespace

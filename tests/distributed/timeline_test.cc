@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "src/distributed/timeline_session.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "tests/distributed/each_collective.h"
 #include "tests/testing/gradient_checker.h"
 #include "tests/testing/programs.h"
 
@@ -159,6 +161,37 @@ TEST(Timeline, TheCommunicatorRecordsEveryCollective) {
   EXPECT_EQ(Count(text, "\"cat\":\"collective\""), 6u) << text;
   EXPECT_EQ(Count(text, "\"step\":2,\"bytes\":12,\"bucket\":3"), 1u) << text;
   EXPECT_EQ(Count(text, "\"name\":\"barrier\""), 0u);
+}
+
+// Each kind of collective shows under its own name with the bytes it moves
+// (reducescatter, allgather and sparse allreduce as much as allreduce).
+TEST(Timeline, EachCollectiveShowsItsKindAndBytes) {
+  auto group = InProcessGroup::Create(1);
+  Communicator comm(group->Backend(0));
+  Timeline timeline(0, 1, ClockSync{});
+  SetCurrentTimeline(&timeline);
+  comm.BeginStep();
+  const auto expected = testing::IssueEachCollective(&comm);
+  SetCurrentTimeline(nullptr);
+  const std::string text = timeline.Format();
+  const std::regex event(
+      "\"name\":\"([a-z_]+)\",\"cat\":\"collective\"[^\n]*"
+      "\"bytes\":([0-9]+),\"bucket\":[0-9]+,\"seq\":([0-9]+)");
+  std::vector<std::pair<std::string, int64_t>> shown(expected.size());
+  size_t events = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), event), end; it != end;
+       ++it, ++events) {
+    const size_t seq = std::stoul((*it)[3]);
+    ASSERT_TRUE(seq >= 1 && seq <= expected.size()) << text;
+    shown[seq - 1] = {(*it)[1], std::stoll((*it)[2])};
+  }
+  EXPECT_EQ(events, expected.size()) << text;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(shown[i].first, CollectiveKindName(expected[i].kind))
+        << "collective " << i;
+    EXPECT_EQ(shown[i].second, expected[i].bytes)
+        << "collective " << i << " (" << shown[i].first << ")";
+  }
 }
 
 // On one machine the ranks share one clock: the true offset, 0, lies
