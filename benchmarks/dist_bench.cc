@@ -59,20 +59,21 @@ int Main(int argc, char** argv) {
   }
   Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe(Place::CPU(), threads);
-  CollectiveConfig cfg;
-  cfg.bucket_bytes = static_cast<int64_t>(bucket_mb * (1 << 20));
-  cfg.overlap = overlap;
-  cfg.grad_compression = compression;
-  cfg.shard_optimizer = shard;
-  cfg.sync_batch_norm = sync_bn;
-  cfg.overlap_gather = overlap_gather;
+  proto::DistributedStrategy strategy;
+  strategy.set_bucket_bytes(static_cast<int64_t>(bucket_mb * (1 << 20)));
+  strategy.set_overlap_allreduce(overlap);
+  strategy.set_grad_compression(compression);
+  strategy.set_allreduce_hierarchy(allreduce);
+  strategy.set_sync_batch_norm(sync_bn);
+  strategy.set_sharding(shard != 0);
+  if (shard != 0) strategy.mutable_sharding_configs()->set_stage(shard);
+  strategy.mutable_sharding_configs()->set_overlap_gather(overlap_gather);
   ModelOptions mo;
   if (!optimizer.empty()) {
     mo.default_optimizer = false;
     mo.optimizer.type = optimizer;
   }
-  exe.Init(BuildModel(model, mo), &scope, cfg);
-  exe.SetAllReduceMode(allreduce);
+  exe.Init(BuildModel(model, mo), &scope, strategy);
   // Seeded per-rank batches (the data reader is not what is measured).
   Tensor x, y;
   float* xp = x.mutable_data<float>(Shape{batch, 1, 28, 28});

@@ -112,9 +112,9 @@ int Main(int argc, char** argv) {
   const Options o = Parse(argc, argv);
   Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe;
-  CollectiveConfig cfg;
-  cfg.sparse_dense_ratio = o.ratio;
-  exe.Init(Job(o), &scope, cfg);
+  proto::DistributedStrategy strategy;
+  strategy.set_sparse_dense_ratio(static_cast<float>(o.ratio));
+  exe.Init(Job(o), &scope, strategy);
   std::mt19937_64 rng(exe.rank() + 1);
   for (int i = 0; i < o.warmup; ++i) exe.Run(Batch(o, &rng), {}, nullptr);
   Communicator* comm = exe.communicator();

@@ -74,7 +74,7 @@ int Main(int argc, char** argv) {
   }
   Scope scope;  // outlives the executor's programs bound to it
   MPIExecutor exe(Place::CPU(), 1);
-  exe.Init(BuildModel(model), &scope, CollectiveConfig{});
+  exe.Init(BuildModel(model), &scope, proto::DistributedStrategy{});
   Tensor x, y;
   float* xp = x.mutable_data<float>(Shape{batch, 1, 28, 28});
   int64_t* yp = y.mutable_data<int64_t>(Shape{batch, 1});

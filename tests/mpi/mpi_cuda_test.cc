@@ -161,13 +161,14 @@ TEST(MpiCuda, ShardedOverlappedGatherMatchesTheGatherWaitedInTheStep) {
     if (v.trainable() && param.empty()) param = v.name();
   const int n = Comm()->size(), r = Comm()->rank();
   const int64_t per_rank = 16;
-  CollectiveConfig cfg;
-  cfg.bucket_bytes = 64 << 10;  // several buckets
-  cfg.shard_optimizer = 2;
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(64 << 10);  // several buckets
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(2);
   Scope scopes[2];
   std::vector<Tensor> fetched[2];
   for (int overlapped : {0, 1}) {
-    cfg.overlap_gather = overlapped == 1;
+    cfg.mutable_sharding_configs()->set_overlap_gather(overlapped == 1);
     MPIExecutor exe(RankPlace(), 1, Comm());
     exe.Init(job, &scopes[overlapped], cfg);
     Tensor x, y;

@@ -73,18 +73,26 @@ std::unique_ptr<Scope> TrainSingle(const proto::TrainingJob& job, int steps,
   return scope;
 }
 
+// `s` with optimizer-state sharding at `stage` (0: none).
+void SetShardStage(proto::DistributedStrategy* s, int stage) {
+  s->set_sharding(stage != 0);
+  if (stage != 0) s->mutable_sharding_configs()->set_stage(stage);
+}
+
 // The same steps on every rank, each feeding its slice of the global batch.
-// `allreduce` is the algorithm mode (flat, hier, auto); the communicator
-// is left flat afterwards, and the parameters are checked to be bitwise
-// identical on every rank.
-std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
-                                        int steps, int64_t per_rank,
-                                        CollectiveConfig cfg = {},
-                                        const std::string& allreduce = "flat") {
+// `allreduce` is the algorithm mode (flat, hier, auto; the strategy's
+// allreduce_hierarchy); the communicator is left flat afterwards, and the
+// parameters are checked to be bitwise identical on every rank.
+std::unique_ptr<Scope> TrainDistributed(
+    const proto::TrainingJob& job, int steps, int64_t per_rank,
+    proto::DistributedStrategy strategy = {},
+    const std::string& allreduce = "flat") {
   auto scope = std::make_unique<Scope>();
   MPIExecutor exe;
-  exe.Init(job, scope.get(), cfg);
-  exe.SetAllReduceMode(allreduce);
+  strategy.set_allreduce_hierarchy(allreduce);
+  exe.Init(job, scope.get(), strategy);
+  EXPECT_EQ(exe.communicator()->allreduce_algorithm(),
+            ChooseAllReduce(allreduce, exe.topology()));
   const int n = exe.world_size(), r = exe.rank();
   const DataType dtype = VarDtype(GetVarDesc(job.main().blocks(0), "image"));
   Tensor x, y;
@@ -96,7 +104,7 @@ std::unique_ptr<Scope> TrainDistributed(const proto::TrainingJob& job,
             {}, &out);
   }
   exe.CheckConsistency();
-  exe.SetAllReduceMode("flat");
+  exe.communicator()->SetAllReduceAlgorithm(AllReduceAlgorithm::kFlat);
   return scope;
 }
 
@@ -144,10 +152,9 @@ TEST_P(Equivalence, ThroughThePserverStyleRewrite) {
   proto::TrainingJob job = Mlp(opt, opt == "adam" ? 0.001f : 0.1f);
   PserverSplit split = PserverTranspile(job, Comm()->size(),
                                         {"127.0.0.1:6174", "127.0.0.1:6175"});
-  CollectiveConfig cfg;
-  cfg.nranks = Comm()->size();
   proto::TrainingJob converted =
-      PserverToCollective(split.trainer, split.pservers, cfg);
+      PserverToCollective(split.trainer, split.pservers,
+                          proto::DistributedStrategy(), Comm()->size());
   const int64_t per_rank = 16;
   auto dist = TrainDistributed(converted, 20, per_rank);
   auto single = TrainSingle(job, 20, per_rank * Comm()->size());
@@ -217,12 +224,12 @@ TEST(ShardOptimizer, LenetMatchesThePlainCollectiveUpdate) {
   for (const char* opt : {"sgd", "momentum", "adam"}) {
     const bool adam = opt == std::string("adam");
     proto::TrainingJob job = Model("lenet", opt, adam ? 0.001f : 0.05f);
-    CollectiveConfig cfg;
-    cfg.bucket_bytes = 16 << 10;  // several buckets
+    proto::DistributedStrategy cfg;
+    cfg.set_bucket_bytes(16 << 10);  // several buckets
     auto want = TrainDistributed(job, 20, 8, cfg);
-    cfg.shard_optimizer = 2;
+    SetShardStage(&cfg, 2);
     for (bool overlap_gather : {false, true}) {
-      cfg.overlap_gather = overlap_gather;
+      cfg.mutable_sharding_configs()->set_overlap_gather(overlap_gather);
       auto got = TrainDistributed(job, 20, 8, cfg);
       SCOPED_TRACE(std::string(opt) + (overlap_gather ? " overlapped" : ""));
       ExpectSameParams(job, *got, *want, 1e-6, !adam);
@@ -252,10 +259,11 @@ void TrainSteps(MPIExecutor* exe, int from, int to, int64_t per_rank) {
 // for them).
 void CheckpointsResumeEitherWay(bool overlap_gather) {
   proto::TrainingJob job = Mlp("adam", 0.01f);
-  CollectiveConfig plain, sharded;
-  plain.bucket_bytes = sharded.bucket_bytes = 64 << 10;
-  sharded.shard_optimizer = 2;
-  sharded.overlap_gather = overlap_gather;
+  proto::DistributedStrategy plain, sharded;
+  plain.set_bucket_bytes(64 << 10);
+  sharded.set_bucket_bytes(64 << 10);
+  SetShardStage(&sharded, 2);
+  sharded.mutable_sharding_configs()->set_overlap_gather(overlap_gather);
   Communicator* comm = Comm();
   const std::string dir =
       "/tmp/fluid_shard_ckpt_" +
@@ -278,8 +286,8 @@ void CheckpointsResumeEitherWay(bool overlap_gather) {
   save(&a, a_scope, "/sharded");
   TrainSteps(&want, 10, 20, 16);
   // Each resumes from the other's checkpoint.
-  auto resume = [&](MPIExecutor* exe, Scope* scope, const CollectiveConfig& c,
-                    const char* sub) {
+  auto resume = [&](MPIExecutor* exe, Scope* scope,
+                    const proto::DistributedStrategy& c, const char* sub) {
     exe->Init(job, scope, c);
     if (exe->rank() == 0)
       LoadCheckpoint(scope, exe->checkpoint_program(), dir + sub);
@@ -311,13 +319,13 @@ TEST(ShardOptimizer, CheckpointsWithOverlappedGathersResumeEitherWay) {
 TEST(ShardOptimizer, OverlappedGatherFetchesTheGatheredParameter) {
   proto::TrainingJob job = Mlp("momentum", 0.1f);
   const std::string param = Params(job)[0];
-  CollectiveConfig cfg;
-  cfg.bucket_bytes = 64 << 10;
-  cfg.shard_optimizer = 2;
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(64 << 10);
+  SetShardStage(&cfg, 2);
   Scope want_scope, got_scope;
   MPIExecutor want, got;
   want.Init(job, &want_scope, cfg);
-  cfg.overlap_gather = true;
+  cfg.mutable_sharding_configs()->set_overlap_gather(true);
   got.Init(job, &got_scope, cfg);
   const int n = got.world_size(), r = got.rank();
   const int64_t per_rank = 16;
@@ -357,14 +365,14 @@ TEST(ShardOptimizer, MatchesThePlainCollectiveUpdate) {
   for (const char* opt : {"sgd", "momentum", "adam"}) {
     proto::TrainingJob job =
         Mlp(opt, opt == std::string("adam") ? 0.01f : 0.1f);
-    CollectiveConfig plain;
-    plain.bucket_bytes = 64 << 10;  // several buckets
+    proto::DistributedStrategy plain;
+    plain.set_bucket_bytes(64 << 10);  // several buckets
     auto want = TrainDistributed(job, 20, 16, plain);
     for (int stage : {1, 2}) {
       for (bool overlap_gather : {false, true}) {
-        CollectiveConfig cfg = plain;
-        cfg.shard_optimizer = stage;
-        cfg.overlap_gather = overlap_gather;
+        proto::DistributedStrategy cfg = plain;
+        SetShardStage(&cfg, stage);
+        cfg.mutable_sharding_configs()->set_overlap_gather(overlap_gather);
         auto got = TrainDistributed(job, 20, 16, cfg);
         SCOPED_TRACE(std::string(opt) + " stage " + std::to_string(stage) +
                      (overlap_gather ? " overlapped" : ""));
@@ -429,8 +437,8 @@ TEST(ShardOptimizer, ClippedAndDecayedMatchesThePlainCollectiveUpdate) {
     mo.optimizer.gradient_clip.min = -2e-3f;
     mo.optimizer.gradient_clip.max = 2e-3f;
     const proto::TrainingJob job = BuildModel("mlp", mo);
-    CollectiveConfig plain;
-    plain.bucket_bytes = 64 << 10;  // several buckets
+    proto::DistributedStrategy plain;
+    plain.set_bucket_bytes(64 << 10);  // several buckets
     auto want = TrainDistributed(job, 20, 16, plain);
     // The knobs matter: without them the parameters end elsewhere.
     EXPECT_GT(
@@ -438,8 +446,8 @@ TEST(ShardOptimizer, ClippedAndDecayedMatchesThePlainCollectiveUpdate) {
         1e-3)
         << c.opt;
     for (int stage : {1, 2}) {
-      CollectiveConfig cfg = plain;
-      cfg.shard_optimizer = stage;
+      proto::DistributedStrategy cfg = plain;
+      SetShardStage(&cfg, stage);
       auto got = TrainDistributed(job, 20, 16, cfg);
       SCOPED_TRACE(std::string(c.opt) + " stage " + std::to_string(stage));
       const bool adam = c.opt == std::string("adam");
@@ -515,8 +523,8 @@ TEST(Compression, TrainingStaysNearFloat32AndHalvesTheBytes) {
   auto plain = TrainDistributed(job, 20, per_rank);
   const int64_t plain_bytes = comm->allreduce_wire_bytes() - before;
   for (const char* wire : {"bf16", "fp16"}) {
-    CollectiveConfig cfg;
-    cfg.grad_compression = wire;
+    proto::DistributedStrategy cfg;
+    cfg.set_grad_compression(wire);
     before = comm->allreduce_wire_bytes();
     auto packed = TrainDistributed(job, 20, per_rank, cfg);
     EXPECT_EQ(2 * (comm->allreduce_wire_bytes() - before), plain_bytes) << wire;
@@ -530,8 +538,8 @@ TEST(Compression, TrainingStaysNearFloat32AndHalvesTheBytes) {
 
 TEST(MultiRank, ParametersStayBitwiseIdentical) {
   proto::TrainingJob job = Mlp("momentum", 0.05f);
-  CollectiveConfig cfg;
-  cfg.bucket_bytes = 256 * 1024;  // several buckets in flight
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(256 * 1024);  // several buckets in flight
   auto scope = std::make_unique<Scope>();
   MPIExecutor exe;
   exe.Init(job, scope.get(), cfg);

@@ -90,8 +90,8 @@ TEST(SyncBatchNorm, NRanksTimesBMatchesOneProcessTimesNB) {
   exe.RunOnce(job.startup(), &single);
   auto main = exe.Prepare(job.main(), &single);
   // N ranks, one slice each, statistics synchronised.
-  CollectiveConfig cfg;
-  cfg.sync_batch_norm = true;
+  proto::DistributedStrategy cfg;
+  cfg.set_sync_batch_norm(true);
   dist.Init(job, &scope, cfg);
   std::vector<Tensor> y_single, y_rank;
   for (int s = 0; s < steps; ++s) {
