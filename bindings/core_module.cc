@@ -30,7 +30,8 @@
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/pserver_transpiler.h"
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
+#include "transpiler/strategy.h"
 
 namespace py = pybind11;
 
@@ -50,18 +51,17 @@ struct Program {
 };
 using ProgramPtr = std::shared_ptr<Program>;
 
-// The transpiler settings the Python side passes.
-CollectiveConfig ConfigOf(int nranks, int64_t bucket_bytes, bool overlap,
-                          bool sync_batch_norm = false, int shard_optimizer = 0,
-                          const std::string& grad_compression = "none") {
-  CollectiveConfig cfg;
-  cfg.nranks = nranks;
-  cfg.bucket_bytes = bucket_bytes;
-  cfg.overlap = overlap;
-  cfg.sync_batch_norm = sync_batch_norm;
-  cfg.shard_optimizer = shard_optimizer;
-  cfg.grad_compression = grad_compression;
-  return cfg;
+// The strategy the Python side passes: a serialized DistributedStrategy
+// (fluid.DistributedStrategy holds one).
+proto::DistributedStrategy StrategyOf(const py::bytes& bytes) {
+  proto::DistributedStrategy s;
+  FLUID_ENFORCE(s.ParseFromString(std::string(bytes)),
+                "not a serialized DistributedStrategy");
+  return s;
+}
+
+py::bytes BytesOf(const proto::DistributedStrategy& s) {
+  return py::bytes(s.SerializeAsString());
 }
 
 ProgramPtr Wrap(proto::ProgramDesc desc) {
@@ -433,17 +433,10 @@ class PyMPIExecutor {
     exe_.RunStartup(startup->desc, scope);
   }
   void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
-            int64_t bucket_bytes, bool overlap, bool run_startup,
-            const std::string& allreduce, const std::string& grad_compression,
-            bool sync_batch_norm, int shard_optimizer,
-            double sparse_dense_ratio, bool overlap_gather) {
-    CollectiveConfig cfg = ConfigOf(1, bucket_bytes, overlap, sync_batch_norm,
-                                    shard_optimizer, grad_compression);
-    cfg.sparse_dense_ratio = sparse_dense_ratio;
-    cfg.overlap_gather = overlap_gather;
+            const py::bytes& strategy, bool run_startup) {
+    const proto::DistributedStrategy s = StrategyOf(strategy);
     py::gil_scoped_release release;
-    exe_.Init(Job(*main, *startup), scope, cfg, run_startup);
-    exe_.SetAllReduceMode(allreduce);
+    exe_.Init(Job(*main, *startup), scope, s, run_startup);
   }
   std::string NonFiniteGradient() {
     py::gil_scoped_release release;
@@ -856,18 +849,79 @@ void BindJob(py::module_& m) {
   });
 }
 
+// The distributed strategy, by field path (transpiler/strategy.h):
+// fluid.DistributedStrategy keeps the serialized message and reads and
+// writes it through these, so that a new field needs no Python code.
+py::object StrategyValue(const proto::DistributedStrategy& s,
+                         const std::string& path) {
+  const std::string text = GetStrategyField(s, path);
+  const std::string type = StrategyFieldType(path);
+  if (type == "bool") return py::bool_(text == "true");
+  if (type == "int32" || type == "int64") return py::int_(std::stoll(text));
+  if (type == "float" || type == "double") return py::float_(std::stod(text));
+  return py::str(text);
+}
+
+// A Python value as the text SetStrategyField reads.
+std::string StrategyText(const std::string& path, const py::handle& value) {
+  const std::string type = StrategyFieldType(path);
+  const bool is_bool = py::isinstance<py::bool_>(value);
+  FLUID_ENFORCE(is_bool == (type == "bool"), "DistributedStrategy.", path,
+                " takes a ", type, ", got ",
+                Quote(py::str(value).cast<std::string>()));
+  if (is_bool) return value.cast<bool>() ? "true" : "false";
+  if (type == "string") {
+    FLUID_ENFORCE(py::isinstance<py::str>(value), "DistributedStrategy.",
+                  path, " takes a string, got ",
+                  Quote(py::repr(value).cast<std::string>()));
+    return value.cast<std::string>();
+  }
+  return py::repr(value).cast<std::string>();
+}
+
+void BindStrategy(py::module_& m) {
+  m.def("strategy_fields", [](const py::bytes& b) {
+    py::list out;
+    for (const auto& f : StrategyFields(StrategyOf(b))) out.append(f.first);
+    return out;
+  });
+  m.def("strategy_get", [](const py::bytes& b, const std::string& path) {
+    return StrategyValue(StrategyOf(b), path);
+  });
+  m.def("strategy_set", [](const py::bytes& b, const std::string& path,
+                           const py::handle& value) {
+    proto::DistributedStrategy s = StrategyOf(b);
+    SetStrategyField(&s, path, StrategyText(path, value));
+    CheckStrategyRanges(s);
+    return BytesOf(s);
+  });
+  m.def("strategy_to_text", [](const py::bytes& b) {
+    return StrategyToText(CanonicalStrategy(StrategyOf(b)));
+  });
+  m.def("strategy_from_text", [](const std::string& text,
+                                 const std::string& where) {
+    proto::DistributedStrategy s = StrategyFromText(text, where);
+    CheckStrategyRanges(s);
+    return BytesOf(s);
+  });
+  m.def("strategy_validate",
+        [](const py::bytes& b) { ValidateStrategy(StrategyOf(b)); });
+  m.def("strategy_equal", [](const py::bytes& a, const py::bytes& b) {
+    return CanonicalBytes(StrategyOf(a)) == CanonicalBytes(StrategyOf(b));
+  });
+  m.def("strategy_passes", [](const py::bytes& b) {
+    return CollectivePassNames(StrategyOf(b));
+  });
+}
+
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
   m.def(
       "collective_transpile",
       [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-         int64_t bucket_bytes, bool overlap, bool sync_batch_norm,
-         int shard_optimizer, double sparse_dense_ratio, bool overlap_gather) {
-        CollectiveConfig cfg = ConfigOf(nranks, bucket_bytes, overlap,
-                                        sync_batch_norm, shard_optimizer);
-        cfg.sparse_dense_ratio = sparse_dense_ratio;
-        cfg.overlap_gather = overlap_gather;
-        proto::TrainingJob out = CollectiveTranspile(Job(*main, *startup), cfg);
+         const py::bytes& strategy) {
+        proto::TrainingJob out = CollectiveTranspile(
+            Job(*main, *startup), StrategyOf(strategy), nranks);
         return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
       });
   m.def("pserver_transpile",
@@ -886,14 +940,14 @@ void BindTranspilers(py::module_& m) {
         [](const ProgramPtr& main, const ProgramPtr& startup,
            const std::vector<std::tuple<std::string, ProgramPtr, ProgramPtr>>&
                servers,
-           int nranks, int64_t bucket_bytes, bool overlap) {
+           int nranks, const py::bytes& strategy) {
           std::vector<PserverProgram> ps;
           for (const auto& s : servers)
             ps.push_back(
                 {std::get<0>(s), std::get<1>(s)->desc, std::get<2>(s)->desc});
           proto::TrainingJob out =
               PserverToCollective(Job(*main, *startup), ps,
-                                  ConfigOf(nranks, bucket_bytes, overlap));
+                                  StrategyOf(strategy), nranks);
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
         });
 }
@@ -1043,5 +1097,6 @@ PYBIND11_MODULE(_core, m) {
   BindExecutors(m);
   BindJob(m);
   BindTranspilers(m);
+  BindStrategy(m);
   BindIo(m);
 }

@@ -5,101 +5,40 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "proto/distributed_strategy.pb.h"
 #include "proto/framework.pb.h"
+#include "transpiler/buckets.h"
+#include "transpiler/program_query.h"
 
 namespace fluid {
 
-struct CollectiveConfig {
-  int nranks = 1;
-  int64_t bucket_bytes = 4 << 20;
-  // Start each bucket's allreduce as soon as the backward pass has written
-  // its last gradient (overlapping communication with the rest of the
-  // backward pass), rather than all of them just before the optimizer.
-  bool overlap = true;
-  // Average (allreduce avg) rather than sum.
-  bool average = true;
-  // none | bf16 | fp16: float32 gradient buckets travel as 16-bit values
-  // (c_allreduce's `compression`); other dtypes travel as they are.
-  std::string grad_compression = "none";
-  // Batch norm statistics over the global batch: sets sync_stats on every
-  // batch_norm op and its gradient (ops/batch_norm_op.cc).
-  bool sync_batch_norm = false;
-  // Optimizer-state sharding (transpiler/shard_optimizer.h): 0 off; 1 each
-  // rank updates and stores 1/nranks of every bucket after an allreduce;
-  // 2 the same after a reduce-scatter, which hands each rank only its
-  // shard of the averaged gradients.
-  int shard_optimizer = 0;
-  // Sharded optimizer only: each bucket's parameter all-gather, issued after
-  // its update, is waited for in the next run, just before the first op
-  // that reads one of its parameters (the next forward pass overlaps it),
-  // rather than at the end of the step. Whatever reads the parameters
-  // between runs must wait first (MPIExecutor::WaitParameterGathers).
-  bool overlap_gather = false;
-  // Sparse gradients (SELECTED_ROWS, an embedding's with is_sparse) are
-  // gathered by c_sparse_allreduce, unless all ranks' rows together exceed
-  // this fraction of the table's height at run time; then they are
-  // allreduced as a dense table (src/distributed/sparse_allreduce.h).
-  double sparse_dense_ratio = 0.25;
-};
+// Returns `job` rewritten for `nranks` ranks by the collective passes
+// (transpiler/passes/) the strategy asks for, in this order:
+//  - bucketing: gradients packed into buckets (coalesce_tensor: each
+//    bucket's gradients become views of one buffer);
+//  - allreduce: per bucket a reduction (c_allreduce average;
+//    c_sparse_allreduce for a sparse gradient; c_reducescatter under
+//    sharding stage 2) after the last backward op writing it (or before
+//    the first optimize op without overlap_allreduce), and a c_wait before
+//    the first op on the optimizer's side reading it (a gradient clip, a
+//    weight decay or the update), so those all see the averaged gradient;
+//  - compression, sync batch norm, startup_broadcast
+//    (c_broadcast of every parameter and optimizer state from rank 0, so
+//    all ranks start identical whatever their seeds), shard_updates
+//    (sharding);
+// then each pass's lint, and both programs stamped with nranks and their
+// structure hash, the job with the strategy (canonical). The strategy is
+// validated first (ValidateStrategy). The input job is not modified.
+proto::TrainingJob CollectiveTranspile(
+    const proto::TrainingJob& job, const proto::DistributedStrategy& strategy,
+    int nranks);
 
-// One allreduce's worth of gradients, in the order the backward pass
-// produces them.
-struct GradBucket {
-  std::vector<std::string> grads;
-  std::vector<std::string> params;
-  std::vector<int64_t> numels;  // element count of each grad
-  std::string fused;            // the contiguous buffer the grads are views of
-  std::string handle;           // the in-flight allreduce
-  int64_t bytes = 0;
-  // Elements after the gradients that make the buffer split into nranks
-  // equal shards (sharded optimizer only), held by the var `pad`.
-  int64_t padding = 0;
-  std::string pad;
-  // One sparse gradient (SELECTED_ROWS): reduced by c_sparse_allreduce in
-  // place (`fused` is the gradient itself), never coalesced.
-  bool sparse = false;
-  // Sharded optimizer: the gradients are allreduced whole (as in stage 1)
-  // because an op before the update reads each whole gradient (clipping
-  // by a parameter's own norm).
-  bool whole = false;
-};
-
-// The (param, grad) pairs the optimize ops update, from their op_role_var,
-// in program order.
-std::vector<std::pair<std::string, std::string>> OptimizedParams(
-    const proto::ProgramDesc& main);
-
-// Packs the dense gradients of `main` into buckets of at most
-// `bucket_bytes` (a larger gradient gets a bucket of its own; dtypes never
-// mix), in the order the backward pass writes them. Sparse gradients
-// (SELECTED_ROWS) are left to SparseGradBuckets. `group`, when given, keeps
-// parameters with different keys in different buckets (as dtypes always
-// are).
-std::vector<GradBucket> PlanBuckets(
-    const proto::ProgramDesc& main, int64_t bucket_bytes,
-    const std::function<std::string(const std::string& param)>& group = {});
-// One bucket per sparse gradient of `main`, in program order.
-std::vector<GradBucket> SparseGradBuckets(const proto::ProgramDesc& main);
-
-// Returns the rewritten job:
-//  - startup: c_broadcast of every parameter and optimizer state from rank
-//    0, so all ranks start identical whatever their seeds;
-//  - main: per bucket a coalesce_tensor (first op: the bucket's gradients
-//    become views of one buffer), a c_allreduce (compressed as the config
-//    says; c_sparse_allreduce for a sparse gradient) after the last
-//    backward op
-//    writing the bucket (overlap) or before the first optimize op, and a
-//    c_wait before the first op on the optimizer's side reading it (a
-//    gradient clip, a weight decay or the update: any op neither backward
-//    nor collective), so those all see the averaged gradient;
-//  - both programs stamped with nranks and their structure hash.
-// The input job is not modified. The result passes LintCollective.
-proto::TrainingJob CollectiveTranspile(const proto::TrainingJob& job,
-                                       const CollectiveConfig& config);
+// The names of the passes CollectiveTranspile runs for `strategy`, in order.
+std::vector<std::string> CollectivePassNames(
+    const proto::DistributedStrategy& strategy);
 
 // Checks a transpiled main program: every trainable gradient is reduced
 // exactly once, after the last backward op writing it and before the first

@@ -2,7 +2,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
 
 namespace fluid {
 
@@ -71,21 +71,22 @@ void SetForm(proto::ProgramDesc* program, JobForm form) {
 }
 
 proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
-                              const CollectiveConfig& config,
+                              const proto::DistributedStrategy& strategy,
+                              int nranks,
                               const std::vector<PserverProgram>& pservers) {
   CheckJob(job, "job");
   switch (FormOf(job.main())) {
     case JobForm::kLocal:
-      return CollectiveTranspile(job, config);
+      return CollectiveTranspile(job, strategy, nranks);
     case JobForm::kCollective: {
-      FLUID_ENFORCE(job.main().nranks() == config.nranks,
+      FLUID_ENFORCE(job.main().nranks() == nranks,
                     "the job was "
                     "transpiled for ",
-                    job.main().nranks(), " ranks but runs on ", config.nranks);
+                    job.main().nranks(), " ranks but runs on ", nranks);
       if (IsSharded(job.main())) {
-        LintSharded(job.main(), config.nranks);
+        LintSharded(job.main(), nranks);
       } else {
-        LintCollective(job.main(), config.nranks, job.distributed().average());
+        LintCollective(job.main(), nranks, job.strategy().average_gradients());
       }
       proto::TrainingJob out = job;
       *out.mutable_startup() = StartupWithBroadcasts(job.startup());
@@ -96,7 +97,7 @@ proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
                     "the job is a parameter-server trainer program; give it "
                     "with its pserver programs (PserverToCollective, or "
                     "fluid.transpiler.to_collective) to run it collectively");
-      return PserverToCollective(job, pservers, config);
+      return PserverToCollective(job, pservers, strategy, nranks);
     case JobForm::kPserverServer:
       break;
   }

@@ -30,16 +30,17 @@ JobForm FormOf(const proto::ProgramDesc& program);
 // Stamps `program` with `form`.
 void SetForm(proto::ProgramDesc* program, JobForm form);
 
-// `job` ready to run on `config.nranks` ranks:
-//  - local: CollectiveTranspile(job, config);
-//  - collective: checked to be for config.nranks ranks and linted, its
+// `job` ready to run on `nranks` ranks:
+//  - local: CollectiveTranspile(job, strategy, nranks);
+//  - collective: checked to be for nranks ranks and linted, its
 //    startup given the broadcasts from rank 0 when it has none (a startup
 //    program that was not transpiled with its main program);
 //  - a parameter-server trainer: converted with `pservers`, the programs of
 //    its servers (PserverToCollective); an error when none are given;
 //  - a server's program: an error (servers are not run here).
 proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
-                              const CollectiveConfig& config,
+                              const proto::DistributedStrategy& strategy,
+                              int nranks,
                               const std::vector<PserverProgram>& pservers = {});
 
 }  // namespace fluid

@@ -6,6 +6,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/program_query.h"
 
 namespace fluid {
 
@@ -17,13 +18,9 @@ const std::set<std::string>& RpcOps() {
   return ops;
 }
 
-bool IsOptimize(const proto::OpDesc& op) {
-  return (OpRoleOf(op) & static_cast<int>(OpRole::kOptimize)) != 0;
-}
-
+// Send and receive ops are the parameter-server form's collectives.
 proto::OpDesc Rpc(proto::OpDesc op) {
-  SetOpAttr(&op, kOpRoleAttr, static_cast<int32_t>(OpRole::kCollective));
-  return op;
+  return WithRole(std::move(op), OpRole::kCollective);
 }
 
 // Vars an op reads or writes.
@@ -62,7 +59,7 @@ SplitPlan PlanSplit(const proto::TrainingJob& job, size_t servers) {
   for (size_t i = 0; i < plan.pairs.size(); ++i)
     plan.server_of[plan.pairs[i].first] = i % servers;
   for (const auto& op : job.main().blocks(0).ops())
-    if (IsOptimize(op))
+    if (HasRole(op, OpRole::kOptimize))
       for (const auto& n : Touched(op)) plan.server_state.insert(n);
   for (const auto& pg : plan.pairs) {
     plan.server_state.erase(pg.first);
@@ -95,7 +92,7 @@ proto::TrainingJob TrainerHalf(const proto::TrainingJob& job,
   proto::BlockDesc* tmain = trainer.mutable_main()->mutable_blocks(0);
   tmain->clear_ops();
   for (const auto& op : job.main().blocks(0).ops())
-    if (!IsOptimize(op)) *tmain->add_ops() = op;
+    if (!HasRole(op, OpRole::kOptimize)) *tmain->add_ops() = op;
   auto epmap = [&](const std::string& param) {
     return std::vector<std::string>{endpoints[plan.server_of.at(param)]};
   };
@@ -111,7 +108,7 @@ proto::TrainingJob TrainerHalf(const proto::TrainingJob& job,
       Rpc(MakeOp("fetch_barrier", {}, {}, {{"endpoints", endpoints}}));
   DropState(plan.server_state, tmain);
   DropState(plan.server_state, trainer.mutable_startup()->mutable_blocks(0));
-  trainer.clear_distributed();
+  trainer.clear_strategy();
   SetForm(trainer.mutable_main(), JobForm::kPserverTrainer);
   return trainer;
 }
@@ -154,7 +151,7 @@ PserverProgram ServerHalf(const proto::TrainingJob& job, const SplitPlan& plan,
   std::vector<std::string> received;
   std::vector<int32_t> blocks;
   for (const auto& op : src.ops()) {
-    if (!IsOptimize(op)) continue;
+    if (!HasRole(op, OpRole::kOptimize)) continue;
     std::vector<std::string> rv = OpRoleVarOf(op);
     if (rv.size() != 2 || plan.server_of.at(rv[0]) != e) continue;
     const std::string& grad = rv[1];
@@ -237,7 +234,8 @@ proto::TrainingJob PserverToPlain(const proto::TrainingJob& trainer,
     const auto& blocks = pservers[s].main.blocks();
     for (int b = 0; b < blocks.size(); ++b) {
       for (const auto& op : blocks[b].ops()) {
-        if (!IsOptimize(op) || op.type() == "sum" || op.type() == "scale")
+        if (!HasRole(op, OpRole::kOptimize) || op.type() == "sum" ||
+            op.type() == "scale")
           continue;
         std::vector<std::string> rv = OpRoleVarOf(op);
         FLUID_ENFORCE(rv.size() == 2, "optimize op '", op.type(),
@@ -283,8 +281,9 @@ proto::TrainingJob PserverToPlain(const proto::TrainingJob& trainer,
 proto::TrainingJob PserverToCollective(
     const proto::TrainingJob& trainer,
     const std::vector<PserverProgram>& pservers,
-    const CollectiveConfig& config) {
-  return CollectiveTranspile(PserverToPlain(trainer, pservers), config);
+    const proto::DistributedStrategy& strategy, int nranks) {
+  return CollectiveTranspile(PserverToPlain(trainer, pservers), strategy,
+                             nranks);
 }
 
 }  // namespace fluid

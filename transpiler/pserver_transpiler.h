@@ -42,7 +42,7 @@ proto::TrainingJob PserverToPlain(const proto::TrainingJob& trainer,
 proto::TrainingJob PserverToCollective(
     const proto::TrainingJob& trainer,
     const std::vector<PserverProgram>& pservers,
-    const CollectiveConfig& config);
+    const proto::DistributedStrategy& strategy, int nranks);
 
 // True when `program` holds send/recv ops (a pserver-style trainer).
 bool IsPserverTrainer(const proto::ProgramDesc& program);

@@ -5,6 +5,7 @@
 
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/program_query.h"
 
 namespace fluid {
 
@@ -15,11 +16,7 @@ constexpr int kOptimize = static_cast<int>(OpRole::kOptimize);
 const char kAdvice[] =
     "; a sharded optimizer holds parts of parameters and runs the "
     "clipping and regularization ops of fluid.clip and fluid.regularizer "
-    "only: use those, or turn shard_optimizer off";
-
-bool IsUpdateOp(const proto::OpDesc& op) {
-  return (OpRoleOf(op) & kOptimize) != 0 && OpRoleVarOf(op).size() == 2;
-}
+    "only: use those, or turn sharding off";
 
 bool IsChainType(const std::string& type) {
   static const std::set<std::string> kTypes = {"clip",
@@ -146,7 +143,7 @@ GradientReaders FindGradientReaders(const proto::BlockDesc& block) {
   ReaderScan scan(block, &r);
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
-    if ((OpRoleOf(op) & kOptimize) != 0 && !IsUpdateOp(op)) scan.Op(i);
+    if (HasRole(op, OpRole::kOptimize) && !IsUpdateOp(op)) scan.Op(i);
   }
   return r;
 }

@@ -5,11 +5,13 @@
 #include <set>
 #include <sstream>
 
+#include "src/distributed/run_settings.h"
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
+#include "transpiler/strategy.h"
 
 namespace fluid {
 
@@ -86,11 +88,12 @@ void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
 }
 
 void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
-                       CollectiveConfig config, bool run_startup) {
+                       const proto::DistributedStrategy& strategy,
+                       bool run_startup) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
   WaitParameterGathers();  // of the job this executor ran before, if any
-  config.nranks = comm_->size();
-  job_ = PrepareJob(job, config);
+  CheckStrategyAgrees(strategy);
+  job_ = PrepareJob(job, strategy, comm_->size());
   scope_ = scope;
 
   // Same program everywhere, checked before any other collective.
@@ -142,6 +145,11 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)
                    : nullptr;
+  // A job transpiled already brings its strategy; what this run sets wins.
+  proto::DistributedStrategy run = job_.strategy();
+  run.MergeFrom(strategy);
+  comm_->SetAllReduceAlgorithm(
+      ChooseAllReduce(run.allreduce_hierarchy(), topology_));
 }
 
 void MPIExecutor::SyncRunningStats() {
@@ -150,9 +158,12 @@ void MPIExecutor::SyncRunningStats() {
   if (stat_sync_ != nullptr) exe_.Run(stat_sync_.get());
 }
 
-void MPIExecutor::SetAllReduceMode(const std::string& mode) {
-  FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SetAllReduceMode before Init");
-  comm_->SetAllReduceAlgorithm(ChooseAllReduce(mode, topology_));
+void MPIExecutor::CheckStrategyAgrees(
+    const proto::DistributedStrategy& strategy) {
+  std::vector<RunSetting> fields;
+  for (const auto& [path, value] : StrategyFields(strategy))
+    fields.push_back(RunSetting::Text("DistributedStrategy." + path, value));
+  CheckRunSettingsAgree(comm_, fields);
 }
 
 std::string MPIExecutor::NonFiniteGradient() const {
@@ -271,9 +282,9 @@ void MPIExecutor::GatherShardState() {
   if (!IsSharded(job_.main())) return;
   WaitParameterGathers();
   FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
-                     "checkpoints of a program transpiled with "
-                     "shard_optimizer need its untranspiled program: give "
-                     "MPIExecutor the plain program and shard_optimizer");
+                     "checkpoints of a program transpiled with sharding "
+                     "need its untranspiled program: give MPIExecutor the "
+                     "plain program and a strategy with sharding");
   exe_.Run(gather_.get(), {}, {}, nullptr);
 }
 

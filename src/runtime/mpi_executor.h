@@ -43,22 +43,21 @@ class MPIExecutor {
   // startup program. Collective: every rank calls it.
   void RunStartup(const proto::ProgramDesc& startup, Scope* scope);
 
-  // `config.nranks` is ignored: the communicator's size is used. With
-  // `run_startup` false the job's startup program is not run: `scope`
-  // already holds its values (see RunStartup), and they are left as they
-  // are.
+  // Prepares `job` for this communicator's ranks as `strategy` says
+  // (PrepareJob; a job transpiled already keeps the strategy it carries),
+  // after checking that every rank passes the same strategy, field by
+  // field (a difference is an error naming the field and the ranks), and
+  // the same program. With `run_startup` false the job's startup program
+  // is not run: `scope` already holds its values (see RunStartup), and
+  // they are left as they are.
   void Init(const proto::TrainingJob& job, Scope* scope,
-            CollectiveConfig config = {}, bool run_startup = true);
-
-  // How gradients are allreduced across hosts: "flat", "hier" or "auto"
-  // (see ChooseAllReduce). Collective, after Init; every rank passes the
-  // same mode.
-  void SetAllReduceMode(const std::string& mode);
+            const proto::DistributedStrategy& strategy = {},
+            bool run_startup = true);
 
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
 
-  // Waits for the parameter all-gathers a sharded job with overlap_gather
+  // Waits for the parameter all-gathers a sharded job with overlapped gathers
   // leaves in flight at the end of each step (the next step waits for each
   // just before it reads the bucket). Whatever reads or writes the
   // parameters between steps calls it first: the methods below do, and so
@@ -112,6 +111,9 @@ class MPIExecutor {
 
  private:
   void InitShardState(const proto::TrainingJob& job);
+  // Every rank passes the same strategy (CheckRunSettingsAgree over its
+  // fields, so a new field is compared without code).
+  void CheckStrategyAgrees(const proto::DistributedStrategy& strategy);
   void ScatterShardState();
   // Ends with an error naming the ranks whose `mine` differs from rank 0's.
   void CheckSameProgram(uint64_t mine, const char* what);

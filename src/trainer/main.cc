@@ -12,9 +12,12 @@
 //           [--start-fresh] [--checkpoint-every N]
 //   mpirun -np N trainer --program model.pb [--bucket-mb M] [--no-overlap]
 //           [--check-consistency K] [--sync-batch-norm] [--allreduce A]
-//           [--grad-compression none|bf16|fp16]
+//           [--grad-compression none|bf16|fp16] [--shard-optimizer [1|2]]
+//           [--strategy FILE] [--strategy-set FIELD=VALUE]
 //           [--stall-warn S] [--stall-timeout S] [--flight-dir D]
 //           [--timeline FILE]
+//   trainer --model M [flags] --print-strategy  the DistributedStrategy a
+//                                               run would use
 //                                               data-parallel on N ranks
 //   trainer --predict DIR [--data DIR] [--test-samples N]
 //                                               accuracy of a saved
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "src/builder/models.h"
 #include "src/distributed/global_communicator.h"
@@ -30,6 +34,7 @@
 #include "src/distributed/launcher.h"
 #include "src/distributed/mpi_backend.h"
 #include "src/framework/enforce.h"
+#include "src/trainer/strategy_flags.h"
 #include "src/trainer/trainer.h"
 
 namespace {
@@ -107,42 +112,51 @@ void AddTrainingOptions(CLI::App& app, fluid::TrainerOptions& o) {
       ->capture_default_str();
 }
 
-// How the ranks of a multi-rank run share the work.
+// How the ranks of a multi-rank run share the work: the strategy's flags
+// (src/trainer/strategy_flags.cc), recorded as given and applied after
+// parsing (ApplyStrategyFlags).
+struct GivenFlag {
+  const fluid::StrategyFlag* flag;
+  CLI::Option* option;
+  std::string value;
+};
+
 void AddDistributedOptions(CLI::App& app, fluid::TrainerOptions& o,
-                           bool* no_overlap) {
-  app.add_option("--bucket-mb", o.bucket_mb,
-                 "multi-rank: gradient bucket size in MiB")
-      ->capture_default_str();
+                           std::vector<GivenFlag>* given,
+                           std::vector<std::string>* sets) {
+  using Arg = fluid::StrategyFlag::Arg;
+  given->reserve(fluid::StrategyFlags().size());
+  for (const fluid::StrategyFlag& f : fluid::StrategyFlags()) {
+    given->push_back({&f, nullptr, ""});
+    const std::string help = std::string("multi-rank: ") + f.help +
+                             " [DistributedStrategy." + f.fields.back() + "]";
+    CLI::Option* opt = f.arg == Arg::kNone
+                           ? app.add_flag(f.flag, help)
+                           : app.add_option(f.flag, given->back().value, help);
+    if (f.arg == Arg::kOptional) opt->expected(0, 1);
+    given->back().option = opt;
+  }
+  app.add_option("--strategy", o.strategy_file,
+                 "multi-rank: a DistributedStrategy in text format (what "
+                 "--print-strategy prints); the flags override its fields");
+  app.add_option("--strategy-set", *sets,
+                 "multi-rank: FIELD=VALUE sets any DistributedStrategy field "
+                 "(e.g. sharding_configs.stage=1); repeatable");
+  app.add_flag("--print-strategy", o.print_strategy,
+               "print the strategy this run would use, every field, and exit");
   app.add_flag("--print-program", o.print_program,
                "print the main program's ops and exit");
   app.add_option("--transpile-for", o.print_nranks,
                  "with --print-program: show it transpiled for N ranks");
-  app.add_flag("--no-overlap", *no_overlap,
-               "multi-rank: allreduce all buckets after the backward pass");
-  app.add_option("--allreduce", o.allreduce,
-                 "multi-rank: flat (default), hier (reduce within each "
-                 "host first, then between hosts) or auto (hier when ranks "
-                 "share hosts)");
-  app.add_option("--grad-compression", o.grad_compression,
-                 "multi-rank: none (default), bf16 or fp16: float32 "
-                 "gradients travel as 16-bit values, added in float32")
-      ->check(CLI::IsMember({"none", "bf16", "fp16"}));
-  app.add_flag("--sync-batch-norm", o.sync_batch_norm,
-               "multi-rank: batch norm statistics over the global batch");
-  app.add_option("--shard-optimizer", o.shard_optimizer,
-                 "multi-rank: 0 (default) every rank updates everything; 1 "
-                 "or 2: each rank updates and stores 1/N of the optimizer "
-                 "state (ZeRO stage 1: after an allreduce; 2: after a "
-                 "reduce-scatter)")
-      ->check(CLI::Range(0, 2));
-  app.add_flag("--shard-overlap-gather", o.shard_overlap_gather,
-               "with --shard-optimizer: wait for each step's parameter "
-               "all-gather in the next step, just before the first op that "
-               "reads the bucket, so that it overlaps the forward pass");
-  app.add_option("--sparse-dense-ratio", o.sparse_dense_ratio,
-                 "multi-rank: sparse gradients are gathered unless all "
-                 "ranks' rows exceed this fraction of the table (default "
-                 "0.25), then allreduced dense");
+}
+
+// The strategy fields the flags ask for, into o.strategy.
+void ApplyStrategyFlags(const std::vector<GivenFlag>& given,
+                        const std::vector<std::string>& sets,
+                        fluid::TrainerOptions* o) {
+  for (const std::string& s : sets) fluid::ApplyStrategySet(s, &o->strategy);
+  for (const GivenFlag& g : given)
+    if (g.option->count() > 0) g.flag->apply(g.value, &o->strategy);
 }
 
 // Checks, stall detection and tracing.
@@ -207,17 +221,21 @@ int main(int argc, char** argv) {
   fluid::TrainerOptions o;
   CLI::App app{
       "Train a fluid program on MNIST-family data or the fortunes text."};
-  bool no_overlap = false;
+  std::vector<GivenFlag> given;
+  std::vector<std::string> sets;
   AddJobOptions(app, o);
   AddTrainingOptions(app, o);
-  AddDistributedOptions(app, o, &no_overlap);
+  AddDistributedOptions(app, o, &given, &sets);
   AddDiagnosticOptions(app, o);
   try {
     app.parse(argc, argv);
+    ApplyStrategyFlags(given, sets, &o);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const fluid::Error& e) {
+    std::cerr << "trainer: error: " << e.what() << std::endl;
+    return 2;
   }
-  o.overlap = !no_overlap;
   if (o.predict.empty() && o.program.empty() == o.model.empty()) {
     std::cerr << "trainer: error: give exactly one of --program, --model "
               << "and --predict" << std::endl;

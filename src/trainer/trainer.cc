@@ -26,9 +26,11 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "src/trainer/resume.h"
+#include "src/trainer/strategy_flags.h"
 #include "src/trainer/text_data.h"
 #include "transpiler/distributed_job.h"
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
+#include "transpiler/strategy.h"
 
 namespace fluid {
 
@@ -338,8 +340,9 @@ void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
                    : " (flat: shared memory within a host, the network "
                      "between hosts)");
     }
-    if (o.grad_compression != "none")
-      log << ", float32 gradients as " << o.grad_compression << " on the wire";
+    const std::string& wire = dist->job().strategy().grad_compression();
+    if (wire != "none")
+      log << ", float32 gradients as " << wire << " on the wire";
   }
   log << "\n";
   log.flush();
@@ -535,11 +538,10 @@ struct Execution {
 // user set first, what follows from it last.
 // The data's sizes come first, then what it is (DataSettings: a rank that
 // read other data of the same size would train on other labels or ids).
-std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
-                                           const Dataset& train,
-                                           const Dataset& test,
-                                           const DataDescription& described,
-                                           int world) {
+std::vector<RunSetting> CollectiveSettings(
+    const TrainerOptions& o, const proto::DistributedStrategy& strategy,
+    const Dataset& train, const Dataset& test, const DataDescription& described,
+    int world) {
   const int64_t per_rank = (train.size() + world - 1) / world;
   std::vector<RunSetting> data = DataSettings(described, train, test);
   std::vector<RunSetting> settings = {
@@ -554,21 +556,21 @@ std::vector<RunSetting> CollectiveSettings(const TrainerOptions& o,
       RunSetting::Text("--seed", std::to_string(o.seed)),
       RunSetting::Int("--check-consistency", o.check_consistency),
       RunSetting::Flag("--resume", o.resume),
-      RunSetting::Real("--bucket-mb", o.bucket_mb),
-      RunSetting::Flag("--no-overlap", !o.overlap),
-      RunSetting::Text("--allreduce", o.allreduce),
-      RunSetting::Text("--grad-compression", o.grad_compression),
-      RunSetting::Flag("--sync-batch-norm", o.sync_batch_norm),
-      RunSetting::Int("--shard-optimizer", o.shard_optimizer),
-      RunSetting::Flag("--shard-overlap-gather", o.shard_overlap_gather),
       RunSetting::Int("--checkpoint-every", o.checkpoint_every),
       RunSetting::Flag("--timeline", !o.timeline.empty()),
-      RunSetting::Real("--sparse-dense-ratio", o.sparse_dense_ratio),
       RunSetting::Int("samples per rank", per_rank),
       RunSetting::Int("steps per epoch",
                       (per_rank + o.batch_size - 1) / o.batch_size),
   };
   settings.insert(settings.end(), rest.begin(), rest.end());
+  // The strategy, field by field, each named by its flag where it has one.
+  for (const auto& [path, value] : StrategyFields(strategy)) {
+    const std::string flag = FlagOfField(path);
+    settings.push_back(RunSetting::Text(
+        flag.empty() ? "DistributedStrategy." + path
+                     : flag + " (DistributedStrategy." + path + ")",
+        value));
+  }
   return settings;
 }
 
@@ -591,8 +593,6 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
     run.main = run.local_main.get();
     return run;
   }
-  FLUID_ENFORCE(o.bucket_mb > 0, "--bucket-mb must be positive, got ",
-                o.bucket_mb);
   run.dist = std::make_unique<MPIExecutor>(place, o.threads);
   FLUID_ENFORCE(o.stall_warn >= 0, "--stall-warn must be >= 0, got ",
                 o.stall_warn);
@@ -600,20 +600,11 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
                 o.stall_timeout);
   run.dist->communicator()->ConfigureStallWatchdog(
       StallConfig{o.stall_warn, o.stall_timeout});
-  CheckRunSettingsAgree(
-      run.dist->communicator(),
-      CollectiveSettings(o, train, test, described, run.dist->world_size()));
+  CheckRunSettingsAgree(run.dist->communicator(),
+                        CollectiveSettings(o, job->strategy(), train, test,
+                                           described, run.dist->world_size()));
   if (!o.timeline.empty()) StartTimeline(run.dist->communicator(), o.timeline);
-  CollectiveConfig cfg;
-  cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
-  cfg.overlap = o.overlap;
-  cfg.grad_compression = o.grad_compression;
-  cfg.sync_batch_norm = o.sync_batch_norm;
-  cfg.shard_optimizer = o.shard_optimizer;
-  cfg.overlap_gather = o.shard_overlap_gather;
-  cfg.sparse_dense_ratio = o.sparse_dense_ratio;
-  run.dist->Init(*job, scope, cfg);
-  run.dist->SetAllReduceMode(o.allreduce);
+  run.dist->Init(*job, scope, job->strategy());
   *job = run.dist->job();
   run.exe = run.dist->executor();
   run.main = run.dist->main_program();
@@ -640,38 +631,26 @@ void CheckOptions(const TrainerOptions& o) {
                 o.check_consistency);
   FLUID_ENFORCE(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
                 "--checkpoint-every needs --checkpoint-dir");
-  FLUID_ENFORCE(
-      o.allreduce == "flat" || o.allreduce == "hier" || o.allreduce == "auto",
-      "--allreduce must be flat, hier or auto, got ", Quote(o.allreduce));
-  ParseWireFormat(o.grad_compression);  // names a bad one
-  FLUID_ENFORCE(o.shard_optimizer >= 0 && o.shard_optimizer <= 2,
-                "--shard-optimizer must be 0, 1 or 2, got ", o.shard_optimizer);
-  FLUID_ENFORCE(!o.shard_overlap_gather || o.shard_optimizer > 0,
-                "--shard-overlap-gather needs --shard-optimizer 1 or 2");
   FLUID_ENFORCE(o.warmup_steps >= 0 && o.decay_steps >= 0,
                 "--warmup-steps and --decay-steps must be >= 0, got ",
                 o.warmup_steps, " and ", o.decay_steps);
-  FLUID_ENFORCE(o.sparse_dense_ratio >= 0,
-                "--sparse-dense-ratio must not be negative, got ",
-                o.sparse_dense_ratio);
 }
 
-// --print-program and --save: show or write the job instead of training.
-// True when one of them was asked for (and done).
+// --print-strategy, --print-program and --save: show or write the job
+// instead of training. True when one of them was asked for (and done).
 bool PrintOrSave(const TrainerOptions& o, proto::TrainingJob job,
                  std::ostream& out) {
+  if (o.print_strategy) {
+    out << "# passes for more than one rank: ";
+    const std::vector<std::string> passes = CollectivePassNames(job.strategy());
+    for (size_t i = 0; i < passes.size(); ++i)
+      out << (i ? ", " : "") << passes[i];
+    out << "\n" << StrategyToText(CanonicalStrategy(job.strategy()));
+    return true;
+  }
   if (o.print_program) {
-    if (o.print_nranks > 0) {
-      CollectiveConfig cfg;
-      cfg.nranks = o.print_nranks;
-      cfg.bucket_bytes = static_cast<int64_t>(o.bucket_mb * (1 << 20));
-      cfg.overlap = o.overlap;
-      cfg.grad_compression = o.grad_compression;
-      cfg.shard_optimizer = o.shard_optimizer;
-      cfg.overlap_gather = o.shard_overlap_gather;
-      cfg.sparse_dense_ratio = o.sparse_dense_ratio;
-      job = PrepareJob(job, cfg);
-    }
+    if (o.print_nranks > 0)
+      job = PrepareJob(job, job.strategy(), o.print_nranks);
     out << ProgramToString(job.main());
     return true;
   }
@@ -777,6 +756,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const Place place = ParsePlace(o.place);
 
   proto::TrainingJob job = ObtainJob(o);
+  *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
   TrainerResult result;
   if (PrintOrSave(o, job, out)) return result;
 

@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "proto/distributed_strategy.pb.h"
 #include "proto/framework.pb.h"
 #include "src/framework/types.h"
 
@@ -51,31 +52,16 @@ struct TrainerOptions {
   int64_t test_samples = 0;
   // Progress line every N steps (0: once per epoch).
   int64_t log_every = 200;
-  // Multi-rank runs (under mpirun): gradient bucket size, whether
-  // allreduces overlap the backward pass, and how often (steps; 0: never)
-  // to compare parameter checksums across ranks.
-  double bucket_mb = 4.0;
-  bool overlap = true;
-  // Batch norm statistics over the global batch (sync_stats on every
-  // batch_norm); without it each rank normalises with its own batch's and
-  // the running statistics are averaged before each checkpoint and the
-  // evaluation.
-  bool sync_batch_norm = false;
-  // Sparse gradients are allreduced as a dense table past this fraction of
-  // the table's height (all ranks' rows together); see docs/distributed.md.
-  double sparse_dense_ratio = 0.25;
-  // How gradients are allreduced across hosts: flat (the default), hier or
-  // auto (see ChooseAllReduce in src/distributed/topology.h).
-  std::string allreduce = "flat";
-  // How float32 gradient buckets travel: none, bf16 or fp16 (16-bit
-  // values, added in float32; parameters and optimizer state stay float32).
-  std::string grad_compression = "none";
-  // Optimizer-state sharding (transpiler/shard_optimizer.h): 0 off, 1 or 2
-  // (each rank updates and stores 1/N of the optimizer state).
-  int shard_optimizer = 0;
-  // With a sharded optimizer: the parameter all-gather of each step is
-  // waited for in the next step, overlapping its forward pass.
-  bool shard_overlap_gather = false;
+  // Multi-rank runs (under mpirun): how the ranks share the work. Only
+  // the fields set here were asked for (src/trainer/strategy_flags.h):
+  // they override, field by field, the text proto in strategy_file, which
+  // overrides the job's own strategy. print_strategy prints the result
+  // (every field) and stops.
+  proto::DistributedStrategy strategy;
+  std::string strategy_file;
+  bool print_strategy = false;
+  // How often (steps; 0: never) to compare parameter checksums across
+  // ranks.
   int64_t check_consistency = 0;
   // Stall detection under mpirun (src/distributed/stall_watchdog.h):
   // seconds ranks may wait in a collective for a rank that makes no

@@ -89,7 +89,7 @@ TEST(NormLayers, CloneForTestKeepsThemInInferenceMode) {
   proto::TrainingJob job = NormJob();
   for (const proto::ProgramDesc& test :
        {CloneForTest(job.main()),
-        CloneForTest(CollectiveTranspile(job, CollectiveConfig{}).main())}) {
+        CloneForTest(CollectiveTranspile(job, {}, 1).main())}) {
     std::vector<std::string> types;
     for (const auto& op : test.blocks(0).ops()) types.push_back(op.type());
     EXPECT_EQ(types,
@@ -108,11 +108,10 @@ TEST(NormLayers, CloneForTestKeepsThemInInferenceMode) {
 
 TEST(NormLayers, SyncBatchNormSetsSyncStatsForwardAndBackward) {
   proto::TrainingJob job = NormJob();
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  proto::TrainingJob plain = CollectiveTranspile(job, cfg);
-  cfg.sync_batch_norm = true;
-  proto::TrainingJob synced = CollectiveTranspile(job, cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob plain = CollectiveTranspile(job, cfg, 2);
+  cfg.set_sync_batch_norm(true);
+  proto::TrainingJob synced = CollectiveTranspile(job, cfg, 2);
   for (const char* type : {"batch_norm", "batch_norm_grad"}) {
     ASSERT_NE(FindOp(synced.main(), type), nullptr) << type;
     EXPECT_TRUE(BoolAttr(*FindOp(synced.main(), type), "sync_stats")) << type;
@@ -123,7 +122,7 @@ TEST(NormLayers, SyncBatchNormSetsSyncStatsForwardAndBackward) {
 TEST(NormLayers, StatSyncProgramAveragesEveryRunningStatistic) {
   proto::TrainingJob job = NormJob();
   proto::ProgramDesc sync =
-      StatSyncProgram(CollectiveTranspile(job, CollectiveConfig{}).main());
+      StatSyncProgram(CollectiveTranspile(job, {}, 1).main());
   const proto::BlockDesc& block = sync.blocks(0);
   ASSERT_EQ(block.ops_size(), 2);
   const std::vector<std::string> stats = {"batch_norm_0.w_1",

@@ -208,9 +208,8 @@ TEST(Backward, CloneForTestDropsTrainingOpsWithOrWithoutRoles) {
     EXPECT_NE(t, "momentum");
   }
 
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  proto::TrainingJob dist = CollectiveTranspile(job, cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob dist = CollectiveTranspile(job, cfg, 2);
   EXPECT_EQ(OpTypes(CloneForTest(dist.main())), forward);
 
   proto::ProgramDesc roleless = job.main();
@@ -233,9 +232,8 @@ TEST(Backward, CheckEvaluationProgramRefusesOpsThatTrain) {
               std::string::npos)
         << e.what();
   }
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  proto::TrainingJob dist = CollectiveTranspile(job, cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob dist = CollectiveTranspile(job, cfg, 2);
   proto::ProgramDesc with_allreduce = CloneForTest(dist.main());
   for (const auto& op : dist.main().blocks(0).ops())
     if (op.type() == "c_allreduce")

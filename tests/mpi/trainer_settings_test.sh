@@ -66,10 +66,18 @@ expect --resume "--checkpoint-dir $work/ckpt --resume" \
 expect --resume "--checkpoint-dir $work/ckpt" \
   "--checkpoint-dir $work/ckpt --resume" "rank 0 has no, rank 1 has yes"
 expect --seed "--seed 1" "--seed 2" "rank 0 has 1, rank 1 has 2"
-expect --bucket-mb "--bucket-mb 0.5" "" "rank 0 has 0.5, rank 1 has 4"
-expect --no-overlap "" "--no-overlap" "rank 0 has no, rank 1 has yes"
-expect --sparse-dense-ratio "--sparse-dense-ratio 0.5" "" \
-  "rank 0 has 0.5, rank 1 has 0.25"
+# The strategy's fields, each named by its flag and its field, in the
+# field's units; a field without a flag (set by --strategy-set) is compared
+# all the same.
+expect "--bucket-mb (DistributedStrategy.bucket_bytes)" "--bucket-mb 0.5" "" \
+  "rank 0 has 524288, rank 1 has 4194304"
+expect "--no-overlap (DistributedStrategy.overlap_allreduce)" "" \
+  "--no-overlap" "rank 0 has true, rank 1 has false"
+expect "--sparse-dense-ratio (DistributedStrategy.sparse_dense_ratio)" \
+  "--sparse-dense-ratio 0.5" "" "rank 0 has 0.5, rank 1 has 0.25"
+expect "DistributedStrategy.average_gradients" \
+  "--strategy-set average_gradients=false" "" \
+  "rank 0 has false, rank 1 has true"
 
 # Data of the same size that is not the same data: the same images with
 # other labels on rank 1 (make_idx draws the images first)...

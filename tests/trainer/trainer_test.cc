@@ -402,6 +402,61 @@ TEST_F(TrainerTest, BadFlagsExitNonZero) {
   EXPECT_NE(RunCli("").status, 0);
 }
 
+// The strategy: printed as text proto (every field, the passes it runs),
+// carried by a saved job, read from a file, and each flag overriding one
+// field; a bad field is one line naming it.
+TEST_F(TrainerTest, PrintStrategySaveAndReadIt) {
+  Outcome plain = RunCli("--model mlp --print-strategy");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.out.find("# passes for more than one rank: bucketing, "
+                           "allreduce, startup_broadcast\n"),
+            std::string::npos)
+      << plain.out;
+  EXPECT_NE(plain.out.find("bucket_bytes: 4194304"), std::string::npos);
+  EXPECT_NE(plain.out.find("sharding: false"), std::string::npos);
+
+  // --shard-optimizer alone: the default stage (2).
+  const std::string path = dir_ + "/sharded.pb";
+  ASSERT_EQ(RunCli("--model mlp --shard-optimizer --bucket-mb 0.5 --save '" +
+                   path + "'")
+                .status,
+            0);
+  Outcome carried = RunCli("--program '" + path + "' --print-strategy");
+  ASSERT_EQ(carried.status, 0) << carried.err;
+  EXPECT_NE(carried.out.find("shard_updates"), std::string::npos);
+  EXPECT_NE(carried.out.find("bucket_bytes: 524288"), std::string::npos);
+  EXPECT_NE(carried.out.find("sharding: true"), std::string::npos);
+  EXPECT_NE(carried.out.find("stage: 2"), std::string::npos);
+
+  // A file, then the flags over it, field by field.
+  const std::string file = dir_ + "/strategy.txt";
+  std::ofstream(file) << "sharding: true\nsharding_configs { stage: 1 }\n"
+                         "sync_batch_norm: true\n";
+  Outcome mixed = RunCli("--program '" + path + "' --strategy '" + file +
+                         "' --strategy-set sharding_configs.overlap_gather="
+                         "true --shard-optimizer 0 --print-strategy");
+  EXPECT_EQ(mixed.status, 1);  // overlap_gather without sharding
+  EXPECT_NE(mixed.err.find("sharding_configs.overlap_gather needs sharding"),
+            std::string::npos)
+      << mixed.err;
+  mixed = RunCli("--program '" + path + "' --strategy '" + file +
+                 "' --print-strategy");
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("stage: 1"), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("sync_batch_norm: true"), std::string::npos);
+  EXPECT_NE(mixed.out.find("bucket_bytes: 524288"), std::string::npos);
+
+  std::ofstream(file) << "bucket_size: 3\n";
+  ExpectOneLineError(
+      RunCli("--model mlp --strategy '" + file + "' --print-strategy"),
+      "strategy.txt: not a DistributedStrategy: line 1");
+  ExpectOneLineError(RunCli("--model mlp --strategy-set "
+                            "sharding_configs.stage=7 --print-strategy"),
+                     "DistributedStrategy.sharding_configs.stage must be in "
+                     "[1, 2], got 7");
+  EXPECT_EQ(RunCli("--model mlp --strategy-set nope=1").status, 2);
+}
+
 TEST_F(TrainerTest, NegativeCheckConsistencyIsRefused) {
   ExpectOneLineError(RunCli("--model mlp --check-consistency -1"),
                      "--check-consistency must be >= 0 (0: never), got -1");

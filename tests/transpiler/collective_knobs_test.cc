@@ -43,11 +43,10 @@ int WaitOf(const proto::BlockDesc& block, const std::string& grad) {
 
 TEST(CollectiveKnobs, ClipAndDecayReadGradientsAfterTheirWait) {
   for (bool overlap : {true, false}) {
-    CollectiveConfig cfg;
-    cfg.nranks = 2;
-    cfg.overlap = overlap;
-    cfg.bucket_bytes = 64 << 10;  // several buckets
-    proto::TrainingJob out = CollectiveTranspile(MlpWithKnobs(), cfg);
+    proto::DistributedStrategy cfg;
+    cfg.set_overlap_allreduce(overlap);
+    cfg.set_bucket_bytes(64 << 10);  // several buckets
+    proto::TrainingJob out = CollectiveTranspile(MlpWithKnobs(), cfg, 2);
     const proto::BlockDesc& block = out.main().blocks(0);
     int knob_reads = 0;
     for (const auto& pg : OptimizedParams(out.main())) {
@@ -68,9 +67,8 @@ TEST(CollectiveKnobs, ClipAndDecayReadGradientsAfterTheirWait) {
 }
 
 TEST(CollectiveKnobs, LintRejectsAClipReadingBeforeTheWait) {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  proto::TrainingJob out = CollectiveTranspile(MlpWithKnobs(), cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob out = CollectiveTranspile(MlpWithKnobs(), cfg, 2);
   proto::BlockDesc* block = out.mutable_main()->mutable_blocks(0);
   const std::string grad = OptimizedParams(out.main())[0].second;
   const int wait = WaitOf(*block, grad);

@@ -32,9 +32,8 @@ const std::vector<std::string> kMomentum6(6, "momentum");
 
 TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
   proto::TrainingJob job = testing::LoadTestJob("mlp");
-  CollectiveConfig cfg;
-  cfg.nranks = 4;
-  proto::TrainingJob out = CollectiveTranspile(job, cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob out = CollectiveTranspile(job, cfg, 4);
   EXPECT_EQ(
       Types(out.main()),
       Concat({{"coalesce_tensor"},
@@ -52,7 +51,7 @@ TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
                                       "fc_0.b_0@GRAD", "fc_0.w_0@GRAD"}));
   EXPECT_EQ(out.main().nranks(), 4);
   EXPECT_EQ(out.main().structure_hash(), StructureHash(out.main()));
-  EXPECT_EQ(out.distributed().nranks(), 4);
+  EXPECT_EQ(out.main().nranks(), 4);
   // The input is untouched.
   EXPECT_EQ(Types(job.main()).front(), "mul");
   // Startup ends with a broadcast of every persistable var from rank 0.
@@ -70,10 +69,9 @@ TEST(CollectiveTranspiler, MlpOneBucketWithOverlap) {
 
 TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
   proto::TrainingJob job = testing::LoadTestJob("mlp");
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.bucket_bytes = 600 * 1024;
-  std::vector<GradBucket> buckets = PlanBuckets(job.main(), cfg.bucket_bytes);
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(600 * 1024);
+  std::vector<GradBucket> buckets = PlanBuckets(job.main(), cfg.bucket_bytes());
   ASSERT_EQ(buckets.size(), 2u);
   EXPECT_EQ(buckets[0].grads.size(), 5u);
   EXPECT_EQ(buckets[1].grads, std::vector<std::string>{"fc_0.w_0@GRAD"});
@@ -83,7 +81,7 @@ TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
       "elementwise_add_grad", "mul_grad",  "relu_grad",
       "elementwise_add_grad", "mul_grad",  "relu_grad",
       "elementwise_add_grad"};
-  proto::TrainingJob on = CollectiveTranspile(job, cfg);
+  proto::TrainingJob on = CollectiveTranspile(job, cfg, 2);
   // Bucket 0 goes as soon as fc_0's bias grad is written, overlapping the
   // last mul_grad; the optimizer waits for each bucket just before it needs
   // it (fc_0.w first, in bucket 1).
@@ -94,8 +92,8 @@ TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
                     {"c_allreduce", "mul_grad", "c_allreduce", "c_wait",
                      "momentum", "c_wait"},
                     std::vector<std::string>(5, "momentum")}));
-  cfg.overlap = false;
-  proto::TrainingJob off = CollectiveTranspile(job, cfg);
+  cfg.set_overlap_allreduce(false);
+  proto::TrainingJob off = CollectiveTranspile(job, cfg, 2);
   EXPECT_EQ(
       Types(off.main()),
       Concat({{"coalesce_tensor", "coalesce_tensor"},
@@ -107,10 +105,10 @@ TEST(CollectiveTranspiler, MlpSmallBucketsWithAndWithoutOverlap) {
 }
 
 TEST(CollectiveTranspiler, SumWhenNotAveraging) {
-  CollectiveConfig cfg;
-  cfg.average = false;
+  proto::DistributedStrategy cfg;
+  cfg.set_average_gradients(false);
   proto::TrainingJob out =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 1);
   for (const auto& op : out.main().blocks(0).ops()) {
     if (op.type() == "c_allreduce") {
       EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "sum");
@@ -130,10 +128,9 @@ std::string LintError(const proto::ProgramDesc& main, int nranks) {
 // The mlp transpiled with one bucket per gradient, so that each gradient's
 // allreduce can be edited on its own.
 proto::ProgramDesc PerGradMain() {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.bucket_bytes = 1;
-  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg).main();
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(1);
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2).main();
 }
 
 int FindOp(const proto::ProgramDesc& p, const std::string& type,
@@ -200,12 +197,11 @@ TEST(CollectiveLint, DoubleAveragingAndMisplacementAreErrors) {
 }
 
 TEST(CollectiveTranspiler, GradientCompressionMarksFloatBuckets) {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.bucket_bytes = 1;
-  cfg.grad_compression = "bf16";
+  proto::DistributedStrategy cfg;
+  cfg.set_bucket_bytes(1);
+  cfg.set_grad_compression("bf16");
   proto::TrainingJob out =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+      CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2);
   int compressed = 0;
   for (const auto& op : out.main().blocks(0).ops()) {
     if (op.type() != "c_allreduce") continue;
@@ -213,16 +209,16 @@ TEST(CollectiveTranspiler, GradientCompressionMarksFloatBuckets) {
     ++compressed;
   }
   EXPECT_EQ(compressed, 6);
-  EXPECT_EQ(out.distributed().grad_compression(), "bf16");
+  EXPECT_EQ(out.strategy().grad_compression(), "bf16");
   // Without compression the allreduces carry no such attribute at all, so
   // uncompressed programs keep their structure hash.
   const proto::ProgramDesc plain = PerGradMain();
   for (const auto& op : plain.blocks(0).ops())
     EXPECT_FALSE(HasOpAttr(op, "compression")) << op.type();
 
-  cfg.grad_compression = "int8";
+  cfg.set_grad_compression("int8");
   try {
-    CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+    CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2);
     FAIL() << "int8 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("none, bf16 or fp16"),
@@ -253,8 +249,8 @@ TEST(CollectiveLint, CompressionOfAnUnknownFormatOrOfFloat64IsAnError) {
 
 TEST(CollectiveTranspiler, RefusesAnAlreadyDistributedJob) {
   proto::TrainingJob once =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), {});
-  EXPECT_THROW(CollectiveTranspile(once, {}), Error);
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {}, 1);
+  EXPECT_THROW(CollectiveTranspile(once, {}, 1), Error);
 }
 
 TEST(PserverTranspiler, SplitsIntoTrainerAndServers) {
@@ -283,13 +279,12 @@ TEST(PserverTranspiler, RewriteGivesTheSameOpsAsTranspilingThePlainJob) {
   proto::TrainingJob plain = testing::LoadTestJob("mlp");
   PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2", "c:3"});
   for (bool overlap : {true, false}) {
-    CollectiveConfig cfg;
-    cfg.nranks = 2;
-    cfg.overlap = overlap;
-    cfg.bucket_bytes = 600 * 1024;
-    proto::TrainingJob direct = CollectiveTranspile(plain, cfg);
+    proto::DistributedStrategy cfg;
+    cfg.set_overlap_allreduce(overlap);
+    cfg.set_bucket_bytes(600 * 1024);
+    proto::TrainingJob direct = CollectiveTranspile(plain, cfg, 2);
     proto::TrainingJob via =
-        PserverToCollective(split.trainer, split.pservers, cfg);
+        PserverToCollective(split.trainer, split.pservers, cfg, 2);
     ASSERT_EQ(Types(via.main()), Types(direct.main()));
     for (int i = 0; i < direct.main().blocks(0).ops_size(); ++i)
       EXPECT_EQ(OpToString(via.main().blocks(0).ops(i)),
@@ -398,10 +393,9 @@ TEST(PserverTranspiler, HandBuiltPairBecomesTheCollectiveProgram) {
              true);
   *ps.startup.mutable_blocks(0)->add_ops() = lr_init;
 
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  proto::TrainingJob direct = CollectiveTranspile(plain, cfg);
-  proto::TrainingJob via = PserverToCollective(trainer, {ps}, cfg);
+  proto::DistributedStrategy cfg;
+  proto::TrainingJob direct = CollectiveTranspile(plain, cfg, 2);
+  proto::TrainingJob via = PserverToCollective(trainer, {ps}, cfg, 2);
   EXPECT_EQ(Types(direct.main()),
             (std::vector<std::string>{"coalesce_tensor", "mul", "mean",
                                       "fill_constant", "mean_grad", "mul_grad",

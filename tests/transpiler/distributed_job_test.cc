@@ -29,16 +29,10 @@ int Count(const proto::ProgramDesc& p, const std::string& type) {
   return n;
 }
 
-CollectiveConfig For(int nranks) {
-  CollectiveConfig cfg;
-  cfg.nranks = nranks;
-  return cfg;
-}
-
 TEST(DistributedJob, TranspilersDeclareTheFormOfWhatTheyWrite) {
   const proto::TrainingJob plain = testing::LoadTestJob("mlp");
   EXPECT_EQ(FormOf(plain.main()), JobForm::kLocal);
-  const proto::TrainingJob collective = CollectiveTranspile(plain, For(2));
+  const proto::TrainingJob collective = CollectiveTranspile(plain, {}, 2);
   EXPECT_EQ(collective.main().distribution(), proto::ProgramDesc::COLLECTIVE);
   EXPECT_EQ(FormOf(collective.main()), JobForm::kCollective);
   const PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2"});
@@ -54,7 +48,7 @@ TEST(DistributedJob, TranspilersDeclareTheFormOfWhatTheyWrite) {
 // in the parameter-server style) are taken for the form their ops imply.
 TEST(DistributedJob, UndeclaredProgramsAreJudgedByTheirOps) {
   proto::TrainingJob collective =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {}, 2);
   collective.mutable_main()->clear_distribution();
   EXPECT_EQ(FormOf(collective.main()), JobForm::kCollective);
   PserverSplit split =
@@ -69,15 +63,14 @@ TEST(DistributedJob, UndeclaredProgramsAreJudgedByTheirOps) {
 // one rank alone.
 TEST(DistributedJob, ForwardCloneOfACollectiveProgramIsLocal) {
   const proto::TrainingJob collective =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {}, 2);
   const proto::ProgramDesc test = CloneForTest(collective.main());
   EXPECT_EQ(FormOf(test), JobForm::kLocal);
   EXPECT_EQ(Count(test, "c_allreduce"), 0);
 }
 
 TEST(DistributedJob, PrepareTranspilesALocalJob) {
-  const proto::TrainingJob job =
-      PrepareJob(testing::LoadTestJob("mlp"), For(4));
+  const proto::TrainingJob job = PrepareJob(testing::LoadTestJob("mlp"), {}, 4);
   EXPECT_EQ(FormOf(job.main()), JobForm::kCollective);
   EXPECT_EQ(job.main().nranks(), 4);
   EXPECT_GT(Count(job.main(), "c_allreduce"), 0);
@@ -86,13 +79,13 @@ TEST(DistributedJob, PrepareTranspilesALocalJob) {
 
 TEST(DistributedJob, PrepareKeepsACollectiveJobForItsSize) {
   const proto::TrainingJob once =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
-  const proto::TrainingJob again = PrepareJob(once, For(2));
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {}, 2);
+  const proto::TrainingJob again = PrepareJob(once, {}, 2);
   EXPECT_EQ(again.main().SerializeAsString(), once.main().SerializeAsString());
   EXPECT_EQ(Count(again.startup(), "c_broadcast"),
             Count(once.startup(), "c_broadcast"));
   EXPECT_NE(ErrorOf([&] {
-              PrepareJob(once, For(3));
+              PrepareJob(once, {}, 3);
             }).find("transpiled for 2 ranks but runs on 3"),
             std::string::npos);
 }
@@ -101,26 +94,26 @@ TEST(DistributedJob, PrepareKeepsACollectiveJobForItsSize) {
 // transpiled: the broadcasts are added, or ranks would start apart.
 TEST(DistributedJob, PrepareGivesAnUntranspiledStartupItsBroadcasts) {
   const proto::TrainingJob plain = testing::LoadTestJob("mlp");
-  proto::TrainingJob mixed = CollectiveTranspile(plain, For(2));
+  proto::TrainingJob mixed = CollectiveTranspile(plain, {}, 2);
   *mixed.mutable_startup() = plain.startup();
-  const proto::TrainingJob job = PrepareJob(mixed, For(2));
+  const proto::TrainingJob job = PrepareJob(mixed, {}, 2);
   EXPECT_EQ(Count(job.startup(), "c_broadcast"),
-            Count(CollectiveTranspile(plain, For(2)).startup(), "c_broadcast"));
+            Count(CollectiveTranspile(plain, {}, 2).startup(), "c_broadcast"));
 }
 
 TEST(DistributedJob, PrepareConvertsAPserverPairAndNeedsItsServers) {
   const proto::TrainingJob plain = testing::LoadTestJob("mlp");
   const PserverSplit split = PserverTranspile(plain, 2, {"a:1", "b:2"});
   EXPECT_NE(ErrorOf([&] {
-              PrepareJob(split.trainer, For(2));
+              PrepareJob(split.trainer, {}, 2);
             }).find("parameter-server trainer program"),
             std::string::npos);
   const proto::TrainingJob job =
-      PrepareJob(split.trainer, For(2), split.pservers);
+      PrepareJob(split.trainer, {}, 2, split.pservers);
   EXPECT_EQ(FormOf(job.main()), JobForm::kCollective);
   EXPECT_EQ(Count(job.main(), "send"), 0);
   EXPECT_EQ(Count(job.main(), "c_allreduce"),
-            Count(CollectiveTranspile(plain, For(2)).main(), "c_allreduce"));
+            Count(CollectiveTranspile(plain, {}, 2).main(), "c_allreduce"));
 }
 
 TEST(DistributedJob, PrepareRefusesAServerProgram) {
@@ -129,15 +122,15 @@ TEST(DistributedJob, PrepareRefusesAServerProgram) {
   proto::TrainingJob server;
   *server.mutable_main() = split.pservers[0].main;
   *server.mutable_startup() = split.pservers[0].startup;
-  const std::string msg = ErrorOf([&] { PrepareJob(server, For(2)); });
+  const std::string msg = ErrorOf([&] { PrepareJob(server, {}, 2); });
   EXPECT_NE(msg.find("parameter server's program"), std::string::npos) << msg;
 }
 
 TEST(DistributedJob, TranspilersRefuseWhatIsAlreadyDistributed) {
   const proto::TrainingJob once =
-      CollectiveTranspile(testing::LoadTestJob("mlp"), For(2));
+      CollectiveTranspile(testing::LoadTestJob("mlp"), {}, 2);
   EXPECT_NE(ErrorOf([&] {
-              CollectiveTranspile(once, For(2));
+              CollectiveTranspile(once, {}, 2);
             }).find("already distributed (collective)"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] {

@@ -6,6 +6,8 @@
 // testdata/program_hashes.txt. A refactoring of the passes must leave
 // every line unchanged; a change that means to alter programs rewrites the
 // file with FLUID_UPDATE_TESTDATA=1 and shows the difference in review.
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,13 +16,10 @@
 #include <sstream>
 #include <string>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include "src/builder/models.h"
 #include "src/framework/enforce.h"
 #include "transpiler/distributed_job.h"
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
 
 namespace fluid {
 namespace {
@@ -45,18 +44,18 @@ struct Settings {
   }
 };
 
-proto::TrainingJob Transpile(const proto::TrainingJob& job,
-                             const Settings& s) {
-  CollectiveConfig cfg;
-  cfg.nranks = s.nranks;
-  cfg.bucket_bytes = s.bucket_bytes;
-  cfg.overlap = s.overlap;
-  cfg.grad_compression = s.compression;
-  cfg.sync_batch_norm = s.sync_batch_norm;
-  cfg.shard_optimizer = s.shard_stage;
-  cfg.overlap_gather = s.overlap_gather;
-  cfg.sparse_dense_ratio = s.sparse_dense_ratio;
-  return PrepareJob(job, cfg);
+proto::TrainingJob Transpile(const proto::TrainingJob& job, const Settings& s) {
+  proto::DistributedStrategy strategy;
+  strategy.set_bucket_bytes(s.bucket_bytes);
+  strategy.set_overlap_allreduce(s.overlap);
+  strategy.set_grad_compression(s.compression);
+  strategy.set_sync_batch_norm(s.sync_batch_norm);
+  strategy.set_sharding(s.shard_stage != 0);
+  if (s.shard_stage != 0)
+    strategy.mutable_sharding_configs()->set_stage(s.shard_stage);
+  strategy.mutable_sharding_configs()->set_overlap_gather(s.overlap_gather);
+  strategy.set_sparse_dense_ratio(static_cast<float>(s.sparse_dense_ratio));
+  return PrepareJob(job, strategy, s.nranks);
 }
 
 uint64_t Fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {

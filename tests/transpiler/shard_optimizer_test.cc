@@ -1,7 +1,5 @@
 // The sharded-optimizer rewrite: its op sequence, its state, its lint; no
 // MPI and no kernels.
-#include "transpiler/shard_optimizer.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +8,8 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/testdata.h"
+#include "transpiler/collective_transpiler.h"
+#include "transpiler/sharding.h"
 
 namespace fluid {
 namespace {
@@ -19,10 +19,10 @@ std::vector<std::string> Types(const proto::ProgramDesc& p) {
 }
 
 proto::TrainingJob Sharded(int stage, int nranks = 4) {
-  CollectiveConfig cfg;
-  cfg.nranks = nranks;
-  cfg.shard_optimizer = stage;
-  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(stage != 0);
+  if (stage != 0) cfg.mutable_sharding_configs()->set_stage(stage);
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, nranks);
 }
 
 int64_t Count(const std::vector<std::string>& v, const std::string& x) {
@@ -151,11 +151,11 @@ void InsertBeforeUpdate(proto::TrainingJob* job, proto::OpDesc op) {
 }
 
 void ExpectShardError(const proto::TrainingJob& job, const std::string& what) {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.shard_optimizer = 2;
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(2);
   try {
-    CollectiveTranspile(job, cfg);
+    CollectiveTranspile(job, cfg, 2);
     ADD_FAILURE() << "no error, expected one saying " << what;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
@@ -167,12 +167,12 @@ void ExpectShardError(const proto::TrainingJob& job, const std::string& what) {
 // the squared norms of the shards are summed over the ranks.
 TEST(ShardOptimizer, ClipsAndDecaysTheShards) {
   for (int stage : {1, 2}) {
-    CollectiveConfig cfg;
-    cfg.nranks = 4;
-    cfg.shard_optimizer = stage;
-    cfg.bucket_bytes = 256 << 10;  // several buckets
+    proto::DistributedStrategy cfg;
+    cfg.set_sharding(stage != 0);
+    if (stage != 0) cfg.mutable_sharding_configs()->set_stage(stage);
+    cfg.set_bucket_bytes(256 << 10);  // several buckets
     proto::TrainingJob out =
-        CollectiveTranspile(testing::LoadTestJob("mlp_clip_decay"), cfg);
+        CollectiveTranspile(testing::LoadTestJob("mlp_clip_decay"), cfg, 4);
     const std::vector<std::string> t = Types(out.main());
     const int64_t buckets = Count(t, "adam");
     EXPECT_GT(buckets, 1);
@@ -216,10 +216,10 @@ TEST(ShardOptimizer, ClipsByNormOnWholeGradients) {
   InsertBeforeUpdate(
       &job, MakeOp("clip_by_norm", {{"X", {"fc_0.w_0@GRAD"}}},
                    {{"Out", {"fc_0.w_0@GRAD"}}}, {{"max_norm", 1.0f}}));
-  CollectiveConfig cfg;
-  cfg.nranks = 4;
-  cfg.shard_optimizer = 2;
-  proto::TrainingJob out = CollectiveTranspile(job, cfg);
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(2);
+  proto::TrainingJob out = CollectiveTranspile(job, cfg, 4);
   const std::vector<std::string> t = Types(out.main());
   EXPECT_EQ(Count(t, "c_allreduce"), 1);
   EXPECT_EQ(Count(t, "c_reducescatter"), 1);
@@ -254,25 +254,26 @@ TEST(ShardOptimizer, RefusesNonElementwiseReadersAndCompressionWithAMessage) {
   for (auto& op : *lars.mutable_main()->mutable_blocks(0)->mutable_ops())
     if (op.type() == "momentum") op.set_type("lars_momentum");
   ExpectShardError(lars, "the lars_momentum update of");
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.shard_optimizer = 2;
-  cfg.grad_compression = "bf16";
-  EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg), Error);
-  cfg.grad_compression = "none";
-  cfg.shard_optimizer = 3;
-  EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg), Error);
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(2);
+  cfg.set_grad_compression("bf16");
+  EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2), Error);
+  cfg.set_grad_compression("none");
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(3);
+  EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2), Error);
 }
 
 // Sharded with overlapped gathers, one bucket per parameter (so that the
 // buckets are needed at different points of the forward pass).
 proto::TrainingJob Overlapped(int stage) {
-  CollectiveConfig cfg;
-  cfg.nranks = 4;
-  cfg.shard_optimizer = stage;
-  cfg.overlap_gather = true;
-  cfg.bucket_bytes = 1;
-  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg);
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(stage != 0);
+  if (stage != 0) cfg.mutable_sharding_configs()->set_stage(stage);
+  cfg.mutable_sharding_configs()->set_overlap_gather(true);
+  cfg.set_bucket_bytes(1);
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 4);
 }
 
 // Index of the first op of `block` from `from` on reading one of `vars`.

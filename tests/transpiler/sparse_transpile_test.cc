@@ -79,10 +79,9 @@ std::vector<std::string> Types(const proto::ProgramDesc& p) {
 }
 
 TEST(SparseTranspile, SparseGradientGetsItsOwnReduction) {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  cfg.sparse_dense_ratio = 0.5;
-  proto::TrainingJob out = CollectiveTranspile(EmbeddingJob(), cfg);
+  proto::DistributedStrategy cfg;
+  cfg.set_sparse_dense_ratio(0.5);
+  proto::TrainingJob out = CollectiveTranspile(EmbeddingJob(), cfg, 2);
   EXPECT_EQ(
       Types(out.main()),
       (std::vector<std::string>{
@@ -99,10 +98,10 @@ TEST(SparseTranspile, SparseGradientGetsItsOwnReduction) {
   EXPECT_FLOAT_EQ(GetOpAttrAs<float>(sparse, "sparse_dense_ratio"), 0.5f);
   EXPECT_EQ(GetVarDesc(block, "table@GRAD@HANDLE").type(),
             proto::VarDesc::COMM_HANDLE);
-  EXPECT_FLOAT_EQ(out.distributed().sparse_dense_ratio(), 0.5f);
+  EXPECT_FLOAT_EQ(out.strategy().sparse_dense_ratio(), 0.5f);
   // Without overlap both reductions come after the backward pass.
-  cfg.overlap = false;
-  out = CollectiveTranspile(EmbeddingJob(), cfg);
+  cfg.set_overlap_allreduce(false);
+  out = CollectiveTranspile(EmbeddingJob(), cfg, 2);
   EXPECT_EQ(
       Types(out.main()),
       (std::vector<std::string>{
@@ -112,9 +111,8 @@ TEST(SparseTranspile, SparseGradientGetsItsOwnReduction) {
 }
 
 TEST(SparseTranspile, LintChecksTheKindAndThePlace) {
-  CollectiveConfig cfg;
-  cfg.nranks = 2;
-  const proto::TrainingJob good = CollectiveTranspile(EmbeddingJob(), cfg);
+  proto::DistributedStrategy cfg;
+  const proto::TrainingJob good = CollectiveTranspile(EmbeddingJob(), cfg, 2);
   LintCollective(good.main(), 2);
   auto error_of = [](const proto::ProgramDesc& p) {
     try {

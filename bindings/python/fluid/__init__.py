@@ -21,11 +21,12 @@ from . import clip, regularizer, initializer, nets, unique_name
 from .data_feeder import DataFeeder
 from .lod_tensor import LoDTensor, create_lod_tensor
 from .layers import ParamAttr
+from .distributed_strategy import DistributedStrategy
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
 
 __all__ = [
     "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
-    "DistributeTranspiler", "DistributeTranspilerConfig", "cuda_device_count", "is_compiled_with_cuda",
+    "DistributeTranspiler", "DistributeTranspilerConfig", "DistributedStrategy", "cuda_device_count", "is_compiled_with_cuda",
     "Executor", "IndependentRanksWarning", "MPIExecutor", "Program", "Scope", "Variable", "datasets",
     "default_main_program", "default_startup_program", "global_scope", "io",
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",

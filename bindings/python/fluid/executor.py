@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _core
 from . import lod_tensor as _lod_tensor
+from .distributed_strategy import _from_legacy as _strategy_from_legacy
 from .framework import Program, default_main_program
 
 
@@ -320,82 +321,43 @@ class MPIExecutor:
       evaluation program) runs on this rank alone, without collectives, on
       the current parameters.
     - `run` calls are serialised, as with Executor.
-    - `allreduce` is the trainer's `--allreduce`: "flat" (one allreduce over
-      all ranks), "hier" (within each host, then between hosts) or "auto"
-      (hier when the ranks span hosts and share some); every rank passes
-      the same.
-    - `grad_compression` is the trainer's `--grad-compression`: "none",
-      "bf16" or "fp16" (float32 gradients travel as 16-bit values and are
-      added in float32; parameters and optimizer state stay float32).
-    - `sync_batch_norm`: batch norm statistics over the global batch (the
-      trainer's `--sync-batch-norm`); otherwise each rank's running
-      statistics are its own until `sync_running_stats()`.
-    - `shard_optimizer` is the trainer's `--shard-optimizer`: 0 (every rank
-      updates every parameter), 1 or 2 (each rank updates and stores 1/N
-      of the optimizer state; 2 reduce-scatters the gradients). Optimizers
-      with gradient clipping or regularizers are refused for now.
-      `state_bytes(program)` tells what one rank holds.
-    - `overlap_gather` is the trainer's `--shard-overlap-gather` (with
-      `shard_optimizer`): each step's parameter all-gather is waited for
-      in the next step, just before the first op that reads the bucket,
-      overlapping the forward pass. Reads of the parameters in between
-      (fetching one, `scope.find_var(...).get_tensor()`, fluid.io saves,
-      another program run on the scope, `check_consistency`) wait for the
-      gathers first; `wait_parameter_gathers()` does it explicitly.
+    - `strategy`, a fluid.DistributedStrategy, says how the ranks share
+      the work: gradient buckets and their overlap with the backward pass,
+      compression, the allreduce across hosts, batch norm over the global
+      batch, optimizer-state sharding (`state_bytes(program)` tells what
+      one rank holds), sparse gradients. Every rank passes the same
+      (compared field by field on the first run, a difference naming the
+      field). The keyword arguments of earlier releases (bucket_mb=4.0,
+      overlap=True, allreduce="flat", ...) still
+      work and override the strategy's fields. With sharding's
+      overlapped gathers, reads of the parameters between steps (fetching
+      one, `scope.find_var(...).get_tensor()`, fluid.io saves, another
+      program run on the scope, `check_consistency`) wait for the
+      in-flight gathers first; `wait_parameter_gathers()` does it
+      explicitly.
     - `stall_warn`, `stall_timeout`: the trainer's `--stall-warn` and
       `--stall-timeout` (seconds; 0: never): a rank that makes no progress
       while the others wait for it in a collective is named in a warning,
       then the job ends; `flight_dir` (default: the working directory) is
       where each rank writes its last collectives when the job aborts.
-    - `sparse_dense_ratio` is the trainer's `--sparse-dense-ratio`: a sparse
-      gradient (embedding(is_sparse=True)) is gathered from every rank
-      unless all ranks' rows together exceed this fraction of its table's
-      height; then it is allreduced as a dense table.
     - `timeline` is the trainer's `--timeline`: a file name (every rank
       passes one, the same) where rank 0 writes a Chrome trace-event JSON
       timeline of every rank's ops, collectives, exposed waits and feeds
       (Perfetto, chrome://tracing). It records from here until `close()`
       or the end of the script; collective, like the constructor."""
 
-    def __init__(self, place=None, threads=1, bucket_mb=4.0, overlap=True,
-                 allreduce="flat", grad_compression="none",
-                 sync_batch_norm=False, shard_optimizer=0, stall_warn=60.0,
-                 stall_timeout=300.0, flight_dir=None,
-                 sparse_dense_ratio=0.25, timeline=None,
-                 overlap_gather=False):
-        if allreduce not in ("flat", "hier", "auto"):
-            raise ValueError(f"MPIExecutor(allreduce={allreduce!r}): use "
-                             "'flat', 'hier' (reduce within each host first, "
-                             "then between hosts) or 'auto'")
-        if grad_compression not in ("none", "bf16", "fp16"):
-            raise ValueError(
-                f"MPIExecutor(grad_compression={grad_compression!r}): use "
-                "'none', 'bf16' or 'fp16'")
-        if shard_optimizer not in (0, 1, 2, False, True):
-            raise ValueError(
-                f"MPIExecutor(shard_optimizer={shard_optimizer!r}): use 0 "
-                "(off), 1 or 2 (ZeRO stage 1 or 2; True means 2)")
-        self._shard_optimizer = 2 if shard_optimizer is True else int(
-            shard_optimizer)
-        if overlap_gather and not self._shard_optimizer:
-            raise ValueError("MPIExecutor(overlap_gather=True) needs "
-                             "shard_optimizer 1 or 2")
-        self._overlap_gather = bool(overlap_gather)
+    def __init__(self, place=None, threads=1, strategy=None,
+                 stall_warn=60.0, stall_timeout=300.0, flight_dir=None,
+                 timeline=None, **settings):
+        self._strategy = _strategy_from_legacy("MPIExecutor", strategy,
+                                               **settings)
         if stall_warn < 0 or stall_timeout < 0:
             raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
                              f"stall_timeout={stall_timeout!r}): seconds, "
                              ">= 0 (0: never)")
-        from .transpiler import _check_sparse_dense_ratio
-        _check_sparse_dense_ratio(sparse_dense_ratio, "MPIExecutor")
-        self._sparse_dense_ratio = float(sparse_dense_ratio)
-        self._allreduce = allreduce
-        self._grad_compression = grad_compression
         self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
-        self._bucket_bytes = int(bucket_mb * (1 << 20))
-        self._overlap = bool(overlap)
-        self._sync_batch_norm = bool(sync_batch_norm)
         self._startup = None
         self._started = set()  # ids of scopes a startup program ran on
         self._local = _core.Executor(self._threads, self._device)
@@ -467,17 +429,14 @@ class MPIExecutor:
                 return out
             key = (program.desc.id, program.desc.version, id(scope))
             run = self._runs.get(key)
-            # A program transpiled with overlap_gather leaves gathers in
-            # flight whatever this executor's option: reads wait for them.
+            # A program transpiled with overlapped parameter gathers leaves
+            # them in flight whatever this executor's strategy: reads wait.
             scope._settle(keep=key)
             if run is None:
                 run = self._probe if not self._runs else _core.MPIExecutor(
                     self._threads, self._device)
                 run.init(program.desc, self._startup.desc, scope._core,
-                         self._bucket_bytes, self._overlap, False,
-                         self._allreduce, self._grad_compression,
-                         self._sync_batch_norm, self._shard_optimizer,
-                         self._sparse_dense_ratio, self._overlap_gather)
+                         self._strategy.serialize(), False)
                 self._runs[key] = run
             scope._pending[key] = self._waiter(key)
             out = [_lod_tensor.fetched_value(v)
@@ -530,8 +489,9 @@ class MPIExecutor:
         return wait
 
     def wait_parameter_gathers(self):
-        """Waits for the parameter all-gathers that overlap_gather leaves
-        in flight after a step (reading the scope does it by itself)."""
+        """Waits for the parameter all-gathers a sharded strategy with
+        overlapped gathers leaves in flight after a step (reading the scope
+        does it by itself)."""
         with self._lock:
             for scope in self._scopes.values():
                 scope._settle()

@@ -18,6 +18,9 @@ trainers=..., mode="collective"), still works and defaults to collective."""
 import numbers
 
 from . import _core
+from .distributed_strategy import (DistributedStrategy,
+                                   _LEGACY_DEFAULTS,
+                                   _from_legacy as _strategy_from_legacy)
 from .framework import (Program, _as_startup, default_main_program,
                         default_startup_program)
 
@@ -51,20 +54,12 @@ class DistributeTranspilerConfig:
     no server). slice_var_up, split_method and min_block_size concern how a
     parameter server splits variables; here parameters are assigned whole
     and round robin, so they are checked and kept but change nothing.
-    bucket_mb and overlap (this project's) size the allreduce buckets and
-    let them overlap the backward pass; sync_batch_norm makes every
-    batch_norm compute its statistics over the global batch of all ranks;
-    shard_optimizer (0, 1 or 2; True means 2) makes each rank update and
-    store 1/N of the optimizer state (ZeRO stage 1 or 2, collective mode
-    only); overlap_gather (with shard_optimizer) waits for each step's
-    parameter all-gather in the next step, before the first op that reads
-    the bucket, so that it overlaps the forward pass (the transpiled
-    program then leaves gathers in flight between runs: run it with
-    fluid.MPIExecutor, which waits before anything else reads the
-    parameters);
-    sparse_dense_ratio: a sparse gradient (embedding(is_sparse=True)) is
-    gathered unless all ranks' rows together exceed this fraction of its
-    table's height, when it is allreduced as a dense table instead."""
+
+    How the ranks share the work is `strategy`, a fluid.DistributedStrategy
+    (buckets, overlap, batch norm over the global batch, optimizer-state
+    sharding, sparse gradients). The attributes this class had for those
+    before the strategy existed (bucket_mb, overlap, ...) still read and
+    write it."""
 
     def __init__(self):
         self.slice_var_up = True
@@ -72,12 +67,20 @@ class DistributeTranspilerConfig:
         self.min_block_size = 8192
         self.mode = "pserver"
         self.print_log = False
-        self.bucket_mb = 4.0
-        self.overlap = True
-        self.sync_batch_norm = False
-        self.shard_optimizer = 0
-        self.overlap_gather = False
-        self.sparse_dense_ratio = 0.25
+        self.strategy = DistributedStrategy()
+        self._settings = {}  # the earlier attributes, as set
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in _LEGACY_DEFAULTS:
+            raise AttributeError(
+                f"DistributeTranspilerConfig has no attribute '{name}'")
+        return self._settings.get(name, _LEGACY_DEFAULTS[name])
+
+    def __setattr__(self, name, value):
+        if name in _LEGACY_DEFAULTS:
+            self._settings[name] = value
+        else:
+            object.__setattr__(self, name, value)
 
     def _check(self):
         if self.mode not in _MODES:
@@ -92,22 +95,8 @@ class DistributeTranspilerConfig:
                 self.min_block_size <= 0:
             raise ValueError("DistributeTranspilerConfig.min_block_size must "
                              f"be a positive int, got {self.min_block_size!r}")
-        if not self.bucket_mb > 0:
-            raise ValueError("DistributeTranspilerConfig.bucket_mb must be "
-                             f"positive, got {self.bucket_mb!r}")
-        if self.shard_optimizer not in (0, 1, 2, False, True):
-            raise ValueError("DistributeTranspilerConfig.shard_optimizer: "
-                             "use 0 (off), 1 or 2 (True means 2), got "
-                             f"{self.shard_optimizer!r}")
-        _check_sparse_dense_ratio(self.sparse_dense_ratio,
-                                  "DistributeTranspilerConfig")
-
-
-def _check_sparse_dense_ratio(ratio, where):
-    if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
-            or not ratio >= 0):
-        raise ValueError(f"{where}.sparse_dense_ratio must be a number >= 0, "
-                         f"got {ratio!r}")
+        return _strategy_from_legacy("DistributeTranspilerConfig",
+                                     self.strategy, **self._settings)
 
 
 def _trainer_count(trainers):
@@ -129,18 +118,19 @@ class DistributeTranspiler:
     too."""
 
     def __init__(self, config=None, bucket_mb=None, overlap=None,
-                 sync_batch_norm=None):
+                 **settings):
         if isinstance(config, (int, float)) and not isinstance(config, bool):
             config, bucket_mb = None, config  # the seed's positional bucket_mb
         self._explicit_config = config is not None
         self.config = config if config is not None \
             else DistributeTranspilerConfig()
-        if bucket_mb is not None:
-            self.config.bucket_mb = bucket_mb
-        if overlap is not None:
-            self.config.overlap = overlap
-        if sync_batch_norm is not None:
-            self.config.sync_batch_norm = sync_batch_norm
+        settings.update(bucket_mb=bucket_mb, overlap=overlap)
+        for name, value in settings.items():
+            if name not in _LEGACY_DEFAULTS:
+                raise TypeError("DistributeTranspiler() got an unexpected "
+                                f"keyword argument '{name}'")
+            if value is not None:
+                setattr(self.config, name, value)
         self._trainer = self._startup = None
         self._servers = {}
         self.mode = None
@@ -187,18 +177,12 @@ class DistributeTranspiler:
         if mode not in _MODES:
             raise ValueError(f"unknown mode '{mode}'; use 'collective' (or "
                              "'nccl2') or 'pserver'")
-        self.config._check()
+        self._strategy = self.config._check()
         trainers = _trainer_count(trainers)
         if not 0 <= self.trainer_id < trainers:
             raise ValueError(f"transpile: trainer_id {self.trainer_id} is "
                              f"not in [0, {trainers}) for {trainers} "
                              "trainer(s)")
-        self._bucket_bytes = int(self.config.bucket_mb * (1 << 20))
-        self._overlap = bool(self.config.overlap)
-        self._sync_batch_norm = bool(self.config.sync_batch_norm)
-        shard = self.config.shard_optimizer
-        self._shard_optimizer = 2 if shard is True else int(shard)
-        self._sparse_dense_ratio = float(self.config.sparse_dense_ratio)
         self._transpile(pservers, trainers, program, startup_program,
                         _MODES[mode])
 
@@ -209,9 +193,7 @@ class DistributeTranspiler:
         if mode == "collective":
             main, start = _core.collective_transpile(
                 program.desc, startup_program.desc, int(trainers),
-                self._bucket_bytes, self._overlap, self._sync_batch_norm,
-                self._shard_optimizer, self._sparse_dense_ratio,
-                bool(self.config.overlap_gather))
+                self._strategy.serialize())
             self._trainer, self._startup = Program(main), _startup(start)
         elif mode == "pserver":
             endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
@@ -255,14 +237,18 @@ class DistributeTranspiler:
 
 
 def to_collective(trainer_program, pserver_programs, startup_program,
-                  nranks, bucket_mb=4.0, overlap=True):
+                  nranks, bucket_mb=None, overlap=None, strategy=None):
     """Turns a pserver-style trainer program and its server programs
     ([(endpoint, main, startup)] or a DistributeTranspiler in pserver mode)
-    into (main, startup) collective programs for `nranks` ranks."""
+    into (main, startup) collective programs for `nranks` ranks, as
+    `strategy` (a fluid.DistributedStrategy) says; bucket_mb and overlap,
+    when given, override its fields."""
     if isinstance(pserver_programs, DistributeTranspiler):
         pserver_programs = pserver_programs.get_pserver_programs()
+    strategy = _strategy_from_legacy("to_collective", strategy,
+                                     bucket_mb=bucket_mb, overlap=overlap)
     main, start = _core.pserver_to_collective(
         trainer_program.desc, startup_program.desc,
         [(ep, m.desc, s.desc) for ep, m, s in pserver_programs], int(nranks),
-        int(bucket_mb * (1 << 20)), overlap)
+        strategy.serialize())
     return Program(main), _startup(start)

@@ -1,4 +1,4 @@
-#include "transpiler/shard_optimizer.h"
+#include "transpiler/sharding.h"
 
 #include <algorithm>
 #include <map>
@@ -6,65 +6,13 @@
 
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/program_query.h"
 #include "transpiler/shard_gradient_ops.h"
+#include "transpiler/strategy.h"
 
 namespace fluid {
 
 namespace {
-
-constexpr int kCollective = static_cast<int>(OpRole::kCollective);
-constexpr int kOptimize = static_cast<int>(OpRole::kOptimize);
-
-bool IsUpdate(const proto::OpDesc& op) {
-  return (OpRoleOf(op) & kOptimize) != 0 && OpRoleVarOf(op).size() == 2;
-}
-
-// The update op of every parameter, by index into `block`.
-std::map<std::string, int> UpdateOps(const proto::BlockDesc& block) {
-  std::map<std::string, int> at;
-  for (int i = 0; i < block.ops_size(); ++i)
-    if (IsUpdate(block.ops(i))) at.emplace(OpRoleVarOf(block.ops(i))[0], i);
-  return at;
-}
-
-proto::OpDesc Role(proto::OpDesc op, int role) {
-  SetOpAttr(&op, kOpRoleAttr, role);
-  return op;
-}
-
-// What an update op's slots hold: its parameter and gradient, state shaped
-// like the parameter (read as Slot, written as SlotOut), or scalars.
-enum class SlotKind { kParam, kGrad, kState, kScalar };
-
-SlotKind KindOf(const proto::BlockDesc& block, const proto::OpDesc& op,
-                const std::string& slot) {
-  if (slot == "Param" || slot == "ParamOut") return SlotKind::kParam;
-  if (slot == "Grad") return SlotKind::kGrad;
-  const std::string in =
-      slot.size() > 3 && slot.substr(slot.size() - 3) == "Out"
-          ? slot.substr(0, slot.size() - 3)
-          : slot;
-  const std::vector<std::string> vars = OpInput(op, in);
-  const std::string param = OpInput(op, "Param")[0];
-  if (vars.size() == 1 && OpOutput(op, in + "Out") == vars &&
-      VarShape(GetVarDesc(block, vars[0])).numel() ==
-          VarShape(GetVarDesc(block, param)).numel())
-    return SlotKind::kState;
-  return SlotKind::kScalar;
-}
-
-// Parameters whose update ops share this key can share one update op.
-std::string UpdateKey(const proto::BlockDesc& block, const proto::OpDesc& op) {
-  std::string key = op.type();
-  for (const auto& a : op.attrs())
-    if (a.name() != kOpRoleVarAttr) key += "|" + a.ShortDebugString();
-  for (const auto& lr : OpInput(op, "LearningRate")) key += "|lr=" + lr;
-  for (const auto& slot : op.inputs())
-    key +=
-        "|" + slot.parameter() + ":" +
-        std::to_string(static_cast<int>(KindOf(block, op, slot.parameter())));
-  return key;
-}
 
 // The value a fill_constant of the startup program gives `var`.
 float InitValue(const proto::BlockDesc& startup, const std::string& var) {
@@ -77,72 +25,23 @@ float InitValue(const proto::BlockDesc& startup, const std::string& var) {
               "program; a sharded optimizer cannot create its shard");
 }
 
-// Update rules that treat every element alone, so that a shard of
-// several parameters is updated as the parameters would be.
-bool IsElementwiseUpdate(const std::string& type) {
-  static const std::set<std::string> kTypes = {
-      "sgd",     "momentum", "adam",     "adamax",
-      "adagrad", "rmsprop",  "adadelta", "decayed_adagrad"};
-  return kTypes.count(type) != 0;
-}
-
 std::string ParamBuffer(size_t k) {
   return "fused_param_" + std::to_string(k) + "@COALESCED";
 }
-
-}  // namespace
-
-std::string ShardName(const std::string& fused) { return fused + "@SHARD"; }
-
-bool IsShardVar(const std::string& name) {
-  static const std::string kSuffix = "@SHARD";
-  return name.size() > kSuffix.size() &&
-         name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) ==
-             0;
-}
-
-std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
-                                           const CollectiveConfig& config) {
-  const proto::BlockDesc& block = main.blocks(0);
-  const std::map<std::string, int> updates = UpdateOps(block);
-  const GradientReaders readers = FindGradientReaders(block);
-  std::vector<GradBucket> buckets =
-      PlanBuckets(main, config.bucket_bytes, [&](const std::string& param) {
-        auto it = updates.find(param);
-        FLUID_ENFORCE(it != updates.end(), "parameter '", param,
-                      "' has no update op to shard");
-        const proto::OpDesc& op = block.ops(it->second);
-        FLUID_ENFORCE_CODE(IsElementwiseUpdate(op.type()),
-                           ErrorCode::kUnimplemented, "the ", op.type(),
-                           " update of '", param,
-                           "' is not elementwise (it reads the whole "
-                           "parameter); a sharded optimizer cannot split it: "
-                           "use another optimizer or turn shard_optimizer off");
-        auto chain = readers.signature.find(param);
-        return UpdateKey(block, op) + "|chain=" +
-               (chain == readers.signature.end() ? "" : chain->second);
-      });
-  for (GradBucket& b : buckets) {
-    b.whole = readers.whole.count(b.params[0]) != 0;  // the chains agree
-    int64_t total = 0;
-    for (int64_t n : b.numels) total += n;
-    b.padding = (config.nranks - total % config.nranks) % config.nranks;
-    b.pad = b.fused + "@PAD";
-  }
-  return buckets;
-}
-
-namespace {
 
 // The rewrite of one bucket: its vars, its ops and the startup's state.
 class BucketShard {
  public:
   BucketShard(const proto::TrainingJob& job, const GradBucket& bucket, size_t k,
-              const CollectiveConfig& config)
-      : job_(job), b_(bucket), config_(config), fused_(ParamBuffer(k)) {
+              int stage, int nranks)
+      : job_(job),
+        b_(bucket),
+        stage_(stage),
+        nranks_(nranks),
+        fused_(ParamBuffer(k)) {
     const proto::BlockDesc& src = job.main().blocks(0);
     for (int64_t n : b_.numels) total_ += n;
-    shard_ = (total_ + b_.padding) / config.nranks;
+    shard_ = (total_ + b_.padding) / nranks;
     dtype_ = VarDtype(GetVarDesc(src, b_.params[0]));
     const std::map<std::string, int> updates = UpdateOps(src);
     for (const auto& p : b_.params) ops_.push_back(src.ops(updates.at(p)));
@@ -184,34 +83,34 @@ class BucketShard {
       views.push_back(fused_ + "@PAD");
       numels.push_back(b_.padding);
     }
-    return Role(
+    return WithRole(
         MakeOp("coalesce_tensor", {},
                {{"Output", views}, {"FusedOutput", {fused_}}},
                {{"dtype", static_cast<int32_t>(dtype_)}, {"numels", numels}}),
-        kCollective);
+        OpRole::kCollective);
   }
 
   // The views of this rank's shards, before the first op that reads them.
   std::vector<proto::OpDesc> Views() const {
     std::vector<proto::OpDesc> ops;
-    const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
-    if (config_.shard_optimizer == 1 || b_.whole)
-      ops.push_back(Role(MakeOp("shard_view", {{"X", {b_.fused}}},
-                                {{"Out", {ShardName(b_.fused)}}}, n),
-                         kCollective));
-    ops.push_back(Role(MakeOp("shard_view", {{"X", {fused_}}},
-                              {{"Out", {ShardName(fused_)}}}, n),
-                       kCollective));
+    const AttributeMap n = {{"nranks", int32_t{nranks_}}};
+    if (stage_ == 1 || b_.whole)
+      ops.push_back(WithRole(MakeOp("shard_view", {{"X", {b_.fused}}},
+                                    {{"Out", {ShardName(b_.fused)}}}, n),
+                             OpRole::kCollective));
+    ops.push_back(WithRole(MakeOp("shard_view", {{"X", {fused_}}},
+                                  {{"Out", {ShardName(fused_)}}}, n),
+                           OpRole::kCollective));
     return ops;
   }
 
   // What replaces the bucket's update ops: one update, then the gather.
   std::vector<proto::OpDesc> Update() const {
-    const AttributeMap n = {{"nranks", int32_t{config_.nranks}}};
+    const AttributeMap n = {{"nranks", int32_t{nranks_}}};
     return {ShardedOp(),
-            Role(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
-                        {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
-                 kCollective)};
+            WithRole(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
+                            {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
+                     OpRole::kCollective)};
   }
 
   // The shard's twin of `op`, an op of the first parameter's chain of
@@ -253,9 +152,9 @@ class BucketShard {
   // The wait for the gather: at the end of the step, or (idle_ok) in the
   // next run, where the first run finds no gather to wait for.
   proto::OpDesc Wait(bool idle_ok = false) const {
-    proto::OpDesc op =
-        Role(MakeOp("c_wait", {{"Handle", {Handle()}}}, {{"Out", {fused_}}}),
-             kCollective);
+    proto::OpDesc op = WithRole(
+        MakeOp("c_wait", {{"Handle", {Handle()}}}, {{"Out", {fused_}}}),
+        OpRole::kCollective);
     if (idle_ok) SetOpAttr(&op, "idle_ok", true);
     return op;
   }
@@ -341,7 +240,8 @@ class BucketShard {
 
   const proto::TrainingJob& job_;
   const GradBucket& b_;
-  const CollectiveConfig& config_;
+  const int stage_;
+  const int nranks_;
   const std::string fused_;
   int64_t total_ = 0;
   int64_t shard_ = 0;
@@ -370,9 +270,9 @@ void AddNormSum(const proto::OpDesc& op, const GradientReaders& r,
   *main->add_ops() = sum;
   const std::string total = OpOutput(op, "Out")[0];
   *main->add_ops() =
-      Role(MakeOp("c_allreduce", {{"X", {total}}}, {{"Out", {total}}},
-                  {{"reduce_type", std::string("sum")}}),
-           kCollective);
+      WithRole(MakeOp("c_allreduce", {{"X", {total}}}, {{"Out", {total}}},
+                      {{"reduce_type", std::string("sum")}}),
+               OpRole::kCollective);
 }
 
 // Removes `vars` from a block's declarations and every op that touches
@@ -424,13 +324,14 @@ void WaitBeforeFirstReaders(const std::vector<BucketShard>& shards,
 
 void ShardUpdates(const proto::TrainingJob& job,
                   const std::vector<GradBucket>& buckets,
-                  const CollectiveConfig& config, proto::TrainingJob* out) {
+                  const proto::DistributedStrategy& strategy, int nranks,
+                  proto::TrainingJob* out) {
   proto::BlockDesc* main = out->mutable_main()->mutable_blocks(0);
   proto::BlockDesc* startup = out->mutable_startup()->mutable_blocks(0);
   const GradientReaders readers = FindGradientReaders(*main);
   std::vector<BucketShard> shards;
   for (size_t k = 0; k < buckets.size(); ++k)
-    shards.emplace_back(job, buckets[k], k, config);
+    shards.emplace_back(job, buckets[k], k, ShardStage(strategy), nranks);
   std::map<std::string, size_t> bucket_of;  // param -> bucket
   std::set<std::string> retired;
   for (size_t k = 0; k < shards.size(); ++k) {
@@ -464,7 +365,7 @@ void ShardUpdates(const proto::TrainingJob& job,
       if (readers.param[i] != shards[k].params()[0]) continue;
       views(k);
       *main->add_ops() = shards[k].Reader(op, readers, main);
-    } else if (IsUpdate(op)) {
+    } else if (IsUpdateOp(op)) {
       const size_t k = bucket_of.at(OpRoleVarOf(op)[0]);
       if (!done.insert(k).second) continue;  // the bucket is updated already
       views(k);
@@ -473,7 +374,7 @@ void ShardUpdates(const proto::TrainingJob& job,
       *main->add_ops() = op;
     }
   }
-  if (config.overlap_gather) {
+  if (strategy.sharding_configs().overlap_gather()) {
     WaitBeforeFirstReaders(shards, main);
   } else {
     for (const auto& s : shards) *main->add_ops() = s.Wait();
@@ -481,12 +382,6 @@ void ShardUpdates(const proto::TrainingJob& job,
 }
 
 namespace {
-
-bool ReadsVar(const proto::OpDesc& op, const std::string& var) {
-  for (const auto& n : OpInputNames(op))
-    if (n == var) return true;
-  return false;
-}
 
 // Index of the only op of `type` reading `x` (writing `out`, when given);
 // an error naming `what` when there is none or more than one.
@@ -740,7 +635,7 @@ StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
     }
   }
   for (const auto& op : block.ops()) {
-    if (!IsUpdate(op)) continue;
+    if (!IsUpdateOp(op)) continue;
     for (const auto& slot : op.inputs()) {
       const std::string& s = slot.parameter();
       if (s == "Param" || s == "LearningRate") continue;
@@ -774,7 +669,7 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
     const int view = OnlyOp(block, "shard_view", buffer, shard, what);
     int update = -1, updates = 0;
     for (int i = 0; i < block.ops_size(); ++i)
-      if (IsUpdate(block.ops(i)) &&
+      if (IsUpdateOp(block.ops(i)) &&
           OpInput(block.ops(i), "Param") == std::vector<std::string>{shard}) {
         update = i;
         ++updates;
@@ -792,7 +687,7 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
     LintGradShard(block, OpInput(block.ops(update), "Grad")[0], update, what);
   }
   for (const auto& op : block.ops()) {
-    if (!IsUpdate(op)) continue;
+    if (!IsUpdateOp(op)) continue;
     const std::string param = OpInput(op, "Param")[0];
     FLUID_ENFORCE(IsShardVar(param), "parameter '", param,
                   "' is updated whole in a sharded program: it belongs to "

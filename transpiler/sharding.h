@@ -18,7 +18,7 @@
 //   c_allgather       fused_param_k@SHARD -> fused_param_k
 //   c_wait            (at the end of the program)
 //
-// With CollectiveConfig::overlap_gather the c_wait moves instead to just
+// With overlapped gathers (ShardingConfig) the c_wait moves instead to just
 // before the first op that reads one of the bucket's parameters, where it
 // waits for the previous run's gather (idle_ok: the first run finds none);
 // the gather's handle is then persistable, living across runs, and the
@@ -38,28 +38,19 @@
 #include <string>
 #include <vector>
 
+#include "proto/distributed_strategy.pb.h"
 #include "proto/framework.pb.h"
-#include "transpiler/collective_transpiler.h"
+#include "transpiler/buckets.h"
 
 namespace fluid {
-
-// The name of the shard of a bucket buffer.
-std::string ShardName(const std::string& fused);
-// A var holding this rank's shard only (optimizer state of a sharded
-// update): it differs between ranks by design.
-bool IsShardVar(const std::string& name);
-
-// The gradient buckets of a sharded job: PlanBuckets grouped by update op,
-// each padded to a multiple of nranks elements.
-std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
-                                           const CollectiveConfig& config);
 
 // Rewrites the updates of `out` (CollectiveTranspile's result for `job`,
 // with `buckets` reduced) into sharded updates, and its startup to create
 // the shards' optimizer state instead of the parameters'.
 void ShardUpdates(const proto::TrainingJob& job,
                   const std::vector<GradBucket>& buckets,
-                  const CollectiveConfig& config, proto::TrainingJob* out);
+                  const proto::DistributedStrategy& strategy, int nranks,
+                  proto::TrainingJob* out);
 
 // Whether a main program's updates are sharded (it has shard views).
 bool IsSharded(const proto::ProgramDesc& main);

@@ -1,0 +1,157 @@
+#include "src/trainer/strategy_flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "src/framework/enforce.h"
+#include "transpiler/strategy.h"
+
+namespace fluid {
+
+namespace {
+
+double ParsePositiveReal(const char* flag, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  FLUID_ENFORCE(!v.empty() && *end == '\0' && x > 0, flag,
+                " takes a positive number, got ", Quote(v));
+  return x;
+}
+
+void SetBucketMb(const std::string& v, proto::DistributedStrategy* s) {
+  const double mb = ParsePositiveReal("--bucket-mb", v);
+  s->set_bucket_bytes(static_cast<int64_t>(mb * (1 << 20)));
+}
+
+void SetNoOverlap(const std::string&, proto::DistributedStrategy* s) {
+  s->set_overlap_allreduce(false);
+}
+
+void SetSyncBatchNorm(const std::string&, proto::DistributedStrategy* s) {
+  s->set_sync_batch_norm(true);
+}
+
+// "--shard-optimizer": the default stage; 0: off; 1 or 2: that stage.
+void SetShardOptimizer(const std::string& v, proto::DistributedStrategy* s) {
+  if (v.empty()) {
+    s->set_sharding(true);
+    return;
+  }
+  FLUID_ENFORCE(v == "0" || v == "1" || v == "2",
+                "--shard-optimizer takes 0, 1 or 2 (alone: stage ",
+                proto::ShardingConfig().stage(), "), got ", Quote(v));
+  s->set_sharding(v != "0");
+  if (v != "0") SetStrategyField(s, "sharding_configs.stage", v);
+}
+
+void SetOverlapGather(const std::string&, proto::DistributedStrategy* s) {
+  s->mutable_sharding_configs()->set_overlap_gather(true);
+}
+
+template <const char* kPath>
+void SetField(const std::string& v, proto::DistributedStrategy* s) {
+  SetStrategyField(s, kPath, v);
+}
+
+constexpr char kAllreduceHierarchy[] = "allreduce_hierarchy";
+constexpr char kGradCompression[] = "grad_compression";
+constexpr char kSparseDenseRatio[] = "sparse_dense_ratio";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound,
+                     "--strategy: cannot "
+                     "read ",
+                     Quote(path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+const std::vector<StrategyFlag>& StrategyFlags() {
+  using Arg = StrategyFlag::Arg;
+  static const std::vector<StrategyFlag> flags = {
+      {"--bucket-mb",
+       {"bucket_bytes"},
+       "gradient bucket size in MiB (default 4)",
+       Arg::kValue,
+       SetBucketMb},
+      {"--no-overlap",
+       {"overlap_allreduce"},
+       "allreduce all buckets after the backward pass",
+       Arg::kNone,
+       SetNoOverlap},
+      {"--allreduce",
+       {kAllreduceHierarchy},
+       "flat (default), hier (reduce within each host first, then between "
+       "hosts) or auto (hier when ranks share hosts)",
+       Arg::kValue,
+       SetField<kAllreduceHierarchy>},
+      {"--grad-compression",
+       {kGradCompression},
+       "none (default), bf16 or fp16: float32 gradients travel as 16-bit "
+       "values, added in float32",
+       Arg::kValue,
+       SetField<kGradCompression>},
+      {"--sync-batch-norm",
+       {"sync_batch_norm"},
+       "batch norm statistics over the global batch",
+       Arg::kNone,
+       SetSyncBatchNorm},
+      {"--shard-optimizer",
+       {"sharding", "sharding_configs.stage"},
+       "each rank updates and stores 1/N of the optimizer state: 1 (ZeRO "
+       "stage 1: after an allreduce), 2 (stage 2: after a reduce-scatter; "
+       "the default when no value is given) or 0 (off, the default)",
+       Arg::kOptional,
+       SetShardOptimizer},
+      {"--shard-overlap-gather",
+       {"sharding_configs.overlap_gather"},
+       "with --shard-optimizer: wait for each step's parameter all-gather "
+       "in the next step, just before the first op that reads the bucket, "
+       "so that it overlaps the forward pass",
+       Arg::kNone,
+       SetOverlapGather},
+      {"--sparse-dense-ratio",
+       {kSparseDenseRatio},
+       "sparse gradients are gathered unless all ranks' rows exceed this "
+       "fraction of the table (default 0.25), then allreduced dense",
+       Arg::kValue,
+       SetField<kSparseDenseRatio>},
+  };
+  return flags;
+}
+
+std::string FlagOfField(const std::string& path) {
+  for (const StrategyFlag& f : StrategyFlags())
+    for (const std::string& field : f.fields)
+      if (field == path) return f.flag;
+  return "";
+}
+
+void ApplyStrategySet(const std::string& assignment,
+                      proto::DistributedStrategy* s) {
+  const size_t eq = assignment.find('=');
+  FLUID_ENFORCE(eq != std::string::npos && eq > 0,
+                "--strategy-set takes FIELD=VALUE (e.g. "
+                "sharding_configs.stage=1), got ",
+                Quote(assignment));
+  SetStrategyField(s, assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+proto::DistributedStrategy EffectiveStrategy(
+    const proto::TrainingJob& job, const std::string& strategy_file,
+    const proto::DistributedStrategy& asked) {
+  proto::DistributedStrategy s = job.strategy();
+  if (!strategy_file.empty())
+    s.MergeFrom(StrategyFromText(ReadFile(strategy_file), strategy_file));
+  s.MergeFrom(asked);
+  ValidateStrategy(s);
+  return s;
+}
+
+}  // namespace fluid
