@@ -766,11 +766,15 @@ void BindExecutors(py::module_& m) {
            })
       .def("get",
            [](const Scope& s, const std::string& n) {
+             s.Settle();  // writes a step left in flight
              Tensor copy;  // from the device when the var lives there
              copy.CopyFrom(s.GetVar(n)->GetTensor(), Place::CPU());
              return ToNumpy(copy);
            })
+      .def("settle", [](const Scope& s) { s.Settle(); })
+      .def("has_fence", &Scope::HasFence)
       .def("set", [](Scope& s, const std::string& n, const py::array& a) {
+        s.Settle();
         Tensor* t = s.Var(n)->GetMutableTensor();
         // A var on a device stays there: its kernels expect it.
         const Place place = t->initialized() ? t->place() : Place::CPU();
@@ -866,16 +870,16 @@ py::object StrategyValue(const proto::DistributedStrategy& s,
 std::string StrategyText(const std::string& path, const py::handle& value) {
   const std::string type = StrategyFieldType(path);
   const bool is_bool = py::isinstance<py::bool_>(value);
-  FLUID_ENFORCE(is_bool == (type == "bool"), "DistributedStrategy.", path,
-                " takes a ", type, ", got ",
-                Quote(py::str(value).cast<std::string>()));
+  const bool is_number =
+      !is_bool && (py::isinstance<py::int_>(value) ||
+                   py::isinstance<py::float_>(value));
+  const bool fits = type == "bool"     ? is_bool
+                    : type == "string" ? py::isinstance<py::str>(value)
+                                       : is_number;
+  FLUID_ENFORCE(fits, "DistributedStrategy.", path, " takes a ", type,
+                ", got ", SanitizeMessage(py::repr(value).cast<std::string>()));
   if (is_bool) return value.cast<bool>() ? "true" : "false";
-  if (type == "string") {
-    FLUID_ENFORCE(py::isinstance<py::str>(value), "DistributedStrategy.",
-                  path, " takes a string, got ",
-                  Quote(py::repr(value).cast<std::string>()));
-    return value.cast<std::string>();
-  }
+  if (type == "string") return value.cast<std::string>();
   return py::repr(value).cast<std::string>();
 }
 

@@ -69,6 +69,7 @@ void CheckHeldValue(const proto::VarDesc& var, const Variable& held) {
 std::unique_ptr<PreparedProgram> Executor::Prepare(
     const proto::ProgramDesc& program, Scope* scope, int block_id) {
   FLUID_ENFORCE(scope != nullptr, "Prepare: null scope");
+  scope->Settle();  // it reads the scope's vars
   CheckProgram(program, "program");
   FLUID_ENFORCE(block_id >= 0 && block_id < program.blocks_size(),
                 "program has no block ", block_id);
@@ -158,6 +159,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
                    const std::vector<std::string>& fetch_names,
                    std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(prepared != nullptr, "Run: null prepared program");
+  prepared->scope_->Settle(prepared->fence_owner_);
   const proto::BlockDesc& block =
       prepared->program_.blocks(prepared->block_id_);
   Scope* local = prepared->local_scope_;

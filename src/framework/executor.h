@@ -42,6 +42,10 @@ class PreparedProgram {
   // Vars read before any op writes them and not persistable: they must be
   // fed on every run.
   const std::vector<std::string>& feed_targets() const { return feed_targets_; }
+  // The writer whose in-flight writes this program waits for itself (its
+  // own ops wait for them where they read): Run settles the scope's fence
+  // for every other owner only. Null: all of them.
+  void set_fence_owner(const void* owner) { fence_owner_ = owner; }
 
  private:
   friend class Executor;
@@ -56,6 +60,7 @@ class PreparedProgram {
   std::vector<std::unique_ptr<OperatorBase>> ops_;
   Scope* scope_ = nullptr;
   Scope* local_scope_ = nullptr;
+  const void* fence_owner_ = nullptr;
   std::vector<std::string> feed_targets_;
   std::vector<FeedSlot> required_feeds_;
   // Persistable vars the ops read: checked to live at the executor's place

@@ -73,4 +73,49 @@ std::vector<std::string> Scope::LocalVarNames() const {
   return names;
 }
 
+Scope::~Scope() {
+  if (parent_ == nullptr) Settle();
+}
+
+Scope* Scope::Root() const {
+  const Scope* s = this;
+  while (s->parent_ != nullptr) s = s->parent_;
+  return const_cast<Scope*>(s);
+}
+
+bool Scope::HasFence() const {
+  Scope* root = Root();
+  std::lock_guard<std::mutex> lock(root->fence_mu_);
+  return !root->fences_.empty();
+}
+
+void Scope::ClearFence(const void* owner) {
+  Scope* root = Root();
+  std::lock_guard<std::mutex> lock(root->fence_mu_);
+  root->fences_.erase(owner);
+}
+
+void Scope::SetFence(const void* owner, std::function<void()> wait) {
+  Scope* root = Root();
+  std::lock_guard<std::mutex> lock(root->fence_mu_);
+  root->fences_[owner] = std::move(wait);
+}
+
+void Scope::Settle(const void* except) const {
+  Scope* root = Root();
+  std::vector<std::function<void()>> waits;
+  {
+    std::lock_guard<std::mutex> lock(root->fence_mu_);
+    for (auto it = root->fences_.begin(); it != root->fences_.end();) {
+      if (it->first == except) {
+        ++it;
+        continue;
+      }
+      waits.push_back(std::move(it->second));
+      it = root->fences_.erase(it);
+    }
+  }
+  for (auto& wait : waits) wait();
+}
+
 }  // namespace fluid

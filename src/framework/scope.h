@@ -8,7 +8,9 @@
 #pragma once
 
 #include <any>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <typeinfo>
@@ -77,6 +79,8 @@ class Variable {
 class Scope {
  public:
   Scope() = default;
+  // Waits for the writes still in flight into its variables (Settle).
+  ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
@@ -97,7 +101,25 @@ class Scope {
   const Scope* parent() const { return parent_; }
   std::vector<std::string> LocalVarNames() const;
 
+  // The fence: writes still in flight into this scope's variables (a
+  // sharded job's parameter all-gathers, which overlap the next step).
+  // Whoever starts them registers how to wait for them under its own key
+  // (replacing its previous one); Settle waits for every registered owner
+  // but `except` and forgets them. Every reader outside the writer passes
+  // through it: Executor::Prepare and Run (but for the writer's own
+  // program), the checkpoint and model io, the Python scope. Kept by the
+  // root scope; thread-safe.
+  void SetFence(const void* owner, std::function<void()> wait);
+  void Settle(const void* except = nullptr) const;
+  // Forgets `owner`'s fence without waiting (it has waited itself).
+  void ClearFence(const void* owner);
+  // Whether some owner's writes are in flight.
+  bool HasFence() const;
+
  private:
+  Scope* Root() const;
+  mutable std::mutex fence_mu_;
+  mutable std::map<const void*, std::function<void()>> fences_;
   std::map<std::string, std::unique_ptr<Variable>> vars_;
   std::vector<std::unique_ptr<Scope>> kids_;
   Scope* parent_ = nullptr;

@@ -376,6 +376,7 @@ void SaveCheckpoint(const Scope& scope,
                     FileSystem* fs) {
   FLUID_ENFORCE(fs != nullptr, "SaveCheckpoint: null file system");
   FLUID_ENFORCE(!dir.empty(), "SaveCheckpoint: empty directory");
+  scope.Settle();  // writes a step left in flight
   FLUID_ENFORCE(info.step >= 0, "checkpoint step must be >= 0, got ",
                 info.step);
   TimelineScope span(TimelineTrack::kCheckpoints, "save checkpoint");

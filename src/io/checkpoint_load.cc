@@ -397,6 +397,7 @@ bool LoadNewestIntact(Scope* scope,
                       std::vector<Error>* failures, bool allow_extra = false) {
   FLUID_ENFORCE(scope != nullptr, "LoadCheckpoint: null scope");
   FLUID_ENFORCE(fs != nullptr, "LoadCheckpoint: null file system");
+  scope->Settle();  // writes a step left in flight
   std::vector<Error> latest_problem;
   const std::vector<Located> candidates = Candidates(fs, dir, &latest_problem);
   std::vector<std::string> skipped;

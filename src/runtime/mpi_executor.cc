@@ -80,6 +80,12 @@ void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
                      " differ from rank 0");
 }
 
+MPIExecutor::~MPIExecutor() {
+  // Nothing may write into the scope once this executor is gone. (When the
+  // scope went first, its end waited for the gathers: none is pending.)
+  WaitParameterGathers();
+}
+
 void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::RunStartup: null scope");
   proto::ProgramDesc program = StartupWithBroadcasts(startup);
@@ -130,6 +136,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     InitShardState(job);
   }
   main_ = exe_.Prepare(job_.main(), scope_);
+  main_->set_fence_owner(this);  // its ops wait for its gathers themselves
   unsharded_main_.Clear();
   gather_.reset();
   scatter_.reset();
@@ -154,7 +161,6 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
 
 void MPIExecutor::SyncRunningStats() {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor: SyncRunningStats before Init");
-  WaitParameterGathers();
   if (stat_sync_ != nullptr) exe_.Run(stat_sync_.get());
 }
 
@@ -212,8 +218,22 @@ void MPIExecutor::Run(const FeedList& feeds,
                       std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
   comm_->BeginStep();  // numbers the step's collectives for the recorder
-  if (gather_handles_.empty() || fetches == nullptr) {
+  if (gather_handles_.empty()) {
     exe_.Run(main_.get(), feeds, fetch_names, fetches);
+    return;
+  }
+  // The step leaves parameter gathers in flight: every reader of the scope
+  // but the next step waits for them (Scope::Settle).
+  const auto fence = [this] {
+    *gathers_pending_ = true;
+    scope_->SetFence(this, [this, pending = gathers_pending_] {
+      *pending = false;
+      WaitHandles();
+    });
+  };
+  if (fetches == nullptr) {
+    exe_.Run(main_.get(), feeds, fetch_names, fetches);
+    fence();
     return;
   }
   // Gathers are in flight when the run ends: persistable vars (parameters)
@@ -229,10 +249,11 @@ void MPIExecutor::Run(const FeedList& feeds,
   }
   std::vector<Tensor> got;
   exe_.Run(main_.get(), feeds, temps, &got);
+  fence();
   fetches->resize(fetch_names.size());
   for (size_t j = 0; j < at.size(); ++j) (*fetches)[at[j]] = std::move(got[j]);
   if (temps.size() == fetch_names.size()) return;
-  WaitParameterGathers();
+  scope_->Settle();
   for (size_t i = 0, j = 0; i < fetch_names.size(); ++i) {
     if (j < at.size() && at[j] == i) {
       ++j;
@@ -246,7 +267,13 @@ void MPIExecutor::Run(const FeedList& feeds,
 }
 
 void MPIExecutor::WaitParameterGathers() {
-  if (scope_ == nullptr) return;
+  if (!*gathers_pending_) return;  // nothing in flight (or the scope is gone)
+  *gathers_pending_ = false;
+  scope_->ClearFence(this);
+  WaitHandles();
+}
+
+void MPIExecutor::WaitHandles() {
   for (const auto& name : gather_handles_) {
     Variable* v = scope_->FindVar(name);
     if (v == nullptr || !v->HasValue()) continue;
@@ -261,7 +288,7 @@ void MPIExecutor::WaitParameterGathers() {
 void MPIExecutor::BroadcastPersistables() {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: BroadcastPersistables before Init");
-  WaitParameterGathers();
+  scope_->Settle();
   const std::set<std::string> state(per_parameter_state_.begin(),
                                     per_parameter_state_.end());
   for (const auto& v : checkpoint_program().blocks(0).vars()) {
@@ -280,7 +307,6 @@ const proto::ProgramDesc& MPIExecutor::checkpoint_program() const {
 
 void MPIExecutor::GatherShardState() {
   if (!IsSharded(job_.main())) return;
-  WaitParameterGathers();
   FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
                      "checkpoints of a program transpiled with sharding "
                      "need its untranspiled program: give MPIExecutor the "
@@ -348,7 +374,7 @@ void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
 
 void MPIExecutor::CheckConsistency() {
   FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: CheckConsistency before Init");
-  WaitParameterGathers();
+  scope_->Settle();
   // Running statistics are the ranks' own until SyncRunningStats.
   const std::vector<std::string> stats = RunningStatVars(job_.main());
   const std::set<std::string> per_rank(stats.begin(), stats.end());

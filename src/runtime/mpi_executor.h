@@ -31,6 +31,9 @@ class MPIExecutor {
   // LocalRankDevice() for the usual choice under mpirun.
   explicit MPIExecutor(Place place = Place::CPU(), int num_threads = 1,
                        Communicator* comm = nullptr);
+  ~MPIExecutor();
+  MPIExecutor(const MPIExecutor&) = delete;
+  MPIExecutor& operator=(const MPIExecutor&) = delete;
 
   int rank() const { return comm_->rank(); }
   int world_size() const { return comm_->size(); }
@@ -57,13 +60,13 @@ class MPIExecutor {
   void Run(const FeedList& feeds, const std::vector<std::string>& fetch_names,
            std::vector<Tensor>* fetches);
 
-  // Waits for the parameter all-gathers a sharded job with overlapped gathers
-  // leaves in flight at the end of each step (the next step waits for each
-  // just before it reads the bucket). Whatever reads or writes the
-  // parameters between steps calls it first: the methods below do, and so
-  // does Run for a fetched persistable var; a caller that reads the scope
-  // itself, or runs another program on it (an evaluation, a save), must.
-  // Nothing when no gather is in flight.
+  // Waits for the parameter all-gathers a sharded job with overlapped
+  // gathers leaves in flight at the end of each step (the next step waits
+  // for each just before it reads the bucket). Nobody needs to call it to
+  // read the scope: each step registers it as the scope's fence
+  // (Scope::SetFence), which every other reader passes through (executors,
+  // checkpoints, the Python scope). It is here for timing a run to its
+  // end. Nothing when no gather is in flight.
   void WaitParameterGathers();
 
   // Gives every rank rank 0's value of every var a checkpoint holds (after
@@ -111,6 +114,8 @@ class MPIExecutor {
 
  private:
   void InitShardState(const proto::TrainingJob& job);
+  // Waits for the gathers' handles in the scope.
+  void WaitHandles();
   // Every rank passes the same strategy (CheckRunSettingsAgree over its
   // fields, so a new field is compared without code).
   void CheckStrategyAgrees(const proto::DistributedStrategy& strategy);
@@ -126,8 +131,11 @@ class MPIExecutor {
   std::unique_ptr<PreparedProgram> main_;
   std::unique_ptr<PreparedProgram> stat_sync_;  // null: nothing to sync
   std::vector<std::string> persistables_;
-  // The persistable handles of overlapped parameter gathers.
+  // The persistable handles of overlapped parameter gathers, and whether
+  // some are in flight (the scope's fence, registered by Run, clears it
+  // when a reader or the scope's end waits for them).
   std::vector<std::string> gather_handles_;
+  std::shared_ptr<bool> gathers_pending_ = std::make_shared<bool>(false);
   // Sharded optimizer: the unsharded main program (what checkpoints hold),
   // and the programs between shard state and per-parameter state; empty
   // when the job is not sharded or came sharded already.

@@ -86,7 +86,6 @@ void CheckpointSaver::Save(int64_t step, int64_t epochs,
   // Every rank: the checkpoint holds the ranks' average running stats, and
   // a sharded optimizer's state gathered per parameter (freed afterwards).
   if (dist != nullptr) {
-    dist->WaitParameterGathers();  // the last step's, when overlapped
     dist->SyncRunningStats();
     dist->GatherShardState();
   }

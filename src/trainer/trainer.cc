@@ -480,7 +480,7 @@ struct TrainLoop {
       samples += RunEpoch(epoch, start_sample, &step, result);
       saver->Save(step, epoch + 1, 0);
     }
-    // The last step's parameter gathers may still be in flight.
+    // The clock stops when the last step's parameter gathers are done.
     if (dist != nullptr) dist->WaitParameterGathers();
     result->steps = step;
     result->samples_per_second =

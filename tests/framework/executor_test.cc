@@ -365,3 +365,41 @@ TEST_F(ExecutorTest, ErrorsOutsideOpsHaveNoOpContext) {
 
 }  // namespace
 }  // namespace fluid
+
+namespace fluid {
+namespace {
+
+// The scope's fence: a writer's in-flight writes are waited for by every
+// other reader (a program prepared or run on the scope, by anyone but the
+// writer's own program), once, and by the scope's end.
+TEST_F(ExecutorTest, ReadersPassTheScopesFenceButTheWritersOwnProgram) {
+  int writer = 0;  // its address is the writer's key
+  int waits = 0;
+  const FeedList feed = {{"x", MakeTensor<float>({1, 3}, {1, 1, 1})}};
+  prepared_->set_fence_owner(&writer);
+  scope_.SetFence(&writer, [&waits] { ++waits; });
+  exe_.Run(prepared_.get(), feed);  // the writer's own program
+  EXPECT_EQ(waits, 0);
+  auto other = exe_.Prepare(MulProgram(), &scope_);  // another reader
+  EXPECT_EQ(waits, 1);
+  scope_.SetFence(&writer, [&waits] { ++waits; });
+  exe_.Run(other.get(), feed);
+  EXPECT_EQ(waits, 2);
+  exe_.Run(other.get(), feed);  // waited for already
+  EXPECT_EQ(waits, 2);
+  scope_.SetFence(&writer, [&waits] { ++waits; });
+  scope_.NewScope().Settle();  // a kid settles its root's fence
+  EXPECT_EQ(waits, 3);
+  {
+    Scope ending;
+    ending.SetFence(&writer, [&waits] { ++waits; });
+  }
+  EXPECT_EQ(waits, 4);  // a scope ends only after its writes
+  scope_.SetFence(&writer, [&waits] { ++waits; });
+  scope_.ClearFence(&writer);
+  scope_.Settle();
+  EXPECT_EQ(waits, 4);
+}
+
+}  // namespace
+}  // namespace fluid

@@ -156,8 +156,6 @@ def run_checks():
                                 overlap_gather=True)
         a = train_fetching(want, main, startup, loss, want_scope, names[0])
         b = train_fetching(got, main, startup, loss, got_scope, names[0])
-        if not got_scope._pending:
-            return "a step left no wait for its gathers with the scope"
         for step, (u, v) in enumerate(zip(a, b)):
             if u.tobytes() != v.tobytes():
                 return f"'{names[0]}' fetched after step {step + 1} differs"
@@ -186,8 +184,22 @@ def run_checks():
                     return f"'{n}' differs from the run without overlap"
         plain_scope = scope()
         train(plain, main, startup, loss, plain_scope, rank, world)
-        return compare(params_of(got_scope, names),
-                       params_of(plain_scope, names))
+        result = compare(params_of(got_scope, names),
+                         params_of(plain_scope, names))
+        # Fetching a parameter waited for the gathers; a step that fetches
+        # none leaves them in flight, with the scope's fence to wait.
+        x, y = shard(global_batch(STEPS), rank, world)
+        for exe, s in ((want, want_scope), (got, got_scope)):
+            exe.run(main, feed={"image": x, "label": y}, fetch_list=[loss],
+                    scope=s)
+        if not got_scope._core.has_fence():
+            return "a step left no wait for its gathers with the scope"
+        if want_scope._core.has_fence():
+            return "a step without overlapped gathers left a wait"
+        got_scope.find_var(names[0]).get_tensor().shape()  # a reader waits
+        if got_scope._core.has_fence():
+            return "reading a parameter left the gathers in flight"
+        return result
 
     c.check("(a) MPIExecutor(shard_optimizer=2)", executor_option)
     c.check("(b) DistributeTranspilerConfig.shard_optimizer", transpiler_config)

@@ -132,8 +132,10 @@ def test_transpiler_gives_the_sparse_gradient_its_own_reduction():
     assert types.count("c_sparse_allreduce") == 1
     assert types.count("c_allreduce") == 1  # the fc's dense bucket
     config.sparse_dense_ratio = -1
-    with pytest.raises(ValueError, match="sparse_dense_ratio must be"):
+    with pytest.raises(ValueError, match="sparse_dense_ratio must be >= 0, "
+                                         "got -1"):
         fluid.DistributeTranspiler(config=config).transpile(
             0, program=main, trainers=2, startup_program=startup)
-    with pytest.raises(ValueError, match="sparse_dense_ratio must be"):
+    with pytest.raises(ValueError, match="sparse_dense_ratio takes a float, "
+                                         "got 'x'"):
         fluid.MPIExecutor(sparse_dense_ratio="x")

@@ -77,7 +77,8 @@ def test_mpi_equivalence_script():
 
 
 def test_mpi_executor_refuses_an_unknown_allreduce():
-    with pytest.raises(ValueError, match="'flat', 'hier'"):
+    with pytest.raises(ValueError, match="allreduce_hierarchy must be flat, "
+                                         "hier or auto, got 'ring'"):
         fluid.MPIExecutor(allreduce="ring")
 
 

@@ -18,6 +18,7 @@
 
 #include "src/builder/models.h"
 #include "src/framework/enforce.h"
+#include "src/framework/hash.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/sharding.h"
 
@@ -58,12 +59,8 @@ proto::TrainingJob Transpile(const proto::TrainingJob& job, const Settings& s) {
   return PrepareJob(job, strategy, s.nranks);
 }
 
-uint64_t Fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+uint64_t Fnv1a(const std::string& bytes, uint64_t h = kFnvOffsetBasis) {
+  return Fnv1a64(bytes.data(), bytes.size(), h);
 }
 
 std::string Bytes(const proto::ProgramDesc& p) {

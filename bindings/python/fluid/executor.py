@@ -8,7 +8,6 @@ import contextlib
 import os
 import threading
 import warnings
-import weakref
 
 import numpy as np
 
@@ -73,17 +72,9 @@ class Scope:
     """Variables by name; parameters live here across runs."""
 
     def __init__(self):
+        # Reads and writes wait for what a run left in flight on the scope
+        # (overlapped parameter gathers): the native scope's fence.
         self._core = _core.Scope()
-        # Waits for work a run left in flight on this scope (overlapped
-        # parameter gathers), by who left it: called before anything else
-        # reads or writes the values.
-        self._pending = {}
-
-    def _settle(self, keep=None):
-        """Waits for what runs left in flight on this scope (all but
-        `keep`'s)."""
-        for owner in [o for o in self._pending if o != keep]:
-            self._pending.pop(owner)()
 
     def var_names(self):
         return self._core.var_names()
@@ -94,11 +85,9 @@ class Scope:
         return ScopeVariable(self, name) if self._core.has(name) else None
 
     def get(self, name):
-        self._settle()
         return self._core.get(name)
 
     def set(self, name, value):
-        self._settle()
         self._core.set(name, np.asarray(value))
 
 
@@ -292,7 +281,6 @@ class Executor:
             self._scopes[id(scope)] = scope
             steps = _Steps.of(self._steps, program, scope)
             _warn_if_independent_ranks(steps)
-            scope._settle()
             fetched = list(self._core.run(program.desc, scope._core,
                                           _feed(feed), names))
             steps.count += 1
@@ -408,7 +396,6 @@ class MPIExecutor:
         with self._lock:
             self._scopes[id(scope)] = scope
             if program.is_startup:
-                scope._settle()
                 self._probe.run_startup(program.desc, scope._core)
                 self._startup = program
                 self._started.add(id(scope))
@@ -420,7 +407,6 @@ class MPIExecutor:
             steps = _Steps.of(self._steps, program, scope)
             if not steps.training:
                 _core.stall_heartbeat()  # evaluating is progress too
-                scope._settle()
                 out = [_lod_tensor.fetched_value(v) for v in self._local.run(
                     program.desc, scope._core, _feed(feed), names)]
                 steps.count += 1
@@ -429,16 +415,12 @@ class MPIExecutor:
                 return out
             key = (program.desc.id, program.desc.version, id(scope))
             run = self._runs.get(key)
-            # A program transpiled with overlapped parameter gathers leaves
-            # them in flight whatever this executor's strategy: reads wait.
-            scope._settle(keep=key)
             if run is None:
                 run = self._probe if not self._runs else _core.MPIExecutor(
                     self._threads, self._device)
                 run.init(program.desc, self._startup.desc, scope._core,
                          self._strategy.serialize(), False)
                 self._runs[key] = run
-            scope._pending[key] = self._waiter(key)
             out = [_lod_tensor.fetched_value(v)
                    for v in run.run(_feed(feed), names)]
             steps.count += 1
@@ -474,27 +456,13 @@ class MPIExecutor:
                              "this executor (and scope) first")
         return dict(run.state_bytes())
 
-    def _waiter(self, key):
-        """What a scope calls to wait for the gathers run `key` left in
-        flight. It holds no reference to the run or this executor: the
-        scope must not keep the prepared programs (which point into it)
-        alive."""
-        me = weakref.ref(self)
-
-        def wait():
-            exe = me()
-            run = exe._runs.get(key) if exe is not None else None
-            if run is not None:
-                run.wait_parameter_gathers()
-        return wait
-
     def wait_parameter_gathers(self):
         """Waits for the parameter all-gathers a sharded strategy with
         overlapped gathers leaves in flight after a step (reading the scope
         does it by itself)."""
         with self._lock:
             for scope in self._scopes.values():
-                scope._settle()
+                scope._core.settle()
 
     def check_consistency(self):
         """Compares parameter checksums across ranks; raises

@@ -97,7 +97,6 @@ def save_vars(executor, dirname, main_program=None, vars=None,
     program = main_program or default_main_program()
     names = _var_names(program, vars, predicate, "save_vars")
     scope = scope or global_scope()
-    scope._settle()  # gathers a step may have left in flight
     _core.save_vars(scope._core, names,
                     _root(dirname, filename), int(step), int(epoch))
 
@@ -113,7 +112,6 @@ def load_vars(executor, dirname, main_program=None, vars=None,
     program = main_program or default_main_program()
     names = _var_names(program, vars, predicate, "load_vars")
     scope = scope or global_scope()
-    scope._settle()  # gathers a step may have left in flight
     return _core.load_vars(scope._core, program.desc,
                            names, _root(dirname, filename))
 
@@ -173,7 +171,6 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor,
     feeds = [_name(v) for v in feeded_var_names]
     targets = [_name(v) for v in target_vars]
     scope = scope or global_scope()
-    scope._settle()  # gathers a step may have left in flight
     _core.save_inference_model(
         scope._core, program.desc, feeds, targets,
         str(dirname), model_filename or "__model__", params_filename or "")
