@@ -766,7 +766,7 @@ void BindExecutors(py::module_& m) {
            })
       .def("get",
            [](const Scope& s, const std::string& n) {
-             s.Settle();  // writes a step left in flight
+             s.Settle();   // writes a step left in flight
              Tensor copy;  // from the device when the var lives there
              copy.CopyFrom(s.GetVar(n)->GetTensor(), Place::CPU());
              return ToNumpy(copy);
@@ -870,14 +870,13 @@ py::object StrategyValue(const proto::DistributedStrategy& s,
 std::string StrategyText(const std::string& path, const py::handle& value) {
   const std::string type = StrategyFieldType(path);
   const bool is_bool = py::isinstance<py::bool_>(value);
-  const bool is_number =
-      !is_bool && (py::isinstance<py::int_>(value) ||
-                   py::isinstance<py::float_>(value));
+  const bool is_number = !is_bool && (py::isinstance<py::int_>(value) ||
+                                      py::isinstance<py::float_>(value));
   const bool fits = type == "bool"     ? is_bool
                     : type == "string" ? py::isinstance<py::str>(value)
                                        : is_number;
-  FLUID_ENFORCE(fits, "DistributedStrategy.", path, " takes a ", type,
-                ", got ", SanitizeMessage(py::repr(value).cast<std::string>()));
+  FLUID_ENFORCE(fits, "DistributedStrategy.", path, " takes a ", type, ", got ",
+                SanitizeMessage(py::repr(value).cast<std::string>()));
   if (is_bool) return value.cast<bool>() ? "true" : "false";
   if (type == "string") return value.cast<std::string>();
   return py::repr(value).cast<std::string>();
@@ -902,32 +901,30 @@ void BindStrategy(py::module_& m) {
   m.def("strategy_to_text", [](const py::bytes& b) {
     return StrategyToText(CanonicalStrategy(StrategyOf(b)));
   });
-  m.def("strategy_from_text", [](const std::string& text,
-                                 const std::string& where) {
-    proto::DistributedStrategy s = StrategyFromText(text, where);
-    CheckStrategyRanges(s);
-    return BytesOf(s);
-  });
+  m.def("strategy_from_text",
+        [](const std::string& text, const std::string& where) {
+          proto::DistributedStrategy s = StrategyFromText(text, where);
+          CheckStrategyRanges(s);
+          return BytesOf(s);
+        });
   m.def("strategy_validate",
         [](const py::bytes& b) { ValidateStrategy(StrategyOf(b)); });
   m.def("strategy_equal", [](const py::bytes& a, const py::bytes& b) {
     return CanonicalBytes(StrategyOf(a)) == CanonicalBytes(StrategyOf(b));
   });
-  m.def("strategy_passes", [](const py::bytes& b) {
-    return CollectivePassNames(StrategyOf(b));
-  });
+  m.def("strategy_passes",
+        [](const py::bytes& b) { return CollectivePassNames(StrategyOf(b)); });
 }
 
 // The collective and parameter-server transpilers.
 void BindTranspilers(py::module_& m) {
-  m.def(
-      "collective_transpile",
-      [](const ProgramPtr& main, const ProgramPtr& startup, int nranks,
-         const py::bytes& strategy) {
-        proto::TrainingJob out = CollectiveTranspile(
-            Job(*main, *startup), StrategyOf(strategy), nranks);
-        return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
-      });
+  m.def("collective_transpile", [](const ProgramPtr& main,
+                                   const ProgramPtr& startup, int nranks,
+                                   const py::bytes& strategy) {
+    proto::TrainingJob out =
+        CollectiveTranspile(Job(*main, *startup), StrategyOf(strategy), nranks);
+    return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
+  });
   m.def("pserver_transpile",
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {
@@ -949,9 +946,8 @@ void BindTranspilers(py::module_& m) {
           for (const auto& s : servers)
             ps.push_back(
                 {std::get<0>(s), std::get<1>(s)->desc, std::get<2>(s)->desc});
-          proto::TrainingJob out =
-              PserverToCollective(Job(*main, *startup), ps,
-                                  StrategyOf(strategy), nranks);
+          proto::TrainingJob out = PserverToCollective(
+              Job(*main, *startup), ps, StrategyOf(strategy), nranks);
           return std::make_pair(Wrap(out.main()), Wrap(out.startup()));
         });
 }
