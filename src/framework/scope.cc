@@ -86,13 +86,16 @@ Scope* Scope::Root() const {
 bool Scope::HasFence() const {
   Scope* root = Root();
   std::lock_guard<std::mutex> lock(root->fence_mu_);
-  return !root->fences_.empty();
+  for (const auto& [owner, wait] : root->fences_)
+    if (wait) return true;
+  return false;
 }
 
 void Scope::ClearFence(const void* owner) {
   Scope* root = Root();
   std::lock_guard<std::mutex> lock(root->fence_mu_);
-  root->fences_.erase(owner);
+  auto it = root->fences_.find(owner);
+  if (it != root->fences_.end()) it->second = nullptr;
 }
 
 void Scope::SetFence(const void* owner, std::function<void()> wait) {
@@ -106,13 +109,12 @@ void Scope::Settle(const void* except) const {
   std::vector<std::function<void()>> waits;
   {
     std::lock_guard<std::mutex> lock(root->fence_mu_);
-    for (auto it = root->fences_.begin(); it != root->fences_.end();) {
-      if (it->first == except) {
-        ++it;
-        continue;
-      }
-      waits.push_back(std::move(it->second));
-      it = root->fences_.erase(it);
+    // An owner's entry stays, emptied, so that its next SetFence (once a
+    // step) reuses it rather than allocating.
+    for (auto& [owner, wait] : root->fences_) {
+      if (owner == except || !wait) continue;
+      waits.push_back(std::move(wait));
+      wait = nullptr;
     }
   }
   for (auto& wait : waits) wait();

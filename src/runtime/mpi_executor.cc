@@ -225,9 +225,10 @@ void MPIExecutor::Run(const FeedList& feeds,
   // The step leaves parameter gathers in flight: every reader of the scope
   // but the next step waits for them (Scope::Settle).
   const auto fence = [this] {
-    *gathers_pending_ = true;
-    scope_->SetFence(this, [this, pending = gathers_pending_] {
-      *pending = false;
+    gathers_pending_ = true;
+    // Captures `this` only: held in place, no allocation per step.
+    scope_->SetFence(this, [this] {
+      gathers_pending_ = false;
       WaitHandles();
     });
   };
@@ -267,8 +268,8 @@ void MPIExecutor::Run(const FeedList& feeds,
 }
 
 void MPIExecutor::WaitParameterGathers() {
-  if (!*gathers_pending_) return;  // nothing in flight (or the scope is gone)
-  *gathers_pending_ = false;
+  if (!gathers_pending_) return;  // nothing in flight (or the scope is gone)
+  gathers_pending_ = false;
   scope_->ClearFence(this);
   WaitHandles();
 }

@@ -135,7 +135,7 @@ class MPIExecutor {
   // some are in flight (the scope's fence, registered by Run, clears it
   // when a reader or the scope's end waits for them).
   std::vector<std::string> gather_handles_;
-  std::shared_ptr<bool> gathers_pending_ = std::make_shared<bool>(false);
+  bool gathers_pending_ = false;
   // Sharded optimizer: the unsharded main program (what checkpoints hold),
   // and the programs between shard state and per-parameter state; empty
   // when the job is not sharded or came sharded already.
