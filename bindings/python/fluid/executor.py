@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
 from .framework import Program, default_main_program
@@ -275,6 +276,8 @@ class Executor:
         and feeds and fetches are named by their variables."""
         self._check_open()
         program = program or default_main_program()
+        # A started DataLoader/py_reader of the program gives the feed.
+        feed = _data_loader.feed_for_run(program, feed, 1)
         scope = scope or global_scope()
         names = _names(fetch_list)
         with self._lock:
@@ -391,6 +394,7 @@ class MPIExecutor:
         message) and then the fetched losses; True also checks every
         floating fetch; False checks nothing."""
         program = program or default_main_program()
+        feed = _data_loader.feed_for_run(program, feed, self.world_size)
         scope = scope or global_scope()
         names = _names(fetch_list)
         with self._lock:

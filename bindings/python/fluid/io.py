@@ -12,6 +12,7 @@ rank holds the same parameters."""
 import os
 
 from . import _core
+from .data_loader import DataLoader, PyReader
 from .reader import (ComposeNotAligned, batch, buffered, chain, compose,
                      firstn, map_readers, shard, shuffle, xmap_readers)
 from .executor import global_scope
@@ -25,6 +26,8 @@ __all__ = [
     # fluid.io.batch, ... as in Fluid (see reader.py)
     "ComposeNotAligned", "batch", "buffered", "chain", "compose", "firstn",
     "map_readers", "shard", "shuffle", "xmap_readers",
+    # fluid.io.DataLoader.from_generator, fluid.io.PyReader (data_loader.py)
+    "DataLoader", "PyReader",
 ]
 
 

@@ -801,3 +801,7 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
                   bias_attr=_attr(bias_attr, "gru_unit", "bias_attr"),
                   activation=activation, gate_activation=gate_activation,
                   origin_mode=origin_mode)
+
+
+from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
+                        py_reader, read_file)
