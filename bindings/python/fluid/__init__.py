@@ -23,6 +23,11 @@ from .lod_tensor import LoDTensor, create_lod_tensor
 from .layers import ParamAttr
 from .distributed_strategy import DistributedStrategy
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from . import compiler
+from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,
+                       cpu_places, cuda_places)
+from .parallel_executor import ParallelExecutor
+from . import incubate
 
 __all__ = [
     "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
@@ -32,4 +37,6 @@ __all__ = [
     "core", "layers", "optimizer", "program_guard", "reader", "scope_guard",
     "reset_default_programs", "transpiler", "clip", "regularizer",
     "initializer", "nets", "unique_name", "LoDTensor", "create_lod_tensor",
+    "compiler", "BuildStrategy", "CompiledProgram", "ExecutionStrategy",
+    "ParallelExecutor", "cpu_places", "cuda_places", "incubate",
 ]

@@ -275,6 +275,11 @@ class Executor:
         accepted: a program is always prepared once per scope and reused,
         and feeds and fetches are named by their variables."""
         self._check_open()
+        from . import compiler  # a CompiledProgram runs through its module
+        handed = compiler._dispatch(self, program, feed, fetch_list, scope,
+                                    check_finite, return_numpy)
+        if handed is not None:
+            return handed
         program = program or default_main_program()
         # A started DataLoader/py_reader of the program gives the feed.
         feed = _data_loader.feed_for_run(program, feed, 1)
@@ -393,6 +398,11 @@ class MPIExecutor:
         every rank raises FloatingPointError at the same step with the same
         message) and then the fetched losses; True also checks every
         floating fetch; False checks nothing."""
+        from . import compiler  # a CompiledProgram runs through its module
+        handed = compiler._dispatch_mpi(self, program, feed, fetch_list,
+                                        scope, check_finite)
+        if handed is not None:
+            return handed
         program = program or default_main_program()
         feed = _data_loader.feed_for_run(program, feed, self.world_size)
         scope = scope or global_scope()
