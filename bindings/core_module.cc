@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -1032,9 +1033,17 @@ void BindIo(py::module_& m) {
   m.def("save_job",
         [](const std::string& path, const ProgramPtr& main,
            const ProgramPtr& startup, const std::vector<std::string>& feeds,
-           const std::string& loss, const std::vector<std::string>& metrics) {
+           const std::string& loss, const std::vector<std::string>& metrics,
+           const std::string& data_set) {
           proto::TrainingJob job = Job(*main, *startup);
           for (const auto& f : feeds) job.add_feed_names(f);
+          std::string upper = data_set;
+          for (char& c : upper) c = static_cast<char>(std::toupper(c));
+          proto::TrainingJob::DataSet declared;
+          FLUID_ENFORCE(proto::TrainingJob::DataSet_Parse(upper, &declared) &&
+                            declared != proto::TrainingJob::DATA_SET_UNSET,
+                        "save_job: unknown data set '", data_set, "'");
+          job.set_data_set(declared);
           job.set_loss_name(loss);
           for (const auto& mname : metrics) job.add_metric_names(mname);
           *job.mutable_test() = CloneForTest(main->desc);
@@ -1052,6 +1061,10 @@ void BindIo(py::module_& m) {
     d["loss"] = job.loss_name();
     d["metrics"] = std::vector<std::string>(job.metric_names().begin(),
                                             job.metric_names().end());
+    std::string data_set = proto::TrainingJob::DataSet_Name(job.data_set());
+    for (char& c : data_set) c = static_cast<char>(std::tolower(c));
+    d["data_set"] = job.has_data_set() ? py::object(py::str(data_set))
+                                       : py::object(py::none());
     return d;
   });
   m.def("save_checkpoint",

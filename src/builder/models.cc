@@ -160,6 +160,7 @@ proto::TrainingJob BuildModel(const std::string& name,
 
   job.add_feed_names("image");
   job.add_feed_names("label");
+  job.set_data_set(proto::TrainingJob::IMAGES);
   job.set_loss_name("loss");
   job.add_metric_names("accuracy");
   *job.mutable_test() = CloneForTest(job.main());

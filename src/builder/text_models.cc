@@ -191,6 +191,7 @@ proto::TrainingJob BuildTextModel(const std::string& name,
     RenameVar(job.mutable_main(), TransformerLoss(&b), "loss");
     job.add_feed_names("tokens");
     job.add_feed_names("next");
+    job.set_data_set(proto::TrainingJob::CHARACTER_LM);
     job.add_metric_names("loss");
     opt.learning_rate_var = WarmupCosine(&b, options);
     opt.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
@@ -208,6 +209,7 @@ proto::TrainingJob BuildTextModel(const std::string& name,
               "accuracy");
     for (const char* feed : {"words", "length", "label"})
       job.add_feed_names(feed);
+    job.set_data_set(proto::TrainingJob::TOPICS);
     job.add_metric_names("accuracy");
   }
   MakeOptimizer(opt)->Minimize(&b, "loss");

@@ -68,7 +68,8 @@ std::string RanksDifferingFromRank0(const std::vector<uint64_t>& all) {
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
     : comm_(comm != nullptr ? comm : GlobalCommunicator(place)),
-      exe_(place, num_threads) {
+      exe_(place, num_threads),
+      shard_(&exe_, comm_) {
   exe_.mutable_device_context()->set_communicator(comm_);
 }
 
@@ -80,11 +81,8 @@ void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
                      " differ from rank 0");
 }
 
-MPIExecutor::~MPIExecutor() {
-  // Nothing may write into the scope once this executor is gone. (When the
-  // scope went first, its end waited for the gathers: none is pending.)
-  WaitParameterGathers();
-}
+// (shard_'s end waits for the gathers in flight.)
+MPIExecutor::~MPIExecutor() = default;
 
 void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::RunStartup: null scope");
@@ -111,12 +109,9 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   topology_ = GatherTopology(comm_);
 
   persistables_.clear();
-  gather_handles_.clear();
-  for (const auto& v : job_.main().blocks(0).vars()) {
-    if (!v.persistable()) continue;
-    (v.type() == proto::VarDesc::COMM_HANDLE ? gather_handles_ : persistables_)
-        .push_back(v.name());
-  }
+  for (const auto& v : job_.main().blocks(0).vars())
+    if (v.persistable() && v.type() != proto::VarDesc::COMM_HANDLE)
+      persistables_.push_back(v.name());
   // The averaged buffers, each with the gradients laid out in it, for
   // NonFiniteGradient.
   std::map<std::string, std::vector<std::string>> members;
@@ -130,24 +125,11 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     if (op.type() != "c_allreduce") continue;
     for (const auto& n : OpInput(op, "X")) averaged_.push_back({n, members[n]});
   }
-  if (run_startup) {
-    exe_.RunOnce(job_.startup(), scope_);
-  } else if (IsSharded(job_.main())) {
-    InitShardState(job);
-  }
+  if (run_startup) exe_.RunOnce(job_.startup(), scope_);
+  shard_.Begin(job, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
-  main_->set_fence_owner(this);  // its ops wait for its gathers themselves
-  unsharded_main_.Clear();
-  gather_.reset();
-  scatter_.reset();
-  if (IsSharded(job_.main()) && !IsSharded(job.main())) {
-    unsharded_main_ = job.main();
-    ShardCheckpointPlan plan = PlanShardCheckpoint(job, job_);
-    gather_ = exe_.Prepare(plan.gather, scope_);
-    scatter_ = exe_.Prepare(plan.scatter, scope_);
-    per_parameter_state_ = plan.per_parameter_state;
-    DropGatheredState();
-  }
+  main_->set_fence_owner(&shard_);  // its ops wait for its gathers themselves
+  shard_.Plan(job, job_);
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)
@@ -218,23 +200,15 @@ void MPIExecutor::Run(const FeedList& feeds,
                       std::vector<Tensor>* fetches) {
   FLUID_ENFORCE(main_ != nullptr, "MPIExecutor::Run before Init");
   comm_->BeginStep();  // numbers the step's collectives for the recorder
-  if (gather_handles_.empty()) {
+  if (!shard_.overlaps_gathers()) {
     exe_.Run(main_.get(), feeds, fetch_names, fetches);
     return;
   }
   // The step leaves parameter gathers in flight: every reader of the scope
   // but the next step waits for them (Scope::Settle).
-  const auto fence = [this] {
-    gathers_pending_ = true;
-    // Captures `this` only: held in place, no allocation per step.
-    scope_->SetFence(this, [this] {
-      gathers_pending_ = false;
-      WaitHandles();
-    });
-  };
   if (fetches == nullptr) {
     exe_.Run(main_.get(), feeds, fetch_names, fetches);
-    fence();
+    shard_.FenceStep();
     return;
   }
   // Gathers are in flight when the run ends: persistable vars (parameters)
@@ -250,7 +224,7 @@ void MPIExecutor::Run(const FeedList& feeds,
   }
   std::vector<Tensor> got;
   exe_.Run(main_.get(), feeds, temps, &got);
-  fence();
+  shard_.FenceStep();
   fetches->resize(fetch_names.size());
   for (size_t j = 0; j < at.size(); ++j) (*fetches)[at[j]] = std::move(got[j]);
   if (temps.size() == fetch_names.size()) return;
@@ -267,31 +241,12 @@ void MPIExecutor::Run(const FeedList& feeds,
   }
 }
 
-void MPIExecutor::WaitParameterGathers() {
-  if (!gathers_pending_) return;  // nothing in flight (or the scope is gone)
-  gathers_pending_ = false;
-  scope_->ClearFence(this);
-  WaitHandles();
-}
-
-void MPIExecutor::WaitHandles() {
-  for (const auto& name : gather_handles_) {
-    Variable* v = scope_->FindVar(name);
-    if (v == nullptr || !v->HasValue()) continue;
-    CommHandlePtr& handle = *v->GetMutable<CommHandlePtr>();
-    if (handle == nullptr) continue;
-    CommHandlePtr h = std::move(handle);
-    handle.reset();
-    h->Wait();
-  }
-}
-
 void MPIExecutor::BroadcastPersistables() {
   FLUID_ENFORCE(scope_ != nullptr,
                 "MPIExecutor: BroadcastPersistables before Init");
   scope_->Settle();
-  const std::set<std::string> state(per_parameter_state_.begin(),
-                                    per_parameter_state_.end());
+  const std::set<std::string> state(shard_.per_parameter_state().begin(),
+                                    shard_.per_parameter_state().end());
   for (const auto& v : checkpoint_program().blocks(0).vars()) {
     if (!v.persistable() || IsShardVar(v.name()) || state.count(v.name()))
       continue;
@@ -299,78 +254,7 @@ void MPIExecutor::BroadcastPersistables() {
     if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
     comm_->Broadcast(var->GetTensor(), 0);
   }
-  if (scatter_ != nullptr) ScatterShardState();
-}
-
-const proto::ProgramDesc& MPIExecutor::checkpoint_program() const {
-  return unsharded_main_.blocks_size() > 0 ? unsharded_main_ : job_.main();
-}
-
-void MPIExecutor::GatherShardState() {
-  if (!IsSharded(job_.main())) return;
-  FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
-                     "checkpoints of a program transpiled with sharding "
-                     "need its untranspiled program: give MPIExecutor the "
-                     "plain program and a strategy with sharding");
-  exe_.Run(gather_.get(), {}, {}, nullptr);
-}
-
-// Frees the memory but keeps the vars (prepared programs point at them),
-// shaped as declared, which is the shape the gather gives their views.
-void MPIExecutor::DropGatheredState() {
-  if (gather_ == nullptr) return;
-  const proto::BlockDesc& block = unsharded_main_.blocks(0);
-  for (const auto& name : per_parameter_state_) {
-    Variable* v = scope_->FindVar(name);
-    if (v == nullptr) continue;
-    const proto::VarDesc& desc = GetVarDesc(block, name);
-    Tensor shaped;
-    shaped.set_dtype(VarDtype(desc));
-    shaped.Resize(VarShape(desc));
-    *v->GetMutableTensor() = shaped;
-  }
-}
-
-// When rank 0 loaded the per-parameter state of a checkpoint, every rank
-// takes it, copies its shard into its shard state, and frees it again.
-void MPIExecutor::ScatterShardState() {
-  bool loaded = true;
-  for (const auto& name : per_parameter_state_) {
-    Variable* v = scope_->FindVar(name);
-    loaded =
-        loaded && v != nullptr && v->IsTensor() && v->GetTensor().initialized();
-  }
-  if (comm_->AllGatherValue(loaded ? 1 : 0)[0] == 0) return;  // rank 0's
-  for (const auto& name : per_parameter_state_) {
-    Tensor* t = scope_->FindVar(name)->GetMutableTensor();
-    if (!t->initialized()) t->raw_mutable_data();  // shaped as declared
-    comm_->Broadcast(*t, 0);
-  }
-  exe_.Run(scatter_.get(), {}, {}, nullptr);
-  DropGatheredState();
-}
-
-// The scope was initialised by `job`'s own startup (unsharded, or already
-// sharded): create the shard state it lacks, and drop the per-parameter
-// state the sharded program no longer reads, which is what makes the
-// optimizer's memory 1/N.
-void MPIExecutor::InitShardState(const proto::TrainingJob& job) {
-  proto::ProgramDesc init = ShardStateStartup(job_.startup());
-  auto* ops = init.mutable_blocks(0)->mutable_ops();
-  for (int i = ops->size() - 1; i >= 0; --i) {
-    Variable* v = scope_->FindVar(OpOutputNames(ops->Get(i))[0]);
-    if (v != nullptr && v->HasValue()) ops->DeleteSubrange(i, 1);
-  }
-  if (!ops->empty()) exe_.RunOnce(init, scope_);
-  std::set<std::string> kept;
-  for (const auto* p : {&job_.main(), &job_.startup()})
-    for (const auto& v : p->blocks(0).vars()) kept.insert(v.name());
-  for (const auto& v : job.startup().blocks(0).vars()) {
-    Variable* var = scope_->FindVar(v.name());
-    if (v.persistable() && !kept.count(v.name()) && var != nullptr &&
-        var->IsTensor())
-      *var->GetMutableTensor() = Tensor();  // frees it; the var stays
-  }
+  shard_.ScatterLoaded();
 }
 
 void MPIExecutor::CheckConsistency() {

@@ -20,6 +20,7 @@
 #include "src/distributed/global_communicator.h"
 #include "src/distributed/topology.h"
 #include "src/framework/executor.h"
+#include "src/runtime/shard_state.h"
 #include "transpiler/distributed_job.h"
 
 namespace fluid {
@@ -63,11 +64,11 @@ class MPIExecutor {
   // Waits for the parameter all-gathers a sharded job with overlapped
   // gathers leaves in flight at the end of each step (the next step waits
   // for each just before it reads the bucket). Nobody needs to call it to
-  // read the scope: each step registers it as the scope's fence
-  // (Scope::SetFence), which every other reader passes through (executors,
-  // checkpoints, the Python scope). It is here for timing a run to its
-  // end. Nothing when no gather is in flight.
-  void WaitParameterGathers();
+  // read the scope: the job's ShardState is the scope's fence, which every
+  // other reader passes through (executors, checkpoints, the Python
+  // scope). It is here for timing a run to its end. Nothing when no gather
+  // is in flight.
+  void WaitParameterGathers() { shard_.WaitGathers(); }
 
   // Gives every rank rank 0's value of every var a checkpoint holds (after
   // loading one on rank 0); a sharded job's ranks then take their shards of
@@ -77,13 +78,15 @@ class MPIExecutor {
   // The program whose persistable vars a checkpoint of this job holds: the
   // main program, or for a sharded optimizer the unsharded one's, so that
   // its checkpoints resume sharded or not, on any number of ranks.
-  const proto::ProgramDesc& checkpoint_program() const;
+  const proto::ProgramDesc& checkpoint_program() const {
+    return shard_.checkpoint_program(job_.main());
+  }
   // Sharded optimizer, collective, before saving a checkpoint: fills the
   // per-parameter optimizer state (the checkpoint's) from every rank's
   // shard; DropGatheredState frees it again after the save. Nothing for an
   // unsharded job.
-  void GatherShardState();
-  void DropGatheredState();
+  void GatherShardState() { shard_.Gather(); }
+  void DropGatheredState() { shard_.DropGathered(); }
 
   // Makes every rank's batch norm running statistics the average of the
   // ranks' (the job's StatSyncProgram): each rank moves them toward its own
@@ -113,13 +116,9 @@ class MPIExecutor {
   PreparedProgram* main_program() { return main_.get(); }
 
  private:
-  void InitShardState(const proto::TrainingJob& job);
-  // Waits for the gathers' handles in the scope.
-  void WaitHandles();
   // Every rank passes the same strategy (CheckRunSettingsAgree over its
   // fields, so a new field is compared without code).
   void CheckStrategyAgrees(const proto::DistributedStrategy& strategy);
-  void ScatterShardState();
   // Ends with an error naming the ranks whose `mine` differs from rank 0's.
   void CheckSameProgram(uint64_t mine, const char* what);
 
@@ -131,17 +130,8 @@ class MPIExecutor {
   std::unique_ptr<PreparedProgram> main_;
   std::unique_ptr<PreparedProgram> stat_sync_;  // null: nothing to sync
   std::vector<std::string> persistables_;
-  // The persistable handles of overlapped parameter gathers, and whether
-  // some are in flight (the scope's fence, registered by Run, clears it
-  // when a reader or the scope's end waits for them).
-  std::vector<std::string> gather_handles_;
-  bool gathers_pending_ = false;
-  // Sharded optimizer: the unsharded main program (what checkpoints hold),
-  // and the programs between shard state and per-parameter state; empty
-  // when the job is not sharded or came sharded already.
-  proto::ProgramDesc unsharded_main_;
-  std::unique_ptr<PreparedProgram> gather_, scatter_;
-  std::vector<std::string> per_parameter_state_;
+  // The gathers in flight and the checkpoint plan of a sharded job.
+  ShardState shard_;
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;

@@ -53,9 +53,18 @@ int64_t VocabSize(const proto::TrainingJob& job) {
   return KnownDim(job, InputOfOp(job, "lookup_table", "W"), 0);
 }
 
+// The job's feed `i` (in the order the data set yields them), which must
+// exist.
+const std::string& Feed(const proto::TrainingJob& job, int i) {
+  FLUID_ENFORCE(job.feed_names_size() > i, "the job's data set yields ", i + 1,
+                " or more tensors, but the job names ", job.feed_names_size(),
+                " feed(s)");
+  return job.feed_names(i);
+}
+
 int64_t NumTopics(const proto::TrainingJob& job) {
-  const std::string logits =
-      InputOfOp(job, "softmax_with_cross_entropy", "Logits", "Label", "label");
+  const std::string logits = InputOfOp(job, "softmax_with_cross_entropy",
+                                       "Logits", "Label", Feed(job, 2));
   const Shape s = VarShape(GetVarDesc(MainBlock(job), logits));
   return KnownDim(job, logits, s.rank() - 1);
 }
@@ -78,6 +87,18 @@ std::string DescribeVocab(const CharVocab& vocab) {
 }  // namespace
 
 JobData JobDataOf(const proto::TrainingJob& job) {
+  switch (job.data_set()) {
+    case proto::TrainingJob::IMAGES:
+      return JobData::kImages;
+    case proto::TrainingJob::CHARACTER_LM:
+      return JobData::kLanguageModel;
+    case proto::TrainingJob::TOPICS:
+      return JobData::kTopics;
+    case proto::TrainingJob::DATA_SET_UNSET:
+      break;
+  }
+  // A job file from before TrainingJob.data_set: the text jobs were known
+  // by their feeds.
   if (FeedsAre(job, {"tokens", "next"})) return JobData::kLanguageModel;
   if (FeedsAre(job, {"words", "length", "label"})) return JobData::kTopics;
   return JobData::kImages;
@@ -116,7 +137,7 @@ void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
                    "CRC-32 of its text % 100 < 10, about one in ten)";
   }
   if (kind == JobData::kLanguageModel) {
-    const int64_t seq_len = KnownDim(job, "tokens", 1);
+    const int64_t seq_len = KnownDim(job, Feed(job, 0), 1);
     const std::vector<int64_t> valid_stream = LmStream(split[1], vocab);
     *train = LmWindows(LmStream(split[0], vocab), seq_len);
     *test = LmWindows(valid_stream, seq_len);
@@ -130,7 +151,7 @@ void LoadJobData(const proto::TrainingJob& job, const std::string& data_dir,
   const std::vector<std::string> topics = FortunesTopics(all, NumTopics(job));
   for (size_t i = 0; i < topics.size(); ++i)
     d.topics += (i ? "," : "") + topics[i];
-  const int64_t max_len = KnownDim(job, "words", 1);
+  const int64_t max_len = KnownDim(job, Feed(job, 0), 1);
   *train = TopicSamples(split[0], topics, vocab, max_len);
   *test = TopicSamples(split[1], topics, vocab, max_len);
   if (test->size() == 0 && d.empty_test.empty()) {

@@ -1,6 +1,6 @@
-// The data a job trains and is evaluated on, chosen by its feeds: the
-// fortunes char data (src/data/fortunes.h) for the text models' feeds, the
-// MNIST-family IDX files otherwise.
+// The data a job trains and is evaluated on, as the job declares it
+// (TrainingJob.data_set): the fortunes char data (src/data/fortunes.h) for
+// the text models, the MNIST-family IDX files for images.
 #pragma once
 
 #include <string>
@@ -27,9 +27,9 @@ bool IsLanguageModelJob(const proto::TrainingJob& job);
 // The job's training and test data from `data_dir` (a text job reads
 // kFortunesDir instead when `default_dir`, data_dir being the images'
 // default). For text jobs the sizes come from the
-// program: the window or padded length from the "tokens" or "words" feed's
-// shape, the vocabulary from the first lookup_table's height, the topics
-// from the last dim of the scores the "label" feed is compared with; the
+// program: the window or padded length from the first feed's shape (tokens,
+// words), the vocabulary from the first lookup_table's height, the topics
+// from the last dim of the scores the third feed (label) is compared with; the
 // test data is the validation split.
 // What a job's data stands for beyond its tensors, filled by LoadJobData:
 // for text, the vocabulary and topics its ids index; and why the test

@@ -326,6 +326,7 @@ def test_save_job_runs_under_trainer(tmp_path, trainer_bin):
     assert back["startup"].op_types() == startup.op_types()
     assert back["feeds"] == ["image", "label"]
     assert back["loss"] == loss.name and back["metrics"] == [acc.name]
+    assert back["data_set"] == "images"  # what the trainer reads for it
 
     data = tiny_idx(str(tmp_path / "data"))
     ckpt = str(tmp_path / "ckpt")
@@ -350,6 +351,17 @@ def test_save_job_needs_loss(tmp_path):
     with pytest.raises(ValueError, match="loss"):
         fluid.io.save_job(str(tmp_path / "j.pb"), main, startup,
                           [image, label])
+
+
+def test_save_job_declares_its_data_set(tmp_path):
+    main, startup, image, label, loss, acc = build_mlp()
+    job = str(tmp_path / "j.pb")
+    fluid.io.save_job(job, main, startup, [image, label], loss,
+                      data_set="topics")
+    assert fluid.io.load_job(job)["data_set"] == "topics"
+    with pytest.raises(ValueError, match="data_set='audio'.*character_lm"):
+        fluid.io.save_job(job, main, startup, [image, label], loss,
+                          data_set="audio")
 
 
 # ---- DistributeTranspiler ----

@@ -185,5 +185,32 @@ TEST_F(TrainerTextTest, SavedTextJobsTrainFromProgram) {
   EXPECT_EQ(JobDataOf(BuildModel("mlp")), JobData::kImages);
 }
 
+// The data set is what the job declares, whatever its feeds are called; a
+// job file from before the declaration is recognised by its feed names.
+TEST_F(TrainerTextTest, DataSetIsDeclaredNotGuessedFromFeedNames) {
+  EXPECT_EQ(BuildModel("transformer").data_set(),
+            proto::TrainingJob::CHARACTER_LM);
+  EXPECT_EQ(BuildModel("lstm").data_set(), proto::TrainingJob::TOPICS);
+  EXPECT_EQ(BuildModel("lenet").data_set(), proto::TrainingJob::IMAGES);
+
+  proto::TrainingJob renamed = BuildModel("transformer");
+  renamed.set_feed_names(0, "ids");
+  renamed.set_feed_names(1, "targets");
+  EXPECT_EQ(JobDataOf(renamed), JobData::kLanguageModel);
+  // (the feeds' names are the job's: they need not exist for the choice)
+
+  proto::TrainingJob images = BuildModel("mlp");
+  images.set_feed_names(0, "tokens");
+  images.set_feed_names(1, "next");
+  EXPECT_EQ(JobDataOf(images), JobData::kImages);
+
+  proto::TrainingJob old_file = BuildModel("textcnn");
+  old_file.clear_data_set();
+  EXPECT_EQ(JobDataOf(old_file), JobData::kTopics);
+  old_file = BuildModel("transformer");
+  old_file.clear_data_set();
+  EXPECT_EQ(JobDataOf(old_file), JobData::kLanguageModel);
+}
+
 }  // namespace
 }  // namespace fluid

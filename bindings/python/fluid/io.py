@@ -35,21 +35,32 @@ def _name(v):
     return v.name if hasattr(v, "name") else str(v)
 
 
+# The data sets the trainer reads for a job (TrainingJob.data_set).
+_DATA_SETS = ("character_lm", "images", "topics")
+
+
 def save_job(path, main_program=None, startup_program=None, feeds=(),
-             loss=None, metrics=()):
+             loss=None, metrics=(), data_set="images"):
     """Writes a TrainingJob for `trainer --program path`. `feeds` in the
-    order the trainer's reader yields them (image, label)."""
+    order the trainer's reader yields them (image, label). `data_set` is
+    what the trainer reads for it: "images" (an MNIST-format directory),
+    "character_lm" (fortunes as character windows: tokens, next) or
+    "topics" (fortunes by topic: words, length, label)."""
     main_program = main_program or default_main_program()
     startup_program = startup_program or default_startup_program()
     if loss is None:
         raise ValueError("save_job needs the loss variable")
+    if data_set not in _DATA_SETS:
+        raise ValueError(f"save_job(data_set={data_set!r}): one of "
+                         f"{', '.join(_DATA_SETS)}")
     _core.save_job(path, main_program.desc, startup_program.desc,
                    [_name(f) for f in feeds], _name(loss),
-                   [_name(m) for m in metrics])
+                   [_name(m) for m in metrics], data_set)
 
 
 def load_job(path):
-    """Returns dict(main=Program, startup=Program, feeds, loss, metrics)."""
+    """Returns dict(main=Program, startup=Program, feeds, loss, metrics,
+    data_set) (data_set None for a job written before jobs declared it)."""
     d = _core.load_job(path)
     d["main"] = Program(d["main"])
     d["startup"] = Program(d["startup"])  # tagged startup by _core

@@ -1,0 +1,138 @@
+#include "src/runtime/shard_state.h"
+
+#include <set>
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/sharding.h"
+
+namespace fluid {
+
+void ShardState::Begin(const proto::TrainingJob& plain,
+                       const proto::TrainingJob& prepared, Scope* scope,
+                       bool create) {
+  WaitGathers();  // of the job run before, if any
+  scope_ = scope;
+  sharded_ = IsSharded(prepared.main());
+  gather_handles_.clear();
+  for (const auto& v : prepared.main().blocks(0).vars())
+    if (v.persistable() && v.type() == proto::VarDesc::COMM_HANDLE)
+      gather_handles_.push_back(v.name());
+  unsharded_main_.Clear();
+  gather_.reset();
+  scatter_.reset();
+  per_parameter_state_.clear();
+  if (create && sharded_) CreateState(plain, prepared);
+}
+
+// The scope holds what `plain`'s startup made: run the part of the sharded
+// startup that makes what is missing (the shards), then free what only
+// the unsharded program read.
+void ShardState::CreateState(const proto::TrainingJob& plain,
+                             const proto::TrainingJob& prepared) {
+  proto::ProgramDesc init = ShardStateStartup(prepared.startup());
+  auto* ops = init.mutable_blocks(0)->mutable_ops();
+  for (int i = ops->size() - 1; i >= 0; --i) {
+    Variable* v = scope_->FindVar(OpOutputNames(ops->Get(i))[0]);
+    if (v != nullptr && v->HasValue()) ops->DeleteSubrange(i, 1);
+  }
+  if (!ops->empty()) exe_->RunOnce(init, scope_);
+  std::set<std::string> kept;
+  for (const auto* p : {&prepared.main(), &prepared.startup()})
+    for (const auto& v : p->blocks(0).vars()) kept.insert(v.name());
+  for (const auto& v : plain.startup().blocks(0).vars()) {
+    Variable* var = scope_->FindVar(v.name());
+    if (v.persistable() && !kept.count(v.name()) && var != nullptr &&
+        var->IsTensor())
+      *var->GetMutableTensor() = Tensor();  // frees it; the var stays
+  }
+}
+
+void ShardState::Plan(const proto::TrainingJob& plain,
+                      const proto::TrainingJob& prepared) {
+  if (!sharded_ || IsSharded(plain.main())) return;
+  unsharded_main_ = plain.main();
+  ShardCheckpointPlan plan = PlanShardCheckpoint(plain, prepared);
+  gather_ = exe_->Prepare(plan.gather, scope_);
+  scatter_ = exe_->Prepare(plan.scatter, scope_);
+  per_parameter_state_ = plan.per_parameter_state;
+  DropGathered();
+}
+
+void ShardState::FenceStep() {
+  pending_ = true;
+  // Captures `this` only: held in place, no allocation per step.
+  scope_->SetFence(this, [this] {
+    pending_ = false;
+    WaitHandles();
+  });
+}
+
+void ShardState::WaitGathers() {
+  if (!pending_) return;  // nothing in flight (or the scope is gone)
+  pending_ = false;
+  scope_->ClearFence(this);
+  WaitHandles();
+}
+
+void ShardState::WaitHandles() {
+  for (const auto& name : gather_handles_) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr || !v->HasValue()) continue;
+    CommHandlePtr& handle = *v->GetMutable<CommHandlePtr>();
+    if (handle == nullptr) continue;
+    CommHandlePtr h = std::move(handle);
+    handle.reset();
+    h->Wait();
+  }
+}
+
+const proto::ProgramDesc& ShardState::checkpoint_program(
+    const proto::ProgramDesc& main) const {
+  return unsharded_main_.blocks_size() > 0 ? unsharded_main_ : main;
+}
+
+void ShardState::Gather() {
+  if (!sharded_) return;
+  FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
+                     "checkpoints of a program transpiled with sharding "
+                     "need its untranspiled program: give MPIExecutor the "
+                     "plain program and a strategy with sharding");
+  exe_->Run(gather_.get(), {}, {}, nullptr);
+}
+
+// Frees the memory but keeps the vars (prepared programs point at them),
+// shaped as declared, which is the shape the gather gives their views.
+void ShardState::DropGathered() {
+  if (gather_ == nullptr) return;
+  const proto::BlockDesc& block = unsharded_main_.blocks(0);
+  for (const auto& name : per_parameter_state_) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr) continue;
+    const proto::VarDesc& desc = GetVarDesc(block, name);
+    Tensor shaped;
+    shaped.set_dtype(VarDtype(desc));
+    shaped.Resize(VarShape(desc));
+    *v->GetMutableTensor() = shaped;
+  }
+}
+
+void ShardState::ScatterLoaded() {
+  if (scatter_ == nullptr) return;
+  bool loaded = true;
+  for (const auto& name : per_parameter_state_) {
+    Variable* v = scope_->FindVar(name);
+    loaded =
+        loaded && v != nullptr && v->IsTensor() && v->GetTensor().initialized();
+  }
+  if (comm_->AllGatherValue(loaded ? 1 : 0)[0] == 0) return;  // rank 0's
+  for (const auto& name : per_parameter_state_) {
+    Tensor* t = scope_->FindVar(name)->GetMutableTensor();
+    if (!t->initialized()) t->raw_mutable_data();  // shaped as declared
+    comm_->Broadcast(*t, 0);
+  }
+  exe_->Run(scatter_.get(), {}, {}, nullptr);
+  DropGathered();
+}
+
+}  // namespace fluid
