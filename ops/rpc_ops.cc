@@ -1,19 +1,38 @@
 // The parameter-server style's ops: send, recv, send_barrier,
 // fetch_barrier, listen_and_serv. They are registered so that programs in
 // that style load (and can be converted), but there is no parameter server
-// here: running one is an error that says how to convert the program.
+// here: running one is an error that says what to do instead, in the
+// terms of whoever ran it (a Python script or the trainer command).
 #include "ops/op_helpers.h"
 
 namespace fluid {
 namespace ops {
 namespace {
 
+// The trainer half's ops: the program is to be converted to allreduce.
 void NoServerKernel(const ExecutionContext& /*ctx*/) {
-  FLUID_THROW(ErrorCode::kUnimplemented,
-              "this op belongs to a parameter-server program, and this "
-              "framework has no parameter server: convert the job with "
-              "PserverToCollective (the trainer and MPIExecutor do it on "
-              "load)");
+  FLUID_THROW(
+      ErrorCode::kUnimplemented,
+      "this op belongs to a parameter-server trainer program, and there is "
+      "no parameter server here: the ranks average gradients by allreduce. "
+      "In Python, run the program with fluid.MPIExecutor (one process or "
+      "mpirun -np N; it converts a program from "
+      "DistributeTranspiler.get_trainer_program() on its first run), or "
+      "convert it with fluid.transpiler.to_collective(program) and run the "
+      "result; for the trainer command, save the converted program "
+      "(fluid.io.save_job) or transpile with mode \"collective\", then "
+      "trainer --program FILE");
+}
+
+// The server's loop: no process is a server here.
+void NoServerLoopKernel(const ExecutionContext& /*ctx*/) {
+  FLUID_THROW(
+      ErrorCode::kUnimplemented,
+      "this is a parameter server's program, and no parameter server runs "
+      "here: launch every process as a trainer (mpirun -np N python "
+      "train.py); in Python each runs t.get_trainer_program() with "
+      "fluid.MPIExecutor, with the trainer command each runs trainer "
+      "--program FILE of the collective job");
 }
 
 }  // namespace
@@ -47,7 +66,7 @@ REGISTER_OP(listen_and_serv)
     .Attr<int32_t>("Fanin", 1, "number of trainers")
     .Attr<std::vector<int32_t>>("optimize_blocks", {},
                                 "blocks holding one parameter's update each")
-    .AnyPlaceKernel(NoServerKernel);
+    .AnyPlaceKernel(NoServerLoopKernel);
 
 }  // namespace ops
 }  // namespace fluid

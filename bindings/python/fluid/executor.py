@@ -14,6 +14,7 @@ import numpy as np
 from . import _core
 from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
+from . import transpiler as _transpiler
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
 from .framework import Program, default_main_program
 
@@ -266,10 +267,10 @@ class Executor:
 
         A feed of a sequence batch (a data variable with lod_level=1) is a
         fluid.LoDTensor (fluid.create_lod_tensor) or a (values, lengths)
-        pair; a fetched sequence batch is its packed values, or with
-        return_numpy=False a LoDTensor (.lod(),
-        .recursive_sequence_lengths()); other values come back as arrays
-        either way (which `np.array` takes as Fluid's tensors).
+        pair; a fetched sequence batch is its packed values.
+        return_numpy=False returns every fetch as a fluid.LoDTensor, as
+        Fluid does (`np.array(t)`, `t.shape()`, `t.lod()`,
+        `t.recursive_sequence_lengths()`: [] for a dense value).
 
         Fluid's use_program_cache, feed_var_name and fetch_var_name are
         accepted: a program is always prepared once per scope and reused,
@@ -301,6 +302,22 @@ class Executor:
         return out
 
 
+def _raise_non_finite_gradient(run, step, world_size):
+    """Raises FloatingPointError when the averaged gradients of the step
+    that `run` (a native MPIExecutor) just took hold NaN or Inf."""
+    bad = run.non_finite_gradient()
+    if not bad:
+        return
+    fed = run.non_finite_feeds()
+    cause = (f"it came from NaN or Inf fed on {fed}" if fed else
+             "no rank was fed NaN or Inf, so training diverged (a lower "
+             "learning rate or gradient clipping usually helps)")
+    raise FloatingPointError(
+        f"step {step}: the averaged gradient '{bad}' holds NaN or Inf on "
+        f"all {world_size} rank(s): {cause}; run(..., check_finite=False) "
+        "turns this check off")
+
+
 class MPIExecutor:
     """Same `run` as Executor, data-parallel across the ranks mpirun
     started (a world of one without mpirun).
@@ -316,6 +333,13 @@ class MPIExecutor:
     - A program without optimizer ops (`clone(for_test=True)`, an
       evaluation program) runs on this rank alone, without collectives, on
       the current parameters.
+    - A parameter-server trainer program (DistributeTranspiler's
+      get_trainer_program() in "pserver" mode, Fluid's default) is
+      converted on its first run, with the server programs made with it,
+      into the collective program for the world size
+      (fluid.transpiler.to_collective), then trains like any other; the
+      optimizer state its startup left to the servers is initialised then
+      (and broadcast from rank 0).
     - `run` calls are serialised, as with Executor.
     - `strategy`, a fluid.DistributedStrategy, says how the ranks share
       the work: gradient buckets and their overlap with the backward pass,
@@ -358,6 +382,7 @@ class MPIExecutor:
         self._started = set()  # ids of scopes a startup program ran on
         self._local = _core.Executor(self._threads, self._device)
         self._runs = {}  # (program id, version, scope id) -> _core.MPIExecutor
+        self._converted = {}  # (program id, version) -> collective pair
         self._steps = {}
         self._scopes = {}  # kept alive: prepared programs point into them
         self._probe = _core.MPIExecutor(self._threads, self._device)
@@ -392,12 +417,15 @@ class MPIExecutor:
         return self._probe.world_size
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None,
-            check_finite=None):
+            check_finite=None, return_numpy=True):
         """check_finite: None (default) checks, after each step of a
         training program, the averaged gradients (equal on every rank, so
         every rank raises FloatingPointError at the same step with the same
         message) and then the fetched losses; True also checks every
-        floating fetch; False checks nothing."""
+        floating fetch; False checks nothing.
+
+        return_numpy: as Executor.run's (False: every fetch a
+        fluid.LoDTensor)."""
         from . import compiler  # a CompiledProgram runs through its module
         handed = compiler._dispatch_mpi(self, program, feed, fetch_list,
                                         scope, check_finite)
@@ -418,44 +446,81 @@ class MPIExecutor:
                 raise ValueError(
                     "run the startup program with this executor (on this "
                     "scope) before other programs: exe.run(startup_program)")
-            steps = _Steps.of(self._steps, program, scope)
+            pair = self._collective_pair(program)
+            steps = _Steps.of(self._steps, pair[0] if pair else program,
+                              scope)
             if not steps.training:
                 _core.stall_heartbeat()  # evaluating is progress too
-                out = [_lod_tensor.fetched_value(v) for v in self._local.run(
-                    program.desc, scope._core, _feed(feed), names)]
+                fetched = self._local.run(program.desc, scope._core,
+                                          _feed(feed), names)
+                out = [_lod_tensor.fetched_value(v) for v in fetched]
                 steps.count += 1
                 if check_finite:
                     _check_finite(names, out, None, steps.count)
-                return out
-            key = (program.desc.id, program.desc.version, id(scope))
-            run = self._runs.get(key)
-            if run is None:
-                run = self._probe if not self._runs else _core.MPIExecutor(
-                    self._threads, self._device)
-                run.init(program.desc, self._startup.desc, scope._core,
-                         self._strategy.serialize(), False)
-                self._runs[key] = run
-            out = [_lod_tensor.fetched_value(v)
-                   for v in run.run(_feed(feed), names)]
+                return out if return_numpy else \
+                    [_lod_tensor.fetched_value(v, False) for v in fetched]
+            run = self._prepared(program, pair, scope)
+            fetched = run.run(_feed(feed), names)
+            out = [_lod_tensor.fetched_value(v) for v in fetched]
             steps.count += 1
             if check_finite is not False:
-                bad = run.non_finite_gradient()
-                if bad:
-                    fed = run.non_finite_feeds()
-                    cause = (
-                        f"it came from NaN or Inf fed on {fed}" if fed else
-                        "no rank was fed NaN or Inf, so training diverged "
-                        "(a lower learning rate or gradient clipping "
-                        "usually helps)")
-                    raise FloatingPointError(
-                        f"step {steps.count}: the averaged gradient '{bad}' "
-                        f"holds NaN or Inf on all {self.world_size} rank(s): "
-                        f"{cause}; run(..., check_finite=False) turns this "
-                        "check off")
+                _raise_non_finite_gradient(run, steps.count, self.world_size)
         if check_finite is not False:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count, f" on rank {self.rank}")
-        return out
+        return out if return_numpy else \
+            [_lod_tensor.fetched_value(v, False) for v in fetched]
+
+    def _collective_pair(self, program):
+        """The collective (main, startup) of a parameter-server trainer
+        program that DistributeTranspiler made (converted for this world on
+        first use, with the same checks as the trainer's); None for any
+        other program. A server program is refused."""
+        _transpiler._refuse_server_program(program)
+        if _transpiler._pserver_pair(program) is None:
+            return None
+        key = (program.desc.id, program.desc.version)
+        pair = self._converted.get(key)
+        if pair is None:
+            pair = self._converted[key] = _transpiler.to_collective(
+                program, nranks=self.world_size, strategy=self._strategy)
+        return pair
+
+    def _prepared(self, program, pair, scope):
+        """The native executor training `program` (`pair`: its collective
+        form, or None) on `scope`: made, transpiled and checked across
+        ranks on the first run, reused after."""
+        key = (program.desc.id, program.desc.version, id(scope))
+        run = self._runs.get(key)
+        if run is not None:
+            return run
+        main, startup = pair or (program, self._startup)
+        if pair:
+            self._init_missing_state(main, startup, scope)
+        run = self._probe if not self._runs else _core.MPIExecutor(
+            self._threads, self._device)
+        run.init(main.desc, startup.desc, scope._core,
+                 self._strategy.serialize(), False)
+        self._runs[key] = run
+        return run
+
+    def _init_missing_state(self, main, startup, scope):
+        """Initialises the persistable vars of `main` that `scope` lacks
+        (a pserver-mode trainer's startup leaves the optimizer state to the
+        servers) with `startup`, broadcast from rank 0, keeping the values
+        the scope holds. Every rank lacks the same: they ran the same
+        startup program."""
+        made = {n for op in startup.desc.ops()
+                for names in op["outputs"].values() for n in names}
+        if all(scope._core.has(v["name"]) for v in main.desc.vars()
+               if v["persistable"] and v["name"] in made):
+            return
+        # The whole startup, so that new vars live where the executor puts
+        # them; then what the scope held goes back (onto its device).
+        held = {n: scope._core.get(n) for n in made if scope._core.has(n)}
+        self._probe.run_startup(startup.desc, scope._core)
+        for name, value in held.items():
+            scope._core.set(name, value)
 
     def state_bytes(self, program=None, scope=None):
         """This rank's bytes of parameters, gradients and optimizer state

@@ -44,9 +44,17 @@ def _names(x, layer, arg="input"):
 
 def _attr(attr, layer="layer", arg="param_attr"):
     """ParamAttr as a dict for the builder (None: defaults; False: no such
-    parameter). Takes what Fluid takes: None or True (defaults), a
-    ParamAttr, a dict, or a string (the parameter's name); False only where
-    the layer can go without the parameter (bias_attr)."""
+    parameter). Takes what Fluid's ParamAttr._to_attr takes: None or True
+    (defaults), a ParamAttr, a dict, a string (the parameter's name), an
+    initializer or a weight-decay regularizer (a default ParamAttr with
+    it), or a list of one of these; False only where the layer can go
+    without the parameter (bias_attr)."""
+    if isinstance(attr, (list, tuple)):
+        if len(attr) != 1:
+            raise TypeError(f"{layer}({arg}=...): a list of {len(attr)} "
+                            "param attrs, but this layer has one such "
+                            "parameter; pass one attr")
+        attr = attr[0]
     if attr is None or attr is True:
         return None
     if attr is False:
@@ -62,9 +70,12 @@ def _attr(attr, layer="layer", arg="param_attr"):
         return attr.to_dict()
     from .initializer import Initializer
     if isinstance(attr, Initializer):
-        return {"initializer": attr.to_dict()}
+        return ParamAttr(initializer=attr).to_dict()
+    if isinstance(attr, _regularizer.WeightDecayRegularizer):
+        return ParamAttr(regularizer=attr).to_dict()
     raise TypeError(f"{layer}({arg}=...): expected a ParamAttr, a dict, a "
-                    f"name, None or a bool, got {type(attr).__name__}")
+                    "name, an initializer, a regularizer (L1Decay, "
+                    f"L2Decay), None or a bool, got {type(attr).__name__}")
 
 
 def _attrs(attr, count, layer, arg="param_attr"):

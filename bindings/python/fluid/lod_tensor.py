@@ -3,8 +3,10 @@
 A LoDTensor holds the sequences' rows packed along dim 0 and their lengths
 (`recursive_sequence_lengths()`, [[l1, l2, ...]]) or, equivalently, offsets
 (`lod()`, [[0, l1, l1 + l2, ...]]). Only one level is supported. Feed one to
-`Executor.run` for a data variable declared with `lod_level=1`; fetching a
-sequence batch with `return_numpy=False` gives one back.
+`Executor.run` for a data variable declared with `lod_level=1`. A run with
+`return_numpy=False` gives one back for every fetch, as Fluid does: a
+dense value is a LoDTensor without sequence lengths (`lod()` and
+`recursive_sequence_lengths()` are []).
 """
 import numpy as np
 
@@ -76,14 +78,22 @@ class LoDTensor:
         return [] if self._offsets is None else [list(self._offsets)]
 
     def has_valid_recursive_sequence_lengths(self):
-        return self._values is not None and self._offsets is not None and \
-            len(self._offsets) >= 1 and \
+        """True when the lengths fit the values (a dense tensor, with no
+        lengths, is valid as Fluid has it)."""
+        if self._values is None:
+            return False
+        if self._offsets is None:
+            return True
+        return len(self._offsets) >= 1 and self._values.ndim > 0 and \
             self._offsets[-1] == self._values.shape[0]
 
     def shape(self):
         return [] if self._values is None else list(self._values.shape)
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype=None, copy=None):
+        if self._values is None:
+            raise ValueError("LoDTensor holds no values: set(array, place) "
+                             "first")
         v = self._values
         return v if dtype is None else v.astype(dtype)
 
@@ -141,9 +151,9 @@ def feed_value(name, value):
 
 
 def fetched_value(value, return_numpy=True):
-    """A native fetch: an array, or (array, offsets) for a sequence batch,
-    which is its array, or with return_numpy=False a LoDTensor."""
-    if not isinstance(value, tuple):
-        return value
-    values, offsets = value
+    """A native fetch (an array, or (array, offsets) for a sequence batch)
+    as `run` returns it: its array, or with return_numpy=False a LoDTensor
+    (without sequence lengths for a dense value), as Fluid returns every
+    fetch then."""
+    values, offsets = value if isinstance(value, tuple) else (value, None)
     return values if return_numpy else LoDTensor(values, offsets)

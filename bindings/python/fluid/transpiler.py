@@ -6,6 +6,9 @@ needed; run it on every rank with fluid.MPIExecutor under mpirun -np N.
 Parameter-server mode ("pserver", Fluid's default) produces the old
 send/recv trainer program and one program per server, which to_collective()
 turns into the collective program (there are no server processes here).
+The trainer program keeps its server programs with it, so that
+fluid.MPIExecutor runs it as it is (converting it on its first run) and
+to_collective(program) needs nothing else.
 
     config = fluid.DistributeTranspilerConfig()
     config.mode = "collective"
@@ -16,6 +19,7 @@ turns into the collective program (there are no server processes here).
 The seed's form, transpile(optimize_ops, params_grads, pservers=...,
 trainers=..., mode="collective"), still works and defaults to collective."""
 import numbers
+import os
 
 from . import _core
 from .distributed_strategy import (DistributedStrategy,
@@ -202,20 +206,36 @@ class DistributeTranspiler:
             self._trainer, self._startup = Program(main), _startup(start)
             self._servers = {ep: (Program(m), _startup(s))
                              for ep, m, s in servers}
+            for ep, (server, _) in self._servers.items():
+                server._pserver_endpoint = ep
+            # What MPIExecutor and to_collective(program) convert it with.
+            self._trainer._pserver_pair = _PserverPair(
+                self.get_pserver_programs(), self._startup)
         self._trainers = int(trainers)
 
     def get_trainer_program(self):
+        """The program every trainer runs. In pserver mode it sends
+        gradients to servers; fluid.MPIExecutor runs it all the same,
+        converted to allreduce on its first run (see to_collective)."""
         self._check()
         return self._trainer
 
     def get_startup_program(self, endpoint=None, pserver_program=None):
+        """The trainers' startup program; in pserver mode with `endpoint`,
+        that server's (refused in a process launched as a server)."""
         self._check()
         if endpoint is not None and self.mode == "pserver":
+            _refuse_pserver_role("get_startup_program")
             return self._servers[endpoint][1]
         return self._startup
 
     def get_pserver_program(self, endpoint):
+        """The server program of `endpoint` in pserver mode, for
+        to_collective. A process launched as a parameter server
+        (PADDLE_TRAINING_ROLE or TRAINING_ROLE "PSERVER") gets an error:
+        every process is a trainer here."""
         self._check()
+        _refuse_pserver_role("get_pserver_program")
         if self.mode == "collective":
             raise ValueError(
                 "no parameter server is needed: in collective mode every "
@@ -236,15 +256,86 @@ class DistributeTranspiler:
             raise ValueError("call transpile() first")
 
 
-def to_collective(trainer_program, pserver_programs, startup_program,
-                  nranks, bucket_mb=None, overlap=None, strategy=None):
+_ROLE_VARS = ("PADDLE_TRAINING_ROLE", "TRAINING_ROLE")
+
+
+def _refuse_pserver_role(what):
+    """Raises in a process that a Fluid 1.x launch made a parameter server
+    (its role variable says PSERVER): no server runs here."""
+    for var in _ROLE_VARS:
+        if os.environ.get(var, "").strip().upper() == "PSERVER":
+            raise RuntimeError(
+                f"DistributeTranspiler.{what}: this process was launched as "
+                f"a parameter server ({var}=PSERVER), and no parameter "
+                "server runs here: launch every process as a trainer "
+                "(mpirun -np N python train.py, with the role TRAINER or "
+                "unset); each runs t.get_trainer_program() with "
+                "fluid.MPIExecutor, which averages the gradients by "
+                "allreduce")
+
+
+class _PserverPair:
+    """What a pserver-mode trainer program is converted with: its servers'
+    programs [(endpoint, main, startup)] and the trainers' startup."""
+
+    def __init__(self, servers, startup):
+        self.servers, self.startup = servers, startup
+
+
+def _refuse_server_program(program):
+    """Raises for a server program of a pserver-mode DistributeTranspiler:
+    no process is a server here."""
+    endpoint = getattr(program, "_pserver_endpoint", None)
+    if endpoint is not None:
+        raise NotImplementedError(
+            f"this is the parameter server program of {endpoint} "
+            "(DistributeTranspiler.get_pserver_program), and no parameter "
+            "server runs here: launch every process as a trainer (mpirun "
+            "-np N python train.py); each runs t.get_trainer_program() with "
+            "fluid.MPIExecutor")
+
+
+def _pserver_pair(program):
+    """The server programs a pserver-mode DistributeTranspiler kept with
+    `program`, or None (any other program, or one cloned or loaded)."""
+    return getattr(program, "_pserver_pair", None)
+
+
+def to_collective(trainer_program, pserver_programs=None,
+                  startup_program=None, nranks=None, bucket_mb=None,
+                  overlap=None, strategy=None):
     """Turns a pserver-style trainer program and its server programs
     ([(endpoint, main, startup)] or a DistributeTranspiler in pserver mode)
     into (main, startup) collective programs for `nranks` ranks, as
     `strategy` (a fluid.DistributedStrategy) says; bucket_mb and overlap,
-    when given, override its fields."""
+    when given, override its fields.
+
+    For a trainer program from DistributeTranspiler.get_trainer_program()
+    only the program is needed: pserver_programs and startup_program
+    default to the ones made with it, nranks to the ranks the launcher
+    started (1 without mpirun)."""
+    pair = _pserver_pair(trainer_program)
+    if pserver_programs is None:
+        if pair is None:
+            raise ValueError(
+                "to_collective: the trainer program carries no server "
+                "programs (only a program from "
+                "DistributeTranspiler.get_trainer_program() in pserver mode "
+                "does, not a clone or a loaded one); pass them: "
+                "to_collective(program, t.get_pserver_programs(), "
+                "t.get_startup_program(), nranks)")
+        pserver_programs = pair.servers
     if isinstance(pserver_programs, DistributeTranspiler):
         pserver_programs = pserver_programs.get_pserver_programs()
+    if startup_program is None:
+        startup_program = pair.startup if pair is not None \
+            else default_startup_program()
+    if nranks is None:
+        nranks = _core.launcher_world_size()
+    if isinstance(nranks, bool) or not isinstance(
+            nranks, numbers.Integral) or nranks < 1:
+        raise ValueError(f"to_collective(nranks={nranks!r}): the number of "
+                         "ranks, an int >= 1")
     strategy = _strategy_from_legacy("to_collective", strategy,
                                      bucket_mb=bucket_mb, overlap=overlap)
     main, start = _core.pserver_to_collective(
