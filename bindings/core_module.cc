@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -172,6 +173,14 @@ py::dict VarInfo(const proto::VarDesc& v) {
   return d;
 }
 
+// The op's attributes as Python values, by name.
+py::dict OpAttrs(const proto::OpDesc& op) {
+  py::dict d;
+  for (const auto& a : op.attrs())
+    d[py::str(a.name())] = py::cast(AttributeFromProto(a));
+  return d;
+}
+
 py::dict OpInfo(const proto::OpDesc& op) {
   py::dict d, in, out;
   d["type"] = op.type();
@@ -198,6 +207,68 @@ proto::TrainingJob Job(const Program& main, const Program& startup) {
 
 // ---- the builder: one per (main, startup) pair, kept by Python ----
 
+// "file:line in function()" of a Python frame.
+std::string FrameText(PyFrameObject* frame) {
+  PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
+  py::handle h(reinterpret_cast<PyObject*>(code));
+  std::string text;
+  try {
+    const std::string name = h.attr("co_name").cast<std::string>();
+    text = h.attr("co_filename").cast<std::string>() + ":" +
+           std::to_string(PyFrame_GetLineNumber(frame)) + " in " + name +
+           (name.empty() || name[0] == '<' ? "" : "()");
+  } catch (const py::error_already_set&) {
+    text = "?";  // a file name that is not UTF-8
+  } catch (const py::cast_error&) {
+    text = "?";
+  }
+  Py_DECREF(code);
+  return text;
+}
+
+// Where the user's code is appending ops: the innermost Python frames
+// outside the fluid package (whose own frames are the layer functions
+// calling the builder), innermost first; at most kCallstackFrames.
+std::vector<std::string> UserCallstack() {
+  constexpr size_t kCallstackFrames = 4;
+  static const std::string package =
+      py::module_::import("os.path")
+          .attr("dirname")(py::module_::import("fluid").attr("__file__"))
+          .cast<std::string>() +
+      "/";
+  std::vector<std::string> stack;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  while (frame != nullptr && stack.size() < kCallstackFrames) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    std::string file;
+    try {
+      file = py::handle(reinterpret_cast<PyObject*>(code))
+                 .attr("co_filename")
+                 .cast<std::string>();
+    } catch (const std::exception&) {
+    }
+    Py_DECREF(code);
+    if (file.rfind(package, 0) != 0) stack.push_back(FrameText(frame));
+    PyFrameObject* back = PyFrame_GetBack(frame);  // a new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return stack;
+}
+
+// Gives the ops of `block` from index `from` on that record no callstack
+// `stack` as their op_callstack (kOpCallstackAttr).
+void SetCallstacks(proto::BlockDesc* block, int from,
+                   const std::vector<std::string>& stack) {
+  for (int i = std::max(from, 0); i < block->ops_size(); ++i) {
+    proto::OpDesc* op = block->mutable_ops(i);
+    if (!HasOpAttr(*op, kOpCallstackAttr))
+      SetOpAttr(op, kOpCallstackAttr, stack);
+  }
+}
+
 class PyBuilder {
  public:
   PyBuilder(ProgramPtr main, ProgramPtr startup, uint64_t seed)
@@ -205,11 +276,24 @@ class PyBuilder {
         startup_(std::move(startup)),
         builder_(&main_->desc, &startup_->desc, seed) {}
 
+  // Runs `fn` on the builder; the ops it appends to either program record
+  // the user's line that asked for them (op_callstack), so that an error
+  // they raise at run time names it.
   template <typename Fn>
   auto Mutate(Fn fn) {
     ++main_->version;
     ++startup_->version;
-    return fn(&builder_);
+    proto::BlockDesc* main_block = main_->desc.mutable_blocks(0);
+    proto::BlockDesc* startup_block = startup_->desc.mutable_blocks(0);
+    const int main_before = main_block->ops_size();
+    const int startup_before = startup_block->ops_size();
+    auto result = fn(&builder_);
+    const std::vector<std::string> stack = UserCallstack();
+    if (!stack.empty()) {
+      SetCallstacks(main_block, main_before, stack);
+      SetCallstacks(startup_block, startup_before, stack);
+    }
+    return result;
   }
   ProgramBuilder* get() { return &builder_; }
   ProgramPtr main() { return main_; }
@@ -533,6 +617,15 @@ void BindErrors(py::module_& m) {
   });
 }
 
+// Block `index` of `p`; another index is an IndexError naming the range.
+const proto::BlockDesc& BlockOf(const Program& p, int index) {
+  if (index < 0 || index >= p.desc.blocks_size())
+    throw py::index_error("block " + std::to_string(index) +
+                          " of a program of " +
+                          std::to_string(p.desc.blocks_size()) + " block(s)");
+  return p.desc.blocks(index);
+}
+
 // Programs: the ProgramDesc Python holds and the builder mutates.
 void BindPrograms(py::module_& m) {
   py::class_<Program, ProgramPtr>(m, "ProgramDesc")
@@ -553,28 +646,51 @@ void BindPrograms(py::module_& m) {
                   })
       .def("to_string",
            [](const Program& p) { return ProgramToString(p.desc); })
-      .def("ops",
+      .def(
+          "ops",
+          [](const Program& p, int block, bool attrs) {
+            py::list out;
+            for (const auto& op : BlockOf(p, block).ops()) {
+              py::dict d = OpInfo(op);
+              if (attrs) d["attrs"] = OpAttrs(op);
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("block") = 0, py::arg("attrs") = false)
+      .def(
+          "vars",
+          [](const Program& p, int block) {
+            py::list out;
+            for (const auto& v : BlockOf(p, block).vars())
+              out.append(VarInfo(v));
+            return out;
+          },
+          py::arg("block") = 0)
+      .def_property_readonly(
+          "num_blocks", [](const Program& p) { return p.desc.blocks_size(); })
+      .def("block_parent",
+           [](const Program& p, int block) {
+             return BlockOf(p, block).parent_idx();
+           })
+      .def("without_callstacks",
            [](const Program& p) {
-             py::list out;
-             for (const auto& op : p.desc.blocks(0).ops())
-               out.append(OpInfo(op));
-             return out;
+             proto::ProgramDesc copy = p.desc;
+             ClearOpCallstacks(&copy);
+             return Wrap(std::move(copy));
            })
-      .def("vars",
-           [](const Program& p) {
-             py::list out;
-             for (const auto& v : p.desc.blocks(0).vars())
-               out.append(VarInfo(v));
-             return out;
-           })
-      .def("var",
-           [](const Program& p, const std::string& name) {
-             return VarInfo(GetVarDesc(p.desc.blocks(0), name));
-           })
-      .def("has_var",
-           [](const Program& p, const std::string& name) {
-             return FindVarDesc(p.desc.blocks(0), name) != nullptr;
-           })
+      .def(
+          "var",
+          [](const Program& p, const std::string& name, int block) {
+            return VarInfo(GetVarDesc(BlockOf(p, block), name));
+          },
+          py::arg("name"), py::arg("block") = 0)
+      .def(
+          "has_var",
+          [](const Program& p, const std::string& name, int block) {
+            return FindVarDesc(BlockOf(p, block), name) != nullptr;
+          },
+          py::arg("name"), py::arg("block") = 0)
       .def("clone_for_test",
            [](const Program& p) { return Wrap(CloneForTest(p.desc)); })
       .def("clone", [](const Program& p) { return Wrap(p.desc); })

@@ -17,7 +17,8 @@ namespace {
 std::string UpdateKey(const proto::BlockDesc& block, const proto::OpDesc& op) {
   std::string key = op.type();
   for (const auto& a : op.attrs())
-    if (a.name() != kOpRoleVarAttr) key += "|" + a.ShortDebugString();
+    if (a.name() != kOpRoleVarAttr && a.name() != kOpCallstackAttr)
+      key += "|" + a.ShortDebugString();
   for (const auto& lr : OpInput(op, "LearningRate")) key += "|lr=" + lr;
   for (const auto& slot : op.inputs())
     key +=

@@ -70,6 +70,9 @@ proto::TrainingJob CollectiveTranspile(
 uint64_t StructureHash(const proto::ProgramDesc& program) {
   proto::ProgramDesc copy = program;
   copy.clear_structure_hash();
+  // Where the user's code built each op is no part of the structure: ranks
+  // running one script from different paths hold the same program.
+  ClearOpCallstacks(&copy);
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream sos(&bytes);

@@ -68,7 +68,8 @@ std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main);
 proto::ProgramDesc StatSyncProgram(const proto::ProgramDesc& main);
 
 // A hash of the program's structure (vars, ops, slots, attrs), ignoring the
-// stamped hash itself. Ranks compare it before their first collective.
+// stamped hash itself and where each op was built (op_callstack). Ranks
+// compare it before their first collective.
 uint64_t StructureHash(const proto::ProgramDesc& program);
 
 }  // namespace fluid

@@ -107,7 +107,8 @@ class ReaderScan {
     };
     std::string s = op.type();
     for (const auto& a : op.attrs())
-      if (a.name() != kOpRoleAttr && a.name() != kOpRoleVarAttr)
+      if (a.name() != kOpRoleAttr && a.name() != kOpRoleVarAttr &&
+          a.name() != kOpCallstackAttr)
         s += "|" + a.ShortDebugString();
     for (const auto* slots : {&op.inputs(), &op.outputs()})
       for (const auto& slot : *slots) {

@@ -47,6 +47,14 @@ std::string OpContextPrefix(const OpContext& context) {
       "in op " + Quote(context.type) + " (#" + std::to_string(context.index);
   if (context.block_id != 0)
     out += " of block " + std::to_string(context.block_id);
+  if (!context.built_at.empty()) {
+    const std::string_view at = context.built_at;
+    out += ", built at ";
+    if (at.size() > kMaxQuotedBytes) out += "...";
+    out += SanitizeMessage(at.size() > kMaxQuotedBytes
+                               ? at.substr(at.size() - kMaxQuotedBytes)
+                               : at);
+  }
   return out + "): ";
 }
 

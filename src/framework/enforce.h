@@ -66,11 +66,17 @@ struct OpContext {
   std::string type;  // the op's type, e.g. "mul"
   int index = -1;    // the op's position in its block
   int block_id = 0;
+  // The line of the user's code that built the op ("train.py:42 in net()",
+  // the first entry of its op_callstack attribute); empty for ops built
+  // by C++ or loaded without one.
+  std::string built_at = {};
 };
 
 // What an error's message starts with once it has left op `context`:
 // "in op 'mul' (#3): " for an op of block 0, "in op 'mul' (#3 of block 1): "
-// for another block.
+// for another block, "in op 'mul' (#3, built at train.py:42 in net()): "
+// for an op that records where it was built (the end of a long place is
+// kept, its control bytes escaped).
 std::string OpContextPrefix(const OpContext& context);
 
 // Copies are cheap and never throw: the op context is shared.

@@ -64,6 +64,13 @@ void CheckHeldValue(const proto::VarDesc& var, const Variable& held) {
               "numbered per program); run each program in its own scope");
 }
 
+// Where the user's code built `op`, for an error leaving it: the first
+// entry of its op_callstack, "" when it records none.
+std::string BuiltAt(const proto::OpDesc& op) {
+  const std::vector<std::string> stack = OpCallstackOf(op);
+  return stack.empty() ? std::string() : stack.front();
+}
+
 }  // namespace
 
 std::unique_ptr<PreparedProgram> Executor::Prepare(
@@ -123,7 +130,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     try {
       instance = std::make_unique<OperatorBase>(op, block, place_);
     } catch (const Error& e) {
-      throw e.WithOpContext(OpContext{op.type(), i, block_id});
+      throw e.WithOpContext(OpContext{op.type(), i, block_id, BuiltAt(op)});
     }
     instance->Bind(*prepared->local_scope_);
     prepared->ops_.push_back(std::move(instance));
@@ -199,8 +206,8 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
       op.kernel()(ExecutionContext(op, *device_));
       if (timeline != nullptr) timeline->RecordOp(op, begin);
     } catch (const Error& e) {
-      throw e.WithOpContext(
-          OpContext{op.type(), static_cast<int>(i), prepared->block_id_});
+      throw e.WithOpContext(OpContext{op.type(), static_cast<int>(i),
+                                      prepared->block_id_, BuiltAt(op.desc())});
     }
   }
 

@@ -174,6 +174,23 @@ std::vector<std::string> OpRoleVarOf(const proto::OpDesc& op) {
   return GetOpAttrAs<std::vector<std::string>>(op, kOpRoleVarAttr);
 }
 
+std::vector<std::string> OpCallstackOf(const proto::OpDesc& op) {
+  for (const auto& a : op.attrs())
+    if (a.name() == kOpCallstackAttr && a.type() == proto::STRINGS)
+      return {a.strings().begin(), a.strings().end()};
+  return {};
+}
+
+void ClearOpCallstacks(proto::ProgramDesc* program) {
+  for (auto& block : *program->mutable_blocks())
+    for (auto& op : *block.mutable_ops()) {
+      auto* attrs = op.mutable_attrs();
+      for (int i = attrs->size() - 1; i >= 0; --i)
+        if (attrs->Get(i).name() == kOpCallstackAttr)
+          attrs->DeleteSubrange(i, 1);
+    }
+}
+
 proto::ProgramDesc NewProgram() {
   proto::ProgramDesc p;
   p.set_version(kProgramVersion);

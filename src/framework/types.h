@@ -146,6 +146,13 @@ enum class OpRole : int {
 };
 constexpr const char* kOpRoleAttr = "op_role";
 constexpr const char* kOpRoleVarAttr = "op_role_var";
+// Where the user's code built an op (Fluid's op_callstack): a strings attr,
+// "file:line in function()" innermost first, that the Python bindings set
+// on the ops a layer, an optimizer or a schedule appends. It never changes
+// what a program computes: error messages name its first entry, and
+// whatever compares programs (across ranks, or one op with another) leaves
+// it out.
+constexpr const char* kOpCallstackAttr = "op_callstack";
 inline int operator|(OpRole a, OpRole b) {
   return static_cast<int>(a) | static_cast<int>(b);
 }

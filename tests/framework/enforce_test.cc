@@ -64,6 +64,23 @@ TEST(OpContext, PrefixNamesTheOpItsIndexAndABlockOtherThanTheFirst) {
   EXPECT_EQ(OpContextPrefix(OpContext{"a\nb", 1, 0}), "in op 'a\\x0ab' (#1): ");
 }
 
+TEST(OpContext, PrefixNamesTheLineThatBuiltTheOp) {
+  EXPECT_EQ(OpContextPrefix(OpContext{"mul", 3, 0, "train.py:42 in net()"}),
+            "in op 'mul' (#3, built at train.py:42 in net()): ");
+  EXPECT_EQ(OpContextPrefix(OpContext{"mul", 0, 2, "a.py:1 in <module>"}),
+            "in op 'mul' (#0 of block 2, built at a.py:1 in <module>): ");
+  // One line whatever the path holds; a long one keeps its end (the file
+  // and the line).
+  EXPECT_EQ(OpContextPrefix(OpContext{"relu", 1, 0, "a\nb.py:7 in f()"}),
+            "in op 'relu' (#1, built at a\\x0ab.py:7 in f()): ");
+  const std::string tail = "/net.py:9 in f()";
+  const std::string at = std::string(300, 'd') + tail;
+  const std::string prefix = OpContextPrefix(OpContext{"mul", 3, 0, at});
+  EXPECT_EQ(prefix.rfind("in op 'mul' (#3, built at ...", 0), 0u) << prefix;
+  EXPECT_NE(prefix.find(tail + "): "), std::string::npos) << prefix;
+  EXPECT_LT(prefix.size(), 260u) << prefix;
+}
+
 TEST(OpContext, ErrorsStartWithout) {
   Error e(ErrorCode::kInvalidArgument, "bad");
   EXPECT_EQ(e.op_context(), nullptr);
