@@ -1,9 +1,11 @@
 // clip_by_norm: Out = X * max_norm / |X| when the L2 norm |X| (over the
 // whole tensor, in double) exceeds max_norm, else X (what
 // GradientClipByNorm appends per gradient). Not differentiable, as in
-// Fluid.
+// Fluid. X may be a sparse gradient with each row listed once
+// (ops/sparse_values.h): the norm is its values', which the rows keep.
 #include "ops/clip_functors.h"
 #include "ops/op_helpers.h"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
@@ -17,28 +19,40 @@ float MaxNorm(const ExecutionContext& ctx) {
 }
 
 template <typename T>
-void ClipByNormKernel(const ExecutionContext& ctx) {
+void ClipByNormValues(const ExecutionContext& ctx, const Tensor& x,
+                      Tensor* out) {
   const double max_norm = MaxNorm(ctx);
-  const Tensor& x = ctx.Input("X");
   const T* in = x.data<T>();
   double sq = 0.0;
   for (int64_t i = 0, n = x.numel(); i < n; ++i)
     sq += static_cast<double>(in[i]) * static_cast<double>(in[i]);
   const T factor = static_cast<T>(ClipByNormFactor(sq, max_norm));
-  T* out = ctx.Output("Out")->mutable_data<T>(x.shape());
+  T* o = out->mutable_data<T>(x.shape());
   ParallelFor(ctx.device(), x.numel(), 1.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = in[i] * factor;
+    for (int64_t i = b; i < e; ++i) o[i] = in[i] * factor;
   });
+}
+
+template <typename T>
+void ClipByNormKernel(const ExecutionContext& ctx) {
+  if (IsSparseInput(ctx, "X")) {
+    const SparseInOut s = SparseValues(ctx, "X", "Out", true);
+    return ClipByNormValues<T>(ctx, s.x, s.out);
+  }
+  ClipByNormValues<T>(ctx, ctx.Input("X"), ctx.Output("Out"));
 }
 
 }  // namespace
 
 REGISTER_OP(clip_by_norm)
     .Doc("Out = X scaled down to L2 norm max_norm when its norm exceeds it.")
-    .Input("X", "input")
-    .Output("Out", "same shape as X; may be X itself")
+    .Input("X", "input, or sparse rows listed once each")
+    .Output("Out", "same shape as X (sparse when X is); may be X itself")
     .Attr<float>("max_norm", 1.0f, "the largest norm Out may have")
-    .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
+    .SetInferShape([](InferShapeContext* ctx) {
+      ShareSparse(ctx, "X", "Out");
+      ctx->ShareShape("X", "Out");
+    })
     .CPUKernel<float>(ClipByNormKernel<float>)
     .CPUKernel<double>(ClipByNormKernel<double>);
 

@@ -1,9 +1,12 @@
 // clip: Out = min(max(X, min), max), Fluid's clip op (also what
 // GradientClipByValue appends). Its gradient passes dOut where
-// min < X < max and is 0 elsewhere, bounds included.
+// min < X < max and is 0 elsewhere, bounds included. X may be a sparse
+// gradient with each row listed once (ops/sparse_values.h): its values are
+// clipped, the rows kept.
 #include "ops/clip_op.h"
 
 #include "ops/op_helpers.h"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
@@ -20,14 +23,27 @@ ClipGradInputs ReadClipGradInputs(const ExecutionContext& ctx) {
 namespace {
 
 template <typename T>
-void ClipKernel(const ExecutionContext& ctx) {
+void ClipValues(const ExecutionContext& ctx, const Tensor& x, Tensor* out) {
   const ClipFunctor<T> f = MakeClipFunctor<T>(ctx);
-  const Tensor& x = ctx.Input("X");
   const T* in = x.data<T>();
-  T* out = ctx.Output("Out")->mutable_data<T>(x.shape());
+  T* o = out->mutable_data<T>(x.shape());
   ParallelFor(ctx.device(), x.numel(), 2.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = f.Forward(in[i]);
+    for (int64_t i = b; i < e; ++i) o[i] = f.Forward(in[i]);
   });
+}
+
+template <typename T>
+void ClipKernel(const ExecutionContext& ctx) {
+  if (IsSparseInput(ctx, "X")) {
+    const SparseInOut s = SparseValues(ctx, "X", "Out", true);
+    return ClipValues<T>(ctx, s.x, s.out);
+  }
+  ClipValues<T>(ctx, ctx.Input("X"), ctx.Output("Out"));
+}
+
+void ClipInferShape(InferShapeContext* ctx) {
+  ShareSparse(ctx, "X", "Out");
+  ctx->ShareShape("X", "Out");
 }
 
 template <typename T>
@@ -48,11 +64,11 @@ void ClipGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(clip)
     .Doc("Out = min(max(X, min), max).")
-    .Input("X", "input")
-    .Output("Out", "X clipped, same shape; may be X itself")
+    .Input("X", "input, or sparse rows listed once each")
+    .Output("Out", "X clipped, same shape (sparse when X is); may be X")
     .Attr<float>("min", 0.0f, "the lower bound")
     .Attr<float>("max", 0.0f, "the upper bound, >= min")
-    .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
+    .SetInferShape(ClipInferShape)
     .SetGrad(
         GradSpec("clip_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ClipKernel<float>)

@@ -1,7 +1,9 @@
 // CUDA kernels for clip and clip_grad (schemas in clip_op.cc, rule in
-// clip_functors.h).
+// clip_functors.h). A sparse X's values are clipped as a dense X would be
+// (ops/sparse_values.h).
 #include "ops/clip_op.h"
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
@@ -27,13 +29,21 @@ struct ClipBackward {
 };
 
 template <typename T>
-void ClipKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+void ClipValues(const ExecutionContext& ctx, const Tensor& x, Tensor* out) {
   ClipForward<T> u;
   u.f = MakeClipFunctor<T>(ctx);
   u.x = x.data<T>();
-  u.out = cuda::OutputLike<T>(ctx, "Out", x);
+  u.out = out->mutable_data<T>(x.shape(), ctx.place());
   cuda::ForEach(cuda::Dev(ctx), x.numel(), u);
+}
+
+template <typename T>
+void ClipKernel(const ExecutionContext& ctx) {
+  if (IsSparseInput(ctx, "X")) {
+    const SparseInOut s = SparseValues(ctx, "X", "Out", true);
+    return ClipValues<T>(ctx, s.x, s.out);
+  }
+  ClipValues<T>(ctx, ctx.Input("X"), ctx.Output("Out"));
 }
 
 template <typename T>

@@ -1,13 +1,28 @@
 // CUDA kernels for elementwise_mul and elementwise_mul_grad (schemas in
-// elementwise_mul_op.cc; broadcasting in elementwise_op_function.cuh).
+// elementwise_mul_op.cc; broadcasting in elementwise_op_function.cuh). A
+// sparse X's values are multiplied by the one element of Y, read on the
+// device.
 #include "ops/elementwise_op_function.cuh"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
 namespace {
 
 template <typename T>
+void SparseTimesScalar(const ExecutionContext& ctx) {
+  const T* y = SparseScaleFactor(ctx, "Y").data<T>();
+  const SparseInOut s = SparseValues(ctx, "X", "Out", false);
+  cuda::BroadcastScalar<T, cuda::MulOp> u;
+  u.x = s.x.data<T>();
+  u.y = y;
+  u.out = s.out->mutable_data<T>(s.x.shape(), ctx.place());
+  cuda::ForEach(cuda::Dev(ctx), s.x.numel(), u);
+}
+
+template <typename T>
 void ElementwiseMulKernel(const ExecutionContext& ctx) {
+  if (IsSparseInput(ctx, "X")) return SparseTimesScalar<T>(ctx);
   cuda::ElementwiseForward<T>(ctx, cuda::MulOp());
 }
 

@@ -1,6 +1,10 @@
 // squared_l2_norm: Out[1] = sum of X^2, accumulated in double (the per
-// gradient term of GradientClipByGlobalNorm). dX = 2 * dOut[0] * X.
+// gradient term of GradientClipByGlobalNorm). dX = 2 * dOut[0] * X. X may
+// be a sparse gradient with each row listed once (ops/sparse_values.h): the
+// sum is over its values (the forward only; a sparse X is a gradient, which
+// is not differentiated again).
 #include "ops/op_helpers.h"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
@@ -8,7 +12,7 @@ namespace {
 
 template <typename T>
 void SquaredL2NormKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+  const Tensor& x = DistinctRowsOrTensor(ctx, "X");
   const T* in = x.data<T>();
   double acc = 0.0;
   for (int64_t i = 0, n = x.numel(); i < n; ++i)
@@ -37,7 +41,7 @@ void SquaredL2NormGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(squared_l2_norm)
     .Doc("Out = sum of X^2, one element.")
-    .Input("X", "input")
+    .Input("X", "input, or sparse rows listed once each")
     .Output("Out", "shape [1]")
     .SetInferShape([](InferShapeContext* ctx) {
       ctx->SetOutputShape("Out", Shape{1});

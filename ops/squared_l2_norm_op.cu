@@ -1,6 +1,8 @@
 // CUDA kernels for squared_l2_norm and its gradient (schemas in
-// squared_l2_norm_op.cc): the sum in double, in a fixed order.
+// squared_l2_norm_op.cc): the sum in double, in a fixed order; a sparse
+// X's values are summed (ops/sparse_values.h).
 #include "ops/cuda/squared_norm.cuh"
+#include "ops/sparse_values.h"
 
 namespace fluid {
 namespace ops {
@@ -23,7 +25,7 @@ struct TwiceScaled {
 
 template <typename T>
 void SquaredL2NormKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+  const Tensor& x = DistinctRowsOrTensor(ctx, "X");
   const auto& dev = cuda::Dev(ctx);
   const T* xs[1] = {x.data<T>()};
   auto* scratch = static_cast<double*>(

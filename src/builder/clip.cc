@@ -96,16 +96,22 @@ GradientClip::Kind ParseGradientClipKind(const std::string& kind,
               kind, "'; known: by_value, by_norm, by_global_norm, none");
 }
 
+const GradientClip& GradientClipOf(const ProgramBuilder& b,
+                                   const std::string& param,
+                                   const GradientClip& fallback) {
+  const ParamAttr* attr = b.FindParamAttr(param);
+  return attr != nullptr &&
+                 attr->gradient_clip.kind != GradientClip::Kind::kNone
+             ? attr->gradient_clip
+             : fallback;
+}
+
 void AppendGradientClips(ProgramBuilder* b, const ParamGradList& pairs,
                          const GradientClip& fallback) {
   std::vector<std::string> group_order;
   std::map<std::string, std::pair<float, std::vector<std::string>>> groups;
   for (const auto& [param, grad] : pairs) {
-    const ParamAttr* attr = b->FindParamAttr(param);
-    const GradientClip& c =
-        attr != nullptr && attr->gradient_clip.kind != GradientClip::Kind::kNone
-            ? attr->gradient_clip
-            : fallback;
+    const GradientClip& c = GradientClipOf(*b, param, fallback);
     if (c.kind == GradientClip::Kind::kNone) continue;
     if (c.kind != GradientClip::Kind::kByGlobalNorm) {
       AppendLocalClip(b, grad, c);

@@ -3,7 +3,10 @@
 // in place between the backward pass and the optimize ops and carry the
 // optimize role, so that under the collective transpiler they read the
 // averaged gradients (after their c_wait): the global norm is then the same
-// on every rank.
+// on every rank. A sparse gradient (embedding(is_sparse=True)), its rows
+// merged first (Optimizer::Minimize), goes through the same ops, which clip
+// its values and count them in the norms: the dense gradient's clip, on the
+// rows it touches.
 #pragma once
 
 #include <string>
@@ -26,6 +29,12 @@ struct GradientClip {
 // error naming `where`.
 GradientClip::Kind ParseGradientClipKind(const std::string& kind,
                                          const std::string& where);
+
+// The clip of `param`: its own (ParamAttr, set_gradient_clip), else
+// `fallback`.
+const GradientClip& GradientClipOf(const ProgramBuilder& b,
+                                   const std::string& param,
+                                   const GradientClip& fallback);
 
 // Appends the clipping of every (param, grad) pair whose parameter has a
 // clip (the builder's per-parameter clip, else `fallback`): by value and by

@@ -9,6 +9,11 @@ namespace fluid {
 
 namespace {
 
+// The optimize ops with a sparse path (ops/sparse_grad.h).
+bool TakesSparseGradient(const std::string& op) {
+  return op == "sgd" || op == "momentum" || op == "adam" || op == "adagrad";
+}
+
 // An accumulator shaped like `param`, zero-initialised.
 std::string Accumulator(ProgramBuilder* b, const std::string& param,
                         const std::string& kind, float value = 0.0f) {
@@ -44,21 +49,40 @@ std::string Optimizer::LearningRate(ProgramBuilder* b, DataType dtype) {
   return lr_var_;
 }
 
+void Optimizer::PrepareSparseGradients(ProgramBuilder* b,
+                                       const ParamGradList& pairs) const {
+  for (const auto& [param, grad] : pairs) {
+    if (GetVarDesc(b->main()->blocks(0), grad).type() !=
+        proto::VarDesc::SELECTED_ROWS)
+      continue;
+    const std::string op = OpType();
+    FLUID_ENFORCE(TakesSparseGradient(op), "parameter '", param,
+                  "' has a sparse gradient (embedding(is_sparse=True)), ",
+                  "which the ", op, " optimizer does not take; use SGD, ",
+                  "Momentum, Adam or Adagrad, or is_sparse=False");
+    const bool clipped =
+        GradientClipOf(*b, param, clip_).kind != GradientClip::Kind::kNone;
+    const bool decayed = RegularizationOf(*b, param, regularization_).kind !=
+                         Regularization::Kind::kNone;
+    if (clipped || decayed)
+      b->AppendOp(
+          MakeOp("merge_selected_rows", {{"X", {grad}}}, {{"Out", {grad}}}),
+          static_cast<int>(OpRole::kOptimize));
+  }
+}
+
 ParamGradList Optimizer::Minimize(ProgramBuilder* b, const std::string& loss,
                                   const std::set<std::string>& no_grad) {
   ParamGradList pairs = Selected(AppendBackward(b->main(), loss, no_grad));
   FLUID_ENFORCE(!pairs.empty(), "loss '", loss,
                 "' depends on no trainable parameter",
                 only_.empty() ? "" : " of parameter_list");
+  PrepareSparseGradients(b, pairs);
   // Fluid's order: clip, then regularize, then update.
   AppendGradientClips(b, pairs, clip_);
-  for (const auto& [param, grad] : pairs) {
-    const ParamAttr* attr = b->FindParamAttr(param);
-    const bool own = attr != nullptr &&
-                     attr->regularizer.kind != Regularization::Kind::kNone;
+  for (const auto& [param, grad] : pairs)
     AppendRegularization(b, param, grad,
-                         own ? attr->regularizer : regularization_);
-  }
+                         RegularizationOf(*b, param, regularization_));
   const proto::VarDesc& first =
       GetVarDesc(b->main()->blocks(0), pairs.front().first);
   const DataType dtype = VarDtype(first);

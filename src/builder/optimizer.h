@@ -75,11 +75,19 @@ class Optimizer {
                                        const std::string& param,
                                        const std::string& grad,
                                        const std::string& lr) = 0;
+  // The type of the optimize op MakeOptimizeOp appends.
+  virtual std::string OpType() const = 0;
   float learning_rate_;
 
  private:
   std::string LearningRate(ProgramBuilder* b, DataType dtype);
   ParamGradList Selected(ParamGradList pairs) const;
+  // Sparse gradients (SELECTED_ROWS): refused by an optimize op without a
+  // sparse path, naming the parameter; merged (merge_selected_rows) where a
+  // clip or a decay follows, so that those act on each touched row's whole
+  // gradient, once.
+  void PrepareSparseGradients(ProgramBuilder* b,
+                              const ParamGradList& pairs) const;
 
   std::string lr_var_;
   Regularization regularization_;
@@ -95,6 +103,7 @@ class SGDOptimizer : public Optimizer {
   proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
                                const std::string& grad,
                                const std::string& lr) override;
+  std::string OpType() const override { return "sgd"; }
 };
 
 class MomentumOptimizer : public Optimizer {
@@ -110,6 +119,7 @@ class MomentumOptimizer : public Optimizer {
   proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
                                const std::string& grad,
                                const std::string& lr) override;
+  std::string OpType() const override { return "momentum"; }
 
  private:
   float momentum_;
@@ -134,6 +144,7 @@ class AdamOptimizer : public Optimizer {
   proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
                                const std::string& grad,
                                const std::string& lr) override;
+  std::string OpType() const override { return "adam"; }
 
  private:
   float beta1_, beta2_, epsilon_, weight_decay_;
@@ -166,6 +177,7 @@ class StateOptimizer : public Optimizer {
   proto::OpDesc MakeOptimizeOp(ProgramBuilder* b, const std::string& param,
                                const std::string& grad,
                                const std::string& lr) override;
+  std::string OpType() const override { return op_; }
 
  private:
   std::string op_;
