@@ -9,6 +9,7 @@
 #include "src/builder/clip_layers.h"
 #include "src/builder/embedding_layers.h"
 #include "src/builder/layers.h"
+#include "src/builder/metric_layers.h"
 #include "src/builder/norm_layers.h"
 #include "src/builder/recurrent_layers.h"
 #include "src/builder/sequence_ops_layers.h"
@@ -34,6 +35,7 @@ struct Built {
     layers::Data(&b, "label", Shape{1}, DataType::kInt64);
     layers::Data(&b, "gates", Shape{12});
     layers::Data(&b, "state", Shape{4});
+    layers::Data(&b, "prob", Shape{2});
   }
 };
 
@@ -709,6 +711,17 @@ struct MultiOutputLayerCase {
 
 std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
   return {
+      {"auc",
+       {{"input", "prob"},
+        {"label", "label"},
+        {"num_thresholds", int64_t{200}},
+        {"slide_steps", int64_t{3}}},
+       [](ProgramBuilder* b) {
+         layers::AucVars v = layers::Auc(b, "prob", "label", "ROC", 200, 1, 3);
+         return std::vector<std::string>{
+             v.auc,      v.batch_auc, v.batch_stat_pos, v.batch_stat_neg,
+             v.stat_pos, v.stat_neg};
+       }},
       {"split",
        {{"input", "img"},
         {"num_or_sections", Ints{1, -1}},

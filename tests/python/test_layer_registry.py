@@ -69,12 +69,13 @@ def test_python_signature_matches_the_registration(name):
 class _Recorder:
     """Stands for the C++ builder: records what reaches the generic entry."""
 
-    def __init__(self):
+    def __init__(self, outputs=1):
         self.calls = []
+        self.outputs = outputs
 
     def layer(self, type, args):
         self.calls.append((type, dict(args)))
-        return ["out"]
+        return ["out"] * self.outputs
 
 
 class _Program:
@@ -89,14 +90,17 @@ SAMPLES = {"var": "v", "var list": ["v", "w"], "int": 2, "int list": [2, 3],
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_python_layer_reaches_its_registered_layer(name, monkeypatch):
-    recorder = _Recorder()
+    # auc builds six vars: (auc, batch_auc) and its four states.
+    recorder = _Recorder(outputs=6 if name == "auc" else 1)
     monkeypatch.setattr(L, "current_builder",
                         lambda: (recorder, _Program()))
     args = SCHEMAS[name]["args"]
     given = {a["name"]: SAMPLES[a["kind"]] for a in args if a["required"]}
     out = getattr(L, name)(**given)
-    # split returns its pieces as a list, as Fluid's does.
-    assert out in ("Variable(out)", ["Variable(out)"])
+    # split returns its pieces as a list, as Fluid's does; auc returns
+    # (auc, batch_auc, [states]), as Fluid's does.
+    v = "Variable(out)"
+    assert out in (v, [v], (v, v, [v] * 4))
     assert len(recorder.calls) == 1
     layer, passed = recorder.calls[0]
     assert layer == name

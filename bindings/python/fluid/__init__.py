@@ -18,6 +18,7 @@ from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        is_compiled_with_cuda, scope_guard)
 from . import core, layers, optimizer, reader, io, datasets, transpiler
 from . import clip, regularizer, initializer, nets, unique_name
+from . import metrics  # noqa: F401  (fluid.metrics: Accuracy, Auc, ...)
 from .data_feeder import DataFeeder
 from .lod_tensor import LoDTensor, create_lod_tensor
 from .layers import ParamAttr

@@ -816,3 +816,35 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
+
+
+def auc(input, label, curve='ROC', num_thresholds=2**12 - 1, topk=1,
+        slide_steps=1):
+    """Area under the ROC curve of a binary classifier, over many batches.
+
+    `input` holds class probabilities, [N, 2] (a softmax's; column 1 is the
+    probability of class 1) or [N, 1] (that probability alone), every
+    value in [0, 1]; `label` is int64 [N, 1], 0 or 1. Each prediction
+    falls in one of `num_thresholds` + 1 buckets (floor(p *
+    num_thresholds)), counted per label in persistable int64 histograms
+    that the startup program zeroes and every run of the program updates.
+
+    Returns (auc_out, batch_auc_out, [batch_stat_pos, batch_stat_neg,
+    stat_pos, stat_neg]), as Fluid does: auc_out (float64 [1]) is the area
+    over every batch since the histograms were zeroed (stat_pos and
+    stat_neg, [1, num_thresholds + 1]); batch_auc_out over the last
+    `slide_steps` batches (batch_stat_pos and batch_stat_neg,
+    [slide_steps, num_thresholds + 1], one row per batch, oldest first;
+    slide_steps=0: every batch). Zero the four states (e.g.
+    `scope.find_var(v.name).get_tensor().set(np.zeros(...), place)`) to
+    start a new epoch or an evaluation. Under fluid.MPIExecutor each rank
+    counts its own batches; fluid.metrics.global_auc(stat_pos, stat_neg)
+    sums the histograms over the ranks.
+
+    Only curve='ROC' is supported ('PR' raises NotImplementedError);
+    `topk` is accepted and unused, as in Fluid."""
+    out = _layer("auc", input=_name(input, "auc"),
+                 label=_name(label, "auc", "label"), curve=curve,
+                 num_thresholds=num_thresholds, topk=topk,
+                 slide_steps=slide_steps)
+    return out[0], out[1], list(out[2:])
