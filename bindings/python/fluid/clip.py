@@ -2,7 +2,9 @@
 ParamAttr(gradient_clip=clip) marks parameters; minimize() then appends the
 clipping ops between the backward pass and the regularization and optimize
 ops. Under MPI they run on the averaged gradients, so a global norm is the
-same on every rank."""
+same on every rank. A sparse gradient (embedding(is_sparse=True)) has its
+rows merged first; its values are clipped and count in a global norm, as
+the dense gradient's touched rows would."""
 from .framework import current_builder, default_main_program
 
 __all__ = ["GradientClipByValue", "GradientClipByNorm",

@@ -2,7 +2,9 @@
 clips (fluid.clip), the weight decay (fluid.regularizer) and one optimize op
 per parameter, and returns (optimize_ops, params_grads) as Fluid does. The
 learning rate is a number or a one-element Variable (an LR schedule of
-fluid.layers)."""
+fluid.layers). A sparse gradient (embedding(is_sparse=True)) is taken by
+SGD, Momentum, Adam and Adagrad; minimize() with another optimizer raises
+ValueError naming the parameter."""
 from . import regularizer as _regularizer
 from .framework import Variable, current_builder
 

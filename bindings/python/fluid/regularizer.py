@@ -3,7 +3,9 @@ to an optimizer (every parameter) or as ParamAttr(regularizer=...) (that
 parameter; it overrides the optimizer's). minimize() appends, between the
 backward pass and the optimize ops, grad += coeff * param (L2Decay) or
 grad += coeff * sign(param) (L1Decay); under MPI these ops run on the
-averaged gradient."""
+averaged gradient. A sparse gradient (embedding(is_sparse=True)) is decayed
+on the rows it touches only, each once, as in Fluid: a row the batch
+misses gets no decay (docs/python.md, "Sparse gradients")."""
 
 __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer"]
 
