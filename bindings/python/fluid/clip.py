@@ -19,7 +19,12 @@ def _number(value, cls, arg):
 
 
 class BaseGradientClipAttr:
+    """Base of the gradient clips: a subclass describes one kind of clip
+    for ParamAttr(gradient_clip=...) or set_gradient_clip."""
+
     def to_dict(self):
+        """The clip as the C++ builder reads it: {"kind": ..., and its
+        settings}."""
         raise NotImplementedError
 
 

@@ -38,6 +38,9 @@ class Initializer:
     """Base class: to_dict() is what the builder reads."""
 
     def to_dict(self):
+        """The initializer as the C++ builder reads it: {"kind": ..., and
+        its settings}, the dict form ParamAttr(initializer=...) also
+        takes."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -45,6 +48,13 @@ class Initializer:
 
 
 class ConstantInitializer(Initializer):
+    """Fills the parameter with `value` (op `fill_constant`); force_cpu is
+    accepted for Fluid's signature.
+
+        >>> attr = fluid.ParamAttr(
+        ...     initializer=fluid.initializer.Constant(0.5))
+    """
+
     def __init__(self, value=0.0, force_cpu=False):
         self.value = float(value)
 
@@ -53,6 +63,14 @@ class ConstantInitializer(Initializer):
 
 
 class UniformInitializer(Initializer):
+    """Draws each element from U(low, high) (op `uniform_random`); seed 0
+    takes one from the program's random_seed.
+
+        >>> init = fluid.initializer.Uniform(low=-0.1, high=0.1)
+        >>> w = fluid.layers.fc(x, 10, param_attr=fluid.ParamAttr(
+        ...     initializer=init))
+    """
+
     def __init__(self, low=-1.0, high=1.0, seed=0):
         if not float(low) < float(high):
             raise ValueError(f"Uniform(low={low}, high={high}): low must be "
@@ -66,6 +84,12 @@ class UniformInitializer(Initializer):
 
 
 class NormalInitializer(Initializer):
+    """Draws each element from N(loc, scale^2) (op `gaussian_random`);
+    seed 0 takes one from the program's random_seed.
+
+        >>> init = fluid.initializer.Normal(loc=0.0, scale=0.02)
+    """
+
     def __init__(self, loc=0.0, scale=1.0, seed=0):
         if not float(scale) >= 0.0:
             raise ValueError(f"Normal(scale={scale}): the standard deviation "

@@ -119,6 +119,9 @@ class ParamAttr:
         self.trainable = bool(trainable)
 
     def to_dict(self):
+        """The attr as the C++ builder reads it: a dict of the settings
+        that differ from the defaults (name, initializer, learning_rate,
+        regularizer, gradient_clip) and trainable."""
         d = {"trainable": self.trainable}
         if self.name:
             d["name"] = self.name
@@ -147,8 +150,16 @@ def _layer(type, **args):
 
 
 def data(name, shape, dtype="float32", append_batch_size=True, lod_level=0):
-    """lod_level=1: a batch of variable-length sequences of rows of
-    `shape` (feed a fluid.LoDTensor, or let DataFeeder pack the samples)."""
+    """Declares a variable the executor feeds (appends no op).
+
+    name: the feed's name; shape: one example's shape (append_batch_size
+    prepends the batch dim -1); dtype: "float32", "float64", "int32" or
+    "int64"; lod_level=1: a batch of variable-length sequences of rows of
+    `shape` (feed a fluid.LoDTensor, or let DataFeeder pack the samples).
+
+        >>> image = fluid.layers.data("image", [1, 28, 28])  # [-1, 1, 28, 28]
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+    """
     return _layer("data", name=name, shape=list(shape), dtype=dtype,
                   append_batch_size=append_batch_size, lod_level=lod_level)
 
@@ -157,7 +168,15 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
        act=None, name=None):
     """act(sum over the inputs of input_i W_i + b): `input` is a Variable
     or a list of them, `param_attr` one attr for every weight or a list
-    (one per input)."""
+    (one per input).
+
+    Each input [N, ...] is flattened at num_flatten_dims to [N, K_i]; the
+    weights fc_N.w_i are [K_i, size], the bias fc_N.b_0 [size]; the output
+    is [N, size] (the leading num_flatten_dims dims of input kept).
+
+        >>> x = fluid.layers.data("x", [784])
+        >>> h = fluid.layers.fc(x, size=128, act="relu")   # [-1, 128]
+    """
     inputs = _names(input, "fc")
     return _layer("fc", input=inputs, size=size,
                   num_flatten_dims=num_flatten_dims,
@@ -171,7 +190,17 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
            act=None, name=None):
     """filter_size, stride, padding and dilation: an int or [h, w].
     groups (None: 1) splits channels and filters into that many groups.
-    use_cudnn is accepted and ignored (one kernel per device)."""
+    use_cudnn is accepted and ignored (one kernel per device).
+
+    input: NCHW [N, C, H, W]; filter conv2d_N.w_0 [num_filters, C / groups,
+    kh, kw]; output [N, num_filters, H_out, W_out] with H_out = (H + 2 *
+    padding - dilation * (kh - 1) - 1) / stride + 1 (floored), then the
+    bias and act.
+
+        >>> image = fluid.layers.data("image", [3, 32, 32])
+        >>> h = fluid.layers.conv2d(image, num_filters=16, filter_size=3,
+        ...                         padding=1, act="relu")  # [-1, 16, 32, 32]
+    """
     if groups is None:
         groups = 1
     if isinstance(groups, bool) or not isinstance(groups, int):
@@ -194,7 +223,15 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
     """pool_size, pool_stride and pool_padding: an int or [h, w];
     pool_size may stay -1 only with global_pooling. exclusive: an average
     leaves padding out of its count. ceil_mode: output sizes rounded up
-    (a last, partial window). use_cudnn is accepted and ignored."""
+    (a last, partial window). use_cudnn is accepted and ignored.
+
+    pool_type "max" or "avg" over NCHW input; H_out = (H + 2 * padding -
+    pool_size) / pool_stride + 1 (floored; rounded up with ceil_mode).
+
+        >>> h = fluid.layers.data("h", [16, 32, 32])
+        >>> p = fluid.layers.pool2d(h, pool_size=2, pool_type="max",
+        ...                         pool_stride=2)      # [-1, 16, 16, 16]
+    """
     return _layer("pool2d", input=_name(input, "pool2d"),
                   pool_size=_size(pool_size, "pool2d", "pool_size"),
                   pool_type=pool_type,
@@ -206,14 +243,38 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
 
 
 def relu(x):
+    """max(x, 0), elementwise (op `relu`).
+
+    x: a float Variable of any shape; the output has x's shape and dtype.
+    The gradient is 0 where x <= 0.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.relu(x)                       # [-1, 16]
+    """
     return _layer("relu", x=_name(x))
 
 
 def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise (op `sigmoid`).
+
+    x: a float Variable of any shape; the output has x's shape and dtype,
+    with values in (0, 1).
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> p = fluid.layers.sigmoid(x)                    # [-1, 16]
+    """
     return _layer("sigmoid", x=_name(x))
 
 
 def tanh(x):
+    """tanh(x), elementwise (op `tanh`).
+
+    x: a float Variable of any shape; the output has x's shape and dtype,
+    with values in (-1, 1).
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.tanh(x)                       # [-1, 16]
+    """
     return _layer("tanh", x=_name(x))
 
 
@@ -224,76 +285,231 @@ def _activation(layer, x, name, **attrs):
 
 
 def leaky_relu(x, alpha=0.02, name=None):
+    """x where x > 0, else alpha * x, elementwise (op `leaky_relu`).
+
+    x: a float Variable of any shape; alpha: the slope below 0 (Fluid's
+    default 0.02); name: prefix of the output's name. The output has x's
+    shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.leaky_relu(x, alpha=0.1)      # [-1, 16]
+    """
     return _activation("leaky_relu", x, name, alpha=alpha)
 
 
 def elu(x, alpha=1.0, name=None):
+    """x where x > 0, else alpha * (exp(x) - 1), elementwise (op `elu`).
+
+    x: a float Variable of any shape; alpha: the scale of the negative part
+    (default 1.0); name: prefix of the output's name. The output has x's
+    shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.elu(x, alpha=0.5)             # [-1, 16]
+    """
     return _activation("elu", x, name, alpha=alpha)
 
 
 def relu6(x, threshold=6.0, name=None):
+    """min(max(x, 0), threshold), elementwise (op `relu6`).
+
+    x: a float Variable of any shape; threshold: the upper bound (default
+    6.0); name: prefix of the output's name. The output has x's shape and
+    dtype; the gradient is 0 outside (0, threshold).
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.relu6(x)                      # [-1, 16]
+    """
     return _activation("relu6", x, name, threshold=threshold)
 
 
 def exp(x, name=None):
+    """exp(x), elementwise (op `exp`).
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> e = fluid.layers.exp(x)                        # [-1, 16]
+    """
     return _activation("exp", x, name)
 
 
 def log(x, name=None):
+    """The natural logarithm of x, elementwise (op `log`); NaN where x < 0,
+    -inf where x == 0.
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> p = fluid.layers.softmax(fluid.layers.data("logits", [10]))
+        >>> logp = fluid.layers.log(p)                     # [-1, 10]
+    """
     return _activation("log", x, name)
 
 
 def sqrt(x, name=None):
+    """sqrt(x), elementwise (op `sqrt`); NaN where x < 0.
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> r = fluid.layers.sqrt(fluid.layers.square(x))  # |x|, [-1, 16]
+    """
     return _activation("sqrt", x, name)
 
 
 def square(x, name=None):
+    """x * x, elementwise (op `square`).
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> s = fluid.layers.square(x)                     # [-1, 16]
+    """
     return _activation("square", x, name)
 
 
 def abs(x, name=None):
+    """|x|, elementwise (op `abs`); the gradient at 0 is 0.
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> a = fluid.layers.abs(x)                        # [-1, 16]
+    """
     return _activation("abs", x, name)
 
 
 def pow(x, factor=1.0, name=None):
+    """x ^ factor, elementwise (op `pow`).
+
+    x: a float Variable of any shape; factor: the exponent, a Python number
+    (default 1.0; for a Variable exponent use elementwise_pow); name: prefix
+    of the output's name. The output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> cube = fluid.layers.pow(x, factor=3.0)         # [-1, 16]
+    """
     return _activation("pow", x, name, factor=factor)
 
 
 def softplus(x, name=None):
+    """log(1 + exp(x)), elementwise (op `softplus`).
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.softplus(x)                   # [-1, 16]
+    """
     return _activation("softplus", x, name)
 
 
 def softsign(x, name=None):
+    """x / (1 + |x|), elementwise (op `softsign`).
+
+    x: a float Variable of any shape; name: prefix of the output's name. The
+    output has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.softsign(x)                   # [-1, 16]
+    """
     return _activation("softsign", x, name)
 
 
 def brelu(x, t_min=0.0, t_max=24.0, name=None):
+    """min(max(x, t_min), t_max), elementwise (op `brelu`, the bounded relu).
+
+    x: a float Variable of any shape; t_min, t_max: the bounds (defaults 0.0
+    and 24.0); name: prefix of the output's name. The output has x's shape
+    and dtype; the gradient is 0 outside (t_min, t_max).
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> h = fluid.layers.brelu(x, t_min=1.0, t_max=4.0)  # [-1, 16]
+    """
     return _activation("brelu", x, name, t_min=t_min, t_max=t_max)
 
 
 def softmax(input, use_cudnn=False, name=None, axis=-1):
     """Softmax over dim `axis` (-1: the last). An additive mask of -1e9
     gives exact zeros; a row masked everywhere gives no NaN (see
-    ops/softmax_op.cc)."""
+    ops/softmax_op.cc).
+
+    input: a float Variable of any shape; the output has its shape.
+
+        >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 10)
+        >>> probs = fluid.layers.softmax(logits)            # [-1, 10]
+    """
     return _layer("softmax", input=_name(input, "softmax"),
                   use_cudnn=use_cudnn, name=name, axis=axis)
 
 
 def cross_entropy(input, label, soft_label=False, ignore_index=-100):
+    """Per-example cross entropy of probabilities (op `cross_entropy`):
+    -log(input[i, label[i]]), or with soft_label -sum_j label[i, j] *
+    log(input[i, j]).
+
+    input: float probabilities [N, D] (a softmax's output; for logits use
+    softmax_with_cross_entropy); label: int64 [N, 1] class ids, or with
+    soft_label float probabilities [N, D]; ignore_index: a label whose
+    example's loss is 0 (hard labels only). Returns the loss [N, 1].
+
+        >>> probs = fluid.layers.fc(fluid.layers.data("x", [8]), 10,
+        ...                         act="softmax")
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+        >>> loss = fluid.layers.mean(
+        ...     fluid.layers.cross_entropy(probs, label))  # [1]
+    """
     return _layer("cross_entropy", input=_name(input), label=_name(label),
                   soft_label=soft_label, ignore_index=ignore_index)
 
 
 def softmax_with_cross_entropy(logits, label):
+    """Per-example loss of softmax then cross entropy, in one numerically
+    stable op (`softmax_with_cross_entropy`): -log(softmax(logits)[i,
+    label[i]]).
+
+    logits: float scores [N, D]; label: int64 class ids [N, 1]. Returns the
+    loss [N, 1] (reduce it with mean).
+
+        >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 10)
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+        >>> loss = fluid.layers.mean(
+        ...     fluid.layers.softmax_with_cross_entropy(logits, label))
+    """
     return _layer("softmax_with_cross_entropy", logits=_name(logits),
                   label=_name(label))
 
 
 def mean(x):
+    """The mean of all elements of x (op `mean`), shape [1]: the usual way to
+    turn a per-example loss into the scalar minimize() takes.
+
+    x: a float Variable of any shape.
+
+        >>> per_example = fluid.layers.square_error_cost(pred, label)
+        >>> loss = fluid.layers.mean(per_example)          # [1]
+    """
     return _layer("mean", x=_name(x))
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
+    """Top-k accuracy of a batch (op `accuracy`): the fraction of examples
+    whose label is among the k highest scores of input, shape [1].
+
+    input: float scores [N, D] (logits or probabilities); label: int64
+    class ids [N, 1]; k: how many of the best scores count as a hit
+    (default 1); correct, total: int64 Variables [1] that, when given,
+    receive the number of hits and of examples. No gradient.
+
+        >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 10)
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+        >>> acc = fluid.layers.accuracy(logits, label, k=1)   # [1]
+    """
     return _layer("accuracy", input=_name(input), label=_name(label), k=k,
                   correct=None if correct is None
                   else _name(correct, "accuracy", "correct"),
@@ -305,7 +521,13 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False,
             name=None):
     """0 in shape copies x's dim there, one -1 is inferred. actual_shape (a
     shape given at run time) is not supported (NotImplementedError): pass
-    the shape with 0 and -1 instead."""
+    the shape with 0 and -1 instead.
+
+    x: a Variable; shape: a list of ints; act: an activation name or None.
+
+        >>> x = fluid.layers.data("x", [3, 8, 8])          # [-1, 3, 8, 8]
+        >>> y = fluid.layers.reshape(x, [0, -1])            # [-1, 192]
+    """
     if actual_shape is not None:
         actual_shape = _name(actual_shape, "reshape", "actual_shape")
     return _layer("reshape", x=_name(x, "reshape", "x"), shape=list(shape),
@@ -315,12 +537,31 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False,
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None,
           name=None):
+    """scale * x + bias (bias_after_scale, the default) or scale * (x + bias),
+    elementwise (op `scale`), then act.
+
+    x: a Variable of any shape; scale, bias: Python numbers; act: an
+    activation name or None; name: prefix of the output's name. The output
+    has x's shape and dtype.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> y = fluid.layers.scale(x, scale=2.0, bias=1.0)   # 2x + 1
+    """
     return _layer("scale", x=_name(x, "scale", "x"), scale=scale,
                   bias=bias, bias_after_scale=bias_after_scale,
                   act=act, name=name)
 
 
 def fill_constant(shape, dtype, value):
+    """A tensor of `shape` and `dtype` with every element `value` (op
+    `fill_constant`), refilled on every run; no gradient flows to it.
+
+    shape: a list of ints (no -1: the shape is fixed; for a batch-sized
+    constant use fill_constant_batch_size_like); dtype: "float32",
+    "float64", "int32" or "int64"; value: a number.
+
+        >>> one = fluid.layers.fill_constant([1], "float32", 1.0)   # [1]
+    """
     return _layer("fill_constant", shape=list(shape), dtype=dtype,
                   value=value)
 
@@ -331,30 +572,109 @@ def _elementwise(type, x, y, axis, act, name):
 
 
 def elementwise_add(x, y, axis=-1, act=None, name=None):
+    """x + y elementwise (op `elementwise_add`), then act.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others: from dim `axis` of x on, or with axis=-1
+    (the default) aligned with x's last dims. act: an activation name or
+    None; name: prefix of the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [3, 8, 8])          # [-1, 3, 8, 8]
+        >>> b = fluid.layers.create_parameter([3], "float32")
+        >>> y = fluid.layers.elementwise_add(x, b, axis=1)  # per channel
+    """
     return _elementwise("elementwise_add", x, y, axis, act, name)
 
 
 def elementwise_sub(x, y, axis=-1, act=None, name=None):
+    """x - y elementwise (op `elementwise_sub`), then act.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others (from dim `axis` of x on; axis=-1: aligned
+    with x's last dims). act: an activation name or None; name: prefix of
+    the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> m = fluid.layers.data("m", [16])
+        >>> d = fluid.layers.elementwise_sub(x, m)          # [-1, 16]
+    """
     return _elementwise("elementwise_sub", x, y, axis, act, name)
 
 
 def elementwise_mul(x, y, axis=-1, act=None, name=None):
+    """x * y elementwise (op `elementwise_mul`), then act.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others (from dim `axis` of x on; axis=-1: aligned
+    with x's last dims). act: an activation name or None; name: prefix of
+    the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [4, 16])            # [-1, 4, 16]
+        >>> gate = fluid.layers.data("gate", [4, 16])
+        >>> y = fluid.layers.elementwise_mul(x, gate)       # [-1, 4, 16]
+    """
     return _elementwise("elementwise_mul", x, y, axis, act, name)
 
 
 def elementwise_div(x, y, axis=-1, act=None, name=None):
+    """x / y elementwise (op `elementwise_div`), then act.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others (from dim `axis` of x on; axis=-1: aligned
+    with x's last dims). act: an activation name or None; name: prefix of
+    the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> n = fluid.layers.data("n", [1])
+        >>> y = fluid.layers.elementwise_div(x, n, axis=0)  # row by row
+    """
     return _elementwise("elementwise_div", x, y, axis, act, name)
 
 
 def elementwise_max(x, y, axis=-1, act=None, name=None):
+    """max(x, y) elementwise (op `elementwise_max`), then act; the gradient
+    goes to x where x > y, else to y.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others (from dim `axis` of x on; axis=-1: aligned
+    with x's last dims). act: an activation name or None; name: prefix of
+    the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> floor = fluid.layers.fill_constant([1], "float32", 0.5)
+        >>> y = fluid.layers.elementwise_max(x, floor)      # [-1, 16]
+    """
     return _elementwise("elementwise_max", x, y, axis, act, name)
 
 
 def elementwise_min(x, y, axis=-1, act=None, name=None):
+    """min(x, y) elementwise (op `elementwise_min`), then act; the gradient
+    goes to x where x < y, else to y.
+
+    x: a Variable; y: a Variable whose shape matches a run of x's dims and
+    is broadcast over the others (from dim `axis` of x on; axis=-1: aligned
+    with x's last dims). act: an activation name or None; name: prefix of
+    the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> cap = fluid.layers.fill_constant([1], "float32", 2.0)
+        >>> y = fluid.layers.elementwise_min(x, cap)        # [-1, 16]
+    """
     return _elementwise("elementwise_min", x, y, axis, act, name)
 
 
 def elementwise_pow(x, y, axis=-1, act=None, name=None):
+    """x ^ y elementwise (op `elementwise_pow`), then act.
+
+    x: a float Variable; y: a Variable whose shape matches a run of x's dims
+    and is broadcast over the others (from dim `axis` of x on; axis=-1:
+    aligned with x's last dims). act: an activation name or None; name:
+    prefix of the output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> two = fluid.layers.fill_constant([1], "float32", 2.0)
+        >>> y = fluid.layers.elementwise_pow(x, two)        # x^2
+    """
     return _elementwise("elementwise_pow", x, y, axis, act, name)
 
 
@@ -367,7 +687,15 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
     """Fluid's batch_norm over [N, C] or NCHW input. The moving mean and
     variance are persistable, not trainable; running = momentum * running +
     (1 - momentum) * batch, with the biased batch variance. sync_stats:
-    batch statistics over all ranks' batches (MPIExecutor)."""
+    batch statistics over all ranks' batches (MPIExecutor).
+
+    Learns a scale and a shift per channel (batch_norm_N.w_0, .b_0); is_test
+    (or a clone for test) normalises with the moving statistics instead.
+    The output has input's shape.
+
+        >>> h = fluid.layers.conv2d(fluid.layers.data("im", [3, 8, 8]), 4, 3)
+        >>> h = fluid.layers.batch_norm(h, act="relu")      # [-1, 4, 6, 6]
+    """
     layer = "batch_norm"
     return _layer(layer, input=_name(input, layer), act=act, is_test=is_test,
                   momentum=float(momentum), epsilon=float(epsilon),
@@ -386,7 +714,16 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
             dropout_implementation="downgrade_in_infer"):
     """Fluid's dropout. The mask depends on the seed (None: derived from the
     output's name), the rank and a per-op step counter saved with the
-    persistables, so a rerun draws the same masks."""
+    persistables, so a rerun draws the same masks.
+
+    dropout_prob: the probability of zeroing an element; is_test: pass x
+    through (scaled by 1 - dropout_prob with "downgrade_in_infer", as is
+    with "upscale_in_train", which divides kept values by 1 - dropout_prob
+    in training). The output has x's shape.
+
+        >>> h = fluid.layers.fc(fluid.layers.data("x", [32]), 64)
+        >>> h = fluid.layers.dropout(h, dropout_prob=0.5)   # [-1, 64]
+    """
     return _layer("dropout", x=_name(x, "dropout", "x"),
                   dropout_prob=dropout_prob, is_test=is_test,
                   seed=seed, name=name,
@@ -400,7 +737,12 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
     fluid.initializer object such as Normal(0.0, 0.02), or an initializer
     dict such as {"kind": "constant", "value": 0.5}), else zeros for a
     bias and Xavier for a weight. Named by attr's name, else `name`, else
-    create_parameter_N.w_0 (.b_0 for a bias)."""
+    create_parameter_N.w_0 (.b_0 for a bias).
+
+        >>> w = fluid.layers.create_parameter(
+        ...     [16, 4], "float32",
+        ...     default_initializer=fluid.initializer.Normal(0.0, 0.02))
+    """
     from .initializer import Initializer
     fallback = None
     if isinstance(default_initializer, Initializer):
@@ -424,7 +766,11 @@ def create_global_var(shape, value, dtype, persistable=False,
     """A var of `shape` and `dtype` filled with `value`. Persistable: filled
     once by the startup program and kept (and saved) across runs; otherwise
     refilled by the main program on every run. force_cpu is accepted for
-    Fluid's signature: a var lives where the executor runs."""
+    Fluid's signature: a var lives where the executor runs.
+
+        >>> step = fluid.layers.create_global_var(
+        ...     [1], 0.0, "float32", persistable=True, name="step")
+    """
     return _layer("create_global_var",
                   shape=_shape(shape, "create_global_var"),
                   value=value, dtype=dtype,
@@ -452,6 +798,17 @@ def _var_list(xs, layer, arg="input"):
 
 
 def concat(input, axis=0, name=None):
+    """The Variables of `input` joined along dim `axis` (op `concat`).
+
+    input: a list of Variables of one dtype whose shapes agree except on
+    `axis`; axis: the dim to join (negative counts from the end; default 0);
+    name: prefix of the output's name. The output's `axis` dim is the sum of
+    the inputs'.
+
+        >>> a = fluid.layers.data("a", [3])
+        >>> b = fluid.layers.data("b", [5])
+        >>> ab = fluid.layers.concat([a, b], axis=1)        # [-1, 8]
+    """
     return _layer("concat", input=_var_list(input, "concat"), axis=axis,
                   name=name)
 
@@ -475,6 +832,18 @@ def _equal_sections(input, num, dim):
 
 
 def split(input, num_or_sections, dim=-1, name=None):
+    """`input` cut along dim `dim` into pieces (op `split`); returns a list of
+    Variables.
+
+    num_or_sections: an int n (n equal pieces; the dim must be known and
+    divisible by n) or a list of piece sizes (one of them may be -1, the
+    rest); dim: the dim to cut (default -1, the last); name: prefix of the
+    outputs' names.
+
+        >>> x = fluid.layers.data("x", [8])                # [-1, 8]
+        >>> a, b = fluid.layers.split(x, 2, dim=1)          # [-1, 4] each
+        >>> c, d = fluid.layers.split(x, [2, -1], dim=1)    # [-1, 2], [-1, 6]
+    """
     sections = num_or_sections
     if isinstance(sections, int):
         sections = _equal_sections(input, sections, dim)
@@ -484,34 +853,100 @@ def split(input, num_or_sections, dim=-1, name=None):
 
 
 def transpose(x, perm, name=None):
+    """x with its dims permuted (op `transpose`): output dim i is x's dim
+    perm[i].
+
+    x: a Variable; perm: a permutation of range(rank of x); name: prefix of
+    the output's name.
+
+        >>> x = fluid.layers.data("x", [3, 32, 32])        # NCHW
+        >>> nhwc = fluid.layers.transpose(x, [0, 2, 3, 1])  # [-1, 32, 32, 3]
+    """
     return _layer("transpose", x=_name(x, "transpose", "x"), perm=list(perm),
                   name=name)
 
 
 def flatten(x, axis=1, name=None):
+    """x as a 2-D tensor [prod(dims[:axis]), prod(dims[axis:])] (op `reshape`;
+    the values are not moved).
+
+    x: a Variable of rank >= axis; axis: where the second dim begins
+    (default 1: keep the batch dim); name: prefix of the output's name.
+
+        >>> x = fluid.layers.data("x", [3, 8, 8])          # [-1, 3, 8, 8]
+        >>> f = fluid.layers.flatten(x)                     # [-1, 192]
+    """
     return _layer("flatten", x=_name(x, "flatten", "x"), axis=axis,
                   name=name)
 
 
 def sums(input, out=None):
+    """The elementwise sum of the Variables of `input` (op `sum`), written to
+    `out` when given.
+
+    input: a list of Variables of one shape and dtype; out: an existing
+    Variable of that shape to hold the sum (None: a new one).
+
+        >>> a = fluid.layers.data("a", [16])
+        >>> b = fluid.layers.data("b", [16])
+        >>> c = fluid.layers.data("c", [16])
+        >>> s = fluid.layers.sums([a, b, c])                # [-1, 16]
+    """
     return _layer("sums", input=_var_list(input, "sums"),
                   out=None if out is None else _name(out, "sums", "out"))
 
 
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0,
            name=None):
+    """alpha * op(x) @ op(y) (op `matmul`), op transposing the last two dims
+    when transpose_x / transpose_y ask for it.
+
+    x, y: float Variables of rank 2, or of a higher rank whose leading dims
+    are batch dims (equal in both; a rank-2 operand is shared across the
+    other's batch), e.g. attention heads [B, H, L, D]; alpha: a scale;
+    name: prefix of the output's name. [M, K] @ [K, N] gives [M, N], batch
+    dims kept.
+
+        >>> q = fluid.layers.data("q", [4, 10, 16])         # [-1, 4, 10, 16]
+        >>> k = fluid.layers.data("k", [4, 12, 16])
+        >>> scores = fluid.layers.matmul(q, k, transpose_y=True,
+        ...                              alpha=0.25)        # [-1, 4, 10, 12]
+    """
     return _layer("matmul", x=_name(x, "matmul", "x"),
                   y=_name(y, "matmul", "y"), transpose_x=transpose_x,
                   transpose_y=transpose_y, alpha=alpha, name=name)
 
 
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
+    """The matrix product of x and y, each first viewed as 2-D (op `mul`, the
+    product fc uses).
+
+    x is viewed as [prod(x.dims[:x_num_col_dims]),
+    prod(x.dims[x_num_col_dims:])] and y as [prod(y.dims[:y_num_col_dims]),
+    prod(y.dims[y_num_col_dims:])]; the inner sizes must agree. The output
+    has shape x.dims[:x_num_col_dims] + y.dims[y_num_col_dims:]. name:
+    prefix of the output's name.
+
+        >>> x = fluid.layers.data("x", [3, 4])              # [-1, 3, 4]
+        >>> w = fluid.layers.create_parameter([12, 5], "float32")
+        >>> y = fluid.layers.mul(x, w)                      # [-1, 5]
+    """
     return _layer("mul", x=_name(x, "mul", "x"), y=_name(y, "mul", "y"),
                   x_num_col_dims=x_num_col_dims,
                   y_num_col_dims=y_num_col_dims, name=name)
 
 
 def cast(x, dtype):
+    """x converted to `dtype` (op `cast`): float32, float64, int32 or int64,
+    either way; float to int rounds toward zero. The gradient is cast back
+    to x's dtype.
+
+    x: a Variable; dtype: a dtype name or a NumPy dtype. The output has x's
+    shape.
+
+        >>> ids = fluid.layers.data("ids", [1], dtype="int64")
+        >>> f = fluid.layers.cast(ids, "float32")           # [-1, 1]
+    """
     return _layer("cast", x=_name(x, "cast", "x"), dtype=_dtype_name(dtype))
 
 
@@ -524,6 +959,17 @@ def _dtype_name(dtype):
 
 
 def assign(input, output=None):
+    """A copy of `input` (op `assign`), or, for a NumPy array, a constant
+    holding its values (op `assign_value`); written to `output` when given.
+
+    input: a Variable, or a NumPy array of float32, int32 or int64 (its
+    shape is the output's; a 0-d array gives [1]); output: an existing
+    Variable to write into (None: a new one).
+
+        >>> import numpy as np
+        >>> table = fluid.layers.assign(np.arange(6, dtype="float32")
+        ...                             .reshape(2, 3))      # [2, 3]
+    """
     out = None if output is None else _name(output, "assign", "output")
     if hasattr(input, "name") or isinstance(input, str):
         return _layer("assign", input=_name(input, "assign"), output=out)
@@ -550,24 +996,79 @@ def _assign_value(values, shape, dtype, output=None):
 
 
 def one_hot(input, depth):
+    """One-hot rows of int64 ids (op `one_hot`): row i holds 1.0 at column
+    input[i] and 0.0 elsewhere. No gradient.
+
+    input: int64 ids [..., 1], each in [0, depth); depth: the number of
+    classes. The output is float32 [..., depth] (the last dim of 1
+    replaced).
+
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+        >>> target = fluid.layers.one_hot(label, depth=10)  # [-1, 10]
+    """
     return _layer("one_hot", input=_name(input, "one_hot"), depth=depth)
 
 
 def argmax(x, axis=0):
+    """The int64 index of the largest element along dim `axis` (op `arg_max`;
+    the first among equal values), that dim removed. No gradient.
+
+    x: a Variable; axis: the dim to reduce (default 0; negative counts from
+    the end).
+
+        >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 10)
+        >>> pred = fluid.layers.argmax(logits, axis=1)      # [-1], int64
+    """
     return _layer("argmax", x=_name(x, "argmax", "x"), axis=axis)
 
 
 def topk(input, k, name=None):
+    """The k largest values of each row (the last dim) in descending order,
+    and their int64 indices (op `top_k`; equal values in index order).
+    Returns (values, indices); the gradient reaches input through values
+    only.
+
+    input: a float Variable [..., D]; k: an int in [1, D]; name: prefix of
+    the outputs' names. Both outputs are [..., k].
+
+        >>> probs = fluid.layers.softmax(fluid.layers.data("x", [10]))
+        >>> values, indices = fluid.layers.topk(probs, k=3)  # [-1, 3] each
+    """
     return _layer("topk", input=_name(input, "topk"), k=k, name=name)
 
 
 def square_error_cost(input, label):
+    """(input - label)^2 elementwise (ops `elementwise_sub`, `square`): the
+    per-example squared error of a regression.
+
+    input: the prediction, a float Variable [N, D]; label: the target, of
+    the same shape. The output is [N, D] (reduce it with mean).
+
+        >>> pred = fluid.layers.fc(fluid.layers.data("x", [13]), 1)
+        >>> y = fluid.layers.data("y", [1])
+        >>> loss = fluid.layers.mean(
+        ...     fluid.layers.square_error_cost(pred, y))    # [1]
+    """
     return _layer("square_error_cost", input=_name(input, "square_error_cost"),
                   label=_name(label, "square_error_cost", "label"))
 
 
 def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None,
                                       normalize=False):
+    """Elementwise cross entropy of sigmoid(x) against label, from the logits
+    in a numerically stable form (op `sigmoid_cross_entropy_with_logits`):
+    max(x, 0) - x * label + log(1 + exp(-|x|)).
+
+    x: float logits of any shape; label: probabilities in [0, 1] of x's
+    shape (multi-label targets); ignore_index: elements whose label equals
+    it give 0; normalize: divide by the number of elements not ignored;
+    name: prefix of the output's name. The output has x's shape.
+
+        >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 5)
+        >>> tags = fluid.layers.data("tags", [5])
+        >>> loss = fluid.layers.mean(
+        ...     fluid.layers.sigmoid_cross_entropy_with_logits(logits, tags))
+    """
     layer = "sigmoid_cross_entropy_with_logits"
     return _layer(layer, x=_name(x, layer, "x"),
                   label=_name(label, layer, "label"),
@@ -575,7 +1076,14 @@ def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, name=None,
 # ---- training knobs: clip ----
 
 def clip(x, min, max, name=None):
-    """min(max(x, min), max) elementwise; the gradient is 0 outside."""
+    """min(max(x, min), max) elementwise; the gradient is 0 outside.
+
+    x: a float Variable; min, max: Python numbers; name: prefix of the
+    output's name. The output has x's shape.
+
+        >>> x = fluid.layers.data("x", [16])
+        >>> y = fluid.layers.clip(x, min=-1.0, max=1.0)     # [-1, 16]
+    """
     return _layer("clip", x=_name(x, "clip", "x"), min=min, max=max,
                   name=name)
 # ---- attention and transformer layers (src/builder/attention_layers.cc) ----
@@ -587,7 +1095,13 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1,
     """Each row of input's [rows, cols] view (cols: the dims from
     begin_norm_axis on) normalised to zero mean and unit (biased) variance,
     then times a [cols] scale (1 at first) and plus a [cols] shift (0 at
-    first), then act."""
+    first), then act.
+
+    The output has input's shape.
+
+        >>> x = fluid.layers.data("x", [10, 64])            # [-1, 10, 64]
+        >>> y = fluid.layers.layer_norm(x, begin_norm_axis=2)
+    """
     layer = "layer_norm"
     return _layer(layer, input=_name(input, layer), scale=bool(scale),
                   shift=bool(shift), begin_norm_axis=begin_norm_axis,
@@ -599,7 +1113,13 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1,
 
 def gelu(x, approximate=False):
     """x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))); approximate: the tanh
-    form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+
+    x: a float Variable of any shape; the output has its shape.
+
+        >>> h = fluid.layers.fc(fluid.layers.data("x", [64]), 256)
+        >>> h = fluid.layers.gelu(h)                        # [-1, 256]
+    """
     return _layer("gelu", x=_name(x, "gelu", "x"),
                   approximate=bool(approximate))
 
@@ -609,7 +1129,12 @@ def fill_constant_batch_size_like(input, shape, dtype, value,
                                   force_cpu=False):
     """A constant of `shape` and `dtype` filled with `value`, its dim
     output_dim_idx set at run time to input's dim input_dim_idx (the batch
-    size). force_cpu is accepted for Fluid's signature."""
+    size). force_cpu is accepted for Fluid's signature.
+
+        >>> x = fluid.layers.data("x", [16])                # [-1, 16]
+        >>> h0 = fluid.layers.fill_constant_batch_size_like(
+        ...     x, [-1, 32], "float32", 0.0)                # [-1, 32]
+    """
     layer = "fill_constant_batch_size_like"
     return _layer(layer, input=_name(input, layer), shape=_shape(shape, layer),
                   dtype=_dtype_name(dtype), value=float(value),
@@ -623,7 +1148,11 @@ def causal_attention_mask(seq_len, dtype="float32", masked_value=-1e9):
     (position i attends to positions j <= i). Added to attention scores
     [..., seq_len, seq_len] (elementwise_add broadcasts it), it makes
     softmax give exactly 0 to future positions. A constant: no
-    gradient."""
+    gradient.
+
+        >>> mask = fluid.layers.causal_attention_mask(8)    # [8, 8]
+        >>> scores = fluid.layers.elementwise_add(scores, mask)
+    """
     return _layer("causal_attention_mask", seq_len=seq_len,
                   dtype=_dtype_name(dtype), masked_value=float(masked_value))
 # ---- sequences: level-1 LoD batches (src/builder/sequence_ops_layers.cc)
@@ -632,7 +1161,14 @@ def causal_attention_mask(seq_len, dtype="float32", masked_value=-1e9):
 def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
     """One row per sequence of `input`: pool_type "sum", "average",
     "sqrt" (sum / sqrt(length)), "max", "last" or "first". An empty
-    sequence gives pad_value."""
+    sequence gives pad_value.
+
+    input: a LoD Variable (lod_level 1) [rows, D]; the output is
+    [sequences, D].
+
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> sentence = fluid.layers.sequence_pool(words, "average")
+    """
     if not isinstance(pool_type, str):
         raise TypeError(f"sequence_pool(pool_type={pool_type!r}): expected "
                         "a str")
@@ -641,26 +1177,53 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
 
 
 def sequence_first_step(input):
-    """The first row of each sequence."""
+    """The first row of each sequence.
+
+    input: a LoD Variable (lod_level 1) [rows, D]; the output is
+    [sequences, D].
+
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> first = fluid.layers.sequence_first_step(words)
+    """
     return _layer("sequence_first_step",
                   input=_name(input, "sequence_first_step"))
 
 
 def sequence_last_step(input):
-    """The last row of each sequence."""
+    """The last row of each sequence.
+
+    input: a LoD Variable (lod_level 1) [rows, D]; the output is
+    [sequences, D].
+
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> last = fluid.layers.sequence_last_step(words)
+    """
     return _layer("sequence_last_step",
                   input=_name(input, "sequence_last_step"))
 
 
 def sequence_softmax(input, use_cudnn=False, name=None):
-    """Softmax within each sequence of `input` ([N, 1] or [N])."""
+    """Softmax within each sequence of `input` ([N, 1] or [N]).
+
+    The output has input's shape and LoD.
+
+        >>> scores = fluid.layers.data("scores", [1], lod_level=1)
+        >>> weights = fluid.layers.sequence_softmax(scores)
+    """
     return _layer("sequence_softmax", input=_name(input, "sequence_softmax"),
                   use_cudnn=use_cudnn, name=name)
 
 
 def sequence_expand(x, y, ref_level=-1, name=None):
     """x's sequences (or rows, when x has no LoD) each repeated as many
-    times as the matching sequence of y is long."""
+    times as the matching sequence of y is long.
+
+    ref_level: the level of y's LoD to follow (-1: the last).
+
+        >>> topic = fluid.layers.data("topic", [8])         # one row each
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> per_word = fluid.layers.sequence_expand(topic, words)
+    """
     return _layer("sequence_expand", x=_name(x, "sequence_expand", "x"),
                   y=_name(y, "sequence_expand", "y"), ref_level=ref_level,
                   name=name)
@@ -668,7 +1231,12 @@ def sequence_expand(x, y, ref_level=-1, name=None):
 
 def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     """Lengths x (int32/int64) -> mask of shape x.shape + [maxlen], 1 where
-    the position is within the length; maxlen None: the longest length."""
+    the position is within the length; maxlen None: the longest length.
+
+        >>> length = fluid.layers.data("length", [1], dtype="int64")
+        >>> mask = fluid.layers.sequence_mask(length, maxlen=20,
+        ...                                   dtype="float32")
+    """
     import numpy as _np
     return _layer("sequence_mask", x=_name(x, "sequence_mask", "x"),
                   maxlen=-1 if maxlen is None else maxlen,
@@ -678,7 +1246,12 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
 def sequence_pad(x, pad_value, maxlen=None, name=None):
     """(out, length): x's sequences padded with pad_value (a Variable of one
     element, or one row) to maxlen rows (None: the longest), out [sequences,
-    maxlen, ...], and each sequence's int64 length."""
+    maxlen, ...], and each sequence's int64 length.
+
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> zero = fluid.layers.fill_constant([1], "float32", 0.0)
+        >>> padded, length = fluid.layers.sequence_pad(words, zero)
+    """
     return _layer("sequence_pad", x=_name(x, "sequence_pad", "x"),
                   pad_value=_name(pad_value, "sequence_pad", "pad_value"),
                   maxlen=-1 if maxlen is None else maxlen, name=name)
@@ -686,7 +1259,11 @@ def sequence_pad(x, pad_value, maxlen=None, name=None):
 
 def sequence_unpad(x, length, name=None):
     """The sequences of each row of dense x [sequences, maxlen, ...] cut to
-    their int64 length, as a LoD batch."""
+    their int64 length, as a LoD batch.
+
+        >>> padded, length = fluid.layers.sequence_pad(words, zero)
+        >>> words_again = fluid.layers.sequence_unpad(padded, length)
+    """
     return _layer("sequence_unpad", x=_name(x, "sequence_unpad", "x"),
                   length=_name(length, "sequence_unpad", "length"),
                   name=name)
@@ -698,7 +1275,15 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1,
     """1-D convolution along each sequence: a window of filter_size rows
     starting padding_start rows from each row (None: -(filter_size // 2),
     centred), zero-padded at the sequence's ends, filter [filter_size * D,
-    num_filters]; then the bias and act."""
+    num_filters]; then the bias and act.
+
+    input: a LoD Variable (lod_level 1) [rows, D]; the output is [rows,
+    num_filters] with input's LoD.
+
+        >>> words = fluid.layers.data("words", [16], lod_level=1)
+        >>> h = fluid.layers.sequence_conv(words, num_filters=32,
+        ...                                filter_size=3, act="tanh")
+    """
     return _layer("sequence_conv", input=_name(input, "sequence_conv"),
                   num_filters=num_filters, filter_size=filter_size,
                   filter_stride=filter_stride, padding=padding,
@@ -716,7 +1301,11 @@ def embedding(input, size, is_sparse=False, is_distributed=False,
     negative counts from the end, as in Fluid) reads as zeros and gets no
     gradient. With `is_sparse` the table's gradient is sparse rows, one per
     id, instead of a dense [size[0], size[1]] tensor. `is_distributed` is
-    accepted for Fluid programs: every rank holds the whole table."""
+    accepted for Fluid programs: every rank holds the whole table.
+
+        >>> ids = fluid.layers.data("ids", [1], dtype="int64", lod_level=1)
+        >>> emb = fluid.layers.embedding(ids, size=[10000, 64])  # [-1, 64]
+    """
     if (not isinstance(size, (list, tuple)) or len(size) != 2
             or not all(isinstance(s, int) and not isinstance(s, bool)
                        for s in size)):
@@ -752,7 +1341,12 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None,
     Fluid's gate blocks {candidate, input, forget, output}. Weight [D, 4D],
     bias [1, 4D] ([1, 7D] with use_peepholes: W_ic, W_fc, W_oc). h_0, c_0:
     [sequences, D] initial states (None: zeros). Returns (hidden, cell),
-    both [rows, D] with input's LoD."""
+    both [rows, D] with input's LoD.
+
+        >>> words = fluid.layers.data("words", [32], lod_level=1)
+        >>> gates = fluid.layers.fc(words, size=4 * 64)
+        >>> hidden, cell = fluid.layers.dynamic_lstm(gates, size=4 * 64)
+    """
     return _layer("dynamic_lstm", input=_name(input, "dynamic_lstm"),
                   size=size, h_0=_state(h_0, "dynamic_lstm", "h_0"),
                   c_0=_state(c_0, "dynamic_lstm", "c_0"),
@@ -775,7 +1369,12 @@ def dynamic_gru(input, size, param_attr=None, bias_attr=None,
     applies before the product: c = act(x_c + (r * h_prev) W_c);
     h = (1 - u) * h_prev + u * c, or u * h_prev + (1 - u) * c with
     origin_mode. h_0: [sequences, size] (None: zeros). Returns hidden
-    [rows, size] with input's LoD."""
+    [rows, size] with input's LoD.
+
+        >>> words = fluid.layers.data("words", [32], lod_level=1)
+        >>> gates = fluid.layers.fc(words, size=3 * 64)
+        >>> hidden = fluid.layers.dynamic_gru(gates, size=64)   # [-1, 64]
+    """
     return _layer("dynamic_gru", input=_name(input, "dynamic_gru"),
                   size=size, param_attr=_attr(param_attr, "dynamic_gru"),
                   bias_attr=_attr(bias_attr, "dynamic_gru", "bias_attr"),
@@ -790,7 +1389,13 @@ def lstm_unit(x_t, hidden_t_prev, cell_t_prev, forget_bias=0.0,
     """One LSTM step: fc([x_t, hidden_t_prev], 4 * D) as the gate
     pre-activations {i, f, o, j} (D = cell_t_prev's width), forget_bias
     added to f; c = f * c_prev + i * tanh(j), h = o * tanh(c). Returns
-    (hidden, cell), [N, D]."""
+    (hidden, cell), [N, D].
+
+        >>> x_t = fluid.layers.data("x_t", [32])
+        >>> h_prev = fluid.layers.data("h_prev", [64])
+        >>> c_prev = fluid.layers.data("c_prev", [64])
+        >>> h, c = fluid.layers.lstm_unit(x_t, h_prev, c_prev)  # [-1, 64]
+    """
     return _layer("lstm_unit", x_t=_name(x_t, "lstm_unit", "x_t"),
                   hidden_t_prev=_name(hidden_t_prev, "lstm_unit",
                                       "hidden_t_prev"),
@@ -805,7 +1410,12 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
              activation='tanh', gate_activation='sigmoid', origin_mode=False):
     """One GRU step of the projected gate input [N, size] (size = 3 * D)
     from hidden [N, D], as dynamic_gru computes each step. Returns
-    (updated_hidden, reset_hidden_pre, gate)."""
+    (updated_hidden, reset_hidden_pre, gate).
+
+        >>> x_t = fluid.layers.fc(fluid.layers.data("x", [32]), 3 * 64)
+        >>> h_prev = fluid.layers.data("h_prev", [64])
+        >>> h, _, _ = fluid.layers.gru_unit(x_t, h_prev, size=3 * 64)
+    """
     return _layer("gru_unit", input=_name(input, "gru_unit"),
                   hidden=_name(hidden, "gru_unit", "hidden"), size=size,
                   param_attr=_attr(param_attr, "gru_unit"),
@@ -842,7 +1452,13 @@ def auc(input, label, curve='ROC', num_thresholds=2**12 - 1, topk=1,
     sums the histograms over the ranks.
 
     Only curve='ROC' is supported ('PR' raises NotImplementedError);
-    `topk` is accepted and unused, as in Fluid."""
+    `topk` is accepted and unused, as in Fluid.
+
+        >>> probs = fluid.layers.fc(fluid.layers.data("x", [8]), 2,
+        ...                         act="softmax")
+        >>> label = fluid.layers.data("label", [1], dtype="int64")
+        >>> auc_out, batch_auc_out, states = fluid.layers.auc(probs, label)
+    """
     out = _layer("auc", input=_name(input, "auc"),
                  label=_name(label, "auc", "label"), curve=curve,
                  num_thresholds=num_thresholds, topk=topk,

@@ -24,7 +24,13 @@ def _lr_schedule(kind, **args):
 def exponential_decay(learning_rate, decay_steps, decay_rate,
                       staircase=False):
     """learning_rate * decay_rate ^ (step / decay_steps) (floored when
-    staircase)."""
+    staircase).
+
+        >>> lr = fluid.layers.exponential_decay(
+        ...     learning_rate=0.1, decay_steps=1000, decay_rate=0.5,
+        ...     staircase=True)
+        >>> fluid.optimizer.SGD(learning_rate=lr).minimize(loss)
+    """
     return _lr_schedule("exponential_decay", learning_rate=learning_rate,
                         decay_steps=decay_steps, decay_rate=decay_rate,
                         staircase=staircase)
@@ -32,7 +38,11 @@ def exponential_decay(learning_rate, decay_steps, decay_rate,
 
 def natural_exp_decay(learning_rate, decay_steps, decay_rate,
                       staircase=False):
-    """learning_rate * exp(-decay_rate * step / decay_steps)."""
+    """learning_rate * exp(-decay_rate * step / decay_steps).
+
+        >>> lr = fluid.layers.natural_exp_decay(0.1, decay_steps=1000,
+        ...                                     decay_rate=0.5)
+    """
     return _lr_schedule("natural_exp_decay", learning_rate=learning_rate,
                         decay_steps=decay_steps, decay_rate=decay_rate,
                         staircase=staircase)
@@ -40,7 +50,11 @@ def natural_exp_decay(learning_rate, decay_steps, decay_rate,
 
 def inverse_time_decay(learning_rate, decay_steps, decay_rate,
                        staircase=False):
-    """learning_rate / (1 + decay_rate * step / decay_steps)."""
+    """learning_rate / (1 + decay_rate * step / decay_steps).
+
+        >>> lr = fluid.layers.inverse_time_decay(0.1, decay_steps=1000,
+        ...                                      decay_rate=0.5)
+    """
     return _lr_schedule("inverse_time_decay", learning_rate=learning_rate,
                         decay_steps=decay_steps, decay_rate=decay_rate,
                         staircase=staircase)
@@ -50,7 +64,11 @@ def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001,
                      power=1.0, cycle=False):
     """(learning_rate - end_learning_rate) * (1 - step / decay_steps) ^ power
     + end_learning_rate, step capped at decay_steps (or decay_steps
-    stretched to the next multiple when cycle)."""
+    stretched to the next multiple when cycle).
+
+        >>> lr = fluid.layers.polynomial_decay(0.1, decay_steps=10000,
+        ...                                    end_learning_rate=0.001)
+    """
     return _lr_schedule("polynomial_decay", learning_rate=learning_rate,
                         decay_steps=decay_steps,
                         end_learning_rate=end_learning_rate, power=power,
@@ -58,14 +76,21 @@ def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001,
 
 
 def piecewise_decay(boundaries, values):
-    """values[i] for boundaries[i-1] <= step < boundaries[i]."""
+    """values[i] for boundaries[i-1] <= step < boundaries[i].
+
+        >>> lr = fluid.layers.piecewise_decay(boundaries=[1000, 2000],
+        ...                                   values=[0.1, 0.01, 0.001])
+    """
     return _lr_schedule("piecewise_decay", boundaries=list(boundaries),
                         values=[float(v) for v in values])
 
 
 def noam_decay(d_model, warmup_steps, learning_rate=1.0):
     """learning_rate * d_model^-0.5 * min(s^-0.5, s * warmup_steps^-1.5),
-    s = step + 1."""
+    s = step + 1.
+
+        >>> lr = fluid.layers.noam_decay(d_model=512, warmup_steps=4000)
+    """
     return _lr_schedule("noam_decay", d_model=d_model,
                         warmup_steps=warmup_steps,
                         learning_rate=learning_rate)
@@ -73,14 +98,23 @@ def noam_decay(d_model, warmup_steps, learning_rate=1.0):
 
 def cosine_decay(learning_rate, step_each_epoch, epochs):
     """learning_rate / 2 * (cos(floor(step / step_each_epoch) * pi / epochs)
-    + 1)."""
+    + 1).
+
+        >>> lr = fluid.layers.cosine_decay(0.1, step_each_epoch=500,
+        ...                                epochs=90)
+    """
     return _lr_schedule("cosine_decay", learning_rate=learning_rate,
                         step_each_epoch=step_each_epoch, epochs=epochs)
 
 
 def linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr):
     """start_lr + (end_lr - start_lr) * step / warmup_steps while step <
-    warmup_steps, then learning_rate (a number or another schedule)."""
+    warmup_steps, then learning_rate (a number or another schedule).
+
+        >>> decayed = fluid.layers.piecewise_decay([1000], [0.1, 0.01])
+        >>> lr = fluid.layers.linear_lr_warmup(decayed, warmup_steps=500,
+        ...                                    start_lr=0.0, end_lr=0.1)
+    """
     return _lr_schedule("linear_lr_warmup", learning_rate=learning_rate,
                         warmup_steps=warmup_steps, start_lr=start_lr,
                         end_lr=end_lr)

@@ -32,6 +32,14 @@ def _learning_rate(value, cls):
 
 
 class Optimizer:
+    """Base of the optimizers: holds the update rule's settings and
+    appends the training part of a program in minimize(). Use a subclass
+    (SGD, Momentum, Adam, ...); each takes learning_rate (a number, or a
+    one-element Variable such as an LR schedule of fluid.layers),
+    regularization (a fluid.regularizer.L1Decay / L2Decay for every
+    parameter) and name (accepted for Fluid's signature).
+    """
+
     def __init__(self, regularization=None, **config):
         name = type(self).__name__
         config["learning_rate"] = _learning_rate(config["learning_rate"],
@@ -44,6 +52,25 @@ class Optimizer:
 
     def minimize(self, loss, startup_program=None, parameter_list=None,
                  no_grad_set=None):
+        """Appends to loss's program the backward pass from `loss`, then
+        the gradient clips (fluid.clip), the weight decay
+        (fluid.regularizer) and one optimize op per trainable parameter;
+        the optimizer's state (moments, accumulators) gets its
+        initialisers in the startup program. Returns (optimize_ops,
+        params_grads): the optimize ops, and (parameter, gradient)
+        Variable pairs.
+
+        loss: a one-element Variable (e.g. a mean); parameter_list: names
+        or Variables of the parameters to update (None: all trainable
+        ones); no_grad_set: names or Variables through which no gradient
+        flows. startup_program is accepted for Fluid's signature (the
+        startup program of the enclosing program_guard is used).
+
+            >>> loss = fluid.layers.mean(
+            ...     fluid.layers.square_error_cost(pred, y))
+            >>> opt = fluid.optimizer.SGD(learning_rate=0.01)
+            >>> optimize_ops, params_grads = opt.minimize(loss)
+        """
         b, program = current_builder()
         before = len(program.ops())
         config = dict(self._config)
@@ -59,12 +86,27 @@ class Optimizer:
 
 
 class SGD(Optimizer):
+    """Plain gradient descent: param -= learning_rate * grad (op `sgd`;
+    with a sparse gradient, only the rows it holds).
+
+        >>> fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    """
+
     def __init__(self, learning_rate, regularization=None, name=None):
         super().__init__(regularization, type="sgd",
                          learning_rate=learning_rate)
 
 
 class Momentum(Optimizer):
+    """Gradient descent with momentum (op `momentum`): v = momentum * v +
+    g; param -= learning_rate * v, or with use_nesterov param -=
+    learning_rate * (g + momentum * v). weight_decay adds weight_decay *
+    param to g inside the update (an L2 decay).
+
+        >>> fluid.optimizer.Momentum(learning_rate=0.05,
+        ...                          momentum=0.9).minimize(loss)
+    """
+
     def __init__(self, learning_rate, momentum=0.9, use_nesterov=False,
                  weight_decay=0.0, regularization=None, name=None):
         super().__init__(regularization, type="momentum",
@@ -74,6 +116,17 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
+    """Adam (op `adam`): m = beta1 * m + (1 - beta1) * g; v = beta2 * v +
+    (1 - beta2) * g^2; param -= learning_rate / (1 - beta1^t) * m /
+    (sqrt(v / (1 - beta2^t)) + epsilon), t the step. weight_decay: an L2
+    decay added to g, or with decoupled_weight_decay param *= 1 -
+    learning_rate * weight_decay before the update (AdamW). lazy_mode: a
+    sparse gradient (embedding(is_sparse=True)) updates only the rows it
+    holds.
+
+        >>> fluid.optimizer.Adam(learning_rate=1e-3).minimize(loss)
+    """
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
                  epsilon=1e-8, weight_decay=0.0, decoupled_weight_decay=False,
                  regularization=None, name=None, lazy_mode=False):

@@ -11,6 +11,9 @@ __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer"]
 
 
 class WeightDecayRegularizer:
+    """Base of L1Decay and L2Decay: the decay's coefficient
+    (regularization_coeff, a number >= 0)."""
+
     _kind = None
 
     def __init__(self, regularization_coeff=0.0):
@@ -25,6 +28,8 @@ class WeightDecayRegularizer:
         self._regularization_coeff = float(regularization_coeff)
 
     def to_dict(self):
+        """The decay as the C++ builder reads it: {"kind": "l1" or "l2",
+        "coeff": regularization_coeff}."""
         return {"kind": self._kind, "coeff": self._regularization_coeff}
 
     def __repr__(self):
