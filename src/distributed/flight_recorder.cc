@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -282,8 +283,36 @@ std::string FlightRecorder::SetDumpPath(const std::string& dir, int rank,
     path = "flight-rank-" + std::to_string(rank) + ".txt";
   rank_ = rank;
   size_ = size;
+  dir_to_make_[0] = '\0';
   std::memcpy(path_, path.c_str(), path.size() + 1);
   return chosen;
+}
+
+void FlightRecorder::SetDefaultDumpPath(const std::string& dir, int rank,
+                                        int size) {
+  std::string path = dir + "/flight-rank-" + std::to_string(rank) + ".txt";
+  const bool fits = path.size() < sizeof(path_);
+  if (!fits) path = "flight-rank-" + std::to_string(rank) + ".txt";
+  rank_ = rank;
+  size_ = size;
+  const std::string make = fits ? dir : std::string();
+  std::memcpy(dir_to_make_, make.c_str(), make.size() + 1);
+  std::memcpy(path_, path.c_str(), path.size() + 1);
+}
+
+std::string DefaultFlightDir(const std::string& job_id) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::string job = job_id.empty() ? "ppid" + std::to_string(::getppid())
+                                   : job_id.substr(0, 100);
+  for (char& c : job) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                       c == '_';
+    if (!plain) c = '_';
+  }
+  return dir + "/fluid-flight-" + job;
 }
 
 void FlightRecorder::SetNote(const std::string& note) {
@@ -350,7 +379,12 @@ bool FlightRecorder::Dump(const char* reason) const {
     b.Str("\n");
   }
   bool ok = false;
-  const int fd = ::open(path_, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int fd = ::open(path_, flags, 0644);
+  if (fd < 0 && dir_to_make_[0] != '\0') {
+    ::mkdir(dir_to_make_, 0755);  // async-signal-safe
+    fd = ::open(path_, flags, 0644);
+  }
   if (fd >= 0) {
     ok = WriteAll(fd, g_dump_buf, b.size());
     ::close(fd);

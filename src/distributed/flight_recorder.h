@@ -113,6 +113,10 @@ class FlightRecorder {
   // is missing; when it cannot be, the working directory is used. Returns
   // the path chosen.
   std::string SetDumpPath(const std::string& dir, int rank, int size);
+  // Like SetDumpPath, for the directory chosen when nobody named one
+  // (DefaultFlightDir): `dir` is made by the first Dump, so that a job
+  // that never aborts leaves no directory behind.
+  void SetDefaultDumpPath(const std::string& dir, int rank, int size);
   const char* dump_path() const { return path_; }
   // A line that Dump writes into the file's header (the watchdog's view
   // of the other ranks, say). Copied; cut at 1 KiB.
@@ -155,11 +159,20 @@ class FlightRecorder {
   int32_t step_index_ = 0;  // issuing thread only
   int rank_ = 0, size_ = 1;
   char path_[1024] = {0};
+  char dir_to_make_[1024] = {0};  // made by Dump (SetDefaultDumpPath)
   char note_[1024] = {0};
   std::atomic<int> note_busy_{0};
   char job_[128] = {0};
   std::atomic<int> job_set_{0};
 };
+
+// The directory a rank writes its flight recorder to when neither the
+// trainer's flags nor MPIExecutor name one: fluid-flight-<job> under
+// $TMPDIR (else /tmp), <job> being `job_id` (the launcher's id of the job,
+// the same on every rank; letters, digits and ".-_" kept, anything else
+// '_'), or, without one, "ppid<N>" of the process's parent (the launcher's
+// daemon, which the ranks of one host share). Never the working directory.
+std::string DefaultFlightDir(const std::string& job_id);
 
 // The recorder DumpFlightRecorder writes (null: none), and the SIGTERM
 // handler that writes it before the process ends (installed once; a handler

@@ -44,12 +44,14 @@ std::string LauncherJobId() {
 }
 
 // Every rank of an MPI job records its collectives (dumped on an abort, in
-// the working directory until told otherwise, stamped with the job's id)
-// and watches for stalls with the default limits until the trainer or
-// MPIExecutor configures them.
+// the job's directory under $TMPDIR until told otherwise, stamped with the
+// job's id) and watches for stalls with the default limits until the
+// trainer or MPIExecutor configures them.
 void StartStallDetection(Communicator* comm) {
-  comm->flight_recorder()->SetJobId(LauncherJobId());
-  comm->flight_recorder()->SetDumpPath(".", comm->rank(), comm->size());
+  const std::string job = LauncherJobId();
+  comm->flight_recorder()->SetJobId(job);
+  comm->flight_recorder()->SetDefaultDumpPath(DefaultFlightDir(job),
+                                              comm->rank(), comm->size());
   SetFlightDumpTarget(comm->flight_recorder());
   if (auto channel = MakeMpiProgressChannel()) {
     comm->StartStallWatchdog(std::move(channel), StallConfig(),

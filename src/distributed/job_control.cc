@@ -37,8 +37,13 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
   const int i = IndexOf(sig);
   if (i < 0) return;
   ssize_t ignored = ::write(2, g_lines[i], std::strlen(g_lines[i]));
+  if (const char* flight = DumpFlightRecorder(g_lines[i])) {
+    const char said[] = "fluid: flight recorder written to ";
+    ignored = ::write(2, said, sizeof(said) - 1);
+    ignored = ::write(2, flight, std::strlen(flight));
+    ignored = ::write(2, "\n", 1);
+  }
   (void)ignored;
-  DumpFlightRecorder(g_lines[i]);
   DumpTimeline(g_lines[i], /*wait_for_others=*/false);
   const struct sigaction& prev = g_previous[i];
   if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
@@ -128,7 +133,12 @@ void AbortJob(int code) {
                         ": MPI_Abort has not ended this rank after " + seconds +
                         " s (mpirun cannot be reached: a lost host or a cut "
                         "network?); exiting");
-    DumpFlightRecorder("error: this rank ended the job");
+    const char* flight = DumpFlightRecorder("error: this rank ended the job");
+    if (flight != nullptr)
+      WriteErrorLine("fluid: rank " + std::to_string(LauncherRank()) +
+                     ": flight recorder written to " + flight +
+                     " (the other ranks write theirs beside it as the job "
+                     "ends; tools/flight_report.py reads them)");
     // Rank 0 waits a moment for the others' parts: ranks often fail
     // together (a diverging loss, one bad input everywhere).
     DumpTimeline("error: this rank ended the job", /*wait_for_others=*/true);

@@ -173,8 +173,9 @@ void AddDiagnosticOptions(CLI::App& app, fluid::TrainerOptions& o) {
       ->capture_default_str();
   app.add_option("--flight-dir", o.flight_dir,
                  "multi-rank: where each rank writes its last collectives "
-                 "when the job aborts (default: --checkpoint-dir, else the "
-                 "working directory)");
+                 "when the job aborts (default: --checkpoint-dir, else "
+                 "fluid-flight-<job id> under $TMPDIR or /tmp; the abort "
+                 "message names it)");
   app.add_option("--timeline", o.timeline,
                  "write a Chrome trace-event timeline of the run to FILE "
                  "(open it in Perfetto or chrome://tracing): one process "

@@ -672,11 +672,14 @@ double SlowStepSeconds(int rank) {
   return std::max(0.0, std::atof(s));
 }
 
-// Where this rank writes its flight recorder when the job aborts.
+// Where this rank writes its flight recorder when the job aborts:
+// --flight-dir, else --checkpoint-dir, else the job's directory under
+// $TMPDIR that the communicator chose when it started (DefaultFlightDir).
 void SetFlightDir(const TrainerOptions& o, MPIExecutor* dist) {
   if (dist == nullptr) return;
-  std::string dir = o.flight_dir;
-  if (dir.empty()) dir = o.checkpoint_dir.empty() ? "." : o.checkpoint_dir;
+  const std::string dir =
+      o.flight_dir.empty() ? o.checkpoint_dir : o.flight_dir;
+  if (dir.empty()) return;
   dist->communicator()->flight_recorder()->SetDumpPath(dir, dist->rank(),
                                                        dist->world_size());
 }

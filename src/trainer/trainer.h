@@ -69,7 +69,7 @@ struct TrainerOptions {
   // rank that is not) names it in a warning, and before the job ends
   // (0: never). Where each rank writes its flight recorder (its last 256
   // collectives) when the job aborts: "" is the checkpoint directory, or
-  // the working directory without one.
+  // without one fluid-flight-<job id> under $TMPDIR (DefaultFlightDir).
   double stall_warn = 60;
   double stall_timeout = 300;
   std::string flight_dir;

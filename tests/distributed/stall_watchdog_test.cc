@@ -3,6 +3,7 @@
 #include "src/distributed/stall_watchdog.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -258,6 +260,42 @@ TEST(FlightRecorderTest, KeepsTheLastCollectivesAndDumpsThem) {
             std::string::npos);
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+// Nobody named a directory: the job's own under $TMPDIR, made only by the
+// first dump, never the working directory.
+TEST(FlightRecorderTest, TheDefaultDirectoryIsTheJobsUnderTmpdir) {
+  char tmp[] = "/tmp/flight_tmpdir.XXXXXX";
+  ASSERT_NE(mkdtemp(tmp), nullptr);
+  const char* saved = std::getenv("TMPDIR");
+  const std::string restore = saved != nullptr ? saved : "";
+  setenv("TMPDIR", (std::string(tmp) + "/").c_str(), 1);
+  EXPECT_EQ(DefaultFlightDir("prterun-host-4242@1"),
+            std::string(tmp) + "/fluid-flight-prterun-host-4242_1");
+  EXPECT_EQ(DefaultFlightDir(""), std::string(tmp) + "/fluid-flight-ppid" +
+                                      std::to_string(getppid()));
+  unsetenv("TMPDIR");
+  EXPECT_EQ(DefaultFlightDir("7"), "/tmp/fluid-flight-7");
+  if (saved != nullptr) setenv("TMPDIR", restore.c_str(), 1);
+
+  const std::string dir = std::string(tmp) + "/fluid-flight-job";
+  // On the heap: Dump writes once per recorder address (the first reason
+  // stands), and a recorder of an earlier test may have had this one's.
+  auto rec = std::make_unique<FlightRecorder>();
+  rec->Issue(CollectiveKind::kAllReduce, 16);
+  rec->SetDefaultDumpPath(dir, 1, 2);
+  const std::string path = dir + "/flight-rank-1.txt";
+  EXPECT_EQ(rec->dump_path(), path);
+  struct stat st;
+  EXPECT_NE(stat(dir.c_str(), &st), 0) << "made before any dump";
+  ASSERT_TRUE(rec->Dump("a test"));
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("rank 1 size 2 pid"), std::string::npos);
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
+  rmdir(tmp);
 }
 
 TEST(FlightRecorderTest, TheCommunicatorRecordsEachCollective) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A rank that stops (SIGSTOP: a frozen node, a hung file system) ends the
 # job within seconds, non-zero, with a last line naming the rank and the
-# collective the others wait in; each live rank leaves its flight recorder,
-# and tools/flight_report.py names the rank behind. A rank that is only
+# collective the others wait in; each live rank leaves its flight recorder
+# (in --flight-dir, the checkpoint directory, else the job's directory under
+# $TMPDIR, never the working directory), and tools/flight_report.py names
+# the rank behind. A rank that is only
 # slow ends nothing.
 #   trainer_stall_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
@@ -36,26 +38,31 @@ rank_pid() {
   done
 }
 
-# Starts NP ranks in $work/NAME, stops rank VICTIM once training is under
-# way, and waits for the job to end. Sets rc, took, out, dir. The flight
-# recorders go to $dir/flight: with WHERE=ckpt as the checkpoint directory
-# (their default place), else as --flight-dir.
+# Starts NP ranks in $work/NAME (their working directory $dir/cwd), stops
+# rank VICTIM once training is under way, and waits for the job to end.
+# Sets rc, took, out, dir, flight. The flight recorders go to $dir/flight:
+# with WHERE=ckpt as the checkpoint directory, with WHERE=flight as
+# --flight-dir; with WHERE=tmp, neither given, to the job's own directory
+# under $TMPDIR ($dir/tmp), which the abort line names.
 run_stopped() {
   local np=$1 victim=$2 name=$3 where=${4:-flight} pid="" start job
-  local dirflag=--flight-dir
-  [ "$where" = ckpt ] && dirflag=--checkpoint-dir
   dir="$work/$name"
-  mkdir -p "$dir"
+  local args=(--flight-dir "$dir/flight") mark="--flight-dir $dir/flight"
+  [ "$where" = ckpt ] && args=(--checkpoint-dir "$dir/flight") &&
+    mark="--checkpoint-dir $dir/flight"
+  # The trainer's default seed, to tell this job's ranks from others.
+  [ "$where" = tmp ] && args=(--seed 1) && mark="--seed 1"
+  mkdir -p "$dir/cwd" "$dir/tmp"
   start=$(date +%s)
-  timeout 120 "${MPI[@]}" -np "$np" "$TRAINER" --program "$work/mlp.pb" \
+  (cd "$dir/cwd" && TMPDIR="$dir/tmp" timeout 120 "${MPI[@]}" -x TMPDIR \
+    -np "$np" "$TRAINER" --program "$work/mlp.pb" \
     --data "$work/data" --epochs 1000 --log-every 5 --stall-warn "$WARN" \
-    --stall-timeout "$TIMEOUT" "$dirflag" "$dir/flight" \
-    >"$dir/log" 2>&1 &
+    --stall-timeout "$TIMEOUT" "${args[@]}" >"$dir/log" 2>&1) &
   job=$!
   for _ in $(seq 300); do
     sleep 0.2
     grep -q "step" "$dir/log" || continue
-    pid=$(rank_pid "$dirflag $dir/flight" "$victim")
+    pid=$(rank_pid "$mark" "$victim")
     [ -n "$pid" ] && break
   done
   [ -n "$pid" ] || { kill "$job"; fail "$name: no rank $victim to stop"; }
@@ -67,6 +74,14 @@ run_stopped() {
   rc=$?
   took=$(( $(date +%s) - start ))
   out=$(cat "$dir/log")
+  flight="$dir/flight"
+  if [ "$where" = tmp ]; then
+    flight=$(sed -n 's/^fluid: rank [0-9]*: flight recorder written to \([^ ]*\)\/flight-rank-[0-9]*\.txt .*/\1/p' <<<"$out" | head -1)
+    [[ "$flight" == "$dir/tmp/fluid-flight-"* ]] \
+      || fail "$name: the abort line names '$flight', not a directory of the job under \$TMPDIR: $out"
+  fi
+  ! ls "$dir/cwd" | grep -q flight-rank \
+    || fail "$name: flight recorder files in the working directory: $(ls "$dir/cwd")"
 }
 
 # The last line the framework wrote (mpirun adds its own after it).
@@ -86,10 +101,10 @@ check_stall() {  # NAME VICTIM NP
     || fail "$name: no line saying where the flight recorder went: $out"
   for r in $(seq 0 $((np - 1))); do
     [ "$r" -eq "$victim" ] && continue
-    [ -s "$dir/flight/flight-rank-$r.txt" ] \
-      || fail "$name: no flight recorder file of live rank $r: $(ls "$dir/flight")"
+    [ -s "$flight/flight-rank-$r.txt" ] \
+      || fail "$name: no flight recorder file of live rank $r: $(ls "$flight")"
   done
-  report=$(/usr/bin/python3 "$REPORT" "$dir/flight") \
+  report=$(/usr/bin/python3 "$REPORT" "$flight") \
     || fail "$name: flight_report.py failed: $report"
   grep -Eq "^behind: rank $victim\b" <<<"$report" \
     || fail "$name: flight_report.py does not name rank $victim: $report"
@@ -112,7 +127,12 @@ grep -q "^fluid: rank 1: stall: rank 0 holds up" <<<"$out" \
 run_stopped 4 2 np4-rank2 ckpt
 check_stall np4-rank2 2 4
 
-# 4. A slow rank (2 s per step, below the warning's 6 s) is not stuck: the
+# 4. No --flight-dir, no --checkpoint-dir: the files go to the job's own
+# directory under $TMPDIR, never the working directory.
+run_stopped 2 1 np2-tmpdir tmp
+check_stall np2-tmpdir 1 2
+
+# 5. A slow rank (2 s per step, below the warning's 6 s) is not stuck: the
 # job ends normally and no stall line appears.
 out=$(FLUID_TEST_SLOW_STEP_RANK=1 FLUID_TEST_SLOW_STEP_SECONDS=2 \
       timeout 120 "${MPI[@]}" -np 2 "$TRAINER" --program "$work/mlp.pb" \

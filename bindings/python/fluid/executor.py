@@ -358,8 +358,9 @@ class MPIExecutor:
     - `stall_warn`, `stall_timeout`: the trainer's `--stall-warn` and
       `--stall-timeout` (seconds; 0: never): a rank that makes no progress
       while the others wait for it in a collective is named in a warning,
-      then the job ends; `flight_dir` (default: the working directory) is
-      where each rank writes its last collectives when the job aborts.
+      then the job ends; `flight_dir` is where each rank writes its last
+      collectives when the job aborts (None: fluid-flight-<job id> under
+      $TMPDIR or /tmp, made then; the abort message names the file).
     - `timeline` is the trainer's `--timeline`: a file name (every rank
       passes one, the same) where rank 0 writes a Chrome trace-event JSON
       timeline of every rank's ops, collectives, exposed waits and feeds
