@@ -24,13 +24,15 @@ const SelectedRows& MergeInput(const ExecutionContext& ctx) {
                 "' is a dense tensor; it takes sparse rows (SELECTED_ROWS) "
                 "only");
   const SelectedRows& x = v->Get<SelectedRows>();
-  const std::string what =
-      "merge_selected_rows: X '" + ctx.InputName("X") + "'";
-  CheckRowsInRange(x, what);
+  const std::vector<int64_t>& rows = x.rows();
+  // The message is built only when a row is out of range.
+  if (!std::all_of(rows.begin(), rows.end(),
+                   [&x](int64_t r) { return r >= 0 && r < x.height(); }))
+    CheckRowsInRange(x, "merge_selected_rows: X '" + ctx.InputName("X") + "'");
   const Shape& s = x.value().shape();
-  FLUID_ENFORCE(s.rank() >= 1 && s[0] == static_cast<int64_t>(x.rows().size()),
-                what, " lists ", x.rows().size(),
-                " rows but its values have shape ", s);
+  FLUID_ENFORCE(s.rank() >= 1 && s[0] == static_cast<int64_t>(rows.size()),
+                "merge_selected_rows: X '", ctx.InputName("X"), "' lists ",
+                rows.size(), " rows but its values have shape ", s);
   return x;
 }
 

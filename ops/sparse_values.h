@@ -39,26 +39,31 @@ inline std::string SparseInputWhat(const ExecutionContext& ctx,
   return ctx.type() + ": " + slot + " '" + ctx.InputName(slot) + "'";
 }
 
-// Checks that no row of `sr` is listed twice; `what` names the variable.
-// Rows in ascending order (merge_selected_rows' and c_sparse_allreduce's)
-// are checked in one pass, others on a sorted copy.
-inline void CheckDistinctRows(const SelectedRows& sr, const std::string& what) {
+// Checks that sparse input `slot` (held in `sr`) lists no row twice and
+// every row within its height. Rows in ascending order
+// (merge_selected_rows' and c_sparse_allreduce's) are checked in one pass,
+// others on a sorted copy; the messages are built only when a check fails.
+inline void CheckDistinctRows(const ExecutionContext& ctx,
+                              const std::string& slot, const SelectedRows& sr) {
   const std::vector<int64_t>& rows = sr.rows();
+  if (rows.empty()) return;
   if (std::adjacent_find(rows.begin(), rows.end(), std::greater_equal<>()) ==
-      rows.end())
+          rows.end() &&
+      rows.front() >= 0 && rows.back() < sr.height())
     return;
+  CheckRowsInRange(sr, SparseInputWhat(ctx, slot));
   std::vector<int64_t> sorted = rows;
   std::sort(sorted.begin(), sorted.end());
   auto twice = std::adjacent_find(sorted.begin(), sorted.end());
-  FLUID_ENFORCE(twice == sorted.end(), what, " lists row ", *twice,
-                " more than once; merge its copies first ",
-                "(merge_selected_rows), as a clip, norm or decay of a row ",
-                "needs the row's whole gradient");
+  FLUID_ENFORCE(twice == sorted.end(), SparseInputWhat(ctx, slot),
+                " lists row ", *twice, " more than once; merge its copies ",
+                "first (merge_selected_rows), as a clip, norm or decay of a ",
+                "row needs the row's whole gradient");
 }
 
 // The values of sparse input `in` and of output `out`, whose rows and
 // height become `in`'s (nothing to copy when `out` is `in`). `distinct`:
-// `in`'s rows must be listed once each (see above).
+// `in`'s rows must be listed once each, within its height (see above).
 struct SparseInOut {
   const Tensor& x;
   Tensor* out;
@@ -67,7 +72,7 @@ inline SparseInOut SparseValues(const ExecutionContext& ctx,
                                 const std::string& in, const std::string& out,
                                 bool distinct) {
   const SelectedRows& x = ctx.InputVar(in)->Get<SelectedRows>();
-  if (distinct) CheckDistinctRows(x, SparseInputWhat(ctx, in));
+  if (distinct) CheckDistinctRows(ctx, in, x);
   SelectedRows* o = ctx.OutputVar(out)->GetMutableSelectedRows();
   if (o != &x) {
     o->set_height(x.height());
@@ -82,7 +87,7 @@ inline const Tensor& DistinctRowsOrTensor(const ExecutionContext& ctx,
                                           const std::string& slot) {
   if (!IsSparseInput(ctx, slot)) return ctx.Input(slot);
   const SelectedRows& sr = ctx.InputVar(slot)->Get<SelectedRows>();
-  CheckDistinctRows(sr, SparseInputWhat(ctx, slot));
+  CheckDistinctRows(ctx, slot, sr);
   return sr.value();
 }
 

@@ -24,14 +24,13 @@ SparseDecayArgs ReadSparseDecayArgs(const ExecutionContext& ctx) {
                 ctx.InputName("Grad"),
                 "' is a dense tensor; its decay is a scale and a sum");
   const SelectedRows& sr = ctx.InputVar("Grad")->Get<SelectedRows>();
-  const std::string what = SparseInputWhat(ctx, "Grad");
-  FLUID_ENFORCE(sr.dense_shape() == param.shape(), what, " stands for shape ",
-                sr.dense_shape(), " but Param '", ctx.InputName("Param"),
-                "' has shape ", param.shape());
-  FLUID_ENFORCE(sr.value().dtype() == param.dtype(), what, " is ",
+  FLUID_ENFORCE(sr.dense_shape() == param.shape(), SparseInputWhat(ctx, "Grad"),
+                " stands for shape ", sr.dense_shape(), " but Param '",
+                ctx.InputName("Param"), "' has shape ", param.shape());
+  FLUID_ENFORCE(sr.value().dtype() == param.dtype(),
+                SparseInputWhat(ctx, "Grad"), " is ",
                 DataTypeName(sr.value().dtype()), " but Param '",
                 ctx.InputName("Param"), "' is ", DataTypeName(param.dtype()));
-  CheckRowsInRange(sr, what);
   const bool l1 = ctx.Attr<std::string>("regularizer") == "l1";
   return {param, SparseValues(ctx, "Grad", "GradOut", true), sr.rows(),
           sr.row_width(), l1};

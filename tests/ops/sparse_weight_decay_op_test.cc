@@ -111,6 +111,12 @@ TEST(SparseWeightDecayOp, Errors) {
                      "once; merge its copies first (merge_selected_rows)"),
             std::string::npos)
       << msg;
+  msg = SparseErrorOf(Decay("l2", 0.1f), {{"p", p}},
+                      {{"g", MakeSelectedRows(kHeight, {0, 3, kHeight}, v)}});
+  EXPECT_NE(msg.find("sparse_weight_decay: Grad 'g' holds row 11 at position "
+                     "2, outside [0, 11)"),
+            std::string::npos)
+      << msg;
   msg = SparseErrorOf(Decay("l2", 0.1f), {{"p", p}, {"g", p}}, {});
   EXPECT_NE(msg.find("Grad 'g' is a dense tensor"), std::string::npos) << msg;
   msg = SparseErrorOf(Decay("l2", 0.1f), {{"p", p}},
