@@ -88,11 +88,17 @@ py::dtype NumpyDtype(DataType t) {
   return py::dtype::of<float>();
 }
 
+// numpy's equality, not identity: an unpickled array's dtype is an equal
+// object of its own (and a non-native byte order is not equal).
+bool SameDtype(const py::dtype& a, const py::dtype& b) {
+  return a.is(b) || a.attr("__eq__")(b).cast<bool>();
+}
+
 DataType FromNumpy(const py::dtype& d, const std::string& what) {
-  if (d.is(py::dtype::of<float>())) return DataType::kFloat32;
-  if (d.is(py::dtype::of<double>())) return DataType::kFloat64;
-  if (d.is(py::dtype::of<int32_t>())) return DataType::kInt32;
-  if (d.is(py::dtype::of<int64_t>())) return DataType::kInt64;
+  if (SameDtype(d, py::dtype::of<float>())) return DataType::kFloat32;
+  if (SameDtype(d, py::dtype::of<double>())) return DataType::kFloat64;
+  if (SameDtype(d, py::dtype::of<int32_t>())) return DataType::kInt32;
+  if (SameDtype(d, py::dtype::of<int64_t>())) return DataType::kInt64;
   FLUID_THROW(ErrorCode::kInvalidArgument, what, " has numpy dtype ",
               py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
               "; use float32, float64, int32 or int64");
@@ -258,14 +264,24 @@ std::vector<std::string> UserCallstack() {
   return stack;
 }
 
+// The fluid.name_scope Python is in ("/a/b/"; "" outside any), set by
+// fluid.framework.name_scope.
+std::string& CurrentNameScope() {
+  static std::string scope;
+  return scope;
+}
+
 // Gives the ops of `block` from index `from` on that record no callstack
-// `stack` as their op_callstack (kOpCallstackAttr).
+// `stack` as their op_callstack (kOpCallstackAttr), and the current name
+// scope, if any, as their op_namescope.
 void SetCallstacks(proto::BlockDesc* block, int from,
                    const std::vector<std::string>& stack) {
   for (int i = std::max(from, 0); i < block->ops_size(); ++i) {
     proto::OpDesc* op = block->mutable_ops(i);
-    if (!HasOpAttr(*op, kOpCallstackAttr))
+    if (!stack.empty() && !HasOpAttr(*op, kOpCallstackAttr))
       SetOpAttr(op, kOpCallstackAttr, stack);
+    if (!CurrentNameScope().empty() && !HasOpAttr(*op, kOpNamescopeAttr))
+      SetOpAttr(op, kOpNamescopeAttr, CurrentNameScope());
   }
 }
 
@@ -289,7 +305,7 @@ class PyBuilder {
     const int startup_before = startup_block->ops_size();
     auto result = fn(&builder_);
     const std::vector<std::string> stack = UserCallstack();
-    if (!stack.empty()) {
+    if (!stack.empty() || !CurrentNameScope().empty()) {
       SetCallstacks(main_block, main_before, stack);
       SetCallstacks(startup_block, startup_before, stack);
     }
@@ -676,7 +692,7 @@ void BindPrograms(py::module_& m) {
       .def("without_callstacks",
            [](const Program& p) {
              proto::ProgramDesc copy = p.desc;
-             ClearOpCallstacks(&copy);
+             ClearOpAnnotations(&copy);
              return Wrap(std::move(copy));
            })
       .def(
@@ -828,7 +844,12 @@ void BindBuilder(py::module_& m) {
   // (fluid.unique_name).
   py::class_<ProgramBuilder::NameCounters,
              std::shared_ptr<ProgramBuilder::NameCounters>>(m, "NameCounters")
-      .def(py::init<>());
+      .def(py::init<>())
+      // "key_N", counted with the names the layers generate.
+      .def("generate",
+           [](ProgramBuilder::NameCounters& c, const std::string& key) {
+             return key + "_" + std::to_string(c.next[key]++);
+           });
   py::class_<PyBuilder>(m, "Builder")
       .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
       .def("set_name_counters",
@@ -924,6 +945,8 @@ void BindJob(py::module_& m) {
   m.def("launcher_world_size", &LauncherWorldSize);
   m.def("launcher_rank", &LauncherRank);
   m.def("abort_job", [](int code) {
+  m.def("set_name_scope",
+        [](const std::string& scope) { CurrentNameScope() = scope; });
     py::gil_scoped_release release;
     AbortJob(code);
   });
@@ -1046,6 +1069,25 @@ void BindTranspilers(py::module_& m) {
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {
           PserverSplit split =
+  // The element-wise sum ("sum") or maximum ("max") of `value` over the
+  // ranks of the process's communicator, as a new array (the value itself
+  // in a world of one). Collective: every rank calls it with an array of
+  // the same shape and dtype. For what Python sums over ranks (metrics).
+  m.def(
+      "allreduce",
+      [](const py::array& value, const std::string& op) {
+        FLUID_ENFORCE(op == "sum" || op == "max", "allreduce(op='", op,
+                      "'): 'sum' or 'max'");
+        Tensor t = FromArray(value, "allreduce value");
+        Communicator* comm = GlobalCommunicator();
+        {
+          py::gil_scoped_release release;
+          if (comm->size() > 1)
+            comm->AllReduce(t, op == "sum" ? ReduceOp::kSum : ReduceOp::kMax);
+        }
+        return ToNumpy(t);
+      },
+      py::arg("value"), py::arg("op") = "sum");
               PserverTranspile(Job(*main, *startup), trainers, endpoints);
           py::list servers;
           for (const auto& ps : split.pservers)

@@ -143,7 +143,10 @@ REGISTER_OP(reshape)
     .SetGrad(
         GradSpec("reshape_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ReshapeKernel<float>)
-    .CPUKernel<double>(ReshapeKernel<double>);
+    .CPUKernel<double>(ReshapeKernel<double>)
+    // Ids too (fluid.embedding and fluid.one_hot reshape them).
+    .CPUKernel<int32_t>(ReshapeKernel<int32_t>)
+    .CPUKernel<int64_t>(ReshapeKernel<int64_t>);
 
 REGISTER_GRAD_OP(reshape_grad)
     .Doc("dX = dOut under X's shape (only the shape of X is read).")

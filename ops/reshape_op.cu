@@ -31,6 +31,8 @@ void ReshapeGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(reshape, kCUDA, ReshapeKernel);
+REGISTER_KERNEL(reshape, kCUDA, int32_t, ReshapeKernel<int32_t>);
+REGISTER_KERNEL(reshape, kCUDA, int64_t, ReshapeKernel<int64_t>);
 REGISTER_FLOAT_KERNELS(reshape_grad, kCUDA, ReshapeGradKernel);
 
 }  // namespace ops

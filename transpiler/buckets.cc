@@ -17,7 +17,7 @@ namespace {
 std::string UpdateKey(const proto::BlockDesc& block, const proto::OpDesc& op) {
   std::string key = op.type();
   for (const auto& a : op.attrs())
-    if (a.name() != kOpRoleVarAttr && a.name() != kOpCallstackAttr)
+    if (a.name() != kOpRoleVarAttr && !IsOpAnnotationAttr(a.name()))
       key += "|" + a.ShortDebugString();
   for (const auto& lr : OpInput(op, "LearningRate")) key += "|lr=" + lr;
   for (const auto& slot : op.inputs())

@@ -72,7 +72,7 @@ uint64_t StructureHash(const proto::ProgramDesc& program) {
   copy.clear_structure_hash();
   // Where the user's code built each op is no part of the structure: ranks
   // running one script from different paths hold the same program.
-  ClearOpCallstacks(&copy);
+  ClearOpAnnotations(&copy);
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream sos(&bytes);

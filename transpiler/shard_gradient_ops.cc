@@ -108,7 +108,7 @@ class ReaderScan {
     std::string s = op.type();
     for (const auto& a : op.attrs())
       if (a.name() != kOpRoleAttr && a.name() != kOpRoleVarAttr &&
-          a.name() != kOpCallstackAttr)
+          !IsOpAnnotationAttr(a.name()))
         s += "|" + a.ShortDebugString();
     for (const auto* slots : {&op.inputs(), &op.outputs()})
       for (const auto& slot : *slots) {

@@ -181,12 +181,12 @@ std::vector<std::string> OpCallstackOf(const proto::OpDesc& op) {
   return {};
 }
 
-void ClearOpCallstacks(proto::ProgramDesc* program) {
+void ClearOpAnnotations(proto::ProgramDesc* program) {
   for (auto& block : *program->mutable_blocks())
     for (auto& op : *block.mutable_ops()) {
       auto* attrs = op.mutable_attrs();
       for (int i = attrs->size() - 1; i >= 0; --i)
-        if (attrs->Get(i).name() == kOpCallstackAttr)
+        if (IsOpAnnotationAttr(attrs->Get(i).name()))
           attrs->DeleteSubrange(i, 1);
     }
 }

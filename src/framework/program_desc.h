@@ -68,9 +68,9 @@ std::vector<std::string> OpRoleNames(const proto::OpDesc& op);
 std::vector<std::string> OpRoleVarOf(const proto::OpDesc& op);
 // The op's op_callstack (kOpCallstackAttr): empty when it has none.
 std::vector<std::string> OpCallstackOf(const proto::OpDesc& op);
-// Removes op_callstack from every op of every block: the program as it
-// compares with another built elsewhere.
-void ClearOpCallstacks(proto::ProgramDesc* program);
+// Removes the annotations (op_callstack, op_namescope) from every op of every
+// block: the program as it compares with another built elsewhere.
+void ClearOpAnnotations(proto::ProgramDesc* program);
 
 // ---- programs ----
 proto::ProgramDesc NewProgram();

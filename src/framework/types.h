@@ -153,6 +153,14 @@ constexpr const char* kOpRoleVarAttr = "op_role_var";
 // whatever compares programs (across ranks, or one op with another) leaves
 // it out.
 constexpr const char* kOpCallstackAttr = "op_callstack";
+// The fluid.name_scope an op was built in ("/encoder/layer_1/"), for
+// reading programs; like op_callstack, it never changes what they compute.
+constexpr const char* kOpNamescopeAttr = "op_namescope";
+// Whether an attr only annotates its op (op_callstack, op_namescope):
+// comparisons of ops and programs leave such attrs out.
+inline bool IsOpAnnotationAttr(const std::string& name) {
+  return name == kOpCallstackAttr || name == kOpNamescopeAttr;
+}
 inline int operator|(OpRole a, OpRole b) {
   return static_cast<int>(a) | static_cast<int>(b);
 }

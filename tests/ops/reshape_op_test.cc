@@ -70,6 +70,21 @@ TEST(ReshapeOp, FloatMatchesDouble) {
   for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(f[i], d[i], 1e-7);
 }
 
+// Ids are reshaped too (fluid.embedding, fluid.one_hot): integers keep
+// every bit.
+TEST(ReshapeOp, IntegerIds) {
+  const std::vector<int64_t> ids = {0, 7, int64_t{1} << 40, -3, 9, 2};
+  Tensor out = RunOp(Reshape({0, -1, 1}),
+                     {{"x", testing::MakeTensor<int64_t>({2, 3}, ids)}})["out"];
+  EXPECT_EQ(out.shape(), Shape({2, 3, 1}));
+  EXPECT_EQ(ToVector<int64_t>(out), ids);
+  const std::vector<int32_t> small = {5, -1, 4, 8};
+  Tensor out32 =
+      RunOp(Reshape({4}),
+            {{"x", testing::MakeTensor<int32_t>({2, 2}, small)}})["out"];
+  EXPECT_EQ(ToVector<int32_t>(out32), small);
+}
+
 TEST(ReshapeOp, Gradient) {
   uint64_t seed = 10;
   for (const Case& c : Cases()) {

@@ -11,7 +11,7 @@ from . import _core
 from . import _job  # noqa: F401  (the job policy under mpirun; see _job.py)
 from ._core import CollectiveError
 from .framework import (Program, Variable, default_main_program,
-                        default_startup_program, program_guard,
+                        default_startup_program, name_scope, program_guard,
                         reset_default_programs)
 from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
@@ -20,7 +20,9 @@ from . import core, layers, optimizer, reader, io, datasets, transpiler
 from . import clip, regularizer, initializer, nets, unique_name
 from . import metrics  # noqa: F401  (fluid.metrics: Accuracy, Auc, ...)
 from .data_feeder import DataFeeder
-from .lod_tensor import LoDTensor, create_lod_tensor
+from .lod_tensor import (LoDTensor, create_lod_tensor,
+                         create_random_int_lodtensor)
+from .transpiler import memory_optimize, release_memory
 from .layers import ParamAttr
 from .distributed_strategy import DistributedStrategy
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig
@@ -29,6 +31,9 @@ from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,
                        cpu_places, cuda_places)
 from .parallel_executor import ParallelExecutor
 from . import incubate
+from . import average, install_check, profiler  # noqa: F401
+from .input import data, embedding, one_hot
+from .io import load, load_program_state, save, set_program_state
 
 __all__ = [
     "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
@@ -40,4 +45,8 @@ __all__ = [
     "initializer", "nets", "unique_name", "LoDTensor", "create_lod_tensor",
     "compiler", "BuildStrategy", "CompiledProgram", "ExecutionStrategy",
     "ParallelExecutor", "cpu_places", "cuda_places", "incubate",
+    "average", "install_check", "profiler", "data", "embedding", "one_hot",
+    "load", "load_program_state", "save", "set_program_state",
+    "create_random_int_lodtensor", "memory_optimize", "release_memory",
+    "name_scope",
 ]

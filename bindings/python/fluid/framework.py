@@ -503,6 +503,40 @@ def program_guard(main_program, startup_program=None):
         _main, _startup = saved
 
 
+# fluid.name_scope's stack: [(prefix, {child name: times used})].
+_name_scopes = [("/", {})]
+
+
+@contextlib.contextmanager
+def name_scope(prefix=None):
+    """Ops built inside the block record the scope they were built in, as
+    their op_namescope attribute ("/encoder/", nested: "/encoder/attn/"; a
+    name used again at the same level gets "_1", "_2", ...), which
+    Program.to_string shows. It only annotates: what the program computes
+    does not change, and comparisons of programs leave it out.
+
+        >>> with fluid.name_scope("encoder"):
+        ...     hidden = fluid.layers.fc(x, 64)
+    """
+    if prefix is not None and (not isinstance(prefix, str) or not prefix
+                               or "/" in prefix):
+        raise ValueError(f"name_scope({prefix!r}): a name without '/'")
+    parent, used = _name_scopes[-1]
+    name = prefix or ""
+    times = used.get(name, 0)
+    used[name] = times + 1
+    if times:
+        name = f"{name}_{times}"
+    _name_scopes.append((f"{parent}{name}/", {}))
+    _core.set_name_scope(_name_scopes[-1][0])
+    try:
+        yield
+    finally:
+        _name_scopes.pop()
+        outer = _name_scopes[-1][0]
+        _core.set_name_scope("" if outer == "/" else outer)
+
+
 def current_builder():
     """(builder, program): the C++ builder of the current main and startup
     programs (those of the enclosing program_guard, else the defaults),

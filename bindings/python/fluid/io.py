@@ -12,9 +12,13 @@ rank holds the same parameters."""
 import os
 
 from . import _core
+from ._program_state import (get_program_parameter,
+                             get_program_persistable_vars, load,
+                             load_program_state, save, set_program_state)
 from .data_loader import DataLoader, PyReader
-from .reader import (ComposeNotAligned, batch, buffered, chain, compose,
-                     firstn, map_readers, shard, shuffle, xmap_readers)
+from .reader import (ComposeNotAligned, batch, buffered, cache, chain,
+                     compose, firstn, map_readers, multiprocess_reader, shard,
+                     shuffle, xmap_readers)
 from .executor import global_scope
 from .framework import Program, default_main_program, default_startup_program
 
@@ -24,10 +28,14 @@ __all__ = [
     "save_inference_model", "load_inference_model", "is_parameter",
     "is_persistable",
     # fluid.io.batch, ... as in Fluid (see reader.py)
-    "ComposeNotAligned", "batch", "buffered", "chain", "compose", "firstn",
-    "map_readers", "shard", "shuffle", "xmap_readers",
+    "ComposeNotAligned", "batch", "buffered", "cache", "chain", "compose",
+    "firstn", "map_readers", "multiprocess_reader", "shard", "shuffle",
+    "xmap_readers",
     # fluid.io.DataLoader.from_generator, fluid.io.PyReader (data_loader.py)
     "DataLoader", "PyReader",
+    # Fluid 1.6's program-state files (_program_state.py)
+    "get_program_parameter", "get_program_persistable_vars", "load",
+    "load_program_state", "save", "set_program_state",
 ]
 
 

@@ -10,7 +10,7 @@ dense value is a LoDTensor without sequence lengths (`lod()` and
 """
 import numpy as np
 
-__all__ = ["LoDTensor", "create_lod_tensor"]
+__all__ = ["LoDTensor", "create_lod_tensor", "create_random_int_lodtensor"]
 
 
 def _lengths_to_offsets(lengths, what):
@@ -126,6 +126,24 @@ def create_lod_tensor(data, recursive_seq_lens, place=None):
     _check_offsets(offsets, data.shape[0] if data.ndim else 0,
                    "create_lod_tensor")
     return LoDTensor(data, offsets)
+
+
+def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low,
+                                high):
+    """A LoDTensor of random int64 values in [low, high] (both included), of
+    one level of sequence lengths (`[[2, 3]]`) and rows of `base_shape`
+    (`[1]` for word ids): [sum(lengths)] + base_shape, as Fluid's
+    fluid.create_random_int_lodtensor. `place` is accepted for Fluid's
+    signature."""
+    lengths = _one_level(recursive_seq_lens, "create_random_int_lodtensor")
+    if isinstance(low, bool) or isinstance(high, bool) or not isinstance(
+            low, (int, np.integer)) or not isinstance(
+            high, (int, np.integer)) or low > high:
+        raise ValueError(f"create_random_int_lodtensor(low={low!r}, "
+                         f"high={high!r}): ints with low <= high")
+    shape = [sum(lengths)] + list(base_shape)
+    data = np.random.randint(low, high + 1, size=shape).astype(np.int64)
+    return create_lod_tensor(data, [lengths], place)
 
 
 def feed_value(name, value):

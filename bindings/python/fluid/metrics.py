@@ -407,60 +407,6 @@ class Auc(MetricBase):
 
 # ---- sums over the ranks of a job ----
 
-class _RankSum:
-    """Sums float64 vectors of one length over the job's ranks with the
-    allreduce that averages gradients: a one-parameter program whose
-    parameter's gradient is the vector fed (loss = mean(x @ w), x [1, K],
-    w [K, 1]: dw = x^T exactly, whatever w holds), run by an MPIExecutor
-    with the default strategy; the average times the rank count is the
-    sum, to a rounding. The parameter's learning rate is 0, so it stays 0.
-    (The native module has no allreduce of its own to call; this is the
-    one the executor runs.)"""
-
-    _cache = {}
-
-    def __init__(self, size):
-        from . import framework, layers, optimizer, unique_name
-        from .distributed_strategy import DistributedStrategy
-        from .initializer import Constant
-        from .executor import Scope
-        self._main, self._startup = framework.Program(), framework.Program()
-        with unique_name.guard(), \
-                framework.program_guard(self._main, self._startup):
-            x = layers.data("rank_sum.x", [1, size], dtype="float64",
-                            append_batch_size=False)
-            w = layers.create_parameter(
-                [size, 1], "float64",
-                attr=layers.ParamAttr(name="rank_sum.w", learning_rate=0.0),
-                default_initializer=Constant(0.0))
-            loss = layers.mean(layers.matmul(x, w))
-            optimizer.SGD(learning_rate=1.0).minimize(loss)
-        # The executor first, so that it goes first: a scope must outlive
-        # the executors bound to it.
-        self._run = _core.MPIExecutor(1, -1)
-        self._scope = Scope()
-        self._run.run_startup(self._startup.desc, self._scope._core)
-        self._run.init(self._main.desc, self._startup.desc,
-                       self._scope._core, DistributedStrategy().serialize(),
-                       False)
-
-    @classmethod
-    def of(cls, size):
-        """The summer of vectors of `size` values, built on first use."""
-        run = cls._cache.get(size)
-        if run is None:
-            run = cls._cache[size] = cls(size)
-        return run
-
-    def __call__(self, vector):
-        """The sum over the ranks of `vector` (float64 [K])."""
-        from .executor import _feed
-        (mean,) = self._run.run(
-            _feed({"rank_sum.x": vector.reshape(1, -1)}), ["rank_sum.w@GRAD"])
-        return np.asarray(mean, dtype=np.float64).reshape(-1) * \
-            self._run.world_size
-
-
 def _leaves(values, out):
     """Appends the numbers and arrays of a nested list to `out`."""
     if isinstance(values, (list, tuple)):
@@ -473,48 +419,51 @@ def _leaves(values, out):
                          f"lists of them, got {type(values).__name__}")
 
 
-def _rebuild(values, flat, at):
-    """`values`' structure filled from `flat` (from index at[0] on)."""
+def _is_integer(v):
+    return isinstance(v, (int, np.integer)) or (
+        isinstance(v, np.ndarray) and v.dtype.kind in "iub")
+
+
+def _rebuild(values, ints, floats, at):
+    """`values`' structure filled from the summed `ints` and `floats`
+    (at: the next index of each)."""
     if isinstance(values, (list, tuple)):
-        out = [_rebuild(v, flat, at) for v in values]
+        out = [_rebuild(v, ints, floats, at) for v in values]
         return tuple(out) if isinstance(values, tuple) else out
     n = int(np.size(values))
-    part = flat[at[0]:at[0] + n]
-    at[0] += n
+    which = 0 if _is_integer(values) else 1
+    part = (ints, floats)[which][at[which]:at[which] + n]
+    at[which] += n
     if isinstance(values, np.ndarray):
-        kind = values.dtype.kind
-        return (np.rint(part) if kind in "iub" else part).astype(
-            values.dtype).reshape(values.shape)
-    if isinstance(values, (int, np.integer)):
-        return int(np.rint(part[0]))
-    return float(part[0])
+        return part.astype(values.dtype).reshape(values.shape)
+    return int(part[0]) if which == 0 else float(part[0])
 
 
 def sum_over_ranks(values):
     """The sum over the job's ranks of `values` (a number, a numpy array, or
     a list or tuple of them, nested freely), in the same structure, types
     and shapes (an extension of Fluid's API). Collective: every rank calls
-    it with values of the same shapes. Integers add exactly up to 2^50;
-    floats are added in float64 (to a rounding or two). Without mpirun
-    (one rank) it returns the values as they are."""
+    it with values of the same shapes. Integers add exactly (in int64);
+    floats add in float64. Without mpirun (one rank) it returns the values
+    as they are."""
     leaves = []
     _leaves(values, leaves)
-    flat = np.concatenate(
-        [np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves] +
-        [np.zeros(0)])
-    if not np.all(np.isfinite(flat)):
+    ints = [np.asarray(v, dtype=np.int64).reshape(-1) for v in leaves
+            if _is_integer(v)]
+    floats = [np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves
+              if not _is_integer(v)]
+    ints = np.concatenate(ints + [np.zeros(0, np.int64)])
+    floats = np.concatenate(floats + [np.zeros(0)])
+    if not np.all(np.isfinite(floats)):
         raise ValueError("sum_over_ranks: the values hold NaN or Inf")
-    if _core.launcher_world_size() <= 1 or flat.size == 0:
+    if _core.launcher_world_size() <= 1:
         return values
-    ints = np.concatenate(
-        [np.full(np.size(v), isinstance(v, (int, np.integer)) or (
-            isinstance(v, np.ndarray) and v.dtype.kind in "iub"))
-         for v in leaves])
-    total = _RankSum.of(flat.size)(flat)
-    if np.any(np.abs(total[ints]) >= 2.0 ** 50):
-        raise ValueError("sum_over_ranks: an integer sum reaches 2^50, past "
-                         "what adds exactly")
-    return _rebuild(values, total, [0])
+    # Every rank holds values of the same shapes: the same collectives.
+    if ints.size:
+        ints = _core.allreduce(ints, "sum")
+    if floats.size:
+        floats = _core.allreduce(floats, "sum")
+    return _rebuild(values, ints, floats, [0, 0])
 
 
 def _stat_array(stat, scope, arg):

@@ -17,7 +17,9 @@ the consumer stops early (a `break`, `firstn`), and re-raise in the
 consumer an exception raised by the reader or the mapper.
 """
 import itertools
+import multiprocessing
 import queue
+import traceback
 import random
 import threading
 
@@ -25,8 +27,9 @@ from . import _core
 from .framework import default_main_program
 
 __all__ = [
-    "ComposeNotAligned", "batch", "buffered", "chain", "compose", "firstn",
-    "map_readers", "shard", "shuffle", "xmap_readers",
+    "ComposeNotAligned", "batch", "buffered", "cache", "chain", "compose",
+    "firstn", "map_readers", "multiprocess_reader", "shard", "shuffle",
+    "xmap_readers",
 ]
 
 
@@ -313,3 +316,77 @@ def shard(reader, rank=None, world_size=None):
                 yield mine
 
     return shard_reader
+
+
+def cache(reader):
+    """`reader`'s samples, read once and kept in memory: every pass after
+    the first replays them."""
+    kept = []
+    state = {"complete": False}
+
+    def cached_reader():
+        if state["complete"]:
+            yield from kept
+            return
+        kept.clear()
+        for item in reader():
+            kept.append(item)
+            yield item
+        state["complete"] = True
+
+    return cached_reader
+
+
+_END = "__fluid_reader_end__"
+
+
+def _produce(reader, out):
+    """In a child process: every sample of `reader` into `out`, then an end
+    marker, or the error's text."""
+    try:
+        for item in reader():
+            out.put(item)
+        out.put((_END, None))
+    except BaseException:  # the parent re-raises it with this text
+        out.put((_END, traceback.format_exc()))
+
+
+def multiprocess_reader(readers, use_pipe=True, queue_size=1000):
+    """The samples of every reader in `readers`, each read in a process of
+    its own (forked: the readers need not be picklable, their samples
+    must), interleaved as they come, with up to `queue_size` queued. A
+    reader's error is raised in the consumer with the child's traceback;
+    stopping early ends the children. `use_pipe` is accepted for Fluid's
+    signature (a queue is used either way)."""
+    if not isinstance(readers, (list, tuple)) or not readers:
+        raise ValueError("multiprocess_reader(readers=...): a non-empty list "
+                         "of reader creators")
+    _positive_int(queue_size, "multiprocess_reader: queue_size")
+
+    def multiprocess():
+        ctx = multiprocessing.get_context("fork")
+        out = ctx.Queue(queue_size)
+        children = [ctx.Process(target=_produce, args=(r, out), daemon=True)
+                    for r in readers]
+        for c in children:
+            c.start()
+        running = len(children)
+        try:
+            while running:
+                item = out.get()
+                if isinstance(item, tuple) and len(item) == 2 and \
+                        isinstance(item[0], str) and item[0] == _END:
+                    running -= 1
+                    if item[1] is not None:
+                        raise RuntimeError("multiprocess_reader: a reader "
+                                           "failed in its process:\n" +
+                                           item[1])
+                    continue
+                yield item
+        finally:
+            for c in children:
+                if c.is_alive():
+                    c.terminate()
+                c.join()
+
+    return multiprocess

@@ -343,3 +343,24 @@ def to_collective(trainer_program, pserver_programs=None,
         [(ep, m.desc, s.desc) for ep, m, s in pserver_programs], int(nranks),
         strategy.serialize())
     return Program(main), _startup(start)
+
+
+def memory_optimize(input_program, skip_opt_set=None, print_log=False,
+                    level=0, skip_grads=True):
+    """Accepted for Fluid 1.x programs, and does nothing, as in Fluid 1.6
+    and later: the executor frees every temporary tensor after its last use
+    and reuses the buffers by itself. Warns once."""
+    _memory_notice("memory_optimize")
+
+
+def release_memory(input_program, skip_opt_set=None):
+    """Accepted for Fluid 1.x programs, and does nothing (see
+    memory_optimize). Warns once."""
+    _memory_notice("release_memory")
+
+
+def _memory_notice(name):
+    import warnings
+    warnings.warn(f"fluid.{name} does nothing: the executor frees each "
+                  "temporary after its last use by itself", UserWarning,
+                  stacklevel=3)
