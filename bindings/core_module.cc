@@ -489,13 +489,29 @@ Place PlaceOf(int device) {
   return device < 0 ? Place::CPU() : Place::CUDA(device);
 }
 
+// The Python scopes a native executor points into, kept alive by it: a
+// member declared before the executor, so that it is released after the
+// executor is gone, whatever order Python frees things in.
+class ScopeRefs {
+ public:
+  Scope* Hold(const py::object& scope) {
+    Scope* s = scope.cast<Scope*>();
+    held_.emplace(s, scope);
+    return s;
+  }
+
+ private:
+  std::map<Scope*, py::object> held_;
+};
+
 // Runs programs on a scope, preparing each program once per version.
 class PyExecutor {
  public:
   PyExecutor(int threads, int device) : exe_(PlaceOf(device), threads) {}
 
-  py::list Run(const ProgramPtr& program, Scope* scope, const py::dict& feed,
-               const std::vector<std::string>& fetch) {
+  py::list Run(const ProgramPtr& program, const py::object& scope_obj,
+               const py::dict& feed, const std::vector<std::string>& fetch) {
+    Scope* scope = scopes_.Hold(scope_obj);
     auto key = std::make_pair(program->id, scope);
     auto it = cache_.find(key);
     if (it == cache_.end() || it->second.first != program->version) {
@@ -517,11 +533,26 @@ class PyExecutor {
   Executor* get() { return &exe_; }
 
  private:
+  ScopeRefs scopes_;  // first: outlives exe_ and cache_
   Executor exe_;
   std::map<std::pair<uint64_t, Scope*>,
            std::pair<uint64_t, std::unique_ptr<PreparedProgram>>>
       cache_;
 };
+
+// The tensors of the persistable vars of `program` that `scope` holds
+// (sharing their memory).
+std::vector<std::pair<std::string, Tensor>> HeldPersistables(
+    const proto::ProgramDesc& program, const Scope& scope) {
+  std::vector<std::pair<std::string, Tensor>> held;
+  for (const auto& v : program.blocks(0).vars()) {
+    const Variable* var = scope.FindVar(v.name());
+    if (v.persistable() && var != nullptr && var->HasValue() &&
+        var->IsTensor() && var->GetTensor().initialized())
+      held.emplace_back(v.name(), var->GetTensor());
+  }
+  return held;
+}
 
 class PyMPIExecutor {
  public:
@@ -533,11 +564,59 @@ class PyMPIExecutor {
     py::gil_scoped_release release;
     exe_.RunStartup(startup->desc, scope);
   }
-  void Init(const ProgramPtr& main, const ProgramPtr& startup, Scope* scope,
-            const py::bytes& strategy, bool run_startup) {
+  // Python runs startup programs itself (RunStartup), so the job starts
+  // from what the scope holds: a sharded job's shards of the optimizer
+  // state too (see ShardHeldState).
+  void Init(const ProgramPtr& main, const ProgramPtr& startup,
+            const py::object& scope_object, const py::bytes& strategy,
+            bool run_startup) {
+    Scope* scope = scopes_.Hold(scope_object);
     const proto::DistributedStrategy s = StrategyOf(strategy);
     py::gil_scoped_release release;
+    std::vector<std::pair<std::string, Tensor>> held;
+    if (!run_startup) held = HeldPersistables(main->desc, *scope);
     exe_.Init(Job(*main, *startup), scope, s, run_startup);
+    scope_ = scope;
+    if (!run_startup) ShardHeldState(&held);
+  }
+  // Whether some of `names` is state a sharded job keeps in shards across
+  // the ranks (a var its own program does not declare: per-parameter
+  // optimizer state), so that saving them is collective (SaveVars).
+  bool InShards(const std::vector<std::string>& names) const {
+    if (scope_ == nullptr || !IsSharded(exe_.job().main())) return false;
+    const proto::BlockDesc& block = exe_.job().main().blocks(0);
+    for (const auto& name : names)
+      if (FindVarDesc(block, name) == nullptr) return true;
+    return false;
+  }
+  // Saves `names` of the scope as checkpoint `dir`, collectively: every
+  // rank fills the per-parameter optimizer state from its shard, rank 0
+  // writes, and every rank raises when rank 0 could not.
+  void SaveVars(const std::vector<std::string>& names, const std::string& dir,
+                int64_t step, int64_t epoch) {
+    FLUID_ENFORCE(scope_ != nullptr, "MPIExecutor: save before the first run");
+    py::gil_scoped_release release;
+    exe_.GatherShardState();
+    std::exception_ptr failed;
+    if (exe_.rank() == 0) {
+      try {
+        SaveCheckpoint(*scope_, names, dir, CheckpointInfo{step, epoch});
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
+    exe_.DropGatheredState();
+    const uint64_t written =
+        exe_.communicator()->AllGatherValue(failed ? 0 : 1)[0];
+    if (failed) std::rethrow_exception(failed);
+    FLUID_ENFORCE_CODE(written == 1, ErrorCode::kIO, "checkpoint ", Quote(dir),
+                       ": rank 0 could not write it (its error says why)");
+  }
+  // After values were loaded into the scope: every rank takes rank 0's,
+  // a sharded job's ranks their shards of its optimizer state. Collective.
+  void BroadcastPersistables() {
+    py::gil_scoped_release release;
+    exe_.BroadcastPersistables();
   }
   std::string NonFiniteGradient() {
     py::gil_scoped_release release;
@@ -580,7 +659,26 @@ class PyMPIExecutor {
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
  private:
+  // A sharded job's Init made the shards of the optimizer state from the
+  // startup program's initial values and freed the per-parameter state
+  // the scope held (`held`): that state goes back, and the shards are
+  // made from rank 0's, as when a trainer resumes (BroadcastPersistables).
+  void ShardHeldState(std::vector<std::pair<std::string, Tensor>>* held) {
+    const proto::ProgramDesc& checkpoint = exe_.checkpoint_program();
+    if (&checkpoint == &exe_.job().main()) return;  // nothing sharded
+    for (auto& [name, value] : *held) {
+      Variable* v = scope_->FindVar(name);
+      const proto::VarDesc* desc = FindVarDesc(checkpoint.blocks(0), name);
+      if (desc != nullptr && desc->persistable() && v != nullptr &&
+          v->IsTensor() && !v->GetTensor().initialized())
+        *v->GetMutableTensor() = std::move(value);
+    }
+    exe_.BroadcastPersistables();
+  }
+
+  ScopeRefs scopes_;  // first: outlives exe_
   MPIExecutor exe_;
+  Scope* scope_ = nullptr;  // Init's
 };
 
 // fluid::Error -> Python exceptions of matching kinds.
@@ -929,6 +1027,9 @@ void BindExecutors(py::module_& m) {
       .def_property_readonly("world_size", &PyMPIExecutor::world_size)
       .def("run_startup", &PyMPIExecutor::RunStartup)
       .def("init", &PyMPIExecutor::Init)
+      .def("in_shards", &PyMPIExecutor::InShards)
+      .def("save_vars", &PyMPIExecutor::SaveVars)
+      .def("broadcast_persistables", &PyMPIExecutor::BroadcastPersistables)
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
       .def("non_finite_feeds", &PyMPIExecutor::NonFiniteFeeds)
       .def("state_bytes", &PyMPIExecutor::StateBytesOf)

@@ -102,6 +102,10 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   std::set<std::string> written;
   std::set<std::string> needs_feed;
   std::set<std::string> persistable_read;
+  // A parameter server's program reads what trainers send its loop, never
+  // a feed; its loop op then says that no server runs here.
+  const bool server =
+      program.distribution() == proto::ProgramDesc::PSERVER_SERVER;
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
     for (const auto& name : OpInputNames(op)) {
@@ -110,7 +114,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
                          " ", Quote(op.type()), " reads variable ", Quote(name),
                          ", which the program does not declare");
       const proto::VarDesc& v = GetVarDesc(block, name);
-      if (!v.persistable() && !written.count(name) &&
+      if (!server && !v.persistable() && !written.count(name) &&
           needs_feed.insert(name).second) {
         prepared->feed_targets_.push_back(name);
       }

@@ -173,8 +173,10 @@ def test_fc_of_several_inputs_sums_projections():
     np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-5)
     with fluid.program_guard(fluid.Program(), fluid.Program()):
         a = L.data("a", [3])
+        # One attr (a list of one too) serves every input, as in Fluid;
+        # a list of another length than the inputs' is refused.
         with pytest.raises(ValueError, match="param_attr"):
-            L.fc([a, a], 2, param_attr=["w1"])
+            L.fc([a, a], 2, param_attr=["w1", "w2", "w3"])
 
 
 def test_shared_parameter_gets_summed_gradient():

@@ -226,8 +226,8 @@ def test_layer_argument_errors():
         ids = L.data("ids", [1], dtype="int64")
         img = L.data("img", [1, 8, 8])
         with pytest.raises(ValueError, match=r"fc\(param_attr=...\): a list "
-                           r"of 1 param attrs for 2 inputs"):
-            L.fc(input=[a, b], size=3, param_attr=["w"])
+                           r"of 3 param attrs for 2 inputs"):
+            L.fc(input=[a, b], size=3, param_attr=["w", "v", "u"])
         with pytest.raises(TypeError, match=r"fc\(param_attr=...\)"):
             L.fc(a, 3, param_attr=3)
         with pytest.raises(TypeError, match=r"fc\(param_attr=False\)"):

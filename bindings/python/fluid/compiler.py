@@ -208,19 +208,6 @@ def _feed_dict(feed, where):
     return feed
 
 
-class _Runner:
-    """The MPIExecutor a CompiledProgram's steps run on, and the scopes it
-    started, kept alive until the executor is gone (an executor prepared
-    on a scope must not outlive it)."""
-
-    def __init__(self, mpi):
-        self.mpi = mpi
-        self.scopes = {}  # id -> Scope
-
-    def __del__(self):
-        self.mpi = None  # first, while self.scopes still holds the scopes
-
-
 class CompiledProgram:
     """A program with how to run it (Fluid 1.x's class; also
     `fluid.compiler.CompiledProgram`). `CompiledProgram(program)` alone
@@ -244,7 +231,7 @@ class CompiledProgram:
         self._share_vars_from = None
         self._startup = None  # the startup program, when known (Fleet)
         self._strategy = None
-        self._runners = {}  # (device, threads) -> _Runner
+        self._runners = {}  # (device, threads) -> MPIExecutor
 
     @property
     def program(self):
@@ -328,7 +315,8 @@ class CompiledProgram:
                            return_numpy=return_numpy)
         runner = self._runner(exe.place, scope)
         return runner.run(program, feed=feed, fetch_list=fetch_list,
-                          scope=scope, check_finite=check_finite)
+                          scope=scope, check_finite=check_finite,
+                          return_numpy=return_numpy)
 
     def _runner(self, place, scope):
         """The MPIExecutor that runs this program's steps on `place`, with
@@ -336,19 +324,19 @@ class CompiledProgram:
         0's values of what the startup program initialised."""
         key = (_device_of(place), self._threads())
         if key not in self._runners:
-            self._runners[key] = _Runner(MPIExecutor(
-                place, self._threads(), strategy=self._strategy))
-        runner = self._runners[key]
-        if id(scope) not in runner.scopes:
+            self._runners[key] = MPIExecutor(place, self._threads(),
+                                             strategy=self._strategy)
+        mpi = self._runners[key]
+        if id(scope) not in mpi._started:  # it keeps the scopes it started
             startup = _startup_for(self._program, scope, self._startup)
-            runner.mpi.run(_broadcast_program(startup, scope), scope=scope)
+            mpi.run(_broadcast_program(startup, scope), scope=scope)
             # The job is prepared with the startup program that made the
             # scope's values (a sharded job makes its shards from it).
-            runner.mpi._startup = startup
-            runner.scopes[id(scope)] = scope
-        return runner.mpi
+            mpi._startup = startup
+        return mpi
 
-    def _run_on_mpi(self, mpi, feed, fetch_list, scope, check_finite):
+    def _run_on_mpi(self, mpi, feed, fetch_list, scope, check_finite,
+                    return_numpy):
         """fluid.MPIExecutor.run's hand-off: the program runs on `mpi`, whose
         strategy must agree with what the build strategy sets."""
         where = "MPIExecutor.run(CompiledProgram)"
@@ -364,7 +352,8 @@ class CompiledProgram:
                     "(fluid.MPIExecutor(strategy=...), or the build strategy "
                     "with a plain fluid.Executor)")
         return mpi.run(self._program, feed=feed, fetch_list=fetch_list,
-                       scope=scope, check_finite=check_finite)
+                       scope=scope, check_finite=check_finite,
+                       return_numpy=return_numpy)
 
 
 def _differences(mine, theirs):
@@ -391,10 +380,11 @@ def _dispatch(exe, program, feed, fetch_list, scope, check_finite,
     return None
 
 
-def _dispatch_mpi(mpi, program, feed, fetch_list, scope, check_finite):
+def _dispatch_mpi(mpi, program, feed, fetch_list, scope, check_finite,
+                  return_numpy):
     """fluid.MPIExecutor.run's hand-off: runs a CompiledProgram and returns
     its fetches; None for any other program (the MPIExecutor runs it)."""
     if isinstance(program, CompiledProgram):
         return program._run_on_mpi(mpi, feed, fetch_list, scope,
-                                   check_finite)
+                                   check_finite, return_numpy)
     return None

@@ -8,6 +8,7 @@ import contextlib
 import os
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -318,6 +319,66 @@ def _raise_non_finite_gradient(run, step, world_size):
         "turns this check off")
 
 
+# The stall watchdog's settings as MPIExecutors gave them: the first one
+# made applies the defaults, a later one changes only what it is given
+# (so that the MPIExecutor behind a CompiledProgram, a ParallelExecutor or
+# fleet keeps what the script set).
+_STALL_DEFAULTS = {"stall_warn": 60.0, "stall_timeout": 300.0}
+_stall_settings = None
+
+
+def _configure_stall(stall_warn, stall_timeout, flight_dir):
+    """Applies the stall settings given (None: as configured)."""
+    global _stall_settings
+    given = {}
+    for name, value in (("stall_warn", stall_warn),
+                        ("stall_timeout", stall_timeout)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not value >= 0:
+            raise ValueError(f"MPIExecutor({name}={value!r}): seconds, >= 0 "
+                             "(0: never), or None to leave it as configured")
+        given[name] = float(value)
+    if flight_dir is not None:
+        given["flight_dir"] = os.fspath(flight_dir)
+        if not given["flight_dir"]:
+            raise ValueError("MPIExecutor(flight_dir=''): give a directory, "
+                             "or None to leave it as configured")
+    if _stall_settings is not None and not given:
+        return
+    settings = dict(_stall_settings or _STALL_DEFAULTS)
+    settings.update(given)
+    _core.configure_stall_watchdog(settings["stall_warn"],
+                                   settings["stall_timeout"],
+                                   str(given.get("flight_dir", "")))
+    settings.pop("flight_dir", None)  # "" above: leave it as it is
+    _stall_settings = settings
+
+
+# (program id, scope id) -> the MPIExecutor that last trained the program on
+# the scope (weakly held), for fluid.io's saves and loads: see
+# _training_run.
+_TRAINING = weakref.WeakValueDictionary()
+
+
+def _training_run(executor, program, scope):
+    """(mpi, run): the fluid.MPIExecutor that trains `program` on `scope`
+    and its native executor: `executor` when it is a fluid.MPIExecutor that
+    does, else the last MPIExecutor that did (the one behind a data-parallel
+    CompiledProgram, a ParallelExecutor or fleet too); (None, None) when
+    none has."""
+    candidates = [executor] if isinstance(executor, MPIExecutor) else []
+    last = _TRAINING.get((program.desc.id, id(scope)))
+    if last is not None:
+        candidates.append(last)
+    for mpi in candidates:
+        run = mpi._run_of(program, scope)
+        if run is not None:
+            return mpi, run
+    return None, None
+
+
 class MPIExecutor:
     """Same `run` as Executor, data-parallel across the ranks mpirun
     started (a world of one without mpirun).
@@ -361,6 +422,10 @@ class MPIExecutor:
       then the job ends; `flight_dir` is where each rank writes its last
       collectives when the job aborts (None: fluid-flight-<job id> under
       $TMPDIR or /tmp, made then; the abort message names the file).
+      They are the process's: None leaves each as configured (the first
+      MPIExecutor applies the defaults, 60 and 300), so that the
+      MPIExecutor behind a CompiledProgram, a ParallelExecutor or fleet
+      keeps what the script set.
     - `timeline` is the trainer's `--timeline`: a file name (every rank
       passes one, the same) where rank 0 writes a Chrome trace-event JSON
       timeline of every rank's ops, collectives, exposed waits and feeds
@@ -368,14 +433,10 @@ class MPIExecutor:
       or the end of the script; collective, like the constructor."""
 
     def __init__(self, place=None, threads=1, strategy=None,
-                 stall_warn=60.0, stall_timeout=300.0, flight_dir=None,
+                 stall_warn=None, stall_timeout=None, flight_dir=None,
                  timeline=None, **settings):
         self._strategy = _strategy_from_legacy("MPIExecutor", strategy,
                                                **settings)
-        if stall_warn < 0 or stall_timeout < 0:
-            raise ValueError(f"MPIExecutor(stall_warn={stall_warn!r}, "
-                             f"stall_timeout={stall_timeout!r}): seconds, "
-                             ">= 0 (0: never)")
         self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
@@ -385,11 +446,11 @@ class MPIExecutor:
         self._runs = {}  # (program id, version, scope id) -> _core.MPIExecutor
         self._converted = {}  # (program id, version) -> collective pair
         self._steps = {}
-        self._scopes = {}  # kept alive: prepared programs point into them
+        # The scopes run on (the native executors keep those they point
+        # into alive themselves, whatever order Python frees things in).
+        self._scopes = {}
         self._probe = _core.MPIExecutor(self._threads, self._device)
-        _core.configure_stall_watchdog(float(stall_warn),
-                                       float(stall_timeout),
-                                       str(flight_dir or ""))
+        _configure_stall(stall_warn, stall_timeout, flight_dir)
         self._lock = threading.Lock()
         self._timeline = None
         if timeline is not None:
@@ -429,7 +490,7 @@ class MPIExecutor:
         fluid.LoDTensor)."""
         from . import compiler  # a CompiledProgram runs through its module
         handed = compiler._dispatch_mpi(self, program, feed, fetch_list,
-                                        scope, check_finite)
+                                        scope, check_finite, return_numpy)
         if handed is not None:
             return handed
         program = program or default_main_program()
@@ -503,7 +564,31 @@ class MPIExecutor:
         run.init(main.desc, startup.desc, scope._core,
                  self._strategy.serialize(), False)
         self._runs[key] = run
+        _TRAINING[(program.desc.id, id(scope))] = self
         return run
+
+    def _run_of(self, program, scope):
+        """The native executor that trains `program` on `scope` (its latest
+        version), or None."""
+        found = None
+        for (pid, _, sid), run in self._runs.items():
+            if pid == program.desc.id and sid == id(scope):
+                found = run
+        return found
+
+    def _save_vars(self, run, names, dirname, step, epoch):
+        """fluid.io's save of `names` from the scope `run` trains on, when
+        its optimizer state is sharded: collective, every rank gathers its
+        shard, rank 0 writes (see fluid.io)."""
+        with self._lock:
+            run.save_vars(names, dirname, int(step), int(epoch))
+
+    def _loaded(self, run):
+        """After fluid.io loaded values into the scope `run` trains on with
+        sharded optimizer state: every rank takes rank 0's values and its
+        shard of the optimizer state. Collective."""
+        with self._lock:
+            run.broadcast_persistables()
 
     def _init_missing_state(self, main, startup, scope):
         """Initialises the persistable vars of `main` that `scope` lacks

@@ -8,7 +8,9 @@ Where Fluid writes one file per variable (or, with `filename`, one file for
 all), a save here is a checkpoint directory: `dirname` holds LATEST and
 ckpt-<step>/ (one file per tensor and a manifest), or, with `filename`,
 `dirname/filename` does. Under mpirun, save from one rank (rank 0): every
-rank holds the same parameters."""
+rank holds the same parameters; but a program trained with its optimizer
+state sharded over the ranks is saved (and loaded) by every rank together:
+see save_vars."""
 import os
 
 from . import _core
@@ -19,6 +21,7 @@ from .data_loader import DataLoader, PyReader
 from .reader import (ComposeNotAligned, batch, buffered, cache, chain,
                      compose, firstn, map_readers, multiprocess_reader, shard,
                      shuffle, xmap_readers)
+from . import executor as _executor
 from .executor import global_scope
 from .framework import Program, default_main_program, default_startup_program
 
@@ -109,18 +112,58 @@ def _var_names(program, vars, predicate, what):
     return names
 
 
+def _program(main_program, where):
+    """The Program to save or load: `main_program` (a CompiledProgram
+    stands for its program, as in Fluid 1.7), by default the default main
+    program."""
+    from .compiler import CompiledProgram
+    if main_program is None:
+        return default_main_program()
+    if isinstance(main_program, CompiledProgram):
+        return main_program.program
+    if not isinstance(main_program, Program):
+        raise TypeError(f"{where}(main_program=...) takes a fluid.Program or "
+                        f"CompiledProgram, got {type(main_program).__name__}")
+    return main_program
+
+
+def _sharded_run(executor, program, scope, names):
+    """(mpi, run): the fluid.MPIExecutor, and its native executor, that
+    trains `program` on `scope` keeping some of `names` in shards across
+    the ranks (sharded optimizer state); (None, None) when none does."""
+    mpi, run = _executor._training_run(executor, program, scope)
+    if run is None or not run.in_shards(names):
+        return None, None
+    return mpi, run
+
+
 def save_vars(executor, dirname, main_program=None, vars=None,
               predicate=None, filename=None, scope=None, step=0, epoch=0):
     """Saves `vars` (Variables or names), or the vars of `main_program` for
     which `predicate(var)` holds (default: the persistable ones), from
     `scope` (default: the global scope) into the checkpoint directory
-    `dirname` (or `dirname/filename`). `executor` is accepted for Fluid's
-    signature; the values come from the scope."""
-    program = main_program or default_main_program()
+    `dirname` (or `dirname/filename`). The values come from the scope.
+
+    When a fluid.MPIExecutor trains `main_program` on `scope` with its
+    optimizer state sharded over the ranks (DistributedStrategy.sharding;
+    `executor` when it is that MPIExecutor, else the one that last trained
+    the program there, e.g. behind a data-parallel CompiledProgram or
+    fleet) and the vars include that state (save_persistables does;
+    save_params does not: the parameters are whole on every rank), the
+    save is collective: every rank calls it, the ranks gather the
+    per-parameter state from their shards, rank 0 writes, and every rank
+    raises when rank 0 could not. The checkpoint is the unsharded one: a
+    plain Executor, or an MPIExecutor sharded or not on any number of
+    ranks, loads it."""
+    program = _program(main_program, "save_vars")
     names = _var_names(program, vars, predicate, "save_vars")
     scope = scope or global_scope()
-    _core.save_vars(scope._core, names,
-                    _root(dirname, filename), int(step), int(epoch))
+    root = _root(dirname, filename)
+    mpi, run = _sharded_run(executor, program, scope, names)
+    if run is not None:
+        mpi._save_vars(run, names, root, step, epoch)
+        return
+    _core.save_vars(scope._core, names, root, int(step), int(epoch))
 
 
 def load_vars(executor, dirname, main_program=None, vars=None,
@@ -130,12 +173,23 @@ def load_vars(executor, dirname, main_program=None, vars=None,
     `scope`. The checkpoint may hold more vars than are loaded; a var it
     lacks, or one of another dtype or shape than `main_program` declares, is
     an error naming the var and the checkpoint, and nothing is loaded.
-    Returns the checkpoint's (step, epoch)."""
-    program = main_program or default_main_program()
+    Returns the checkpoint's (step, epoch).
+
+    Into a scope where a fluid.MPIExecutor trains `main_program` with
+    sharded optimizer state, a load of that state (see save_vars) is
+    collective: every rank calls it, then every rank takes rank 0's
+    values, and its shard of the optimizer state. A load before the first
+    training run needs nothing more: that run starts from what the scope
+    holds (rank 0's, for a sharded job)."""
+    program = _program(main_program, "load_vars")
     names = _var_names(program, vars, predicate, "load_vars")
     scope = scope or global_scope()
-    return _core.load_vars(scope._core, program.desc,
-                           names, _root(dirname, filename))
+    loaded = _core.load_vars(scope._core, program.desc,
+                             names, _root(dirname, filename))
+    mpi, run = _sharded_run(executor, program, scope, names)
+    if run is not None:
+        mpi._loaded(run)
+    return loaded
 
 
 def save_params(executor, dirname, main_program=None, filename=None,

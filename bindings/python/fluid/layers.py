@@ -79,12 +79,17 @@ def _attr(attr, layer="layer", arg="param_attr"):
 
 
 def _attrs(attr, count, layer, arg="param_attr"):
-    """One param attr, or a list of `count` (one per input)."""
+    """One param attr for every input (an attr, or a list of one: copied
+    for each, as Fluid's LayerHelper.multiple_param_attr does), or a list
+    of `count` (one per input)."""
     if not isinstance(attr, (list, tuple)):
         return _attr(attr, layer, arg)
+    if len(attr) == 1:
+        return _attr(attr[0], layer, arg)
     if len(attr) != count:
         raise ValueError(f"{layer}({arg}=...): a list of {len(attr)} param "
-                         f"attrs for {count} inputs")
+                         f"attrs for {count} inputs; give one attr (used "
+                         "for every input) or one per input")
     return [_attr(a, layer, arg) or {} for a in attr]
 
 

@@ -102,24 +102,6 @@ def test_world_of_one(fresh_fleet):
     assert losses[-1] < losses[0]
 
 
-def test_save_persistables_refuses_sharded_optimizer_state(fresh_fleet,
-                                                          tmp_path):
-    fleet.init(role_maker.MPIRoleMaker())
-    main, startup = fluid.Program(), fluid.Program()
-    loss = build_in(main, startup)
-    strategy = DistributedStrategy()
-    strategy.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.Reduce
-    with fluid.program_guard(main, startup):
-        fleet.distributed_optimizer(fluid.optimizer.Adam(0.1),
-                                    strategy).minimize(loss)
-    exe = fluid.Executor(fluid.CPUPlace())
-    exe.run(fleet.startup_program, scope=fluid.Scope())
-    with pytest.raises(ValueError, match="sharded over the ranks.*"
-                       "fluid.io.save_params"):
-        fleet.save_persistables(exe, str(tmp_path / "ckpt"))
-    assert not (tmp_path / "ckpt").exists()
-
-
 def test_role_makers_check_the_launcher(monkeypatch):
     monkeypatch.setenv("PADDLE_TRAINERS_NUM", "4")
     with pytest.raises(ValueError, match=r"PADDLE_TRAINERS_NUM says 4, but "

@@ -28,8 +28,9 @@ thing)."""
 from .... import _core
 from ....compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from ....distributed_strategy import DistributedStrategy as _Strategy
-from ....executor import Scope
-from ....framework import Program, default_startup_program, program_guard
+from ....executor import Scope, global_scope
+from ....framework import (Program, default_main_program,
+                           default_startup_program, program_guard)
 from .... import io as _io
 from .... import layers as _layers
 from .... import unique_name as _unique_name
@@ -317,21 +318,19 @@ class Collective:
     def save_persistables(self, executor, dirname, main_program=None,
                           filename=None):
         """Worker 0 saves every persistable var of `main_program` (default:
-        the program minimize built) with fluid.io.save_persistables; the
-        other workers write nothing (they hold the same values)."""
+        the program minimize built), from the global scope, with
+        fluid.io.save_persistables; the other workers write nothing (they
+        hold the same values). Call it on every worker: when the optimizer
+        state is sharded over them (DistributedStrategy.sharding, which
+        reduce_strategy Reduce turns on) each gives its shard, and the
+        checkpoint holds the whole state."""
         self._role("save_persistables()")
-        program = self._program(main_program, "save_persistables")
-        compiled = self.main_program
-        if compiled is not None and program is compiled.program and \
-                compiled._strategy.sharding:
-            raise ValueError(
-                "fleet.save_persistables: the optimizer state is sharded "
-                "over the ranks (DistributedStrategy.sharding, which "
-                "reduce_strategy Reduce turns on), so no rank holds all of "
-                "it; save the parameters alone with fluid.io.save_params on "
-                "worker 0, or train without sharding to save the optimizer "
-                "state too")
-        if self.worker_index() == 0:
+        program = self._program(main_program, "save_persistables") or \
+            default_main_program()
+        names = [v.name for v in program.list_vars() if v.persistable]
+        _, sharded = _io._sharded_run(executor, program, global_scope(),
+                                      names)
+        if sharded is not None or self.worker_index() == 0:
             _io.save_persistables(executor, dirname, program,
                                   filename=filename)
 
