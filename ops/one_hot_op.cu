@@ -1,6 +1,7 @@
 // CUDA kernel for one_hot (schema and shape inference in one_hot_op.cc), one
 // thread per element of Out. Indices are not checked on the device: a row
-// whose index is outside [0, depth) stays all zeros.
+// whose index is outside [0, depth) stays all zeros, which is what the CPU
+// kernel gives with allow_out_of_range (without it the CPU kernel raises).
 #include "ops/cuda/cuda_helpers.cuh"
 #include "ops/dtype_visit.h"
 

@@ -3,7 +3,10 @@
 // subtracting the row max m, Softmax = exp(x - m) * (1 / sum) and
 // Loss = log(sum) - (x[label] - m); Logits@GRAD = Softmax * g, minus g at
 // the label. One block per row, reductions in a fixed order (deterministic
-// run to run). Rows labelled ignore_index get loss 0 and gradient 0.
+// run to run). Rows labelled ignore_index get loss 0 and gradient 0. With
+// soft_label, Loss = sum_j Label_j * (log(sum) - (x_j - m)) in the same
+// block, and Logits@GRAD = (Softmax * sum_j Label_j - Label) * g, the label
+// sums a row reduction into the context's workspace.
 //
 // The CPU kernels reject a label outside [0, C) (other than ignore_index)
 // before writing anything. The labels live in device memory here, so that
@@ -36,6 +39,91 @@ __global__ void SoftmaxCrossEntropyRows(int64_t rows, int64_t classes,
   }
 }
 
+// Soft labels: the softmax of each row and the loss against the label
+// probabilities of the same row.
+template <typename T>
+__global__ void SoftLabelRows(int64_t rows, int64_t classes, const T* logits,
+                              const T* label, T* softmax, T* loss) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* x = logits + r * classes;
+    const T* z = label + r * classes;
+    const cuda::SoftmaxRowStats<T> st =
+        cuda::BlockSoftmaxRow(x, classes, softmax + r * classes);
+    const T lse = log(st.sum);
+    T acc = 0;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      acc += z[c] * (lse - (x[c] - st.max));
+    acc = cuda::BlockReduce(acc, cuda::SumOp(), T(0));
+    if (threadIdx.x == 0) loss[r] = acc;
+  }
+}
+
+template <typename T>
+struct LabelAt {
+  const T* label;
+  int64_t classes;
+  __device__ T operator()(int64_t r, int64_t c) const {
+    return label[r * classes + c];
+  }
+};
+
+// An element of Logits@GRAD with soft labels: (Softmax * zsum - Label) * g
+// on its row.
+template <typename T>
+struct SoftLabelGrad {
+  const T* softmax;
+  const T* label;
+  const T* zsum;
+  const T* dloss;
+  T* dlogits;
+  int64_t classes;
+  __device__ void operator()(int64_t j) const {
+    const int64_t i = j / classes;
+    dlogits[j] = (softmax[j] * zsum[i] - label[j]) * dloss[i];
+  }
+};
+
+template <typename T>
+void SoftLabelKernel(const ExecutionContext& ctx) {
+  const Tensor& logits = ctx.Input("Logits");
+  const int rank = logits.shape().rank();
+  const int64_t rows = logits.shape().Product(0, rank - 1);
+  const int64_t classes = logits.shape()[rank - 1];
+  T* sd = cuda::OutputData<T>(ctx, "Softmax");
+  T* lossd = cuda::OutputData<T>(ctx, "Loss");
+  if (rows == 0) return;
+  const auto& dev = cuda::Dev(ctx);
+  if (classes == 0) {
+    cuda::ZeroAsync(dev, lossd, sizeof(T) * static_cast<size_t>(rows));
+    return;
+  }
+  SoftLabelRows<T>
+      <<<cuda::RowBlocks(rows), cuda::RowThreads(classes), 0, dev.stream()>>>(
+          rows, classes, logits.data<T>(), ctx.Input("Label").data<T>(), sd,
+          lossd);
+  cuda::CheckLaunch();
+}
+
+template <typename T>
+void SoftLabelGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradSlot("Logits"))) return;
+  const Tensor& softmax = ctx.Input("Softmax");
+  const int rank = softmax.shape().rank();
+  const int64_t rows = softmax.shape().Product(0, rank - 1);
+  const int64_t classes = softmax.shape()[rank - 1];
+  T* dx = cuda::OutputData<T>(ctx, GradSlot("Logits"));
+  if (rows == 0 || classes == 0) return;
+  const auto& dev = cuda::Dev(ctx);
+  const T* label = ctx.Input("Label").data<T>();
+  T* zsum = static_cast<T*>(dev.Workspace(sizeof(T) * rows));
+  cuda::RowReduce<T>(dev, rows, classes, LabelAt<T>{label, classes},
+                     cuda::SumOp(), T(0), zsum);
+  cuda::ForEach(
+      dev, rows * classes,
+      SoftLabelGrad<T>{softmax.data<T>(), label, zsum,
+                       ctx.Input(GradSlot("Loss")).data<T>(), dx, classes});
+}
+
 // An element of Logits@GRAD on a counted row: Softmax[i, j] * g, minus g
 // at the label, g = Loss@GRAD[i].
 template <typename T>
@@ -51,6 +139,7 @@ struct SoftmaxCrossEntropyGradAt {
 
 template <typename T>
 void SoftmaxWithCrossEntropyKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("soft_label")) return SoftLabelKernel<T>(ctx);
   const LabelArgs a = ReadLabelArgs(ctx, "Logits");
   T* sd = cuda::OutputData<T>(ctx, "Softmax");
   T* lossd = cuda::OutputData<T>(ctx, "Loss");
@@ -70,6 +159,7 @@ void SoftmaxWithCrossEntropyKernel(const ExecutionContext& ctx) {
 
 template <typename T>
 void SoftmaxWithCrossEntropyGradKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("soft_label")) return SoftLabelGradKernel<T>(ctx);
   cuda::LabelGradKernel<T, SoftmaxCrossEntropyGradAt>(
       ctx, GradSlot("Logits"), "Softmax", GradSlot("Loss"));
 }

@@ -1,6 +1,8 @@
 // transpose: Out = X with its dims permuted, Out's dim d being X's dim
 // axis[d]. Its gradient is the transpose of Out@GRAD by the inverse
-// permutation.
+// permutation. Integer tensors (class ids moved with their scores, as
+// softmax_with_cross_entropy's axis does) are transposed too; they have no
+// gradient.
 #include "ops/transpose_op.h"
 
 #include <string>
@@ -100,7 +102,9 @@ REGISTER_OP(transpose)
     .SetInferShape(TransposeInferShape)
     .SetGradMaker(TransposeGradMaker)
     .CPUKernel<float>(TransposeKernel<float>)
-    .CPUKernel<double>(TransposeKernel<double>);
+    .CPUKernel<double>(TransposeKernel<double>)
+    .CPUKernel<int32_t>(TransposeKernel<int32_t>)
+    .CPUKernel<int64_t>(TransposeKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

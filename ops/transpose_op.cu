@@ -1,5 +1,6 @@
 // CUDA kernel for transpose (schema, shape inference and grad maker in
-// transpose_op.cc); its gradient is a transpose too.
+// transpose_op.cc), for float and integer tensors; its gradient is a
+// transpose too.
 #include "ops/cuda/cuda_helpers.cuh"
 #include "ops/transpose_op.h"
 
@@ -29,6 +30,8 @@ void TransposeKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(transpose, kCUDA, TransposeKernel);
+REGISTER_KERNEL(transpose, kCUDA, int32_t, TransposeKernel<int32_t>);
+REGISTER_KERNEL(transpose, kCUDA, int64_t, TransposeKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

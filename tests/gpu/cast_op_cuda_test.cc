@@ -67,6 +67,13 @@ TEST(OneHotOpCuda, Dtypes) {
     o.grad = false;
     EXPECT_TRUE(CudaMatchesCpu(op, {{"x", ids}}, o)) << DataTypeName(dt);
   }
+  // allow_out_of_range: ids outside [0, depth) give rows of zeros on both.
+  Tensor outside = MakeTensor<int64_t>({5, 1}, {3, -1, 10, 0, 42});
+  auto op = MakeOp("one_hot", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                   {{"depth", int32_t{10}}, {"allow_out_of_range", true}});
+  testing::CudaCheckOptions o;
+  o.grad = false;
+  EXPECT_TRUE(CudaMatchesCpu(op, {{"x", outside}}, o));
 }
 
 TEST(AssignValueOpCuda, Dtypes) {

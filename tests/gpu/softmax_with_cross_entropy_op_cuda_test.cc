@@ -1,8 +1,8 @@
 // The CUDA kernels of softmax_with_cross_entropy against its CPU kernels:
-// forward and gradient, ignored rows, large logits, 70000 rows; float32 and
-// float64. Also labels outside [0, C), which the CUDA kernels skip, and
-// results that are the same bits run after run. Every test skips, saying
-// why, without a CUDA build or a visible device.
+// forward and gradient, ignored rows, large logits, 70000 rows, soft
+// labels; float32 and float64. Also labels outside [0, C), which the CUDA
+// kernels skip, and results that are the same bits run after run. Every
+// test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -61,6 +61,45 @@ TEST(SoftmaxWithCrossEntropyOpCuda, Float) {
 TEST(SoftmaxWithCrossEntropyOpCuda, Double) {
   REQUIRE_GPU();
   CheckSoftmaxCe<double>();
+}
+
+// soft_label: label probabilities of Logits' shape (rows summing to 1, and
+// rows that do not: the gradient is exact for both), forward and gradient.
+template <typename T>
+void CheckSoftLabel() {
+  const std::vector<Shape> shapes = {{1, 1},    {3, 7},    {64, 10},
+                                     {3, 1001}, {2, 3, 5}, {70000, 3}};
+  uint64_t seed = 500;
+  for (const Shape& shape : shapes) {
+    for (bool normalised : {true, false}) {
+      SCOPED_TRACE(::testing::Message()
+                   << shape << " normalised " << normalised);
+      const int rank = shape.rank();
+      const int64_t rows = shape.Product(0, rank - 1);
+      const int64_t classes = shape[rank - 1];
+      std::vector<T> z = ToVector<T>(RandomTensor<T>(shape, 0.1, 1, seed++));
+      for (int64_t i = 0; normalised && i < rows; ++i) {
+        T total = 0;
+        for (int64_t j = 0; j < classes; ++j) total += z[i * classes + j];
+        for (int64_t j = 0; j < classes; ++j) z[i * classes + j] /= total;
+      }
+      proto::OpDesc op = SoftmaxCeOp();
+      SetOpAttr(&op, "soft_label", true);
+      EXPECT_TRUE(
+          CudaMatchesCpu(op, {{"logits", RandomTensor<T>(shape, -3, 3, seed++)},
+                              {"label", MakeTensor<T>(shape, z)}}));
+    }
+  }
+}
+
+TEST(SoftmaxWithCrossEntropyOpCuda, SoftLabelFloat) {
+  REQUIRE_GPU();
+  CheckSoftLabel<float>();
+}
+
+TEST(SoftmaxWithCrossEntropyOpCuda, SoftLabelDouble) {
+  REQUIRE_GPU();
+  CheckSoftLabel<double>();
 }
 
 // The CPU kernels reject a label outside [0, C); the CUDA kernels cannot

@@ -1,6 +1,6 @@
 // The CUDA kernels of transpose against its CPU kernels, float32 and
-// float64, forward and gradient. Every test skips, saying why, without a
-// CUDA build or a visible device.
+// float64, forward and gradient, and int32 and int64 forward. Every test skips,
+// saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -32,6 +32,22 @@ TEST(TransposeOpCuda, Permutations) {
           << DataTypeName(dt) << " " << c.x;
     }
   }
+}
+
+TEST(TransposeOpCuda, Integers) {
+  REQUIRE_GPU();
+  auto op = MakeOp("transpose", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                   {{"axis", std::vector<int32_t>{2, 0, 1}}});
+  testing::CudaCheckOptions o;
+  o.grad = false;
+  std::vector<int64_t> ids(2 * 3 * 4);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<int64_t>(i * 7919 % 101) - 50;
+  std::vector<int32_t> ids32(ids.begin(), ids.end());
+  EXPECT_TRUE(CudaMatchesCpu(
+      op, {{"x", testing::MakeTensor<int64_t>({2, 3, 4}, ids)}}, o));
+  EXPECT_TRUE(CudaMatchesCpu(
+      op, {{"x", testing::MakeTensor<int32_t>({2, 3, 4}, ids32)}}, o));
 }
 
 }  // namespace

@@ -39,6 +39,20 @@ TEST(OneHotOp, DtypeAndRank) {
             (std::vector<double>{1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0}));
 }
 
+// Fluid's allow_out_of_range: an id outside [0, depth) gives a row of
+// zeros instead of an error; the others are one-hot as usual.
+TEST(OneHotOp, AllowOutOfRangeGivesZeroRows) {
+  const std::vector<int64_t> ids = {2, -1, 3, 0, 7};
+  proto::OpDesc op = OneHot(3);
+  SetOpAttr(&op, "allow_out_of_range", true);
+  Tensor out = RunOp(op, {{"x", MakeTensor<int64_t>({5, 1}, ids)}})["out"];
+  ASSERT_EQ(out.shape(), Shape({5, 3}));
+  auto got = ToVector<float>(out);
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t c = 0; c < 3; ++c)
+      EXPECT_EQ(got[r * 3 + c], c == ids[r] ? 1.0f : 0.0f) << r << "," << c;
+}
+
 TEST(OneHotOp, IsNotDifferentiable) {
   EXPECT_FALSE(OpRegistry::Global().Get("one_hot").has_grad());
 }
@@ -48,6 +62,7 @@ TEST(OneHotOp, BadInputsNameX) {
       ErrorOf(OneHot(3), {{"x", MakeTensor<int64_t>({2, 1}, {0, 3})}});
   EXPECT_NE(msg.find("one_hot: X 'x' holds 3 at row 1"), std::string::npos)
       << msg;
+  EXPECT_NE(msg.find("allow_out_of_range=True"), std::string::npos) << msg;
   msg = ErrorOf(OneHot(3), {{"x", MakeTensor<int64_t>({2, 2}, {0, 1, 2, 0})}});
   EXPECT_NE(msg.find("must be [..., 1]"), std::string::npos) << msg;
   msg = ErrorOf(OneHot(3), {{"x", MakeTensor<float>({2, 1}, {0, 1})}});

@@ -172,5 +172,139 @@ TEST(SoftmaxWithCrossEntropyOp, BadShapesNameVars) {
   EXPECT_NE(msg.find("logits"), std::string::npos) << msg;
 }
 
+// ---- soft_label: Label holds probabilities of Logits' shape ----
+
+proto::OpDesc SoftLabelOp() {
+  proto::OpDesc op = SoftmaxCeOp();
+  SetOpAttr(&op, "soft_label", true);
+  return op;
+}
+
+// Label rows of positive probabilities summing to 1 (`sum` to scale them
+// to another total).
+Tensor SoftLabels(int n, int c, uint64_t seed, double sum = 1.0) {
+  std::vector<double> z =
+      ToVector<double>(RandomTensor<double>({n, c}, 0.1, 1.0, seed));
+  for (int i = 0; i < n; ++i) {
+    double total = 0;
+    for (int j = 0; j < c; ++j) total += z[i * c + j];
+    for (int j = 0; j < c; ++j) z[i * c + j] *= sum / total;
+  }
+  return MakeTensor<double>({n, c}, z);
+}
+
+// The textbook loss in long double: -sum_j z_j log softmax_j.
+std::vector<double> NaiveSoftLoss(const std::vector<double>& x,
+                                  const std::vector<double>& z, int n, int c) {
+  std::vector<double> loss(n);
+  for (int i = 0; i < n; ++i) {
+    long double sum = 0, l = 0;
+    for (int j = 0; j < c; ++j) sum += std::exp((long double)x[i * c + j]);
+    for (int j = 0; j < c; ++j)
+      l -= z[i * c + j] * std::log(std::exp((long double)x[i * c + j]) / sum);
+    loss[i] = static_cast<double>(l);
+  }
+  return loss;
+}
+
+TEST(SoftmaxWithCrossEntropyOp, SoftLabelMatchesNaive) {
+  for (auto nc : std::vector<std::pair<int, int>>{
+           {1, 1}, {1, 10}, {3, 7}, {64, 10}, {3, 1001}}) {
+    int n = nc.first, c = nc.second;
+    SCOPED_TRACE("N " + std::to_string(n) + " C " + std::to_string(c));
+    Tensor x = RandomTensor<double>({n, c}, -4, 4, 71);
+    Tensor z = SoftLabels(n, c, 72);
+    for (int threads : {1, 2}) {
+      auto out = RunOp(SoftLabelOp(), {{"logits", x}, {"label", z}}, threads);
+      ASSERT_EQ(out["loss"].shape(), Shape({n, 1}));
+      std::vector<double> sm, hard_loss;
+      NaiveSoftmaxCe(ToVector<double>(x), std::vector<int64_t>(n, 0), n, c, &sm,
+                     &hard_loss);
+      auto want = NaiveSoftLoss(ToVector<double>(x), ToVector<double>(z), n, c);
+      auto got_sm = ToVector<double>(out["softmax"]);
+      auto got = ToVector<double>(out["loss"]);
+      for (size_t i = 0; i < sm.size(); ++i)
+        ASSERT_NEAR(got_sm[i], sm[i], 1e-14) << "softmax " << i;
+      for (int i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << i;
+    }
+  }
+}
+
+// A one-hot soft label is the hard label's loss.
+TEST(SoftmaxWithCrossEntropyOp, OneHotSoftLabelIsTheHardLabel) {
+  const int n = 4, c = 6;
+  Tensor x = RandomTensor<double>({n, c}, -3, 3, 73);
+  auto ids = SomeLabels(n, c);
+  std::vector<double> hot(n * c, 0.0);
+  for (int i = 0; i < n; ++i) hot[i * c + ids[i]] = 1.0;
+  auto soft = ToVector<double>(RunOp(
+      SoftLabelOp(),
+      {{"logits", x}, {"label", MakeTensor<double>({n, c}, hot)}})["loss"]);
+  auto hard = ToVector<double>(
+      RunOp(SoftmaxCeOp(), {{"logits", x}, {"label", Labels(ids)}})["loss"]);
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(soft[i], hard[i], 1e-13) << i;
+}
+
+TEST(SoftmaxWithCrossEntropyOp, SoftLabelStableForHugeLogits) {
+  // The softmax of the second class underflows to 0; its label weight
+  // still counts (no log(0), no NaN).
+  Tensor x = MakeTensor<double>({1, 2}, {1000, 0});
+  Tensor z = MakeTensor<double>({1, 2}, {0.5, 0.5});
+  auto loss = ToVector<double>(
+      RunOp(SoftLabelOp(), {{"logits", x}, {"label", z}})["loss"]);
+  EXPECT_NEAR(loss[0], 500.0, 1e-9);
+}
+
+TEST(SoftmaxWithCrossEntropyOp, SoftLabelGradient) {
+  // Label rows summing to 1 (Fluid's case) and to other totals: the
+  // gradient is exact for both. Label gets no gradient.
+  for (double total : {1.0, 0.3, 2.5}) {
+    for (auto nc :
+         std::vector<std::pair<int, int>>{{1, 1}, {1, 4}, {3, 5}, {7, 10}}) {
+      SCOPED_TRACE("N " + std::to_string(nc.first) + " C " +
+                   std::to_string(nc.second) + " total " +
+                   std::to_string(total));
+      GradCheckOptions opt;
+      opt.of = {"loss"};
+      opt.wrt = {"logits"};
+      opt.threads = 2;
+      EXPECT_TRUE(CheckGradient(
+          SoftLabelOp(),
+          {{"logits", RandomTensor<double>({nc.first, nc.second}, -3, 3, 74)},
+           {"label", SoftLabels(nc.first, nc.second, 75, total)}},
+          opt));
+    }
+  }
+}
+
+TEST(SoftmaxWithCrossEntropyOp, SoftLabelFloatMatchesDouble) {
+  Tensor zd = SoftLabels(6, 9, 76);
+  std::vector<float> zf;
+  for (double v : ToVector<double>(zd)) zf.push_back(static_cast<float>(v));
+  auto d = RunOp(
+      SoftLabelOp(),
+      {{"logits", RandomTensor<double>({6, 9}, -5, 5, 77)}, {"label", zd}});
+  auto f =
+      RunOp(SoftLabelOp(), {{"logits", RandomTensor<float>({6, 9}, -5, 5, 77)},
+                            {"label", MakeTensor<float>({6, 9}, zf)}});
+  auto dv = ToVector<double>(d["loss"]);
+  auto fv = ToVector<float>(f["loss"]);
+  for (size_t i = 0; i < dv.size(); ++i) EXPECT_NEAR(fv[i], dv[i], 1e-5) << i;
+}
+
+TEST(SoftmaxWithCrossEntropyOp, SoftLabelBadLabelNamesVars) {
+  // An int64 class-id label, and a float label of the wrong shape.
+  std::string msg = ErrorOf(
+      SoftLabelOp(), {{"logits", RandomTensor<double>({3, 4}, -1, 1, 78)},
+                      {"label", Labels({0, 1, 2})}});
+  EXPECT_NE(msg.find("with soft_label, Label 'label'"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("'logits'"), std::string::npos) << msg;
+  msg = ErrorOf(SoftLabelOp(),
+                {{"logits", RandomTensor<double>({3, 4}, -1, 1, 78)},
+                 {"label", SoftLabels(3, 5, 79)}});
+  EXPECT_NE(msg.find("[3, 5]"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace fluid

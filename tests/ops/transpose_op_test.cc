@@ -75,6 +75,30 @@ TEST(TransposeOp, ThreadedMatchesNaive) {
   EXPECT_EQ(ToVector<double>(out), NaiveTranspose(x, {0, 2, 3, 1}));
 }
 
+// Integer tensors (class ids) move as the floats do.
+TEST(TransposeOp, IntegersMatchNaive) {
+  std::vector<int64_t> ids(2 * 3 * 4);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<int64_t>(i * 7919 % 101) - 50;
+  const std::vector<double> want = NaiveTranspose(
+      testing::MakeTensor<double>({2, 3, 4},
+                                  std::vector<double>(ids.begin(), ids.end())),
+      {2, 0, 1});
+  auto got64 = ToVector<int64_t>(
+      RunOp(Transpose({2, 0, 1}),
+            {{"x", testing::MakeTensor<int64_t>({2, 3, 4}, ids)}})["out"]);
+  auto got32 = ToVector<int32_t>(RunOp(
+      Transpose({2, 0, 1}),
+      {{"x",
+        testing::MakeTensor<int32_t>(
+            {2, 3, 4}, std::vector<int32_t>(ids.begin(), ids.end()))}})["out"]);
+  ASSERT_EQ(got64.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(static_cast<double>(got64[i]), want[i]) << i;
+    EXPECT_EQ(static_cast<double>(got32[i]), want[i]) << i;
+  }
+}
+
 TEST(TransposeOp, FloatMatchesDouble) {
   auto d = ToVector<double>(
       RunOp(Transpose({1, 0}),
