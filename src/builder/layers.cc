@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/builder/layer_registry.h"
+#include "src/builder/tensor_layers.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -470,18 +471,128 @@ ParamAttr WeightArg(const LayerArgs& a, const std::string& name) {
   return *attr;
 }
 
+// Fluid's data_format of conv2d and pool2d: the ops compute on NCHW only.
+void CheckNchw(const LayerArgs& a) {
+  const std::string& f = a.String("data_format");
+  FLUID_ENFORCE_CODE(f != "NHWC", ErrorCode::kUnimplemented, "layer ",
+                     Quote(a.layer()),
+                     ": argument 'data_format': NHWC is not supported (the "
+                     "op computes on NCHW); transpose the input with "
+                     "fluid.layers.transpose(x, perm=[0, 3, 1, 2]) and the "
+                     "output back with perm=[0, 2, 3, 1]");
+  FLUID_ENFORCE(f == "NCHW", "layer ", Quote(a.layer()),
+                ": argument 'data_format': expected \"NCHW\" or \"NHWC\", "
+                "got ",
+                Quote(f));
+}
+
+// A one-input op with `name` (when not empty) prefixing its output.
+std::string NamedUnary(ProgramBuilder* b, const std::string& type,
+                       const LayerArgs& a) {
+  return Unary(b, type, a.Var("x"), {}, a.String("name"));
+}
+
+// The permutation moving dim `axis` of a rank-`rank` tensor to the end, and
+// its inverse.
+std::vector<int64_t> AxisLastPerm(int rank, int axis) {
+  std::vector<int64_t> perm;
+  for (int d = 0; d < rank; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  return perm;
+}
+std::vector<int64_t> InversePerm(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// Fluid's softmax_with_cross_entropy with all its arguments. The op works
+// on the last dim: another `axis` is moved there (logits and label) by a
+// transpose, and the loss and softmax moved back. Returns [loss] or, with
+// return_softmax, [loss, softmax]. numeric_stable_mode has no effect: the
+// op always subtracts the row max.
+std::vector<std::string> SoftmaxWithCrossEntropyLayer(ProgramBuilder* b,
+                                                      const LayerArgs& a) {
+  const std::string& logits = a.Var("logits");
+  const Shape shape = VarShape(Var(b, logits));
+  const int rank = shape.rank();
+  int64_t axis = a.Int("axis");
+  FLUID_ENFORCE(axis >= -rank && axis < rank,
+                "layer 'softmax_with_cross_entropy': argument 'axis' = ", axis,
+                " is out of range for logits ", Quote(logits), " of shape ",
+                shape, "; expected an int in [", -rank, ", ", rank, ")");
+  if (axis < 0) axis += rank;
+  const bool moved = axis != rank - 1;
+  std::vector<int64_t> perm;
+  std::string x = logits, label = a.Var("label");
+  if (moved) {
+    perm = AxisLastPerm(rank, static_cast<int>(axis));
+    x = Transpose(b, x, perm);
+    label = Transpose(b, label, perm);
+  }
+  const DataType dtype = VarDtype(Var(b, logits));
+  std::string softmax = b->CreateTmpVar("softmax", dtype);
+  std::string loss = b->CreateTmpVar("cross_entropy", dtype);
+  // Attrs at their defaults are left to the op, as programs built before
+  // they existed have them.
+  AttributeMap attrs;
+  if (a.Bool("soft_label")) attrs["soft_label"] = true;
+  const int ignore_index = a.Int32("ignore_index");
+  if (ignore_index != -100) attrs["ignore_index"] = int32_t{ignore_index};
+  b->AppendOp(MakeOp("softmax_with_cross_entropy",
+                     {{"Logits", {x}}, {"Label", {label}}},
+                     {{"Softmax", {softmax}}, {"Loss", {loss}}}, attrs));
+  if (moved) {
+    const std::vector<int64_t> back = InversePerm(perm);
+    loss = Transpose(b, loss, back);
+    softmax = Transpose(b, softmax, back);
+  }
+  if (a.Bool("return_softmax")) return {loss, softmax};
+  return {loss};
+}
+
+// fill_constant, into `out` (an existing var) when given: Fluid's `out`.
+std::string FillConstantLayer(ProgramBuilder* b, const LayerArgs& a) {
+  const std::string& out = a.String("out");
+  const DataType dtype = DtypeArg(a, "dtype");
+  const float value = static_cast<float>(a.Float("value"));
+  if (out.empty()) return FillConstant(b, a.IntList("shape"), dtype, value);
+  proto::VarDesc* v = FindMutableVarDesc(b->main_block(), out);
+  FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound,
+                     "layer 'fill_constant': argument 'out': no variable ",
+                     Quote(out), " in the program");
+  // A constant: the autodiff sends no gradient to it (as Fluid marks it).
+  v->set_stop_gradient(true);
+  b->AppendOp(MakeOp("fill_constant", {}, {{"Out", {out}}},
+                     {{"shape", a.IntList("shape")},
+                      {"value", value},
+                      {"dtype", static_cast<int32_t>(dtype)}}));
+  return out;
+}
+
 }  // namespace
 
 REGISTER_LAYER(data)
     .Doc(
         "Declares a feed var; a leading -1 (batch) dim is prepended with "
-        "append_batch_size.")
+        "append_batch_size. stop_gradient=false lets the backward pass "
+        "compute the var's gradient.")
     .String("name")
     .IntList("shape")
-    .String("dtype", "float32")
     .Bool("append_batch_size", true)
+    .String("dtype", "float32")
     .Int("lod_level", 0)
+    .String("type", "LOD_TENSOR")
+    .Bool("stop_gradient", true)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      FLUID_ENFORCE_CODE(a.String("type") == "LOD_TENSOR",
+                         ErrorCode::kUnimplemented,
+                         "layer 'data': argument 'type': only LOD_TENSOR (a "
+                         "dense tensor, or a LoD batch with lod_level=1) is "
+                         "fed here, got ",
+                         Quote(a.String("type")));
       const std::string name =
           Data(b, a.String("name"), Shape(a.IntList("shape")),
                DtypeArg(a, "dtype"), a.Bool("append_batch_size"));
@@ -491,8 +602,9 @@ REGISTER_LAYER(data)
                     "layer 'data': argument 'lod_level': 0 or 1 (one level "
                     "of sequences) is supported, got ",
                     lod_level);
-      if (lod_level != 0)
-        FindMutableVarDesc(b->main_block(), name)->set_lod_level(1);
+      proto::VarDesc* v = FindMutableVarDesc(b->main_block(), name);
+      if (lod_level != 0) v->set_lod_level(1);
+      if (!a.Bool("stop_gradient")) v->set_stop_gradient(false);
       return name;
     });
 
@@ -521,7 +633,8 @@ REGISTER_LAYER(conv2d)
     .Doc(
         "2-D convolution over NCHW input plus a per-channel bias, then act; "
         "filter_size, stride, padding and dilation are an int or [h, w]. "
-        "use_cudnn and name are accepted and ignored.")
+        "use_cudnn and name are accepted and ignored; data_format NCHW "
+        "only.")
     .Var("input")
     .Int("num_filters")
     .IntList("filter_size")
@@ -534,7 +647,9 @@ REGISTER_LAYER(conv2d)
     .Bool("use_cudnn", true)
     .String("act", "")
     .String("name", "")
+    .String("data_format", "NCHW")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      CheckNchw(a);
       std::optional<ParamAttr> bias = a.Param("bias_attr");
       Conv2dWindow w;
       w.filter_size = a.IntList("filter_size");
@@ -552,7 +667,7 @@ REGISTER_LAYER(pool2d)
         "Max or average pooling over NCHW input; pool_size, pool_stride and "
         "pool_padding are an int or [h, w]. exclusive: an average leaves "
         "the padding out of its count; ceil_mode: output sizes rounded up. "
-        "use_cudnn and name are accepted and ignored.")
+        "use_cudnn and name are accepted and ignored; data_format NCHW only.")
     .Var("input")
     .IntList("pool_size", {-1})
     .String("pool_type", "max")
@@ -563,7 +678,9 @@ REGISTER_LAYER(pool2d)
     .Bool("ceil_mode", false)
     .String("name", "")
     .Bool("exclusive", true)
+    .String("data_format", "NCHW")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      CheckNchw(a);
       Pool2dWindow w;
       w.pool_size = a.IntList("pool_size");
       w.pool_stride = a.IntList("pool_stride");
@@ -577,22 +694,25 @@ REGISTER_LAYER(pool2d)
 REGISTER_LAYER(relu)
     .Doc("max(x, 0).")
     .Var("x")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Relu(b, a.Var("x"));
+      return NamedUnary(b, "relu", a);
     });
 
 REGISTER_LAYER(sigmoid)
     .Doc("1 / (1 + exp(-x)).")
     .Var("x")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Sigmoid(b, a.Var("x"));
+      return NamedUnary(b, "sigmoid", a);
     });
 
 REGISTER_LAYER(tanh)
     .Doc("tanh(x).")
     .Var("x")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Tanh(b, a.Var("x"));
+      return NamedUnary(b, "tanh", a);
     });
 
 REGISTER_LAYER(leaky_relu)
@@ -715,12 +835,19 @@ REGISTER_LAYER(softmax)
     });
 
 REGISTER_LAYER(softmax_with_cross_entropy)
-    .Doc("Per-example loss [N, 1] of softmax + cross entropy.")
+    .Doc(
+        "Per-example loss [N, 1] of softmax + cross entropy over dim axis, "
+        "against int64 class ids or (soft_label) label probabilities; "
+        "return_softmax: (loss, softmax). numeric_stable_mode is accepted "
+        "and has no effect (always the max-subtracted form).")
     .Var("logits")
     .Var("label")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return SoftmaxWithCrossEntropy(b, a.Var("logits"), a.Var("label"));
-    });
+    .Bool("soft_label", false)
+    .Int("ignore_index", -100)
+    .Bool("numeric_stable_mode", true)
+    .Bool("return_softmax", false)
+    .Int("axis", -1)
+    .SetBuild(SoftmaxWithCrossEntropyLayer);
 
 REGISTER_LAYER(cross_entropy)
     .Doc(
@@ -738,8 +865,9 @@ REGISTER_LAYER(cross_entropy)
 REGISTER_LAYER(mean)
     .Doc("The mean of all elements, shape [1].")
     .Var("x")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return Mean(b, a.Var("x"));
+      return NamedUnary(b, "mean", a);
     });
 
 REGISTER_LAYER(accuracy)
@@ -796,15 +924,15 @@ REGISTER_LAYER(scale)
 
 REGISTER_LAYER(fill_constant)
     .Doc(
-        "A tensor of the given shape and dtype filled with value; no "
-        "gradient flows to it.")
+        "A tensor of the given shape and dtype filled with value, written "
+        "to the var `out` when given; no gradient flows to it. force_cpu is "
+        "accepted and has no effect (a var lives where the executor runs).")
     .IntList("shape")
     .String("dtype")
     .Float("value")
-    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return FillConstant(b, a.IntList("shape"), DtypeArg(a, "dtype"),
-                          static_cast<float>(a.Float("value")));
-    });
+    .Bool("force_cpu", false)
+    .String("out", "")
+    .SetBuild(FillConstantLayer);
 
 namespace {
 

@@ -152,9 +152,9 @@ REGISTER_LAYER(batch_norm)
     .String("name", "")
     .String("moving_mean_name", "")
     .String("moving_variance_name", "")
-    .Bool("do_model_average_for_mean_and_var", false)
-    .Bool("fuse_with_relu", false)
+    .Bool("do_model_average_for_mean_and_var", true)
     .Bool("use_global_stats", false)
+    .Bool("fuse_with_relu", false)
     .Bool("sync_stats", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return BatchNorm(b, a.Var("input"), BatchNormArgs(a));

@@ -374,11 +374,21 @@ REGISTER_LAYER(_assign_value)
     });
 
 REGISTER_LAYER(one_hot)
-    .Doc("The float32 one-hot rows [..., depth] of int64 ids [..., 1].")
+    .Doc(
+        "The float32 one-hot rows [..., depth] of int64 ids [..., 1]; with "
+        "allow_out_of_range an id outside [0, depth) gives a row of zeros "
+        "instead of an error.")
     .Var("input")
     .Int("depth")
+    .Bool("allow_out_of_range", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return OneHot(b, a.Var("input"), a.Int("depth"));
+      std::string out = OneHot(b, a.Var("input"), a.Int("depth"));
+      if (a.Bool("allow_out_of_range")) {
+        proto::BlockDesc* block = b->main_block();
+        SetOpAttr(block->mutable_ops(block->ops_size() - 1),
+                  "allow_out_of_range", true);
+      }
+      return out;
     });
 
 REGISTER_LAYER(argmax)

@@ -10,12 +10,44 @@ Fans: an fc weight [in, out] has fan_in = in, fan_out = out; a conv filter
 fan_out = M * kh * kw.
 """
 
+import contextlib
+
 __all__ = [
     "Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
     "Bilinear", "ConstantInitializer", "UniformInitializer",
     "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
-    "MSRAInitializer", "BilinearInitializer",
+    "MSRAInitializer", "BilinearInitializer", "force_init_on_cpu",
+    "init_on_cpu",
 ]
+
+_force_init_on_cpu = False
+
+
+def force_init_on_cpu():
+    """Whether the code runs inside init_on_cpu(), as Fluid's. Here it
+    changes nothing: a var lives where the executor runs.
+
+        >>> with fluid.initializer.init_on_cpu():
+        ...     assert fluid.initializer.force_init_on_cpu()
+    """
+    return _force_init_on_cpu
+
+
+@contextlib.contextmanager
+def init_on_cpu():
+    """Fluid's block for initialising variables on the CPU. Accepted, and
+    changes nothing here: a var lives where the executor runs.
+
+        >>> with fluid.initializer.init_on_cpu():
+        ...     step = fluid.layers.create_global_var(
+        ...         [1], 0.0, "float32", persistable=True)
+    """
+    global _force_init_on_cpu
+    saved, _force_init_on_cpu = _force_init_on_cpu, True
+    try:
+        yield
+    finally:
+        _force_init_on_cpu = saved
 
 
 def _seed(seed, name):
@@ -64,14 +96,24 @@ class ConstantInitializer(Initializer):
 
 class UniformInitializer(Initializer):
     """Draws each element from U(low, high) (op `uniform_random`); seed 0
-    takes one from the program's random_seed.
+    takes one from the program's random_seed. diag_num, diag_step and
+    diag_val (Fluid's diagonal fill) are accepted at their defaults (0, 0,
+    1.0); another diag_num raises NotImplementedError.
 
         >>> init = fluid.initializer.Uniform(low=-0.1, high=0.1)
         >>> w = fluid.layers.fc(x, 10, param_attr=fluid.ParamAttr(
         ...     initializer=init))
     """
 
-    def __init__(self, low=-1.0, high=1.0, seed=0):
+    def __init__(self, low=-1.0, high=1.0, seed=0, diag_num=0, diag_step=0,
+                 diag_val=1.0):
+        if diag_num != 0:
+            raise NotImplementedError(
+                f"Uniform(diag_num={diag_num!r}): the diagonal fill is not "
+                "supported; initialise with Uniform, then write the "
+                "diagonal values into the parameter after the startup "
+                "program has run (scope.find_var(name).get_tensor().set("
+                "array, place))")
         if not float(low) < float(high):
             raise ValueError(f"Uniform(low={low}, high={high}): low must be "
                              "below high")

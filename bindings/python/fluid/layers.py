@@ -108,10 +108,14 @@ class ParamAttr:
     two layers is one shared parameter), initializer, learning-rate
     multiplier, its own weight decay (fluid.regularizer.L1Decay/L2Decay,
     overriding the optimizer's), its own gradient clip
-    (fluid.clip.GradientClipBy*) and whether the optimizer updates it."""
+    (fluid.clip.GradientClipBy*) and whether the optimizer updates it.
+    do_model_average is accepted for Fluid's signature: nothing here
+    averages parameters (Fluid's ModelAverage), so either value leaves
+    training as it is."""
 
     def __init__(self, name=None, initializer=None, learning_rate=1.0,
-                 regularizer=None, trainable=True, gradient_clip=None):
+                 regularizer=None, trainable=True, gradient_clip=None,
+                 do_model_average=True):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"ParamAttr(name={name!r}): expected a str")
         if isinstance(learning_rate, bool) or not isinstance(
@@ -122,6 +126,7 @@ class ParamAttr:
         self.learning_rate = float(learning_rate)
         self.regularizer, self.gradient_clip = regularizer, gradient_clip
         self.trainable = bool(trainable)
+        self.do_model_average = bool(do_model_average)
 
     def to_dict(self):
         """The attr as the C++ builder reads it: a dict of the settings
@@ -145,28 +150,48 @@ class ParamAttr:
         return d
 
 
-def _layer(type, **args):
-    """Builds the C++ layer `type` with `args` (its argument names) and
-    returns its output Variable (a tuple of them for several outputs). None
-    stands for an argument's default."""
+def _layer(layer_type, /, **args):
+    """Builds the C++ layer `layer_type` with `args` (its argument names,
+    `type` among them for data) and returns its output Variable (a tuple
+    of them for several outputs). None stands for an argument's
+    default."""
     b, program = current_builder()
-    outs = [program.var(name) for name in b.layer(type, args)]
+    outs = [program.var(name) for name in b.layer(layer_type, args)]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def data(name, shape, dtype="float32", append_batch_size=True, lod_level=0):
+def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0,
+         type=None, stop_gradient=True):
     """Declares a variable the executor feeds (appends no op).
 
     name: the feed's name; shape: one example's shape (append_batch_size
     prepends the batch dim -1); dtype: "float32", "float64", "int32" or
-    "int64"; lod_level=1: a batch of variable-length sequences of rows of
-    `shape` (feed a fluid.LoDTensor, or let DataFeeder pack the samples).
+    "int64" (or the NumPy dtype); lod_level=1: a batch of variable-length
+    sequences of rows of `shape` (feed a fluid.LoDTensor, or let
+    DataFeeder pack the samples). type: None or "LOD_TENSOR" (Fluid's
+    VarType.LOD_TENSOR, the default; no other kind of var is fed here).
+    stop_gradient=False: the backward pass computes the var's gradient
+    (NAME@GRAD), as for any other var.
 
         >>> image = fluid.layers.data("image", [1, 28, 28])  # [-1, 1, 28, 28]
         >>> label = fluid.layers.data("label", [1], dtype="int64")
     """
-    return _layer("data", name=name, shape=list(shape), dtype=dtype,
-                  append_batch_size=append_batch_size, lod_level=lod_level)
+    return _layer("data", name=name, shape=list(shape),
+                  append_batch_size=append_batch_size,
+                  dtype=_dtype_name(dtype, "data"), lod_level=lod_level,
+                  type=_var_type(type), stop_gradient=stop_gradient)
+
+
+def _var_type(type):
+    """Fluid's VarType argument of data: None, a name such as
+    "LOD_TENSOR", or an enum-like value with a `name`."""
+    if type is None:
+        return None
+    name = getattr(type, "name", type)
+    if not isinstance(name, str):
+        raise TypeError(f"data(type={type!r}): expected None or "
+                        "\"LOD_TENSOR\"")
+    return name.rsplit(".", 1)[-1].upper()
 
 
 def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
@@ -192,10 +217,12 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
            groups=None, param_attr=None, bias_attr=None, use_cudnn=True,
-           act=None, name=None):
+           act=None, name=None, data_format="NCHW"):
     """filter_size, stride, padding and dilation: an int or [h, w].
     groups (None: 1) splits channels and filters into that many groups.
-    use_cudnn is accepted and ignored (one kernel per device).
+    use_cudnn is accepted and ignored (one kernel per device); name names
+    nothing (parameters are conv2d_N.*). data_format: "NCHW" only ("NHWC"
+    raises NotImplementedError: transpose the input to NCHW).
 
     input: NCHW [N, C, H, W]; filter conv2d_N.w_0 [num_filters, C / groups,
     kh, kw]; output [N, num_filters, H_out, W_out] with H_out = (H + 2 *
@@ -219,16 +246,19 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
                   groups=groups,
                   param_attr=_attr(param_attr, "conv2d", "param_attr"),
                   bias_attr=_attr(bias_attr, "conv2d", "bias_attr"),
-                  use_cudnn=use_cudnn, act=act, name=name)
+                  use_cudnn=use_cudnn, act=act, name=name,
+                  data_format=data_format)
 
 
 def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
            pool_padding=0, global_pooling=False, use_cudnn=True,
-           ceil_mode=False, name=None, exclusive=True):
+           ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
     """pool_size, pool_stride and pool_padding: an int or [h, w];
     pool_size may stay -1 only with global_pooling. exclusive: an average
     leaves padding out of its count. ceil_mode: output sizes rounded up
-    (a last, partial window). use_cudnn is accepted and ignored.
+    (a last, partial window). use_cudnn is accepted and ignored; name
+    names nothing. data_format: "NCHW" only ("NHWC" raises
+    NotImplementedError: transpose the input to NCHW).
 
     pool_type "max" or "avg" over NCHW input; H_out = (H + 2 * padding -
     pool_size) / pool_stride + 1 (floored; rounded up with ceil_mode).
@@ -244,43 +274,44 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1,
                   pool_padding=_size(pool_padding, "pool2d",
                                      "pool_padding"),
                   global_pooling=global_pooling, use_cudnn=use_cudnn,
-                  ceil_mode=ceil_mode, name=name, exclusive=exclusive)
+                  ceil_mode=ceil_mode, name=name, exclusive=exclusive,
+                  data_format=data_format)
 
 
-def relu(x):
+def relu(x, name=None):
     """max(x, 0), elementwise (op `relu`).
 
-    x: a float Variable of any shape; the output has x's shape and dtype.
-    The gradient is 0 where x <= 0.
+    x: a float Variable of any shape; name: prefix of the output's name.
+    The output has x's shape and dtype. The gradient is 0 where x <= 0.
 
         >>> x = fluid.layers.data("x", [16])
         >>> h = fluid.layers.relu(x)                       # [-1, 16]
     """
-    return _layer("relu", x=_name(x))
+    return _activation("relu", x, name)
 
 
-def sigmoid(x):
+def sigmoid(x, name=None):
     """1 / (1 + exp(-x)), elementwise (op `sigmoid`).
 
-    x: a float Variable of any shape; the output has x's shape and dtype,
-    with values in (0, 1).
+    x: a float Variable of any shape; name: prefix of the output's name.
+    The output has x's shape and dtype, with values in (0, 1).
 
         >>> x = fluid.layers.data("x", [16])
         >>> p = fluid.layers.sigmoid(x)                    # [-1, 16]
     """
-    return _layer("sigmoid", x=_name(x))
+    return _activation("sigmoid", x, name)
 
 
-def tanh(x):
+def tanh(x, name=None):
     """tanh(x), elementwise (op `tanh`).
 
-    x: a float Variable of any shape; the output has x's shape and dtype,
-    with values in (-1, 1).
+    x: a float Variable of any shape; name: prefix of the output's name.
+    The output has x's shape and dtype, with values in (-1, 1).
 
         >>> x = fluid.layers.data("x", [16])
         >>> h = fluid.layers.tanh(x)                       # [-1, 16]
     """
-    return _layer("tanh", x=_name(x))
+    return _activation("tanh", x, name)
 
 
 def _activation(layer, x, name, **attrs):
@@ -473,33 +504,46 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):
                   soft_label=soft_label, ignore_index=ignore_index)
 
 
-def softmax_with_cross_entropy(logits, label):
+def softmax_with_cross_entropy(logits, label, soft_label=False,
+                               ignore_index=-100, numeric_stable_mode=True,
+                               return_softmax=False, axis=-1):
     """Per-example loss of softmax then cross entropy, in one numerically
     stable op (`softmax_with_cross_entropy`): -log(softmax(logits)[i,
-    label[i]]).
+    label[i]]), or with soft_label -sum_j label[i, j] *
+    log(softmax(logits)[i, j]).
 
-    logits: float scores [N, D]; label: int64 class ids [N, 1]. Returns the
-    loss [N, 1] (reduce it with mean).
+    logits: float scores [N, D] (any rank: the softmax is over dim `axis`,
+    default -1, the last); label: int64 class ids of logits' shape with
+    dim `axis` 1, or with soft_label float probabilities of logits' shape
+    and dtype. ignore_index: hard labels equal to it give loss 0 and no
+    gradient. Returns the loss, logits' shape with dim `axis` 1 (reduce it
+    with mean), or with return_softmax (loss, softmax).
+    numeric_stable_mode is accepted for Fluid's signature: the op always
+    subtracts the row max, either value computes the same.
 
         >>> logits = fluid.layers.fc(fluid.layers.data("x", [8]), 10)
         >>> label = fluid.layers.data("label", [1], dtype="int64")
         >>> loss = fluid.layers.mean(
         ...     fluid.layers.softmax_with_cross_entropy(logits, label))
     """
-    return _layer("softmax_with_cross_entropy", logits=_name(logits),
-                  label=_name(label))
+    layer = "softmax_with_cross_entropy"
+    return _layer(layer, logits=_name(logits, layer, "logits"),
+                  label=_name(label, layer, "label"), soft_label=soft_label,
+                  ignore_index=ignore_index,
+                  numeric_stable_mode=numeric_stable_mode,
+                  return_softmax=return_softmax, axis=axis)
 
 
-def mean(x):
+def mean(x, name=None):
     """The mean of all elements of x (op `mean`), shape [1]: the usual way to
     turn a per-example loss into the scalar minimize() takes.
 
-    x: a float Variable of any shape.
+    x: a float Variable of any shape; name: prefix of the output's name.
 
         >>> per_example = fluid.layers.square_error_cost(pred, label)
         >>> loss = fluid.layers.mean(per_example)          # [1]
     """
-    return _layer("mean", x=_name(x))
+    return _activation("mean", x, name)
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
@@ -557,18 +601,27 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None,
                   act=act, name=name)
 
 
-def fill_constant(shape, dtype, value):
+def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of `shape` and `dtype` with every element `value` (op
     `fill_constant`), refilled on every run; no gradient flows to it.
 
     shape: a list of ints (no -1: the shape is fixed; for a batch-sized
     constant use fill_constant_batch_size_like); dtype: "float32",
-    "float64", "int32" or "int64"; value: a number.
+    "float64", "int32" or "int64", or the NumPy dtype (np.float32); value:
+    a number; out: an existing Variable to fill (and return) instead of a
+    new one. force_cpu is accepted for Fluid's signature: a var lives
+    where the executor runs, either value computes the same.
 
         >>> one = fluid.layers.fill_constant([1], "float32", 1.0)   # [1]
+        >>> fluid.layers.fill_constant([1], np.int64, 5, out=counter)
     """
-    return _layer("fill_constant", shape=list(shape), dtype=dtype,
-                  value=value)
+    if isinstance(value, bool):
+        value = float(value)
+    return _layer("fill_constant", shape=_shape(shape, "fill_constant"),
+                  dtype=_dtype_name(dtype, "fill_constant"), value=value,
+                  force_cpu=force_cpu,
+                  out=None if out is None
+                  else _name(out, "fill_constant", "out"))
 
 
 def _elementwise(type, x, y, axis, act, name):
@@ -687,12 +740,16 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
                param_attr=None, bias_attr=None, data_layout="NCHW",
                in_place=False, name=None, moving_mean_name=None,
                moving_variance_name=None,
-               do_model_average_for_mean_and_var=False, fuse_with_relu=False,
-               use_global_stats=False, sync_stats=False):
+               do_model_average_for_mean_and_var=True, use_global_stats=False,
+               fuse_with_relu=False, sync_stats=False):
     """Fluid's batch_norm over [N, C] or NCHW input. The moving mean and
     variance are persistable, not trainable; running = momentum * running +
-    (1 - momentum) * batch, with the biased batch variance. sync_stats:
-    batch statistics over all ranks' batches (MPIExecutor).
+    (1 - momentum) * batch, with the biased batch variance. in_place and
+    do_model_average_for_mean_and_var are accepted for Fluid's signature
+    and change nothing (nothing here averages parameters).
+    fuse_with_relu (Fluid 1.5's argument, after 1.8's): relu in the
+    batch_norm op itself. sync_stats (not in Fluid): batch statistics over
+    all ranks' batches (MPIExecutor).
 
     Learns a scale and a shift per channel (batch_norm_N.w_0, .b_0); is_test
     (or a clone for test) normalises with the moving statistics instead.
@@ -711,8 +768,8 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
                   moving_variance_name=moving_variance_name,
                   do_model_average_for_mean_and_var=(
                       do_model_average_for_mean_and_var),
-                  fuse_with_relu=fuse_with_relu,
-                  use_global_stats=use_global_stats, sync_stats=sync_stats)
+                  use_global_stats=use_global_stats,
+                  fuse_with_relu=fuse_with_relu, sync_stats=sync_stats)
 
 
 def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
@@ -761,7 +818,7 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                 f"{type(default_initializer).__name__}")
         fallback = {"initializer": dict(default_initializer)}
     return _layer("create_parameter", shape=_shape(shape, "create_parameter"),
-                  dtype=dtype, name=name,
+                  dtype=_dtype_name(dtype, "create_parameter"), name=name,
                   attr=_attr(attr, "create_parameter", "attr"),
                   is_bias=bool(is_bias), default_initializer=fallback)
 
@@ -778,7 +835,7 @@ def create_global_var(shape, value, dtype, persistable=False,
     """
     return _layer("create_global_var",
                   shape=_shape(shape, "create_global_var"),
-                  value=value, dtype=dtype,
+                  value=value, dtype=_dtype_name(dtype, "create_global_var"),
                   persistable=bool(persistable), force_cpu=bool(force_cpu),
                   name=name)
 
@@ -955,12 +1012,18 @@ def cast(x, dtype):
     return _layer("cast", x=_name(x, "cast", "x"), dtype=_dtype_name(dtype))
 
 
-def _dtype_name(dtype):
-    """Fluid takes a dtype as a string or a NumPy dtype."""
+def _dtype_name(dtype, layer="layer", arg="dtype"):
+    """Fluid takes a dtype as a string or a NumPy dtype (np.float32,
+    np.dtype("int64")); the builder checks the name."""
     if isinstance(dtype, str):
         return dtype
     import numpy as np
-    return np.dtype(dtype).name
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"{layer}({arg}={dtype!r}): expected a dtype name "
+                        "such as \"float32\" or a NumPy dtype such as "
+                        "np.float32") from None
 
 
 def assign(input, output=None):
@@ -1000,18 +1063,20 @@ def _assign_value(values, shape, dtype, output=None):
                   dtype=dtype, output=output)
 
 
-def one_hot(input, depth):
+def one_hot(input, depth, allow_out_of_range=False):
     """One-hot rows of int64 ids (op `one_hot`): row i holds 1.0 at column
     input[i] and 0.0 elsewhere. No gradient.
 
-    input: int64 ids [..., 1], each in [0, depth); depth: the number of
-    classes. The output is float32 [..., depth] (the last dim of 1
-    replaced).
+    input: int64 ids [..., 1], each in [0, depth) (an id outside is an
+    error at run time, or with allow_out_of_range a row of zeros); depth:
+    the number of classes. The output is float32 [..., depth] (the last
+    dim of 1 replaced).
 
         >>> label = fluid.layers.data("label", [1], dtype="int64")
         >>> target = fluid.layers.one_hot(label, depth=10)  # [-1, 10]
     """
-    return _layer("one_hot", input=_name(input, "one_hot"), depth=depth)
+    return _layer("one_hot", input=_name(input, "one_hot"), depth=depth,
+                  allow_out_of_range=allow_out_of_range)
 
 
 def argmax(x, axis=0):
@@ -1328,7 +1393,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False,
                   size=list(size), is_sparse=is_sparse,
                   is_distributed=is_distributed, padding_idx=padding_idx,
                   param_attr=_attr(param_attr, "embedding", "param_attr"),
-                  dtype=dtype)
+                  dtype=_dtype_name(dtype, "embedding"))
 
 # ---- recurrent layers over sequences ----
 
@@ -1360,8 +1425,8 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None,
                   use_peepholes=use_peepholes, is_reverse=is_reverse,
                   gate_activation=gate_activation,
                   cell_activation=cell_activation,
-                  candidate_activation=candidate_activation, dtype=dtype,
-                  name=name)
+                  candidate_activation=candidate_activation,
+                  dtype=_dtype_name(dtype, "dynamic_lstm"), name=name)
 
 
 def dynamic_gru(input, size, param_attr=None, bias_attr=None,

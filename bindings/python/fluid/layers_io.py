@@ -90,6 +90,20 @@ def _free_prefix(program, base):
     return f"{base}_{k}"
 
 
+def _dtype_names(dtypes):
+    """dtypes with NumPy dtypes (np.float32) given by name, as Fluid takes
+    either; anything else is left for _check_shapes to name."""
+    if not isinstance(dtypes, (list, tuple)):
+        return dtypes
+    out = []
+    for d in dtypes:
+        try:
+            out.append(d if isinstance(d, str) else np.dtype(d).name)
+        except TypeError:
+            out.append(d)
+    return out
+
+
 def _check_shapes(shapes, dtypes, lod_levels):
     if not isinstance(shapes, (list, tuple)) or not shapes:
         raise ValueError(f"py_reader: shapes must be a non-empty list of "
@@ -122,12 +136,12 @@ def _check_shapes(shapes, dtypes, lod_levels):
 def py_reader(capacity, shapes, dtypes, lod_levels=None, name=None,
               use_double_buffer=True):
     """A reader fed from Python: declares one data variable per entry of
-    `shapes` (the batch dim included, -1 for any size), `dtypes` and
-    `lod_levels` (1: a batch of sequences, each entry a step's shape) in
-    the current main program, named NAME.data_I (NAME: `name`, else
-    py_reader_K). read_file(reader) returns them. capacity: the batches
-    its queue holds; use_double_buffer: a thread reads and converts the
-    next batches while the program runs.
+    `shapes` (the batch dim included, -1 for any size), `dtypes` (by name
+    or as NumPy dtypes) and `lod_levels` (1: a batch of sequences, each
+    entry a step's shape) in the current main program, named NAME.data_I
+    (NAME: `name`, else py_reader_K). read_file(reader) returns them.
+    capacity: the batches its queue holds; use_double_buffer: a thread
+    reads and converts the next batches while the program runs.
 
         >>> reader = fluid.layers.py_reader(
         ...     capacity=64, shapes=[(-1, 784), (-1, 1)],
@@ -137,6 +151,7 @@ def py_reader(capacity, shapes, dtypes, lod_levels=None, name=None,
     """
     _positive_int(capacity, "py_reader: capacity (the batches its queue "
                   "holds)")
+    dtypes = _dtype_names(dtypes)
     lod_levels = _check_shapes(shapes, dtypes, lod_levels)
     if name is not None and not isinstance(name, str):
         raise ValueError(f"py_reader: name must be a str, got {name!r}")

@@ -1,15 +1,27 @@
 """Optimizers: minimize(loss) appends the backward pass, then the gradient
 clips (fluid.clip), the weight decay (fluid.regularizer) and one optimize op
-per parameter, and returns (optimize_ops, params_grads) as Fluid does. The
-learning rate is a number or a one-element Variable (an LR schedule of
-fluid.layers). A sparse gradient (embedding(is_sparse=True)) is taken by
-SGD, Momentum, Adam and Adagrad; minimize() with another optimizer raises
-ValueError naming the parameter."""
+per parameter, and returns (optimize_ops, params_grads) as Fluid does:
+optimize_ops the Operator objects of the appended optimize ops (each also
+reads as a dict: op["type"], op["roles"]), params_grads (parameter,
+gradient) Variable pairs. The learning rate is a number or a one-element
+Variable (an LR schedule of fluid.layers). A sparse gradient
+(embedding(is_sparse=True)) is taken by SGD, Momentum, Adam and Adagrad;
+minimize() with another optimizer raises ValueError naming the parameter.
+
+Every constructor takes Fluid 1.8's arguments, in its order:
+parameter_list (the parameters to update; None: every trainable one),
+regularization (a fluid.regularizer for every parameter without its own),
+grad_clip (a fluid.clip.GradientClipBy* for the updated parameters, in
+place of their ParamAttr and set_gradient_clip clips) and name (accepted;
+it names nothing). Arguments that are not Fluid's come last."""
+from . import clip as _clip
 from . import regularizer as _regularizer
 from .framework import Variable, current_builder
 
 
 def _names(items, arg):
+    if isinstance(items, (str, Variable)):
+        items = [items]
     out = []
     for item in items:
         if isinstance(item, Variable):
@@ -17,8 +29,8 @@ def _names(items, arg):
         elif isinstance(item, str):
             out.append(item)
         else:
-            raise TypeError(f"minimize: {arg} must hold names or Variables, "
-                            f"got {type(item).__name__}")
+            raise TypeError(f"{arg} must hold names or Variables, got "
+                            f"{type(item).__name__}")
     return out
 
 
@@ -31,40 +43,64 @@ def _learning_rate(value, cls):
     return float(value)
 
 
+def _refused(method):
+    return NotImplementedError(
+        f"Optimizer.{method}: appending the backward pass apart from the "
+        "parameter updates is not supported here; call minimize(loss, "
+        "parameter_list=..., no_grad_set=...), which appends both, and "
+        "give gradient clips (grad_clip=, fluid.clip) and weight decay "
+        "(regularization=, fluid.regularizer, ParamAttr) to the optimizer "
+        "or the parameters")
+
+
 class Optimizer:
     """Base of the optimizers: holds the update rule's settings and
     appends the training part of a program in minimize(). Use a subclass
     (SGD, Momentum, Adam, ...); each takes learning_rate (a number, or a
     one-element Variable such as an LR schedule of fluid.layers),
-    regularization (a fluid.regularizer.L1Decay / L2Decay for every
-    parameter) and name (accepted for Fluid's signature).
+    parameter_list, regularization, grad_clip and name as Fluid 1.8 does
+    (see the module's docstring).
     """
 
-    def __init__(self, regularization=None, **config):
-        name = type(self).__name__
-        config["learning_rate"] = _learning_rate(config["learning_rate"],
-                                                 name)
-        reg = _regularizer._as_dict(regularization, name)
-        if reg is not None:
-            config["regularization"] = reg
+    def __init__(self, learning_rate, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        cls = type(self).__name__
+        self._learning_rate = _learning_rate(learning_rate, cls)
+        self._regularization = _regularizer._as_dict(regularization, cls)
         self.regularization = regularization
-        self._config = config
+        self._parameter_list = None if parameter_list is None else _names(
+            parameter_list, f"{cls}(parameter_list=...)")
+        self._grad_clip = _clip._check_clip(grad_clip, f"{cls}(grad_clip=...)")
+        self._name = name
+        self._rule = {}
+
+    def _config(self, parameter_list):
+        """The optimizer as the C++ builder reads it."""
+        config = dict(self._rule, learning_rate=self._learning_rate)
+        if self._regularization is not None:
+            config["regularization"] = self._regularization
+        if parameter_list is not None:
+            config["parameter_list"] = parameter_list
+        return config
 
     def minimize(self, loss, startup_program=None, parameter_list=None,
-                 no_grad_set=None):
+                 no_grad_set=None, grad_clip=None):
         """Appends to loss's program the backward pass from `loss`, then
         the gradient clips (fluid.clip), the weight decay
         (fluid.regularizer) and one optimize op per trainable parameter;
         the optimizer's state (moments, accumulators) gets its
         initialisers in the startup program. Returns (optimize_ops,
-        params_grads): the optimize ops, and (parameter, gradient)
-        Variable pairs.
+        params_grads): the appended optimize ops as Operator objects
+        (fluid.framework.Operator: op.type, op.input("Param"), ...; op["type"]
+        reads as before), and (parameter, gradient) Variable pairs.
 
         loss: a one-element Variable (e.g. a mean); parameter_list: names
-        or Variables of the parameters to update (None: all trainable
-        ones); no_grad_set: names or Variables through which no gradient
-        flows. startup_program is accepted for Fluid's signature (the
-        startup program of the enclosing program_guard is used).
+        or Variables of the parameters to update (None: the optimizer's
+        parameter_list, else all trainable ones); no_grad_set: names or
+        Variables through which no gradient flows. startup_program is
+        accepted for Fluid's signature (the startup program of the
+        enclosing program_guard is used). grad_clip (Fluid 1.7's argument
+        of minimize): as the constructor's grad_clip, which it replaces.
 
             >>> loss = fluid.layers.mean(
             ...     fluid.layers.square_error_cost(pred, y))
@@ -73,16 +109,39 @@ class Optimizer:
         """
         b, program = current_builder()
         before = len(program.ops())
-        config = dict(self._config)
         if parameter_list is not None:
-            config["parameter_list"] = _names(parameter_list,
-                                              "parameter_list")
-        no_grad = _names(no_grad_set or [], "no_grad_set")
-        pairs = b.minimize(config, loss.name if hasattr(loss, "name")
-                           else str(loss), no_grad)
-        optimize_ops = [op for op in program.ops()[before:] if "optimize" in op["roles"]]
+            parameter_list = _names(parameter_list,
+                                    "minimize(parameter_list=...)")
+        else:
+            parameter_list = self._parameter_list
+        clip = self._grad_clip if grad_clip is None else _clip._check_clip(
+            grad_clip, "minimize(grad_clip=...)")
+        if clip is not None:
+            _clip._clip_parameters(b, program, clip, parameter_list)
+        no_grad = _names(no_grad_set or [], "minimize(no_grad_set=...)")
+        pairs = b.minimize(self._config(parameter_list),
+                           loss.name if hasattr(loss, "name") else str(loss),
+                           no_grad)
+        optimize_ops = [op for op in program.global_block().ops[before:]
+                        if "optimize" in op["roles"]]
         params_grads = [(program.var(p), program.var(g)) for p, g in pairs]
         return optimize_ops, params_grads
+
+    def backward(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None, callbacks=None):
+        """Fluid's first half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("backward")
+
+    def apply_gradients(self, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_gradients")
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_optimize")
 
 
 class SGD(Optimizer):
@@ -92,124 +151,160 @@ class SGD(Optimizer):
         >>> fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
     """
 
-    def __init__(self, learning_rate, regularization=None, name=None):
-        super().__init__(regularization, type="sgd",
-                         learning_rate=learning_rate)
+    def __init__(self, learning_rate, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "sgd"}
 
 
 class Momentum(Optimizer):
     """Gradient descent with momentum (op `momentum`): v = momentum * v +
     g; param -= learning_rate * v, or with use_nesterov param -=
-    learning_rate * (g + momentum * v). weight_decay adds weight_decay *
-    param to g inside the update (an L2 decay).
+    learning_rate * (g + momentum * v). momentum defaults to 0.9 (Fluid
+    requires it). weight_decay (not Fluid's) adds weight_decay * param to
+    g inside the update (an L2 decay).
 
         >>> fluid.optimizer.Momentum(learning_rate=0.05,
         ...                          momentum=0.9).minimize(loss)
     """
 
-    def __init__(self, learning_rate, momentum=0.9, use_nesterov=False,
-                 weight_decay=0.0, regularization=None, name=None):
-        super().__init__(regularization, type="momentum",
-                         learning_rate=learning_rate,
-                         momentum=float(momentum), nesterov=bool(use_nesterov),
-                         weight_decay=float(weight_decay))
+    def __init__(self, learning_rate, momentum=0.9, parameter_list=None,
+                 use_nesterov=False, regularization=None, grad_clip=None,
+                 name=None, weight_decay=0.0):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "momentum", "momentum": float(momentum),
+                      "nesterov": bool(use_nesterov),
+                      "weight_decay": float(weight_decay)}
 
 
 class Adam(Optimizer):
     """Adam (op `adam`): m = beta1 * m + (1 - beta1) * g; v = beta2 * v +
     (1 - beta2) * g^2; param -= learning_rate / (1 - beta1^t) * m /
-    (sqrt(v / (1 - beta2^t)) + epsilon), t the step. weight_decay: an L2
-    decay added to g, or with decoupled_weight_decay param *= 1 -
-    learning_rate * weight_decay before the update (AdamW). lazy_mode: a
-    sparse gradient (embedding(is_sparse=True)) updates only the rows it
-    holds.
+    (sqrt(v / (1 - beta2^t)) + epsilon), t the step. lazy_mode: a sparse
+    gradient (embedding(is_sparse=True)) updates only the rows it holds.
+    weight_decay (not Fluid's): an L2 decay added to g, or with
+    decoupled_weight_decay param *= 1 - learning_rate * weight_decay
+    before the update (AdamW).
 
         >>> fluid.optimizer.Adam(learning_rate=1e-3).minimize(loss)
     """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
-                 epsilon=1e-8, weight_decay=0.0, decoupled_weight_decay=False,
-                 regularization=None, name=None, lazy_mode=False):
-        # lazy_mode: with a sparse gradient (embedding(is_sparse=True)) only
-        # the rows it touches are updated, as in Fluid.
-        super().__init__(regularization, type="adam",
-                         learning_rate=learning_rate,
-                         beta1=float(beta1), beta2=float(beta2),
-                         epsilon=float(epsilon),
-                         weight_decay=float(weight_decay),
-                         decoupled_weight_decay=bool(decoupled_weight_decay),
-                         lazy_mode=bool(lazy_mode))
+                 epsilon=1e-8, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None, lazy_mode=False, weight_decay=0.0,
+                 decoupled_weight_decay=False):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "adam", "beta1": float(beta1),
+                      "beta2": float(beta2), "epsilon": float(epsilon),
+                      "weight_decay": float(weight_decay),
+                      "decoupled_weight_decay": bool(decoupled_weight_decay),
+                      "lazy_mode": bool(lazy_mode)}
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
 
 
 class Adagrad(Optimizer):
-    """Moment += g^2; param -= lr * g / (sqrt(Moment) + epsilon)."""
+    """Moment += g^2; param -= lr * g / (sqrt(Moment) + epsilon) (op
+    `adagrad`); the moments start at initial_accumulator_value.
 
-    def __init__(self, learning_rate, epsilon=1.0e-6, regularization=None,
-                 name=None, initial_accumulator_value=0.0):
-        super().__init__(regularization, type="adagrad",
-                         learning_rate=learning_rate, epsilon=float(epsilon),
-                         initial_accumulator_value=float(
-                             initial_accumulator_value))
+        >>> fluid.optimizer.Adagrad(learning_rate=0.1).minimize(loss)
+    """
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None,
+                 initial_accumulator_value=0.0):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "adagrad", "epsilon": float(epsilon),
+                      "initial_accumulator_value": float(
+                          initial_accumulator_value)}
 
 
 class DecayedAdagrad(Optimizer):
-    """Moment = decay * Moment + (1 - decay) * g^2; then as Adagrad."""
+    """Moment = decay * Moment + (1 - decay) * g^2; then as Adagrad (op
+    `decayed_adagrad`).
+
+        >>> fluid.optimizer.DecayedAdagrad(learning_rate=0.1).minimize(loss)
+    """
 
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6,
-                 regularization=None, name=None):
-        super().__init__(regularization, type="decayed_adagrad",
-                         learning_rate=learning_rate, decay=float(decay),
-                         epsilon=float(epsilon))
+                 parameter_list=None, regularization=None, grad_clip=None,
+                 name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "decayed_adagrad", "decay": float(decay),
+                      "epsilon": float(epsilon)}
 
 
 class RMSProp(Optimizer):
     """Fluid's RMSProp: epsilon under the root, lr inside the momentum
-    buffer (see ops/rmsprop_op.cc)."""
+    buffer (see ops/rmsprop_op.cc).
+
+        >>> fluid.optimizer.RMSProp(learning_rate=0.01).minimize(loss)
+    """
 
     def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0,
-                 centered=False, regularization=None, name=None):
-        super().__init__(regularization, type="rmsprop",
-                         learning_rate=learning_rate, rho=float(rho),
-                         epsilon=float(epsilon), momentum=float(momentum),
-                         centered=bool(centered))
+                 centered=False, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "rmsprop", "rho": float(rho),
+                      "epsilon": float(epsilon), "momentum": float(momentum),
+                      "centered": bool(centered)}
 
 
 class Adamax(Optimizer):
     """Adam with the infinity norm; epsilon is added to the decayed norm
-    (see ops/adamax_op.cc)."""
+    (see ops/adamax_op.cc).
+
+        >>> fluid.optimizer.Adamax(learning_rate=0.002).minimize(loss)
+    """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
-                 epsilon=1e-8, regularization=None, name=None):
-        super().__init__(regularization, type="adamax",
-                         learning_rate=learning_rate, beta1=float(beta1),
-                         beta2=float(beta2), epsilon=float(epsilon))
+                 epsilon=1e-8, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "adamax", "beta1": float(beta1),
+                      "beta2": float(beta2), "epsilon": float(epsilon)}
 
 
 class Adadelta(Optimizer):
     """Fluid's Adadelta: the update does not use learning_rate (see
-    ops/adadelta_op.cc)."""
+    ops/adadelta_op.cc).
+
+        >>> fluid.optimizer.Adadelta(learning_rate=0.001).minimize(loss)
+    """
 
     def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95,
-                 regularization=None, name=None):
-        super().__init__(regularization, type="adadelta",
-                         learning_rate=learning_rate, epsilon=float(epsilon),
-                         rho=float(rho))
+                 parameter_list=None, regularization=None, grad_clip=None,
+                 name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "adadelta", "epsilon": float(epsilon),
+                      "rho": float(rho)}
 
 
 class LarsMomentum(Optimizer):
     """Momentum with the layer-wise learning rate
-    lr * lars_coeff * |param| / (|grad| + lars_weight_decay * |param|)."""
+    lr * lars_coeff * |param| / (|grad| + lars_weight_decay * |param|).
+
+        >>> fluid.optimizer.LarsMomentum(learning_rate=0.1,
+        ...                              momentum=0.9).minimize(loss)
+    """
 
     def __init__(self, learning_rate, momentum, lars_coeff=0.001,
-                 lars_weight_decay=0.0005, regularization=None, name=None):
-        super().__init__(regularization, type="lars_momentum",
-                         learning_rate=learning_rate,
-                         momentum=float(momentum),
-                         lars_coeff=float(lars_coeff),
-                         lars_weight_decay=float(lars_weight_decay))
+                 lars_weight_decay=0.0005, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization,
+                         grad_clip, name)
+        self._rule = {"type": "lars_momentum", "momentum": float(momentum),
+                      "lars_coeff": float(lars_coeff),
+                      "lars_weight_decay": float(lars_weight_decay)}
 
 
 AdagradOptimizer, DecayedAdagradOptimizer = Adagrad, DecayedAdagrad
