@@ -540,20 +540,6 @@ class PyExecutor {
       cache_;
 };
 
-// The tensors of the persistable vars of `program` that `scope` holds
-// (sharing their memory).
-std::vector<std::pair<std::string, Tensor>> HeldPersistables(
-    const proto::ProgramDesc& program, const Scope& scope) {
-  std::vector<std::pair<std::string, Tensor>> held;
-  for (const auto& v : program.blocks(0).vars()) {
-    const Variable* var = scope.FindVar(v.name());
-    if (v.persistable() && var != nullptr && var->HasValue() &&
-        var->IsTensor() && var->GetTensor().initialized())
-      held.emplace_back(v.name(), var->GetTensor());
-  }
-  return held;
-}
-
 class PyMPIExecutor {
  public:
   PyMPIExecutor(int threads, int device) : exe_(PlaceOf(device), threads) {}
@@ -566,18 +552,15 @@ class PyMPIExecutor {
   }
   // Python runs startup programs itself (RunStartup), so the job starts
   // from what the scope holds: a sharded job's shards of the optimizer
-  // state too (see ShardHeldState).
+  // state too (MPIExecutor::Init keeps what the scope held).
   void Init(const ProgramPtr& main, const ProgramPtr& startup,
             const py::object& scope_object, const py::bytes& strategy,
             bool run_startup) {
     Scope* scope = scopes_.Hold(scope_object);
     const proto::DistributedStrategy s = StrategyOf(strategy);
     py::gil_scoped_release release;
-    std::vector<std::pair<std::string, Tensor>> held;
-    if (!run_startup) held = HeldPersistables(main->desc, *scope);
     exe_.Init(Job(*main, *startup), scope, s, run_startup);
     scope_ = scope;
-    if (!run_startup) ShardHeldState(&held);
   }
   // Whether some of `names` is state a sharded job keeps in shards across
   // the ranks (a var its own program does not declare: per-parameter
@@ -659,23 +642,6 @@ class PyMPIExecutor {
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
  private:
-  // A sharded job's Init made the shards of the optimizer state from the
-  // startup program's initial values and freed the per-parameter state
-  // the scope held (`held`): that state goes back, and the shards are
-  // made from rank 0's, as when a trainer resumes (BroadcastPersistables).
-  void ShardHeldState(std::vector<std::pair<std::string, Tensor>>* held) {
-    const proto::ProgramDesc& checkpoint = exe_.checkpoint_program();
-    if (&checkpoint == &exe_.job().main()) return;  // nothing sharded
-    for (auto& [name, value] : *held) {
-      Variable* v = scope_->FindVar(name);
-      const proto::VarDesc* desc = FindVarDesc(checkpoint.blocks(0), name);
-      if (desc != nullptr && desc->persistable() && v != nullptr &&
-          v->IsTensor() && !v->GetTensor().initialized())
-        *v->GetMutableTensor() = std::move(value);
-    }
-    exe_.BroadcastPersistables();
-  }
-
   ScopeRefs scopes_;  // first: outlives exe_
   MPIExecutor exe_;
   Scope* scope_ = nullptr;  // Init's
@@ -940,6 +906,8 @@ void BindBuilder(py::module_& m) {
   m.def("layer_schemas", &LayerSchemas);
   // Counters of generated names, shared by the builders Python gives one
   // (fluid.unique_name).
+  m.def("set_name_scope",
+        [](const std::string& scope) { CurrentNameScope() = scope; });
   py::class_<ProgramBuilder::NameCounters,
              std::shared_ptr<ProgramBuilder::NameCounters>>(m, "NameCounters")
       .def(py::init<>())
@@ -1046,8 +1014,6 @@ void BindJob(py::module_& m) {
   m.def("launcher_world_size", &LauncherWorldSize);
   m.def("launcher_rank", &LauncherRank);
   m.def("abort_job", [](int code) {
-  m.def("set_name_scope",
-        [](const std::string& scope) { CurrentNameScope() = scope; });
     py::gil_scoped_release release;
     AbortJob(code);
   });
@@ -1066,6 +1032,25 @@ void BindJob(py::module_& m) {
             comm->flight_recorder()->SetDumpPath(flight_dir, comm->rank(),
                                                  comm->size());
         });
+  // The element-wise sum ("sum") or maximum ("max") of `value` over the
+  // ranks of the process's communicator, as a new array (the value itself
+  // in a world of one). Collective: every rank calls it with an array of
+  // the same shape and dtype. For what Python sums over ranks (metrics).
+  m.def(
+      "allreduce",
+      [](const py::array& value, const std::string& op) {
+        FLUID_ENFORCE(op == "sum" || op == "max", "allreduce(op='", op,
+                      "'): 'sum' or 'max'");
+        Tensor t = FromArray(value, "allreduce value");
+        Communicator* comm = GlobalCommunicator();
+        {
+          py::gil_scoped_release release;
+          if (comm->size() > 1)
+            comm->AllReduce(t, op == "sum" ? ReduceOp::kSum : ReduceOp::kMax);
+        }
+        return ToNumpy(t);
+      },
+      py::arg("value"), py::arg("op") = "sum");
   // The job's timeline (src/distributed/timeline_session.h): collective,
   // on the process's communicator. finish_timeline returns the path rank 0
   // wrote ("" on the other ranks).
@@ -1170,25 +1155,6 @@ void BindTranspilers(py::module_& m) {
         [](const ProgramPtr& main, const ProgramPtr& startup, int trainers,
            const std::vector<std::string>& endpoints) {
           PserverSplit split =
-  // The element-wise sum ("sum") or maximum ("max") of `value` over the
-  // ranks of the process's communicator, as a new array (the value itself
-  // in a world of one). Collective: every rank calls it with an array of
-  // the same shape and dtype. For what Python sums over ranks (metrics).
-  m.def(
-      "allreduce",
-      [](const py::array& value, const std::string& op) {
-        FLUID_ENFORCE(op == "sum" || op == "max", "allreduce(op='", op,
-                      "'): 'sum' or 'max'");
-        Tensor t = FromArray(value, "allreduce value");
-        Communicator* comm = GlobalCommunicator();
-        {
-          py::gil_scoped_release release;
-          if (comm->size() > 1)
-            comm->AllReduce(t, op == "sum" ? ReduceOp::kSum : ReduceOp::kMax);
-        }
-        return ToNumpy(t);
-      },
-      py::arg("value"), py::arg("op") = "sum");
               PserverTranspile(Job(*main, *startup), trainers, endpoints);
           py::list servers;
           for (const auto& ps : split.pservers)

@@ -64,6 +64,20 @@ std::string RanksDifferingFromRank0(const std::vector<uint64_t>& all) {
   return differ.str();
 }
 
+// The tensors of the persistable vars of `program` that `scope` holds
+// (sharing their memory).
+std::vector<std::pair<std::string, Tensor>> HeldPersistables(
+    const proto::ProgramDesc& program, const Scope& scope) {
+  std::vector<std::pair<std::string, Tensor>> held;
+  for (const auto& v : program.blocks(0).vars()) {
+    const Variable* var = scope.FindVar(v.name());
+    if (v.persistable() && var != nullptr && var->HasValue() &&
+        var->IsTensor() && var->GetTensor().initialized())
+      held.emplace_back(v.name(), var->GetTensor());
+  }
+  return held;
+}
+
 }  // namespace
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
@@ -125,11 +139,20 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     if (op.type() != "c_allreduce") continue;
     for (const auto& n : OpInput(op, "X")) averaged_.push_back({n, members[n]});
   }
-  if (run_startup) exe_.RunOnce(job_.startup(), scope_);
+  // Started from what the scope holds: keep it (a checkpoint loaded before
+  // the first run included), whatever sharding frees.
+  std::vector<std::pair<std::string, Tensor>> held;
+  if (run_startup) {
+    exe_.RunOnce(job_.startup(), scope_);
+  } else {
+    held = HeldPersistables(job.main(), *scope_);
+  }
   shard_.Begin(job, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
   main_->set_fence_owner(&shard_);  // its ops wait for its gathers themselves
   shard_.Plan(job, job_);
+  // Then every rank takes rank 0's values, and its shard of the state.
+  if (shard_.Restore(&held)) BroadcastPersistables();
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)

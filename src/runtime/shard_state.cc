@@ -59,6 +59,19 @@ void ShardState::Plan(const proto::TrainingJob& plain,
   DropGathered();
 }
 
+bool ShardState::Restore(std::vector<std::pair<std::string, Tensor>>* held) {
+  if (scatter_ == nullptr) return false;  // no plan: nothing was freed
+  const proto::BlockDesc& block = unsharded_main_.blocks(0);
+  for (auto& [name, value] : *held) {
+    Variable* v = scope_->FindVar(name);
+    const proto::VarDesc* desc = FindVarDesc(block, name);
+    if (desc != nullptr && desc->persistable() && v != nullptr &&
+        v->IsTensor() && !v->GetTensor().initialized())
+      *v->GetMutableTensor() = std::move(value);
+  }
+  return true;
+}
+
 void ShardState::FenceStep() {
   pending_ = true;
   // Captures `this` only: held in place, no allocation per step.

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/framework.pb.h"
@@ -58,6 +59,13 @@ class ShardState {
   // program when there is a plan, else `main`.
   const proto::ProgramDesc& checkpoint_program(
       const proto::ProgramDesc& main) const;
+  // After Plan, for a job started from what the scope held (Begin's
+  // `create`): puts `held` (the tensors of the plain program's persistable
+  // vars the scope held before Begin, e.g. a checkpoint loaded before the
+  // first run) back into the per-parameter state the plan freed. True when
+  // it did, and the caller must then give every rank rank 0's values and
+  // scatter them (MPIExecutor::BroadcastPersistables).
+  bool Restore(std::vector<std::pair<std::string, Tensor>>* held);
   // The checkpoint's per-parameter optimizer state (empty without a plan).
   const std::vector<std::string>& per_parameter_state() const {
     return per_parameter_state_;

@@ -67,16 +67,12 @@ def embedding(input, size, is_sparse=False, is_distributed=False,
 
 def one_hot(input, depth, allow_out_of_range=False):
     """One-hot rows of `depth` for ids [..., n] (int64): [..., n, depth].
-    An id outside [0, depth) is an error at run time; allow_out_of_range=True
-    (Fluid's all-zero row for such ids) is not supported.
+    An id outside [0, depth) is an error at run time, or with
+    allow_out_of_range=True a row of zeros.
 
         >>> label = fluid.data("label", shape=[None, 1], dtype="int64")
         >>> fluid.one_hot(label, depth=10).shape
         (-1, 1, 10)
     """
-    if allow_out_of_range:
-        raise NotImplementedError(
-            "fluid.one_hot(allow_out_of_range=True): ids out of [0, depth) "
-            "are an error here; clip them first (fluid.layers.clip) or map "
-            "them to an id of their own")
-    return _layers.one_hot(_with_unit_dim(input, "one_hot"), depth)
+    return _layers.one_hot(_with_unit_dim(input, "one_hot"), depth,
+                           allow_out_of_range=allow_out_of_range)

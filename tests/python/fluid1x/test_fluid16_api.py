@@ -64,17 +64,19 @@ def test_embedding_and_one_hot_take_ids_without_a_unit_dim():
         emb = fluid.embedding(ids, size=[20, 3], param_attr="table")
         hot = fluid.one_hot(ids, depth=20)
         assert emb.shape == (-1, 5, 3) and hot.shape == (-1, 5, 20)
-        with pytest.raises(NotImplementedError, match="allow_out_of_range"):
-            fluid.one_hot(ids, depth=20, allow_out_of_range=True)
+        lenient = fluid.one_hot(ids, depth=4, allow_out_of_range=True)
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     batch = np.array([[0, 3, 19, 3, 7], [1, 1, 2, 0, 5]], dtype="int64")
-    e, h = exe.run(main, feed={"ids": batch}, fetch_list=[emb, hot],
-                   scope=scope)
+    e, h, z = exe.run(main, feed={"ids": batch},
+                      fetch_list=[emb, hot, lenient], scope=scope)
     table = scope.get("table")
     np.testing.assert_array_equal(e, table[batch])        # a naive lookup
     np.testing.assert_array_equal(h, np.eye(20, dtype=h.dtype)[batch])
+    # Ids past depth 4 give rows of zeros.
+    eye = np.vstack([np.eye(4), np.zeros((16, 4))]).astype(z.dtype)
+    np.testing.assert_array_equal(z, eye[batch])
 
 
 # ---- unique_name ----
