@@ -8,7 +8,6 @@ import os
 import pickle
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest

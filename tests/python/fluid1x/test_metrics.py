@@ -10,20 +10,15 @@ fluid.layers.auc(...)`, zero the states between epochs, evaluate a
 at np 1 and np 2 and the metrics summed over the ranks are compared with
 one process's on the union of the ranks' batches.
 """
-import os
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import fluid
 import mpi_metrics
+from fluid1x_common import mpirun
 
 L = fluid.layers
 M = fluid.metrics
-HERE = os.path.dirname(os.path.abspath(__file__))
 _SCOPES = []  # scopes outlive the executors bound to them
 
 
@@ -432,21 +427,6 @@ def test_book_loop_trains_evaluates_and_resets_between_epochs():
 
 
 # ---- np 2 against np 1 ----
-
-def mpirun(script, np_, *args, timeout=240):
-    """`script` of this directory under mpirun with np_ ranks, one thread
-    each; the CompletedProcess."""
-    if shutil.which("mpirun") is None:
-        pytest.fail("mpirun not found: the np 2 check needs it")
-    env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMP_NUM_THREADS="1")
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-           str(np_), "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS",
-           sys.executable, os.path.join(HERE, script)] + [str(a) for a in args]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
