@@ -5,9 +5,11 @@ DistributeTranspiler.transpile(optimize_ops, params_grads, pservers=...,
 trainers=...) and run the trainer program.
 
 The transpiler is collective by default, so the trainer program averages
-the gradients by allreduce and no parameter server is started: the only
-change from the parameter-server script is the executor line (marked
-below). Run it on N ranks with
+the gradients by allreduce and no parameter server is started. The
+parameter-server script's own `exe = fluid.Executor(place)` would train
+it too (a plain Executor runs a transpiled program across the ranks);
+this one takes fluid.MPIExecutor (marked below) for its rank, world size
+and check_consistency. Run it on N ranks with
 
     mpirun -np 2 -x PYTHONPATH /usr/bin/python3 \\
         examples/recognize_digits_conv_dist.py --steps 100

@@ -437,7 +437,7 @@ def test_transpiler_pserver_mode_and_to_collective():
     assert types(m2) == types(m)
 
 
-def test_pserver_program_does_not_run_untranspiled():
+def test_pserver_program_runs_converted_and_never_untranspiled():
     main, startup, loss, _, ops, pg = build_classifier(
         fluid.optimizer.SGD(0.1))
     ps = fluid.DistributeTranspiler()
@@ -445,6 +445,15 @@ def test_pserver_program_does_not_run_untranspiled():
                  program=main, startup_program=startup, mode="pserver")
     exe, scope = run_startup(ps.get_startup_program())
     x, y = synthetic(4)
+    # With its server programs, a plain Executor trains it as the ranks
+    # that run (one here), converted: the send/recv ops never run.
+    trainer = ps.get_trainer_program()
+    losses = [float(exe.run(trainer, feed={"x": x, "label": y},
+                            fetch_list=[loss.name], scope=scope)[0][0])
+              for _ in range(5)]
+    assert losses[-1] < losses[0], losses
+    # A copy without them cannot be converted, and does not run.
+    loaded = fluid.Program.parse(trainer.serialize())
     with pytest.raises(Exception, match="(?i)collective|send|pserver"):
-        exe.run(ps.get_trainer_program(), feed={"x": x, "label": y},
-                fetch_list=[loss.name], scope=scope)
+        exe.run(loaded, feed={"x": x, "label": y}, fetch_list=[loss.name],
+                scope=scope)

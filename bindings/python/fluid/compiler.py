@@ -23,6 +23,7 @@ import os
 import weakref
 
 from . import _core
+from . import transpiler as _transpiler
 from .build_strategy import (BuildStrategy, ExecutionStrategy,
                              _check_trainers, _strategy_of)
 from .executor import (CPUPlace, CUDAPlace, MPIExecutor, _LAUNCHED_RANKS,
@@ -376,8 +377,54 @@ def _dispatch(exe, program, feed, fetch_list, scope, check_finite,
     if isinstance(program, CompiledProgram):
         return program._run(exe, feed, fetch_list, scope, check_finite,
                             return_numpy)
+    if isinstance(program, Program) and _runs_on_ranks(program):
+        return _run_on_ranks(exe, program, feed, fetch_list, scope,
+                             check_finite, return_numpy)
     _note_startup(program, scope)
     return None
+
+
+_ON_RANKS = {}  # (program id, version) -> _runs_on_ranks's answer
+
+
+def _runs_on_ranks(program):
+    """Whether `program` only runs across ranks: a transpiled one (its
+    collective ops, c_*, need a communicator) or a parameter-server trainer
+    program that DistributeTranspiler made in pserver mode. Read once per
+    program version, not every run."""
+    if _transpiler._pserver_pair(program) is not None:
+        return True
+    key = (program.desc.id, program.desc.version)
+    found = _ON_RANKS.get(key)
+    if found is None:
+        found = _ON_RANKS[key] = any(t.startswith("c_")
+                                     for t in program.op_types())
+    return found
+
+
+def _run_on_ranks(exe, program, feed, fetch_list, scope, check_finite,
+                  return_numpy):
+    """A program that runs across ranks, given to a plain Executor as the
+    1.x scripts' endings do (a DistributeTranspiler's trainer program in
+    any mode, and its startup): it runs data-parallel on the ranks the
+    launcher started (a world of one without one) through an internal
+    fluid.MPIExecutor per scope, which converts a pserver-mode program on
+    its first run (fluid.transpiler.to_collective). A startup program run
+    on the scope by this Executor before gives the starting values, rank
+    0's on every rank."""
+    scope = scope or global_scope()
+    runners = exe.__dict__.setdefault("_rank_runners", {})
+    mpi = runners.get(id(scope))
+    if mpi is None:
+        mpi = runners[id(scope)] = MPIExecutor(exe.place, exe._threads)
+    if program.is_startup:
+        return mpi.run(program, scope=scope)
+    if id(scope) not in mpi._started:
+        startup = _startup_for(program, scope, None)
+        mpi.run(_broadcast_program(startup, scope), scope=scope)
+        mpi._startup = startup
+    return mpi.run(program, feed=feed, fetch_list=fetch_list, scope=scope,
+                   check_finite=check_finite, return_numpy=return_numpy)
 
 
 def _dispatch_mpi(mpi, program, feed, fetch_list, scope, check_finite,

@@ -186,7 +186,9 @@ def _warn_if_independent_ranks(steps):
         f"of {_LAUNCHED_RANKS} started by an MPI launcher: a "
         "plain Executor averages no gradients, so every rank's parameters "
         "drift apart. For data-parallel training run the program with "
-        "fluid.MPIExecutor (a DistributeTranspiler trainer program too); "
+        "fluid.MPIExecutor, or give this Executor a data-parallel program "
+        "(fluid.CompiledProgram(program).with_data_parallel(), or a "
+        "DistributeTranspiler trainer program); "
         "set FLUID_INDEPENDENT_RANKS=1 if independent ranks are meant.",
         IndependentRanksWarning, stacklevel=3)
 
@@ -233,6 +235,7 @@ class Executor:
     def __init__(self, place=None, threads=1):
         device = _device_of(place)
         self.place = place or CPUPlace()
+        self._threads = int(threads)
         self._core = _core.Executor(int(threads), device)
         # Prepared programs point into the scopes they ran on: keep those
         # scopes alive as long as this executor.

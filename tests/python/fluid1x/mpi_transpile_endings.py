@@ -35,7 +35,7 @@ from fluid1x_common import (mpi_reference, parameters, rank_and_world,
 SEED = 3
 STEPS = 25
 FORMS = ("seed_0.11", "1x_pserver", "1x_pserver_own_startup", "nccl2",
-         "collective")
+         "collective", "seed_0.11+Executor", "1x_pserver+Executor")
 
 
 def build_net():
@@ -102,11 +102,14 @@ def train(form):
     fluid.reset_default_programs()
     with fluid.unique_name.guard():
         x, y, loss, optimize_ops, params_grads = build_net()
-    t, startup = transpile(form, rank, world, optimize_ops, params_grads)
+    # "+Executor": the script as 1.x wrote it, with a plain fluid.Executor.
+    base, _, executor = form.partition("+")
+    t, startup = transpile(base, rank, world, optimize_ops, params_grads)
     prog = t.get_trainer_program()
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
-        exe = fluid.MPIExecutor(fluid.CPUPlace())
+        exe = (fluid.Executor if executor else fluid.MPIExecutor)(
+            fluid.CPUPlace())
         exe.run(startup)
         feeder = fluid.DataFeeder(feed_list=[x, y], place=fluid.CPUPlace())
         losses = []

@@ -22,7 +22,7 @@ from fluid1x_common import assert_trained_alike, load_results, mpirun
 
 L = fluid.layers
 FORMS = ("seed_0.11", "1x_pserver", "1x_pserver_own_startup", "nccl2",
-         "collective")
+         "collective", "seed_0.11+Executor", "1x_pserver+Executor")
 _SCOPES = []  # scopes outlive the executors bound to them
 
 
@@ -128,16 +128,36 @@ def test_to_collective_needs_only_the_program():
         fluid.transpiler.to_collective(prog, nranks=0)
 
 
+@pytest.mark.parametrize("own_startup", [False, True],
+                         ids=["default_startup", "transpiler_startup"])
+def test_the_original_ending_with_a_plain_executor_trains(own_startup):
+    # The 1.x script unchanged: fluid.Executor runs the trainer program (an
+    # internal MPIExecutor converts it), equal to collective mode.
+    ref_losses, ref_params, _ = reference()
+    prog, startup, loss, _ = pserver_ending(own_startup)
+    scope = fluid.Scope()
+    _SCOPES.append(scope)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(prog, feed=feed, fetch_list=[loss],
+                            scope=scope)[0][0]) for feed in batches()]
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert losses == ref_losses
+    for name, value in ref_params.items():
+        assert scope.get(name).tobytes() == value.tobytes(), name
+
+
 def test_a_plain_executor_is_told_what_to_do():
-    # One process, no MPI: the plain Executor runs programs as they are,
-    # and a pserver-mode trainer program cannot run as it is.
+    # A copy that lost its server programs (parsed, loaded, cloned) cannot
+    # be converted: the send op says what to do.
     prog, startup, loss, _ = pserver_ending()
+    loaded = fluid.Program.parse(prog.serialize())
     scope = fluid.Scope()
     _SCOPES.append(scope)
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     with pytest.raises(NotImplementedError) as e:
-        exe.run(prog, feed=next(batches()), fetch_list=[loss], scope=scope)
+        exe.run(loaded, feed=next(batches()), fetch_list=[loss], scope=scope)
     text = str(e.value)
     assert "in op 'send'" in text
     assert "fluid.transpiler.to_collective(program)" in text
