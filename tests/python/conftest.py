@@ -32,6 +32,21 @@ if _pkg_dir not in _pp.split(os.pathsep):
         else _pkg_dir
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_tmpdir(tmp_path_factory):
+    """$TMPDIR for the tests and the processes they start: what a failing
+    job leaves there (its flight recorder files, under
+    $TMPDIR/fluid-flight-<job>/) stays in pytest's own temporary tree
+    instead of /tmp."""
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tmpdir"))
+    yield
+    if saved is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def trainer_bin():
     path = os.environ.get("FLUID_TRAINER",

@@ -292,8 +292,8 @@ def run_checks():
     c.check("(c) pserver mode + to_collective == collective mode", check_c)
     c.check("(d) rank and world_size", check_d)
     c.check("(e) MPIExecutor(allreduce='hier') == Executor", check_e)
-    # Executors first, then the scopes they ran on (a Scope freed before an
-    # executor bound to it crashes the process).
+    # Executors first, then the scopes they ran on (the executors hold
+    # their scopes, so either order is safe; this one is the natural one).
     results.pop("b_exe", None)
     results.pop("e_exe", None)
     results.pop("c_exe", None)

@@ -48,8 +48,8 @@ def parameters(program, scope):
             for p in program.all_parameters()}
 
 
-# Scopes outlive the executors bound to them (freeing a Scope before the
-# MPIExecutor that ran on it crashes; see test_mpi.py).
+# The scopes the runs used, kept to the end of the script (the executors
+# hold theirs too, so the order they are freed in does not matter).
 _SCOPES = []
 
 
