@@ -75,6 +75,19 @@ Rows RowsOf(const Tensor& scores) {
   return {scores.shape().Product(0, rank - 1), scores.shape()[rank - 1]};
 }
 
+// s = exp(x - max(x)) over one row of `classes` scores (softmax's stable
+// numerator); returns the sum of s and sets *mx to max(x).
+template <typename T>
+T ShiftedExpRow(const T* x, int64_t classes, T* s, T* mx) {
+  *mx = *std::max_element(x, x + classes);
+  T sum = 0;
+  for (int64_t j = 0; j < classes; ++j) {
+    s[j] = std::exp(x[j] - *mx);
+    sum += s[j];
+  }
+  return sum;
+}
+
 template <typename T>
 void SoftLabelKernel(const ExecutionContext& ctx) {
   const Tensor& logits = ctx.Input("Logits");
@@ -90,12 +103,8 @@ void SoftLabelKernel(const ExecutionContext& ctx) {
                   const T* x = xd + i * classes;
                   const T* z = zd + i * classes;
                   T* s = sd + i * classes;
-                  T mx = *std::max_element(x, x + classes);
-                  T sum = 0;
-                  for (int64_t j = 0; j < classes; ++j) {
-                    s[j] = std::exp(x[j] - mx);
-                    sum += s[j];
-                  }
+                  T mx;
+                  const T sum = ShiftedExpRow(x, classes, s, &mx);
                   T inv = T(1) / sum, lse = std::log(sum), loss = 0;
                   for (int64_t j = 0; j < classes; ++j) {
                     s[j] *= inv;
@@ -145,12 +154,8 @@ void SoftmaxWithCrossEntropyKernel(const ExecutionContext& ctx) {
         for (int64_t i = begin; i < end; ++i) {
           const T* x = xd + i * classes;
           T* s = sd + i * classes;
-          T mx = *std::max_element(x, x + classes);
-          T sum = 0;
-          for (int64_t j = 0; j < classes; ++j) {
-            s[j] = std::exp(x[j] - mx);
-            sum += s[j];
-          }
+          T mx;
+          const T sum = ShiftedExpRow(x, classes, s, &mx);
           T inv = T(1) / sum;
           for (int64_t j = 0; j < classes; ++j) s[j] *= inv;
           lossd[i] = ld[i] == ignore ? T(0) : std::log(sum) - (x[ld[i]] - mx);
