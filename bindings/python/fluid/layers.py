@@ -150,6 +150,22 @@ class ParamAttr:
         return d
 
 
+def _named(attr, name, suffix):
+    """Fluid's LayerHelper naming: a layer given `name` names its parameters
+    name.w_0, name.w_1, ... and name.b_0 (counted per name, so a second
+    layer of that name gets name.w_1), unless the attr names one itself.
+    `attr` as _attr returns it (None, False, a dict, or a list of them)."""
+    if name is None or attr is False:
+        return attr
+    if isinstance(attr, list):
+        return [_named(a, name, suffix) for a in attr]
+    attr = dict(attr or {})
+    if not attr.get("name"):
+        from . import unique_name
+        attr["name"] = unique_name.generate(f"{name}.{suffix}")
+    return attr
+
+
 def _layer(layer_type, /, **args):
     """Builds the C++ layer `layer_type` with `args` (its argument names,
     `type` among them for data) and returns its output Variable (a tuple
@@ -201,18 +217,23 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None,
     (one per input).
 
     Each input [N, ...] is flattened at num_flatten_dims to [N, K_i]; the
-    weights fc_N.w_i are [K_i, size], the bias fc_N.b_0 [size]; the output
+    weights fc_N.w_i are [K_i, size], the bias fc_N.b_0 [size] (with
+    `name`, as in Fluid: name.w_0, name.w_1, ..., name.b_0); the output
     is [N, size] (the leading num_flatten_dims dims of input kept).
 
         >>> x = fluid.layers.data("x", [784])
         >>> h = fluid.layers.fc(x, size=128, act="relu")   # [-1, 128]
     """
     inputs = _names(input, "fc")
+    weights = _attrs(param_attr, len(inputs), "fc")
+    if name is not None and not isinstance(weights, list):
+        weights = [weights or {}] * len(inputs)  # one name per weight
     return _layer("fc", input=inputs, size=size,
                   num_flatten_dims=num_flatten_dims,
-                  param_attr=_attrs(param_attr, len(inputs), "fc"),
-                  bias_attr=_attr(bias_attr, "fc", "bias_attr"), act=act,
-                  name=name)
+                  param_attr=_named(weights, name, "w"),
+                  bias_attr=_named(_attr(bias_attr, "fc", "bias_attr"), name,
+                                   "b"),
+                  act=act, name=name)
 
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
@@ -221,8 +242,9 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
     """filter_size, stride, padding and dilation: an int or [h, w].
     groups (None: 1) splits channels and filters into that many groups.
     use_cudnn is accepted and ignored (one kernel per device); name names
-    nothing (parameters are conv2d_N.*). data_format: "NCHW" only ("NHWC"
-    raises NotImplementedError: transpose the input to NCHW).
+    the parameters name.w_0 and name.b_0, as in Fluid (default:
+    conv2d_N.*). data_format: "NCHW" only ("NHWC" raises
+    NotImplementedError: transpose the input to NCHW).
 
     input: NCHW [N, C, H, W]; filter conv2d_N.w_0 [num_filters, C / groups,
     kh, kw]; output [N, num_filters, H_out, W_out] with H_out = (H + 2 *
@@ -244,8 +266,10 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1,
                   padding=_size(padding, "conv2d", "padding"),
                   dilation=_size(dilation, "conv2d", "dilation"),
                   groups=groups,
-                  param_attr=_attr(param_attr, "conv2d", "param_attr"),
-                  bias_attr=_attr(bias_attr, "conv2d", "bias_attr"),
+                  param_attr=_named(_attr(param_attr, "conv2d",
+                                          "param_attr"), name, "w"),
+                  bias_attr=_named(_attr(bias_attr, "conv2d", "bias_attr"),
+                                   name, "b"),
                   use_cudnn=use_cudnn, act=act, name=name,
                   data_format=data_format)
 

@@ -344,3 +344,26 @@ def test_name_scope_annotates_ops_and_changes_nothing_else():
     with pytest.raises(ValueError, match="without '/'"):
         with fluid.name_scope("a/b"):
             pass
+
+
+# ---- a layer's name names its parameters ----
+
+def test_fc_and_conv2d_name_their_parameters_as_fluid_does():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data("x", shape=[None, 4])
+        z = fluid.data("z", shape=[None, 3])
+        im = fluid.data("im", shape=[None, 3, 8, 8])
+        fluid.layers.fc(x, 3, name="enc")
+        fluid.layers.fc([x, z], 2, name="enc")   # counted on: enc.w_1, ...
+        fluid.layers.fc(x, 2, name="dec", bias_attr=False)
+        fluid.layers.fc(x, 2, name="own", param_attr=fluid.ParamAttr("mine"))
+        fluid.layers.conv2d(im, 4, 3, name="c1")
+        fluid.layers.fc(x, 2)                     # unnamed: fc_N
+    names = sorted(p.name for p in main.all_parameters()
+                   if not p.name.startswith("fc_"))
+    assert names == ["c1.b_0", "c1.w_0", "dec.w_0", "enc.b_0", "enc.b_1",
+                     "enc.w_0", "enc.w_1", "enc.w_2", "mine", "own.b_0"], names
+    unnamed = [p.name for p in main.all_parameters()
+               if p.name.startswith("fc_")]
+    assert len(unnamed) == 2 and unnamed[0].endswith(".w_0"), unnamed
