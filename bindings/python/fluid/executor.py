@@ -251,6 +251,9 @@ class Executor:
             self._closed = True
             # The prepared programs first: they point into the scopes.
             self._core = None
+            # The MPIExecutors running its data-parallel programs
+            # (fluid.compiler._run_on_ranks) go too.
+            self.__dict__.pop("_rank_runners", None)
             self._steps.clear()
             self._scopes.clear()
 

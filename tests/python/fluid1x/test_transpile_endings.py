@@ -145,6 +145,10 @@ def test_the_original_ending_with_a_plain_executor_trains(own_startup):
     assert losses == ref_losses
     for name, value in ref_params.items():
         assert scope.get(name).tobytes() == value.tobytes(), name
+    exe.close()  # with the MPIExecutor it ran the program on
+    assert not getattr(exe, "_rank_runners", None)
+    with pytest.raises(RuntimeError, match="closed"):
+        exe.run(prog, feed=next(batches()), scope=scope)
 
 
 def test_a_plain_executor_is_told_what_to_do():
