@@ -384,7 +384,8 @@ def _dispatch(exe, program, feed, fetch_list, scope, check_finite,
     return None
 
 
-_ON_RANKS = {}  # (program id, version) -> _runs_on_ranks's answer
+# program -> (its version, _runs_on_ranks's answer); forgotten with it
+_ON_RANKS = weakref.WeakKeyDictionary()
 
 
 def _runs_on_ranks(program):
@@ -394,11 +395,10 @@ def _runs_on_ranks(program):
     program version, not every run."""
     if _transpiler._pserver_pair(program) is not None:
         return True
-    key = (program.desc.id, program.desc.version)
-    found = _ON_RANKS.get(key)
-    if found is None:
-        found = _ON_RANKS[key] = any(t.startswith("c_")
-                                     for t in program.op_types())
+    version, found = _ON_RANKS.get(program, (None, None))
+    if version != program.desc.version:
+        found = any(t.startswith("c_") for t in program.op_types())
+        _ON_RANKS[program] = (program.desc.version, found)
     return found
 
 
@@ -413,10 +413,10 @@ def _run_on_ranks(exe, program, feed, fetch_list, scope, check_finite,
     on the scope by this Executor before gives the starting values, rank
     0's on every rank."""
     scope = scope or global_scope()
-    runners = exe.__dict__.setdefault("_rank_runners", {})
-    mpi = runners.get(id(scope))
+    mpi = exe._rank_runners.get(id(scope))
     if mpi is None:
-        mpi = runners[id(scope)] = MPIExecutor(exe.place, exe._threads)
+        mpi = exe._rank_runners[id(scope)] = MPIExecutor(exe.place,
+                                                         exe._threads)
     if program.is_startup:
         return mpi.run(program, scope=scope)
     if id(scope) not in mpi._started:

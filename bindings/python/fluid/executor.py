@@ -237,6 +237,9 @@ class Executor:
         self.place = place or CPUPlace()
         self._threads = int(threads)
         self._core = _core.Executor(int(threads), device)
+        # scope id -> the MPIExecutor running this executor's data-parallel
+        # programs on it (fluid.compiler._run_on_ranks)
+        self._rank_runners = {}
         # Prepared programs point into the scopes they ran on: keep those
         # scopes alive as long as this executor.
         self._scopes = {}
@@ -251,9 +254,7 @@ class Executor:
             self._closed = True
             # The prepared programs first: they point into the scopes.
             self._core = None
-            # The MPIExecutors running its data-parallel programs
-            # (fluid.compiler._run_on_ranks) go too.
-            self.__dict__.pop("_rank_runners", None)
+            self._rank_runners.clear()
             self._steps.clear()
             self._scopes.clear()
 

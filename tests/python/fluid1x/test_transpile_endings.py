@@ -146,7 +146,7 @@ def test_the_original_ending_with_a_plain_executor_trains(own_startup):
     for name, value in ref_params.items():
         assert scope.get(name).tobytes() == value.tobytes(), name
     exe.close()  # with the MPIExecutor it ran the program on
-    assert not getattr(exe, "_rank_runners", None)
+    assert not exe._rank_runners
     with pytest.raises(RuntimeError, match="closed"):
         exe.run(prog, feed=next(batches()), scope=scope)
 
