@@ -31,6 +31,7 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
+#include "transpiler/mixed_precision.h"
 #include "transpiler/pserver_transpiler.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
@@ -84,6 +85,11 @@ py::dtype NumpyDtype(DataType t) {
       return py::dtype::of<int32_t>();
     case DataType::kInt64:
       return py::dtype::of<int64_t>();
+    case DataType::kFloat16:
+      return py::dtype("float16");
+    case DataType::kBFloat16:
+      // numpy has no bfloat16: its bits, as Fluid returns them.
+      return py::dtype::of<uint16_t>();
   }
   return py::dtype::of<float>();
 }
@@ -99,9 +105,14 @@ DataType FromNumpy(const py::dtype& d, const std::string& what) {
   if (SameDtype(d, py::dtype::of<double>())) return DataType::kFloat64;
   if (SameDtype(d, py::dtype::of<int32_t>())) return DataType::kInt32;
   if (SameDtype(d, py::dtype::of<int64_t>())) return DataType::kInt64;
-  FLUID_THROW(ErrorCode::kInvalidArgument, what, " has numpy dtype ",
-              py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
-              "; use float32, float64, int32 or int64");
+  if (SameDtype(d, py::dtype("float16"))) return DataType::kFloat16;
+  // bfloat16 values travel as their bits (fluid.core.float_to_bfloat16).
+  if (SameDtype(d, py::dtype::of<uint16_t>())) return DataType::kBFloat16;
+  FLUID_THROW(
+      ErrorCode::kInvalidArgument, what, " has numpy dtype ",
+      py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
+      "; use float32, float64, int32, int64, float16 or uint16 (the bits of "
+      "bfloat16 values)");
 }
 
 // A numpy array viewing the tensor's buffer (kept alive by the array): no
@@ -313,6 +324,13 @@ class PyBuilder {
   }
   ProgramBuilder* get() { return &builder_; }
   ProgramPtr main() { return main_; }
+  // Replaces both programs by `job`'s (a rewrite of the whole job).
+  void Replace(const proto::TrainingJob& job) {
+    ++main_->version;
+    ++startup_->version;
+    main_->desc = job.main();
+    startup_->desc = job.startup();
+  }
 
  private:
   ProgramPtr main_, startup_;
@@ -942,6 +960,18 @@ void BindBuilder(py::module_& m) {
                    ->Minimize(pb, loss, {no_grad.begin(), no_grad.end()});
              });
            })
+      // Rewrites the programs built so far (after minimize) to mixed
+      // precision by the serialized AmpConfig.
+      .def("mixed_precision",
+           [](PyBuilder& b, const py::bytes& config) {
+             proto::AmpConfig c;
+             FLUID_ENFORCE(c.ParseFromString(std::string(config)),
+                           "not a serialized AmpConfig");
+             proto::TrainingJob job;
+             *job.mutable_main() = *b.get()->main();
+             *job.mutable_startup() = *b.get()->startup();
+             b.Replace(MixedPrecisionRewrite(job, c));
+           })
       .def("lr_schedule",
            [](PyBuilder& b, const std::string& kind, const py::dict& args) {
              LrSchedule s = MakeLrSchedule(kind, args);
@@ -1086,6 +1116,15 @@ py::object StrategyValue(const proto::DistributedStrategy& s,
                          const std::string& path) {
   const std::string text = GetStrategyField(s, path);
   const std::string type = StrategyFieldType(path);
+  if (StrategyFieldIsList(path)) {
+    py::list names;
+    for (size_t start = 0; start < text.size();) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      names.append(py::str(text.substr(start, comma - start)));
+      start = comma + 1;
+    }
+    return std::move(names);
+  }
   if (type == "bool") return py::bool_(text == "true");
   if (type == "int32" || type == "int64") return py::int_(std::stoll(text));
   if (type == "float" || type == "double") return py::float_(std::stod(text));
@@ -1095,6 +1134,25 @@ py::object StrategyValue(const proto::DistributedStrategy& s,
 // A Python value as the text SetStrategyField reads.
 std::string StrategyText(const std::string& path, const py::handle& value) {
   const std::string type = StrategyFieldType(path);
+  if (StrategyFieldIsList(path)) {
+    FLUID_ENFORCE(py::isinstance<py::list>(value) ||
+                      py::isinstance<py::tuple>(value) ||
+                      py::isinstance<py::set>(value),
+                  "DistributedStrategy.", path, " takes a list of names, got ",
+                  SanitizeMessage(py::repr(value).cast<std::string>()));
+    std::string text;
+    for (const py::handle& item : value) {
+      FLUID_ENFORCE(py::isinstance<py::str>(item), "DistributedStrategy.",
+                    path, " takes names (str), got ",
+                    SanitizeMessage(py::repr(item).cast<std::string>()));
+      const std::string name = item.cast<std::string>();
+      FLUID_ENFORCE(!name.empty() && name.find(',') == std::string::npos,
+                    "DistributedStrategy.", path, ": ", Quote(name),
+                    " is no op name");
+      text += (text.empty() ? "" : ",") + name;
+    }
+    return text;
+  }
   const bool is_bool = py::isinstance<py::bool_>(value);
   const bool is_number = !is_bool && (py::isinstance<py::int_>(value) ||
                                       py::isinstance<py::float_>(value));
@@ -1137,6 +1195,23 @@ void BindStrategy(py::module_& m) {
         [](const py::bytes& b) { ValidateStrategy(StrategyOf(b)); });
   m.def("strategy_equal", [](const py::bytes& a, const py::bytes& b) {
     return CanonicalBytes(StrategyOf(a)) == CanonicalBytes(StrategyOf(b));
+  });
+  // The mixed-precision op lists for a serialized AmpConfig: (white, black,
+  // gray), each sorted.
+  m.def("amp_lists", [](const py::bytes& config) {
+    proto::AmpConfig c;
+    FLUID_ENFORCE(c.ParseFromString(std::string(config)),
+                  "not a serialized AmpConfig");
+    const AmpLists l = MakeAmpLists(c);
+    auto sorted = [](const std::set<std::string>& s) {
+      return std::vector<std::string>(s.begin(), s.end());
+    };
+    return py::make_tuple(sorted(l.white), sorted(l.black), sorted(l.gray));
+  });
+  // A serialized AmpConfig: the strategy's amp_configs.
+  m.def("strategy_amp_config", [](const py::bytes& b) {
+    return py::bytes(
+        CanonicalStrategy(StrategyOf(b)).amp_configs().SerializeAsString());
   });
   m.def("strategy_passes",
         [](const py::bytes& b) { return CollectivePassNames(StrategyOf(b)); });

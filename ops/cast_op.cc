@@ -59,8 +59,10 @@ REGISTER_OP(cast)
     .Doc("Out = X converted to out_dtype.")
     .Input("X", "input, of in_dtype")
     .Output("Out", "X's values as out_dtype, same shape")
-    .Attr<int32_t>("in_dtype", static_cast<int32_t>(DataType::kFloat32),
-                   "X's dtype (0 float32, 1 float64, 2 int32, 3 int64)")
+    .Attr<int32_t>(
+        "in_dtype", static_cast<int32_t>(DataType::kFloat32),
+        "X's dtype (0 float32, 1 float64, 2 int32, 3 int64, 4 float16, "
+        "5 bfloat16)")
     .Attr<int32_t>("out_dtype", static_cast<int32_t>(DataType::kFloat32),
                    "Out's dtype, numbered as in_dtype")
     .SetInferShape(CastInferShape)
@@ -68,7 +70,9 @@ REGISTER_OP(cast)
     .CPUKernel<float>(CastKernel<float>)
     .CPUKernel<double>(CastKernel<double>)
     .CPUKernel<int32_t>(CastKernel<int32_t>)
-    .CPUKernel<int64_t>(CastKernel<int64_t>);
+    .CPUKernel<int64_t>(CastKernel<int64_t>)
+    .CPUKernel<float16>(CastKernel<float16>)
+    .CPUKernel<bfloat16>(CastKernel<bfloat16>);
 
 }  // namespace ops
 }  // namespace fluid

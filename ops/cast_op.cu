@@ -36,6 +36,8 @@ void CastKernel(const ExecutionContext& ctx) {
 REGISTER_FLOAT_KERNELS(cast, kCUDA, CastKernel);
 REGISTER_KERNEL(cast, kCUDA, int32_t, CastKernel<int32_t>);
 REGISTER_KERNEL(cast, kCUDA, int64_t, CastKernel<int64_t>);
+REGISTER_KERNEL(cast, kCUDA, float16, CastKernel<float16>);
+REGISTER_KERNEL(cast, kCUDA, bfloat16, CastKernel<bfloat16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -26,6 +26,12 @@ void VisitDtype(DataType dtype, F&& f) {
     case DataType::kInt64:
       f(int64_t{});
       return;
+    case DataType::kFloat16:
+      f(float16{});
+      return;
+    case DataType::kBFloat16:
+      f(bfloat16{});
+      return;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype ",
               static_cast<int>(dtype));
@@ -35,9 +41,10 @@ void VisitDtype(DataType dtype, F&& f) {
 // naming the op and the attr when it is none.
 inline DataType DtypeAttr(int32_t value, const std::string& op,
                           const std::string& name) {
-  FLUID_ENFORCE(value >= 0 && value <= static_cast<int32_t>(DataType::kInt64),
-                op, ": attr ", name, " ", value,
-                " is no dtype (0 float32, 1 float64, 2 int32, 3 int64)");
+  FLUID_ENFORCE(value >= 0 && value <= kMaxDataType, op, ": attr ", name, " ",
+                value,
+                " is no dtype (0 float32, 1 float64, 2 int32, 3 int64, "
+                "4 float16, 5 bfloat16)");
   return static_cast<DataType>(value);
 }
 

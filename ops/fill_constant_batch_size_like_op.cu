@@ -36,6 +36,10 @@ void FillBatchSizeLikeKernel(const ExecutionContext& ctx) {
       return Fill<int32_t>(ctx, out, value);
     case DataType::kInt64:
       return Fill<int64_t>(ctx, out, value);
+    case DataType::kFloat16:
+      return Fill<float16>(ctx, out, value);
+    case DataType::kBFloat16:
+      return Fill<bfloat16>(ctx, out, value);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/mixed_precision.h"
 #include "transpiler/passes/pass.h"
 #include "transpiler/strategy.h"
 
@@ -48,8 +49,13 @@ proto::TrainingJob CollectiveTranspile(
                 JobFormName(form), "); transpile the plain program");
   ValidateStrategy(strategy, &job);
   const proto::DistributedStrategy canonical = CanonicalStrategy(strategy);
-  PassContext ctx{job, canonical, nranks, {}};
-  proto::TrainingJob out = job;
+  // Mixed precision first: the collective passes then see its float32
+  // gradients and its unscaling among the optimizer's ops.
+  const proto::TrainingJob local =
+      canonical.amp() ? MixedPrecisionRewrite(job, canonical.amp_configs())
+                      : job;
+  PassContext ctx{local, canonical, nranks, {}};
+  proto::TrainingJob out = local;
   std::vector<const Pass*> ran;
   for (const Pass* p : CollectivePasses()) {
     if (!p->applies(canonical)) continue;

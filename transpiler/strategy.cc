@@ -5,6 +5,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -62,7 +63,16 @@ double NumberOf(const Message& m, const FieldDescriptor* f) {
   }
 }
 
+// A field's value as text; a list of names (a repeated string field) is
+// its items joined by commas.
 std::string ValueText(const Message& m, const FieldDescriptor* f) {
+  if (f->is_repeated()) {
+    std::string out;
+    for (int i = 0; i < m.GetReflection()->FieldSize(m, f); ++i)
+      out +=
+          (i == 0 ? "" : ",") + m.GetReflection()->GetRepeatedString(m, f, i);
+    return out;
+  }
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING)
     return m.GetReflection()->GetString(m, f);
   std::string out;
@@ -74,6 +84,7 @@ std::string ValueText(const Message& m, const FieldDescriptor* f) {
 void CheckDeclared(const Message& m, const FieldDescriptor* f,
                    const std::string& path) {
   const auto& o = f->options();
+  if (f->is_repeated()) return;  // lists of names declare no range
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
     if (o.ExtensionSize(proto::allowed) == 0) return;
     const std::string v = m.GetReflection()->GetString(m, f);
@@ -208,9 +219,22 @@ bool ParseReal(const std::string& v, double* out) {
   return *end == '\0';
 }
 
-// Sets scalar field `f` of `m` from `v`; false when `v` is not of its type.
+// Sets field `f` of `m` from `v`; false when `v` is not of its type. A
+// list of names (a repeated string field) takes them comma-separated.
 bool SetFromText(Message* m, const FieldDescriptor* f, const std::string& v) {
   const Reflection* r = m->GetReflection();
+  if (f->is_repeated()) {
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_STRING) return false;
+    r->ClearField(m, f);
+    size_t start = 0;
+    while (start <= v.size()) {
+      const size_t comma = std::min(v.find(',', start), v.size());
+      const std::string item = v.substr(start, comma - start);
+      if (!item.empty()) r->AddString(m, f, item);
+      start = comma + 1;
+    }
+    return true;
+  }
   bool b = false;
   int64_t i = 0;
   double d = 0;
@@ -253,7 +277,7 @@ void SetDefaults(Message* m) {
     const FieldDescriptor* f = d->field(i);
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       SetDefaults(r->MutableMessage(m, f));
-    } else if (!r->HasField(*m, f)) {
+    } else if (!f->is_repeated() && !r->HasField(*m, f)) {
       const bool ok = SetFromText(m, f, ValueText(*m, f));
       FLUID_ENFORCE_CODE(ok, ErrorCode::kInternal, "cannot set the default of ",
                          kPrefix, f->full_name());
@@ -290,6 +314,11 @@ void ValidateStrategy(const proto::DistributedStrategy& s,
   ForEachLeaf(s, "",
               [&s](const Message& m, const FieldDescriptor* f,
                    const std::string& path) { CheckPairs(s, m, f, path); });
+  if (s.amp() && s.sharding() && s.amp_configs().dtype() == "fp16")
+    FLUID_THROW(ErrorCode::kUnimplemented, kPrefix, "amp with ",
+                "amp_configs.dtype fp16 does not combine with sharding yet "
+                "(its loss scaling checks whole gradients, which sharding "
+                "splits across ranks); use dtype bf16 or turn sharding off");
   if (job == nullptr || !s.sharding()) return;
   const std::string sparse = FirstSparseGradient(job->main());
   if (!sparse.empty())
@@ -347,6 +376,12 @@ std::string StrategyFieldType(const std::string& path) {
   const proto::DistributedStrategy s;
   const Message* owner = nullptr;
   return Resolve(s, nullptr, path, &owner, nullptr)->cpp_type_name();
+}
+
+bool StrategyFieldIsList(const std::string& path) {
+  const proto::DistributedStrategy s;
+  const Message* owner = nullptr;
+  return Resolve(s, nullptr, path, &owner, nullptr)->is_repeated();
 }
 
 std::string StrategyToText(const proto::DistributedStrategy& s) {

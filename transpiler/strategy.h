@@ -54,6 +54,9 @@ void SetStrategyField(proto::DistributedStrategy* s, const std::string& path,
 // The type of leaf field `path`: "bool", "int32", "int64", "float",
 // "double" or "string"; an unknown path is an error naming it.
 std::string StrategyFieldType(const std::string& path);
+// Whether leaf field `path` is a list of names (its text is the names
+// joined by commas).
+bool StrategyFieldIsList(const std::string& path);
 
 // Text format, the form `trainer --print-strategy` prints and --strategy
 // reads. Parsing names an unknown field or a bad value with its line;

@@ -344,7 +344,9 @@ REGISTER_LAYER(mul)
     });
 
 REGISTER_LAYER(cast)
-    .Doc("x converted to dtype (float32, float64, int32, int64).")
+    .Doc(
+        "x converted to dtype (float32, float64, int32, int64, float16, "
+        "bfloat16).")
     .Var("x")
     .String("dtype")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {

@@ -175,6 +175,10 @@ const char* DescrOf(DataType t) {
       return "<i4";
     case DataType::kInt64:
       return "<i8";
+    case DataType::kFloat16:
+      return "<f2";
+    case DataType::kBFloat16:
+      return "<u2";  // numpy has no bfloat16: its bits
   }
   return "?";
 }

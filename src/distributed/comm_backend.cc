@@ -35,6 +35,12 @@ void Divide(T* p, int64_t n, int by) {
   const T d = static_cast<T>(by);
   for (int64_t i = 0; i < n; ++i) p[i] /= d;
 }
+// The 16-bit floats divide in float32 and round once.
+template <typename T>
+void DivideHalf(T* p, int64_t n, int by) {
+  const float d = static_cast<float>(by);
+  for (int64_t i = 0; i < n; ++i) p[i] = FromFloat<T>(ToFloat(p[i]) / d);
+}
 }  // namespace
 
 void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
@@ -48,6 +54,10 @@ void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
       return Divide(static_cast<int32_t*>(data), count, n);
     case DataType::kInt64:
       return Divide(static_cast<int64_t*>(data), count, n);
+    case DataType::kFloat16:
+      return DivideHalf(static_cast<float16*>(data), count, n);
+    case DataType::kBFloat16:
+      return DivideHalf(static_cast<bfloat16*>(data), count, n);
   }
 }
 

@@ -24,6 +24,21 @@ void Reduce(const InProcessGroup& g, T* out, int64_t count, ReduceOp op,
   }
 }
 
+// Reduce for the 16-bit floats: each element is reduced in float32 over
+// the ranks and rounded once.
+template <typename T>
+void ReduceHalf(const InProcessGroup& g, T* out, int64_t count, ReduceOp op,
+                int64_t offset) {
+  for (int64_t i = 0; i < count; ++i) {
+    float acc = ToFloat(static_cast<const T*>(g.Posted(0))[offset + i]);
+    for (int r = 1; r < g.size(); ++r) {
+      const float v = ToFloat(static_cast<const T*>(g.Posted(r))[offset + i]);
+      acc = op == ReduceOp::kMax ? std::max(acc, v) : acc + v;
+    }
+    out[i] = FromFloat<T>(acc);
+  }
+}
+
 void ReduceAny(const InProcessGroup& g, void* out, int64_t count,
                DataType dtype, ReduceOp op, int64_t offset) {
   switch (dtype) {
@@ -35,6 +50,10 @@ void ReduceAny(const InProcessGroup& g, void* out, int64_t count,
       return Reduce(g, static_cast<int32_t*>(out), count, op, offset);
     case DataType::kInt64:
       return Reduce(g, static_cast<int64_t*>(out), count, op, offset);
+    case DataType::kFloat16:
+      return ReduceHalf(g, static_cast<float16*>(out), count, op, offset);
+    case DataType::kBFloat16:
+      return ReduceHalf(g, static_cast<bfloat16*>(out), count, op, offset);
   }
 }
 

@@ -37,6 +37,9 @@ MPI_Datatype MpiType(DataType t) {
       return MPI_INT32_T;
     case DataType::kInt64:
       return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return MPI_UINT16_T;  // reduced by the wire reductions below
   }
   return MPI_BYTE;
 }
@@ -84,7 +87,7 @@ class MpiBackend : public CommBackend {
 
   void AllReduce(void* data, int64_t count, DataType dtype,
                  ReduceOp op) override {
-    MPI_Op mop = op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
+    MPI_Op mop = ReduceOpOf(dtype, op);
     char* p = static_cast<char*>(data);
     const size_t elem = SizeOf(dtype);
     Counted counted(membership_.get(), "allreduce", count * elem);
@@ -172,9 +175,9 @@ class MpiBackend : public CommBackend {
                   " elements is too large");
     Counted counted(membership_.get(), "reducescatter",
                     count * size_ * static_cast<int64_t>(SizeOf(dtype)));
-    Check(MPI_Reduce_scatter_block(
-              send, recv, static_cast<int>(count), MpiType(dtype),
-              op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD),
+    Check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count),
+                                   MpiType(dtype), ReduceOpOf(dtype, op),
+                                   MPI_COMM_WORLD),
           "MPI_Reduce_scatter_block");
     if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size_);
   }
@@ -279,6 +282,14 @@ class MpiBackend : public CommBackend {
                          type, prev, 1, comm, MPI_STATUS_IGNORE),
             "MPI_Sendrecv (allgather)");
     }
+  }
+
+  // The MPI reduction of `dtype` values for `op`: MPI's own, or for the
+  // 16-bit float dtypes (which MPI lacks) the wire reduction of that format.
+  MPI_Op ReduceOpOf(DataType dtype, ReduceOp op) {
+    if (dtype == DataType::kBFloat16) return WireOp(WireFormat::kBf16, op);
+    if (dtype == DataType::kFloat16) return WireOp(WireFormat::kFp16, op);
+    return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
   }
 
   // The reduction of 16-bit `wire` values for `op`: the function, and the

@@ -34,6 +34,10 @@ ncclDataType_t NcclType(DataType dtype) {
       return ncclInt32;
     case DataType::kInt64:
       return ncclInt64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "no NCCL type for dtype ",
               DataTypeName(dtype));

@@ -11,9 +11,7 @@ namespace fluid {
 
 namespace {
 
-bool IsFloat(const proto::VarDesc& v) {
-  return v.dtype() == proto::FP32 || v.dtype() == proto::FP64;
-}
+bool IsFloat(const proto::VarDesc& v) { return IsFloatDtype(VarDtype(v)); }
 
 // The forward var a gradient name refers to ("w@GRAD" -> "w"), or "".
 std::string ForwardName(const std::string& grad) {

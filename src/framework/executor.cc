@@ -202,6 +202,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
     const OperatorBase& op = *prepared->ops_[i];
     const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
     try {
+      if (op.SkippedThisRun()) continue;
       const OpSchema& schema = op.schema();
       if (schema.infer_shape()) {
         RuntimeInferShapeContext ctx(op);

@@ -262,6 +262,15 @@ const OpSchema& OpRegistry::Get(const std::string& type) const {
   return *it->second;
 }
 
+bool OpRegistry::HasKernel(const std::string& type, Place::Kind place,
+                           DataType dtype) const {
+  auto any = any_dtype_kernels_.find(type);
+  if (any != any_dtype_kernels_.end() && any->second.count(place) != 0)
+    return true;
+  auto it = kernels_.find(type);
+  return it != kernels_.end() && it->second.count(KernelKey{place, dtype}) != 0;
+}
+
 KernelFn OpRegistry::GetKernel(const std::string& type, const Place& place,
                                DataType dtype) const {
   auto any = any_dtype_kernels_.find(type);

@@ -243,6 +243,10 @@ class OpRegistry {
   // kernels the op has.
   KernelFn GetKernel(const std::string& type, const Place& place,
                      DataType dtype) const;
+  // Whether GetKernel finds a kernel for (place, dtype) (one registered for
+  // that dtype, or one for every dtype).
+  bool HasKernel(const std::string& type, Place::Kind place,
+                 DataType dtype) const;
   std::vector<std::string> Types() const;
 
  private:

@@ -77,6 +77,21 @@ OperatorBase::OperatorBase(const proto::OpDesc& desc,
   kernel_ = OpRegistry::Global().GetKernel(desc.type(), place, kernel_dtype_);
   inputs_ = BindSlots(desc.inputs());
   outputs_ = BindSlots(desc.outputs());
+  if (HasOpAttr(desc, kOpSkipIfAttr))
+    skip_if_ = GetOpAttrAs<std::string>(desc, kOpSkipIfAttr);
+}
+
+bool OperatorBase::SkippedThisRun() const {
+  if (skip_if_var_ == nullptr) return false;
+  const Tensor& flag = skip_if_var_->GetTensor();
+  FLUID_ENFORCE(flag.initialized() && flag.numel() >= 1 &&
+                    flag.dtype() == DataType::kInt32,
+                "op ", Quote(type()), ": its ", kOpSkipIfAttr, " variable ",
+                Quote(skip_if_), " must hold an int32 flag");
+  if (flag.place().is_cpu()) return flag.data<int32_t>()[0] != 0;
+  Tensor host;
+  host.CopyFrom(flag, Place::CPU());
+  return host.data<int32_t>()[0] != 0;
 }
 
 void OperatorBase::Bind(const Scope& scope) {
@@ -88,6 +103,7 @@ void OperatorBase::Bind(const Scope& scope) {
       }
     }
   }
+  if (!skip_if_.empty()) skip_if_var_ = scope.GetVar(skip_if_);
 }
 
 const BoundSlot* OperatorBase::FindInput(const std::string& slot) const {

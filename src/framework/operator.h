@@ -110,9 +110,14 @@ class OperatorBase {
   const std::vector<BoundSlot>& outputs() const { return outputs_; }
   const BoundSlot* FindInput(const std::string& slot) const;
   const BoundSlot* FindOutput(const std::string& slot) const;
+  // Whether this run skips the op: its op_skip_if variable holds a nonzero
+  // flag (read back from the device when it lives there).
+  bool SkippedThisRun() const;
 
  private:
   proto::OpDesc desc_;
+  std::string skip_if_;              // the op_skip_if variable, or ""
+  Variable* skip_if_var_ = nullptr;  // bound by Bind
   const OpSchema* schema_;
   AttributeMap attrs_;
   KernelFn kernel_ = nullptr;

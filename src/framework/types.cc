@@ -12,6 +12,9 @@ size_t SizeOf(DataType dtype) {
     case DataType::kFloat64:
     case DataType::kInt64:
       return 8;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return 2;
   }
   FLUID_THROW(ErrorCode::kInternal, "unknown dtype ", static_cast<int>(dtype));
 }
@@ -26,6 +29,10 @@ const char* DataTypeName(DataType dtype) {
       return "int32";
     case DataType::kInt64:
       return "int64";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }
@@ -40,6 +47,10 @@ DataType FromProto(proto::DataType dtype) {
       return DataType::kInt32;
     case proto::INT64:
       return DataType::kInt64;
+    case proto::FP16:
+      return DataType::kFloat16;
+    case proto::BF16:
+      return DataType::kBFloat16;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype code ",
               static_cast<int>(dtype));

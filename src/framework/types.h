@@ -11,10 +11,30 @@
 
 #include "proto/framework.pb.h"
 #include "src/framework/enforce.h"
+#include "src/framework/float16.h"
 
 namespace fluid {
 
-enum class DataType { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3 };
+enum class DataType {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kInt32 = 2,
+  kInt64 = 3,
+  kFloat16 = 4,
+  kBFloat16 = 5,
+};
+// The largest DataType value (for range checks of dtype attrs).
+constexpr int kMaxDataType = static_cast<int>(DataType::kBFloat16);
+
+// float32, float64, float16 or bfloat16.
+inline bool IsFloatDtype(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64 ||
+         t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+// float16 or bfloat16.
+inline bool IsHalfDtype(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
 
 size_t SizeOf(DataType dtype);
 const char* DataTypeName(DataType dtype);
@@ -38,6 +58,14 @@ struct DataTypeOf<int32_t> {
 template <>
 struct DataTypeOf<int64_t> {
   static constexpr DataType value = DataType::kInt64;
+};
+template <>
+struct DataTypeOf<float16> {
+  static constexpr DataType value = DataType::kFloat16;
+};
+template <>
+struct DataTypeOf<bfloat16> {
+  static constexpr DataType value = DataType::kBFloat16;
 };
 
 // Where a tensor's memory lives.
@@ -158,6 +186,12 @@ constexpr const char* kOpCallstackAttr = "op_callstack";
 constexpr const char* kOpNamescopeAttr = "op_namescope";
 // Whether an attr only annotates its op (op_callstack, op_namescope):
 // comparisons of ops and programs leave such attrs out.
+// An op whose string attr op_skip_if names a variable is skipped (neither
+// shape inference nor kernel runs) on a run where that variable's first
+// element is nonzero: how the optimizer's updates skip a step whose
+// gradients overflowed (mixed precision's check_finite_and_unscale writes
+// the flag). The variable must be int32.
+constexpr const char* kOpSkipIfAttr = "op_skip_if";
 inline bool IsOpAnnotationAttr(const std::string& name) {
   return name == kOpCallstackAttr || name == kOpNamescopeAttr;
 }

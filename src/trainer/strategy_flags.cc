@@ -50,6 +50,42 @@ void SetOverlapGather(const std::string&, proto::DistributedStrategy* s) {
   s->mutable_sharding_configs()->set_overlap_gather(true);
 }
 
+// "--amp bf16|fp16|none".
+void SetAmp(const std::string& v, proto::DistributedStrategy* s) {
+  FLUID_ENFORCE(v == "bf16" || v == "fp16" || v == "none",
+                "--amp takes bf16, fp16 or none, got ", Quote(v));
+  s->set_amp(v != "none");
+  if (v != "none") s->mutable_amp_configs()->set_dtype(v);
+}
+
+std::string ReadFile(const std::string& path, const char* flag);
+
+// "--amp-lists FILE": lines "white: op op ..." and "black: op ...";
+// blank lines and '#' comments are skipped.
+void SetAmpLists(const std::string& v, proto::DistributedStrategy* s) {
+  std::istringstream text(ReadFile(v, "--amp-lists"));
+  proto::AmpConfig* c = s->mutable_amp_configs();
+  c->clear_custom_white_list();
+  c->clear_custom_black_list();
+  std::string line;
+  for (int n = 1; std::getline(text, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string list, op;
+    if (!(words >> list)) continue;
+    FLUID_ENFORCE(list == "white:" || list == "black:", "--amp-lists ",
+                  Quote(v), " line ", n, ": expected \"white: op ...\" or ",
+                  "\"black: op ...\", got ", Quote(line));
+    while (words >> op) {
+      if (list == "white:") {
+        c->add_custom_white_list(op);
+      } else {
+        c->add_custom_black_list(op);
+      }
+    }
+  }
+}
+
 template <const char* kPath>
 void SetField(const std::string& v, proto::DistributedStrategy* s) {
   SetStrategyField(s, kPath, v);
@@ -59,11 +95,9 @@ constexpr char kAllreduceHierarchy[] = "allreduce_hierarchy";
 constexpr char kGradCompression[] = "grad_compression";
 constexpr char kSparseDenseRatio[] = "sparse_dense_ratio";
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path);
-  FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound,
-                     "--strategy: cannot "
-                     "read ",
+  FLUID_ENFORCE_CODE(in.good(), ErrorCode::kNotFound, flag, ": cannot read ",
                      Quote(path));
   std::ostringstream text;
   text << in.rdbuf();
@@ -122,6 +156,19 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        "fraction of the table (default 0.25), then allreduced dense",
        Arg::kValue,
        SetField<kSparseDenseRatio>},
+      {"--amp",
+       {"amp", "amp_configs.dtype"},
+       "mixed precision: bf16 or fp16 (the matrix ops and those between "
+       "them in 16 bits, float32 master weights; fp16 with dynamic loss "
+       "scaling), or none (the default)",
+       Arg::kValue,
+       SetAmp},
+      {"--amp-lists",
+       {"amp_configs.custom_white_list", "amp_configs.custom_black_list"},
+       "with --amp: a file of op lists, lines \"white: op ...\" (run in 16 "
+       "bits) and \"black: op ...\" (run in float32)",
+       Arg::kValue,
+       SetAmpLists},
   };
   return flags;
 }
@@ -148,7 +195,8 @@ proto::DistributedStrategy EffectiveStrategy(
     const proto::DistributedStrategy& asked) {
   proto::DistributedStrategy s = job.strategy();
   if (!strategy_file.empty())
-    s.MergeFrom(StrategyFromText(ReadFile(strategy_file), strategy_file));
+    s.MergeFrom(
+        StrategyFromText(ReadFile(strategy_file, "--strategy"), strategy_file));
   s.MergeFrom(asked);
   ValidateStrategy(s);
   return s;

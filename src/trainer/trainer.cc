@@ -53,6 +53,10 @@ double ScalarOf(const Tensor& t) {
       return t.data<int32_t>()[0];
     case DataType::kInt64:
       return static_cast<double>(t.data<int64_t>()[0]);
+    case DataType::kFloat16:
+      return ToFloat(t.data<float16>()[0]);
+    case DataType::kBFloat16:
+      return ToFloat(t.data<bfloat16>()[0]);
   }
   return 0;
 }

@@ -36,6 +36,12 @@ Tensor ValuesAs(DataType dtype) {
       return MakeTensor<int32_t>(s, {-2, -1, 0, 0, 0, 1, 7});
     case DataType::kInt64:
       return MakeTensor<int64_t>(s, {-2, -1, 0, 0, 0, 1, 7});
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      // Every value is exact in both 16-bit formats.
+      Tensor t = MakeTensor<float>(s, {-2.75f, -1, -0.5f, 0, 0.25f, 1.5f, 7});
+      return RunOp(Cast(DataType::kFloat32, dtype), {{"x", t}})["out"];
+    }
   }
   return {};
 }
@@ -57,13 +63,20 @@ std::vector<double> AsDoubles(const Tensor& t) {
       case DataType::kInt64:
         v.push_back(static_cast<double>(t.data<int64_t>()[i]));
         break;
+      case DataType::kFloat16:
+        v.push_back(ToFloat(t.data<float16>()[i]));
+        break;
+      case DataType::kBFloat16:
+        v.push_back(ToFloat(t.data<bfloat16>()[i]));
+        break;
     }
   }
   return v;
 }
 
 constexpr DataType kAll[] = {DataType::kFloat32, DataType::kFloat64,
-                             DataType::kInt32, DataType::kInt64};
+                             DataType::kInt32,   DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16};
 
 bool IsInt(DataType t) {
   return t == DataType::kInt32 || t == DataType::kInt64;

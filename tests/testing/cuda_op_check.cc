@@ -9,6 +9,10 @@ namespace testing {
 namespace {
 
 double DefaultTolerance(DataType dtype) {
+  // 16-bit floats: a few units in the last place of their 8 (bf16) or 11
+  // (fp16) significant bits, where CPU and CUDA round one sum differently.
+  if (dtype == DataType::kBFloat16) return 2e-2;
+  if (dtype == DataType::kFloat16) return 4e-3;
   return dtype == DataType::kFloat64 ? 1e-12 : 1e-5;
 }
 
@@ -22,13 +26,15 @@ double At(const Tensor& t, int64_t i) {
       return t.data<int32_t>()[i];
     case DataType::kInt64:
       return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kFloat16:
+      return ToFloat(t.data<float16>()[i]);
+    case DataType::kBFloat16:
+      return ToFloat(t.data<bfloat16>()[i]);
   }
   return 0;
 }
 
-bool IsFloat(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat64;
-}
+bool IsFloat(DataType t) { return IsFloatDtype(t); }
 
 }  // namespace
 

@@ -31,6 +31,7 @@ from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,
                        cpu_places, cuda_places)
 from .parallel_executor import ParallelExecutor
 from . import incubate
+from . import contrib  # noqa: F401  (fluid.contrib.mixed_precision)
 from . import average, install_check, profiler  # noqa: F401
 from .input import data, embedding, one_hot
 from .io import load, load_program_state, save, set_program_state
@@ -48,5 +49,5 @@ __all__ = [
     "average", "install_check", "profiler", "data", "embedding", "one_hot",
     "load", "load_program_state", "save", "set_program_state",
     "create_random_int_lodtensor", "memory_optimize", "release_memory",
-    "name_scope",
+    "name_scope", "contrib",
 ]
