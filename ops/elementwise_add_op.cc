@@ -1,5 +1,6 @@
 // elementwise_add: Out = X + Y, with Y broadcast onto X (see
-// elementwise_op_function.h). The bias add of fc and conv layers.
+// elementwise_op_function.h). The bias add of fc and conv layers; in
+// bfloat16 and float16 too (computed in float, rounded once).
 #include "ops/elementwise_op_function.h"
 
 namespace fluid {
@@ -55,7 +56,9 @@ REGISTER_OP(elementwise_add)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseAddKernel<float>)
-    .CPUKernel<double>(ElementwiseAddKernel<double>);
+    .CPUKernel<double>(ElementwiseAddKernel<double>)
+    .CPUKernel<bfloat16>(ElementwiseAddKernel<bfloat16>)
+    .CPUKernel<float16>(ElementwiseAddKernel<float16>);
 
 REGISTER_GRAD_OP(elementwise_add_grad)
     .Doc(
@@ -63,7 +66,9 @@ REGISTER_GRAD_OP(elementwise_add_grad)
         "the shapes of the forward X and Y are read.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseAddGradKernel<float>)
-    .CPUKernel<double>(ElementwiseAddGradKernel<double>);
+    .CPUKernel<double>(ElementwiseAddGradKernel<double>)
+    .CPUKernel<bfloat16>(ElementwiseAddGradKernel<bfloat16>)
+    .CPUKernel<float16>(ElementwiseAddGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -31,6 +31,8 @@ void ElementwiseAddGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(elementwise_add, kCUDA, ElementwiseAddKernel);
 REGISTER_FLOAT_KERNELS(elementwise_add_grad, kCUDA, ElementwiseAddGradKernel);
+REGISTER_HALF_KERNELS(elementwise_add, kCUDA, ElementwiseAddKernel);
+REGISTER_HALF_KERNELS(elementwise_add_grad, kCUDA, ElementwiseAddGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -21,7 +21,9 @@ REGISTER_OP(elementwise_div)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseKernel<float, DivFunctor>)
-    .CPUKernel<double>(ElementwiseKernel<double, DivFunctor>);
+    .CPUKernel<double>(ElementwiseKernel<double, DivFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseKernel<bfloat16, DivFunctor>)
+    .CPUKernel<float16>(ElementwiseKernel<float16, DivFunctor>);
 
 REGISTER_GRAD_OP(elementwise_div_grad)
     .Doc(
@@ -29,7 +31,9 @@ REGISTER_GRAD_OP(elementwise_div_grad)
         "Y was broadcast along.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseGradKernel<float, DivFunctor>)
-    .CPUKernel<double>(ElementwiseGradKernel<double, DivFunctor>);
+    .CPUKernel<double>(ElementwiseGradKernel<double, DivFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseGradKernel<bfloat16, DivFunctor>)
+    .CPUKernel<float16>(ElementwiseGradKernel<float16, DivFunctor>);
 
 }  // namespace ops
 }  // namespace fluid

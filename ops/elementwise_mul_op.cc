@@ -16,7 +16,8 @@ void SparseTimesScalar(const ExecutionContext& ctx) {
   const T* x = s.x.data<T>();
   T* out = s.out->mutable_data<T>(s.x.shape());
   ParallelFor(ctx.device(), s.x.numel(), 1.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = x[i] * y;
+    for (int64_t i = b; i < e; ++i)
+      out[i] = FromCompute<T>(ToCompute(x[i]) * ToCompute(y));
   });
 }
 
@@ -71,7 +72,9 @@ REGISTER_OP(elementwise_mul)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseMulKernel<float>)
-    .CPUKernel<double>(ElementwiseMulKernel<double>);
+    .CPUKernel<double>(ElementwiseMulKernel<double>)
+    .CPUKernel<bfloat16>(ElementwiseMulKernel<bfloat16>)
+    .CPUKernel<float16>(ElementwiseMulKernel<float16>);
 
 REGISTER_GRAD_OP(elementwise_mul_grad)
     .Doc(
@@ -79,7 +82,9 @@ REGISTER_GRAD_OP(elementwise_mul_grad)
         "was broadcast along.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseMulGradKernel<float>)
-    .CPUKernel<double>(ElementwiseMulGradKernel<double>);
+    .CPUKernel<double>(ElementwiseMulGradKernel<double>)
+    .CPUKernel<bfloat16>(ElementwiseMulGradKernel<bfloat16>)
+    .CPUKernel<float16>(ElementwiseMulGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

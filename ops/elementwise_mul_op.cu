@@ -48,6 +48,8 @@ void ElementwiseMulGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(elementwise_mul, kCUDA, ElementwiseMulKernel);
 REGISTER_FLOAT_KERNELS(elementwise_mul_grad, kCUDA, ElementwiseMulGradKernel);
+REGISTER_HALF_KERNELS(elementwise_mul, kCUDA, ElementwiseMulKernel);
+REGISTER_HALF_KERNELS(elementwise_mul_grad, kCUDA, ElementwiseMulGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

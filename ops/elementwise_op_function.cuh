@@ -10,6 +10,10 @@
 // The reductions are deterministic: every sum is taken in a fixed order that
 // depends only on the shapes, so a run reproduces the previous one bit for
 // bit. Included only by ops/*.cu.
+//
+// bfloat16 and float16 elements are loaded as float, combined in float and
+// rounded once when stored; the terms of dY are float and summed in float
+// (ComputeType, ops/half_math.h). For float and double nothing changes.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include "ops/broadcast_dims.h"
 #include "ops/cuda/cuda_helpers.cuh"
 #include "ops/elementwise_functors.h"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -25,13 +30,13 @@ namespace cuda {
 struct AddOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    return a + b;
+    return FromCompute<T>(ToCompute(a) + ToCompute(b));
   }
 };
 struct MulOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    return a * b;
+    return FromCompute<T>(ToCompute(a) * ToCompute(b));
   }
 };
 
@@ -106,11 +111,11 @@ template <typename T, bool kTimesX>
 struct GradTerm {
   const T* dout;
   const T* x;
-  __device__ T operator()(int64_t i) const {
+  __device__ ComputeType<T> operator()(int64_t i) const {
     if constexpr (kTimesX) {
-      return dout[i] * x[i];
+      return ToCompute(dout[i]) * ToCompute(x[i]);
     } else {
-      return dout[i];
+      return ToCompute(dout[i]);
     }
   }
 };
@@ -119,19 +124,22 @@ template <typename T, typename Term>
 struct SameShapeGrad {
   Term term;
   T* dy;
-  __device__ void operator()(int64_t i) const { dy[i] = term(i); }
+  __device__ void operator()(int64_t i) const {
+    dy[i] = FromCompute<T>(term(i));
+  }
 };
 
 // Column sums of a [rows, cols] matrix given by f(r, c): each block owns 32
 // adjacent columns (so a warp reads 32 adjacent elements) and one chunk of
 // `chunk_rows` rows; its 8 thread rows stride over the chunk and are then
-// added in a fixed order. Writes out[chunk * cols + c].
+// added in a fixed order. Writes out[chunk * cols + c]. The sums are of
+// type T, stored as Out.
 constexpr int kColumnWidth = 32;
 constexpr int kColumnDepth = 8;
 
-template <typename T, typename F>
+template <typename T, typename F, typename Out>
 __global__ void ColumnSumKernel(int64_t rows, int64_t cols, int64_t chunk_rows,
-                                F f, T* out) {
+                                F f, Out* out) {
   __shared__ T partial[kColumnDepth][kColumnWidth + 1];
   const int64_t c = blockIdx.x * int64_t{kColumnWidth} + threadIdx.x;
   const int64_t begin = blockIdx.y * chunk_rows;
@@ -146,7 +154,7 @@ __global__ void ColumnSumKernel(int64_t rows, int64_t cols, int64_t chunk_rows,
   if (threadIdx.y == 0 && c < cols) {
     T s = partial[0][threadIdx.x];
     for (int k = 1; k < kColumnDepth; ++k) s += partial[k][threadIdx.x];
-    out[blockIdx.y * cols + c] = s;
+    out[blockIdx.y * cols + c] = static_cast<Out>(s);
   }
 }
 
@@ -159,9 +167,10 @@ struct ReadMatrix {
   }
 };
 
-template <typename T, typename F>
+// Sums of type T, stored as Out.
+template <typename T, typename F, typename Out>
 void LaunchColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols,
-                     int64_t chunk_rows, int64_t chunks, F f, T* out) {
+                     int64_t chunk_rows, int64_t chunks, F f, Out* out) {
   dim3 grid(static_cast<unsigned>(CeilDiv(cols, kColumnWidth)),
             static_cast<unsigned>(chunks));
   dim3 block(kColumnWidth, kColumnDepth);
@@ -170,12 +179,13 @@ void LaunchColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols,
   CheckLaunch();
 }
 
-// out[c] = sum over r in [0, rows) of f(r, c). Tall matrices are cut into
-// row chunks (a count fixed by the shape) summed into the workspace first,
-// then the chunk sums are added.
+// out[c] = sum over r in [0, rows) of f(r, c), summed in ComputeType<T>.
+// Tall matrices are cut into row chunks (a count fixed by the shape) summed
+// into the workspace first, then the chunk sums are added.
 template <typename T, typename F>
 void ColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
                T* out) {
+  using C = ComputeType<T>;
   if (cols <= 0) return;
   const int64_t col_blocks = CeilDiv(cols, kColumnWidth);
   FLUID_ENFORCE(col_blocks <= INT32_MAX, "column sum over ", cols,
@@ -186,14 +196,24 @@ void ColumnSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
   const int64_t chunk_rows = std::max<int64_t>(1, CeilDiv(rows, want));
   const int64_t chunks = std::max<int64_t>(1, CeilDiv(rows, chunk_rows));
   if (chunks == 1) {
-    LaunchColumnSum(dev, rows, cols, std::max<int64_t>(rows, 1), 1, f, out);
+    LaunchColumnSum<C>(dev, rows, cols, std::max<int64_t>(rows, 1), 1, f, out);
     return;
   }
-  T* partial = static_cast<T*>(dev.Workspace(sizeof(T) * chunks * cols));
-  LaunchColumnSum(dev, rows, cols, chunk_rows, chunks, f, partial);
-  LaunchColumnSum(dev, chunks, cols, chunks, 1, ReadMatrix<T>{partial, cols},
-                  out);
+  C* partial = static_cast<C*>(dev.Workspace(sizeof(C) * chunks * cols));
+  LaunchColumnSum<C>(dev, rows, cols, chunk_rows, chunks, f, partial);
+  LaunchColumnSum<C>(dev, chunks, cols, chunks, 1, ReadMatrix<C>{partial, cols},
+                     out);
 }
+
+// out[i] = src[i] rounded to T.
+template <typename T>
+struct StoreRounded {
+  const float* src;
+  T* out;
+  __device__ void operator()(int64_t i) const {
+    out[i] = FromCompute<T>(src[i]);
+  }
+};
 
 // Row sums of an [rows, cols] matrix given by f(r, c), long rows cut into
 // segments of kSegment columns (a count fixed by the shape): the segment
@@ -210,6 +230,43 @@ struct SegmentOf {
     return col < cols ? f(row, col) : T(0);
   }
 };
+
+// RowSum of float terms into 16-bit `out`: the segment sums and the row
+// sums in float, in one workspace, the row sums then rounded once.
+template <typename T, typename F>
+void HalfRowSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
+                T* out) {
+  const int64_t segments =
+      std::max<int64_t>(1, (cols + kSegment - 1) / kSegment);
+  float* sums = static_cast<float*>(
+      dev.Workspace(sizeof(float) * rows * (segments > 1 ? segments + 1 : 1)));
+  if (segments == 1) {
+    RowReduce<float>(dev, rows, cols, f, SumOp(), 0.0f, sums);
+  } else {
+    float* partial = sums + rows;
+    RowReduce<float>(dev, rows * segments, kSegment,
+                     SegmentOf<float, F>{f, cols, segments}, SumOp(), 0.0f,
+                     partial);
+    RowReduce<float>(dev, rows, segments, ReadMatrix<float>{partial, segments},
+                     SumOp(), 0.0f, sums);
+  }
+  ForEach(dev, rows, StoreRounded<T>{sums, out});
+}
+
+// out[0] = the float sum of f(i) over [0, n), rounded once into 16-bit
+// `out`: Sum's two-level reduction in float, in one workspace.
+template <typename T, typename F>
+void HalfSum(const CUDADeviceContext& dev, int64_t n, F f, T* out) {
+  const int64_t cols = 4096;
+  const int64_t rows = std::max<int64_t>(1, CeilDiv(n, cols));
+  float* partial =
+      static_cast<float*>(dev.Workspace(sizeof(float) * (rows + 1)));
+  RowReduce<float>(dev, rows, cols, FlatAt<float, F>{f, n, cols}, SumOp(), 0.0f,
+                   partial);
+  RowReduce<float>(dev, 1, rows, ReadAt<float>{partial}, SumOp(), 0.0f,
+                   partial + rows);
+  ForEach(dev, 1, StoreRounded<T>{partial + rows, out});
+}
 
 template <typename T, typename F>
 void RowSum(const CUDADeviceContext& dev, int64_t rows, int64_t cols, F f,
@@ -232,7 +289,7 @@ template <typename T, typename Term>
 struct ColumnTerm {
   Term term;
   int64_t n;
-  __device__ T operator()(int64_t i, int64_t j) const {
+  __device__ ComputeType<T> operator()(int64_t i, int64_t j) const {
     return term(i * n + j);
   }
 };
@@ -242,14 +299,14 @@ template <typename T, typename Term>
 struct MiddleTerm {
   Term term;
   int64_t n, post;
-  __device__ T operator()(int64_t j, int64_t c) const {
+  __device__ ComputeType<T> operator()(int64_t j, int64_t c) const {
     const int64_t i = c / post, k = c % post;
     return term((i * n + j) * post + k);
   }
 };
 
 // dy[j] = sum over i, k of term(i * n * post + j * post + k), where
-// term(flat index into X) is a device functor returning T.
+// term(flat index into X) is a device functor returning ComputeType<T>.
 template <typename T, typename Term>
 void ReduceTermToY(const CUDADeviceContext& dev, const BroadcastDims& d,
                    Term term, T* dy) {
@@ -257,11 +314,20 @@ void ReduceTermToY(const CUDADeviceContext& dev, const BroadcastDims& d,
   if (d.same_shape()) {
     ForEach(dev, n, SameShapeGrad<T, Term>{term, dy});
   } else if (n == 1) {
-    Sum<T>(dev, pre * post, term, dy);
+    if constexpr (IsHalfType<T>::value) {
+      HalfSum(dev, pre * post, term, dy);
+    } else {
+      Sum<T>(dev, pre * post, term, dy);
+    }
   } else if (post == 1) {
     ColumnSum<T>(dev, pre, n, ColumnTerm<T, Term>{term, n}, dy);
   } else {
-    RowSum<T>(dev, n, pre * post, MiddleTerm<T, Term>{term, n, post}, dy);
+    const MiddleTerm<T, Term> middle{term, n, post};
+    if constexpr (IsHalfType<T>::value) {
+      HalfRowSum(dev, n, pre * post, middle, dy);
+    } else {
+      RowSum<T>(dev, n, pre * post, middle, dy);
+    }
   }
 }
 
@@ -282,7 +348,7 @@ template <typename Op>
 struct DeviceFunctor {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    return Op::Forward(a, b);
+    return FromCompute<T>(Op::Forward(ToCompute(a), ToCompute(b)));
   }
 };
 
@@ -298,8 +364,9 @@ struct FunctorDyTerm {
   const T* y;
   const T* dout;
   int64_t n, post;
-  __device__ T operator()(int64_t i) const {
-    return Op::Dy(x[i], y[(i / post) % n], dout[i]);
+  __device__ ComputeType<T> operator()(int64_t i) const {
+    return Op::Dy(ToCompute(x[i]), ToCompute(y[(i / post) % n]),
+                  ToCompute(dout[i]));
   }
 };
 
@@ -311,7 +378,8 @@ struct FunctorDx {
   T* dx;
   int64_t n, post;
   __device__ void operator()(int64_t i) const {
-    dx[i] = Op::Dx(x[i], y[(i / post) % n], dout[i]);
+    dx[i] = FromCompute<T>(Op::Dx(ToCompute(x[i]), ToCompute(y[(i / post) % n]),
+                                  ToCompute(dout[i])));
   }
 };
 

@@ -18,6 +18,10 @@
 // other op is a functor of elementwise_functors.h run by the generic
 // ElementwiseKernel and ElementwiseGradKernel below, so that a new binary op
 // is its functor plus its registration.
+//
+// 16-bit tensors (bfloat16, float16) take the same functors on floats: each
+// element is loaded as float, combined, and rounded once when stored; the
+// sums of dY accumulate in float (ops/half_math.h).
 #pragma once
 
 #include <algorithm>
@@ -27,7 +31,9 @@
 
 #include "ops/broadcast_dims.h"
 #include "ops/elementwise_functors.h"
+#include "ops/half_math.h"
 #include "ops/op_helpers.h"
+#include "src/framework/math/int_math.h"
 
 namespace fluid {
 namespace ops {
@@ -68,10 +74,39 @@ struct MulFunctor {
   }
 };
 
-// out[i, j, k] = f(x[i, j, k], y[j]). `out` may alias `x`.
+// ElementwiseCompute for 16-bit T: f on floats, one rounding per element.
 template <typename T, typename F>
-void ElementwiseCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
-                        const T* x, const T* y, T* out, F f) {
+void HalfElementwiseCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
+                            const T* x, const T* y, T* out, F f) {
+  const int64_t n = d.n, post = d.post;
+  auto at = [&](int64_t i, float yv) {
+    out[i] = FromCompute<T>(f(ToCompute(x[i]), yv));
+  };
+  if (d.same_shape()) {
+    ParallelFor(dev, n, 1.0, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) at(i, ToCompute(y[i]));
+    });
+  } else if (post == 1) {
+    ParallelFor(dev, d.pre, static_cast<double>(n), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        for (int64_t j = 0; j < n; ++j) at(i * n + j, ToCompute(y[j]));
+    });
+  } else {
+    ParallelFor(dev, d.pre * n, static_cast<double>(post),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t s = b; s < e; ++s) {
+                    const float yj = ToCompute(y[s % n]);
+                    for (int64_t k = 0; k < post; ++k) at(s * post + k, yj);
+                  }
+                });
+  }
+}
+
+// ElementwiseCompute for float and double: Eigen arrays.
+template <typename T, typename F>
+void EigenElementwiseCompute(const CPUDeviceContext& dev,
+                             const BroadcastDims& d, const T* x, const T* y,
+                             T* out, F f) {
   const int64_t pre = d.pre, n = d.n, post = d.post;
   if (d.same_shape()) {
     ParallelFor(dev, n, 1.0, [&](int64_t b, int64_t e) {
@@ -103,12 +138,60 @@ void ElementwiseCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
   }
 }
 
-// dy[j] = sum over i, k of dout[i, j, k] (times x[i, j, k] when kTimesX).
-// Work is split over j, so each thread owns its outputs: no partial sums to
-// allocate or combine, and the result does not depend on the thread count.
+// out[i, j, k] = f(x[i, j, k], y[j]). `out` may alias `x`.
+template <typename T, typename F>
+void ElementwiseCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
+                        const T* x, const T* y, T* out, F f) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfElementwiseCompute(dev, d, x, y, out, f);
+  } else {
+    EigenElementwiseCompute(dev, d, x, y, out, f);
+  }
+}
+
+// dy[j] = the float sum over i, k of term(flat index into X, j), rounded
+// once into 16-bit dy. Split over j as ReduceToY; the columns of a [pre, n]
+// X are summed a block at a time, so that each row is read contiguously.
+template <typename T, typename Term>
+void HalfReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
+                   Term term, T* dy) {
+  const int64_t pre = d.pre, n = d.n, post = d.post;
+  constexpr int64_t kBlock = 64;
+  if (post == 1 && !d.same_shape()) {
+    ParallelFor(dev, CeilDiv(n, kBlock), static_cast<double>(pre * kBlock),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t blk = b; blk < e; ++blk) {
+                    const int64_t j0 = blk * kBlock;
+                    const int64_t len = std::min(kBlock, n - j0);
+                    float acc[kBlock] = {};
+                    for (int64_t i = 0; i < pre; ++i)
+                      for (int64_t j = 0; j < len; ++j)
+                        acc[j] += term(i * n + j0 + j, j0 + j);
+                    for (int64_t j = 0; j < len; ++j)
+                      dy[j0 + j] = FromCompute<T>(acc[j]);
+                  }
+                });
+    return;
+  }
+  ParallelFor(dev, n, static_cast<double>(pre * post),
+              [&](int64_t b, int64_t e) {
+                for (int64_t j = b; j < e; ++j) {
+                  float s = 0.0f;
+                  for (int64_t i = 0; i < pre; ++i) {
+                    const int64_t off = (i * n + j) * post;
+                    for (int64_t k = 0; k < post; ++k) s += term(off + k, j);
+                  }
+                  dy[j] = FromCompute<T>(s);
+                }
+              });
+}
+
+// ReduceToY for float and double. Work is split over j, so each thread owns its
+// outputs: no partial sums to allocate or combine, and the result does not
+// depend on the thread count.
 template <typename T, bool kTimesX>
-void ReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
-               const T* dout, const T* x, T* dy) {
+void EigenReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
+                    const T* dout, const T* x, T* dy) {
   const int64_t pre = d.pre, n = d.n, post = d.post;
   if (d.same_shape()) {
     ParallelFor(dev, n, 1.0, [&](int64_t b, int64_t e) {
@@ -161,6 +244,24 @@ void ReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
   }
 }
 
+// dy[j] = sum over i, k of dout[i, j, k] (times x[i, j, k] when kTimesX):
+// Eigen for float and double, float sums for 16-bit T.
+template <typename T, bool kTimesX>
+void ReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
+               const T* dout, const T* x, T* dy) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfReduceToY(
+        dev, d,
+        [dout, x](int64_t i, int64_t) {
+          const float g = ToCompute(dout[i]);
+          return kTimesX ? g * ToCompute(x[i]) : g;
+        },
+        dy);
+  } else {
+    EigenReduceToY<T, kTimesX>(dev, d, dout, x, dy);
+  }
+}
+
 // The forward kernel of an elementwise op: Out = f(X, Y), Y broadcast onto
 // X at the `axis` attr. `f` takes Eigen arrays (see ElementwiseCompute).
 template <typename T, typename F>
@@ -174,15 +275,19 @@ void ElementwiseForward(const ExecutionContext& ctx, F f) {
 }
 
 // A functor of elementwise_functors.h applied to the Eigen arrays (or the
-// one scalar of Y) that ElementwiseCompute hands over.
+// one scalar of Y) that ElementwiseCompute hands over, or to two floats (the
+// 16-bit path).
 template <typename Op>
 struct ArrayFunctor {
   template <typename A, typename B>
   auto operator()(const A& a, const B& b) const {
-    using T = typename A::Scalar;
-    if constexpr (std::is_arithmetic_v<B>) {
+    if constexpr (std::is_arithmetic_v<A>) {
+      return Op::Forward(a, b);
+    } else if constexpr (std::is_arithmetic_v<B>) {
+      using T = typename A::Scalar;
       return a.unaryExpr([b](T v) { return T(Op::Forward(v, b)); });
     } else {
+      using T = typename A::Scalar;
       return a.binaryExpr(b, [](T u, T v) { return T(Op::Forward(u, v)); });
     }
   }
@@ -200,33 +305,44 @@ template <typename T, typename Op>
 void ElementwiseGradCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
                             const T* x, const T* y, const T* dout, T* dx,
                             T* dy) {
+  using C = ComputeType<T>;
   const int64_t pre = d.pre, n = d.n, post = d.post;
   if (dy != nullptr) {
-    ParallelFor(dev, n, static_cast<double>(pre * post),
-                [&](int64_t b, int64_t e) {
-                  for (int64_t j = b; j < e; ++j) {
-                    const T yj = y[j];
-                    T s = T(0);
-                    for (int64_t i = 0; i < pre; ++i) {
-                      const int64_t off = (i * n + j) * post;
-                      for (int64_t k = 0; k < post; ++k)
-                        s += T(Op::Dy(x[off + k], yj, dout[off + k]));
+    if constexpr (IsHalfType<T>::value) {
+      HalfReduceToY(
+          dev, d,
+          [x, y, dout](int64_t i, int64_t j) {
+            return Op::Dy(ToCompute(x[i]), ToCompute(y[j]), ToCompute(dout[i]));
+          },
+          dy);
+    } else {
+      ParallelFor(dev, n, static_cast<double>(pre * post),
+                  [&](int64_t b, int64_t e) {
+                    for (int64_t j = b; j < e; ++j) {
+                      const T yj = y[j];
+                      T s = T(0);
+                      for (int64_t i = 0; i < pre; ++i) {
+                        const int64_t off = (i * n + j) * post;
+                        for (int64_t k = 0; k < post; ++k)
+                          s += T(Op::Dy(x[off + k], yj, dout[off + k]));
+                      }
+                      dy[j] = s;
                     }
-                    dy[j] = s;
-                  }
-                });
+                  });
+    }
   }
   if (dx != nullptr) {
     // One row of `post` elements per (i, j), all meeting Y[j].
-    ParallelFor(dev, pre * n, static_cast<double>(post),
-                [&](int64_t b, int64_t e) {
-                  for (int64_t s = b; s < e; ++s) {
-                    const T yj = y[s % n];
-                    const int64_t off = s * post;
-                    for (int64_t k = 0; k < post; ++k)
-                      dx[off + k] = T(Op::Dx(x[off + k], yj, dout[off + k]));
-                  }
-                });
+    ParallelFor(
+        dev, pre * n, static_cast<double>(post), [&](int64_t b, int64_t e) {
+          for (int64_t s = b; s < e; ++s) {
+            const C yj = ToCompute(y[s % n]);
+            const int64_t off = s * post;
+            for (int64_t k = 0; k < post; ++k)
+              dx[off + k] = FromCompute<T>(
+                  Op::Dx(ToCompute(x[off + k]), yj, ToCompute(dout[off + k])));
+          }
+        });
   }
 }
 

@@ -21,13 +21,17 @@ REGISTER_OP(elementwise_sub)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseKernel<float, SubFunctor>)
-    .CPUKernel<double>(ElementwiseKernel<double, SubFunctor>);
+    .CPUKernel<double>(ElementwiseKernel<double, SubFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseKernel<bfloat16, SubFunctor>)
+    .CPUKernel<float16>(ElementwiseKernel<float16, SubFunctor>);
 
 REGISTER_GRAD_OP(elementwise_sub_grad)
     .Doc("dX = dOut; dY = -dOut summed over the dims Y was broadcast along.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseGradKernel<float, SubFunctor>)
-    .CPUKernel<double>(ElementwiseGradKernel<double, SubFunctor>);
+    .CPUKernel<double>(ElementwiseGradKernel<double, SubFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseGradKernel<bfloat16, SubFunctor>)
+    .CPUKernel<float16>(ElementwiseGradKernel<float16, SubFunctor>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -13,6 +13,14 @@ REGISTER_KERNEL(elementwise_sub_grad, kCUDA, float,
                 (cuda::ElementwiseGradKernel<float, SubFunctor>));
 REGISTER_KERNEL(elementwise_sub_grad, kCUDA, double,
                 (cuda::ElementwiseGradKernel<double, SubFunctor>));
+REGISTER_KERNEL(elementwise_sub, kCUDA, bfloat16,
+                (cuda::ElementwiseKernel<bfloat16, SubFunctor>));
+REGISTER_KERNEL(elementwise_sub, kCUDA, float16,
+                (cuda::ElementwiseKernel<float16, SubFunctor>));
+REGISTER_KERNEL(elementwise_sub_grad, kCUDA, bfloat16,
+                (cuda::ElementwiseGradKernel<bfloat16, SubFunctor>));
+REGISTER_KERNEL(elementwise_sub_grad, kCUDA, float16,
+                (cuda::ElementwiseGradKernel<float16, SubFunctor>));
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,0 +1,167 @@
+// The bfloat16 and float16 kernels of the ops between the matrix ops,
+// forward and gradient, against the float32 kernels on the same rounded
+// inputs (tests/testing/half_checks.h; tolerance: one unit in the last
+// place of the 16-bit type, HalfTolerance says why).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
+#include "tests/testing/half_checks.h"
+#include "tests/testing/op_cases.h"
+
+namespace fluid {
+namespace {
+
+using testing::BroadcastCase;
+using testing::BroadcastCases;
+using testing::GradFeeds;
+using testing::HalfClose;
+using testing::HalfFeeds;
+using testing::HalfTolerance;
+using testing::kHalfTypes;
+using testing::MakeHalfFeeds;
+using testing::RandomTensor;
+using testing::RunOp;
+using testing::Select;
+using testing::TensorMap;
+
+// What a check of one op may vary.
+struct HalfCheck {
+  // Input vars that stay float32 in the 16-bit run (norm parameters).
+  std::set<std::string> keep;
+  // Output vars (forward or gradient) that are float32 in the 16-bit run.
+  std::set<std::string> f32_outputs;
+  bool grad = true;  // also the generated grad ops
+  uint64_t seed = 77;
+};
+
+// The outputs of the 16-bit run `got` match the float32 run `ref`, and
+// each has the dtype it should (`dt`, or float32 when listed).
+void ExpectOutputsMatch(const std::string& what, const TensorMap& ref,
+                        const TensorMap& got, DataType dt, const HalfCheck& c) {
+  for (const auto& kv : ref) {
+    ASSERT_TRUE(got.count(kv.first)) << what << " lacks " << kv.first;
+    const Tensor& g = got.at(kv.first);
+    if (!IsFloatDtype(kv.second.dtype())) continue;
+    const DataType want =
+        c.f32_outputs.count(kv.first) ? DataType::kFloat32 : dt;
+    EXPECT_EQ(g.dtype(), want)
+        << what << " output " << kv.first << " is " << DataTypeName(g.dtype());
+    EXPECT_TRUE(HalfClose(kv.second, g, HalfTolerance(dt),
+                          what + " output '" + kv.first + "'"));
+  }
+}
+
+// `op` on `inputs` (float32; rounded to each 16-bit type) against the
+// float32 kernel on the rounded values, and likewise each of its
+// generated grad ops, fed the 16-bit run's forward values and the same
+// random output gradients.
+void ExpectHalfMatchesFloat(const proto::OpDesc& op, const TensorMap& inputs,
+                            const HalfCheck& c = {}) {
+  for (DataType dt : kHalfTypes) {
+    const std::string what = op.type() + " " + DataTypeName(dt);
+    const HalfFeeds f = MakeHalfFeeds(inputs, dt, c.keep);
+    const TensorMap got = RunOp(op, f.half);
+    ExpectOutputsMatch(what, RunOp(op, f.ref), got, dt, c);
+    const OpSchema& schema = OpRegistry::Global().Get(op.type());
+    if (!c.grad || !schema.has_grad()) continue;
+    const HalfFeeds g = GradFeeds(f, got, c.seed);
+    for (const proto::OpDesc& grad : schema.grad_maker()(op)) {
+      const auto names = OpInputNames(grad);
+      ExpectOutputsMatch(what + " " + grad.type(),
+                         RunOp(grad, Select(g.ref, names)),
+                         RunOp(grad, Select(g.half, names)), dt, c);
+    }
+  }
+}
+
+// ---- elementwise_add, _sub, _mul, _div
+
+void ExpectBroadcastsMatch(const std::string& type, double y_lo, double y_hi) {
+  uint64_t seed = 1;
+  for (const BroadcastCase& c : BroadcastCases()) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.x << " and " << c.y << " axis " << c.axis);
+    ExpectHalfMatchesFloat(
+        testing::ElementwiseOp(type, c.axis),
+        {{"x", RandomTensor<float>(c.x, -2, 2, seed)},
+         {"y", RandomTensor<float>(c.y, y_lo, y_hi, seed + 1)}});
+    seed += 2;
+  }
+}
+
+TEST(HalfElementwiseOps, AddBroadcasts) {
+  ExpectBroadcastsMatch("elementwise_add", -2, 2);
+}
+
+TEST(HalfElementwiseOps, SubBroadcasts) {
+  ExpectBroadcastsMatch("elementwise_sub", -2, 2);
+}
+
+TEST(HalfElementwiseOps, MulBroadcasts) {
+  ExpectBroadcastsMatch("elementwise_mul", -2, 2);
+}
+
+// Y away from 0, where X / Y and its gradient are well conditioned.
+TEST(HalfElementwiseOps, DivBroadcasts) {
+  ExpectBroadcastsMatch("elementwise_div", 0.5, 2);
+}
+
+// A bias add large enough for the pool and for dY's column blocks: X
+// [300, 200] + b [200], and a conv bias X [4, 16, 12, 12] + b [16].
+TEST(HalfElementwiseOps, LargeBiasAdds) {
+  ExpectHalfMatchesFloat(testing::ElementwiseOp("elementwise_add", -1),
+                         {{"x", RandomTensor<float>({300, 200}, -2, 2, 5)},
+                          {"y", RandomTensor<float>({200}, -2, 2, 6)}});
+  ExpectHalfMatchesFloat(testing::ElementwiseOp("elementwise_add", 1),
+                         {{"x", RandomTensor<float>({4, 16, 12, 12}, -2, 2, 7)},
+                          {"y", RandomTensor<float>({16}, -2, 2, 8)}});
+}
+
+// ---- activations
+
+struct ActivationCase {
+  std::string type;
+  AttributeMap attrs;
+  double lo, hi;  // the range of X
+};
+
+const std::vector<ActivationCase>& ActivationCases() {
+  static const std::vector<ActivationCase> cases = {
+      {"relu", {}, -3, 3},
+      {"sigmoid", {}, -4, 4},
+      {"tanh", {}, -3, 3},
+      {"leaky_relu", {{"alpha", 0.1f}}, -3, 3},
+      {"elu", {{"alpha", 0.7f}}, -3, 3},
+      {"relu6", {{"threshold", 2.0f}}, -3, 3},
+      {"brelu", {{"t_min", -1.0f}, {"t_max", 1.0f}}, -2, 2},
+      {"exp", {}, -3, 3},
+      {"log", {}, 0.5, 4},
+      {"sqrt", {}, 0.5, 4},
+      {"square", {}, -3, 3},
+      {"abs", {}, -3, 3},
+      {"pow", {{"factor", 2.5f}}, 0.5, 3},
+      {"softplus", {}, -4, 4},
+      {"softsign", {}, -4, 4},
+      {"gelu", {{"approximate", false}}, -3, 3},
+      {"gelu", {{"approximate", true}}, -3, 3},
+  };
+  return cases;
+}
+
+TEST(HalfElementwiseOps, Activations) {
+  uint64_t seed = 40;
+  for (const ActivationCase& a : ActivationCases()) {
+    // 4100 elements: more than one chunk of the 16-bit CPU path.
+    ExpectHalfMatchesFloat(
+        MakeOp(a.type, {{"X", {"x"}}}, {{"Out", {"out"}}}, a.attrs),
+        {{"x", RandomTensor<float>({41, 100}, a.lo, a.hi, seed++)}});
+  }
+}
+
+}  // namespace
+}  // namespace fluid
