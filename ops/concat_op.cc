@@ -108,13 +108,17 @@ REGISTER_OP(concat)
     .SetGrad(
         GradSpec("concat_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ConcatKernel<float>)
-    .CPUKernel<double>(ConcatKernel<double>);
+    .CPUKernel<double>(ConcatKernel<double>)
+    .CPUKernel<bfloat16>(ConcatKernel<bfloat16>)
+    .CPUKernel<float16>(ConcatKernel<float16>);
 
 REGISTER_GRAD_OP(concat_grad)
     .Doc("X@GRAD[i] = the piece of Out@GRAD that X[i] filled.")
     .SetInferShape(ConcatGradInferShape)
     .CPUKernel<float>(ConcatGradKernel<float>)
-    .CPUKernel<double>(ConcatGradKernel<double>);
+    .CPUKernel<double>(ConcatGradKernel<double>)
+    .CPUKernel<bfloat16>(ConcatGradKernel<bfloat16>)
+    .CPUKernel<float16>(ConcatGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

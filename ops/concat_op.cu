@@ -1,6 +1,7 @@
 // CUDA kernels for concat and concat_grad (schemas and shape inference in
 // concat_op.cc): one launch per piece.
 #include "ops/concat_split.cuh"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -37,7 +38,9 @@ void ConcatGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(concat, kCUDA, ConcatKernel);
+REGISTER_HALF_KERNELS(concat, kCUDA, ConcatKernel);
 REGISTER_FLOAT_KERNELS(concat_grad, kCUDA, ConcatGradKernel);
+REGISTER_HALF_KERNELS(concat_grad, kCUDA, ConcatGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

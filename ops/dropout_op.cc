@@ -3,7 +3,8 @@
 // they are and multiplies by 1 - dropout_prob in inference;
 // "upscale_in_train" divides the survivors by 1 - dropout_prob in training
 // and passes X through in inference. Mask (0 or 1, X's dtype) records which
-// elements survived, for the gradient.
+// elements survived, for the gradient. bfloat16 and float16 X scale in
+// float; their mask is the float32 kernel's for the same seed.
 //
 // The mask is a function of (seed, rank, step, index) (dropout_mask.h): the
 // same on CPU and CUDA to the bit, different on every rank of a
@@ -12,10 +13,12 @@
 // int64 counter the layer creates per op, varies the mask from run to run:
 // the op writes Step + 1 to StepOut (normally Step itself) after each
 // training run, and checkpoints save it with the other persistables.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "ops/dropout_mask.h"
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "src/distributed/communicator.h"
 #include "src/framework/hash.h"
@@ -69,6 +72,21 @@ void DropoutGradInferShape(InferShapeContext* ctx) {
   ctx->ShareShape(GradSlot("Out"), GradSlot("X"));
 }
 
+// out (allocated) = x * s, in float for 16-bit T.
+template <typename T>
+void ScaleElements(const ExecutionContext& ctx, const Tensor& x,
+                   ComputeType<T> s, Tensor* out) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfChunks(ctx.device(), x.numel(), 1.0, x.data<T>(),
+               static_cast<const T*>(nullptr), out->data<T>(),
+               [s](const float* a, const float*, float* o, int64_t len) {
+                 for (int64_t i = 0; i < len; ++i) o[i] = a[i] * s;
+               });
+  } else {
+    Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * s);
+  }
+}
+
 template <typename T>
 void DropoutKernel(const ExecutionContext& ctx) {
   const DropoutParams d = GetDropoutParams(ctx, true);
@@ -77,15 +95,16 @@ void DropoutKernel(const ExecutionContext& ctx) {
   out->mutable_data<T>(x.shape());
   Tensor* mask = ctx.Output("Mask");
   mask->mutable_data<T>(x.shape());
+  using C = ComputeType<T>;
   if (d.is_test) {
-    Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * static_cast<T>(d.test_scale));
-    Vec<T>(mask).setConstant(T(1));
+    ScaleElements<T>(ctx, x, static_cast<C>(d.test_scale), out);
+    std::fill_n(mask->data<T>(), mask->numel(), T(1));
     return;
   }
   const bool counted = ctx.HasInput("Step");
   const int64_t step = counted ? ctx.Input("Step").data<int64_t>()[0] : 0;
   const uint64_t key = DropoutKey(d.base, step);
-  const T scale = static_cast<T>(d.keep_scale);
+  const C scale = static_cast<C>(d.keep_scale);
   const T* xp = x.data<T>();
   T* op = out->data<T>();
   T* mp = mask->data<T>();
@@ -93,7 +112,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
     for (int64_t i = b; i < e; ++i) {
       const bool keep = DropoutKeeps(key, i, d.threshold);
       mp[i] = keep ? T(1) : T(0);
-      op[i] = keep ? xp[i] * scale : T(0);
+      op[i] = keep ? FromCompute<T>(ToCompute(xp[i]) * scale) : T(0);
     }
   });
   if (counted && ctx.HasOutput("StepOut"))
@@ -107,9 +126,16 @@ void DropoutGradKernel(const ExecutionContext& ctx) {
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   Tensor* dx = ctx.Output(GradSlot("X"));
   dx->mutable_data<T>(dout.shape());
+  using C = ComputeType<T>;
   if (d.is_test) {
-    Assign(ctx.device(), Vec<T>(dx),
-           Vec<T>(dout) * static_cast<T>(d.test_scale));
+    ScaleElements<T>(ctx, dout, static_cast<C>(d.test_scale), dx);
+  } else if constexpr (IsHalfType<T>::value) {
+    const float s = static_cast<float>(d.keep_scale);
+    HalfChunks(ctx.device(), dout.numel(), 2.0, dout.data<T>(),
+               ctx.Input("Mask").data<T>(), dx->data<T>(),
+               [s](const float* g, const float* m, float* o, int64_t len) {
+                 for (int64_t i = 0; i < len; ++i) o[i] = g[i] * m[i] * s;
+               });
   } else {
     Assign(ctx.device(), Vec<T>(dx),
            Vec<T>(dout) * Vec<T>(ctx.Input("Mask")) *
@@ -142,13 +168,17 @@ REGISTER_OP(dropout)
                  .OutGrads({"Out"})
                  .InGrads({"X"}))
     .CPUKernel<float>(DropoutKernel<float>)
-    .CPUKernel<double>(DropoutKernel<double>);
+    .CPUKernel<double>(DropoutKernel<double>)
+    .CPUKernel<bfloat16>(DropoutKernel<bfloat16>)
+    .CPUKernel<float16>(DropoutKernel<float16>);
 
 REGISTER_GRAD_OP(dropout_grad)
     .Doc("Gradient of dropout: Out@GRAD times the forward pass's factor.")
     .SetInferShape(DropoutGradInferShape)
     .CPUKernel<float>(DropoutGradKernel<float>)
-    .CPUKernel<double>(DropoutGradKernel<double>);
+    .CPUKernel<double>(DropoutGradKernel<double>)
+    .CPUKernel<bfloat16>(DropoutGradKernel<bfloat16>)
+    .CPUKernel<float16>(DropoutGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

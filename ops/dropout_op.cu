@@ -2,9 +2,11 @@
 // dropout_op.cc). The mask comes from the same function as on the CPU
 // (dropout_mask.h), so both places drop the same elements. The step counter
 // stays on the device: the mask kernel reads it and a one-thread kernel,
-// after it on the stream, advances it.
+// after it on the stream, advances it. bfloat16 and float16 scale in float
+// and round once.
 #include "ops/cuda/cuda_helpers.cuh"
 #include "ops/dropout_mask.h"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -17,12 +19,12 @@ struct DropoutMaskFn {
   T* mask;
   const int64_t* step;  // null: step 0
   uint64_t base, threshold;
-  T scale;
+  ComputeType<T> scale;
   __device__ void operator()(int64_t i) const {
     const uint64_t key = DropoutKey(base, step != nullptr ? *step : 0);
     const bool keep = DropoutKeeps(key, i, threshold);
     mask[i] = keep ? T(1) : T(0);
-    out[i] = keep ? x[i] * scale : T(0);
+    out[i] = keep ? FromCompute<T>(ToCompute(x[i]) * scale) : T(0);
   }
 };
 
@@ -37,10 +39,11 @@ template <typename T>
 struct ScaledProduct {
   const T* a;
   const T* b;
-  T s;
+  ComputeType<T> s;
   T* out;
   __device__ void operator()(int64_t i) const {
-    out[i] = b != nullptr ? a[i] * b[i] * s : a[i] * s;
+    out[i] = FromCompute<T>(b != nullptr ? ToCompute(a[i]) * ToCompute(b[i]) * s
+                                         : ToCompute(a[i]) * s);
   }
 };
 
@@ -58,17 +61,19 @@ void DropoutKernel(const ExecutionContext& ctx) {
   T* out = cuda::OutputLike<T>(ctx, "Out", x);
   T* mask = cuda::OutputLike<T>(ctx, "Mask", x);
   if (d.is_test) {
-    cuda::ForEach(dev, x.numel(),
-                  ScaledProduct<T>{x.data<T>(), nullptr,
-                                   static_cast<T>(d.test_scale), out});
+    cuda::ForEach(
+        dev, x.numel(),
+        ScaledProduct<T>{x.data<T>(), nullptr,
+                         static_cast<ComputeType<T>>(d.test_scale), out});
     cuda::ForEach(dev, x.numel(), Ones<T>{mask});
     return;
   }
   const int64_t* step =
       ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
-  cuda::ForEach(dev, x.numel(),
-                DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.base,
-                                 d.threshold, static_cast<T>(d.keep_scale)});
+  cuda::ForEach(
+      dev, x.numel(),
+      DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.base, d.threshold,
+                       static_cast<ComputeType<T>>(d.keep_scale)});
   if (step != nullptr && ctx.HasOutput("StepOut")) {
     int64_t* step_out =
         ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1}, ctx.place());
@@ -85,13 +90,16 @@ void DropoutGradKernel(const ExecutionContext& ctx) {
   const T* mask = d.is_test ? nullptr : ctx.Input("Mask").data<T>();
   const double s = d.is_test ? d.test_scale : d.keep_scale;
   cuda::ForEach(cuda::Dev(ctx), dout.numel(),
-                ScaledProduct<T>{dout.data<T>(), mask, static_cast<T>(s), dx});
+                ScaledProduct<T>{dout.data<T>(), mask,
+                                 static_cast<ComputeType<T>>(s), dx});
 }
 
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(dropout, kCUDA, DropoutKernel);
 REGISTER_FLOAT_KERNELS(dropout_grad, kCUDA, DropoutGradKernel);
+REGISTER_HALF_KERNELS(dropout, kCUDA, DropoutKernel);
+REGISTER_HALF_KERNELS(dropout_grad, kCUDA, DropoutGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

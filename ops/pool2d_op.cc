@@ -7,11 +7,13 @@
 // unrolled), and the max-pool gradient over windows that tile the plane
 // (stride = window, no padding: LeNet's 2x2 / 2) writes dx in one pass.
 // The max-pool gradient recomputes each window's first maximum from X
-// instead of storing indices in the forward pass.
+// instead of storing indices in the forward pass. bfloat16 and float16
+// planes are pooled in float (the float32 kernel's code) and rounded once.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "ops/half_math.h"
 #include "ops/op_helpers.h"
 #include "ops/pool_geometry.h"
 #include "src/framework/math/im2col.h"
@@ -323,8 +325,66 @@ void PoolPlaneGrad(const ConvGeometry& g, bool exclusive, const T* x,
   }
 }
 
+// pool2d of 16-bit X: each plane converted to float, pooled by the float
+// kernel (sums in float), the result rounded once; a thread reuses its
+// plane buffers.
 template <typename T>
-void Pool2dKernel(const ExecutionContext& ctx) {
+void HalfPool2dKernel(const ExecutionContext& ctx) {
+  const PoolArgs p = ReadPoolArgs(ctx);
+  const ConvGeometry& g = p.geometry;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* xd = p.x.data<T>();
+  T* yd = ctx.Output("Out")->mutable_data<T>();
+  const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
+  ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
+    std::vector<float> x(in_plane), y(out_plane);
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const T* xp = xd + pl * in_plane;
+      for (int64_t i = 0; i < in_plane; ++i) x[i] = ToCompute(xp[i]);
+      if (p.attrs.is_max) {
+        PoolPlane<float, true>(g, p.attrs.exclusive, x.data(), y.data());
+      } else {
+        PoolPlane<float, false>(g, p.attrs.exclusive, x.data(), y.data());
+      }
+      T* yp = yd + pl * out_plane;
+      for (int64_t i = 0; i < out_plane; ++i) yp[i] = FromCompute<T>(y[i]);
+    }
+  });
+}
+
+// The gradient of HalfPool2dKernel: X and dOut converted per plane, dX
+// accumulated in float and rounded once.
+template <typename T>
+void HalfPool2dGradKernel(const ExecutionContext& ctx, Tensor* dx) {
+  const PoolArgs p = ReadPoolArgs(ctx);
+  const ConvGeometry& g = p.geometry;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* xd = p.x.data<T>();
+  const T* dyd = ctx.Input(GradSlot("Out")).data<T>();
+  T* dxd = dx->mutable_data<T>();
+  const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
+  ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
+    std::vector<float> x(in_plane), dy(out_plane), d(in_plane);
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const T* xp = xd + pl * in_plane;
+      const T* dyp = dyd + pl * out_plane;
+      for (int64_t i = 0; i < in_plane; ++i) x[i] = ToCompute(xp[i]);
+      for (int64_t i = 0; i < out_plane; ++i) dy[i] = ToCompute(dyp[i]);
+      if (p.attrs.is_max) {
+        PoolPlaneGrad<float, true>(g, p.attrs.exclusive, x.data(), dy.data(),
+                                   d.data());
+      } else {
+        PoolPlaneGrad<float, false>(g, p.attrs.exclusive, x.data(), dy.data(),
+                                    d.data());
+      }
+      T* dxp = dxd + pl * in_plane;
+      for (int64_t i = 0; i < in_plane; ++i) dxp[i] = FromCompute<T>(d[i]);
+    }
+  });
+}
+
+template <typename T>
+void FloatPool2dKernel(const ExecutionContext& ctx) {
   const PoolArgs p = ReadPoolArgs(ctx);
   const PoolAttrs& a = p.attrs;
   const ConvGeometry& g = p.geometry;
@@ -346,9 +406,7 @@ void Pool2dKernel(const ExecutionContext& ctx) {
 }
 
 template <typename T>
-void Pool2dGradKernel(const ExecutionContext& ctx) {
-  Tensor* dx = ctx.Output(GradSlot("X"));
-  if (dx == nullptr) return;
+void FloatPool2dGradKernel(const ExecutionContext& ctx, Tensor* dx) {
   const PoolArgs p = ReadPoolArgs(ctx);
   const PoolAttrs& a = p.attrs;
   const ConvGeometry& g = p.geometry;
@@ -368,6 +426,26 @@ void Pool2dGradKernel(const ExecutionContext& ctx) {
       }
     }
   });
+}
+
+template <typename T>
+void Pool2dKernel(const ExecutionContext& ctx) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfPool2dKernel<T>(ctx);
+  } else {
+    FloatPool2dKernel<T>(ctx);
+  }
+}
+
+template <typename T>
+void Pool2dGradKernel(const ExecutionContext& ctx) {
+  Tensor* dx = ctx.Output(GradSlot("X"));
+  if (dx == nullptr) return;
+  if constexpr (IsHalfType<T>::value) {
+    HalfPool2dGradKernel<T>(ctx, dx);
+  } else {
+    FloatPool2dGradKernel<T>(ctx, dx);
+  }
 }
 
 }  // namespace
@@ -404,7 +482,9 @@ REGISTER_OP(pool2d)
                  .OutGrads({"Out"})
                  .InGrads({"X"}))
     .CPUKernel<float>(Pool2dKernel<float>)
-    .CPUKernel<double>(Pool2dKernel<double>);
+    .CPUKernel<double>(Pool2dKernel<double>)
+    .CPUKernel<bfloat16>(Pool2dKernel<bfloat16>)
+    .CPUKernel<float16>(Pool2dKernel<float16>);
 
 REGISTER_GRAD_OP(pool2d_grad)
     .Doc(
@@ -413,7 +493,9 @@ REGISTER_GRAD_OP(pool2d_grad)
         "read on CPU); avg spreads it evenly.")
     .SetInferShape(Pool2dGradInferShape)
     .CPUKernel<float>(Pool2dGradKernel<float>)
-    .CPUKernel<double>(Pool2dGradKernel<double>);
+    .CPUKernel<double>(Pool2dGradKernel<double>)
+    .CPUKernel<bfloat16>(Pool2dGradKernel<bfloat16>)
+    .CPUKernel<float16>(Pool2dGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

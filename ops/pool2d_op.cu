@@ -12,9 +12,13 @@
 // gradient first recomputes each window's first maximum from X (as the CPU
 // does; Out is not read), so ties go to the same element. No atomics: the
 // results are the same bits run to run.
+//
+// bfloat16 and float16 compare, sum and divide in float (ComputeType) and
+// round once when stored.
 #include <algorithm>
 
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 #include "ops/pool_geometry.h"
 
 namespace fluid {
@@ -55,10 +59,10 @@ template <typename T>
 __device__ __forceinline__ int64_t ArgMax(const T* x, int64_t width,
                                           const Window& win) {
   int64_t best = win.h0 * width + win.w0;
-  T best_v = x[best];
+  ComputeType<T> best_v = ToCompute(x[best]);
   for (int64_t h = win.h0; h < win.h1; ++h)
     for (int64_t w = win.w0; w < win.w1; ++w) {
-      const T v = x[h * width + w];
+      const ComputeType<T> v = ToCompute(x[h * width + w]);
       if (v > best_v) {
         best = h * width + w;
         best_v = v;
@@ -84,10 +88,12 @@ struct PoolForward {
       y[i] = xp[ArgMax(xp, g.in_w, win)];
       return;
     }
-    T sum = 0;
+    using C = ComputeType<T>;
+    C sum = 0;
     for (int64_t h = win.h0; h < win.h1; ++h)
-      for (int64_t w = win.w0; w < win.w1; ++w) sum += xp[h * g.in_w + w];
-    y[i] = sum / Count<T>(g, exclusive, oh, ow);
+      for (int64_t w = win.w0; w < win.w1; ++w)
+        sum += ToCompute(xp[h * g.in_w + w]);
+    y[i] = FromCompute<T>(sum / Count<C>(g, exclusive, oh, ow));
   }
 };
 
@@ -135,17 +141,18 @@ struct PoolBackward {
     Covering(w, g.kernel_w, g.stride_w, g.pad_w, g.out_w, &ow0, &ow1);
     const int64_t out_base = plane * g.out_h * g.out_w;
     const int64_t self = h * g.in_w + w;
-    T acc = T(0);
+    using C = ComputeType<T>;
+    C acc = C(0);
     for (int64_t oh = oh0; oh < oh1; ++oh)
       for (int64_t ow = ow0; ow < ow1; ++ow) {
         const int64_t o = out_base + oh * g.out_w + ow;
         if (is_max) {
-          if (index[o] == self) acc += dy[o];
+          if (index[o] == self) acc += ToCompute(dy[o]);
         } else {
-          acc += dy[o] / Count<T>(g, exclusive, oh, ow);
+          acc += ToCompute(dy[o]) / Count<C>(g, exclusive, oh, ow);
         }
       }
-    dx[i] = acc;
+    dx[i] = FromCompute<T>(acc);
   }
 };
 
@@ -184,6 +191,8 @@ void Pool2dGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(pool2d, kCUDA, Pool2dKernel);
 REGISTER_FLOAT_KERNELS(pool2d_grad, kCUDA, Pool2dGradKernel);
+REGISTER_HALF_KERNELS(pool2d, kCUDA, Pool2dKernel);
+REGISTER_HALF_KERNELS(pool2d_grad, kCUDA, Pool2dGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -144,6 +144,8 @@ REGISTER_OP(reshape)
         GradSpec("reshape_grad").Inputs({"X"}).OutGrads({"Out"}).InGrads({"X"}))
     .CPUKernel<float>(ReshapeKernel<float>)
     .CPUKernel<double>(ReshapeKernel<double>)
+    .CPUKernel<bfloat16>(ReshapeKernel<bfloat16>)
+    .CPUKernel<float16>(ReshapeKernel<float16>)
     // Ids too (fluid.embedding and fluid.one_hot reshape them).
     .CPUKernel<int32_t>(ReshapeKernel<int32_t>)
     .CPUKernel<int64_t>(ReshapeKernel<int64_t>);
@@ -152,7 +154,9 @@ REGISTER_GRAD_OP(reshape_grad)
     .Doc("dX = dOut under X's shape (only the shape of X is read).")
     .SetInferShape(ReshapeGradInferShape)
     .CPUKernel<float>(ReshapeGradKernel<float>)
-    .CPUKernel<double>(ReshapeGradKernel<double>);
+    .CPUKernel<double>(ReshapeGradKernel<double>)
+    .CPUKernel<bfloat16>(ReshapeGradKernel<bfloat16>)
+    .CPUKernel<float16>(ReshapeGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -2,6 +2,7 @@
 // reshape_op.cc). As on the CPU they copy into the output's own buffer
 // rather than share the input's (reshape_op.cc says why).
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 #include "ops/reshape_op.h"
 
 namespace fluid {
@@ -31,9 +32,11 @@ void ReshapeGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(reshape, kCUDA, ReshapeKernel);
+REGISTER_HALF_KERNELS(reshape, kCUDA, ReshapeKernel);
 REGISTER_KERNEL(reshape, kCUDA, int32_t, ReshapeKernel<int32_t>);
 REGISTER_KERNEL(reshape, kCUDA, int64_t, ReshapeKernel<int64_t>);
 REGISTER_FLOAT_KERNELS(reshape_grad, kCUDA, ReshapeGradKernel);
+REGISTER_HALF_KERNELS(reshape_grad, kCUDA, ReshapeGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

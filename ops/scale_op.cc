@@ -1,9 +1,10 @@
 // scale: Out = scale * X + bias, or scale * (X + bias) when
 // bias_after_scale is false. Its gradient is itself a scale op (of
 // Out@GRAD, by the same factor, with no bias), and the gradient of `sum`
-// uses it as a copy.
+// uses it as a copy. bfloat16 and float16 compute in float.
 #include <string>
 
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "src/framework/program_desc.h"
 
@@ -11,12 +12,32 @@ namespace fluid {
 namespace ops {
 namespace {
 
+// scale of 16-bit X: the same three forms in float, rounded once.
 template <typename T>
-void ScaleKernel(const ExecutionContext& ctx) {
-  // An unneeded gradient (Out bound to the empty name) is not computed.
-  if (!ctx.HasOutput("Out")) return;
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
+void HalfScaleKernel(const ExecutionContext& ctx, const Tensor& x,
+                     Tensor* out) {
+  const float scale = ctx.Attr<float>("scale");
+  const float bias = ctx.Attr<float>("bias");
+  const bool after = ctx.Attr<bool>("bias_after_scale");
+  HalfChunks(ctx.device(), x.numel(), 1.0, x.data<T>(),
+             static_cast<const T*>(nullptr), out->mutable_data<T>(),
+             [=](const float* a, const float*, float* o, int64_t len) {
+               for (int64_t i = 0; i < len; ++i) {
+                 if (bias == 0.0f) {
+                   o[i] = a[i] * scale;
+                 } else if (after) {
+                   o[i] = a[i] * scale + bias;
+                 } else {
+                   o[i] = (a[i] + bias) * scale;
+                 }
+               }
+             });
+}
+
+// scale of float or double X.
+template <typename T>
+void EigenScaleKernel(const ExecutionContext& ctx, const Tensor& x,
+                      Tensor* out) {
   const T scale = static_cast<T>(ctx.Attr<float>("scale"));
   const T bias = static_cast<T>(ctx.Attr<float>("bias"));
   out->mutable_data<T>();
@@ -26,6 +47,19 @@ void ScaleKernel(const ExecutionContext& ctx) {
     Assign(ctx.device(), Vec<T>(out), Vec<T>(x) * scale + bias);
   } else {
     Assign(ctx.device(), Vec<T>(out), (Vec<T>(x) + bias) * scale);
+  }
+}
+
+template <typename T>
+void ScaleKernel(const ExecutionContext& ctx) {
+  // An unneeded gradient (Out bound to the empty name) is not computed.
+  if (!ctx.HasOutput("Out")) return;
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  if constexpr (IsHalfType<T>::value) {
+    HalfScaleKernel<T>(ctx, x, out);
+  } else {
+    EigenScaleKernel<T>(ctx, x, out);
   }
 }
 
@@ -52,7 +86,9 @@ REGISTER_OP(scale)
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .SetGradMaker(ScaleGradMaker)
     .CPUKernel<float>(ScaleKernel<float>)
-    .CPUKernel<double>(ScaleKernel<double>);
+    .CPUKernel<double>(ScaleKernel<double>)
+    .CPUKernel<bfloat16>(ScaleKernel<bfloat16>)
+    .CPUKernel<float16>(ScaleKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,5 +1,7 @@
-// CUDA kernel for scale (schema and grad maker in scale_op.cc).
+// CUDA kernel for scale (schema and grad maker in scale_op.cc). bfloat16
+// and float16 compute in float and round once.
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -8,18 +10,19 @@ namespace {
 // The three forms of the CPU kernel, with the same operation order.
 enum class ScaleForm { kNoBias, kBiasAfter, kBiasBefore };
 
-template <typename T, ScaleForm kForm>
+template <typename T, ScaleForm kForm, typename C = ComputeType<T>>
 struct ScaleFunctor {
   const T* x;
   T* out;
-  T scale, bias;
+  C scale, bias;
   __device__ void operator()(int64_t i) const {
+    const C v = ToCompute(x[i]);
     if constexpr (kForm == ScaleForm::kNoBias) {
-      out[i] = x[i] * scale;
+      out[i] = FromCompute<T>(v * scale);
     } else if constexpr (kForm == ScaleForm::kBiasAfter) {
-      out[i] = x[i] * scale + bias;
+      out[i] = FromCompute<T>(v * scale + bias);
     } else {
-      out[i] = (x[i] + bias) * scale;
+      out[i] = FromCompute<T>((v + bias) * scale);
     }
   }
 };
@@ -28,14 +31,15 @@ template <typename T>
 void ScaleKernel(const ExecutionContext& ctx) {
   // An unneeded gradient (Out bound to the empty name) is not computed.
   if (!ctx.HasOutput("Out")) return;
+  using C = ComputeType<T>;
   const Tensor& x = ctx.Input("X");
-  const T scale = static_cast<T>(ctx.Attr<float>("scale"));
-  const T bias = static_cast<T>(ctx.Attr<float>("bias"));
+  const C scale = static_cast<C>(ctx.Attr<float>("scale"));
+  const C bias = static_cast<C>(ctx.Attr<float>("bias"));
   T* out = cuda::OutputData<T>(ctx, "Out");
   const T* in = x.data<T>();
   const auto& dev = cuda::Dev(ctx);
   const int64_t n = x.numel();
-  if (bias == T(0)) {
+  if (bias == C(0)) {
     cuda::ForEach(dev, n,
                   ScaleFunctor<T, ScaleForm::kNoBias>{in, out, scale, bias});
   } else if (ctx.Attr<bool>("bias_after_scale")) {
@@ -50,6 +54,7 @@ void ScaleKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(scale, kCUDA, ScaleKernel);
+REGISTER_HALF_KERNELS(scale, kCUDA, ScaleKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -110,7 +110,9 @@ REGISTER_OP(split)
     .SetInferShape(SplitInferShape)
     .SetGradMaker(SplitGradMaker)
     .CPUKernel<float>(SplitKernel<float>)
-    .CPUKernel<double>(SplitKernel<double>);
+    .CPUKernel<double>(SplitKernel<double>)
+    .CPUKernel<bfloat16>(SplitKernel<bfloat16>)
+    .CPUKernel<float16>(SplitKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,6 +1,7 @@
 // CUDA kernel for split (schema, shape inference and grad maker in
 // split_op.cc): one launch per piece.
 #include "ops/concat_split.cuh"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -23,6 +24,7 @@ void SplitKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(split, kCUDA, SplitKernel);
+REGISTER_HALF_KERNELS(split, kCUDA, SplitKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -7,11 +7,13 @@
 // input is sparse, Out is sparse too, the concatenation of their rows (a
 // table shared by several lookups gets one sparse gradient); when sparse
 // and dense terms mix, Out is dense, the dense terms summed and the sparse
-// rows added in.
+// rows added in. bfloat16 and float16 terms (dense only) are added in
+// float and rounded once.
 #include "ops/sum_op.h"
 
 #include <algorithm>
 
+#include "ops/half_math.h"
 #include "ops/op_helpers.h"
 #include "src/framework/memory.h"
 #include "src/framework/program_desc.h"
@@ -39,6 +41,10 @@ template int CheckSumInputs<float>(const ExecutionContext&, const Tensor&,
                                    const float*);
 template int CheckSumInputs<double>(const ExecutionContext&, const Tensor&,
                                     const double*);
+template int CheckSumInputs<bfloat16>(const ExecutionContext&, const Tensor&,
+                                      const bfloat16*);
+template int CheckSumInputs<float16>(const ExecutionContext&, const Tensor&,
+                                     const float16*);
 
 bool AnySparseInput(const ExecutionContext& ctx) {
   for (size_t i = 0; i < ctx.InputSize("X"); ++i)
@@ -167,12 +173,35 @@ void SumInferShape(InferShapeContext* ctx) {
   }
 }
 
+// The dense sum of 16-bit terms: each tile of Out is the float sum of every
+// input's tile, rounded once. An input bound to Out is read like any
+// other: a tile is written only after all its terms were read.
 template <typename T>
-void SumKernel(const ExecutionContext& ctx) {
-  if (AnySparseInput(ctx)) {
-    if (ctx.OutputVar("Out")->IsSelectedRows()) return ConcatSparseInputs(ctx);
-    return MixedSum<T>(ctx);
-  }
+void HalfSum(const ExecutionContext& ctx) {
+  const size_t num = ctx.InputSize("X");
+  Tensor* out = ctx.Output("Out");
+  const int64_t numel = out->numel();
+  T* o = out->mutable_data<T>();
+  CheckSumInputs(ctx, *out, o);
+  ParallelFor(ctx.device(), numel, static_cast<double>(num),
+              [&](int64_t begin, int64_t end) {
+                float acc[kSumTile];
+                for (int64_t b = begin; b < end; b += kSumTile) {
+                  const int64_t len = std::min(kSumTile, end - b);
+                  std::fill_n(acc, len, 0.0f);
+                  for (size_t j = 0; j < num; ++j) {
+                    const T* x = ctx.Input("X", j).data<T>() + b;
+                    for (int64_t i = 0; i < len; ++i) acc[i] += ToCompute(x[i]);
+                  }
+                  for (int64_t i = 0; i < len; ++i)
+                    o[b + i] = FromCompute<T>(acc[i]);
+                }
+              });
+}
+
+// The dense sum of float or double terms.
+template <typename T>
+void DenseSum(const ExecutionContext& ctx) {
   const size_t num = ctx.InputSize("X");
   Tensor* out = ctx.Output("Out");
   const int64_t numel = out->numel();
@@ -214,6 +243,25 @@ void SumKernel(const ExecutionContext& ctx) {
   }
 }
 
+template <typename T>
+void SumKernel(const ExecutionContext& ctx) {
+  if constexpr (IsHalfType<T>::value) {
+    FLUID_ENFORCE_CODE(!AnySparseInput(ctx), ErrorCode::kUnimplemented,
+                       "sum: Out '", ctx.OutputName("Out"),
+                       "': sparse terms are summed in float32 or float64 "
+                       "only, not ",
+                       DataTypeName(DataTypeOf<T>::value));
+    HalfSum<T>(ctx);
+  } else {
+    if (AnySparseInput(ctx)) {
+      if (ctx.OutputVar("Out")->IsSelectedRows())
+        return ConcatSparseInputs(ctx);
+      return MixedSum<T>(ctx);
+    }
+    DenseSum<T>(ctx);
+  }
+}
+
 // Every input receives Out@GRAD unchanged, emitted as one scale-by-1 op per
 // input so that each copy can be dropped on its own when its gradient is
 // not needed.
@@ -239,7 +287,9 @@ REGISTER_OP(sum)
     .SetInferShape(SumInferShape)
     .SetGradMaker(SumGradMaker)
     .CPUKernel<float>(SumKernel<float>)
-    .CPUKernel<double>(SumKernel<double>);
+    .CPUKernel<double>(SumKernel<double>)
+    .CPUKernel<bfloat16>(SumKernel<bfloat16>)
+    .CPUKernel<float16>(SumKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

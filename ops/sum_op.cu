@@ -3,7 +3,12 @@
 // accumulation); inputs bound to Out are counted and folded in first, and
 // every element adds the remaining inputs in their order, so the result is
 // the CPU's to the bit.
+//
+// bfloat16 and float16 terms are added in float and Out is rounded once:
+// an input bound to Out is read like any other (Out is written last), and
+// past kGroup inputs the float partial sums wait in the workspace.
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 #include "ops/sum_op.h"
 
 namespace fluid {
@@ -52,8 +57,52 @@ struct SumGroup {
   }
 };
 
+// One group of 16-bit terms: acc (the float sum of the groups before, none
+// for the first) plus this group's terms, into acc or, for the last group,
+// rounded into Out.
 template <typename T>
-void SumKernel(const ExecutionContext& ctx) {
+struct HalfSumGroup {
+  const T* xs[kGroup];
+  int count;
+  bool first, last;
+  float* acc;
+  T* out;
+  __device__ void operator()(int64_t i) const {
+    float a = first ? 0.0f : acc[i];
+    for (int j = 0; j < count; ++j) a += ToCompute(xs[j][i]);
+    if (last) {
+      out[i] = FromCompute<T>(a);
+    } else {
+      acc[i] = a;
+    }
+  }
+};
+
+template <typename T>
+void HalfSum(const ExecutionContext& ctx) {
+  const size_t num = ctx.InputSize("X");
+  Tensor* out = ctx.Output("Out");
+  const int64_t numel = out->numel();
+  T* o = out->mutable_data<T>(ctx.place());
+  CheckSumInputs(ctx, *out, o);
+  const auto& dev = cuda::Dev(ctx);
+  float* acc = num > static_cast<size_t>(kGroup)
+                   ? static_cast<float*>(dev.Workspace(sizeof(float) * numel))
+                   : nullptr;
+  for (size_t next = 0; next < num;) {
+    HalfSumGroup<T> g{};
+    g.first = next == 0;
+    while (next < num && g.count < kGroup)
+      g.xs[g.count++] = ctx.Input("X", next++).data<T>();
+    g.last = next == num;
+    g.acc = acc;
+    g.out = o;
+    cuda::ForEach(dev, numel, g);
+  }
+}
+
+template <typename T>
+void FloatSum(const ExecutionContext& ctx) {
   if (AnySparseInput(ctx)) {
     FLUID_ENFORCE_CODE(ctx.OutputVar("Out")->IsSelectedRows(),
                        ErrorCode::kUnimplemented, "sum: Out '",
@@ -94,9 +143,24 @@ void SumKernel(const ExecutionContext& ctx) {
   }
 }
 
+template <typename T>
+void SumKernel(const ExecutionContext& ctx) {
+  if constexpr (IsHalfType<T>::value) {
+    FLUID_ENFORCE_CODE(!AnySparseInput(ctx), ErrorCode::kUnimplemented,
+                       "sum: Out '", ctx.OutputName("Out"),
+                       "': sparse terms are summed in float32 or float64 "
+                       "only, not ",
+                       DataTypeName(DataTypeOf<T>::value));
+    HalfSum<T>(ctx);
+  } else {
+    FloatSum<T>(ctx);
+  }
+}
+
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(sum, kCUDA, SumKernel);
+REGISTER_HALF_KERNELS(sum, kCUDA, SumKernel);
 
 }  // namespace ops
 }  // namespace fluid

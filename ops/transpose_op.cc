@@ -103,6 +103,8 @@ REGISTER_OP(transpose)
     .SetGradMaker(TransposeGradMaker)
     .CPUKernel<float>(TransposeKernel<float>)
     .CPUKernel<double>(TransposeKernel<double>)
+    .CPUKernel<bfloat16>(TransposeKernel<bfloat16>)
+    .CPUKernel<float16>(TransposeKernel<float16>)
     .CPUKernel<int32_t>(TransposeKernel<int32_t>)
     .CPUKernel<int64_t>(TransposeKernel<int64_t>);
 

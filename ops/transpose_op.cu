@@ -2,6 +2,7 @@
 // transpose_op.cc), for float and integer tensors; its gradient is a
 // transpose too.
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 #include "ops/transpose_op.h"
 
 namespace fluid {
@@ -30,6 +31,7 @@ void TransposeKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(transpose, kCUDA, TransposeKernel);
+REGISTER_HALF_KERNELS(transpose, kCUDA, TransposeKernel);
 REGISTER_KERNEL(transpose, kCUDA, int32_t, TransposeKernel<int32_t>);
 REGISTER_KERNEL(transpose, kCUDA, int64_t, TransposeKernel<int64_t>);
 

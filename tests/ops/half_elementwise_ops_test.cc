@@ -163,5 +163,106 @@ TEST(HalfElementwiseOps, Activations) {
   }
 }
 
+// ---- scale, dropout, sum
+
+TEST(HalfElementwiseOps, Scale) {
+  const Tensor x = RandomTensor<float>({30, 70}, -3, 3, 60);
+  for (bool after : {true, false}) {
+    for (float bias : {0.0f, 0.75f}) {
+      ExpectHalfMatchesFloat(
+          MakeOp(
+              "scale", {{"X", {"x"}}}, {{"Out", {"out"}}},
+              {{"scale", 1.5f}, {"bias", bias}, {"bias_after_scale", after}}),
+          {{"x", x}});
+    }
+  }
+}
+
+proto::OpDesc Dropout(float prob, bool is_test, const std::string& impl) {
+  return MakeOp("dropout", {{"X", {"x"}}},
+                {{"Out", {"out"}}, {"Mask", {"mask"}}},
+                {{"dropout_prob", prob},
+                 {"is_test", is_test},
+                 {"seed", int32_t{17}},
+                 {"dropout_implementation", impl}});
+}
+
+TEST(HalfElementwiseOps, Dropout) {
+  const Tensor x = RandomTensor<float>({50, 90}, -2, 2, 61);
+  for (const char* impl : {"downgrade_in_infer", "upscale_in_train"}) {
+    for (bool is_test : {false, true}) {
+      ExpectHalfMatchesFloat(Dropout(0.3f, is_test, impl), {{"x", x}});
+    }
+  }
+}
+
+// The mask of a 16-bit dropout is the float32 kernel's for the same seed,
+// element for element.
+TEST(HalfElementwiseOps, DropoutMaskIsTheFloat32Mask) {
+  const Tensor x = RandomTensor<float>({64, 64}, -2, 2, 62);
+  const proto::OpDesc op = Dropout(0.4f, false, "upscale_in_train");
+  const std::vector<float> want =
+      testing::ToVector<float>(RunOp(op, {{"x", x}})["mask"]);
+  for (DataType dt : kHalfTypes) {
+    const Tensor mask =
+        testing::ToFloat32(RunOp(op, {{"x", testing::ToHalf(x, dt)}})["mask"]);
+    EXPECT_EQ(testing::ToVector<float>(mask), want) << DataTypeName(dt);
+  }
+}
+
+// Three terms, and three with Out bound to the first (in place).
+TEST(HalfElementwiseOps, Sum) {
+  const TensorMap in = {{"a", RandomTensor<float>({70, 40}, -2, 2, 63)},
+                        {"b", RandomTensor<float>({70, 40}, -2, 2, 64)},
+                        {"c", RandomTensor<float>({70, 40}, -2, 2, 65)}};
+  ExpectHalfMatchesFloat(
+      MakeOp("sum", {{"X", {"a", "b", "c"}}}, {{"Out", {"out"}}}), in);
+  ExpectHalfMatchesFloat(
+      MakeOp("sum", {{"X", {"a", "b", "c"}}}, {{"Out", {"a"}}}), in);
+}
+
+// ---- pool2d
+
+TEST(HalfElementwiseOps, Pool2d) {
+  const std::vector<testing::PoolCase> cases = {
+      {2, 3, 8, 8, 2, 2, 2, 2, 0, 0},  // 2x2 tiles
+      {2, 2, 7, 5, 3, 3, 2, 2, 1, 1},  // stride 2, padding 1
+      {1, 2, 9, 9, 3, 3, 1, 1, 1, 1},  // 3x3, stride 1, padding 1
+  };
+  uint64_t seed = 70;
+  for (const testing::PoolCase& k : cases) {
+    const Shape x{k.n, k.c, k.h, k.w};
+    for (const char* type : {"max", "avg"}) {
+      for (bool exclusive : {true, false}) {
+        SCOPED_TRACE(testing::Describe(k) + " " + type);
+        ExpectHalfMatchesFloat(testing::Pool2dOp(k, type, exclusive),
+                               {{"x", RandomTensor<float>(x, -2, 2, seed++)}});
+      }
+    }
+  }
+}
+
+// ---- the data-movement ops
+
+TEST(HalfElementwiseOps, DataMovement) {
+  const Tensor x = RandomTensor<float>({4, 6, 5}, -2, 2, 80);
+  ExpectHalfMatchesFloat(MakeOp("reshape", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                                {{"shape", std::vector<int64_t>{6, -1}}}),
+                         {{"x", x}});
+  ExpectHalfMatchesFloat(MakeOp("transpose", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                                {{"axis", std::vector<int32_t>{2, 0, 1}}}),
+                         {{"x", x}});
+  ExpectHalfMatchesFloat(
+      MakeOp("concat", {{"X", {"x", "y"}}}, {{"Out", {"out"}}},
+             {{"axis", int32_t{1}}}),
+      {{"x", x}, {"y", RandomTensor<float>({4, 3, 5}, -2, 2, 81)}});
+  ExpectHalfMatchesFloat(
+      MakeOp("split", {{"X", {"x"}}}, {{"Out", {"o0", "o1", "o2"}}},
+             {{"axis", int32_t{1}}, {"num", int32_t{3}}}),
+      {{"x", x}});
+  ExpectHalfMatchesFloat(MakeOp("assign", {{"X", {"x"}}}, {{"Out", {"out"}}}),
+                         {{"x", x}});
+}
+
 }  // namespace
 }  // namespace fluid
