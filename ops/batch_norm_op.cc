@@ -24,6 +24,11 @@
 //
 // SavedMean holds the mean used and SavedVariance the inverse standard
 // deviation 1 / sqrt(var + epsilon), for the gradient.
+//
+// A bfloat16 or float16 X (and Y, X@GRAD, Y@GRAD) comes with float32
+// Scale, Bias and statistics (and their gradients): X and Y@GRAD are
+// copied to float, the float32 code runs on the copies, and Y or X@GRAD is
+// rounded once.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -31,6 +36,7 @@
 
 #include "ops/batch_norm_helpers.h"
 #include "ops/conv_workspace.h"
+#include "ops/half_math.h"
 #include "ops/op_helpers.h"
 #include "src/distributed/communicator.h"
 
@@ -148,8 +154,19 @@ void BatchNormInferShape(InferShapeContext* ctx) {
                 "batch_norm: data_layout must be \"NCHW\", "
                 "is \"",
                 layout, "\"");
-  for (const char* slot : {"Scale", "Bias", "Mean", "Variance"})
+  // The parameters and statistics are X's dtype, or float32 for a 16-bit
+  // X (the kernel computes in float32 and keeps them so).
+  const DataType x_dtype = ctx->GetInputDtype("X");
+  const DataType param_dtype =
+      IsHalfDtype(x_dtype) ? DataType::kFloat32 : x_dtype;
+  for (const char* slot : {"Scale", "Bias", "Mean", "Variance"}) {
     CheckVector(*ctx, slot, x);
+    FLUID_ENFORCE(ctx->GetInputDtype(slot) == param_dtype, "batch_norm: ", slot,
+                  " '", ctx->InputName(slot), "' is ",
+                  DataTypeName(ctx->GetInputDtype(slot)), " but must be ",
+                  DataTypeName(param_dtype), " for X '", ctx->InputName("X"),
+                  "' of ", DataTypeName(x_dtype));
+  }
   ctx->ShareShape("X", "Y");
   ctx->ShareShape("Mean", "MeanOut");
   ctx->ShareShape("Variance", "VarianceOut");
@@ -177,13 +194,14 @@ struct ForwardArgs {
   bool relu;  // fuse_with_relu
 };
 
+// The args of X's values `x` and Y's `y` (X's and Y's own memory, or
+// float copies of 16-bit ones); the parameters and statistics are T.
 template <typename T>
-ForwardArgs<T> ForwardArgsOf(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+ForwardArgs<T> ForwardArgsOf(const ExecutionContext& ctx, const T* x, T* y) {
   ForwardArgs<T> a;
-  a.d = BatchNormDimsOf(x.shape());
-  a.x = x.data<T>();
-  a.y = ctx.Output("Y")->mutable_data<T>(x.shape());
+  a.d = BatchNormDimsOf(ctx.Input("X").shape());
+  a.x = x;
+  a.y = y;
   a.scale = ctx.Input("Scale").data<T>();
   a.bias = ctx.Input("Bias").data<T>();
   a.mean = ctx.Output("SavedMean")->mutable_data<T>(Shape{a.d.c});
@@ -301,8 +319,7 @@ void SyncedBatchNorm(const ExecutionContext& ctx, Communicator* comm,
 }
 
 template <typename T>
-void BatchNormKernel(const ExecutionContext& ctx) {
-  const ForwardArgs<T> a = ForwardArgsOf<T>(ctx);
+void RunBatchNorm(const ExecutionContext& ctx, const ForwardArgs<T>& a) {
   if (UsesGlobalStats(ctx)) {
     UseRunningStats(ctx, a);
     ForEachChannel(ctx, a.d, 2, [&](int64_t c) { NormaliseChannel(a, c); });
@@ -313,6 +330,50 @@ void BatchNormKernel(const ExecutionContext& ctx) {
     LocalBatchNorm(ctx, a);
   } else {
     SyncedBatchNorm(ctx, comm, a);
+  }
+}
+
+// A thread's float copy of a 16-bit tensor (slot 0 or 1 of its two
+// buffers, reused across steps: no allocation once they have grown); or
+// only the buffer, of t's size, when `t` is null.
+template <typename T>
+float* FloatCopy(const ExecutionContext& ctx, int slot, const Tensor* t,
+                 int64_t n) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& b = buffers[slot];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(n);
+  float* f = b.data();
+  if (t != nullptr) {
+    const T* src = t->data<T>();
+    ParallelFor(ctx.device(), n, 1.0, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) f[i] = ToCompute(src[i]);
+    });
+  }
+  return f;
+}
+
+// dst = `f` rounded to T.
+template <typename T>
+void StoreRounded(const ExecutionContext& ctx, const float* f, T* dst,
+                  int64_t n) {
+  ParallelFor(ctx.device(), n, 1.0, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = FromCompute<T>(f[i]);
+  });
+}
+
+template <typename T>
+void BatchNormKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  T* y = ctx.Output("Y")->mutable_data<T>(x.shape());
+  if constexpr (IsHalfType<T>::value) {
+    // X and Y as float copies, the float32 parameters and statistics as
+    // they are: the float32 computation, Y rounded once.
+    const float* xf = FloatCopy<T>(ctx, 0, &x, x.numel());
+    float* yf = FloatCopy<T>(ctx, 1, nullptr, x.numel());
+    RunBatchNorm(ctx, ForwardArgsOf<float>(ctx, xf, yf));
+    StoreRounded(ctx, yf, y, x.numel());
+  } else {
+    RunBatchNorm(ctx, ForwardArgsOf<T>(ctx, x.data<T>(), y));
   }
 }
 
@@ -343,17 +404,18 @@ struct BackwardArgs {
   T* dbias = nullptr;   // the sum of dY
 };
 
+// X's, Y@GRAD's, Y's (read with fuse_with_relu) and X@GRAD's values (null
+// when not wanted) are given: the tensors' own memory, or float copies of
+// 16-bit ones.
 template <typename T>
-BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums) {
-  const Tensor& x = ctx.Input("X");
+BackwardArgs<T> BackwardArgsOf(const ExecutionContext& ctx, bool with_sums,
+                               const T* x, const T* dy, const T* y, T* dx) {
   BackwardArgs<T> a;
-  a.d = BatchNormDimsOf(x.shape());
-  a.x = x.data<T>();
-  a.dy = ctx.Input(GradSlot("Y")).data<T>();
-  if (ctx.Attr<bool>("fuse_with_relu")) a.y = ctx.Input("Y").data<T>();
-  a.dx = ctx.HasOutput(GradSlot("X"))
-             ? ctx.Output(GradSlot("X"))->mutable_data<T>(x.shape())
-             : nullptr;
+  a.d = BatchNormDimsOf(ctx.Input("X").shape());
+  a.x = x;
+  a.dy = dy;
+  if (ctx.Attr<bool>("fuse_with_relu")) a.y = y;
+  a.dx = dx;
   a.scale = ctx.Input("Scale").data<T>();
   a.mean = ctx.Input("SavedMean").data<T>();
   a.inv_std = ctx.Input("SavedVariance").data<T>();
@@ -442,11 +504,11 @@ void SyncedBatchNormGrad(const ExecutionContext& ctx, Communicator* comm,
   WriteRankShare(ctx, GradSlot("Scale"), a.dscale, a.d.c, inv_size);
 }
 
+// The backward pass over args `a` made with_sums unless the statistics
+// are synchronised.
 template <typename T>
-void BatchNormGradKernel(const ExecutionContext& ctx) {
-  const bool global = UsesGlobalStats(ctx);
-  Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
-  const BackwardArgs<T> a = BackwardArgsOf<T>(ctx, comm == nullptr);
+void RunBatchNormGrad(const ExecutionContext& ctx, Communicator* comm,
+                      bool global, const BackwardArgs<T>& a) {
   if (comm != nullptr) {
     SyncedBatchNormGrad(ctx, comm, a);
     return;
@@ -457,6 +519,39 @@ void BatchNormGradKernel(const ExecutionContext& ctx) {
     GradSums(a, c);
     if (a.dx != nullptr) InputGrad(a, global, inv_m, c);
   });
+}
+
+template <typename T>
+void BatchNormGradKernel(const ExecutionContext& ctx) {
+  const bool global = UsesGlobalStats(ctx);
+  Communicator* comm = global ? nullptr : StatsCommunicator(ctx);
+  const Tensor& x = ctx.Input("X");
+  const Tensor& dy = ctx.Input(GradSlot("Y"));
+  const bool relu = ctx.Attr<bool>("fuse_with_relu");
+  T* dx = ctx.HasOutput(GradSlot("X"))
+              ? ctx.Output(GradSlot("X"))->mutable_data<T>(x.shape())
+              : nullptr;
+  if constexpr (IsHalfType<T>::value) {
+    // X and Y@GRAD (masked in place where a fused relu cut Y) as float
+    // copies; X@GRAD computed in float into the second copy and rounded.
+    const int64_t n = x.numel();
+    float* xf = FloatCopy<T>(ctx, 0, &x, n);
+    float* gf = FloatCopy<T>(ctx, 1, &dy, n);
+    if (relu) {
+      const T* y = ctx.Input("Y").data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        if (!(ToCompute(y[i]) > 0.0f)) gf[i] = 0.0f;
+    }
+    RunBatchNormGrad(ctx, comm, global,
+                     BackwardArgsOf<float>(ctx, comm == nullptr, xf, gf,
+                                           nullptr, dx ? gf : nullptr));
+    if (dx != nullptr) StoreRounded(ctx, gf, dx, n);
+  } else {
+    RunBatchNormGrad(
+        ctx, comm, global,
+        BackwardArgsOf<T>(ctx, comm == nullptr, x.data<T>(), dy.data<T>(),
+                          relu ? ctx.Input("Y").data<T>() : nullptr, dx));
+  }
 }
 
 }  // namespace
@@ -497,7 +592,9 @@ REGISTER_OP(batch_norm)
                  .OutGrads({"Y"})
                  .InGrads({"X", "Scale", "Bias"}))
     .CPUKernel<float>(BatchNormKernel<float>)
-    .CPUKernel<double>(BatchNormKernel<double>);
+    .CPUKernel<double>(BatchNormKernel<double>)
+    .CPUKernel<bfloat16>(BatchNormKernel<bfloat16>)
+    .CPUKernel<float16>(BatchNormKernel<float16>);
 
 REGISTER_GRAD_OP(batch_norm_grad)
     .Doc(
@@ -506,7 +603,9 @@ REGISTER_GRAD_OP(batch_norm_grad)
         "over the ranks and Scale@GRAD, Bias@GRAD are the ranks' average.")
     .SetInferShape(BatchNormGradInferShape)
     .CPUKernel<float>(BatchNormGradKernel<float>)
-    .CPUKernel<double>(BatchNormGradKernel<double>);
+    .CPUKernel<double>(BatchNormGradKernel<double>)
+    .CPUKernel<bfloat16>(BatchNormGradKernel<bfloat16>)
+    .CPUKernel<float16>(BatchNormGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -3,8 +3,14 @@
 // per-channel sum is one block's reduction over the channel's n * hw values,
 // in a fixed order (deterministic run to run); the arithmetic per element is
 // written in the CPU kernels' order.
+//
+// X, Y and their gradients are T; Scale, Bias, the statistics and their
+// gradients are P = ComputeType<T>: T itself for float and double, float32
+// for bfloat16 and float16, whose values are computed and summed in float
+// and rounded once when stored.
 #include "ops/batch_norm_helpers.h"
 #include "ops/cuda/cuda_helpers.cuh"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -22,24 +28,26 @@ template <typename T>
 struct ValueAt {
   const T* x;
   ChannelIndex at;
-  __device__ T operator()(int64_t ch, int64_t j) const { return x[at(ch, j)]; }
+  __device__ ComputeType<T> operator()(int64_t ch, int64_t j) const {
+    return ToCompute(x[at(ch, j)]);
+  }
 };
 
-template <typename T>
+template <typename T, typename P = ComputeType<T>>
 struct SquaredDeviationAt {
   const T* x;
-  const T* mean;
+  const P* mean;
   ChannelIndex at;
-  __device__ T operator()(int64_t ch, int64_t j) const {
-    const T v = x[at(ch, j)] - mean[ch];
+  __device__ P operator()(int64_t ch, int64_t j) const {
+    const P v = ToCompute(x[at(ch, j)]) - mean[ch];
     return v * v;
   }
 };
 
 // dY[i], or 0 where a fused relu cut Y to 0 (y is null without one).
-template <typename T>
-__device__ T GradReaching(const T* dy, const T* y, int64_t i) {
-  return y != nullptr && !(y[i] > T(0)) ? T(0) : dy[i];
+template <typename T, typename P = ComputeType<T>>
+__device__ P GradReaching(const T* dy, const T* y, int64_t i) {
+  return y != nullptr && !(ToCompute(y[i]) > P(0)) ? P(0) : ToCompute(dy[i]);
 }
 
 // The gradient reaching the normalisation, per entry.
@@ -48,23 +56,24 @@ struct GradAt {
   const T* dy;
   const T* y;
   ChannelIndex at;
-  __device__ T operator()(int64_t ch, int64_t j) const {
+  __device__ ComputeType<T> operator()(int64_t ch, int64_t j) const {
     return GradReaching(dy, y, at(ch, j));
   }
 };
 
 // Its product with xhat = (x - mean) * inv_std.
-template <typename T>
+template <typename T, typename P = ComputeType<T>>
 struct GradXhatAt {
   const T* dy;
   const T* y;
   const T* x;
-  const T* mean;
-  const T* inv_std;
+  const P* mean;
+  const P* inv_std;
   ChannelIndex at;
-  __device__ T operator()(int64_t ch, int64_t j) const {
+  __device__ P operator()(int64_t ch, int64_t j) const {
     const int64_t i = at(ch, j);
-    return GradReaching(dy, y, i) * ((x[i] - mean[ch]) * inv_std[ch]);
+    return GradReaching(dy, y, i) *
+           ((ToCompute(x[i]) - mean[ch]) * inv_std[ch]);
   }
 };
 
@@ -111,20 +120,21 @@ struct InverseStd {
   }
 };
 
-template <typename T>
+template <typename T, typename P = ComputeType<T>>
 struct Normalize {
   const T* x;
-  const T* mean;
-  const T* inv_std;
-  const T* scale;
-  const T* bias;
+  const P* mean;
+  const P* inv_std;
+  const P* scale;
+  const P* bias;
   T* y;
   int64_t c, hw;
   bool relu;
   __device__ void operator()(int64_t i) const {
     const int64_t ch = (i / hw) % c;
-    const T v = (x[i] - mean[ch]) * (inv_std[ch] * scale[ch]) + bias[ch];
-    y[i] = relu && !(v > T(0)) ? T(0) : v;
+    const P v =
+        (ToCompute(x[i]) - mean[ch]) * (inv_std[ch] * scale[ch]) + bias[ch];
+    y[i] = FromCompute<T>(relu && !(v > P(0)) ? P(0) : v);
   }
 };
 
@@ -149,75 +159,78 @@ void UseRunningStats(const ExecutionContext& ctx, const BatchNormDims& d,
                 InverseStd<T>{var.data<T>(), inv_std, eps});
 }
 
-template <typename T>
-void UseBatchStats(const ExecutionContext& ctx, const BatchNormDims& d, T eps) {
+// The batch's statistics of X (T) into SavedMean and SavedVariance (P).
+template <typename T, typename P = ComputeType<T>>
+void UseBatchStats(const ExecutionContext& ctx, const BatchNormDims& d, P eps) {
   const auto& dev = cuda::Dev(ctx);
   Communicator* comm = StatsCommunicator(ctx);
-  const T m = static_cast<T>(GlobalCount(comm, d.per_channel()));
+  const P m = static_cast<P>(GlobalCount(comm, d.per_channel()));
   const T* x = ctx.Input("X").data<T>();
   const ChannelIndex at{d.c, d.hw};
   const Tensor& running_mean = ctx.Input("Mean");
-  T* mean = cuda::OutputLike<T>(ctx, "SavedMean", running_mean);
-  T* var = cuda::OutputLike<T>(ctx, "SavedVariance", running_mean);
-  ReduceChannels<T>(dev, d, ValueAt<T>{x, at}, mean);
+  P* mean = cuda::OutputLike<P>(ctx, "SavedMean", running_mean);
+  P* var = cuda::OutputLike<P>(ctx, "SavedVariance", running_mean);
+  ReduceChannels<P>(dev, d, ValueAt<T>{x, at}, mean);
   SumOverRanks(ctx, comm, ctx.Output("SavedMean"));
-  cuda::ForEach(dev, d.c, DivideBy<T>{mean, m});
-  ReduceChannels<T>(dev, d, SquaredDeviationAt<T>{x, mean, at}, var);
+  cuda::ForEach(dev, d.c, DivideBy<P>{mean, m});
+  ReduceChannels<P>(dev, d, SquaredDeviationAt<T>{x, mean, at}, var);
   SumOverRanks(ctx, comm, ctx.Output("SavedVariance"));
   const Tensor& running_var = ctx.Input("Variance");
-  T* mean_out = cuda::OutputLike<T>(ctx, "MeanOut", running_mean);
-  T* var_out = cuda::OutputLike<T>(ctx, "VarianceOut", running_var);
-  const T mom = static_cast<T>(ctx.Attr<float>("momentum"));
+  P* mean_out = cuda::OutputLike<P>(ctx, "MeanOut", running_mean);
+  P* var_out = cuda::OutputLike<P>(ctx, "VarianceOut", running_var);
+  const P mom = static_cast<P>(ctx.Attr<float>("momentum"));
   cuda::ForEach(
       dev, d.c,
-      FinishStats<T>{mean, var, running_mean.data<T>(), running_var.data<T>(),
+      FinishStats<P>{mean, var, running_mean.data<P>(), running_var.data<P>(),
                      mean_out, var_out, m, mom, eps});
 }
 
 template <typename T>
 void BatchNormKernel(const ExecutionContext& ctx) {
+  using P = ComputeType<T>;
   const Tensor& x = ctx.Input("X");
   const BatchNormDims d = BatchNormDimsOf(x.shape());
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const P eps = static_cast<P>(ctx.Attr<float>("epsilon"));
   if (UsesGlobalStats(ctx)) {
-    UseRunningStats<T>(ctx, d, eps);
+    UseRunningStats<P>(ctx, d, eps);
   } else {
     UseBatchStats<T>(ctx, d, eps);
   }
   T* y = cuda::OutputLike<T>(ctx, "Y", x);
   cuda::ForEach(
       cuda::Dev(ctx), x.numel(),
-      Normalize<T>{x.data<T>(), ctx.Output("SavedMean")->data<T>(),
-                   ctx.Output("SavedVariance")->data<T>(),
-                   ctx.Input("Scale").data<T>(), ctx.Input("Bias").data<T>(), y,
+      Normalize<T>{x.data<T>(), ctx.Output("SavedMean")->data<P>(),
+                   ctx.Output("SavedVariance")->data<P>(),
+                   ctx.Input("Scale").data<P>(), ctx.Input("Bias").data<P>(), y,
                    d.c, d.hw, ctx.Attr<bool>("fuse_with_relu")});
 }
 
 // dx with the running statistics (constants): dy * scale * inv_std; with
 // the batch's: scale * inv_std * (dy - (sum dy + xhat * sum dy xhat) / m).
-template <typename T>
+template <typename T, typename P = ComputeType<T>>
 struct NormalizeGrad {
   const T* dy;
   const T* y;
   const T* x;
-  const T* mean;
-  const T* inv_std;
-  const T* scale;
-  const T* sum_dy;
-  const T* sum_dy_xhat;
+  const P* mean;
+  const P* inv_std;
+  const P* scale;
+  const P* sum_dy;
+  const P* sum_dy_xhat;
   T* dx;
   int64_t c, hw;
-  T inv_m;
+  P inv_m;
   bool global;
   __device__ void operator()(int64_t i) const {
     const int64_t ch = (i / hw) % c;
-    const T k = scale[ch] * inv_std[ch];
-    const T g = GradReaching(dy, y, i);
+    const P k = scale[ch] * inv_std[ch];
+    const P g = GradReaching(dy, y, i);
     if (global) {
-      dx[i] = g * k;
+      dx[i] = FromCompute<T>(g * k);
     } else {
-      const T xhat = (x[i] - mean[ch]) * inv_std[ch];
-      dx[i] = k * (g - (sum_dy[ch] + xhat * sum_dy_xhat[ch]) * inv_m);
+      const P xhat = (ToCompute(x[i]) - mean[ch]) * inv_std[ch];
+      dx[i] = FromCompute<T>(
+          k * (g - (sum_dy[ch] + xhat * sum_dy_xhat[ch]) * inv_m));
     }
   }
 };
@@ -244,6 +257,7 @@ Tensor* ChannelSums(const ExecutionContext& ctx, const std::string& slot,
 
 template <typename T>
 void BatchNormGradKernel(const ExecutionContext& ctx) {
+  using P = ComputeType<T>;
   const auto& dev = cuda::Dev(ctx);
   const Tensor& x = ctx.Input("X");
   const BatchNormDims d = BatchNormDimsOf(x.shape());
@@ -252,39 +266,41 @@ void BatchNormGradKernel(const ExecutionContext& ctx) {
   const T* dy = ctx.Input(GradSlot("Y")).data<T>();
   const T* y =
       ctx.Attr<bool>("fuse_with_relu") ? ctx.Input("Y").data<T>() : nullptr;
-  const T* mean = ctx.Input("SavedMean").data<T>();
-  const T* inv_std = ctx.Input("SavedVariance").data<T>();
+  const P* mean = ctx.Input("SavedMean").data<P>();
+  const P* inv_std = ctx.Input("SavedVariance").data<P>();
   const ChannelIndex at{d.c, d.hw};
   Tensor scratch_scale, scratch_bias;
-  Tensor* dscale = ChannelSums<T>(ctx, GradSlot("Scale"), d.c, &scratch_scale);
-  Tensor* dbias = ChannelSums<T>(ctx, GradSlot("Bias"), d.c, &scratch_bias);
-  ReduceChannels<T>(dev, d, GradAt<T>{dy, y, at}, dbias->data<T>());
-  ReduceChannels<T>(dev, d,
+  Tensor* dscale = ChannelSums<P>(ctx, GradSlot("Scale"), d.c, &scratch_scale);
+  Tensor* dbias = ChannelSums<P>(ctx, GradSlot("Bias"), d.c, &scratch_bias);
+  ReduceChannels<P>(dev, d, GradAt<T>{dy, y, at}, dbias->data<P>());
+  ReduceChannels<P>(dev, d,
                     GradXhatAt<T>{dy, y, x.data<T>(), mean, inv_std, at},
-                    dscale->data<T>());
+                    dscale->data<P>());
   SumOverRanks(ctx, comm, dbias);
   SumOverRanks(ctx, comm, dscale);
   if (ctx.HasOutput(GradSlot("X"))) {
-    const T inv_m =
-        global ? T(0)
-               : T(1) / static_cast<T>(GlobalCount(comm, d.per_channel()));
+    const P inv_m =
+        global ? P(0)
+               : P(1) / static_cast<P>(GlobalCount(comm, d.per_channel()));
     T* dx = cuda::OutputLike<T>(ctx, GradSlot("X"), x);
     cuda::ForEach(
         dev, x.numel(),
         NormalizeGrad<T>{dy, y, x.data<T>(), mean, inv_std,
-                         ctx.Input("Scale").data<T>(), dbias->data<T>(),
-                         dscale->data<T>(), dx, d.c, d.hw, inv_m, global});
+                         ctx.Input("Scale").data<P>(), dbias->data<P>(),
+                         dscale->data<P>(), dx, d.c, d.hw, inv_m, global});
   }
   if (comm != nullptr)
     cuda::ForEach(dev, d.c,
-                  ScaleBoth<T>{dscale->data<T>(), dbias->data<T>(),
-                               T(1) / static_cast<T>(RankCount(comm))});
+                  ScaleBoth<P>{dscale->data<P>(), dbias->data<P>(),
+                               P(1) / static_cast<P>(RankCount(comm))});
 }
 
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(batch_norm, kCUDA, BatchNormKernel);
 REGISTER_FLOAT_KERNELS(batch_norm_grad, kCUDA, BatchNormGradKernel);
+REGISTER_HALF_KERNELS(batch_norm, kCUDA, BatchNormKernel);
+REGISTER_HALF_KERNELS(batch_norm_grad, kCUDA, BatchNormGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -6,13 +6,19 @@
 // for the gradient. With xhat = (X - mean) * rstd and g = dY * Scale:
 //   dX = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the row)
 //   dScale = sum over rows of dY * xhat,  dBias = sum over rows of dY.
+// A bfloat16 or float16 X (Y, and their gradients) comes with float32
+// Scale, Bias, Mean and Variance (and gradients): each row is computed in
+// float and rounded once; the column sums of the parameter gradients
+// accumulate in float.
 #include "ops/layer_norm_op.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ops/grad_checks.h"
+#include "ops/half_math.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -81,6 +87,12 @@ LayerNormGradArgs ReadLayerNormGradArgs(const ExecutionContext& ctx) {
 
 namespace {
 
+// Scale's, Bias's and the statistics' dtype for X of `x`: X's own, or
+// float32 for a 16-bit X.
+DataType ParamDtype(DataType x) {
+  return IsHalfDtype(x) ? DataType::kFloat32 : x;
+}
+
 template <typename T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
@@ -99,15 +111,69 @@ void LayerNormInferShape(InferShapeContext* ctx) {
         " must hold ", d.cols, " elements (the normalised dims of X '",
         ctx->InputName("X"), "' ", x, ")");
   }
+  // Scale, Bias and the statistics are X's dtype, or float32 for a 16-bit
+  // X (the kernel computes in float32 and keeps them so).
+  const DataType param_dtype = ParamDtype(ctx->GetInputDtype("X"));
+  for (const char* slot : {"Scale", "Bias"}) {
+    if (!ctx->HasInput(slot)) continue;
+    FLUID_ENFORCE(ctx->GetInputDtype(slot) == param_dtype, "layer_norm: ", slot,
+                  " '", ctx->InputName(slot), "' is ",
+                  DataTypeName(ctx->GetInputDtype(slot)), " but must be ",
+                  DataTypeName(param_dtype), " for X '", ctx->InputName("X"),
+                  "' of ", DataTypeName(ctx->GetInputDtype("X")));
+  }
   ctx->ShareShape("X", "Y");
   for (const char* slot : {"Mean", "Variance"}) {
     ctx->SetOutputShape(slot, Shape({d.rows}));
-    ctx->SetOutputDtype(slot, ctx->GetInputDtype("X"));
+    ctx->SetOutputDtype(slot, param_dtype);
   }
 }
 
+// Row r of the forward pass on compute-type values: y = the normalised x
+// (times Scale, plus Bias, where given); the row's mean and variance.
+template <typename C>
+void NormaliseRow(const C* xp, C* yp, const C* sp, const C* bp, int64_t d,
+                  C eps, C* mean_out, C* var_out) {
+  ConstArrayMap<C> x(xp, d);
+  ArrayMap<C> y(yp, d);
+  const C mean = x.sum() / static_cast<C>(d);
+  const C var = (x - mean).square().sum() / static_cast<C>(d);
+  const C rstd = static_cast<C>(1) / std::sqrt(var + eps);
+  y = (x - mean) * rstd;
+  if (sp) y *= ConstArrayMap<C>(sp, d);
+  if (bp) y += ConstArrayMap<C>(bp, d);
+  *mean_out = mean;
+  *var_out = var;
+}
+
+// layer_norm of 16-bit X (float32 Scale, Bias, Mean, Variance): each row
+// copied to float, normalised by NormaliseRow, rounded once.
 template <typename T>
-void LayerNormKernel(const ExecutionContext& ctx) {
+void HalfLayerNormKernel(const ExecutionContext& ctx) {
+  const LayerNormArgs a = ReadLayerNormArgs(ctx);
+  const int64_t d = a.dims.cols;
+  const T* xp = a.x.data<T>();
+  const float* sp = a.scale ? a.scale->data<float>() : nullptr;
+  const float* bp = a.bias ? a.bias->data<float>() : nullptr;
+  T* yp = ctx.Output("Y")->mutable_data<T>();
+  float* mp = ctx.Output("Mean")->mutable_data<float>();
+  float* vp = ctx.Output("Variance")->mutable_data<float>();
+  ParallelFor(ctx.device(), a.dims.rows, 6.0 * static_cast<double>(d),
+              [&](int64_t b, int64_t e) {
+                std::vector<float> x(d), y(d);
+                for (int64_t r = b; r < e; ++r) {
+                  for (int64_t j = 0; j < d; ++j)
+                    x[j] = ToCompute(xp[r * d + j]);
+                  NormaliseRow(x.data(), y.data(), sp, bp, d, a.epsilon, mp + r,
+                               vp + r);
+                  for (int64_t j = 0; j < d; ++j)
+                    yp[r * d + j] = FromCompute<T>(y[j]);
+                }
+              });
+}
+
+template <typename T>
+void FloatLayerNormKernel(const ExecutionContext& ctx) {
   const LayerNormArgs a = ReadLayerNormArgs(ctx);
   const int64_t d = a.dims.cols;
   const T* xp = a.x.data<T>();
@@ -119,19 +185,19 @@ void LayerNormKernel(const ExecutionContext& ctx) {
   const T eps = static_cast<T>(a.epsilon);
   ParallelFor(ctx.device(), a.dims.rows, 6.0 * static_cast<double>(d),
               [&](int64_t b, int64_t e) {
-                for (int64_t r = b; r < e; ++r) {
-                  ConstArrayMap<T> x(xp + r * d, d);
-                  ArrayMap<T> y(yp + r * d, d);
-                  const T mean = x.sum() / static_cast<T>(d);
-                  const T var = (x - mean).square().sum() / static_cast<T>(d);
-                  const T rstd = static_cast<T>(1) / std::sqrt(var + eps);
-                  y = (x - mean) * rstd;
-                  if (sp) y *= ConstArrayMap<T>(sp, d);
-                  if (bp) y += ConstArrayMap<T>(bp, d);
-                  mp[r] = mean;
-                  vp[r] = var;
-                }
+                for (int64_t r = b; r < e; ++r)
+                  NormaliseRow(xp + r * d, yp + r * d, sp, bp, d, eps, mp + r,
+                               vp + r);
               });
+}
+
+template <typename T>
+void LayerNormKernel(const ExecutionContext& ctx) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfLayerNormKernel<T>(ctx);
+  } else {
+    FloatLayerNormKernel<T>(ctx);
+  }
 }
 
 // Scale@GRAD is shaped like Scale; Bias@GRAD (the grad op does not read
@@ -144,8 +210,23 @@ void LayerNormGradInferShape(InferShapeContext* ctx) {
         SplitAt(ctx->op_type(), ctx->InputName("X"), ctx->GetInputShape("X"),
                 ctx->Attr<int32_t>("begin_norm_axis"));
     ctx->SetOutputShape(GradSlot("Bias"), Shape({d.cols}));
-    ctx->SetOutputDtype(GradSlot("Bias"), ctx->GetInputDtype("X"));
+    ctx->SetOutputDtype(GradSlot("Bias"), ParamDtype(ctx->GetInputDtype("X")));
   }
+}
+
+// dX of one row from its x and dY, the row's mean and 1 / std.
+template <typename C>
+void InputGradRow(const C* xp, const C* gp, const C* sp, C mean, C rstd,
+                  C inv_d, int64_t d, C* dxp) {
+  ConstArrayMap<C> x(xp, d), dy(gp, d);
+  ArrayMap<C> dx(dxp, d);
+  // dx holds g = dY * Scale, then the result.
+  dx = dy;
+  if (sp) dx *= ConstArrayMap<C>(sp, d);
+  const auto xhat = (x - mean) * rstd;
+  const C g_mean = dx.sum() * inv_d;
+  const C gx_mean = (dx * xhat).sum() * inv_d;
+  dx = rstd * (dx - g_mean - xhat * gx_mean);
 }
 
 // dX row by row (the rows in parallel).
@@ -161,17 +242,38 @@ void LayerNormInputGrad(const CPUDeviceContext& dev, const LayerNormGradArgs& a,
   const T eps = static_cast<T>(a.epsilon), inv_d = T(1) / static_cast<T>(d);
   ParallelFor(dev, a.dims.rows, 10.0 * static_cast<double>(d),
               [&](int64_t b, int64_t e) {
+                for (int64_t r = b; r < e; ++r)
+                  InputGradRow(xp + r * d, gp + r * d, sp, mp[r],
+                               T(1) / std::sqrt(vp[r] + eps), inv_d, d,
+                               dxp + r * d);
+              });
+}
+
+// dX of 16-bit X, dY (float32 Scale, Mean, Variance): each row copied to
+// float, InputGradRow, rounded once.
+template <typename T>
+void HalfLayerNormInputGrad(const CPUDeviceContext& dev,
+                            const LayerNormGradArgs& a, T* dxp) {
+  const int64_t d = a.dims.cols;
+  const T* xp = a.x.data<T>();
+  const T* gp = a.dy.data<T>();
+  const float* sp = a.scale ? a.scale->data<float>() : nullptr;
+  const float* mp = a.mean.data<float>();
+  const float* vp = a.variance.data<float>();
+  const float inv_d = 1.0f / static_cast<float>(d);
+  ParallelFor(dev, a.dims.rows, 10.0 * static_cast<double>(d),
+              [&](int64_t b, int64_t e) {
+                std::vector<float> x(d), dy(d), dx(d);
                 for (int64_t r = b; r < e; ++r) {
-                  const T rstd = T(1) / std::sqrt(vp[r] + eps);
-                  ConstArrayMap<T> x(xp + r * d, d), dy(gp + r * d, d);
-                  ArrayMap<T> dx(dxp + r * d, d);
-                  // dx holds g = dY * Scale, then the result.
-                  dx = dy;
-                  if (sp) dx *= ConstArrayMap<T>(sp, d);
-                  const auto xhat = (x - mp[r]) * rstd;
-                  const T g_mean = dx.sum() * inv_d;
-                  const T gx_mean = (dx * xhat).sum() * inv_d;
-                  dx = rstd * (dx - g_mean - xhat * gx_mean);
+                  for (int64_t j = 0; j < d; ++j) {
+                    x[j] = ToCompute(xp[r * d + j]);
+                    dy[j] = ToCompute(gp[r * d + j]);
+                  }
+                  InputGradRow(x.data(), dy.data(), sp, mp[r],
+                               1.0f / std::sqrt(vp[r] + a.epsilon), inv_d, d,
+                               dx.data());
+                  for (int64_t j = 0; j < d; ++j)
+                    dxp[r * d + j] = FromCompute<T>(dx[j]);
                 }
               });
 }
@@ -203,17 +305,49 @@ void LayerNormParamGrads(const CPUDeviceContext& dev,
       });
 }
 
+// dScale and dBias (float32; either may be null) of 16-bit X and dY: float
+// column sums over the rows, in row order, the columns in parallel.
+template <typename T>
+void HalfLayerNormParamGrads(const CPUDeviceContext& dev,
+                             const LayerNormGradArgs& a, float* dsp,
+                             float* dbp) {
+  const int64_t rows = a.dims.rows, d = a.dims.cols;
+  const T* xp = a.x.data<T>();
+  const T* gp = a.dy.data<T>();
+  const float* mp = a.mean.data<float>();
+  const float* vp = a.variance.data<float>();
+  ParallelFor(dev, d, 4.0 * static_cast<double>(rows),
+              [&](int64_t b, int64_t e) {
+                if (dsp) std::fill(dsp + b, dsp + e, 0.0f);
+                if (dbp) std::fill(dbp + b, dbp + e, 0.0f);
+                for (int64_t r = 0; r < rows; ++r) {
+                  const float rstd = 1.0f / std::sqrt(vp[r] + a.epsilon);
+                  for (int64_t j = b; j < e; ++j) {
+                    const float g = ToCompute(gp[r * d + j]);
+                    if (dbp) dbp[j] += g;
+                    if (dsp)
+                      dsp[j] += g * ((ToCompute(xp[r * d + j]) - mp[r]) * rstd);
+                  }
+                }
+              });
+}
+
 template <typename T>
 void LayerNormGradKernel(const ExecutionContext& ctx) {
   const LayerNormGradArgs a = ReadLayerNormGradArgs(ctx);
-  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
-    LayerNormInputGrad<T>(ctx.device(), a, dx->mutable_data<T>());
-  }
+  using P = ComputeType<T>;  // the parameters' dtype
+  Tensor* dx = ctx.Output(GradSlot("X"));
   Tensor* ds = ctx.Output(GradSlot("Scale"));
   Tensor* db = ctx.Output(GradSlot("Bias"));
-  T* dsp = ds ? ds->mutable_data<T>() : nullptr;
-  T* dbp = db ? db->mutable_data<T>() : nullptr;
-  if (dsp || dbp) LayerNormParamGrads<T>(ctx.device(), a, dsp, dbp);
+  P* dsp = ds ? ds->mutable_data<P>() : nullptr;
+  P* dbp = db ? db->mutable_data<P>() : nullptr;
+  if constexpr (IsHalfType<T>::value) {
+    if (dx) HalfLayerNormInputGrad<T>(ctx.device(), a, dx->mutable_data<T>());
+    if (dsp || dbp) HalfLayerNormParamGrads<T>(ctx.device(), a, dsp, dbp);
+  } else {
+    if (dx) LayerNormInputGrad<T>(ctx.device(), a, dx->mutable_data<T>());
+    if (dsp || dbp) LayerNormParamGrads<T>(ctx.device(), a, dsp, dbp);
+  }
 }
 
 }  // namespace
@@ -240,13 +374,17 @@ REGISTER_OP(layer_norm)
                  .OutGrads({"Y"})
                  .InGrads({"X", "Scale", "Bias"}))
     .CPUKernel<float>(LayerNormKernel<float>)
-    .CPUKernel<double>(LayerNormKernel<double>);
+    .CPUKernel<double>(LayerNormKernel<double>)
+    .CPUKernel<bfloat16>(LayerNormKernel<bfloat16>)
+    .CPUKernel<float16>(LayerNormKernel<float16>);
 
 REGISTER_GRAD_OP(layer_norm_grad)
     .Doc("Gradients of layer_norm with respect to X, Scale and Bias.")
     .SetInferShape(LayerNormGradInferShape)
     .CPUKernel<float>(LayerNormGradKernel<float>)
-    .CPUKernel<double>(LayerNormGradKernel<double>);
+    .CPUKernel<double>(LayerNormGradKernel<double>)
+    .CPUKernel<bfloat16>(LayerNormGradKernel<bfloat16>)
+    .CPUKernel<float16>(LayerNormGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

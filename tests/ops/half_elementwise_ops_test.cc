@@ -264,5 +264,90 @@ TEST(HalfElementwiseOps, DataMovement) {
                          {{"x", x}});
 }
 
+// ---- batch_norm and layer_norm: X and Y 16-bit, the parameters float32
+
+proto::OpDesc BatchNorm(const AttributeMap& attrs) {
+  return MakeOp("batch_norm",
+                {{"X", {"x"}},
+                 {"Scale", {"scale"}},
+                 {"Bias", {"bias"}},
+                 {"Mean", {"mean"}},
+                 {"Variance", {"var"}}},
+                {{"Y", {"y"}},
+                 {"MeanOut", {"mean"}},
+                 {"VarianceOut", {"var"}},
+                 {"SavedMean", {"saved_mean"}},
+                 {"SavedVariance", {"saved_var"}}},
+                attrs);
+}
+
+const HalfCheck& NormParams() {
+  static const HalfCheck c = [] {
+    HalfCheck h;
+    h.keep = {"scale", "bias", "mean", "var"};
+    h.f32_outputs = {"mean",      "var",        "saved_mean",
+                     "saved_var", "scale@GRAD", "bias@GRAD"};
+    return h;
+  }();
+  return c;
+}
+
+TEST(HalfElementwiseOps, BatchNorm) {
+  for (const Shape& x : {Shape{4, 3, 5, 6}, Shape{16, 7}}) {
+    const Shape c{x[1]};
+    const TensorMap in = {{"x", RandomTensor<float>(x, -2, 3, 90)},
+                          {"scale", RandomTensor<float>(c, 0.5, 1.5, 91)},
+                          {"bias", RandomTensor<float>(c, -1, 1, 92)},
+                          {"mean", RandomTensor<float>(c, -0.5, 0.5, 93)},
+                          {"var", RandomTensor<float>(c, 0.5, 2, 94)}};
+    for (const AttributeMap& attrs :
+         {AttributeMap{}, AttributeMap{{"is_test", true}},
+          AttributeMap{{"use_global_stats", true}},
+          AttributeMap{{"fuse_with_relu", true}}}) {
+      SCOPED_TRACE(::testing::Message() << x << " " << attrs.size());
+      ExpectHalfMatchesFloat(BatchNorm(attrs), in, NormParams());
+    }
+  }
+}
+
+// A 16-bit X with parameters of X's dtype instead of float32 is refused,
+// naming the parameter.
+TEST(HalfElementwiseOps, BatchNormRefusesHalfParameters) {
+  const Shape c{3};
+  TensorMap in = {{"x", testing::ToHalf(RandomTensor<float>({2, 3}, -1, 1, 1),
+                                        DataType::kBFloat16)},
+                  {"scale", testing::ToHalf(RandomTensor<float>(c, 1, 2, 2),
+                                            DataType::kBFloat16)},
+                  {"bias", RandomTensor<float>(c, -1, 1, 3)},
+                  {"mean", RandomTensor<float>(c, -1, 1, 4)},
+                  {"var", RandomTensor<float>(c, 1, 2, 5)}};
+  const std::string err = testing::ErrorOf(BatchNorm({}), in);
+  EXPECT_NE(err.find("Scale 'scale' is bfloat16 but must be float32"),
+            std::string::npos)
+      << err;
+}
+
+proto::OpDesc LayerNorm(bool scale, bool bias) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> in = {
+      {"X", {"x"}}};
+  if (scale) in.push_back({"Scale", {"scale"}});
+  if (bias) in.push_back({"Bias", {"bias"}});
+  return MakeOp("layer_norm", in,
+                {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
+                {{"begin_norm_axis", int32_t{1}}});
+}
+
+TEST(HalfElementwiseOps, LayerNorm) {
+  const TensorMap in = {{"x", RandomTensor<float>({12, 3, 20}, -2, 3, 95)},
+                        {"scale", RandomTensor<float>({60}, 0.5, 1.5, 96)},
+                        {"bias", RandomTensor<float>({60}, -1, 1, 97)}};
+  for (bool with_params : {true, false}) {
+    SCOPED_TRACE(with_params ? "Scale and Bias" : "neither");
+    ExpectHalfMatchesFloat(LayerNorm(with_params, with_params),
+                           with_params ? in : TensorMap{{"x", in.at("x")}},
+                           NormParams());
+  }
+}
+
 }  // namespace
 }  // namespace fluid
