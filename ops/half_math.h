@@ -8,6 +8,10 @@
 // FLUID_HOSTDEVICE) the CUDA ones.
 #pragma once
 
+#if defined(__F16C__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
+
 #include "ops/hostdevice.h"
 #include "src/framework/float16.h"
 #include "src/framework/op_registry.h"
@@ -42,6 +46,21 @@ template <typename T>
 FLUID_HOSTDEVICE T FromCompute(ComputeType<T> v) {
   return static_cast<T>(v);
 }
+
+#if defined(__F16C__) && !defined(__CUDACC__)
+// On x86 CPUs with F16C, float16 converts by one instruction each way
+// instead of float16.h's portable bit manipulation: the same values
+// (IEEE round to nearest even, subnormals kept), several times faster.
+template <>
+inline float ToCompute<float16>(float16 v) {
+  return _cvtsh_ss(v.x);
+}
+template <>
+inline float16 FromCompute<float16>(float v) {
+  return float16::FromBits(
+      static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT)));
+}
+#endif
 
 }  // namespace ops
 }  // namespace fluid

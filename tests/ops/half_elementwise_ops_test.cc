@@ -4,10 +4,12 @@
 // place of the 16-bit type, HalfTolerance says why).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "ops/half_math.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
 #include "tests/testing/half_checks.h"
@@ -75,6 +77,34 @@ void ExpectHalfMatchesFloat(const proto::OpDesc& op, const TensorMap& inputs,
       ExpectOutputsMatch(what + " " + grad.type(),
                          RunOp(grad, Select(g.ref, names)),
                          RunOp(grad, Select(g.half, names)), dt, c);
+    }
+  }
+}
+
+// ---- the kernels' conversions (ops/half_math.h)
+
+// ToCompute and FromCompute (an instruction each where the CPU has F16C)
+// convert as float16.h does: every 16-bit value to float, and floats
+// around every 16-bit value, its rounding ties, subnormals and overflow
+// back, bit for bit (NaN only as NaN: its payload may differ).
+TEST(HalfElementwiseOps, ConversionsMatchFloat16h) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const float16 h = float16::FromBits(static_cast<uint16_t>(bits));
+    const bfloat16 b = bfloat16::FromBits(static_cast<uint16_t>(bits));
+    const float fh = ops::ToCompute(h), fb = ops::ToCompute(b);
+    if (std::isnan(ToFloat(h))) {
+      EXPECT_TRUE(std::isnan(fh)) << bits;
+    } else {
+      ASSERT_EQ(fh, ToFloat(h)) << bits;
+    }
+    if (!std::isnan(ToFloat(b))) {
+      ASSERT_EQ(fb, ToFloat(b)) << bits;
+    }
+    for (float v : {fh, std::nextafter(fh, 0.0f), std::nextafter(fh, 1e9f),
+                    std::nextafter(fh, -1e9f), fh * 1.0004883f}) {
+      if (std::isnan(v)) continue;
+      ASSERT_EQ(ops::FromCompute<float16>(v).x, FromFloat<float16>(v).x) << v;
+      ASSERT_EQ(ops::FromCompute<bfloat16>(v).x, FromFloat<bfloat16>(v).x) << v;
     }
   }
 }
