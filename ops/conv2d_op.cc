@@ -25,8 +25,10 @@
 
 #include "ops/conv_geometry.h"
 #include "ops/conv_workspace.h"
+#include "ops/half_matrix.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
+#include "src/framework/math/dnnl_conv.h"
 #include "src/framework/math/im2col.h"
 #include "src/framework/math/int_math.h"
 #include "src/framework/math/packed_conv.h"
@@ -591,6 +593,58 @@ bool PackedFilterGrad(const CPUDeviceContext& dev, const ConvLayout& l,
   return true;
 }
 
+// dx [n, C, H, W] and dw [M, C / groups, kh, kw] (either may be null) for
+// the output gradient dy [n, M, Ho, Wo] of the convolution `l` of x by w.
+template <typename T>
+void ConvBackward(const CPUDeviceContext& dev, const ConvLayout& l, int64_t n,
+                  int64_t m, const T* xd, const T* wd, const T* dyd, T* dxd,
+                  T* dwd) {
+  const ConvGeometry& g = l.g;
+  const int64_t k = g.ColRows();
+  const int64_t in_size = l.image, out_size = m * g.ColCols();
+  if (dxd != nullptr && InputGradIsConv(g) &&
+      PackedUsable(dev, InputGradLayout(l).g, n)) {
+    T* wt = ThreadScratch<T>(kScratchFilter, m * k);
+    TurnFilters(l, wd, wt);
+    PackedForward(dev, InputGradLayout(l), wt, dyd, n, dxd);
+    if (dwd == nullptr) return;
+    dxd = nullptr;  // the chunks below compute dW only
+  }
+  if (dxd != nullptr && PhasedInputGradApplies(dev, l, n)) {
+    PhasedInputGrad(dev, l, wd, dyd, n, dxd);
+    if (dwd == nullptr) return;
+    dxd = nullptr;
+  }
+  if (dwd != nullptr && dxd == nullptr && n > 0 &&
+      PackedFilterGrad(dev, l, xd, dyd, n, dwd))
+    return;
+  ChunkPlan plan = PlanChunks(dev, g, n);
+  if (plan.chunks == 0) {
+    if (dwd != nullptr) std::fill_n(dwd, m * k, T(0));
+    return;
+  }
+  if (plan.chunks == 1) {
+    BackwardChunk(dev, l, wd, xd, dyd, n, dxd, dwd, false);
+    return;
+  }
+  // The chunks go in contiguous runs, a few per thread (for balance); a run
+  // adds its chunks' dW in order into its own partial.
+  const int threads = dev.num_threads();
+  const int64_t runs =
+      threads > 1 ? std::min<int64_t>(plan.chunks, 4 * threads) : 1;
+  double cost = 4.0 * m * k * g.ColCols() * plan.per * plan.chunks / runs;
+  RunsIntoPartials(dev, runs, cost, m * k, dwd, [&](int64_t r, T* run_dw) {
+    for (int64_t c = r * plan.chunks / runs; c < (r + 1) * plan.chunks / runs;
+         ++c) {
+      int64_t i0 = c * plan.per;
+      int64_t nb = std::min(plan.per, n - i0);
+      BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
+                    dyd + i0 * out_size, nb, dxd ? dxd + i0 * in_size : nullptr,
+                    run_dw, c != r * plan.chunks / runs);
+    }
+  });
+}
+
 template <typename T>
 void Conv2dGradKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
@@ -600,57 +654,81 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
   Tensor* dw = ctx.Output(GradSlot("Filter"));
   if (dx == nullptr && dw == nullptr) return;
   const ConvLayout l = MakeLayout(ctx, "conv2d_grad");
+  ConvBackward(ctx.device(), l, x.shape()[0], w.shape()[0], x.data<T>(),
+               w.data<T>(), dy.data<T>(), dx ? dx->mutable_data<T>() : nullptr,
+               dw ? dw->mutable_data<T>() : nullptr);
+}
+
+// The convolution `l` of `n` images in math::ConvDims' terms.
+math::ConvDims DnnlDims(const ConvLayout& l, int64_t n) {
   const ConvGeometry& g = l.g;
-  const int64_t n = x.shape()[0], m = w.shape()[0], k = g.ColRows();
-  const int64_t in_size = l.image, out_size = m * g.ColCols();
-  const T* xd = x.data<T>();
-  const T* wd = w.data<T>();
-  const T* dyd = dy.data<T>();
+  math::ConvDims d;
+  d.n = n;
+  d.c = g.channels * l.groups;
+  d.h = g.in_h;
+  d.w = g.in_w;
+  d.m = l.group_filters * l.groups;
+  d.kh = g.kernel_h;
+  d.kw = g.kernel_w;
+  d.oh = g.out_h;
+  d.ow = g.out_w;
+  d.stride_h = g.stride_h;
+  d.stride_w = g.stride_w;
+  d.pad_h = g.pad_h;
+  d.pad_w = g.pad_w;
+  d.dilation_h = g.dilation_h;
+  d.dilation_w = g.dilation_w;
+  d.groups = l.groups;
+  return d;
+}
+
+// conv2d for 16-bit T: on oneDNN, or else in float32 (the operands
+// converted, the float32 kernel's ConvForward, the output rounded once).
+template <typename T>
+void Conv2dHalfKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("Input");
+  const Tensor& w = ctx.Input("Filter");
+  Tensor* out = ctx.Output("Output");
+  const ConvLayout l = MakeLayout(ctx, "conv2d");
+  const CPUDeviceContext& dev = ctx.device();
+  const int64_t n = x.shape()[0];
+  T* y = out->mutable_data<T>();
+  if (math::DnnlConvForward<T>(dev, DnnlDims(l, n), x.data<T>(), w.data<T>(),
+                               y))
+    return;
+  const float* xf = FloatCopy(dev, kHalfIn0, x.data<T>(), x.numel());
+  const float* wf = FloatCopy(dev, kHalfIn1, w.data<T>(), w.numel());
+  float* yf = HalfScratch(kHalfOut0, out->numel());
+  ConvForward(dev, l, wf, xf, n, yf);
+  RoundInto(dev, yf, out->numel(), y);
+}
+
+// conv2d_grad for 16-bit T: on oneDNN (the filter gradient summed in
+// float32), or else in float32 as Conv2dHalfKernel.
+template <typename T>
+void Conv2dGradHalfKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("Input");
+  const Tensor& w = ctx.Input("Filter");
+  const Tensor& dy = ctx.Input(GradSlot("Output"));
+  Tensor* dx = ctx.Output(GradSlot("Input"));
+  Tensor* dw = ctx.Output(GradSlot("Filter"));
+  if (dx == nullptr && dw == nullptr) return;
+  const ConvLayout l = MakeLayout(ctx, "conv2d_grad");
+  const CPUDeviceContext& dev = ctx.device();
+  const int64_t n = x.shape()[0];
   T* dxd = dx ? dx->mutable_data<T>() : nullptr;
   T* dwd = dw ? dw->mutable_data<T>() : nullptr;
-  if (dxd != nullptr && InputGradIsConv(g) &&
-      PackedUsable(ctx.device(), InputGradLayout(l).g, n)) {
-    T* wt = ThreadScratch<T>(kScratchFilter, w.numel());
-    TurnFilters(l, wd, wt);
-    PackedForward(ctx.device(), InputGradLayout(l), wt, dyd, n, dxd);
-    if (dwd == nullptr) return;
-    dxd = nullptr;  // the chunks below compute dW only
-  }
-  if (dxd != nullptr && PhasedInputGradApplies(ctx.device(), l, n)) {
-    PhasedInputGrad(ctx.device(), l, wd, dyd, n, dxd);
-    if (dwd == nullptr) return;
-    dxd = nullptr;
-  }
-  if (dwd != nullptr && dxd == nullptr && n > 0 &&
-      PackedFilterGrad(ctx.device(), l, xd, dyd, n, dwd))
+  if (math::DnnlConvBackward<T>(dev, DnnlDims(l, n), x.data<T>(), w.data<T>(),
+                                dy.data<T>(), dxd, dwd))
     return;
-  ChunkPlan plan = PlanChunks(ctx.device(), g, n);
-  if (plan.chunks == 0) {
-    if (dwd != nullptr) std::fill_n(dwd, m * k, T(0));
-    return;
-  }
-  if (plan.chunks == 1) {
-    BackwardChunk(ctx.device(), l, wd, xd, dyd, n, dxd, dwd, false);
-    return;
-  }
-  // The chunks go in contiguous runs, a few per thread (for balance); a run
-  // adds its chunks' dW in order into its own partial.
-  const int threads = ctx.device().num_threads();
-  const int64_t runs =
-      threads > 1 ? std::min<int64_t>(plan.chunks, 4 * threads) : 1;
-  double cost = 4.0 * m * k * g.ColCols() * plan.per * plan.chunks / runs;
-  RunsIntoPartials(ctx.device(), runs, cost, m * k, dwd,
-                   [&](int64_t r, T* run_dw) {
-                     for (int64_t c = r * plan.chunks / runs;
-                          c < (r + 1) * plan.chunks / runs; ++c) {
-                       int64_t i0 = c * plan.per;
-                       int64_t nb = std::min(plan.per, n - i0);
-                       BackwardChunk(SerialDevice(), l, wd, xd + i0 * in_size,
-                                     dyd + i0 * out_size, nb,
-                                     dxd ? dxd + i0 * in_size : nullptr, run_dw,
-                                     c != r * plan.chunks / runs);
-                     }
-                   });
+  const float* xf = FloatCopy(dev, kHalfIn0, x.data<T>(), x.numel());
+  const float* wf = FloatCopy(dev, kHalfIn1, w.data<T>(), w.numel());
+  const float* dyf = FloatCopy(dev, kHalfIn2, dy.data<T>(), dy.numel());
+  float* dxf = dxd ? HalfScratch(kHalfOut0, x.numel()) : nullptr;
+  float* dwf = dwd ? HalfScratch(kHalfOut1, w.numel()) : nullptr;
+  ConvBackward(dev, l, n, w.shape()[0], xf, wf, dyf, dxf, dwf);
+  if (dxd != nullptr) RoundInto(dev, dxf, x.numel(), dxd);
+  if (dwd != nullptr) RoundInto(dev, dwf, w.numel(), dwd);
 }
 
 }  // namespace
@@ -679,7 +757,9 @@ REGISTER_OP(conv2d)
                  .OutGrads({"Output"})
                  .InGrads({"Input", "Filter"}))
     .CPUKernel<float>(Conv2dKernel<float>)
-    .CPUKernel<double>(Conv2dKernel<double>);
+    .CPUKernel<double>(Conv2dKernel<double>)
+    .CPUKernel<bfloat16>(Conv2dHalfKernel<bfloat16>)
+    .CPUKernel<float16>(Conv2dHalfKernel<float16>);
 
 REGISTER_GRAD_OP(conv2d_grad)
     .Doc(
@@ -687,7 +767,9 @@ REGISTER_GRAD_OP(conv2d_grad)
         "Filter (dOut times the column matrix).")
     .SetInferShape(Conv2dGradInferShape)
     .CPUKernel<float>(Conv2dGradKernel<float>)
-    .CPUKernel<double>(Conv2dGradKernel<double>);
+    .CPUKernel<double>(Conv2dGradKernel<double>)
+    .CPUKernel<bfloat16>(Conv2dGradHalfKernel<bfloat16>)
+    .CPUKernel<float16>(Conv2dGradHalfKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -7,9 +7,11 @@
 // each sequence), and its gradient sums over the batch.
 #include <algorithm>
 
+#include "ops/half_matrix.h"
 #include "ops/matmul_dims.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
+#include "src/framework/math/dnnl_gemm.h"
 
 namespace fluid {
 namespace ops {
@@ -122,6 +124,49 @@ void MatMulKernel(const ExecutionContext& ctx) {
                  ctx.Output("Out")->mutable_data<T>(), a.out_stride);
 }
 
+// BatchedGemm for 16-bit T: on oneDNN (a C stride of 0 sums the products
+// in float32 and rounds once), or else in float32: the operands converted,
+// BatchedGemm<float> as the float32 kernel runs it, C rounded once. An
+// operand's stride is its matrix size or 0 (shared), so it spans
+// (stride ? batch : 1) matrices.
+template <typename T>
+void HalfBatchedGemm(const CPUDeviceContext& dev, int64_t batch, bool ta,
+                     bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                     const T* a, int64_t a_stride, const T* b, int64_t b_stride,
+                     T* c, int64_t c_stride) {
+  math::GemmBatch g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.batch = batch;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.a_stride = a_stride;
+  g.b_stride = b_stride;
+  g.sum = c_stride == 0 && batch > 1;
+  if (math::DnnlGemm<T>(dev, g, a, b, c)) return;
+  const int64_t a_size = a_stride == 0 ? m * k : batch * a_stride;
+  const int64_t b_size = b_stride == 0 ? k * n : batch * b_stride;
+  const int64_t c_size = c_stride == 0 ? m * n : batch * c_stride;
+  const float* af = FloatCopy(dev, kHalfIn0, a, a_size);
+  const float* bf = FloatCopy(dev, kHalfIn1, b, b_size);
+  float* cf = HalfScratch(kHalfOut0, c_size);
+  BatchedGemm<float>(dev, batch, ta, tb, m, n, k, alpha, af, a_stride, bf,
+                     b_stride, cf, c_stride);
+  RoundInto(dev, cf, c_size, c);
+}
+
+template <typename T>
+void MatMulHalfKernel(const ExecutionContext& ctx) {
+  const MatMulArgs a = ReadMatMulArgs(ctx);
+  const MatMulDims& d = a.dims;
+  HalfBatchedGemm<T>(ctx.device(), d.batch, a.trans_x, a.trans_y, d.m, d.n, d.k,
+                     a.alpha, a.x.data<T>(), a.x_stride, a.y.data<T>(),
+                     a.y_stride, ctx.Output("Out")->mutable_data<T>(),
+                     a.out_stride);
+}
+
 void MatMulGradInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("X", GradSlot("X"));
   ctx->ShareShape("Y", GradSlot("Y"));
@@ -135,6 +180,23 @@ void MatMulGradKernel(const ExecutionContext& ctx) {
     BatchedGemm<T>(ctx.device(), a.fwd.dims.batch, p.trans_a, p.trans_b, p.m,
                    p.n, p.k, static_cast<T>(a.fwd.alpha), p.a->data<T>(),
                    p.a_stride, p.b->data<T>(), p.b_stride, c, p.c_stride);
+  };
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    product(a.dx, dx->mutable_data<T>());
+  }
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    product(a.dy, dy->mutable_data<T>());
+  }
+}
+
+// The products of MatMulGradKernel, for 16-bit T.
+template <typename T>
+void MatMulGradHalfKernel(const ExecutionContext& ctx) {
+  const MatMulGradArgs a = ReadMatMulGradArgs(ctx);
+  auto product = [&](const MatMulGradProduct& p, T* c) {
+    HalfBatchedGemm<T>(ctx.device(), a.fwd.dims.batch, p.trans_a, p.trans_b,
+                       p.m, p.n, p.k, a.fwd.alpha, p.a->data<T>(), p.a_stride,
+                       p.b->data<T>(), p.b_stride, c, p.c_stride);
   };
   if (Tensor* dx = ctx.Output(GradSlot("X"))) {
     product(a.dx, dx->mutable_data<T>());
@@ -163,13 +225,17 @@ REGISTER_OP(matmul)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(MatMulKernel<float>)
-    .CPUKernel<double>(MatMulKernel<double>);
+    .CPUKernel<double>(MatMulKernel<double>)
+    .CPUKernel<bfloat16>(MatMulHalfKernel<bfloat16>)
+    .CPUKernel<float16>(MatMulHalfKernel<float16>);
 
 REGISTER_GRAD_OP(matmul_grad)
     .Doc("Gradients of matmul with respect to X and Y.")
     .SetInferShape(MatMulGradInferShape)
     .CPUKernel<float>(MatMulGradKernel<float>)
-    .CPUKernel<double>(MatMulGradKernel<double>);
+    .CPUKernel<double>(MatMulGradKernel<double>)
+    .CPUKernel<bfloat16>(MatMulGradHalfKernel<bfloat16>)
+    .CPUKernel<float16>(MatMulGradHalfKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,7 +1,9 @@
 // mul: Out = flatten(X, x_num_col_dims) * flatten(Y, y_num_col_dims).
 // The fully connected layer's product; X's leading dims stay leading.
+#include "ops/half_matrix.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
+#include "src/framework/math/dnnl_gemm.h"
 
 namespace fluid {
 namespace ops {
@@ -99,6 +101,61 @@ void MulGradKernel(const ExecutionContext& ctx) {
   }
 }
 
+// C [m, n] = op(A) op(B) for 16-bit T: on oneDNN, or else in float32 (the
+// operands converted, math::Gemm<float> as the float32 kernel runs it, C
+// rounded once).
+template <typename T>
+void HalfGemm(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
+              int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  math::GemmBatch g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  if (math::DnnlGemm<T>(dev, g, a, b, c)) return;
+  const float* af = FloatCopy(dev, kHalfIn0, a, m * k);
+  const float* bf = FloatCopy(dev, kHalfIn1, b, k * n);
+  float* cf = HalfScratch(kHalfOut0, m * n);
+  math::Gemm<float>(dev, ta, tb, m, n, k, 1.0f, af, bf, 0.0f, cf);
+  RoundInto(dev, cf, m * n, c);
+}
+
+template <typename T>
+void MulHalfKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  int xn = ctx.Attr<int32_t>("x_num_col_dims");
+  int yn = ctx.Attr<int32_t>("y_num_col_dims");
+  int64_t m = x.shape().Product(0, xn);
+  int64_t k = x.shape().Product(xn, x.shape().rank());
+  int64_t n = y.shape().Product(yn, y.shape().rank());
+  HalfGemm<T>(ctx.device(), false, false, m, n, k, x.data<T>(), y.data<T>(),
+              out->mutable_data<T>());
+}
+
+// The products of MulGradKernel, for 16-bit T.
+template <typename T>
+void MulGradHalfKernel(const ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& y = ctx.Input("Y");
+  const Tensor& dout = ctx.Input(GradSlot("Out"));
+  int xn = ctx.Attr<int32_t>("x_num_col_dims");
+  int yn = ctx.Attr<int32_t>("y_num_col_dims");
+  int64_t m = x.shape().Product(0, xn);
+  int64_t k = x.shape().Product(xn, x.shape().rank());
+  int64_t n = y.shape().Product(yn, y.shape().rank());
+  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
+    HalfGemm<T>(ctx.device(), false, true, m, k, n, dout.data<T>(), y.data<T>(),
+                dx->mutable_data<T>());
+  }
+  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
+    HalfGemm<T>(ctx.device(), true, false, k, n, m, x.data<T>(), dout.data<T>(),
+                dy->mutable_data<T>());
+  }
+}
+
 }  // namespace
 
 REGISTER_OP(mul)
@@ -116,12 +173,16 @@ REGISTER_OP(mul)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(MulKernel<float>)
-    .CPUKernel<double>(MulKernel<double>);
+    .CPUKernel<double>(MulKernel<double>)
+    .CPUKernel<bfloat16>(MulHalfKernel<bfloat16>)
+    .CPUKernel<float16>(MulHalfKernel<float16>);
 
 REGISTER_GRAD_OP(mul_grad)
     .SetInferShape(MulGradInferShape)
     .CPUKernel<float>(MulGradKernel<float>)
-    .CPUKernel<double>(MulGradKernel<double>);
+    .CPUKernel<double>(MulGradKernel<double>)
+    .CPUKernel<bfloat16>(MulGradHalfKernel<bfloat16>)
+    .CPUKernel<float16>(MulGradHalfKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

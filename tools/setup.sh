@@ -10,6 +10,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   libprotobuf-dev protobuf-compiler python3-protobuf
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libdnnl-dev
   zlib1g-dev pybind11-dev python3-dev python3-numpy python3-pytest
   python3-matplotlib python3-torch libopenblas0-openmp
   dataset-fashion-mnist fortunes

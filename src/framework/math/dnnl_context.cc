@@ -1,0 +1,147 @@
+#include "src/framework/math/dnnl_context.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "src/framework/math/dnnl_internal.h"
+
+#ifdef FLUID_WITH_DNNL
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#elif DNNL_CPU_THREADING_RUNTIME != DNNL_RUNTIME_SEQ
+#error "oneDNN's threading runtime must be OpenMP or sequential"
+#endif
+#endif
+
+namespace fluid {
+namespace math {
+namespace {
+
+// FLUID_DNNL=0 in the environment keeps the 16-bit kernels off oneDNN.
+bool EnabledByEnvironment() {
+  const char* v = std::getenv("FLUID_DNNL");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+std::atomic<bool>& EnabledFlag() {
+  static std::atomic<bool> enabled(DnnlBuilt() && EnabledByEnvironment());
+  return enabled;
+}
+
+}  // namespace
+
+bool DnnlBuilt() {
+#ifdef FLUID_WITH_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool DnnlEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
+
+void SetDnnlEnabled(bool enabled) {
+  EnabledFlag().store(enabled && DnnlBuilt(), std::memory_order_relaxed);
+}
+
+#ifdef FLUID_WITH_DNNL
+
+std::string DnnlCpuIsa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    case dnnl::cpu_isa::all:
+      return "all";
+  }
+  return "unknown";
+}
+
+namespace dnnl_internal {
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+void UseThreads(int threads) {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  // The team size of the calling thread's next parallel regions: oneDNN's
+  // primitives run with as many threads as the kernel's context has, and
+  // a serial context (a chunk inside a parallel loop) gets one.
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+}
+
+namespace {
+
+// Grow-only, 64-byte aligned; freed when its thread exits.
+struct GrowBuffer {
+  void* data = nullptr;
+  size_t capacity = 0;
+  ~GrowBuffer() { std::free(data); }
+  void* Reserve(size_t bytes) {
+    if (bytes > capacity) {
+      std::free(data);
+      capacity = (bytes + 63) / 64 * 64;
+      data = std::aligned_alloc(64, capacity);
+      if (data == nullptr) {
+        capacity = 0;
+        throw std::bad_alloc();
+      }
+    }
+    return data;
+  }
+};
+
+}  // namespace
+
+void* Scratchpad(size_t bytes) {
+  thread_local GrowBuffer buffer;
+  return buffer.Reserve(bytes > 0 ? bytes : 1);
+}
+
+OwnedBuffer::OwnedBuffer(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  data_ = std::aligned_alloc(64, rounded > 0 ? rounded : 64);
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+OwnedBuffer::~OwnedBuffer() { std::free(data_); }
+
+}  // namespace dnnl_internal
+
+#else  // !FLUID_WITH_DNNL
+
+std::string DnnlCpuIsa() { return "none"; }
+
+#endif  // FLUID_WITH_DNNL
+
+}  // namespace math
+}  // namespace fluid

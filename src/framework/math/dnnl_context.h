@@ -1,0 +1,34 @@
+// Whether the 16-bit (bfloat16, float16) matrix kernels run on oneDNN.
+//
+// The kernels of mul, matmul and conv2d for the 16-bit types first ask
+// oneDNN (math/dnnl_gemm.h, math/dnnl_conv.h); where oneDNN is not built in,
+// is switched off, or has no implementation for the type on this CPU (e.g.
+// float16 in oneDNN 2.6), they compute in float32: the inputs converted, the
+// float32 kernel run, the results rounded once. Both paths are tested.
+//
+// Thread-safe. The switch is for tests and benchmarks: flipping it while
+// kernels run changes which path later calls take, nothing else.
+#pragma once
+
+#include <string>
+
+namespace fluid {
+namespace math {
+
+// Whether this build links oneDNN (CMake option FLUID_WITH_DNNL).
+bool DnnlBuilt();
+
+// Whether the 16-bit kernels may use oneDNN: built in, not switched off by
+// the environment (FLUID_DNNL=0, read once) nor by SetDnnlEnabled(false).
+bool DnnlEnabled();
+
+// Switches oneDNN on or off for the 16-bit kernels (on is a no-op without
+// oneDNN).
+void SetDnnlEnabled(bool enabled);
+
+// The instruction set oneDNN dispatches to on this CPU, e.g.
+// "avx512_core_amx"; "none" without oneDNN.
+std::string DnnlCpuIsa();
+
+}  // namespace math
+}  // namespace fluid
