@@ -15,11 +15,18 @@
 // dcol = W^T dY another; col2im then gathers, for each input pixel, the
 // column entries that were copied from it, in the CPU kernel's order. No
 // atomics: every result is the same bits run to run.
+//
+// The 16-bit types (bfloat16, float16) take the same steps with their
+// GEMMs through cublasGemmEx (ops/cuda/half_gemm.cuh), summed in float32:
+// dcol is kept in float32 and col2im sums it in float32 before rounding,
+// and dW accumulates over the chunks in float32, rounded once at the end.
 #include <algorithm>
 #include <string>
 
 #include "ops/conv_geometry.h"
 #include "ops/cuda/dense_helpers.cuh"
+#include "ops/cuda/half_gemm.cuh"
+#include "ops/half_math.h"
 #include "src/framework/math/int_math.h"
 
 namespace fluid {
@@ -79,11 +86,12 @@ struct Im2Col {
 // gathered over the kernel taps (ki, kj) in increasing order, the order in
 // which the CPU's col2im adds them. One thread per pixel, each writing its
 // own: no atomics. Like Im2Col, C is one group's channels, images
-// `image_stride` elements apart.
-template <typename T>
+// `image_stride` elements apart. The column entries are of TCol (float32
+// for the 16-bit types), summed in ComputeType<T>.
+template <typename T, typename TCol>
 struct Col2Im {
   ConvGeometry g;
-  const T* col;
+  const TCol* col;
   T* dx;
   int64_t rows, cols, ld, image_offset, image_stride;
   __device__ void operator()(int64_t i) const {
@@ -92,8 +100,9 @@ struct Col2Im {
     const int64_t h = t % g.in_h;
     t /= g.in_h;
     const int64_t c = t % g.channels, j = t / g.channels;
-    const T* cj = col + j * image_offset;
-    T acc = T(0);
+    using Acc = ComputeType<T>;
+    const TCol* cj = col + j * image_offset;
+    Acc acc = Acc(0);
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       // h = oh * stride_h - pad_h + ki * dilation_h for some output row oh?
       const int64_t th = h + g.pad_h - ki * g.dilation_h;
@@ -108,10 +117,10 @@ struct Col2Im {
         const int64_t ow = tw / g.stride_w;
         if (ow >= g.out_w) continue;
         const int64_t r = (c * g.kernel_h + ki) * g.kernel_w + kj;
-        acc += cj[r * ld + oh * g.out_w + ow];
+        acc += static_cast<Acc>(cj[r * ld + oh * g.out_w + ow]);
       }
     }
-    dx[j * image_stride + (c * g.in_h + h) * g.in_w + w] = acc;
+    dx[j * image_stride + (c * g.in_h + h) * g.in_w + w] = static_cast<T>(acc);
   }
 };
 
@@ -143,6 +152,21 @@ struct ScatterGroup {
   }
 };
 
+// `batch` products C_b [m, n] = A [m, k] * B_b [k, n], B_b `stride_b`
+// elements apart (A shared), C_b m n apart.
+template <typename T>
+void SharedProducts(const CUDADeviceContext& dev, int64_t batch, int64_t m,
+                    int64_t n, int64_t k, const T* a, const T* b,
+                    int64_t stride_b, T* c) {
+  if constexpr (IsHalfType<T>::value) {
+    cuda::HalfBatchedGemm(dev, false, false, batch, m, n, k, 1.0f, a, 0, b,
+                          stride_b, c, m * n);
+  } else {
+    cuda::BatchedGemmAnyK(dev, false, false, batch, m, n, k, T(1), a, 0, b,
+                          stride_b, c);
+  }
+}
+
 template <typename T>
 void Conv2dKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("Input");
@@ -158,8 +182,7 @@ void Conv2dKernel(const ExecutionContext& ctx) {
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
   if (g.IsPointwise() && l.groups == 1) {
-    cuda::BatchedGemmAnyK(dev, false, false, n, m, p, k, T(1), wd, 0, xd,
-                          in_size, yd);
+    SharedProducts(dev, n, m, p, k, wd, xd, in_size, yd);
     return;
   }
   // Grouped: each group's product goes to tmp, then to its rows of Output.
@@ -183,8 +206,7 @@ void Conv2dKernel(const ExecutionContext& ctx) {
         b = col;
         b_stride = k * p;
       }
-      cuda::BatchedGemmAnyK(dev, false, false, nb, mg, p, k, T(1),
-                            wd + gi * mg * k, 0, b, b_stride, target);
+      SharedProducts(dev, nb, mg, p, k, wd + gi * mg * k, b, b_stride, target);
       if (grouped)
         cuda::ForEach(dev, nb * mg * p,
                       ScatterGroup<T>{tmp, yd + i0 * out_size + gi * mg * p,
@@ -194,18 +216,37 @@ void Conv2dKernel(const ExecutionContext& ctx) {
 }
 
 // What one chunk's backward pass reads and writes: `nb` images from `i0`,
-// their output gradient as [M, nb P] and the column buffer.
+// their output gradient as [M, nb P] and the column buffer (T for im2col,
+// ComputeType<T> for dcol). For the 16-bit types dW accumulates in float32 in
+// `dw_acc` (rounded into dw after the last chunk); else straight in dw.
 template <typename T>
 struct GradChunk {
+  using Acc = ComputeType<T>;
   const T *x, *w, *dyt;
-  T *dx, *dw, *col;
+  T *dx, *dw;
+  void* col;
+  float* dw_acc;
   int64_t i0, nb;
 };
+
+// C [m, n] = op(A) op(B) (+ C when `add`), C of TC (T, or float for dW).
+template <typename T, typename TC>
+void ChunkProduct(const CUDADeviceContext& dev, bool ta, bool tb, int64_t m,
+                  int64_t n, int64_t k, const T* a, const T* b, bool add,
+                  TC* c) {
+  if constexpr (IsHalfType<T>::value) {
+    cuda::HalfGemm<T, TC>(dev, ta, tb, m, n, k, 1.0f, a, b, add ? 1.0f : 0.0f,
+                          c);
+  } else {
+    cuda::GemmAnyK(dev, ta, tb, m, n, k, T(1), a, b, add ? T(1) : T(0), c);
+  }
+}
 
 // Adds one group's share of a chunk to dW and writes its dX.
 template <typename T>
 void GroupBackward(const CUDADeviceContext& dev, const ConvLayout& l,
                    const GradChunk<T>& c, int64_t gi) {
+  using Acc = typename GradChunk<T>::Acc;
   const ConvGeometry& g = l.g;
   const int64_t k = g.ColRows(), p = g.ColCols(), mg = l.group_filters;
   const int64_t ld = c.nb * p;
@@ -217,29 +258,36 @@ void GroupBackward(const CUDADeviceContext& dev, const ConvLayout& l,
   if (c.dw != nullptr) {
     const T* cols = c.x + offset;
     if (!direct) {
+      T* col = static_cast<T*>(c.col);
       cuda::ForEach(dev, c.nb * k * p,
-                    Im2Col<T>{g, c.x + offset, c.col, k, p, ld, p, l.image});
-      cols = c.col;
+                    Im2Col<T>{g, c.x + offset, col, k, p, ld, p, l.image});
+      cols = col;
     }
     // dW_g [mg, K] (+)= dY_g [mg, nb P] * col [K, nb P]^T
-    cuda::GemmAnyK(dev, false, true, mg, k, ld, T(1), dytg, cols,
-                   c.i0 == 0 ? T(0) : T(1), c.dw + gi * mg * k);
+    if constexpr (IsHalfType<T>::value) {
+      ChunkProduct(dev, false, true, mg, k, ld, dytg, cols, c.i0 != 0,
+                   c.dw_acc + gi * mg * k);
+    } else {
+      ChunkProduct(dev, false, true, mg, k, ld, dytg, cols, c.i0 != 0,
+                   c.dw + gi * mg * k);
+    }
   }
   if (c.dx == nullptr) return;
   if (direct) {
-    cuda::GemmAnyK(dev, true, false, k, p, mg, T(1), wg, dytg, T(0),
-                   c.dx + offset);
+    ChunkProduct(dev, true, false, k, p, mg, wg, dytg, false, c.dx + offset);
     return;
   }
   // dcol [K, nb P] = W_g [mg, K]^T * dY_g [mg, nb P], in the column buffer
   // (the dW product above, earlier on the stream, is done with it).
-  cuda::GemmAnyK(dev, true, false, k, ld, mg, T(1), wg, dytg, T(0), c.col);
+  Acc* dcol = static_cast<Acc*>(c.col);
+  ChunkProduct(dev, true, false, k, ld, mg, wg, dytg, false, dcol);
   cuda::ForEach(dev, c.nb * g.InputSize(),
-                Col2Im<T>{g, c.col, c.dx + offset, k, p, ld, p, l.image});
+                Col2Im<T, Acc>{g, dcol, c.dx + offset, k, p, ld, p, l.image});
 }
 
 template <typename T>
 void Conv2dGradKernel(const ExecutionContext& ctx) {
+  using Acc = typename GradChunk<T>::Acc;
   const Tensor& x = ctx.Input("Input");
   const Tensor& w = ctx.Input("Filter");
   const Tensor& dy = ctx.Input(GradSlot("Output"));
@@ -262,11 +310,19 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
   }
   const T* dyd = dy.data<T>();
   const int64_t per = ChunkImages((k + m) * p, n);
-  const int64_t dyt_offset = Aligned(per * k * p);
-  T* col = static_cast<T*>(
-      dev.Workspace(sizeof(T) * static_cast<size_t>(dyt_offset + m * per * p)));
-  T* dyt_buffer = col + dyt_offset;
-  GradChunk<T> c{x.data<T>(), w.data<T>(), nullptr, dxd, dwd, col, 0, 0};
+  // The workspace: the column buffer, the gathered dY, the float32 dW.
+  const bool acc_dw = IsHalfType<T>::value && dwd != nullptr;
+  const size_t col_bytes =
+      sizeof(Acc) * static_cast<size_t>(Aligned(per * k * p));
+  const size_t dyt_bytes =
+      sizeof(T) * static_cast<size_t>(Aligned(m * per * p));
+  char* base = static_cast<char*>(dev.Workspace(
+      col_bytes + dyt_bytes + (acc_dw ? sizeof(float) * m * k : 0)));
+  T* dyt_buffer = reinterpret_cast<T*>(base + col_bytes);
+  float* dw_acc =
+      acc_dw ? reinterpret_cast<float*>(base + col_bytes + dyt_bytes) : nullptr;
+  GradChunk<T> c{x.data<T>(), w.data<T>(), nullptr, dxd, dwd,
+                 base,        dw_acc,      0,       0};
   for (c.i0 = 0; c.i0 < n; c.i0 += per) {
     c.nb = std::min(per, n - c.i0);
     // The chunk's dY as [M, nb P]; one image's is already.
@@ -278,12 +334,16 @@ void Conv2dGradKernel(const ExecutionContext& ctx) {
     }
     for (int64_t gi = 0; gi < l.groups; ++gi) GroupBackward(dev, l, c, gi);
   }
+  if (dw_acc != nullptr)
+    cuda::ForEach(dev, m * k, cuda::RoundFloats<T>{dw_acc, dwd});
 }
 
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(conv2d, kCUDA, Conv2dKernel);
+REGISTER_HALF_KERNELS(conv2d, kCUDA, Conv2dKernel);
 REGISTER_FLOAT_KERNELS(conv2d_grad, kCUDA, Conv2dGradKernel);
+REGISTER_HALF_KERNELS(conv2d_grad, kCUDA, Conv2dGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,7 +1,9 @@
 // CUDA kernels for mul and mul_grad (schemas in mul_op.cc): X and Y are
 // flattened to matrices at x_num_col_dims / y_num_col_dims and multiplied
-// by cuBLAS.
+// by cuBLAS (16-bit types: cublasGemmEx, summed in float32).
 #include "ops/cuda/dense_helpers.cuh"
+#include "ops/cuda/half_gemm.cuh"
+#include "ops/half_math.h"
 
 namespace fluid {
 namespace ops {
@@ -19,14 +21,25 @@ MulDims GetMulDims(const ExecutionContext& ctx, const Tensor& x,
           y.shape().Product(yn, y.shape().rank())};
 }
 
+// C [m, n] = op(A) op(B).
+template <typename T>
+void Product(const CUDADeviceContext& dev, bool ta, bool tb, int64_t m,
+             int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  if constexpr (IsHalfType<T>::value) {
+    cuda::HalfGemm<T, T>(dev, ta, tb, m, n, k, 1.0f, a, b, 0.0f, c);
+  } else {
+    cuda::GemmAnyK(dev, ta, tb, m, n, k, T(1), a, b, T(0), c);
+  }
+}
+
 template <typename T>
 void MulKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const Tensor& y = ctx.Input("Y");
   T* out = cuda::OutputData<T>(ctx, "Out");
   const MulDims d = GetMulDims(ctx, x, y);
-  cuda::GemmAnyK(cuda::Dev(ctx), false, false, d.m, d.n, d.k, T(1), x.data<T>(),
-                 y.data<T>(), T(0), out);
+  Product(cuda::Dev(ctx), false, false, d.m, d.n, d.k, x.data<T>(), y.data<T>(),
+          out);
 }
 
 template <typename T>
@@ -38,20 +51,20 @@ void MulGradKernel(const ExecutionContext& ctx) {
   const auto& dev = cuda::Dev(ctx);
   if (T* dx = cuda::OutputData<T>(ctx, GradSlot("X"))) {
     // dX[m,k] = dOut[m,n] * Y[k,n]^T
-    cuda::GemmAnyK(dev, false, true, d.m, d.k, d.n, T(1), dout.data<T>(),
-                   y.data<T>(), T(0), dx);
+    Product(dev, false, true, d.m, d.k, d.n, dout.data<T>(), y.data<T>(), dx);
   }
   if (T* dy = cuda::OutputData<T>(ctx, GradSlot("Y"))) {
     // dY[k,n] = X[m,k]^T * dOut[m,n]
-    cuda::GemmAnyK(dev, true, false, d.k, d.n, d.m, T(1), x.data<T>(),
-                   dout.data<T>(), T(0), dy);
+    Product(dev, true, false, d.k, d.n, d.m, x.data<T>(), dout.data<T>(), dy);
   }
 }
 
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(mul, kCUDA, MulKernel);
+REGISTER_HALF_KERNELS(mul, kCUDA, MulKernel);
 REGISTER_FLOAT_KERNELS(mul_grad, kCUDA, MulGradKernel);
+REGISTER_HALF_KERNELS(mul_grad, kCUDA, MulGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

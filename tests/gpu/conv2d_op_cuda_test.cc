@@ -1,13 +1,15 @@
 // The CUDA kernels of conv2d (im2col + cuBLAS GEMM) against its CPU
 // kernels: forward and both gradients over strides, paddings, dilations,
 // pointwise filters and batches split into workspace chunks; float32 and
-// float64. Also gradients that are the same bits run after run. Every test
-// skips, saying why, without a CUDA build or a visible device.
+// float64, and bfloat16 and float16 (cublasGemmEx). Also gradients that are the
+// same bits run after run. Every test skips, saying why, without a CUDA build
+// or a visible device.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "tests/testing/cuda_op_check.h"
+#include "tests/testing/half_cuda_check.h"
 #include "tests/testing/op_cases.h"
 
 namespace fluid {
@@ -114,6 +116,32 @@ TEST(Conv2dOpCuda, ResultsAreBitwiseReproducible) {
     EXPECT_EQ(ToVector<float>(again["dx"]), ToVector<float>(first["dx"]));
     EXPECT_EQ(ToVector<float>(again["dw"]), ToVector<float>(first["dw"]));
   }
+}
+
+// The 16-bit kernels over the cases above and grouped ones.
+void CheckConvHalf(DataType dtype) {
+  std::vector<ConvCase> cases = ConvCases();
+  cases.push_back({2, 4, 6, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2});
+  cases.push_back({2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4});
+  cases.push_back({2, 4, 5, 6, 8, 1, 1, 1, 1, 0, 0, 1, 1, 2});
+  uint64_t seed = 900;
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(Describe(k) + " " + DataTypeName(dtype));
+    Tensor x = RandomTensor<float>({k.n, k.c, k.h, k.w}, -1, 1, seed++);
+    Tensor w = RandomTensor<float>(testing::FilterShape(k), -1, 1, seed++);
+    EXPECT_TRUE(
+        testing::HalfCudaMatchesCpu(Conv2dOp(k), {{"x", x}, {"w", w}}, dtype));
+  }
+}
+
+TEST(Conv2dOpCuda, BFloat16) {
+  REQUIRE_GPU();
+  CheckConvHalf(DataType::kBFloat16);
+}
+
+TEST(Conv2dOpCuda, Float16) {
+  REQUIRE_GPU();
+  CheckConvHalf(DataType::kFloat16);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The CUDA kernels of matmul (cuBLAS GEMM, strided-batched) against its CPU
 // kernels: forward and both gradients for every transpose, scaled, plain
-// and batched, one operand shared by the batch; float32 and float64. Every
+// and batched, one operand shared by the batch; float32 and float64, and
+// bfloat16 and float16 (cublasGemmEx). Every
 // test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "tests/testing/cuda_op_check.h"
+#include "tests/testing/half_cuda_check.h"
 #include "tests/testing/op_cases.h"
 
 namespace fluid {
@@ -92,6 +94,41 @@ TEST(MatmulOpCuda, Float) {
 TEST(MatmulOpCuda, Double) {
   REQUIRE_GPU();
   CheckMatMul<double>();
+}
+
+// The 16-bit kernels over the transposes, plain, batched and shared
+// operands; alpha is applied in float32, not rounded to 16 bits.
+void CheckMatMulHalf(DataType dtype) {
+  const std::vector<MatMulCase> cases = {{0, 0, 3, 5, 7},
+                                         {2, 2, 3, 4, 5},
+                                         {2, 0, 3, 4, 2},
+                                         {0, 2, 3, 4, 2},
+                                         {7, 0, 5, 3, 6}};
+  uint64_t seed = 300;
+  for (const MatMulCase& c : cases) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tx = t & 1, ty = t & 2;
+      Tensor x =
+          RandomTensor<float>(StoredShape(c.xb, c.m, c.k, tx), -1, 1, seed++);
+      Tensor y =
+          RandomTensor<float>(StoredShape(c.yb, c.k, c.n, ty), -1, 1, seed++);
+      SCOPED_TRACE(::testing::Message()
+                   << x.shape() << " x " << y.shape() << " tx=" << tx
+                   << " ty=" << ty << " " << DataTypeName(dtype));
+      EXPECT_TRUE(testing::HalfCudaMatchesCpu(MatMulOp(tx, ty, 0.3f),
+                                              {{"x", x}, {"y", y}}, dtype));
+    }
+  }
+}
+
+TEST(MatmulOpCuda, BFloat16) {
+  REQUIRE_GPU();
+  CheckMatMulHalf(DataType::kBFloat16);
+}
+
+TEST(MatmulOpCuda, Float16) {
+  REQUIRE_GPU();
+  CheckMatMulHalf(DataType::kFloat16);
 }
 
 }  // namespace

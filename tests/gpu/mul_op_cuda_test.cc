@@ -1,11 +1,15 @@
 // The CUDA kernels of mul (cuBLAS GEMM) against its CPU kernels: forward
-// and both gradients over the flattening attrs, float32 and float64. Every
+// and both gradients over the flattening attrs, float32 and float64, and
+// bfloat16 and float16 (cublasGemmEx against oneDNN or the float32 path)
+// with the tolerances of those types. Every
 // test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "tests/testing/cuda_op_check.h"
+#include "tests/testing/half_cuda_check.h"
 
 namespace fluid {
 namespace {
@@ -47,6 +51,39 @@ TEST(MulOpCuda, Float) {
 TEST(MulOpCuda, Double) {
   REQUIRE_GPU();
   CheckMul<double>();
+}
+
+// The 16-bit kernels: each case's values rounded to the type.
+void CheckMulHalf(DataType dtype) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{1, 1}, {1, 1}},
+                                                       {{3, 5}, {5, 7}},
+                                                       {{17, 33}, {33, 9}},
+                                                       {{64, 10}, {10, 1}}};
+  uint64_t seed = 200;
+  for (const auto& s : shapes) {
+    SCOPED_TRACE(::testing::Message()
+                 << s.first << " x " << s.second << " " << DataTypeName(dtype));
+    EXPECT_TRUE(testing::HalfCudaMatchesCpu(
+        Mul(1, 1),
+        {{"x", RandomTensor<float>(s.first, -1, 1, seed++)},
+         {"y", RandomTensor<float>(s.second, -1, 1, seed++)}},
+        dtype));
+  }
+  EXPECT_TRUE(testing::HalfCudaMatchesCpu(
+      Mul(2, 1),
+      {{"x", RandomTensor<float>({2, 3, 4}, -1, 1, seed++)},
+       {"y", RandomTensor<float>({4, 5}, -1, 1, seed++)}},
+      dtype));
+}
+
+TEST(MulOpCuda, BFloat16) {
+  REQUIRE_GPU();
+  CheckMulHalf(DataType::kBFloat16);
+}
+
+TEST(MulOpCuda, Float16) {
+  REQUIRE_GPU();
+  CheckMulHalf(DataType::kFloat16);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// cuBLAS (v2 API) of the CUDA emulation: handles and the real-typed GEMMs,
-// computed on the host with cuBLAS's column-major semantics and argument
-// checks. Each element of C is accumulated in the element type in
-// increasing k, then C = alpha * acc + beta * C (beta == 0: C is not read).
+// cuBLAS (v2 API) of the CUDA emulation: handles, the real-typed GEMMs and
+// cublasGemmEx (16-bit or float operands, float compute), computed on the
+// host with cuBLAS's column-major semantics and argument checks. Each
+// element of C is accumulated in the compute type in increasing k, then
+// C = alpha * acc + beta * C (beta == 0: C is not read).
 #pragma once
 
 #include "cuda_runtime_api.h"
@@ -34,6 +35,30 @@ typedef enum {
   CUBLAS_POINTER_MODE_HOST = 0,
   CUBLAS_POINTER_MODE_DEVICE = 1,
 } cublasPointerMode_t;
+
+// The element types (library_types.h in the toolkit), real ones only.
+typedef enum cudaDataType_t {
+  CUDA_R_32F = 0,
+  CUDA_R_64F = 1,
+  CUDA_R_16F = 2,
+  CUDA_R_16BF = 14,
+} cudaDataType_t;
+typedef cudaDataType_t cudaDataType;
+
+typedef enum {
+  CUBLAS_COMPUTE_16F = 64,
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+  CUBLAS_COMPUTE_64F = 70,
+  CUBLAS_COMPUTE_32F_FAST_16F = 74,
+  CUBLAS_COMPUTE_32F_FAST_16BF = 75,
+  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+} cublasComputeType_t;
+
+typedef enum {
+  CUBLAS_GEMM_DEFAULT = -1,
+  CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99,
+} cublasGemmAlgo_t;
 
 struct cublasContext;
 typedef struct cublasContext* cublasHandle_t;
@@ -75,5 +100,21 @@ cublasStatus_t cublasDgemmStridedBatched(
     long long int strideA, const double* B, int ldb, long long int strideB,
     const double* beta, double* C, int ldc, long long int strideC,
     int batchCount);
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k,
+                            const void* alpha, const void* A,
+                            cudaDataType_t Atype, int lda, const void* B,
+                            cudaDataType_t Btype, int ldb, const void* beta,
+                            void* C, cudaDataType_t Ctype, int ldc,
+                            cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void* alpha, const void* A, cudaDataType_t Atype,
+    int lda, long long int strideA, const void* B, cudaDataType_t Btype,
+    int ldb, long long int strideB, const void* beta, void* C,
+    cudaDataType_t Ctype, int ldc, long long int strideC, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 
 }  // extern "C"

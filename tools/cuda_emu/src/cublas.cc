@@ -3,12 +3,18 @@
 // op(A) is m x k, op(B) k x n, C m x n, element (i, j) of a matrix X with
 // leading dimension ldx at X[i + j * ldx]. The argument checks are
 // cuBLAS's (CUBLAS_STATUS_INVALID_VALUE); every matrix read or written must
-// lie in device memory. Each C element sums its k products in the element
-// type in increasing k; beta == 0 writes C without reading it.
+// lie in device memory. Each C element sums its k products in the compute
+// type (the element type for Sgemm/Dgemm, float for cublasGemmEx with
+// CUBLAS_COMPUTE_32F) in increasing k; beta == 0 writes C without reading
+// it. 16-bit elements (CUDA_R_16F, CUDA_R_16BF) are widened to float
+// exactly and C is rounded to its type once, to nearest even, as cuBLAS
+// does.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "cublas_v2.h"
@@ -65,21 +71,96 @@ bool CheckMatrix(const char* api, const char* what, const T* p, int rows,
                           what);
 }
 
-template <typename T>
-bool Overlaps(const T* a, size_t an, long long alo, const T* c, size_t cn,
+template <typename TA, typename TC>
+bool Overlaps(const TA* a, size_t an, long long alo, const TC* c, size_t cn,
               long long clo) {
   const char* x = reinterpret_cast<const char*>(a) + alo;
   const char* y = reinterpret_cast<const char*>(c) + clo;
   return x < y + cn && y < x + an;
 }
 
+// The 16-bit element types, as stored (their bits).
+struct Half {
+  uint16_t bits;
+};
+struct BHalf {
+  uint16_t bits;
+};
+
+float FloatOfBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+uint32_t BitsOfFloat(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+// Widening to the compute type: exact.
+float Widen(float v) { return v; }
+double Widen(double v) { return v; }
+float Widen(BHalf v) {
+  return FloatOfBits(static_cast<uint32_t>(v.bits) << 16);
+}
+float Widen(Half v) {
+  const uint32_t sign = static_cast<uint32_t>(v.bits & 0x8000u) << 16;
+  const uint32_t exp = (v.bits >> 10) & 0x1fu, man = v.bits & 0x3ffu;
+  if (exp == 0x1f) return FloatOfBits(sign | 0x7f800000u | (man << 13));
+  if (exp != 0) return FloatOfBits(sign | ((exp + 112) << 23) | (man << 13));
+  const float mag = static_cast<float>(man) * 5.9604644775390625e-8f;  // 2^-24
+  return sign ? -mag : mag;
+}
+
+// Narrowing from the compute type: to nearest, ties to even.
 template <typename T>
+T Narrow(float v);
+template <typename T>
+T Narrow(double v) {
+  return static_cast<T>(v);
+}
+template <>
+float Narrow<float>(float v) {
+  return v;
+}
+template <>
+BHalf Narrow<BHalf>(float v) {
+  const uint32_t u = BitsOfFloat(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return BHalf{static_cast<uint16_t>((u >> 16) | 0x40u)};
+  return BHalf{static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+template <>
+Half Narrow<Half>(float v) {
+  const uint32_t u = BitsOfFloat(v);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};
+  if (abs >= 0x47800000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};
+  const int exp = static_cast<int>(abs >> 23) - 127;
+  const uint32_t man = (abs & 0x7fffffu) | 0x800000u;
+  // Shift the 24-bit significand to the half's precision, rounding to
+  // nearest even; a carry moves into the exponent (to infinity at the top).
+  const int shift = exp < -14 ? -exp - 14 + 13 : 13;
+  if (shift > 24) return Half{sign};
+  uint32_t kept = man >> shift;
+  const uint32_t rest = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (kept & 1u))) ++kept;
+  if (exp < -14) return Half{static_cast<uint16_t>(sign | kept)};
+  const uint32_t h = (static_cast<uint32_t>(exp + 15) << 10) + kept - 0x400u;
+  return Half{static_cast<uint16_t>(sign | h)};
+}
+
+// A and B of element type TA, C of TC, summed in S.
+template <typename TA, typename TC, typename S>
 cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
                     cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, const T* alpha, const T* A, int lda,
-                    long long stride_a, const T* B, int ldb, long long stride_b,
-                    const T* beta, T* C, int ldc, long long stride_c,
-                    int batch) {
+                    int k, const S* alpha, const TA* A, int lda,
+                    long long stride_a, const TA* B, int ldb,
+                    long long stride_b, const S* beta, TC* C, int ldc,
+                    long long stride_c, int batch) {
   if (!Valid(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!ValidOp(ta) || !ValidOp(tb) || m < 0 || n < 0 || k < 0 || batch < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -96,13 +177,13 @@ cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const T al = *alpha, be = *beta;
-  const bool reads_ab = k > 0 && al != T(0);
-  if (!CheckMatrix(api, "C", C, m, n, ldc, stride_c, batch))
+  const S al = *alpha, be = *beta;
+  const bool reads_ab = k > 0 && al != S(0);
+  if (!CheckMatrix<TC>(api, "C", C, m, n, ldc, stride_c, batch))
     return CUBLAS_STATUS_EXECUTION_FAILED;
   if (reads_ab &&
-      (!CheckMatrix(api, "A", A, a_rows, a_cols, lda, stride_a, batch) ||
-       !CheckMatrix(api, "B", B, b_rows, b_cols, ldb, stride_b, batch)))
+      (!CheckMatrix<TA>(api, "A", A, a_rows, a_cols, lda, stride_a, batch) ||
+       !CheckMatrix<TA>(api, "B", B, b_rows, b_cols, ldb, stride_b, batch)))
     return CUBLAS_STATUS_EXECUTION_FAILED;
   if (batch > 1) {
     const long long c_one = static_cast<long long>(ldc) * (n - 1) + m;
@@ -115,9 +196,9 @@ cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
   }
   if (reads_ab) {
     long long alo, blo, clo;
-    const size_t an = Extent<T>(a_rows, a_cols, lda, stride_a, batch, &alo);
-    const size_t bn = Extent<T>(b_rows, b_cols, ldb, stride_b, batch, &blo);
-    const size_t cn = Extent<T>(m, n, ldc, stride_c, batch, &clo);
+    const size_t an = Extent<TA>(a_rows, a_cols, lda, stride_a, batch, &alo);
+    const size_t bn = Extent<TA>(b_rows, b_cols, ldb, stride_b, batch, &blo);
+    const size_t cn = Extent<TC>(m, n, ldc, stride_c, batch, &clo);
     if (Overlaps(A, an, alo, C, cn, clo) || Overlaps(B, bn, blo, C, cn, clo))
       Report(
           "%s: C overlaps an input (A %p, B %p, C %p): the result is "
@@ -126,51 +207,101 @@ cublasStatus_t Gemm(const char* api, cublasHandle_t handle,
           static_cast<void*>(C));
   }
 
-  std::vector<T> acc(static_cast<size_t>(m));
+  std::vector<S> acc(static_cast<size_t>(m));
   for (int b = 0; b < batch; ++b) {
-    const T* a = A + stride_a * b;
-    const T* bm = B + stride_b * b;
-    T* c = C + stride_c * b;
+    const TA* a = A + stride_a * b;
+    const TA* bm = B + stride_b * b;
+    TC* c = C + stride_c * b;
     for (int j = 0; j < n; ++j) {
-      T* cj = c + static_cast<long long>(j) * ldc;
+      TC* cj = c + static_cast<long long>(j) * ldc;
       if (!reads_ab) {
-        for (int i = 0; i < m; ++i) cj[i] = be == T(0) ? T(0) : be * cj[i];
+        for (int i = 0; i < m; ++i)
+          cj[i] = Narrow<TC>(be == S(0) ? S(0) : be * Widen(cj[i]));
         continue;
       }
-      auto b_at = [&](int l) -> T {
-        return nb ? bm[l + static_cast<long long>(j) * ldb]
-                  : bm[j + static_cast<long long>(l) * ldb];
+      auto b_at = [&](int l) -> S {
+        return Widen(nb ? bm[l + static_cast<long long>(j) * ldb]
+                        : bm[j + static_cast<long long>(l) * ldb]);
       };
       if (na) {
-        std::fill(acc.begin(), acc.end(), T(0));
+        std::fill(acc.begin(), acc.end(), S(0));
         for (int l = 0; l < k; ++l) {
-          const T bl = b_at(l);
-          const T* al_col = a + static_cast<long long>(l) * lda;
-          T* out = acc.data();
-          for (int i = 0; i < m; ++i) out[i] += al_col[i] * bl;
+          const S bl = b_at(l);
+          const TA* al_col = a + static_cast<long long>(l) * lda;
+          S* out = acc.data();
+          for (int i = 0; i < m; ++i) out[i] += Widen(al_col[i]) * bl;
         }
       } else {
         for (int i = 0; i < m; ++i) {
-          const T* ai = a + static_cast<long long>(i) * lda;
-          T s = T(0);
+          const TA* ai = a + static_cast<long long>(i) * lda;
+          S s = S(0);
           if (nb) {
-            const T* bj = bm + static_cast<long long>(j) * ldb;
-            for (int l = 0; l < k; ++l) s += ai[l] * bj[l];
+            const TA* bj = bm + static_cast<long long>(j) * ldb;
+            for (int l = 0; l < k; ++l) s += Widen(ai[l]) * Widen(bj[l]);
           } else {
-            for (int l = 0; l < k; ++l) s += ai[l] * b_at(l);
+            for (int l = 0; l < k; ++l) s += Widen(ai[l]) * b_at(l);
           }
           acc[static_cast<size_t>(i)] = s;
         }
       }
-      if (be == T(0)) {
-        for (int i = 0; i < m; ++i) cj[i] = al * acc[static_cast<size_t>(i)];
+      if (be == S(0)) {
+        for (int i = 0; i < m; ++i)
+          cj[i] = Narrow<TC>(al * acc[static_cast<size_t>(i)]);
       } else {
         for (int i = 0; i < m; ++i)
-          cj[i] = al * acc[static_cast<size_t>(i)] + be * cj[i];
+          cj[i] =
+              Narrow<TC>(al * acc[static_cast<size_t>(i)] + be * Widen(cj[i]));
       }
     }
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// cublasGemmEx and its strided-batched form: A and B of one type, C of
+// that type or float, alpha and beta floats (CUBLAS_COMPUTE_32F). Other
+// combinations cuBLAS has are not emulated: CUBLAS_STATUS_NOT_SUPPORTED,
+// reported.
+cublasStatus_t GemmEx(const char* api, cublasHandle_t handle,
+                      cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                      int k, const void* alpha, const void* A,
+                      cudaDataType_t a_type, int lda, long long stride_a,
+                      const void* B, cudaDataType_t b_type, int ldb,
+                      long long stride_b, const void* beta, void* C,
+                      cudaDataType_t c_type, int ldc, long long stride_c,
+                      int batch, cublasComputeType_t compute) {
+  const bool ab16 = a_type == CUDA_R_16BF || a_type == CUDA_R_16F;
+  const bool supported = compute == CUBLAS_COMPUTE_32F && a_type == b_type &&
+                         (a_type == CUDA_R_32F || ab16) &&
+                         (c_type == a_type || (ab16 && c_type == CUDA_R_32F));
+  if (!supported) {
+    Report("%s: types A %d, B %d, C %d with compute type %d are not emulated",
+           api, static_cast<int>(a_type), static_cast<int>(b_type),
+           static_cast<int>(c_type), static_cast<int>(compute));
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  const float* al = static_cast<const float*>(alpha);
+  const float* be = static_cast<const float*>(beta);
+  auto run = [&](auto ab, auto c) {
+    using TA = std::remove_const_t<std::remove_pointer_t<decltype(ab)>>;
+    using TC = std::remove_pointer_t<decltype(c)>;
+    return Gemm<TA, TC, float>(api, handle, ta, tb, m, n, k, al,
+                               static_cast<const TA*>(A), lda, stride_a,
+                               static_cast<const TA*>(B), ldb, stride_b, be,
+                               static_cast<TC*>(C), ldc, stride_c, batch);
+  };
+  if (a_type == CUDA_R_32F)
+    return run(static_cast<const float*>(nullptr),
+               static_cast<float*>(nullptr));
+  if (a_type == CUDA_R_16BF) {
+    return c_type == CUDA_R_32F ? run(static_cast<const BHalf*>(nullptr),
+                                      static_cast<float*>(nullptr))
+                                : run(static_cast<const BHalf*>(nullptr),
+                                      static_cast<BHalf*>(nullptr));
+  }
+  return c_type == CUDA_R_32F ? run(static_cast<const Half*>(nullptr),
+                                    static_cast<float*>(nullptr))
+                              : run(static_cast<const Half*>(nullptr),
+                                    static_cast<Half*>(nullptr));
 }
 
 }  // namespace
@@ -264,8 +395,9 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            const float* alpha, const float* A, int lda,
                            const float* B, int ldb, const float* beta, float* C,
                            int ldc) {
-  return cuda_emu::Gemm<float>("cublasSgemm", handle, transa, transb, m, n, k,
-                               alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+  return cuda_emu::Gemm<float, float, float>("cublasSgemm", handle, transa,
+                                             transb, m, n, k, alpha, A, lda, 0,
+                                             B, ldb, 0, beta, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
@@ -273,9 +405,9 @@ cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            const double* alpha, const double* A, int lda,
                            const double* B, int ldb, const double* beta,
                            double* C, int ldc) {
-  return cuda_emu::Gemm<double>("cublasDgemm", handle, transa, transb, m, n, k,
-                                alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0,
-                                1);
+  return cuda_emu::Gemm<double, double, double>(
+      "cublasDgemm", handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb,
+      0, beta, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(
@@ -284,9 +416,9 @@ cublasStatus_t cublasSgemmStridedBatched(
     long long int strideA, const float* B, int ldb, long long int strideB,
     const float* beta, float* C, int ldc, long long int strideC,
     int batchCount) {
-  return cuda_emu::Gemm<float>("cublasSgemmStridedBatched", handle, transa,
-                               transb, m, n, k, alpha, A, lda, strideA, B, ldb,
-                               strideB, beta, C, ldc, strideC, batchCount);
+  return cuda_emu::Gemm<float, float, float>(
+      "cublasSgemmStridedBatched", handle, transa, transb, m, n, k, alpha, A,
+      lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
 
 cublasStatus_t cublasDgemmStridedBatched(
@@ -295,9 +427,37 @@ cublasStatus_t cublasDgemmStridedBatched(
     long long int strideA, const double* B, int ldb, long long int strideB,
     const double* beta, double* C, int ldc, long long int strideC,
     int batchCount) {
-  return cuda_emu::Gemm<double>("cublasDgemmStridedBatched", handle, transa,
-                                transb, m, n, k, alpha, A, lda, strideA, B, ldb,
-                                strideB, beta, C, ldc, strideC, batchCount);
+  return cuda_emu::Gemm<double, double, double>(
+      "cublasDgemmStridedBatched", handle, transa, transb, m, n, k, alpha, A,
+      lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k,
+                            const void* alpha, const void* A,
+                            cudaDataType_t Atype, int lda, const void* B,
+                            cudaDataType_t Btype, int ldb, const void* beta,
+                            void* C, cudaDataType_t Ctype, int ldc,
+                            cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo) {
+  (void)algo;  // every algorithm computes the same sums here
+  return cuda_emu::GemmEx("cublasGemmEx", handle, transa, transb, m, n, k,
+                          alpha, A, Atype, lda, 0, B, Btype, ldb, 0, beta, C,
+                          Ctype, ldc, 0, 1, computeType);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void* alpha, const void* A, cudaDataType_t Atype,
+    int lda, long long int strideA, const void* B, cudaDataType_t Btype,
+    int ldb, long long int strideB, const void* beta, void* C,
+    cudaDataType_t Ctype, int ldc, long long int strideC, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  (void)algo;
+  return cuda_emu::GemmEx("cublasGemmStridedBatchedEx", handle, transa, transb,
+                          m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,
+                          strideB, beta, C, Ctype, ldc, strideC, batchCount,
+                          computeType);
 }
 
 }  // extern "C"
