@@ -36,7 +36,7 @@
 
 #include "ops/batch_norm_helpers.h"
 #include "ops/conv_workspace.h"
-#include "ops/half_math.h"
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "src/distributed/communicator.h"
 
@@ -346,7 +346,7 @@ float* FloatCopy(const ExecutionContext& ctx, int slot, const Tensor* t,
   if (t != nullptr) {
     const T* src = t->data<T>();
     ParallelFor(ctx.device(), n, 1.0, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) f[i] = ToCompute(src[i]);
+      ToFloats(src + lo, f + lo, hi - lo);
     });
   }
   return f;
@@ -357,7 +357,7 @@ template <typename T>
 void StoreRounded(const ExecutionContext& ctx, const float* f, T* dst,
                   int64_t n) {
   ParallelFor(ctx.device(), n, 1.0, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) dst[i] = FromCompute<T>(f[i]);
+    FromFloats(f + lo, dst + lo, hi - lo);
   });
 }
 

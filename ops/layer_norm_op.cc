@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "ops/grad_checks.h"
-#include "ops/half_math.h"
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -162,12 +162,10 @@ void HalfLayerNormKernel(const ExecutionContext& ctx) {
               [&](int64_t b, int64_t e) {
                 std::vector<float> x(d), y(d);
                 for (int64_t r = b; r < e; ++r) {
-                  for (int64_t j = 0; j < d; ++j)
-                    x[j] = ToCompute(xp[r * d + j]);
+                  ToFloats(xp + r * d, x.data(), d);
                   NormaliseRow(x.data(), y.data(), sp, bp, d, a.epsilon, mp + r,
                                vp + r);
-                  for (int64_t j = 0; j < d; ++j)
-                    yp[r * d + j] = FromCompute<T>(y[j]);
+                  FromFloats(y.data(), yp + r * d, d);
                 }
               });
 }
@@ -265,15 +263,12 @@ void HalfLayerNormInputGrad(const CPUDeviceContext& dev,
               [&](int64_t b, int64_t e) {
                 std::vector<float> x(d), dy(d), dx(d);
                 for (int64_t r = b; r < e; ++r) {
-                  for (int64_t j = 0; j < d; ++j) {
-                    x[j] = ToCompute(xp[r * d + j]);
-                    dy[j] = ToCompute(gp[r * d + j]);
-                  }
+                  ToFloats(xp + r * d, x.data(), d);
+                  ToFloats(gp + r * d, dy.data(), d);
                   InputGradRow(x.data(), dy.data(), sp, mp[r],
                                1.0f / std::sqrt(vp[r] + a.epsilon), inv_d, d,
                                dx.data());
-                  for (int64_t j = 0; j < d; ++j)
-                    dxp[r * d + j] = FromCompute<T>(dx[j]);
+                  FromFloats(dx.data(), dxp + r * d, d);
                 }
               });
 }

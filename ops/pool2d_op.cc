@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/half_math.h"
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "ops/pool_geometry.h"
 #include "src/framework/math/im2col.h"
@@ -339,15 +339,13 @@ void HalfPool2dKernel(const ExecutionContext& ctx) {
   ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
     std::vector<float> x(in_plane), y(out_plane);
     for (int64_t pl = begin; pl < end; ++pl) {
-      const T* xp = xd + pl * in_plane;
-      for (int64_t i = 0; i < in_plane; ++i) x[i] = ToCompute(xp[i]);
+      ToFloats(xd + pl * in_plane, x.data(), in_plane);
       if (p.attrs.is_max) {
         PoolPlane<float, true>(g, p.attrs.exclusive, x.data(), y.data());
       } else {
         PoolPlane<float, false>(g, p.attrs.exclusive, x.data(), y.data());
       }
-      T* yp = yd + pl * out_plane;
-      for (int64_t i = 0; i < out_plane; ++i) yp[i] = FromCompute<T>(y[i]);
+      FromFloats(y.data(), yd + pl * out_plane, out_plane);
     }
   });
 }
@@ -366,10 +364,8 @@ void HalfPool2dGradKernel(const ExecutionContext& ctx, Tensor* dx) {
   ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
     std::vector<float> x(in_plane), dy(out_plane), d(in_plane);
     for (int64_t pl = begin; pl < end; ++pl) {
-      const T* xp = xd + pl * in_plane;
-      const T* dyp = dyd + pl * out_plane;
-      for (int64_t i = 0; i < in_plane; ++i) x[i] = ToCompute(xp[i]);
-      for (int64_t i = 0; i < out_plane; ++i) dy[i] = ToCompute(dyp[i]);
+      ToFloats(xd + pl * in_plane, x.data(), in_plane);
+      ToFloats(dyd + pl * out_plane, dy.data(), out_plane);
       if (p.attrs.is_max) {
         PoolPlaneGrad<float, true>(g, p.attrs.exclusive, x.data(), dy.data(),
                                    d.data());
@@ -377,8 +373,7 @@ void HalfPool2dGradKernel(const ExecutionContext& ctx, Tensor* dx) {
         PoolPlaneGrad<float, false>(g, p.attrs.exclusive, x.data(), dy.data(),
                                     d.data());
       }
-      T* dxp = dxd + pl * in_plane;
-      for (int64_t i = 0; i < in_plane; ++i) dxp[i] = FromCompute<T>(d[i]);
+      FromFloats(d.data(), dxd + pl * in_plane, in_plane);
     }
   });
 }

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "ops/half_math.h"
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "src/framework/memory.h"
 #include "src/framework/program_desc.h"
@@ -185,16 +185,15 @@ void HalfSum(const ExecutionContext& ctx) {
   CheckSumInputs(ctx, *out, o);
   ParallelFor(ctx.device(), numel, static_cast<double>(num),
               [&](int64_t begin, int64_t end) {
-                float acc[kSumTile];
+                float acc[kSumTile], x[kSumTile];
                 for (int64_t b = begin; b < end; b += kSumTile) {
                   const int64_t len = std::min(kSumTile, end - b);
                   std::fill_n(acc, len, 0.0f);
                   for (size_t j = 0; j < num; ++j) {
-                    const T* x = ctx.Input("X", j).data<T>() + b;
-                    for (int64_t i = 0; i < len; ++i) acc[i] += ToCompute(x[i]);
+                    ToFloats(ctx.Input("X", j).data<T>() + b, x, len);
+                    for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
                   }
-                  for (int64_t i = 0; i < len; ++i)
-                    o[b + i] = FromCompute<T>(acc[i]);
+                  FromFloats(static_cast<const float*>(acc), o + b, len);
                 }
               });
 }

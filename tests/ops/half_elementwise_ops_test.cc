@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/half_math.h"
+#include "ops/half_cpu.h"
 #include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
 #include "tests/testing/half_checks.h"
@@ -107,6 +107,28 @@ TEST(HalfElementwiseOps, ConversionsMatchFloat16h) {
       ASSERT_EQ(ops::FromCompute<bfloat16>(v).x, FromFloat<bfloat16>(v).x) << v;
     }
   }
+}
+
+// The bulk conversions of the CPU kernels (eight at a time with F16C) give
+// ToCompute's and FromCompute's values, whatever the length's remainder.
+TEST(HalfElementwiseOps, BulkConversionsMatchOneByOne) {
+  std::vector<float16> h(0x10000 + 5);
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = float16::FromBits(static_cast<uint16_t>(i * 7919));
+  std::vector<float> f(h.size());
+  ops::ToFloats(h.data(), f.data(), static_cast<int64_t>(h.size()));
+  std::vector<float> g;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const float want = ops::ToCompute(h[i]);
+    if (std::isnan(want)) continue;
+    ASSERT_EQ(f[i], want) << i;
+    g.push_back(std::nextafter(want, 1e9f));
+    g.push_back(want * 1.0004883f);
+  }
+  std::vector<float16> back(g.size());
+  ops::FromFloats(g.data(), back.data(), static_cast<int64_t>(g.size()));
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_EQ(back[i].x, ops::FromCompute<float16>(g[i]).x) << g[i];
 }
 
 // ---- elementwise_add, _sub, _mul, _div
