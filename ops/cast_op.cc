@@ -20,6 +20,7 @@ void CastInferShape(InferShapeContext* ctx) {
                 "' is ", ctx->GetInputDtype("X"), " but attr in_dtype says ",
                 in);
   ctx->SetOutputShape("Out", ctx->GetInputShape("X"));
+  ctx->ShareLoD("X", "Out");  // a batch of sequences stays one
   ctx->SetOutputDtype(
       "Out", DtypeAttr(ctx->Attr<int32_t>("out_dtype"), "cast", "out_dtype"));
 }

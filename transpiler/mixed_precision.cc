@@ -150,7 +150,8 @@ class ForwardRewriter {
       bool changed = false;
       const std::set<std::string>& f32 = Float32Slots(op.type());
       for (auto& slot : *op.mutable_inputs()) {
-        const bool keep32 = mode == Mode::kFloat32 || f32.count(slot.parameter());
+        const bool keep32 =
+            mode == Mode::kFloat32 || f32.count(slot.parameter());
         const DataType want = keep32 ? DataType::kFloat32 : low_;
         for (auto& name : *slot.mutable_arguments()) {
           const proto::VarDesc* v = FindVarDesc(*block_, name);
@@ -204,11 +205,11 @@ class ForwardRewriter {
     proto::VarDesc* v = AddVarDesc(block_, name, to, VarShape(src));
     v->set_lod_level(src.lod_level());
     v->set_stop_gradient(src.stop_gradient());
-    proto::OpDesc cast = MakeOp(
-        "cast", {{"X", {var}}}, {{"Out", {name}}},
-        {{"in_dtype", static_cast<int32_t>(VarDtype(src))},
-         {"out_dtype", static_cast<int32_t>(to)},
-         {kOpRoleAttr, static_cast<int32_t>(OpRole::kForward)}});
+    proto::OpDesc cast =
+        MakeOp("cast", {{"X", {var}}}, {{"Out", {name}}},
+               {{"in_dtype", static_cast<int32_t>(VarDtype(src))},
+                {"out_dtype", static_cast<int32_t>(to)},
+                {kOpRoleAttr, static_cast<int32_t>(OpRole::kForward)}});
     InferShapeAtCompileTime(cast, block_);
     out->push_back(std::move(cast));
     casts_.emplace(key, name);
@@ -268,17 +269,16 @@ std::pair<int, int> Phases(const proto::BlockDesc& block) {
   while (i < n && HasRole(block.ops(i), OpRole::kBackward)) ++i;
   const int rest = i;
   for (; i < n; ++i)
-    FLUID_ENFORCE(!IsForwardOp(block.ops(i)) &&
-                      !HasRole(block.ops(i), OpRole::kBackward),
-                  "mixed precision: op ", i, " '", block.ops(i).type(),
-                  "' is a ",
-                  IsForwardOp(block.ops(i)) ? "forward" : "backward",
-                  " op after the optimizer's ops; the rewrite takes "
-                  "programs in forward, backward, optimize order");
-  FLUID_ENFORCE(
-      backward < n, "mixed precision: the program has no backward pass; "
-      "rewrite a training program (after minimize), or use "
-      "MixedPrecisionForward for an evaluation program");
+    FLUID_ENFORCE(
+        !IsForwardOp(block.ops(i)) && !HasRole(block.ops(i), OpRole::kBackward),
+        "mixed precision: op ", i, " '", block.ops(i).type(), "' is a ",
+        IsForwardOp(block.ops(i)) ? "forward" : "backward",
+        " op after the optimizer's ops; the rewrite takes "
+        "programs in forward, backward, optimize order");
+  FLUID_ENFORCE(backward < n,
+                "mixed precision: the program has no backward pass; "
+                "rewrite a training program (after minimize), or use "
+                "MixedPrecisionForward for an evaluation program");
   return {backward, rest};
 }
 
@@ -290,8 +290,7 @@ std::set<std::string> NoGradVars(const proto::BlockDesc& block, int b, int r) {
     for (const auto& n : OpOutputNames(block.ops(i))) written.insert(n);
   std::set<std::string> no_grad;
   for (int i = 0; i < b; ++i)
-    for (const auto* names :
-         {&block.ops(i).inputs(), &block.ops(i).outputs()})
+    for (const auto* names : {&block.ops(i).inputs(), &block.ops(i).outputs()})
       for (const auto& slot : *names)
         for (const auto& n : slot.arguments()) {
           const proto::VarDesc* v = FindVarDesc(block, n);
@@ -354,10 +353,10 @@ std::string ScaleLoss(proto::TrainingJob* job, const std::string& loss,
   block = job->mutable_main()->mutable_blocks(0);
   const std::string scaled = FreshName(*block, loss + ".scaled");
   AddVarDesc(block, scaled, DataType::kFloat32, VarShape(lv));
-  proto::OpDesc mul = MakeOp(
-      "elementwise_mul", {{"X", {loss}}, {"Y", {*scaling}}},
-      {{"Out", {scaled}}},
-      {{kOpRoleAttr, static_cast<int32_t>(OpRole::kForward)}});
+  proto::OpDesc mul =
+      MakeOp("elementwise_mul", {{"X", {loss}}, {"Y", {*scaling}}},
+             {{"Out", {scaled}}},
+             {{kOpRoleAttr, static_cast<int32_t>(OpRole::kForward)}});
   InferShapeAtCompileTime(mul, block);
   *block->add_ops() = std::move(mul);
   return scaled;
@@ -379,26 +378,25 @@ std::string AppendUnscale(proto::TrainingJob* job,
   InferShapeAtCompileTime(unscale, block);
   *block->add_ops() = std::move(unscale);
   if (!config.use_dynamic_loss_scaling()) return found;
-  const std::string good =
-      AddState(job, kGoodStepsVar, DataType::kInt32, 0.0f);
+  const std::string good = AddState(job, kGoodStepsVar, DataType::kInt32, 0.0f);
   const std::string bad = AddState(job, kBadStepsVar, DataType::kInt32, 0.0f);
   block = job->mutable_main()->mutable_blocks(0);
-  proto::OpDesc update = MakeOp(
-      "update_loss_scaling",
-      {{"X", grads},
-       {"FoundInfinite", {found}},
-       {"PrevLossScaling", {scaling}},
-       {"InGoodSteps", {good}},
-       {"InBadSteps", {bad}}},
-      {{"Out", grads},
-       {"LossScaling", {scaling}},
-       {"OutGoodSteps", {good}},
-       {"OutBadSteps", {bad}}},
-      {{"incr_every_n_steps", config.incr_every_n_steps()},
-       {"decr_every_n_nan_or_inf", config.decr_every_n_nan_or_inf()},
-       {"incr_ratio", config.incr_ratio()},
-       {"decr_ratio", config.decr_ratio()},
-       {kOpRoleAttr, role}});
+  proto::OpDesc update =
+      MakeOp("update_loss_scaling",
+             {{"X", grads},
+              {"FoundInfinite", {found}},
+              {"PrevLossScaling", {scaling}},
+              {"InGoodSteps", {good}},
+              {"InBadSteps", {bad}}},
+             {{"Out", grads},
+              {"LossScaling", {scaling}},
+              {"OutGoodSteps", {good}},
+              {"OutBadSteps", {bad}}},
+             {{"incr_every_n_steps", config.incr_every_n_steps()},
+              {"decr_every_n_nan_or_inf", config.decr_every_n_nan_or_inf()},
+              {"incr_ratio", config.incr_ratio()},
+              {"decr_ratio", config.decr_ratio()},
+              {kOpRoleAttr, role}});
   InferShapeAtCompileTime(update, block);
   *block->add_ops() = std::move(update);
   return found;
@@ -480,7 +478,7 @@ void LintCasts(const proto::BlockDesc& block) {
     const proto::OpDesc& op = block.ops(i);
     if (!IsForwardOp(op)) break;
     if (op.type() == "cast") {
-      const std::string& in = OpInput(op, "X").at(0);
+      const std::string in = OpInput(op, "X").at(0);
       FLUID_ENFORCE(!cast_outputs.count(in), "mixed precision: op ", i,
                     " casts ", Quote(in), ", itself a cast");
       const auto key =
@@ -621,9 +619,9 @@ proto::TrainingJob MixedPrecisionRewrite(const proto::TrainingJob& job,
 
 void LintMixedPrecision(const proto::ProgramDesc& main,
                         const proto::AmpConfig& config) {
-  FLUID_ENFORCE(main.mixed_precision() == config.dtype(), "mixed precision: ",
-                "the program is stamped ", Quote(main.mixed_precision()),
-                ", not ", config.dtype());
+  FLUID_ENFORCE(main.mixed_precision() == config.dtype(),
+                "mixed precision: ", "the program is stamped ",
+                Quote(main.mixed_precision()), ", not ", config.dtype());
   const AmpLists lists = MakeAmpLists(config);
   const DataType low = AmpDtype(config);
   const proto::BlockDesc& block = main.blocks(0);
