@@ -627,6 +627,10 @@ class PyMPIExecutor {
     py::gil_scoped_release release;
     return exe_.NonFiniteFeeds();
   }
+  // The 16-bit type the prepared job computes in ("" for float32).
+  std::string MixedPrecision() const {
+    return exe_.job().main().mixed_precision();
+  }
   // This rank's bytes of parameters, gradients and optimizer state.
   py::dict StateBytesOf() const {
     const StateBytes b = PerRankStateBytes(exe_.job().main());
@@ -805,6 +809,8 @@ void BindPrograms(py::module_& m) {
       .def("is_training",
            [](const Program& p) { return IsTrainingProgram(p.desc); })
       .def("loss_vars", [](const Program& p) { return LossVars(p.desc); })
+      .def("mixed_precision",
+           [](const Program& p) { return p.desc.mixed_precision(); })
       .def_property_readonly("nranks",
                              [](const Program& p) { return p.desc.nranks(); });
 }
@@ -1030,6 +1036,7 @@ void BindExecutors(py::module_& m) {
       .def("broadcast_persistables", &PyMPIExecutor::BroadcastPersistables)
       .def("non_finite_gradient", &PyMPIExecutor::NonFiniteGradient)
       .def("non_finite_feeds", &PyMPIExecutor::NonFiniteFeeds)
+      .def("mixed_precision", &PyMPIExecutor::MixedPrecision)
       .def("state_bytes", &PyMPIExecutor::StateBytesOf)
       .def("run", &PyMPIExecutor::Run)
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
@@ -1142,8 +1149,8 @@ std::string StrategyText(const std::string& path, const py::handle& value) {
                   SanitizeMessage(py::repr(value).cast<std::string>()));
     std::string text;
     for (const py::handle& item : value) {
-      FLUID_ENFORCE(py::isinstance<py::str>(item), "DistributedStrategy.",
-                    path, " takes names (str), got ",
+      FLUID_ENFORCE(py::isinstance<py::str>(item), "DistributedStrategy.", path,
+                    " takes names (str), got ",
                     SanitizeMessage(py::repr(item).cast<std::string>()));
       const std::string name = item.cast<std::string>();
       FLUID_ENFORCE(!name.empty() && name.find(',') == std::string::npos,

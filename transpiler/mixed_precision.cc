@@ -322,10 +322,14 @@ std::string FreshName(const proto::BlockDesc& block, const std::string& base) {
   return name;
 }
 
-// A persistable [1] var in main and startup, filled in startup.
-std::string AddState(proto::TrainingJob* job, const std::string& base,
+// A persistable [1] var in main and startup, filled in startup. Its name
+// is fixed (the executors and the Python package read it): a program with
+// a var of that name already is refused.
+std::string AddState(proto::TrainingJob* job, const std::string& name,
                      DataType dtype, float value) {
-  const std::string name = FreshName(job->main().blocks(0), base);
+  FLUID_ENFORCE(FindVarDesc(job->main().blocks(0), name) == nullptr,
+                "mixed precision: the program already has a variable named ",
+                Quote(name), ", which fp16 loss scaling adds; rename it");
   AddVarDesc(job->mutable_main()->mutable_blocks(0), name, dtype, Shape{1},
              /*persistable=*/true)
       ->set_stop_gradient(true);
@@ -368,9 +372,9 @@ std::string AppendUnscale(proto::TrainingJob* job,
                           const std::vector<std::string>& grads,
                           const std::string& scaling,
                           const proto::AmpConfig& config) {
+  // Persistable, so that whoever ran the step can tell it was skipped.
+  const std::string found = AddState(job, kFoundInfVar, DataType::kInt32, 0.0f);
   proto::BlockDesc* block = job->mutable_main()->mutable_blocks(0);
-  const std::string found = FreshName(*block, kFoundInfVar);
-  AddVarDesc(block, found, DataType::kInt32, Shape{1})->set_stop_gradient(true);
   const int32_t role = static_cast<int32_t>(OpRole::kOptimize);
   proto::OpDesc unscale = MakeOp(
       "check_finite_and_unscale", {{"X", grads}, {"Scale", {scaling}}},

@@ -54,7 +54,9 @@ AmpLists MakeAmpLists(const proto::AmpConfig& config);
 // The 16-bit type config.dtype names.
 DataType AmpDtype(const proto::AmpConfig& config);
 
-// The names of the persistable loss-scaling state the fp16 rewrite adds.
+// The names of the persistable loss-scaling state the fp16 rewrite adds
+// (found_infinite: 1 when the last step's gradients overflowed and its
+// update was skipped).
 constexpr const char* kLossScalingVar = "loss_scaling";
 constexpr const char* kGoodStepsVar = "num_good_steps";
 constexpr const char* kBadStepsVar = "num_bad_steps";

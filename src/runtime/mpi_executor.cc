@@ -78,6 +78,29 @@ std::vector<std::pair<std::string, Tensor>> HeldPersistables(
   return held;
 }
 
+// The ops of `startup` that initialise persistables `scope` lacks: the
+// state a pass of the preparation added (mixed precision's loss scaling)
+// when the caller ran the untranspiled startup program itself. Every rank
+// runs the same initialisers, so no broadcast is needed.
+proto::ProgramDesc MissingStateInitialisers(const proto::ProgramDesc& startup,
+                                            const Scope& scope) {
+  proto::ProgramDesc out = startup;
+  proto::BlockDesc* block = out.mutable_blocks(0);
+  block->clear_ops();
+  for (const auto& op : startup.blocks(0).ops()) {
+    if (op.type().rfind("c_", 0) == 0) continue;
+    bool all_missing = !OpOutputNames(op).empty();
+    for (const auto& n : OpOutputNames(op)) {
+      const Variable* v = scope.FindVar(n);
+      all_missing =
+          all_missing && (v == nullptr || !v->HasValue() || !v->IsTensor() ||
+                          !v->GetTensor().initialized());
+    }
+    if (all_missing) *block->add_ops() = op;
+  }
+  return out;
+}
+
 }  // namespace
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
@@ -146,6 +169,9 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     exe_.RunOnce(job_.startup(), scope_);
   } else {
     held = HeldPersistables(job.main(), *scope_);
+    const proto::ProgramDesc missing =
+        MissingStateInitialisers(job_.startup(), *scope_);
+    if (missing.blocks(0).ops_size() > 0) exe_.RunOnce(missing, scope_);
   }
   shard_.Begin(job, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);

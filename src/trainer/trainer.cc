@@ -29,6 +29,7 @@
 #include "src/trainer/strategy_flags.h"
 #include "src/trainer/text_data.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/mixed_precision.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -417,6 +418,25 @@ struct TrainLoop {
   // Batcher::StartEpoch), advancing `step`, printing progress, checkpointing
   // every o.checkpoint_every steps within the epoch, and storing its loss
   // and accuracy in `result`; returns the samples trained on by all ranks.
+  // Whether fp16's dynamic loss scaling skipped the step just run (its
+  // gradients overflowed): not an error; counted and logged.
+  int64_t skipped = 0;
+  bool SkippedByLossScaling() {
+    if (job.main().mixed_precision() != "fp16") return false;
+    const Scope& scope = *main->scope();
+    const Variable* found = scope.FindVar(kFoundInfVar);
+    if (found == nullptr || !found->HasValue() ||
+        ScalarOf(found->GetTensor()) == 0)
+      return false;
+    ++skipped;
+    const Variable* scale = scope.FindVar(kLossScalingVar);
+    log << "rank " << rank << ": the fp16 gradients overflowed; the update "
+        << "was skipped, loss scaling now "
+        << (scale != nullptr ? ScalarOf(scale->GetTensor()) : 0.0) << " ("
+        << skipped << " step(s) skipped)\n";
+    return true;
+  }
+
   int64_t RunEpoch(int epoch, int64_t start_sample, int64_t* step,
                    TrainerResult* result) {
     std::vector<std::string> fetch = {job.loss_name()};
@@ -441,6 +461,11 @@ struct TrainLoop {
       }
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
+      if (SkippedByLossScaling()) {
+        ++*step;
+        ++epoch_step;
+        continue;
+      }
       FLUID_ENFORCE_CODE(std::isfinite(loss), ErrorCode::kAborted, "loss is ",
                          loss, " at epoch ", epoch + 1, " step ",
                          epoch_step + 1, " on rank ", rank,
@@ -592,6 +617,10 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
     if (!o.timeline.empty()) StartTimeline(nullptr, o.timeline);
     run.local = std::make_unique<Executor>(place, o.threads);
     run.exe = run.local.get();
+    // One process distributes nothing, but mixed precision still applies.
+    if (job->strategy().amp())
+      *job = MixedPrecisionRewrite(
+          *job, CanonicalStrategy(job->strategy()).amp_configs());
     run.exe->RunOnce(job->startup(), scope);
     run.local_main = run.exe->Prepare(job->main(), scope);
     run.main = run.local_main.get();

@@ -5,6 +5,7 @@ gradients before the optimizer), checks all ranks hold the same program,
 and broadcasts rank 0's parameters."""
 import atexit
 import contextlib
+import logging
 import os
 import threading
 import warnings
@@ -18,6 +19,8 @@ from . import lod_tensor as _lod_tensor
 from . import transpiler as _transpiler
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
 from .framework import Program, default_main_program
+
+_log = logging.getLogger("fluid")
 
 
 class CPUPlace:
@@ -200,6 +203,7 @@ class _Steps:
 
     def __init__(self, program):
         self.count = 0
+        self.skipped = 0  # steps fp16 loss scaling skipped
         self.training = program.desc.is_training()
         self.losses = set(program.desc.loss_vars()) if self.training \
             else set()
@@ -211,6 +215,23 @@ class _Steps:
         if steps is None:
             steps = table[key] = _Steps(program)
         return steps
+
+
+def _skipped_by_loss_scaling(amp, scope, steps):
+    """Whether the step just run was skipped by fp16's dynamic loss scaling
+    (its gradients overflowed: the update was skipped and the scale
+    lowered; not an error). Counts it in steps.skipped and logs it."""
+    if not amp or not scope._core.has("found_infinite"):
+        return False
+    if int(np.asarray(scope._core.get("found_infinite")).ravel()[0]) == 0:
+        return False
+    steps.skipped += 1
+    scale = (float(np.asarray(scope._core.get("loss_scaling")).ravel()[0])
+             if scope._core.has("loss_scaling") else float("nan"))
+    _log.warning("step %d: the fp16 gradients overflowed; the update was "
+                 "skipped and the loss scaling is now %g (%d step(s) "
+                 "skipped so far)", steps.count, scale, steps.skipped)
+    return True
 
 
 def _check_finite(names, values, watched, step, where=""):
@@ -302,7 +323,9 @@ class Executor:
                                           _feed(feed), names))
             steps.count += 1
         out = [_lod_tensor.fetched_value(v) for v in fetched]
-        if check_finite is not False:
+        skipped = _skipped_by_loss_scaling(
+            program.desc.mixed_precision() == "fp16", scope, steps)
+        if check_finite is not False and not skipped:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count)
         if not return_numpy:
@@ -532,9 +555,11 @@ class MPIExecutor:
             fetched = run.run(_feed(feed), names)
             out = [_lod_tensor.fetched_value(v) for v in fetched]
             steps.count += 1
-            if check_finite is not False:
+            skipped = _skipped_by_loss_scaling(run.mixed_precision() == "fp16",
+                                               scope, steps)
+            if check_finite is not False and not skipped:
                 _raise_non_finite_gradient(run, steps.count, self.world_size)
-        if check_finite is not False:
+        if check_finite is not False and not skipped:
             _check_finite(names, out, None if check_finite else steps.losses,
                           steps.count, f" on rank {self.rank}")
         return out if return_numpy else \

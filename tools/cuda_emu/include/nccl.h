@@ -38,6 +38,7 @@ typedef enum {
   ncclFloat = 7,
   ncclFloat64 = 8,
   ncclDouble = 8,
+  ncclBfloat16 = 9,
 } ncclDataType_t;
 
 typedef enum {

@@ -37,6 +37,7 @@ size_t TypeSize(ncclDataType_t t) {
     case ncclUint8:
       return 1;
     case ncclFloat16:
+    case ncclBfloat16:
       return 2;
     case ncclInt32:
     case ncclUint32:
