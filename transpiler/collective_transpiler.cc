@@ -48,7 +48,13 @@ proto::TrainingJob CollectiveTranspile(
   FLUID_ENFORCE(form == JobForm::kLocal, "the job is already distributed (",
                 JobFormName(form), "); transpile the plain program");
   ValidateStrategy(strategy, &job);
-  const proto::DistributedStrategy canonical = CanonicalStrategy(strategy);
+  proto::DistributedStrategy canonical = CanonicalStrategy(strategy);
+  // Mixed precision sends its gradients in its 16-bit type, unless the
+  // strategy says how they travel or shards them (which compression does
+  // not combine with yet).
+  if (canonical.amp() && !strategy.has_grad_compression() &&
+      !canonical.sharding())
+    canonical.set_grad_compression(canonical.amp_configs().dtype());
   // Mixed precision first: the collective passes then see its float32
   // gradients and its unscaling among the optimizer's ops.
   const proto::TrainingJob local =

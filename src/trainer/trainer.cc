@@ -19,6 +19,7 @@
 #include "src/distributed/stall_watchdog.h"
 #include "src/distributed/timeline_session.h"
 #include "src/framework/backward.h"
+#include "src/framework/cpu_isa.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -319,9 +320,10 @@ std::string EvaluationLine(const proto::TrainingJob& job, double metric,
 }
 
 // The line that opens training: what runs where.
-void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
-               int64_t steps_per_epoch, const Place& place, int world,
-               MPIExecutor* dist, std::ostream& log) {
+void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
+               int64_t samples, int64_t batch_size, int64_t steps_per_epoch,
+               const Place& place, int world, MPIExecutor* dist,
+               std::ostream& log) {
   log << "training " << (o.program.empty() ? o.model : o.program) << ": "
       << samples << " samples, batch " << batch_size;
   if (world > 1) {
@@ -333,6 +335,11 @@ void LogBanner(const TrainerOptions& o, int64_t samples, int64_t batch_size,
     log << o.threads << " thread(s)" << (world > 1 ? " per rank" : "");
   } else {
     log << "on " << place.ToString() << (world > 1 ? " (rank 0)" : "");
+  }
+  const std::string& amp = job.main().mixed_precision();
+  if (!amp.empty()) {
+    log << ", mixed precision " << amp;
+    if (place.is_cpu()) log << " (" << HalfComputeDescription() << ")";
   }
   if (world > 1) {
     log << ", gradients over " << dist->communicator()->backend_name();
@@ -841,8 +848,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   }
 
   Batcher batcher(train, batch_size, o.seed, rank, world);
-  LogBanner(o, train.size(), batch_size, batcher.StepsPerEpoch(), place, world,
-            dist, log);
+  LogBanner(o, job, train.size(), batch_size, batcher.StepsPerEpoch(), place,
+            world, dist, log);
   LogStateBytes(job.main(), log);
   if (!evaluate) log << "nothing to evaluate: " << no_evaluation << "\n";
 
