@@ -1,6 +1,6 @@
 """Mixed precision under mpirun (run by test_mixed_precision.py):
 
-  mpi_mixed_precision.py bf16 OUT         10 bf16 steps with MPIExecutor and
+  mpi_mixed_precision.py bf16 OUT         20 bf16 steps with MPIExecutor and
       DistributedStrategy.amp; saves the parameters (and, on every rank, a
       single-process run of the global batch for N x B vs 1 x NB).
   mpi_mixed_precision.py fp16_poison OUT  fp16 with dynamic loss scaling;
@@ -13,6 +13,8 @@ import fluid
 from fluid1x_common import (rank_and_world, rank_batch, global_batch,
                             save_results)
 from test_mixed_precision import build_mlp
+
+STEPS = 20
 
 
 def run(mode, out):
@@ -36,7 +38,7 @@ def run(mode, out):
         return {n: np.array(scope.find_var(n).get_tensor()) for n in names}
 
     losses, extra, before = [], {}, None
-    for step in range(10 if mode == "bf16" else 5):
+    for step in range(STEPS if mode == "bf16" else 5):
         samples = rank_batch(step, rank, world)
         x = np.stack([s[0] for s in samples])
         y = np.stack([s[1] for s in samples])
@@ -65,7 +67,7 @@ def run(mode, out):
 
 
 def single_process_bf16(strategy):
-    """The same 10 steps on the global batch in one process: the losses
+    """The same STEPS steps on the global batch in one process: the losses
     and the parameters' values, in the program's order."""
     main, startup, loss = build_mlp()
     with fluid.program_guard(main, startup):
@@ -77,7 +79,7 @@ def single_process_bf16(strategy):
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     losses = []
-    for step in range(10):
+    for step in range(STEPS):
         x, y = global_batch(step)
         (value,) = exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss],
                            scope=scope)

@@ -164,7 +164,7 @@ def test_strategy_amp_fields():
         s.amp_configs = {"dtype": "fp8"}
 
 
-@pytest.mark.parametrize("nranks", [2])
+@pytest.mark.parametrize("nranks", [2, 4])
 def test_bf16_ranks_stay_identical(tmp_path, nranks):
     r = mpirun("mpi_mixed_precision.py", nranks, "bf16", tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -174,10 +174,18 @@ def test_bf16_ranks_stay_identical(tmp_path, nranks):
     for run in runs[1:]:
         for k in names:
             assert run[k].tobytes() == runs[0][k].tobytes(), k
-    # N x B against 1 x NB: the same within bf16's tolerance.
+    # N x B against 1 x NB: the same within bf16's tolerance. Each rank's
+    # forward pass rounds its own activations and the gradients travel as
+    # bf16 (8 significant bits); over 20 steps the parameters stay within 1%
+    # of the single process's, measured as a whole (single elements near
+    # zero can differ by more than themselves).
     for k in names:
-        np.testing.assert_allclose(runs[0][k], runs[0]["ref/" + k[6:]],
-                                   rtol=2e-2, atol=2e-3)
+        got, want = runs[0][k], runs[0]["ref/" + k[6:]]
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err < 1e-2, f"{k}: relative difference {err:.2e}"
+    # The ranks' mean losses (equal shares) are the global batch's loss.
+    mean = np.mean([run["losses"] for run in runs], axis=0)
+    np.testing.assert_allclose(mean, runs[0]["ref_losses"], rtol=1e-2)
 
 
 def test_fp16_overflow_on_one_rank_skips_on_all(tmp_path):
