@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """PyTorch counterpart of train_bench: the same model, batch, thread count,
 optimizer and timing loop (warm-up, then timed steps over in-memory batches).
-Prints one JSON line."""
+Prints one JSON line.
+
+--amp bf16 runs the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), as PyTorch documents for CPU
+mixed precision; backward and the optimizer step stay outside it (the
+parameters stay float32)."""
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -27,6 +33,16 @@ def load_fashion(d):
     x = np.frombuffer(img, np.uint8, offset=16).reshape(-1, 1, 28, 28)
     y = np.frombuffer(lab, np.uint8, offset=8).astype(np.int64)
     return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y)
+
+
+def cpu_capability():
+    """The vector ISA PyTorch's own CPU kernels were dispatched to, as
+    torch.__config__ reports it (its oneDNN picks its ISA separately:
+    ONEDNN_VERBOSE=1 shows it)."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
 
 
 def conv_bn(c_in, c_out, k, stride=1):
@@ -100,6 +116,9 @@ def main():
                     help="cpu | cuda[:N]; batches are copied from host "
                          "memory and the loss is read back every step, as "
                          "fluid's train_bench does")
+    ap.add_argument("--amp", default="none", choices=["none", "bf16"],
+                    help="bf16: forward and loss under torch.autocast with "
+                         "bfloat16 on the device's type")
     a = ap.parse_args()
     dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
@@ -118,13 +137,19 @@ def main():
     perm = torch.randperm(n)
     pos = [0]
 
+    def autocast():
+        if a.amp == "none":
+            return contextlib.nullcontext()
+        return torch.autocast(dev.type, dtype=torch.bfloat16)
+
     def step():
         if pos[0] + a.batch > n:
             pos[0] = 0
         idx = perm[pos[0]:pos[0] + a.batch]
         pos[0] += a.batch
         x, y = x_all[idx].to(dev), y_all[idx].to(dev)
-        loss = loss_fn(net(x), y)
+        with autocast():
+            loss = loss_fn(net(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -140,7 +165,8 @@ def main():
                       "threads": a.threads, "batch": a.batch,
                       "steps": a.steps, "seconds": round(s, 4),
                       "samples_per_s": round(a.steps * a.batch / s, 1),
-                      "device": a.device,
+                      "device": a.device, "amp": a.amp,
+                      "cpu_isa": cpu_capability(),
                       "final_loss": round(loss, 4)}))
 
 

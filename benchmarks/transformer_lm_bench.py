@@ -14,6 +14,14 @@ timed after the first 5 steps), the validation loss and perplexity per
 character, and the ratios ours / PyTorch. PyTorch runs on OpenBLAS as in
 compare_torch.py; each framework runs in its own process.
 
+    /usr/bin/python3 benchmarks/transformer_lm_bench.py --amp bf16 --width 512
+
+trains ours in bfloat16 (fluid.contrib.mixed_precision.decorate(...,
+use_bf16=True); evaluated by the rewritten program's forward pass) and
+PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) (forward and
+loss, training and evaluation), and ours in float32 in the same rounds: the
+table gains ours fp32 and the ratio ours-bf16 / ours-fp32.
+
     /usr/bin/python3 benchmarks/transformer_lm_bench.py --scaling 2
 
 measures weak scaling instead: fluid.MPIExecutor on 1 rank and under
@@ -21,6 +29,7 @@ measures weak scaling instead: fluid.MPIExecutor on 1 rank and under
 interleaved; efficiency = tokens/s on N ranks / (N x tokens/s on 1).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -52,6 +61,9 @@ def args():
     ap.add_argument("--eval-windows", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--amp", default="none", choices=("none", "bf16"),
+                    help="bf16: ours bf16 (and fp32) against PyTorch "
+                         "autocast bf16")
     ap.add_argument("--scaling", type=int, default=0,
                     help="N: weak scaling on 1 and N ranks, no PyTorch")
     ap.add_argument("--worker", choices=("fluid", "torch"),
@@ -111,7 +123,12 @@ def fluid_worker(a, cfg, batches, valid):
         lr = L.linear_lr_warmup(
             L.cosine_decay(a.lr, step_each_epoch=1, epochs=a.steps),
             a.warmup, 0.0, a.lr)
-        fluid.optimizer.Adam(learning_rate=lr).minimize(loss)
+        opt = fluid.optimizer.Adam(learning_rate=lr)
+        if a.amp == "bf16":
+            opt = fluid.contrib.mixed_precision.decorate(opt, use_bf16=True)
+        opt.minimize(loss)
+    if a.amp == "bf16":  # evaluated in the precision it trained in
+        test = main.clone(for_test=True)
     if a.scaling:
         exe = fluid.MPIExecutor(fluid.CPUPlace(), threads=a.threads)
     else:
@@ -149,9 +166,15 @@ def torch_worker(a, cfg, batches, valid):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(a, s))
     batches = torch.from_numpy(batches)
 
+    def autocast():
+        if a.amp == "none":
+            return contextlib.nullcontext()
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+
     def step(i):
         opt.zero_grad()
-        loss = model(batches[i][:, :-1], batches[i][:, 1:])
+        with autocast():
+            loss = model(batches[i][:, :-1], batches[i][:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -160,7 +183,7 @@ def torch_worker(a, cfg, batches, valid):
 
     seconds, losses = timed(a.steps, step)
     valid = torch.from_numpy(valid)
-    with torch.no_grad():
+    with torch.no_grad(), autocast():
         val = [float(model(w[:, :-1], w[:, 1:])) * len(w)
                for w in torch.split(valid, a.batch)]
     return seconds, losses, sum(val) / len(valid)
@@ -223,25 +246,45 @@ def main():
     sys.path.insert(0, HERE)
     if a.scaling:
         return scaling(a)
-    results = {"fluid": [], "torch": []}
+    return compare(a)
+
+
+def compare(a):
+    """Ours against PyTorch (and with --amp, ours in float32 too),
+    interleaved per round; prints the Markdown table."""
+    runs = [("fluid", a, "ours"), ("torch", a, "PyTorch 1.13 + OpenBLAS")]
+    if a.amp != "none":
+        runs = [("fluid", a, f"ours {a.amp}"),
+                ("fluid", argparse.Namespace(**dict(vars(a), amp="none")),
+                 "ours fp32"),
+                ("torch", a, f"PyTorch 1.13 autocast {a.amp}")]
+    results = {name: [] for _, _, name in runs}
     with tempfile.TemporaryDirectory() as tmp:
         params = os.path.join(tmp, "params.npz")
         for _ in range(a.repeats):  # interleaved against drift
-            for which in ("fluid", "torch"):  # fluid writes the weights
-                results[which].append(launch(a, which, params))
-                print(which, results[which][-1], file=sys.stderr)
+            for which, opts, name in runs:  # fluid writes the weights
+                results[name].append(launch(opts, which, params))
+                print(name, results[name][-1], file=sys.stderr)
     med = {w: statistics.median(r["tokens_per_s"] for r in rs)
            for w, rs in results.items()}
     val = {w: rs[-1]["val_loss"] for w, rs in results.items()}
-    print(f"| framework | tokens/s | validation loss | perplexity |")
+    print(f"width {a.width}, {a.layers} layers, {a.heads} heads, batch "
+          f"{a.batch} x {a.seq_len}, {a.steps} steps, {a.threads} "
+          f"thread(s), median of {a.repeats}\n")
+    print("| framework | tokens/s | validation loss | perplexity |")
     print("|---|---|---|---|")
-    for w, name in (("fluid", "ours"), ("torch", "PyTorch 1.13 + OpenBLAS")):
-        print(f"| {name} | {med[w]:.0f} | {val[w]:.4f} | "
-              f"{math.exp(val[w]):.3f} |")
-    print(f"\ntokens/s ours / PyTorch: {med['fluid'] / med['torch']:.2f}; "
-          f"perplexity ours / PyTorch: "
-          f"{math.exp(val['fluid']) / math.exp(val['torch']):.4f}")
-
+    for name in results:
+        print(f"| {name} | {med[name]:.0f} | {val[name]:.4f} | "
+              f"{math.exp(val[name]):.3f} |")
+    ours, theirs = runs[0][2], runs[-1][2]
+    print(f"\ntokens/s {ours} / {theirs}: {med[ours] / med[theirs]:.2f}; "
+          f"perplexity {ours} / {theirs}: "
+          f"{math.exp(val[ours]) / math.exp(val[theirs]):.4f}")
+    if a.amp != "none":
+        print(f"tokens/s {ours} / ours fp32: "
+              f"{med[ours] / med['ours fp32']:.2f}; perplexity "
+              f"{ours} / ours fp32: "
+              f"{math.exp(val[ours]) / math.exp(val['ours fp32']):.4f}")
 
 if __name__ == "__main__":
     main()
