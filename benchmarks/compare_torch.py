@@ -91,12 +91,17 @@ def compare_amp(a, torch_env):
             env = dict(torch_env, OMP_NUM_THREADS=str(threads))
             t_isa = torch_isa(torch_cmd, model, a.amp, env)
             b16, f32, th = [], [], []
+            # OpenMP's team (oneDNN's, and Eigen's float32 GEMM built with
+            # -fopenmp) sized to --threads, as for PyTorch: left to its
+            # default of every core, its spinning workers contend with the
+            # executor's threads.
+            ours_env = dict(os.environ, OMP_NUM_THREADS=str(threads))
             for _ in range(a.repeats):  # interleaved against drift
-                r = run([a.bench] + common + ["--amp", a.amp])
+                r = run([a.bench] + common + ["--amp", a.amp], ours_env)
                 b16.append(r["samples_per_s"])
                 isa = r.get("cpu_isa", "?")
-                f32.append(run([a.bench] + common + ["--amp", "none"])
-                           ["samples_per_s"])
+                f32.append(run([a.bench] + common + ["--amp", "none"],
+                               ours_env)["samples_per_s"])
                 th.append(run(torch_cmd + common + ["--amp", a.amp],
                               env)["samples_per_s"])
             vs_torch, vs_fp32 = paired(b16, th), paired(b16, f32)

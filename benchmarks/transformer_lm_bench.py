@@ -64,6 +64,10 @@ def args():
     ap.add_argument("--amp", default="none", choices=("none", "bf16"),
                     help="bf16: ours bf16 (and fp32) against PyTorch "
                          "autocast bf16")
+    ap.add_argument("--timeline", metavar="FILE",
+                    help="ours: run on a 1-rank fluid.MPIExecutor that "
+                         "writes its op timeline to FILE (then "
+                         "tools/timeline_report.py FILE); no PyTorch")
     ap.add_argument("--scaling", type=int, default=0,
                     help="N: weak scaling on 1 and N ranks, no PyTorch")
     ap.add_argument("--worker", choices=("fluid", "torch"),
@@ -129,13 +133,14 @@ def fluid_worker(a, cfg, batches, valid):
         opt.minimize(loss)
     if a.amp == "bf16":  # evaluated in the precision it trained in
         test = main.clone(for_test=True)
-    if a.scaling:
-        exe = fluid.MPIExecutor(fluid.CPUPlace(), threads=a.threads)
+    if a.scaling or a.timeline:
+        exe = fluid.MPIExecutor(fluid.CPUPlace(), threads=a.threads,
+                                timeline=a.timeline)
     else:
         exe = fluid.Executor(fluid.CPUPlace(), threads=a.threads)
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
-    if not a.scaling:
+    if not (a.scaling or a.timeline):
         np.savez(a.params, **{n: np.array(scope.get(n))
                               for n in param_names(cfg)})
 
@@ -246,6 +251,11 @@ def main():
     sys.path.insert(0, HERE)
     if a.scaling:
         return scaling(a)
+    if a.timeline:
+        r = launch(a, "fluid", os.devnull)
+        print(f"ours {a.amp}: {r['tokens_per_s']:.0f} tokens/s; timeline "
+              f"in {a.timeline}")
+        return None
     return compare(a)
 
 
