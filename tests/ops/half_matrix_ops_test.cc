@@ -303,6 +303,20 @@ TEST(HalfMatrixOps, OneDnnRunsBfloat16) {
   EXPECT_EQ(DnnlIsaName().find("off"), std::string::npos) << DnnlIsaName();
 }
 
+// oneDNN runs with the executor's thread count: one with --threads 1.
+TEST(HalfMatrixOps, OneDnnFollowsTheThreadCount) {
+  if (!math::DnnlBuilt()) GTEST_SKIP() << "built without oneDNN";
+  DnnlSwitch on(true);
+  const Case c = MulCases().back();
+  TensorMap feeds;
+  for (const auto& kv : c.inputs)
+    feeds[kv.first] = Converted(kv.second, DataType::kBFloat16);
+  for (int threads : {2, 1, 2}) {
+    RunOp(c.op, feeds, threads);
+    EXPECT_EQ(math::DnnlThreads(), threads);
+  }
+}
+
 // FLUID_DNNL=0 in the environment keeps the kernels off oneDNN (ctest runs
 // this test once more with it set).
 TEST(HalfMatrixOps, EnvironmentSwitch) {

@@ -76,6 +76,14 @@ std::string DnnlCpuIsa() {
   return "unknown";
 }
 
+int DnnlThreads() {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 namespace dnnl_internal {
 
 const dnnl::engine& Engine() {
@@ -140,6 +148,8 @@ OwnedBuffer::~OwnedBuffer() { std::free(data_); }
 #else  // !FLUID_WITH_DNNL
 
 std::string DnnlCpuIsa() { return "none"; }
+
+int DnnlThreads() { return 0; }
 
 #endif  // FLUID_WITH_DNNL
 

@@ -26,6 +26,11 @@ bool DnnlEnabled();
 // oneDNN).
 void SetDnnlEnabled(bool enabled);
 
+// The threads oneDNN's next primitive on the calling thread runs with (the
+// 16-bit kernels set it to their context's thread count before each
+// call); 1 for a sequential oneDNN, 0 without oneDNN.
+int DnnlThreads();
+
 // The instruction set oneDNN dispatches to on this CPU, e.g.
 // "avx512_core_amx"; "none" without oneDNN.
 std::string DnnlCpuIsa();
