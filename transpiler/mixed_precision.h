@@ -35,6 +35,7 @@
 
 #include "proto/distributed_strategy.pb.h"
 #include "proto/framework.pb.h"
+#include "src/framework/loss_scaling_state.h"
 #include "src/framework/types.h"
 
 namespace fluid {
@@ -54,13 +55,6 @@ AmpLists MakeAmpLists(const proto::AmpConfig& config);
 // The 16-bit type config.dtype names.
 DataType AmpDtype(const proto::AmpConfig& config);
 
-// The names of the persistable loss-scaling state the fp16 rewrite adds
-// (found_infinite: 1 when the last step's gradients overflowed and its
-// update was skipped).
-constexpr const char* kLossScalingVar = "loss_scaling";
-constexpr const char* kGoodStepsVar = "num_good_steps";
-constexpr const char* kBadStepsVar = "num_bad_steps";
-constexpr const char* kFoundInfVar = "found_infinite";
 
 // The job rewritten to mixed precision: main's forward pass (and the test
 // program's, when the job has one) by the lists, main's backward pass

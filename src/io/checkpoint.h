@@ -116,8 +116,10 @@ void SaveCheckpoint(const Scope& scope,
 
 // Loads the newest intact checkpoint (see above: LATEST's, else an older
 // one) into `scope` and returns its step and epoch, its path and what was
-// skipped. The checkpoint must hold exactly the variables of `expected`,
-// with matching dtypes and shapes, and `scope` must not hold a non-tensor
+// skipped. The checkpoint must hold exactly the variables of `expected`
+// (but for fp16's loss-scaling state, src/framework/loss_scaling_state.h:
+// missing, the scope keeps its value; extra, it is left out), with matching
+// dtypes and shapes, and `scope` must not hold a non-tensor
 // under any of those names. Otherwise nothing in `scope` changes and one
 // kInvalidArgument error lists every mismatch:
 //   checkpoint 'dir/ckpt-20' does not match the program: fc_0.w: shape

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/framework/enforce.h"
+#include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
 #include "src/framework/timeline.h"
 #include "src/io/checkpoint.h"
@@ -328,7 +329,9 @@ std::vector<std::pair<std::string, Tensor>> MatchProgram(
       mine.push_back("the scope holds a non-tensor under this name");
     auto it = ckpt->vars.find(spec.name);
     if (it == ckpt->vars.end()) {
-      mine.push_back("missing from checkpoint");
+      // A checkpoint of another precision: the scaling starts afresh.
+      if (!IsLossScalingState(spec.name))
+        mine.push_back("missing from checkpoint");
       continue;
     }
     VerifiedVar& v = it->second;
@@ -351,7 +354,8 @@ std::vector<std::pair<std::string, Tensor>> MatchProgram(
     staged.emplace_back(spec.name, std::move(t));
   }
   for (const auto& kv : ckpt->vars) {
-    if (!allow_extra && !wanted.count(kv.first))
+    if (!allow_extra && !wanted.count(kv.first) &&
+        !IsLossScalingState(kv.first))
       problems[kv.first].push_back("in checkpoint, not in program");
   }
   std::vector<std::string> report;

@@ -18,6 +18,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/io/checkpoint.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/program_query.h"
 
@@ -407,6 +408,55 @@ TEST(MixedPrecision, Fp16SkipsAnOverflowingStep) {
   exe.Run(main.get(), Batch("mlp", 3), {}, &out);
   EXPECT_FALSE(same(value(param), before));
   EXPECT_EQ(value(kLossScalingVar).data<float>()[0], 256.0f);
+}
+
+// Checkpoints hold the float32 master weights: an fp16 run resumes from a
+// float32 checkpoint (its loss scaling starting afresh) and a float32 run
+// from an fp16 one (the scaling state left out), each with the weights
+// bit for bit.
+TEST(MixedPrecision, CheckpointsResumeAcrossPrecisions) {
+  const proto::TrainingJob fp32 = BuildModel("mlp");
+  proto::AmpConfig c = Config("fp16");
+  c.set_init_loss_scaling(512);
+  const proto::TrainingJob fp16 = MixedPrecisionRewrite(fp32, c);
+  const std::string dir = ::testing::TempDir() + "/amp_ckpt";
+  auto train_and_save = [&](const proto::TrainingJob& job,
+                            const std::string& d) {
+    Executor exe;
+    Scope scope;
+    exe.RunOnce(job.startup(), &scope);
+    auto main = exe.Prepare(job.main(), &scope);
+    std::vector<Tensor> out;
+    for (int step = 0; step < 3; ++step)
+      exe.Run(main.get(), Batch("mlp", step), {}, &out);
+    CheckpointInfo info;
+    info.step = 3;
+    SaveCheckpoint(scope, PersistableVars(job.main()), d, info);
+    Tensor w;
+    w.CopyFrom(scope.FindVar("fc_0.w_0")->GetTensor(), Place::CPU());
+    return w;
+  };
+  auto resume = [&](const proto::TrainingJob& job, const std::string& d,
+                    Scope* scope) {
+    Executor exe;
+    exe.RunOnce(job.startup(), scope);
+    LoadCheckpoint(scope, PersistableVarSpecs(job.main()), d);
+    return scope->FindVar("fc_0.w_0")->GetTensor();
+  };
+  for (const bool from_fp16 : {true, false}) {
+    const std::string d = dir + (from_fp16 ? "16" : "32");
+    const Tensor saved = train_and_save(from_fp16 ? fp16 : fp32, d);
+    Scope scope;
+    const Tensor& loaded = resume(from_fp16 ? fp32 : fp16, d, &scope);
+    ASSERT_EQ(loaded.numel(), saved.numel());
+    EXPECT_EQ(std::memcmp(loaded.raw_data(), saved.raw_data(),
+                          saved.numel() * sizeof(float)),
+              0);
+    if (!from_fp16) {
+      EXPECT_EQ(scope.FindVar(kLossScalingVar)->GetTensor().data<float>()[0],
+                512.0f);
+    }
+  }
 }
 
 // The strategy runs the rewrite before the collective passes: the
