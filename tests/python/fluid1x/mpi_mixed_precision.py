@@ -4,14 +4,16 @@
       DistributedStrategy.amp; saves the parameters (and, on every rank, a
       single-process run of the global batch for N x B vs 1 x NB).
   mpi_mixed_precision.py fp16_poison OUT  fp16 with dynamic loss scaling;
-      step 3's batch overflows on rank 1 only: every rank must skip it."""
+      step 3's batch overflows on rank 1 only: every rank must skip it.
+  mpi_mixed_precision.py composed OUT     bf16 with sync batch norm, a
+      sparse embedding, clipping and decay, unsharded and sharded."""
 import sys
 
 import numpy as np
 
 import fluid
-from fluid1x_common import (rank_and_world, rank_batch, global_batch,
-                            save_results)
+from fluid1x_common import (CLASSES, FEATURES, rank_and_world, rank_batch,
+                            global_batch, save_results)
 from test_mixed_precision import build_mlp
 
 STEPS = 20
@@ -88,5 +90,69 @@ def single_process_bf16(strategy):
                     for p in main.all_parameters()]
 
 
+def build_composed(sparse=True):
+    """Everything bf16 composes with in one program: a conv + batch norm,
+    a sparse embedding, global-norm clipping and L2 decay; (main, startup,
+    loss)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data("x", shape=[FEATURES])
+        ids = fluid.layers.data("ids", shape=[1], dtype="int64")
+        y = fluid.layers.data("y", shape=[1], dtype="int64")
+        img = fluid.layers.reshape(x, [-1, 1, 4, 4])
+        conv = fluid.layers.conv2d(img, 4, 3, padding=1)
+        bn = fluid.layers.batch_norm(conv, act="relu")
+        emb = fluid.layers.embedding(ids, size=[50, 8], is_sparse=sparse)
+        h = fluid.layers.concat([fluid.layers.flatten(bn), emb], axis=1)
+        logits = fluid.layers.fc(h, CLASSES)
+        loss = fluid.layers.mean(
+            fluid.layers.softmax_with_cross_entropy(logits, y))
+        fluid.optimizer.Momentum(
+            learning_rate=0.05, momentum=0.9,
+            regularization=fluid.regularizer.L2Decay(1e-4),
+            grad_clip=fluid.clip.GradientClipByGlobalNorm(1.0)).minimize(loss)
+    return main, startup, loss
+
+
+def composed(out):
+    """bf16 with sync batch norm, a sparse embedding, clipping and decay,
+    unsharded and sharded (stage 2, dense only: sharding refuses sparse
+    gradients, so that run drops the embedding's sparsity)."""
+    rank, world = rank_and_world()
+    results = {}
+    for tag, shard in (("plain", False), ("sharded", True)):
+        strategy = fluid.DistributedStrategy()
+        strategy.amp = True
+        strategy.sync_batch_norm = True
+        if shard:
+            strategy.sharding = True
+        # (sharding takes dense gradients only)
+        main, startup, loss = build_composed(sparse=not shard)
+        scope = fluid.Scope()
+        exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
+        exe.run(startup, scope=scope)
+        losses = []
+        for step in range(10):
+            samples = rank_batch(step, rank, world)
+            x = np.stack([s[0] for s in samples])
+            y = np.stack([s[1] for s in samples])
+            ids = (np.abs(x[:, :1]) * 10).astype(np.int64) % 50
+            (value,) = exe.run(main, feed={"x": x, "ids": ids, "y": y},
+                               fetch_list=[loss], scope=scope)
+            losses.append(float(np.asarray(value).ravel()[0]))
+        results[tag] = (losses, {
+            p.name: np.array(scope.find_var(p.name).get_tensor())
+            for p in main.all_parameters()})
+    names = list(results["plain"][1])
+    sharded = dict(zip(names, results["sharded"][1].values()))
+    save_results(out, "composed", results["plain"][0], results["plain"][1],
+                 results["sharded"][0], sharded)
+    print(f"rank {rank}: ok: composed")
+
+
 if __name__ == "__main__":
-    run(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "composed":
+        composed(sys.argv[2])
+    else:
+        run(sys.argv[1], sys.argv[2])
