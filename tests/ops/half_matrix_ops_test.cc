@@ -303,6 +303,26 @@ TEST(HalfMatrixOps, OneDnnRunsBfloat16) {
   EXPECT_EQ(DnnlIsaName().find("off"), std::string::npos) << DnnlIsaName();
 }
 
+// More shapes than a thread's cache keeps (it starts over): every product
+// still right.
+TEST(HalfMatrixOps, ManyShapesStayRight) {
+  if (!math::DnnlBuilt()) GTEST_SKIP() << "built without oneDNN";
+  DnnlSwitch on(true);
+  const CPUDeviceContext dev(1);
+  std::vector<bfloat16> a(600, FromFloat<bfloat16>(0.5f)), c(600);
+  const bfloat16 b = FromFloat<bfloat16>(0.25f);
+  for (int64_t m = 1; m <= 600; ++m) {
+    math::GemmBatch g;
+    g.m = m;
+    g.n = 1;
+    g.k = 1;
+    if (!math::DnnlGemm<bfloat16>(dev, g, a.data(), &b, c.data())) {
+      GTEST_SKIP() << "oneDNN has no bfloat16 products on this CPU";
+    }
+    ASSERT_EQ(ToFloat(c[m - 1]), 0.125f) << m;
+  }
+}
+
 // oneDNN runs with the executor's thread count: one with --threads 1.
 TEST(HalfMatrixOps, OneDnnFollowsTheThreadCount) {
   if (!math::DnnlBuilt()) GTEST_SKIP() << "built without oneDNN";

@@ -199,9 +199,23 @@ ConvEntry MakeEntry(Pass pass, const Geometry& g) {
   return ConvEntry();
 }
 
+// The calling thread's cached convolutions.
+std::map<Key, ConvEntry>& ThreadCache() {
+  thread_local std::map<Key, ConvEntry> cache;
+  return cache;
+}
+
+// Cached convolutions per thread beyond which the cache starts over (each
+// entry may own copies of its operands in oneDNN's layouts). Called before
+// a call's lookups, so that no entry a call holds is dropped.
+constexpr size_t kMaxConvEntries = 64;
+void TrimCache() {
+  if (ThreadCache().size() >= kMaxConvEntries) ThreadCache().clear();
+}
+
 ConvEntry& Lookup(Pass pass, const ConvDims& d, memory::data_type dt,
                   int threads) {
-  thread_local std::map<Key, ConvEntry> cache;
+  std::map<Key, ConvEntry>& cache = ThreadCache();
   const Key key{static_cast<int64_t>(pass),
                 static_cast<int64_t>(dt),
                 d.n,
@@ -257,6 +271,7 @@ bool DnnlConvForward(const CPUDeviceContext& dev, const ConvDims& d, const T* x,
                      const T* w, T* y) {
   if (!Usable(d)) return false;
   UseThreads(dev.num_threads());
+  TrimCache();
   ConvEntry& e = Lookup(Pass::kForward, d, DnnlType<T>(), dev.num_threads());
   if (!e.ok) return false;
   try {
@@ -273,6 +288,7 @@ bool DnnlConvBackward(const CPUDeviceContext& dev, const ConvDims& d,
   if (!Usable(d)) return false;
   const int threads = dev.num_threads();
   UseThreads(threads);
+  TrimCache();
   ConvEntry* data = nullptr;
   ConvEntry* filter = nullptr;
   if (dx != nullptr)

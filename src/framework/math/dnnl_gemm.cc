@@ -107,8 +107,14 @@ Key GemmKey(const GemmBatch& g, memory::data_type dt, int threads) {
              threads};
 }
 
+// Cached products per thread beyond which the cache starts over (shapes
+// that vary step to step, e.g. sequence lengths, would otherwise grow it
+// without bound).
+constexpr size_t kMaxGemmEntries = 512;
+
 GemmEntry& Lookup(const GemmBatch& g, memory::data_type dt, int threads) {
   thread_local std::map<Key, GemmEntry> cache;
+  if (cache.size() >= kMaxGemmEntries) cache.clear();
   const Key key = GemmKey(g, dt, threads);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, MakeEntry(g, dt)).first;
