@@ -252,11 +252,9 @@ REASONS = [
      fluid.layers.retinanet_detection_output
      fluid.layers.distribute_fpn_proposals
      fluid.layers.collect_fpn_proposals"""),
-    ("Mixed precision, pipeline parallelism and recompute: planned as "
-     "program rewrites selected by fluid.DistributedStrategy, not as "
-     "optimizer wrappers of their own yet.", """
-     fluid.contrib fluid.contrib.mixed_precision.decorate
-     fluid.contrib.mixed_precision.AutoMixedPrecisionLists
+    ("Pipeline parallelism and recompute: planned as program rewrites "
+     "selected by fluid.DistributedStrategy, not as optimizer wrappers of "
+     "their own yet.", """
      fluid.optimizer.PipelineOptimizer fluid.optimizer.RecomputeOptimizer
      fluid.device_guard"""),
     ("Optimizers and parameter averaging not built yet (SGD, Momentum, "
