@@ -347,6 +347,63 @@ void TestGemm(cublasHandle_t h) {
   cudaFree(d);
 }
 
+// cublasGemmEx: 16-bit operands (their bits), float compute, C of their
+// type (rounded once, to nearest even) or float.
+void TestGemmEx(cublasHandle_t h) {
+  const float one = 1.0f, zero = 0.0f;
+  // bf16: 1 + 2^-7 and 2^-9 against ones: the sum 1 + 2^-7 + 2^-9 is below
+  // the half-way point, so bf16 C is 1 + 2^-7; float C keeps it all.
+  const std::vector<uint16_t> bf_a = {0x3f81, 0x3b00}, bf_b = {0x3f80, 0x3f80};
+  // fp16: 1, 2^-10 and 2^-12: fp16 C is 1 + 2^-10.
+  const std::vector<uint16_t> h_a = {0x3c00, 0x1400, 0x0c00},
+                              h_b = {0x3c00, 0x3c00, 0x3c00};
+  struct Case {
+    cudaDataType_t type;
+    const std::vector<uint16_t>* a;
+    const std::vector<uint16_t>* b;
+    uint16_t want16;
+    float want32;
+  };
+  const Case cases[] = {{CUDA_R_16BF, &bf_a, &bf_b, 0x3f81, 1.009765625f},
+                        {CUDA_R_16F, &h_a, &h_b, 0x3c01, 1.001220703125f}};
+  for (const Case& c : cases) {
+    const int k = static_cast<int>(c.a->size());
+    uint16_t* dA = ToDevice(*c.a);
+    uint16_t* dB = ToDevice(*c.b);
+    uint16_t* dC = DeviceAlloc<uint16_t>(2);
+    float* dF = DeviceAlloc<float>(2);
+    // Row k-vector times column k-vector: C [1, 1].
+    CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, k, &one, dA, c.type,
+                       1, dB, c.type, k, &zero, dC, c.type, 1,
+                       CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+    CHECK(ToHost(dC, 1)[0] == c.want16);
+    CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, k, &one, dA, c.type,
+                       1, dB, c.type, k, &zero, dF, CUDA_R_32F, 1,
+                       CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+    CHECK(ToHost(dF, 1)[0] == c.want32);
+    // Two batch entries sharing A and B (stride 0), C one apart; beta = 1
+    // adds to the float C.
+    CHECK(cublasGemmStridedBatchedEx(
+              h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, k, &one, dA, c.type, 1, 0, dB,
+              c.type, k, 0, &one, dF, CUDA_R_32F, 1, 1, 2, CUBLAS_COMPUTE_32F,
+              CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+    CHECK(ToHost(dF, 2)[0] == 2 * c.want32);
+    // Mixed 16-bit operand types are not emulated.
+    const cudaDataType_t other =
+        c.type == CUDA_R_16BF ? CUDA_R_16F : CUDA_R_16BF;
+    CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, k, &one, dA, c.type,
+                       1, dB, other, k, &zero, dC, c.type, 1,
+                       CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_NOT_SUPPORTED);
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    cudaFree(dF);
+  }
+}
+
 void TestNccl() {
   ncclUniqueId id;
   CHECK(ncclGetUniqueId(&id) == ncclSuccess);
@@ -380,6 +437,7 @@ int main() {
   CHECK(cublasSetStream(h, stream) == CUBLAS_STATUS_SUCCESS);
   TestGemm<float>(h);
   TestGemm<double>(h);
+  TestGemmEx(h);
   CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
   TestNccl();
   CHECK(cudaStreamDestroy(stream) == cudaSuccess);
