@@ -4,7 +4,9 @@
 // W_c), Bias [1, 3D] optional. Hidden keeps Input's rows and LoD;
 // BatchGate (the activations), BatchResetHiddenPrev (r * h_prev) and
 // BatchHidden, in batch order, are kept for the gradient. Every sequence
-// must hold at least one row.
+// must hold at least one row. With a bfloat16 or float16 Input, Weight, H0,
+// Hidden and BatchResetHiddenPrev are of its type and Bias, BatchGate and
+// BatchHidden float32 (ops/gru_op.h).
 #include "ops/gru_op.h"
 
 #include "ops/recurrent_cpu.h"
@@ -53,11 +55,15 @@ void GruInferShape(InferShapeContext* ctx) {
   }
   CheckRecurrentState(ctx, "H0", d, lod);
   const DataType dtype = ctx->GetInputDtype("Input");
+  const DataType compute =
+      RecurrentComputeDtype(ctx, {"Weight", "H0"}, {"Bias"});
   for (const char* slot :
        {"Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden"}) {
-    const int64_t cols = std::string(slot) == "BatchGate" ? 3 * d : d;
+    const std::string name = slot;
+    const int64_t cols = name == "BatchGate" ? 3 * d : d;
     ctx->SetOutputShape(slot, Shape{x[0], d < 0 ? -1 : cols});
-    ctx->SetOutputDtype(slot, dtype);
+    ctx->SetOutputDtype(
+        slot, name == "BatchGate" || name == "BatchHidden" ? compute : dtype);
   }
   ctx->ShareLoD("Input", "Hidden");
 }
@@ -103,13 +109,17 @@ REGISTER_OP(gru)
                  .OutGrads({"Hidden"})
                  .InGrads({"Input", "H0", "Weight", "Bias"}))
     .CPUKernel<float>(GruKernel<float>)
-    .CPUKernel<double>(GruKernel<double>);
+    .CPUKernel<double>(GruKernel<double>)
+    .CPUKernel<bfloat16>(GruKernel<bfloat16>)
+    .CPUKernel<float16>(GruKernel<float16>);
 
 REGISTER_GRAD_OP(gru_grad)
     .Doc("Backpropagation through time of gru, step by step in reverse.")
     .SetInferShape(GruGradInferShape)
     .CPUKernel<float>(GruGradKernel<float>)
-    .CPUKernel<double>(GruGradKernel<double>);
+    .CPUKernel<double>(GruGradKernel<double>)
+    .CPUKernel<bfloat16>(GruGradKernel<bfloat16>)
+    .CPUKernel<float16>(GruGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -11,9 +11,18 @@
 //   u = gate_act(g_u + h_prev W_u)   r = gate_act(g_r + h_prev W_r)
 //   c = act(g_c + (r * h_prev) W_c)
 //   h = (1 - u) * h_prev + u * c     (origin_mode: u * h_prev + (1 - u) * c)
+//
+// For 16-bit T (bfloat16, float16) the drivers compute in float32 (C =
+// ComputeType<T>): Input, Weight, H0, Hidden and BatchResetHiddenPrev (r *
+// h_prev, a GEMM operand) are T; Bias and the saved BatchGate and
+// BatchHidden (the state carried from step to step) are float32. The GEMMs
+// multiply T operands (h_prev and r * h_prev rounded to T, the gate
+// gradients rounded to T backward) with float32 sums; the weight's gradient
+// is one GEMM over all steps per block, rounded once.
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include "ops/recurrent_helpers.h"
 #include "src/framework/grad_op_maker.h"
@@ -37,13 +46,13 @@ struct GruCell {
   const T* state_weight() const { return weight + 2 * width * width; }
 };
 
-// u and r (in place in gate [rows, 3D]), and r * h_prev.
-template <typename T>
+// u and r (in place in gate [rows, 3D]), and r * h_prev (stored as R).
+template <typename T, typename R = T>
 struct GruGateStep {
   T* gate;
   const T* hw;      // [rows, 2D] h_prev W_ur, null when h_prev is zeros
   const T* h_prev;  // [rows, D], null: zeros
-  T* reset_h;       // [rows, D]
+  R* reset_h;       // [rows, D]
   int64_t width;
   GruActs acts;
   FLUID_HOSTDEVICE void operator()(int64_t e) const {
@@ -54,17 +63,18 @@ struct GruGateStep {
     const T r = Activate(acts.gate, g[w] + (p ? p[w] : T(0)));
     g[0] = u;
     g[w] = r;
-    reset_h[e] = h_prev != nullptr ? r * h_prev[e] : T(0);
+    reset_h[e] = Convert<R>(h_prev != nullptr ? r * h_prev[e] : T(0));
   }
 };
 
-// c (in place) and h.
-template <typename T>
+// c (in place) and h, also stored as H in hidden_t when that is not null.
+template <typename T, typename H = T>
 struct GruOutputStep {
   T* gate;
   const T* rw;  // [rows, D] (r * h_prev) W_c, null when h_prev is zeros
   const T* h_prev;
   T* hidden;
+  H* hidden_t;
   int64_t width;
   GruActs acts;
   bool origin_mode;
@@ -75,7 +85,9 @@ struct GruOutputStep {
     const T u = g[0];
     const T hp = h_prev != nullptr ? h_prev[e] : T(0);
     g[2 * w] = c;
-    hidden[e] = origin_mode ? u * hp + (T(1) - u) * c : (T(1) - u) * hp + u * c;
+    const T h = origin_mode ? u * hp + (T(1) - u) * c : (T(1) - u) * hp + u * c;
+    hidden[e] = h;
+    if (hidden_t != nullptr) hidden_t[e] = Convert<H>(h);
   }
 };
 
@@ -125,19 +137,19 @@ struct GruGradReset {
 };
 
 // Row i of the gate gradient [rows, 3D] from dur [rows, 2D] and dcand
-// [rows, D], written to row map[i] of dst (row i when map is null).
-template <typename T>
+// [rows, D], written to row map[i] of dst (row i when map is null) as T.
+template <typename T, typename S = T>
 struct GruGateGrad {
-  const T* dur;
-  const T* dcand;
+  const S* dur;
+  const S* dcand;
   const int64_t* map;
   T* dst;
   int64_t width;
   FLUID_HOSTDEVICE void operator()(int64_t e) const {
     const int64_t w3 = 3 * width, i = e / w3, m = e % w3;
-    const T v = m < 2 * width ? dur[i * 2 * width + m]
+    const S v = m < 2 * width ? dur[i * 2 * width + m]
                               : dcand[i * width + m - 2 * width];
-    dst[(map != nullptr ? map[i] : i) * w3 + m] = v;
+    dst[(map != nullptr ? map[i] : i) * w3 + m] = Convert<T>(v);
   }
 };
 
@@ -157,43 +169,70 @@ struct GruBiasGrad {
   }
 };
 
-// One step over `rows` rows: gate (the gate input in, activations out),
-// reset_h and hidden written; tmp holds rows * 2D.
+// One step over `rows` rows, computed in C: gate (the gate input in,
+// activations out), reset_h (T, the second GEMM's operand) and hidden
+// written, hidden also as T in hidden_t when that is not null; h_prev_t is
+// h_prev as T, the first GEMM's operand; tmp holds rows * 2D.
+template <typename T, typename C, typename Device>
+void GruStepForward(const Device& dev, const GruCell<T>& cell, int64_t rows,
+                    C* gate, const C* h_prev, const T* h_prev_t, T* reset_h,
+                    C* hidden, T* hidden_t, C* tmp) {
+  const int64_t w = cell.width;
+  if (h_prev)
+    dev.Gemm(false, false, rows, 2 * w, w, C(1), h_prev_t, cell.gate_weight(),
+             C(0), tmp);
+  dev.ForEach(rows * w, GruGateStep<C, T>{gate, h_prev ? tmp : nullptr, h_prev,
+                                          reset_h, w, cell.acts});
+  if (h_prev)
+    dev.Gemm(false, false, rows, w, w, C(1), reset_h, cell.state_weight(), C(0),
+             tmp);
+  dev.ForEach(rows * w,
+              GruOutputStep<C, T>{gate, h_prev ? tmp : nullptr, h_prev, hidden,
+                                  hidden_t, w, cell.acts, cell.origin_mode});
+}
+
+// The step all in T (gru_unit).
 template <typename T, typename Device>
 void GruStepForward(const Device& dev, const GruCell<T>& cell, int64_t rows,
                     T* gate, const T* h_prev, T* reset_h, T* hidden, T* tmp) {
-  const int64_t w = cell.width;
-  if (h_prev)
-    dev.Gemm(false, false, rows, 2 * w, w, T(1), h_prev, cell.gate_weight(),
-             T(0), tmp);
-  dev.ForEach(rows * w, GruGateStep<T>{gate, h_prev ? tmp : nullptr, h_prev,
-                                       reset_h, w, cell.acts});
-  if (h_prev)
-    dev.Gemm(false, false, rows, w, w, T(1), reset_h, cell.state_weight(), T(0),
-             tmp);
-  dev.ForEach(rows * w,
-              GruOutputStep<T>{gate, h_prev ? tmp : nullptr, h_prev, hidden, w,
-                               cell.acts, cell.origin_mode});
+  GruStepForward<T, T>(dev, cell, rows, gate, h_prev, h_prev, reset_h, hidden,
+                       static_cast<T*>(nullptr), tmp);
 }
 
-// Its gradient from dh: dur, dcand written, dh_prev added to (may be null
-// when h_prev is), W_ur's gradient added to dw_gate when given; tmp holds
-// rows * D. W_c's gradient is reset_h^T dcand, left to the caller (one GEMM
-// over every step).
+// Its gradient from dh, in C: dur, dcand written (and as T in dur_t,
+// dcand_t, the GEMMs' operands; the same buffers when T is C), dh_prev
+// added to; tmp holds rows * D. The weight's gradient is left to the
+// caller.
+template <typename T, typename C, typename Device>
+void GruStepBackward(const Device& dev, const GruCell<T>& cell, int64_t rows,
+                     const C* gate, const C* h_prev, const C* dh, C* dur,
+                     C* dcand, T* dur_t, T* dcand_t, C* dh_prev, C* tmp) {
+  const int64_t w = cell.width;
+  dev.ForEach(rows * w, GruGradOutput<C>{gate, h_prev, dh, dur, dcand, dh_prev,
+                                         w, cell.acts, cell.origin_mode});
+  if constexpr (!std::is_same<T, C>::value)
+    dev.ForEach(rows * w, ConvertValues<T, C>{dcand, dcand_t});
+  dev.Gemm(false, true, rows, w, w, C(1), dcand_t, cell.state_weight(), C(0),
+           tmp);
+  dev.ForEach(rows * w,
+              GruGradReset<C>{gate, h_prev, tmp, dur, dh_prev, w, cell.acts});
+  if constexpr (!std::is_same<T, C>::value)
+    dev.ForEach(rows * 2 * w, ConvertValues<T, C>{dur, dur_t});
+  if (dh_prev)
+    dev.Gemm(false, true, rows, w, 2 * w, C(1), dur_t, cell.gate_weight(), C(1),
+             dh_prev);
+}
+
+// The step's gradient all in T (gru_unit), W_ur's gradient added to
+// dw_gate when given. W_c's gradient is reset_h^T dcand, left to the
+// caller.
 template <typename T, typename Device>
 void GruStepBackward(const Device& dev, const GruCell<T>& cell, int64_t rows,
                      const T* gate, const T* h_prev, const T* dh, T* dur,
                      T* dcand, T* dh_prev, T* dw_gate, T* tmp) {
   const int64_t w = cell.width;
-  dev.ForEach(rows * w, GruGradOutput<T>{gate, h_prev, dh, dur, dcand, dh_prev,
-                                         w, cell.acts, cell.origin_mode});
-  dev.Gemm(false, true, rows, w, w, T(1), dcand, cell.state_weight(), T(0),
-           tmp);
-  dev.ForEach(rows * w,
-              GruGradReset<T>{gate, h_prev, tmp, dur, dh_prev, w, cell.acts});
-  if (dh_prev)
-    dev.Gemm(false, true, rows, w, 2 * w, T(1), dur, cell.gate_weight(), T(1),
-             dh_prev);
+  GruStepBackward<T, T>(dev, cell, rows, gate, h_prev, dh, dur, dcand, dur,
+                        dcand, dh_prev, tmp);
   if (dw_gate && h_prev)
     dev.Gemm(true, false, w, 2 * w, rows, T(1), h_prev, dur, T(1), dw_gate);
 }
@@ -215,78 +254,175 @@ struct GruArgs {
 };
 GruArgs ReadGruArgs(const ExecutionContext& ctx);
 
+// The forward driver's scratch: the GEMMs' output (C), the batch hidden as
+// T (the GEMMs' operand; BatchHidden itself when T is C) and H0 sorted, as
+// T and as C (one buffer when T is C).
+template <typename T>
+struct GruForwardBuffers {
+  ComputeType<T>* tmp;
+  T* hb_t;
+  T* h0_t;
+  ComputeType<T>* h0;
+};
+
+template <typename T>
+GruForwardBuffers<T> CarveGruForward(ScratchCarver* s, const GruArgs& a,
+                                     ComputeType<T>* batch_hidden) {
+  using C = ComputeType<T>;
+  const int64_t w = a.width, n = a.layout->count;
+  GruForwardBuffers<T> b;
+  b.tmp = s->Take<C>(2 * n * w);
+  b.h0_t = a.h0 ? s->Take<T>(n * w) : nullptr;
+  if constexpr (std::is_same<T, C>::value) {
+    b.hb_t = batch_hidden;
+    b.h0 = b.h0_t;
+  } else {
+    b.hb_t = s->Take<T>(a.layout->total * w);
+    b.h0 = a.h0 ? s->Take<C>(n * w) : nullptr;
+  }
+  return b;
+}
+
 template <typename T, typename Device>
 void GruForward(const Device& dev) {
+  using C = ComputeType<T>;
   const GruArgs a = ReadGruArgs(dev.ctx());
   const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count;
   T* hidden = dev.template Out<T>("Hidden");
-  T* gate = dev.template Out<T>("BatchGate");
+  C* gate = dev.template Out<C>("BatchGate");
   T* reset_h = dev.template Out<T>("BatchResetHiddenPrev");
-  T* bh = dev.template Out<T>("BatchHidden");
+  C* bh = dev.template Out<C>("BatchHidden");
   if (l.total == 0) return;
-  const RecurrentScratch<T> s = dev.template Reserve<T>(l, 3 * n * w);
-  T* tmp = s.data;
-  T* h0 = a.h0 ? s.data + 2 * n * w : nullptr;
+  ScratchCarver sizing;
+  CarveGruForward<T>(&sizing, a, bh);
+  const RecurrentScratch<float> s =
+      dev.template Reserve<float>(l, sizing.floats());
+  ScratchCarver carver(s.data);
+  const GruForwardBuffers<T> b = CarveGruForward<T>(&carver, a, bh);
   dev.ForEach(l.total * 3 * w,
-              GatherRows<T>{a.x->data<T>(), gate, s.index.rows,
-                            a.bias ? a.bias->data<T>() : nullptr, 3 * w});
-  if (h0)
-    dev.ForEach(n * w,
-                GatherRows<T>{a.h0->data<T>(), h0, s.index.order, nullptr, w});
-  const GruCell<T> cell = a.Cell<T>();
-  for (int64_t t = 0; t < l.steps; ++t) {
-    const int64_t at = l.Offset(t);
-    GruStepForward(dev, cell, l.Rows(t), gate + at * 3 * w,
-                   t > 0 ? bh + l.Offset(t - 1) * w : h0, reset_h + at * w,
-                   bh + at * w, tmp);
+              GatherRows<C, T>{a.x->data<T>(), gate, s.index.rows,
+                               a.bias ? a.bias->data<C>() : nullptr, 3 * w});
+  if (a.h0) {
+    dev.ForEach(n * w, GatherRows<T>{a.h0->data<T>(), b.h0_t, s.index.order,
+                                     nullptr, w});
+    if constexpr (!std::is_same<T, C>::value)
+      dev.ForEach(n * w, ConvertValues<C, T>{b.h0_t, b.h0});
   }
-  dev.ForEach(l.total * w, ScatterRows<T>{bh, hidden, s.index.rows, w});
+  const GruCell<T> cell = a.Cell<T>();
+  dev.SetWeight(cell.weight, 3 * w * w);
+  constexpr bool kSame = std::is_same<T, C>::value;
+  for (int64_t t = 0; t < l.steps; ++t) {
+    const int64_t at = l.Offset(t), prev = t > 0 ? l.Offset(t - 1) : 0;
+    GruStepForward<T, C>(dev, cell, l.Rows(t), gate + at * 3 * w,
+                         t > 0 ? bh + prev * w : b.h0,
+                         t > 0 ? b.hb_t + prev * w : b.h0_t, reset_h + at * w,
+                         bh + at * w, kSame ? nullptr : b.hb_t + at * w, b.tmp);
+  }
+  dev.ForEach(l.total * w, ScatterRows<T, C>{bh, hidden, s.index.rows, w});
+}
+
+// The backward driver's scratch: the gradients of hidden, of the gates
+// (dur [total, 2D], dcand [total, D]) in C and in T (the GEMMs' operands;
+// the same buffers when T is C), the GEMMs' output, H0 sorted in C and in
+// T, its gradient, and every row's previous hidden in T (the weight
+// gradient's operand; null without Weight@GRAD).
+template <typename T>
+struct GruGradBuffers {
+  ComputeType<T>*dh, *dur, *dcand, *tmp, *h0, *dh0;
+  T *dur_t, *dcand_t, *h0_t, *hprev;
+};
+
+template <typename T>
+GruGradBuffers<T> CarveGruGrad(ScratchCarver* s, const GruArgs& a,
+                               bool weight_grad) {
+  using C = ComputeType<T>;
+  const int64_t w = a.width, n = a.layout->count, total = a.layout->total;
+  GruGradBuffers<T> b;
+  b.dh = s->Take<C>(total * w);
+  b.dur = s->Take<C>(total * 2 * w);
+  b.dcand = s->Take<C>(total * w);
+  b.tmp = s->Take<C>(n * w);
+  b.h0_t = a.h0 ? s->Take<T>(n * w) : nullptr;
+  b.dh0 = s->Take<C>(n * w);
+  b.hprev = weight_grad ? s->Take<T>(total * w) : nullptr;
+  if constexpr (std::is_same<T, C>::value) {
+    b.dur_t = b.dur;
+    b.dcand_t = b.dcand;
+    b.h0 = b.h0_t;
+  } else {
+    b.dur_t = s->Take<T>(total * 2 * w);
+    b.dcand_t = s->Take<T>(total * w);
+    b.h0 = a.h0 ? s->Take<C>(n * w) : nullptr;
+  }
+  return b;
+}
+
+// Writes the op's gradients from the batch-ordered ones.
+template <typename T, typename Device>
+void GruGradScatter(const Device& dev, const GruArgs& a,
+                    const GruGradBuffers<T>& b, const BatchIndex& ix) {
+  using C = ComputeType<T>;
+  const int64_t w = a.width, n = a.layout->count, total = a.layout->total;
+  if (T* dx = dev.template Out<T>(GradSlot("Input")))
+    dev.ForEach(total * 3 * w,
+                GruGateGrad<T, C>{b.dur, b.dcand, ix.rows, dx, w});
+  if (C* dbias = a.bias ? dev.template Out<C>(GradSlot("Bias")) : nullptr)
+    dev.ForEach(3 * w, GruBiasGrad<C>{b.dur, b.dcand, dbias, total, w});
+  if (T* dh0 = a.h0 ? dev.template Out<T>(GradSlot("H0")) : nullptr)
+    dev.ForEach(n * w, ScatterRows<T, C>{b.dh0, dh0, ix.order, w});
 }
 
 template <typename T, typename Device>
 void GruBackward(const Device& dev) {
+  using C = ComputeType<T>;
   const ExecutionContext& ctx = dev.ctx();
   const GruArgs a = ReadGruArgs(ctx);
   const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count, total = l.total;
-  T* dx = dev.template Out<T>(GradSlot("Input"));
   T* dw = dev.template Out<T>(GradSlot("Weight"));
-  T* dbias = a.bias ? dev.template Out<T>(GradSlot("Bias")) : nullptr;
-  T* dh0 = a.h0 ? dev.template Out<T>(GradSlot("H0")) : nullptr;
-  if (dw) dev.Zero(dw, 3 * w * w);
   if (total == 0) {
-    if (dbias) dev.Zero(dbias, 3 * w);
+    if (dw) dev.Zero(dw, 3 * w * w);
+    if (C* dbias = a.bias ? dev.template Out<C>(GradSlot("Bias")) : nullptr)
+      dev.Zero(dbias, 3 * w);
     return;
   }
-  const RecurrentScratch<T> s =
-      dev.template Reserve<T>(l, (4 * total + 3 * n) * w);
-  T *dh = s.data, *dur = dh + total * w, *dcand = dur + 2 * total * w;
-  T *tmp = dcand + total * w, *h0 = tmp + n * w, *dh0s = h0 + n * w;
-  dev.ForEach(total * w, GatherRows<T>{ctx.Input(GradSlot("Hidden")).data<T>(),
-                                       dh, s.index.rows, nullptr, w});
-  if (a.h0)
-    dev.ForEach(n * w,
-                GatherRows<T>{a.h0->data<T>(), h0, s.index.order, nullptr, w});
-  dev.Zero(dh0s, n * w);
-  const T* gate = ctx.Input("BatchGate").data<T>();
-  const T* bh = ctx.Input("BatchHidden").data<T>();
+  ScratchCarver sizing;
+  CarveGruGrad<T>(&sizing, a, dw != nullptr);
+  const RecurrentScratch<float> s =
+      dev.template Reserve<float>(l, sizing.floats());
+  ScratchCarver carver(s.data);
+  const GruGradBuffers<T> b = CarveGruGrad<T>(&carver, a, dw != nullptr);
+  dev.ForEach(total * w,
+              GatherRows<C, T>{ctx.Input(GradSlot("Hidden")).data<T>(), b.dh,
+                               s.index.rows, nullptr, w});
+  if (a.h0) {
+    dev.ForEach(n * w, GatherRows<T>{a.h0->data<T>(), b.h0_t, s.index.order,
+                                     nullptr, w});
+    if constexpr (!std::is_same<T, C>::value)
+      dev.ForEach(n * w, ConvertValues<C, T>{b.h0_t, b.h0});
+  }
+  dev.Zero(b.dh0, n * w);
+  const C* gate = ctx.Input("BatchGate").data<C>();
+  const C* bh = ctx.Input("BatchHidden").data<C>();
   const GruCell<T> cell = a.Cell<T>();
+  dev.SetWeight(cell.weight, 3 * w * w);
   for (int64_t t = l.steps - 1; t >= 0; --t) {
     const int64_t at = l.Offset(t), prev = t > 0 ? l.Offset(t - 1) : 0;
-    GruStepBackward(dev, cell, l.Rows(t), gate + at * 3 * w,
-                    t > 0 ? bh + prev * w : (a.h0 ? h0 : nullptr), dh + at * w,
-                    dur + at * 2 * w, dcand + at * w,
-                    t > 0 ? dh + prev * w : dh0s, dw, tmp);
+    GruStepBackward<T, C>(dev, cell, l.Rows(t), gate + at * 3 * w,
+                          t > 0 ? bh + prev * w : b.h0, b.dh + at * w,
+                          b.dur + at * 2 * w, b.dcand + at * w,
+                          b.dur_t + at * 2 * w, b.dcand_t + at * w,
+                          t > 0 ? b.dh + prev * w : b.dh0, b.tmp);
   }
-  if (dw)
-    dev.Gemm(true, false, w, w, total, T(1),
-             ctx.Input("BatchResetHiddenPrev").data<T>(), dcand, T(0),
+  if (dw) {
+    dev.ForEach(total * w, PreviousRows<T, C>{bh, b.h0_t, b.hprev, s.index, w});
+    dev.Gemm(true, false, w, 2 * w, total, C(1), b.hprev, b.dur_t, C(0), dw);
+    dev.Gemm(true, false, w, w, total, C(1),
+             ctx.Input("BatchResetHiddenPrev").data<T>(), b.dcand_t, C(0),
              dw + 2 * w * w);
-  if (dx)
-    dev.ForEach(total * 3 * w, GruGateGrad<T>{dur, dcand, s.index.rows, dx, w});
-  if (dbias) dev.ForEach(3 * w, GruBiasGrad<T>{dur, dcand, dbias, total, w});
-  if (dh0) dev.ForEach(n * w, ScatterRows<T>{dh0s, dh0, s.index.order, w});
+  }
+  GruGradScatter<T>(dev, a, b, s.index);
 }
 
 }  // namespace ops

@@ -4,7 +4,9 @@
 // use_peepholes: then W_ic, W_fc, W_oc). Hidden and Cell keep Input's rows
 // and LoD; BatchGate (the gate activations) and BatchCellPreAct (the cell
 // state), both in batch order, are kept for the gradient. Every sequence
-// must hold at least one row.
+// must hold at least one row. With a bfloat16 or float16 Input, Weight, H0,
+// Hidden and Cell are of its type and Bias, C0, BatchGate and
+// BatchCellPreAct float32 (ops/lstm_op.h).
 #include "ops/lstm_op.h"
 
 #include "ops/recurrent_cpu.h"
@@ -64,10 +66,13 @@ void LstmInferShape(InferShapeContext* ctx) {
   CheckRecurrentState(ctx, "H0", d, lod);
   CheckRecurrentState(ctx, "C0", d, lod);
   const DataType dtype = ctx->GetInputDtype("Input");
+  const DataType compute =
+      RecurrentComputeDtype(ctx, {"Weight", "H0"}, {"Bias", "C0"});
   for (const char* slot : {"Hidden", "Cell", "BatchGate", "BatchCellPreAct"}) {
-    const int64_t cols = std::string(slot) == "BatchGate" ? 4 * d : d;
+    const std::string name = slot;
+    const int64_t cols = name == "BatchGate" ? 4 * d : d;
     ctx->SetOutputShape(slot, Shape{x[0], d < 0 ? -1 : cols});
-    ctx->SetOutputDtype(slot, dtype);
+    ctx->SetOutputDtype(slot, name.rfind("Batch", 0) == 0 ? compute : dtype);
   }
   ctx->ShareLoD("Input", "Hidden");
   ctx->ShareLoD("Input", "Cell");
@@ -115,13 +120,17 @@ REGISTER_OP(lstm)
                  .OutGrads({"Hidden", "Cell"})
                  .InGrads({"Input", "H0", "C0", "Weight", "Bias"}))
     .CPUKernel<float>(LstmKernel<float>)
-    .CPUKernel<double>(LstmKernel<double>);
+    .CPUKernel<double>(LstmKernel<double>)
+    .CPUKernel<bfloat16>(LstmKernel<bfloat16>)
+    .CPUKernel<float16>(LstmKernel<float16>);
 
 REGISTER_GRAD_OP(lstm_grad)
     .Doc("Backpropagation through time of lstm, step by step in reverse.")
     .SetInferShape(LstmGradInferShape)
     .CPUKernel<float>(LstmGradKernel<float>)
-    .CPUKernel<double>(LstmGradKernel<double>);
+    .CPUKernel<double>(LstmGradKernel<double>)
+    .CPUKernel<bfloat16>(LstmGradKernel<bfloat16>)
+    .CPUKernel<float16>(LstmGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

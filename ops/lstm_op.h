@@ -12,9 +12,19 @@
 //   h = o * cell_act(c)
 // the peephole terms (W_ic, W_fc, W_oc: the bias's last 3D) only with
 // use_peepholes. A sequence starts from H0/C0's row (zeros when absent).
+//
+// For 16-bit T (bfloat16, float16) the drivers compute in float32 (C =
+// ComputeType<T>): Input, Weight, H0, Hidden and Cell are T; Bias, C0 and
+// the saved BatchGate and BatchCellPreAct are float32, as are the cell
+// state, the gates and every gradient summed across steps. Each step's GEMM
+// multiplies the hidden rows (T) by the weight (T), summed in float32 into
+// the float32 gates; backward, the gates' gradient is rounded to T as the
+// GEMMs' operand, and the weight's gradient is one GEMM over all steps,
+// rounded once.
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include "ops/recurrent_helpers.h"
 #include "src/framework/grad_op_maker.h"
@@ -41,14 +51,15 @@ struct LstmArgs {
 };
 LstmArgs ReadLstmArgs(const ExecutionContext& ctx);
 
-// One step's rows, element e = (row k, column j) of [rows, D].
-template <typename T>
+// One step's rows, element e = (row k, column j) of [rows, D], computed in
+// T; the hidden state stored as H.
+template <typename T, typename H = T>
 struct LstmStep {
   T* gate;          // [rows, 4D]: pre-activations in, activations out
   const T* c_prev;  // [rows, D], null: zeros
   const T* peep;    // [3D] W_ic, W_fc, W_oc, or null
   T* cell;          // [rows, D]
-  T* hidden;        // [rows, D]
+  H* hidden;        // [rows, D]
   int64_t width;
   LstmActs acts;
   FLUID_HOSTDEVICE void operator()(int64_t e) const {
@@ -67,7 +78,7 @@ struct LstmStep {
     g[2 * w] = f;
     g[3 * w] = o;
     cell[e] = c;
-    hidden[e] = o * Activate(acts.cell, c);
+    hidden[e] = Convert<H>(o * Activate(acts.cell, c));
   }
 };
 
@@ -142,142 +153,202 @@ struct LstmBiasGrad {
   }
 };
 
-// Scratch (floats) of the forward driver.
-inline int64_t LstmForwardScratch(const LstmArgs& a) {
-  return (a.layout->total + 2 * a.layout->count) * a.width;
+// The forward driver's scratch: the batch-ordered hidden state (the GEMMs'
+// operand, T) and H0 (T) and C0 (C) sorted, null when absent.
+template <typename T>
+struct LstmForwardBuffers {
+  T* hb;
+  T* h0;
+  ComputeType<T>* c0;
+};
+
+template <typename T>
+LstmForwardBuffers<T> CarveLstmForward(ScratchCarver* s, const LstmArgs& a) {
+  const int64_t w = a.width, n = a.layout->count;
+  LstmForwardBuffers<T> b;
+  b.hb = s->Take<T>(a.layout->total * w);
+  b.h0 = a.h0 ? s->Take<T>(n * w) : nullptr;
+  b.c0 = a.c0 ? s->Take<ComputeType<T>>(n * w) : nullptr;
+  return b;
 }
 
 template <typename T, typename Device>
 void LstmForward(const Device& dev) {
+  using C = ComputeType<T>;
   const LstmArgs a = ReadLstmArgs(dev.ctx());
   const BatchLayout& l = *a.layout;
   const int64_t w = a.width, n = l.count;
   T* hidden = dev.template Out<T>("Hidden");
   T* cell_out = dev.template Out<T>("Cell");
-  T* gate = dev.template Out<T>("BatchGate");
-  T* cell = dev.template Out<T>("BatchCellPreAct");
+  C* gate = dev.template Out<C>("BatchGate");
+  C* cell = dev.template Out<C>("BatchCellPreAct");
   if (l.total == 0) return;
-  const RecurrentScratch<T> s =
-      dev.template Reserve<T>(l, LstmForwardScratch(a));
-  T* hb = s.data;  // batch hidden, then H0 and C0 sorted
-  T* h0 = a.h0 ? hb + l.total * w : nullptr;
-  T* c0 = a.c0 ? hb + (l.total + n) * w : nullptr;
-  const T* bias = a.bias->data<T>();
-  dev.ForEach(l.total * 4 * w,
-              GatherRows<T>{a.x->data<T>(), gate, s.index.rows, bias, 4 * w});
-  if (h0)
-    dev.ForEach(n * w,
-                GatherRows<T>{a.h0->data<T>(), h0, s.index.order, nullptr, w});
-  if (c0)
-    dev.ForEach(n * w,
-                GatherRows<T>{a.c0->data<T>(), c0, s.index.order, nullptr, w});
+  ScratchCarver sizing;
+  CarveLstmForward<T>(&sizing, a);
+  const RecurrentScratch<float> s =
+      dev.template Reserve<float>(l, sizing.floats());
+  ScratchCarver carver(s.data);
+  const LstmForwardBuffers<T> b = CarveLstmForward<T>(&carver, a);
+  const C* bias = a.bias->data<C>();
+  dev.ForEach(l.total * 4 * w, GatherRows<C, T>{a.x->data<T>(), gate,
+                                                s.index.rows, bias, 4 * w});
+  if (b.h0)
+    dev.ForEach(
+        n * w, GatherRows<T>{a.h0->data<T>(), b.h0, s.index.order, nullptr, w});
+  if (b.c0)
+    dev.ForEach(
+        n * w, GatherRows<C>{a.c0->data<C>(), b.c0, s.index.order, nullptr, w});
   const T* weight = a.weight->data<T>();
+  dev.SetWeight(weight, w * 4 * w);
   for (int64_t t = 0; t < l.steps; ++t) {
     const int64_t at = l.Offset(t), rows = l.Rows(t);
-    const T* hp = t > 0 ? hb + l.Offset(t - 1) * w : h0;
-    const T* cp = t > 0 ? cell + l.Offset(t - 1) * w : c0;
+    const T* hp = t > 0 ? b.hb + l.Offset(t - 1) * w : b.h0;
+    const C* cp = t > 0 ? cell + l.Offset(t - 1) * w : b.c0;
     if (hp)
-      dev.Gemm(false, false, rows, 4 * w, w, T(1), hp, weight, T(1),
+      dev.Gemm(false, false, rows, 4 * w, w, C(1), hp, weight, C(1),
                gate + at * 4 * w);
-    dev.ForEach(rows * w, LstmStep<T>{gate + at * 4 * w, cp,
-                                      a.peepholes ? bias + 4 * w : nullptr,
-                                      cell + at * w, hb + at * w, w, a.acts});
+    dev.ForEach(rows * w,
+                LstmStep<C, T>{gate + at * 4 * w, cp,
+                               a.peepholes ? bias + 4 * w : nullptr,
+                               cell + at * w, b.hb + at * w, w, a.acts});
   }
-  dev.ForEach(l.total * w, ScatterRows<T>{hb, hidden, s.index.rows, w});
-  dev.ForEach(l.total * w, ScatterRows<T>{cell, cell_out, s.index.rows, w});
+  dev.ForEach(l.total * w, ScatterRows<T>{b.hb, hidden, s.index.rows, w});
+  dev.ForEach(l.total * w, ScatterRows<T, C>{cell, cell_out, s.index.rows, w});
 }
 
-// The backward driver's scratch: batch-ordered hidden, its gradient and the
-// cell's, the gates' gradient, and H0, C0 and their gradients sorted.
+// The backward driver's scratch: the batch-ordered hidden state and every
+// row's previous one (T, the weight gradient's operands; null without
+// Weight@GRAD), the gradients of hidden, cell and gates (C), the gates'
+// also in T as the GEMMs' operand (the same buffer when T is C), and H0, C0
+// and their gradients sorted.
 template <typename T>
 struct LstmGradBuffers {
-  T *hb, *dh, *dc, *dgate, *h0, *c0, *dh0, *dc0;
+  T *hb, *hprev, *dgate_t, *h0;
+  ComputeType<T>*dh, *dc, *dgate, *c0, *dh0, *dc0;
 };
 
-inline int64_t LstmGradScratch(const LstmArgs& a) {
-  return (7 * a.layout->total + 4 * a.layout->count) * a.width;
-}
-
-// Gathers what the steps read into batch order.
-template <typename T, typename Device>
-LstmGradBuffers<T> LstmGradGather(const Device& dev, const LstmArgs& a,
-                                  const RecurrentScratch<T>& s) {
-  const ExecutionContext& ctx = dev.ctx();
+template <typename T>
+LstmGradBuffers<T> CarveLstmGrad(ScratchCarver* s, const LstmArgs& a,
+                                 bool weight_grad) {
+  using C = ComputeType<T>;
   const int64_t w = a.width, total = a.layout->total, n = a.layout->count;
   LstmGradBuffers<T> b;
-  b.hb = s.data;
-  b.dh = b.hb + total * w;
-  b.dc = b.dh + total * w;
-  b.dgate = b.dc + total * w;
-  b.h0 = a.h0 ? b.dgate + total * 4 * w : nullptr;
-  b.c0 = a.c0 ? b.dgate + total * 4 * w + n * w : nullptr;
-  b.dh0 = b.dgate + total * 4 * w + 2 * n * w;
-  b.dc0 = b.dh0 + n * w;
-  // dst row i = src row map[i], for `rows` rows.
-  auto gather = [&](const Tensor& src, T* dst, const int64_t* map,
-                    int64_t rows) {
-    dev.ForEach(rows * w, GatherRows<T>{src.data<T>(), dst, map, nullptr, w});
-  };
-  gather(ctx.Input("Hidden"), b.hb, s.index.rows, total);
-  gather(ctx.Input(GradSlot("Hidden")), b.dh, s.index.rows, total);
+  b.hb = weight_grad ? s->Take<T>(total * w) : nullptr;
+  b.hprev = weight_grad ? s->Take<T>(total * w) : nullptr;
+  b.dh = s->Take<C>(total * w);
+  b.dc = s->Take<C>(total * w);
+  b.dgate = s->Take<C>(total * 4 * w);
+  if constexpr (std::is_same<T, C>::value) {
+    b.dgate_t = b.dgate;
+  } else {
+    b.dgate_t = s->Take<T>(total * 4 * w);
+  }
+  b.h0 = a.h0 ? s->Take<T>(n * w) : nullptr;
+  b.c0 = a.c0 ? s->Take<C>(n * w) : nullptr;
+  b.dh0 = s->Take<C>(n * w);
+  b.dc0 = s->Take<C>(n * w);
+  return b;
+}
+
+// Carves the scratch and gathers what the steps read into batch order.
+template <typename T, typename Device>
+LstmGradBuffers<T> LstmGradGather(const Device& dev, const LstmArgs& a,
+                                  const RecurrentScratch<float>& s,
+                                  bool weight_grad) {
+  using C = ComputeType<T>;
+  const ExecutionContext& ctx = dev.ctx();
+  const int64_t w = a.width, total = a.layout->total, n = a.layout->count;
+  ScratchCarver carver(s.data);
+  const LstmGradBuffers<T> b = CarveLstmGrad<T>(&carver, a, weight_grad);
+  const int64_t* rows = s.index.rows;
+  if (b.hb)
+    dev.ForEach(total * w, GatherRows<T>{ctx.Input("Hidden").data<T>(), b.hb,
+                                         rows, nullptr, w});
+  dev.ForEach(total * w,
+              GatherRows<C, T>{ctx.Input(GradSlot("Hidden")).data<T>(), b.dh,
+                               rows, nullptr, w});
   if (ctx.HasInput(GradSlot("Cell"))) {
-    gather(ctx.Input(GradSlot("Cell")), b.dc, s.index.rows, total);
+    dev.ForEach(total * w,
+                GatherRows<C, T>{ctx.Input(GradSlot("Cell")).data<T>(), b.dc,
+                                 rows, nullptr, w});
   } else {
     dev.Zero(b.dc, total * w);
   }
-  if (b.h0) gather(*a.h0, b.h0, s.index.order, n);
-  if (b.c0) gather(*a.c0, b.c0, s.index.order, n);
+  if (b.h0)
+    dev.ForEach(
+        n * w, GatherRows<T>{a.h0->data<T>(), b.h0, s.index.order, nullptr, w});
+  if (b.c0)
+    dev.ForEach(
+        n * w, GatherRows<C>{a.c0->data<C>(), b.c0, s.index.order, nullptr, w});
   dev.Zero(b.dc0, n * w);
   return b;
 }
 
+// Writes the op's gradients from the batch-ordered ones.
+template <typename T, typename Device>
+void LstmGradScatter(const Device& dev, const LstmArgs& a,
+                     const LstmGradBuffers<T>& b, const BatchIndex& ix) {
+  using C = ComputeType<T>;
+  const int64_t w = a.width, total = a.layout->total, n = a.layout->count;
+  if (T* dx = dev.template Out<T>(GradSlot("Input")))
+    dev.ForEach(total * 4 * w, ScatterRows<T, C>{b.dgate, dx, ix.rows, 4 * w});
+  if (T* dh0 = a.h0 ? dev.template Out<T>(GradSlot("H0")) : nullptr)
+    dev.ForEach(n * w, ScatterRows<T, C>{b.dh0, dh0, ix.order, w});
+  if (C* dc0 = a.c0 ? dev.template Out<C>(GradSlot("C0")) : nullptr)
+    dev.ForEach(n * w, ScatterRows<C>{b.dc0, dc0, ix.order, w});
+  const Tensor& cell = dev.ctx().Input("BatchCellPreAct");
+  if (C* dbias = dev.template Out<C>(GradSlot("Bias")))
+    dev.ForEach(a.bias->numel(),
+                LstmBiasGrad<C>{b.dgate, cell.data<C>(), b.c0, dbias, ix, w});
+}
+
 template <typename T, typename Device>
 void LstmBackward(const Device& dev) {
+  using C = ComputeType<T>;
   const LstmArgs a = ReadLstmArgs(dev.ctx());
   const BatchLayout& l = *a.layout;
   const int64_t w = a.width;
-  T* dx = dev.template Out<T>(GradSlot("Input"));
   T* dw = dev.template Out<T>(GradSlot("Weight"));
-  T* dbias = dev.template Out<T>(GradSlot("Bias"));
-  T* dh0 = a.h0 ? dev.template Out<T>(GradSlot("H0")) : nullptr;
-  T* dc0 = a.c0 ? dev.template Out<T>(GradSlot("C0")) : nullptr;
-  if (dw) dev.Zero(dw, w * 4 * w);
   if (l.total == 0) {
-    if (dbias) dev.Zero(dbias, a.bias->numel());
+    if (dw) dev.Zero(dw, w * 4 * w);
+    if (C* dbias = dev.template Out<C>(GradSlot("Bias")))
+      dev.Zero(dbias, a.bias->numel());
     return;
   }
-  const RecurrentScratch<T> s = dev.template Reserve<T>(l, LstmGradScratch(a));
-  const LstmGradBuffers<T> b = LstmGradGather<T>(dev, a, s);
-  const T* gate = dev.ctx().Input("BatchGate").template data<T>();
-  const T* cell = dev.ctx().Input("BatchCellPreAct").template data<T>();
+  ScratchCarver sizing;
+  CarveLstmGrad<T>(&sizing, a, dw != nullptr);
+  const RecurrentScratch<float> s =
+      dev.template Reserve<float>(l, sizing.floats());
+  const LstmGradBuffers<T> b = LstmGradGather<T>(dev, a, s, dw != nullptr);
+  const C* gate = dev.ctx().Input("BatchGate").template data<C>();
+  const C* cell = dev.ctx().Input("BatchCellPreAct").template data<C>();
   const T* weight = a.weight->data<T>();
-  const T* peep = a.peepholes ? a.bias->data<T>() + 4 * w : nullptr;
+  dev.SetWeight(weight, w * 4 * w);
+  const C* peep = a.peepholes ? a.bias->data<C>() + 4 * w : nullptr;
+  const bool dh0 = a.h0 && dev.ctx().Output(GradSlot("H0")) != nullptr;
   for (int64_t t = l.steps - 1; t >= 0; --t) {
     const int64_t at = l.Offset(t), rows = l.Rows(t);
     const int64_t prev = t > 0 ? l.Offset(t - 1) : 0;
-    const T* hp = t > 0 ? b.hb + prev * w : b.h0;
     dev.ForEach(
         rows * w,
-        LstmGradStep<T>{gate + at * 4 * w, cell + at * w,
+        LstmGradStep<C>{gate + at * 4 * w, cell + at * w,
                         t > 0 ? cell + prev * w : b.c0, peep, b.dh + at * w,
                         b.dc + at * w, b.dgate + at * 4 * w,
                         t > 0 ? b.dc + prev * w : b.dc0, w, a.acts});
-    T* dh_prev = t > 0 ? b.dh + prev * w : (dh0 ? b.dh0 : nullptr);
+    if constexpr (!std::is_same<T, C>::value)
+      dev.ForEach(rows * 4 * w, ConvertValues<T, C>{b.dgate + at * 4 * w,
+                                                    b.dgate_t + at * 4 * w});
+    C* dh_prev = t > 0 ? b.dh + prev * w : (dh0 ? b.dh0 : nullptr);
     if (dh_prev)
-      dev.Gemm(false, true, rows, w, 4 * w, T(1), b.dgate + at * 4 * w, weight,
-               T(t > 0 ? 1 : 0), dh_prev);
-    if (dw && hp)
-      dev.Gemm(true, false, w, 4 * w, rows, T(1), hp, b.dgate + at * 4 * w,
-               T(1), dw);
+      dev.Gemm(false, true, rows, w, 4 * w, C(1), b.dgate_t + at * 4 * w,
+               weight, C(t > 0 ? 1 : 0), dh_prev);
   }
-  const BatchIndex& ix = s.index;
-  if (dx)
-    dev.ForEach(l.total * 4 * w, ScatterRows<T>{b.dgate, dx, ix.rows, 4 * w});
-  if (dh0) dev.ForEach(l.count * w, ScatterRows<T>{b.dh0, dh0, ix.order, w});
-  if (dc0) dev.ForEach(l.count * w, ScatterRows<T>{b.dc0, dc0, ix.order, w});
-  if (dbias)
-    dev.ForEach(a.bias->numel(),
-                LstmBiasGrad<T>{b.dgate, cell, b.c0, dbias, ix, w});
+  if (dw) {
+    dev.ForEach(l.total * w, PreviousRows<T>{b.hb, b.h0, b.hprev, s.index, w});
+    dev.Gemm(true, false, w, 4 * w, l.total, C(1), b.hprev, b.dgate_t, C(0),
+             dw);
+  }
+  LstmGradScatter<T>(dev, a, b, s.index);
 }
 
 }  // namespace ops

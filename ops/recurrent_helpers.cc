@@ -32,6 +32,27 @@ void CheckRecurrentState(InferShapeContext* ctx, const std::string& slot,
       "] (one row per sequence of the input, offsets ", LoDToString(lod), ")");
 }
 
+DataType RecurrentComputeDtype(InferShapeContext* ctx,
+                               const std::vector<std::string>& same,
+                               const std::vector<std::string>& float32) {
+  const DataType x = ctx->GetInputDtype("Input");
+  const DataType compute = IsHalfDtype(x) ? DataType::kFloat32 : x;
+  auto check = [&](const std::string& slot, DataType want) {
+    if (!ctx->HasInput(slot)) return;
+    const DataType got = ctx->GetInputDtype(slot);
+    FLUID_ENFORCE(got == want, ctx->op_type(), ": ", slot, " ",
+                  Quote(ctx->InputName(slot)), " is ", DataTypeName(got),
+                  " but must be ", DataTypeName(want), " for Input ",
+                  Quote(ctx->InputName("Input")), " of ", DataTypeName(x),
+                  IsHalfDtype(x) ? " (16-bit kernels keep their state and "
+                                   "bias in float32)"
+                                 : "");
+  };
+  for (const std::string& slot : same) check(slot, x);
+  for (const std::string& slot : float32) check(slot, compute);
+  return compute;
+}
+
 const BatchLayout& ThreadBatchLayout(const ExecutionContext& ctx,
                                      const LoD& lod, bool reverse) {
   thread_local BatchLayout l;

@@ -5,7 +5,10 @@
 // Included only by ops/*.cu.
 #pragma once
 
+#include <type_traits>
+
 #include "ops/cuda/dense_helpers.cuh"
+#include "ops/cuda/half_gemm.cuh"
 #include "ops/recurrent_helpers.h"
 
 namespace fluid {
@@ -22,12 +25,24 @@ class CudaRecurrentDevice {
     cuda::ForEach(cuda::Dev(ctx_), n, f);
   }
 
-  template <typename T>
+  // As CpuRecurrentDevice::Gemm: 16-bit operands by cublasGemmEx, summed
+  // in float32 into a float C, or rounded once into a 16-bit C.
+  template <typename T, typename C>
   void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-            T alpha, const T* a, const T* b, T beta, T* c) const {
-    cuda::GemmAnyK(cuda::Dev(ctx_), trans_a, trans_b, m, n, k, alpha, a, b,
-                   beta, c);
+            ComputeType<C> alpha, const T* a, const T* b, ComputeType<C> beta,
+            C* c) const {
+    if constexpr (std::is_same<T, C>::value && !IsHalfType<T>::value) {
+      cuda::GemmAnyK(cuda::Dev(ctx_), trans_a, trans_b, m, n, k, alpha, a, b,
+                     beta, c);
+    } else {
+      cuda::HalfGemm<T, C>(cuda::Dev(ctx_), trans_a, trans_b, m, n, k, alpha, a,
+                           b, beta, c);
+    }
   }
+
+  // The CPU device's float32 copy of the weight has no use here.
+  template <typename T>
+  void SetWeight(const T*, int64_t) const {}
 
   template <typename T>
   T* Out(const std::string& slot) const {
