@@ -13,12 +13,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <type_traits>
 
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-
+#include "ops/half_cpu.h"
 #include "ops/op_helpers.h"
 #include "src/framework/float16.h"
 
@@ -61,46 +57,15 @@ inline float* HalfScratch(HalfSlot slot, int64_t count) {
 // are worth spreading over the pool.
 constexpr double kConvertCost = 4;
 
-// dst[i] = src[i] as float for i in [lo, hi). float16 goes eight at a time
-// through F16C where the build targets it (exact, as the scalar path).
-template <typename T>
-void WidenRange(const T* src, int64_t lo, int64_t hi, float* dst) {
-  int64_t i = lo;
-#if defined(__F16C__)
-  if constexpr (std::is_same<T, float16>::value) {
-    for (; i + 8 <= hi; i += 8)
-      _mm256_storeu_ps(dst + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(
-                           reinterpret_cast<const __m128i*>(src + i))));
-  }
-#endif
-  for (; i < hi; ++i) dst[i] = ToFloat(src[i]);
-}
-
-// dst[i] = src[i] rounded to T (to nearest, ties to even) for i in
-// [lo, hi); float16 through F16C as WidenRange (the same roundings; a NaN
-// stays a NaN, its payload aside).
-template <typename T>
-void NarrowRange(const float* src, int64_t lo, int64_t hi, T* dst) {
-  int64_t i = lo;
-#if defined(__F16C__)
-  if constexpr (std::is_same<T, float16>::value) {
-    for (; i + 8 <= hi; i += 8)
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i*>(dst + i),
-          _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-  }
-#endif
-  for (; i < hi; ++i) dst[i] = FromFloat<T>(src[i]);
-}
-
-// A float32 copy of src[0, count) in slot `slot`.
+// A float32 copy of src[0, count) in slot `slot` (ops/half_cpu.h's
+// conversions: float16 eight at a time with F16C).
 template <typename T>
 const float* FloatCopy(const CPUDeviceContext& dev, HalfSlot slot, const T* src,
                        int64_t count) {
   float* dst = HalfScratch(slot, count);
-  ParallelFor(dev, count, kConvertCost,
-              [&](int64_t lo, int64_t hi) { WidenRange(src, lo, hi, dst); });
+  ParallelFor(dev, count, kConvertCost, [&](int64_t lo, int64_t hi) {
+    ToFloats(src + lo, dst + lo, hi - lo);
+  });
   return dst;
 }
 
@@ -108,8 +73,9 @@ const float* FloatCopy(const CPUDeviceContext& dev, HalfSlot slot, const T* src,
 template <typename T>
 void RoundInto(const CPUDeviceContext& dev, const float* src, int64_t count,
                T* dst) {
-  ParallelFor(dev, count, kConvertCost,
-              [&](int64_t lo, int64_t hi) { NarrowRange(src, lo, hi, dst); });
+  ParallelFor(dev, count, kConvertCost, [&](int64_t lo, int64_t hi) {
+    FromFloats(src + lo, dst + lo, hi - lo);
+  });
 }
 
 }  // namespace ops
