@@ -12,6 +12,8 @@
 #include "src/framework/program_desc.h"
 #include "src/io/inference_model.h"
 #include "src/trainer/trainer.h"
+#include "transpiler/mixed_precision.h"
+#include "transpiler/strategy.h"
 
 namespace fluid {
 
@@ -36,9 +38,16 @@ int64_t Correct(const Tensor& scores, const Tensor& labels) {
   const T* s = scores.data<T>();
   const int64_t* l = labels.data<int64_t>();
   int64_t correct = 0;
+  auto less = [](T a, T b) {
+    if constexpr (IsHalfType<T>::value) {
+      return ToFloat(a) < ToFloat(b);
+    } else {
+      return a < b;
+    }
+  };
   for (int64_t i = 0; i < n; ++i) {
     const T* row = s + i * classes;
-    correct += (std::max_element(row, row + classes) - row) == l[i];
+    correct += (std::max_element(row, row + classes, less) - row) == l[i];
   }
   return correct;
 }
@@ -53,6 +62,10 @@ int64_t CountCorrect(const Tensor& scores, const Tensor& labels) {
       return Correct<float>(scores, labels);
     case DataType::kFloat64:
       return Correct<double>(scores, labels);
+    case DataType::kBFloat16:
+      return Correct<bfloat16>(scores, labels);
+    case DataType::kFloat16:
+      return Correct<float16>(scores, labels);
     default:
       FLUID_THROW(ErrorCode::kInvalidArgument, "the model's scores are ",
                   scores.dtype(), "; --predict needs float scores");
@@ -84,7 +97,13 @@ TrainerResult Predict(const TrainerOptions& o, std::ostream& out) {
                 " vars; the data set provides image and label");
 
   Executor exe(ParsePlace(o.place), o.threads);
-  auto prepared = exe.Prepare(model.program(), &scope);
+  // --amp: the model scores in 16 bits (its float32 weights cast per run).
+  const proto::ProgramDesc program =
+      o.strategy.amp()
+          ? MixedPrecisionForward(model.program(),
+                                  CanonicalStrategy(o.strategy).amp_configs())
+          : model.program();
+  auto prepared = exe.Prepare(program, &scope);
   Batcher batcher(test, 1000, 0, 0, 1, /*shuffle=*/false);
   batcher.StartEpoch(0);
   FeedList feeds;
