@@ -5,6 +5,7 @@
 // gradient.
 #include "ops/transpose_op.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,42 @@ void TransposeInferShape(InferShapeContext* ctx) {
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
 }
 
+// Out's elements [b, e) from X: the index of element b is divided out once,
+// then Out is walked in order, a run of its last dimension at a time (X read
+// at that dimension's stride), carrying into the dimensions above.
+template <typename T>
+void TransposeRange(const TransposeIndex& index, const T* xd, T* od, int64_t b,
+                    int64_t e) {
+  const int r = index.rank;
+  if (b >= e) return;  // also an empty X: no dimension to divide by
+  if (r == 0) {
+    for (int64_t i = b; i < e; ++i) od[i] = xd[0];
+    return;
+  }
+  int64_t at[Shape::kMaxRank];  // Out's multi-index of element i
+  int64_t rest = b;
+  for (int d = r - 1; d >= 0; --d) {
+    at[d] = rest % index.out_dims[d];
+    rest /= index.out_dims[d];
+  }
+  int64_t src = index.Source(b);
+  const int64_t inner = index.out_dims[r - 1];
+  const int64_t stride = index.x_strides[r - 1];
+  for (int64_t i = b; i < e;) {
+    const int64_t len = std::min(inner - at[r - 1], e - i);
+    const T* s = xd + src;
+    for (int64_t k = 0; k < len; ++k) od[i + k] = s[k * stride];
+    i += len;
+    src += len * stride;
+    at[r - 1] += len;
+    for (int d = r - 1; d > 0 && at[d] == index.out_dims[d]; --d) {
+      src += index.x_strides[d - 1] - at[d] * index.x_strides[d];
+      at[d] = 0;
+      ++at[d - 1];
+    }
+  }
+}
+
 template <typename T>
 void TransposeKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
@@ -49,10 +86,9 @@ void TransposeKernel(const ExecutionContext& ctx) {
   const TransposeIndex index = MakeTransposeIndex(ctx, x);
   const T* xd = x.data<T>();
   T* od = out->mutable_data<T>();
-  ParallelFor(ctx.device(), out->numel(), 4.0 * index.rank,
-              [&](int64_t b, int64_t e) {
-                for (int64_t i = b; i < e; ++i) od[i] = xd[index.Source(i)];
-              });
+  ParallelFor(
+      ctx.device(), out->numel(), 4.0 * index.rank,
+      [&](int64_t b, int64_t e) { TransposeRange(index, xd, od, b, e); });
 }
 
 // X@GRAD = Out@GRAD transposed back: inverse[axis[d]] = d.
