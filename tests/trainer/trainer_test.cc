@@ -136,6 +136,43 @@ TEST_F(TrainerTest, ResnetAndVggTrainFromTheCommandLine) {
   }
 }
 
+// --amp: the opening line says the type and what computes it; bf16 and fp16
+// train an epoch and report; --amp-lists moves ops between the lists and
+// names a bad line or op.
+TEST_F(TrainerTest, MixedPrecisionFromTheCommandLine) {
+  for (std::string amp : {"bf16", "fp16"}) {
+    Outcome run = RunCli("--model lenet --batch-size 32 --amp " + amp);
+    ASSERT_EQ(run.status, 0) << amp << ": " << run.err;
+    EXPECT_NE(run.out.find("mixed precision " + amp), std::string::npos)
+        << run.out;
+    EXPECT_NE(run.out.find("test accuracy"), std::string::npos) << run.out;
+  }
+  const std::string lists = dir_ + "/lists.txt";
+  std::ofstream(lists) << "# pools in float32\nblack: pool2d\nwhite: relu\n";
+  Outcome run = RunCli("--model lenet --amp bf16 --amp-lists '" + lists +
+                       "' --print-strategy");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("custom_black_list: \"pool2d\""), std::string::npos)
+      << run.out;
+  std::ofstream(lists) << "grey: relu\n";
+  Outcome grey = RunCli("--model lenet --amp bf16 --amp-lists '" + lists + "'");
+  EXPECT_EQ(grey.status, 2);  // read with the flags: a usage error
+  EXPECT_NE(grey.err.find("line 1: expected \"white: op ...\" or \"black: "
+                          "op ...\", got 'grey: relu'"),
+            std::string::npos)
+      << grey.err;
+  std::ofstream(lists) << "white: conv9d\n";
+  ExpectOneLineError(
+      RunCli("--model lenet --amp bf16 --amp-lists '" + lists + "'"),
+      "names op 'conv9d', which does not exist");
+  // A bad flag value is a usage error (status 2), as for every flag.
+  Outcome bad = RunCli("--model lenet --amp fp8");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--amp takes bf16, fp16 or none, got 'fp8'"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST_F(TrainerTest, TruncatedProgram) {
   std::string path = SaveMlp([](proto::TrainingJob*) {}, "t.pb");
   std::string bytes = ReadFile(path);
