@@ -26,6 +26,10 @@ Tensor Filled(DataType dtype, int64_t n, double base) {
     if (dtype == DataType::kFloat32) t.data<float>()[i] = float(base + i);
     if (dtype == DataType::kFloat64) t.data<double>()[i] = base + i;
     if (dtype == DataType::kInt64) t.data<int64_t>()[i] = int64_t(base + i);
+    if (dtype == DataType::kBFloat16)
+      t.data<bfloat16>()[i] = FromFloat<bfloat16>(float(base + i));
+    if (dtype == DataType::kFloat16)
+      t.data<float16>()[i] = FromFloat<float16>(float(base + i));
   }
   return t;
 }
@@ -46,6 +50,38 @@ TEST(Communicator, AllReduceSumAvgMax) {
         ASSERT_EQ(m.data<int64_t>()[i], 10 * (n - 1) + i);
       }
     });
+  }
+}
+
+// bfloat16 and float16 tensors are reduced in float32 and rounded once: the
+// sums of small integers are exact, the averages the nearest 16-bit values.
+TEST(Communicator, AllReduceOfSixteenBitTensors) {
+  for (DataType t : {DataType::kBFloat16, DataType::kFloat16}) {
+    for (int n : {1, 2, 3}) {
+      RunRanks(n, [n, t](int rank, Communicator* comm) {
+        Tensor s = Filled(t, 5, rank * 10);
+        comm->AllReduce(s, ReduceOp::kSum);
+        Tensor a = Filled(t, 5, rank * 10);
+        comm->AllReduce(a, ReduceOp::kAvg);
+        Tensor m = Filled(t, 5, rank * 10);
+        comm->AllReduce(m, ReduceOp::kMax);
+        const float sum_ranks = 10.0f * n * (n - 1) / 2;
+        auto at = [t](const Tensor& x, int i) {
+          return t == DataType::kBFloat16 ? ToFloat(x.data<bfloat16>()[i])
+                                          : ToFloat(x.data<float16>()[i]);
+        };
+        auto round = [t](float v) {
+          return t == DataType::kBFloat16 ? ToFloat(FromFloat<bfloat16>(v))
+                                          : ToFloat(FromFloat<float16>(v));
+        };
+        for (int i = 0; i < 5; ++i) {
+          ASSERT_EQ(at(s, i), sum_ranks + n * i) << DataTypeName(t);
+          ASSERT_EQ(at(a, i), round(round(sum_ranks + n * i) / n))
+              << DataTypeName(t);
+          ASSERT_EQ(at(m, i), 10.0f * (n - 1) + i) << DataTypeName(t);
+        }
+      });
+    }
   }
 }
 

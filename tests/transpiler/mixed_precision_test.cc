@@ -338,7 +338,7 @@ std::vector<double> TrainLosses(const proto::TrainingJob& job,
 
 // 20 steps in bf16 from the float32 job's weights: every loss within 1e-2
 // relative of float32's (bf16 keeps 8 significant bits, so each matrix
-// product is off by ~2^-9 relative; over 20 steps of updates computed in
+// product is off by up to 2^-8 relative; over 20 steps of updates computed in
 // float32 from those, the loss stays within a percent). The image models
 // take Momentum(0.01, 0.9) here: at their tuned rates (0.05-0.1) resnet's
 // trajectory on this half-noise task is chaotic, and a run whose only
