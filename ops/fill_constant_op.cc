@@ -45,7 +45,9 @@ REGISTER_OP(fill_constant)
     .CPUKernel<float>(FillConstantKernel<float>)
     .CPUKernel<double>(FillConstantKernel<double>)
     .CPUKernel<int32_t>(FillConstantKernel<int32_t>)
-    .CPUKernel<int64_t>(FillConstantKernel<int64_t>);
+    .CPUKernel<int64_t>(FillConstantKernel<int64_t>)
+    .CPUKernel<float16>(FillConstantKernel<float16>)
+    .CPUKernel<bfloat16>(FillConstantKernel<bfloat16>);
 
 REGISTER_OP(fill_zeros_like)
     .Doc("Fills Out with zeros, shaped like X.")
@@ -53,7 +55,9 @@ REGISTER_OP(fill_zeros_like)
     .Output("Out")
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .CPUKernel<float>(FillZerosLikeKernel<float>)
-    .CPUKernel<double>(FillZerosLikeKernel<double>);
+    .CPUKernel<double>(FillZerosLikeKernel<double>)
+    .CPUKernel<float16>(FillZerosLikeKernel<float16>)
+    .CPUKernel<bfloat16>(FillZerosLikeKernel<bfloat16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -34,7 +34,12 @@ void FillZerosLikeKernel(const ExecutionContext& ctx) {
 REGISTER_FLOAT_KERNELS(fill_constant, kCUDA, FillConstantKernel);
 REGISTER_KERNEL(fill_constant, kCUDA, int32_t, FillConstantKernel<int32_t>);
 REGISTER_KERNEL(fill_constant, kCUDA, int64_t, FillConstantKernel<int64_t>);
+REGISTER_KERNEL(fill_constant, kCUDA, float16, FillConstantKernel<float16>);
+REGISTER_KERNEL(fill_constant, kCUDA, bfloat16, FillConstantKernel<bfloat16>);
 REGISTER_FLOAT_KERNELS(fill_zeros_like, kCUDA, FillZerosLikeKernel);
+REGISTER_KERNEL(fill_zeros_like, kCUDA, float16, FillZerosLikeKernel<float16>);
+REGISTER_KERNEL(fill_zeros_like, kCUDA, bfloat16,
+                FillZerosLikeKernel<bfloat16>);
 
 }  // namespace ops
 }  // namespace fluid

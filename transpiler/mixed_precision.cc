@@ -22,7 +22,7 @@ namespace {
 // it saves, and its sparse gradient stays a float32 one).
 AmpLists DefaultAmpLists() {
   AmpLists l;
-  l.white = {"conv2d", "mul", "matmul"};
+  l.white = {"conv2d", "mul", "matmul", "lstm", "gru"};
   l.black = {"softmax",
              "softmax_with_cross_entropy",
              "cross_entropy",
@@ -81,6 +81,10 @@ const std::set<std::string>& Float32Slots(const std::string& type) {
        {"Scale", "Bias", "Mean", "Variance", "MeanOut", "VarianceOut",
         "SavedMean", "SavedVariance"}},
       {"layer_norm", {"Scale", "Bias", "Mean", "Variance"}},
+      // The recurrences keep their bias, initial cell and gate buffers in
+      // float32; only the inputs, weights and states they emit are 16-bit.
+      {"lstm", {"Bias", "C0", "BatchGate", "BatchCellPreAct"}},
+      {"gru", {"Bias", "BatchGate", "BatchHidden"}},
   };
   static const std::set<std::string> kNone;
   auto it = kSlots.find(type);

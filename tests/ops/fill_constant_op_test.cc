@@ -45,6 +45,16 @@ TEST(FillConstantOp, FillsEveryDtype) {
   ExpectFilled<int64_t>(
       RunOp(FillConstant({2, 3}, -3.0f, DataType::kInt64), {})["out"], s,
       int64_t{-3});
+  // The 16-bit floats hold the value rounded (1.5 and -0.25 are exact).
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
+    Tensor out = RunOp(FillConstant({2, 3}, -0.25f, t), {})["out"];
+    ASSERT_EQ(out.dtype(), t);
+    ASSERT_EQ(out.shape(), s);
+    for (int64_t i = 0; i < out.numel(); ++i)
+      EXPECT_EQ(t == DataType::kFloat16 ? ToFloat(out.data<float16>()[i])
+                                        : ToFloat(out.data<bfloat16>()[i]),
+                -0.25f);
+  }
 }
 
 TEST(FillConstantOp, ScalarsAndEmptyShapes) {
@@ -72,6 +82,17 @@ TEST(FillZerosLikeOp, ZerosShapedLikeX) {
       RunOp(MakeOp("fill_zeros_like", {{"X", {"x"}}}, {{"Out", {"out"}}}),
             {{"x", x}})["out"];
   ExpectFilled<double>(out, Shape{3, 1, 2}, 0.0);
+  // 16-bit zeros are all-zero bits.
+  Tensor h =
+      RunOp(MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"h"}}},
+                   {{"in_dtype", int32_t{1}}, {"out_dtype", int32_t{5}}}),
+            {{"x", x}})["h"];
+  Tensor zeros =
+      RunOp(MakeOp("fill_zeros_like", {{"X", {"h"}}}, {{"Out", {"out"}}}),
+            {{"h", h}})["out"];
+  ASSERT_EQ(zeros.dtype(), DataType::kBFloat16);
+  for (int64_t i = 0; i < zeros.numel(); ++i)
+    EXPECT_EQ(zeros.data<bfloat16>()[i].x, 0);
 }
 
 }  // namespace
