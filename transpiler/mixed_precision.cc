@@ -126,15 +126,17 @@ bool IsMovable(const proto::VarDesc* v, DataType low) {
   return t == DataType::kFloat32 || t == low;
 }
 
-// Whether the op writes a persistable var outside its float32 slots
-// (which must keep its type).
+// Whether the op writes a persistable float var outside its float32 slots
+// (which must keep its type; an integer counter, like dropout's step, does
+// not change type).
 bool WritesPersistable(const proto::BlockDesc& block, const proto::OpDesc& op) {
   const std::set<std::string>& f32 = Float32Slots(op.type());
   for (const auto& slot : op.outputs()) {
     if (f32.count(slot.parameter())) continue;
     for (const auto& name : slot.arguments()) {
       const proto::VarDesc* v = FindVarDesc(block, name);
-      if (v != nullptr && v->persistable()) return true;
+      if (v != nullptr && v->persistable() && IsFloatDtype(VarDtype(*v)))
+        return true;
     }
   }
   return false;
