@@ -55,7 +55,6 @@ AmpLists MakeAmpLists(const proto::AmpConfig& config);
 // The 16-bit type config.dtype names.
 DataType AmpDtype(const proto::AmpConfig& config);
 
-
 // The job rewritten to mixed precision: main's forward pass (and the test
 // program's, when the job has one) by the lists, main's backward pass
 // regenerated, the loss scaling added for fp16, and main stamped with the
