@@ -43,20 +43,6 @@ void MulInferShape(InferShapeContext* ctx) {
   if (xn == 1) ctx->ShareLoD("X", "Out");
 }
 
-template <typename T>
-void MulKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  Tensor* out = ctx.Output("Out");
-  int xn = ctx.Attr<int32_t>("x_num_col_dims");
-  int yn = ctx.Attr<int32_t>("y_num_col_dims");
-  int64_t m = x.shape().Product(0, xn);
-  int64_t k = x.shape().Product(xn, x.shape().rank());
-  int64_t n = y.shape().Product(yn, y.shape().rank());
-  math::Gemm<T>(ctx.device(), false, false, m, n, k, T(1), x.data<T>(),
-                y.data<T>(), T(0), out->mutable_data<T>());
-}
-
 void MulGradInferShape(InferShapeContext* ctx) {
   const Shape x = ctx->GetInputShape("X");
   const Shape y = ctx->GetInputShape("Y");
@@ -79,28 +65,6 @@ void MulGradInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("Y", GradSlot("Y"));
 }
 
-template <typename T>
-void MulGradKernel(const ExecutionContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& y = ctx.Input("Y");
-  const Tensor& dout = ctx.Input(GradSlot("Out"));
-  int xn = ctx.Attr<int32_t>("x_num_col_dims");
-  int yn = ctx.Attr<int32_t>("y_num_col_dims");
-  int64_t m = x.shape().Product(0, xn);
-  int64_t k = x.shape().Product(xn, x.shape().rank());
-  int64_t n = y.shape().Product(yn, y.shape().rank());
-  if (Tensor* dx = ctx.Output(GradSlot("X"))) {
-    // dX[m,k] = dOut[m,n] * Y[k,n]^T
-    math::Gemm<T>(ctx.device(), false, true, m, k, n, T(1), dout.data<T>(),
-                  y.data<T>(), T(0), dx->mutable_data<T>());
-  }
-  if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
-    // dY[k,n] = X[m,k]^T * dOut[m,n]
-    math::Gemm<T>(ctx.device(), true, false, k, n, m, T(1), x.data<T>(),
-                  dout.data<T>(), T(0), dy->mutable_data<T>());
-  }
-}
-
 // C [m, n] = op(A) op(B) for 16-bit T: on oneDNN, or else in float32 (the
 // operands converted, math::Gemm<float> as the float32 kernel runs it, C
 // rounded once).
@@ -121,8 +85,20 @@ void HalfGemm(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
   RoundInto(dev, cf, m * n, c);
 }
 
+// C [m, n] = op(A) op(B): math::Gemm for float32 and float64, HalfGemm
+// for the 16-bit types.
 template <typename T>
-void MulHalfKernel(const ExecutionContext& ctx) {
+void Product(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
+             int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  if constexpr (IsHalfType<T>::value) {
+    HalfGemm<T>(dev, ta, tb, m, n, k, a, b, c);
+  } else {
+    math::Gemm<T>(dev, ta, tb, m, n, k, T(1), a, b, T(0), c);
+  }
+}
+
+template <typename T>
+void MulKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const Tensor& y = ctx.Input("Y");
   Tensor* out = ctx.Output("Out");
@@ -131,13 +107,12 @@ void MulHalfKernel(const ExecutionContext& ctx) {
   int64_t m = x.shape().Product(0, xn);
   int64_t k = x.shape().Product(xn, x.shape().rank());
   int64_t n = y.shape().Product(yn, y.shape().rank());
-  HalfGemm<T>(ctx.device(), false, false, m, n, k, x.data<T>(), y.data<T>(),
-              out->mutable_data<T>());
+  Product<T>(ctx.device(), false, false, m, n, k, x.data<T>(), y.data<T>(),
+             out->mutable_data<T>());
 }
 
-// The products of MulGradKernel, for 16-bit T.
 template <typename T>
-void MulGradHalfKernel(const ExecutionContext& ctx) {
+void MulGradKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const Tensor& y = ctx.Input("Y");
   const Tensor& dout = ctx.Input(GradSlot("Out"));
@@ -147,12 +122,14 @@ void MulGradHalfKernel(const ExecutionContext& ctx) {
   int64_t k = x.shape().Product(xn, x.shape().rank());
   int64_t n = y.shape().Product(yn, y.shape().rank());
   if (Tensor* dx = ctx.Output(GradSlot("X"))) {
-    HalfGemm<T>(ctx.device(), false, true, m, k, n, dout.data<T>(), y.data<T>(),
-                dx->mutable_data<T>());
+    // dX[m,k] = dOut[m,n] * Y[k,n]^T
+    Product<T>(ctx.device(), false, true, m, k, n, dout.data<T>(), y.data<T>(),
+               dx->mutable_data<T>());
   }
   if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
-    HalfGemm<T>(ctx.device(), true, false, k, n, m, x.data<T>(), dout.data<T>(),
-                dy->mutable_data<T>());
+    // dY[k,n] = X[m,k]^T * dOut[m,n]
+    Product<T>(ctx.device(), true, false, k, n, m, x.data<T>(), dout.data<T>(),
+               dy->mutable_data<T>());
   }
 }
 
@@ -174,15 +151,15 @@ REGISTER_OP(mul)
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(MulKernel<float>)
     .CPUKernel<double>(MulKernel<double>)
-    .CPUKernel<bfloat16>(MulHalfKernel<bfloat16>)
-    .CPUKernel<float16>(MulHalfKernel<float16>);
+    .CPUKernel<bfloat16>(MulKernel<bfloat16>)
+    .CPUKernel<float16>(MulKernel<float16>);
 
 REGISTER_GRAD_OP(mul_grad)
     .SetInferShape(MulGradInferShape)
     .CPUKernel<float>(MulGradKernel<float>)
     .CPUKernel<double>(MulGradKernel<double>)
-    .CPUKernel<bfloat16>(MulGradHalfKernel<bfloat16>)
-    .CPUKernel<float16>(MulGradHalfKernel<float16>);
+    .CPUKernel<bfloat16>(MulGradKernel<bfloat16>)
+    .CPUKernel<float16>(MulGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

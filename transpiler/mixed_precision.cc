@@ -104,17 +104,12 @@ const char* ShortName(DataType t) {
 
 // Whether the op and every op of its gradient have kernels in `low`.
 bool HasLowKernels(const proto::OpDesc& op, DataType low) {
-  static std::map<std::pair<std::string, DataType>, bool> cache;
-  auto key = std::make_pair(op.type(), low);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
   const OpRegistry& reg = OpRegistry::Global();
   bool ok = reg.HasKernel(op.type(), Place::Kind::kCPU, low);
   const OpSchema& schema = reg.Get(op.type());
   if (ok && schema.has_grad())
     for (const proto::OpDesc& g : schema.grad_maker()(op))
       ok = ok && reg.HasKernel(g.type(), Place::Kind::kCPU, low);
-  cache.emplace(key, ok);
   return ok;
 }
 
