@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "ops/half_math.h"
 #include "ops/op_helpers.h"
@@ -68,6 +69,16 @@ void HalfChunks(const CPUDeviceContext& dev, int64_t n, double cost, const T* a,
       FromFloats(static_cast<const float*>(fo), out + c, len);
     }
   });
+}
+
+// `count` floats of the calling thread's row buffer `slot` (0 to 3), for a
+// 16-bit kernel's chunk to widen its rows into: grown as needed and reused
+// across steps, so the hot path allocates nothing once it has grown.
+inline float* ThreadRow(int slot, int64_t count) {
+  thread_local std::vector<float> rows[4];
+  std::vector<float>& r = rows[slot];
+  if (static_cast<int64_t>(r.size()) < count) r.resize(count);
+  return r.data();
 }
 
 }  // namespace ops

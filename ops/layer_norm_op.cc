@@ -160,12 +160,12 @@ void HalfLayerNormKernel(const ExecutionContext& ctx) {
   float* vp = ctx.Output("Variance")->mutable_data<float>();
   ParallelFor(ctx.device(), a.dims.rows, 6.0 * static_cast<double>(d),
               [&](int64_t b, int64_t e) {
-                std::vector<float> x(d), y(d);
+                float* x = ThreadRow(0, d);
+                float* y = ThreadRow(1, d);
                 for (int64_t r = b; r < e; ++r) {
-                  ToFloats(xp + r * d, x.data(), d);
-                  NormaliseRow(x.data(), y.data(), sp, bp, d, a.epsilon, mp + r,
-                               vp + r);
-                  FromFloats(y.data(), yp + r * d, d);
+                  ToFloats(xp + r * d, x, d);
+                  NormaliseRow(x, y, sp, bp, d, a.epsilon, mp + r, vp + r);
+                  FromFloats(y, yp + r * d, d);
                 }
               });
 }
@@ -261,14 +261,16 @@ void HalfLayerNormInputGrad(const CPUDeviceContext& dev,
   const float inv_d = 1.0f / static_cast<float>(d);
   ParallelFor(dev, a.dims.rows, 10.0 * static_cast<double>(d),
               [&](int64_t b, int64_t e) {
-                std::vector<float> x(d), dy(d), dx(d);
+                float* x = ThreadRow(0, d);
+                float* dy = ThreadRow(1, d);
+                float* dx = ThreadRow(2, d);
                 for (int64_t r = b; r < e; ++r) {
-                  ToFloats(xp + r * d, x.data(), d);
-                  ToFloats(gp + r * d, dy.data(), d);
-                  InputGradRow(x.data(), dy.data(), sp, mp[r],
+                  ToFloats(xp + r * d, x, d);
+                  ToFloats(gp + r * d, dy, d);
+                  InputGradRow(x, dy, sp, mp[r],
                                1.0f / std::sqrt(vp[r] + a.epsilon), inv_d, d,
-                               dx.data());
-                  FromFloats(dx.data(), dxp + r * d, d);
+                               dx);
+                  FromFloats(dx, dxp + r * d, d);
                 }
               });
 }

@@ -337,15 +337,16 @@ void HalfPool2dKernel(const ExecutionContext& ctx) {
   T* yd = ctx.Output("Out")->mutable_data<T>();
   const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
   ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
-    std::vector<float> x(in_plane), y(out_plane);
+    float* x = ThreadRow(0, in_plane);
+    float* y = ThreadRow(1, out_plane);
     for (int64_t pl = begin; pl < end; ++pl) {
-      ToFloats(xd + pl * in_plane, x.data(), in_plane);
+      ToFloats(xd + pl * in_plane, x, in_plane);
       if (p.attrs.is_max) {
-        PoolPlane<float, true>(g, p.attrs.exclusive, x.data(), y.data());
+        PoolPlane<float, true>(g, p.attrs.exclusive, x, y);
       } else {
-        PoolPlane<float, false>(g, p.attrs.exclusive, x.data(), y.data());
+        PoolPlane<float, false>(g, p.attrs.exclusive, x, y);
       }
-      FromFloats(y.data(), yd + pl * out_plane, out_plane);
+      FromFloats(y, yd + pl * out_plane, out_plane);
     }
   });
 }
@@ -362,18 +363,18 @@ void HalfPool2dGradKernel(const ExecutionContext& ctx, Tensor* dx) {
   T* dxd = dx->mutable_data<T>();
   const double cost = static_cast<double>(out_plane * g.kernel_h * g.kernel_w);
   ParallelFor(ctx.device(), p.planes, cost, [&](int64_t begin, int64_t end) {
-    std::vector<float> x(in_plane), dy(out_plane), d(in_plane);
+    float* x = ThreadRow(0, in_plane);
+    float* dy = ThreadRow(1, out_plane);
+    float* d = ThreadRow(2, in_plane);  // overwritten by PoolPlaneGrad
     for (int64_t pl = begin; pl < end; ++pl) {
-      ToFloats(xd + pl * in_plane, x.data(), in_plane);
-      ToFloats(dyd + pl * out_plane, dy.data(), out_plane);
+      ToFloats(xd + pl * in_plane, x, in_plane);
+      ToFloats(dyd + pl * out_plane, dy, out_plane);
       if (p.attrs.is_max) {
-        PoolPlaneGrad<float, true>(g, p.attrs.exclusive, x.data(), dy.data(),
-                                   d.data());
+        PoolPlaneGrad<float, true>(g, p.attrs.exclusive, x, dy, d);
       } else {
-        PoolPlaneGrad<float, false>(g, p.attrs.exclusive, x.data(), dy.data(),
-                                    d.data());
+        PoolPlaneGrad<float, false>(g, p.attrs.exclusive, x, dy, d);
       }
-      FromFloats(d.data(), dxd + pl * in_plane, in_plane);
+      FromFloats(d, dxd + pl * in_plane, in_plane);
     }
   });
 }
