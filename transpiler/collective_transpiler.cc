@@ -9,7 +9,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
-#include "transpiler/mixed_precision.h"
+#include "transpiler/local_rewrites.h"
 #include "transpiler/passes/pass.h"
 #include "transpiler/strategy.h"
 
@@ -55,11 +55,7 @@ proto::TrainingJob CollectiveTranspile(
   if (canonical.amp() && !strategy.has_grad_compression() &&
       !canonical.sharding())
     canonical.set_grad_compression(canonical.amp_configs().dtype());
-  // Mixed precision first: the collective passes then see its float32
-  // gradients and its unscaling among the optimizer's ops.
-  const proto::TrainingJob local =
-      canonical.amp() ? MixedPrecisionRewrite(job, canonical.amp_configs())
-                      : job;
+  const proto::TrainingJob local = LocalRewrites(job, canonical);
   PassContext ctx{local, canonical, nranks, {}};
   proto::TrainingJob out = local;
   std::vector<const Pass*> ran;

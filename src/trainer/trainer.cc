@@ -22,6 +22,7 @@
 #include "src/framework/cpu_isa.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
+#include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
 #include "src/io/checkpoint.h"
 #include "src/io/job_io.h"
@@ -30,7 +31,7 @@
 #include "src/trainer/strategy_flags.h"
 #include "src/trainer/text_data.h"
 #include "transpiler/distributed_job.h"
-#include "transpiler/mixed_precision.h"
+#include "transpiler/local_rewrites.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -624,10 +625,9 @@ Execution SetUpExecution(const TrainerOptions& o, const Place& place,
     if (!o.timeline.empty()) StartTimeline(nullptr, o.timeline);
     run.local = std::make_unique<Executor>(place, o.threads);
     run.exe = run.local.get();
-    // One process distributes nothing, but mixed precision still applies.
-    if (job->strategy().amp())
-      *job = MixedPrecisionRewrite(
-          *job, CanonicalStrategy(job->strategy()).amp_configs());
+    // One process distributes nothing, but the local rewrites (mixed
+    // precision, recompute, gradient merge) still apply.
+    *job = LocalRewrites(*job, CanonicalStrategy(job->strategy()));
     run.exe->RunOnce(job->startup(), scope);
     run.local_main = run.exe->Prepare(job->main(), scope);
     run.main = run.local_main.get();

@@ -1,0 +1,17 @@
+#include "transpiler/local_rewrites.h"
+
+#include "transpiler/mixed_precision.h"
+
+namespace fluid {
+
+proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
+                                 const proto::DistributedStrategy& strategy) {
+  proto::TrainingJob out = job;
+  // Mixed precision first: the later rewrites, and the collective passes,
+  // then see its float32 gradients and its unscaling among the optimizer's
+  // ops.
+  if (strategy.amp()) out = MixedPrecisionRewrite(out, strategy.amp_configs());
+  return out;
+}
+
+}  // namespace fluid
