@@ -330,6 +330,8 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
   if (world > 1) {
     log << " per rank x " << world << " ranks on "
         << dist->topology().Describe();
+    const std::string launch = DetectLaunch().Describe();
+    if (!launch.empty()) log << ", " << launch;
   }
   log << ", " << steps_per_epoch << " steps/epoch, ";
   if (place.is_cpu()) {
@@ -797,6 +799,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (!o.predict.empty()) return Predict(o, out);
   CheckOptions(o);
   const Place place = ParsePlace(o.place);
+  // A launch that cannot train as asked (srun with no PMI, more ranks on a
+  // node than CPUs or GPUs allotted) is refused before MPI starts.
+  CheckLaunch(DetectLaunch(),
+              place.is_cpu() ? 0 : (o.place == "cuda" ? CudaDeviceCount() : 1));
 
   proto::TrainingJob job = ObtainJob(o);
   *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
