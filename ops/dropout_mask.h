@@ -44,12 +44,16 @@ struct DropoutParams {
   double keep_scale;   // multiplies kept elements in training
   double test_scale;   // multiplies every element in inference
   bool is_test;
+  // Added to the Step counter: -1 for a recompute replay (replay_of), which
+  // runs after the op it replays advanced the counter.
+  int64_t step_offset;
 };
 
 // Reads and checks dropout's attrs (dropout_op.cc): the scales of
 // dropout_implementation and, for the forward op, the mask's base from the
-// seed (the attr, or one derived from Out's name when it is 0) and the rank
-// of the run's communicator (0 without one); the gradient needs no base.
+// seed (the attr, or one derived from Out's name when it is 0, or from
+// replay_of's when that is set) and the rank of the run's communicator (0
+// without one); the gradient needs no base.
 DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward);
 
 }  // namespace ops

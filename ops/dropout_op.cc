@@ -13,6 +13,13 @@
 // int64 counter the layer creates per op, varies the mask from run to run:
 // the op writes Step + 1 to StepOut (normally Step itself) after each
 // training run, and checkpoints save it with the other persistables.
+//
+// A recompute replay (transpiler/recompute.h) is a copy of a dropout op run
+// again in the backward pass, writing other variables: its replay_of attr
+// names the replayed op's Out, so that it derives the same seed, and it
+// reads its Step counter as that op read it, one before the value the op
+// left there (Step - 1); it has no StepOut, so the counter advances once
+// per step whether or not the op is replayed.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -42,10 +49,15 @@ DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
   d.keep_scale = upscale ? (p < 1.0 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
   d.test_scale = upscale ? 1.0 : 1.0 - p;
   d.is_test = ctx.Attr<bool>("is_test");
+  d.step_offset = 0;
   if (!forward) return d;
+  const std::string& replay_of = ctx.Attr<std::string>("replay_of");
+  if (!replay_of.empty()) d.step_offset = -1;
   const int32_t attr_seed = ctx.Attr<int32_t>("seed");
-  const uint64_t seed = attr_seed != 0 ? static_cast<uint32_t>(attr_seed)
-                                       : Fnv1a64(ctx.OutputName("Out"));
+  const uint64_t seed =
+      attr_seed != 0
+          ? static_cast<uint32_t>(attr_seed)
+          : Fnv1a64(replay_of.empty() ? ctx.OutputName("Out") : replay_of);
   const Communicator* comm = ctx.device_context().communicator();
   const uint64_t rank =
       comm != nullptr ? static_cast<uint64_t>(comm->rank()) : 0;
@@ -58,6 +70,12 @@ namespace {
 void DropoutInferShape(InferShapeContext* ctx) {
   ctx->ShareShape("X", "Out");
   ctx->ShareShape("X", "Mask");
+  FLUID_ENFORCE(
+      ctx->Attr<std::string>("replay_of").empty() || !ctx->HasOutput("StepOut"),
+      "dropout: a replay (replay_of ",
+      Quote(ctx->Attr<std::string>("replay_of")), ") must not write StepOut ",
+      Quote(ctx->OutputName("StepOut")),
+      ": the op it replays advances the counter");
   if (!ctx->HasInput("Step")) return;
   Shape s = ctx->GetInputShape("Step");
   FLUID_ENFORCE(s.rank() == 1 && s[0] == 1 &&
@@ -102,7 +120,8 @@ void DropoutKernel(const ExecutionContext& ctx) {
     return;
   }
   const bool counted = ctx.HasInput("Step");
-  const int64_t step = counted ? ctx.Input("Step").data<int64_t>()[0] : 0;
+  const int64_t step =
+      counted ? ctx.Input("Step").data<int64_t>()[0] + d.step_offset : 0;
   const uint64_t key = DropoutKey(d.base, step);
   const C scale = static_cast<C>(d.keep_scale);
   const T* xp = x.data<T>();
@@ -162,6 +181,9 @@ REGISTER_OP(dropout)
                 "deterministic function of the seed")
     .Attr<std::string>("dropout_implementation", "downgrade_in_infer",
                        "\"downgrade_in_infer\" or \"upscale_in_train\"")
+    .Attr<std::string>("replay_of", "",
+                       "a recompute replay: the Out of the op it replays, "
+                       "whose mask it draws (its seed, and Step - 1)")
     .SetInferShape(DropoutInferShape)
     .SetGrad(GradSpec("dropout_grad")
                  .Outputs({"Mask"})

@@ -18,10 +18,12 @@ struct DropoutMaskFn {
   T* out;
   T* mask;
   const int64_t* step;  // null: step 0
+  int64_t step_offset;  // added to *step (a recompute replay: -1)
   uint64_t base, threshold;
   ComputeType<T> scale;
   __device__ void operator()(int64_t i) const {
-    const uint64_t key = DropoutKey(base, step != nullptr ? *step : 0);
+    const uint64_t key =
+        DropoutKey(base, step != nullptr ? *step + step_offset : 0);
     const bool keep = DropoutKeeps(key, i, threshold);
     mask[i] = keep ? T(1) : T(0);
     out[i] = keep ? FromCompute<T>(ToCompute(x[i]) * scale) : T(0);
@@ -72,8 +74,8 @@ void DropoutKernel(const ExecutionContext& ctx) {
       ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
   cuda::ForEach(
       dev, x.numel(),
-      DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.base, d.threshold,
-                       static_cast<ComputeType<T>>(d.keep_scale)});
+      DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.step_offset, d.base,
+                       d.threshold, static_cast<ComputeType<T>>(d.keep_scale)});
   if (step != nullptr && ctx.HasOutput("StepOut")) {
     int64_t* step_out =
         ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1}, ctx.place());

@@ -11,6 +11,7 @@
 #include "transpiler/distributed_job.h"
 #include "transpiler/local_rewrites.h"
 #include "transpiler/passes/pass.h"
+#include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
 
 namespace fluid {
@@ -95,7 +96,9 @@ std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& op : main.blocks(0).ops()) {
-    if (op.type() != "batch_norm") continue;
+    // A recompute replay writes its statistics to scratch copies.
+    if (op.type() != "batch_norm" || HasOpAttr(op, kRecomputeSegmentAttr))
+      continue;
     for (const char* slot : {"MeanOut", "VarianceOut"})
       for (const auto& n : OpOutput(op, slot))
         if (seen.insert(n).second) out.push_back(n);

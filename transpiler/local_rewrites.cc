@@ -1,6 +1,7 @@
 #include "transpiler/local_rewrites.h"
 
 #include "transpiler/mixed_precision.h"
+#include "transpiler/recompute.h"
 
 namespace fluid {
 
@@ -11,6 +12,8 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
   // then see its float32 gradients and its unscaling among the optimizer's
   // ops.
   if (strategy.amp()) out = MixedPrecisionRewrite(out, strategy.amp_configs());
+  if (strategy.recompute())
+    out = RecomputeRewrite(out, strategy.recompute_configs());
   return out;
 }
 
