@@ -304,6 +304,8 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
     e->set_file(namer.Name(var_names[i], i));
     e->set_dtype(ToProto(t.dtype()));
     for (int64_t d : t.shape()) e->add_shape(d);
+    const auto split = info.splits.find(var_names[i]);
+    if (split != info.splits.end()) e->set_split(split->second);
     e->set_crc32(Crc32(bytes));
     e->set_bytes(bytes.size());
     fs->WriteFile(JoinPath(staging, e->file()), bytes);
@@ -316,6 +318,7 @@ void WriteStaging(FileSystem* fs, const std::string& staging,
     pos->set_global_batch(info.global_batch);
     pos->set_nranks(info.nranks);
   }
+  if (info.layout.nranks() > 0) *manifest.mutable_layout() = info.layout;
   fs->WriteFile(JoinPath(staging, kManifest), SealManifest(manifest));
 }
 
@@ -368,6 +371,17 @@ std::vector<CheckpointVarSpec> VarSpecs(const proto::ProgramDesc& program,
     specs.push_back(CheckpointVarSpec{n, VarDtype(*v), VarShape(*v)});
   }
   return specs;
+}
+
+std::string DescribeLayout(const proto::CheckpointManifest::Layout& layout) {
+  if (layout.nranks() < 1) return "";
+  std::string out = Str("np ", layout.nranks());
+  if (layout.sharding_stage() > 0)
+    out += Str(", sharding stage ", layout.sharding_stage());
+  out += layout.amp().empty() ? ", float32" : ", " + layout.amp();
+  if (layout.gradient_merge_steps() > 1)
+    out += Str(", gradient merge ", layout.gradient_merge_steps());
+  return out;
 }
 
 void SaveCheckpoint(const Scope& scope,

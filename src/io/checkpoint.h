@@ -49,6 +49,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,17 @@ struct CheckpointInfo {
   int64_t epoch_samples = 0;
   int64_t global_batch = 0;
   int64_t nranks = 0;
+  // The layout training ran under (saved with the checkpoint, read back by
+  // loading; nranks 0: not recorded), and per tensor how it was split
+  // across ranks (absent: replicated). Every tensor is saved whole, so
+  // none of this limits where the checkpoint loads.
+  proto::CheckpointManifest::Layout layout = {};
+  std::map<std::string, std::string> splits = {};
 };
+
+// "np 4, sharding stage 3, bf16, gradient merge 4": the layout in words
+// ("" when not recorded).
+std::string DescribeLayout(const proto::CheckpointManifest::Layout& layout);
 
 // A caller's check that a checkpoint's position (step, epoch,
 // epoch_samples, global_batch, nranks; path) suits the run about to

@@ -27,12 +27,13 @@ inline constexpr const char* kPrefix = "ckpt-";
 inline constexpr const char* kStagingSuffix = ".tmp";
 inline constexpr const char* kAsideSuffix = ".old";
 inline constexpr const char* kTensorExt = ".tensor";
-// Version 1: no position; 2 adds the position within the epoch; 3 (what
-// this build writes) seals the manifest with its own CRC-32 (see
-// SealManifest), the position being there when the run recorded one.
-// Older builds refuse version 3 by its number; this build reads 1 and 2
-// without a checksum, checking every field it can.
-inline constexpr int64_t kManifestVersion = 3;
+// Version 1: no position; 2 adds the position within the epoch; 3 seals
+// the manifest with its own CRC-32 (see SealManifest), the position being
+// there when the run recorded one; 4 (what this build writes) adds the
+// layout training ran under and each tensor's split. Older builds refuse
+// a newer version by its number; this build reads 1 and 2 without a
+// checksum, checking every field it can.
+inline constexpr int64_t kManifestVersion = 4;
 inline constexpr int64_t kSealedManifestVersion = 3;
 // A sealed manifest.pb ends with field 6 of CheckpointManifest as a fixed32
 // (the tag byte (6 << 3) | 5, then 4 bytes little-endian): the CRC-32 of

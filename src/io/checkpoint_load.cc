@@ -48,6 +48,7 @@ bool ParseCanonical(const std::string& body, proto::CheckpointManifest* m) {
   if (!m->ParseFromString(body) || !m->unknown_fields().empty()) return false;
   if (m->has_position() && !m->position().unknown_fields().empty())
     return false;
+  if (m->has_layout() && !m->layout().unknown_fields().empty()) return false;
   for (const auto& e : m->entries())
     if (!e.unknown_fields().empty()) return false;
   std::string again;
@@ -70,6 +71,14 @@ std::string InconsistentFields(const proto::CheckpointManifest& m) {
     return "version 2 without the epoch position";
   if (m.version() == 1 && m.has_position())
     return "version 1 with an epoch position";
+  if (m.version() < 4 && m.has_layout())
+    return Str("version ", m.version(), " with a layout");
+  if (m.has_layout() &&
+      (m.layout().nranks() < 1 || m.layout().sharding_stage() < 0 ||
+       m.layout().gradient_merge_steps() < 1))
+    return Str("the layout is impossible (", m.layout().nranks(),
+               " rank(s), sharding stage ", m.layout().sharding_stage(),
+               ", gradient merge ", m.layout().gradient_merge_steps(), ")");
   if (!m.has_position()) return "";
   const auto& p = m.position();
   // Every build records a position with the batch it trained with: the
@@ -270,6 +279,8 @@ struct Verified {
   int64_t step = 0;
   int64_t epoch = 0;
   proto::CheckpointManifest::Position position;
+  proto::CheckpointManifest::Layout layout;
+  std::map<std::string, std::string> splits;
   std::map<std::string, VerifiedVar> vars;
   int64_t version = 0;
   bool sealed = false;  // the manifest's checksum vouches for it
@@ -287,6 +298,9 @@ Verified ReadVerified(FileSystem* fs, const Located& loc) {
   out.step = manifest.step();
   out.epoch = manifest.epoch();
   out.position = manifest.position();
+  out.layout = manifest.layout();
+  for (const auto& e : manifest.entries())
+    if (!e.split().empty()) out.splits[e.name()] = e.split();
   // Problems per var name; std::map keeps the report sorted by name.
   std::map<std::string, std::vector<std::string>> problems;
   std::set<std::string> seen;
@@ -422,6 +436,8 @@ bool LoadNewestIntact(Scope* scope,
     found.epoch_samples = ckpt.position.epoch_samples();
     found.global_batch = ckpt.position.global_batch();
     found.nranks = ckpt.position.nranks();
+    found.layout = ckpt.layout;
+    found.splits = ckpt.splits;
     found.path = loc.path;
     std::vector<std::pair<std::string, Tensor>> staged;
     try {

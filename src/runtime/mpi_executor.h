@@ -87,6 +87,11 @@ class MPIExecutor {
   // unsharded job.
   void GatherShardState() { shard_.Gather(); }
   void DropGatheredState() { shard_.DropGathered(); }
+  // The checkpoint's vars that ranks hold split in training (a sharded
+  // job's per-parameter optimizer state; none otherwise).
+  const std::vector<std::string>& sharded_checkpoint_vars() const {
+    return shard_.per_parameter_state();
+  }
 
   // Makes every rank's batch norm running statistics the average of the
   // ranks' (the job's StatSyncProgram): each rank moves them toward its own

@@ -109,10 +109,27 @@ void CheckpointSaver::Write(int64_t step, int64_t epochs,
   info.epoch_samples = epoch_samples;
   info.global_batch = global_batch;
   info.nranks = world;
+  info.layout = layout;
+  info.splits = splits;
   SaveCheckpoint(scope, persistable, o.checkpoint_dir, info);
   log << "checkpoint saved to " << o.checkpoint_dir << " (" << where.str()
       << ", step " << step << ")\n";
   log.flush();
+}
+
+void SavedLayout(const proto::TrainingJob& job, int world,
+                 const std::vector<std::string>& sharded,
+                 CheckpointSaver* saver) {
+  const proto::DistributedStrategy& s = job.strategy();
+  proto::CheckpointManifest::Layout& layout = saver->layout;
+  layout.set_nranks(world);
+  const int stage = s.sharding() ? s.sharding_configs().stage() : 0;
+  if (world > 1 && stage > 0) layout.set_sharding_stage(stage);
+  layout.set_amp(job.main().mixed_precision());
+  for (const std::string& name : sharded)
+    saver->splits[name] = "1/" + std::to_string(world) +
+                          " per rank (sharding stage " + std::to_string(stage) +
+                          ")";
 }
 
 void KillForTestIfAsked(int64_t step, int rank) {

@@ -13,8 +13,11 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "proto/framework.pb.h"
 
 namespace fluid {
 
@@ -71,6 +74,9 @@ struct CheckpointSaver {
   int world;
   int64_t global_batch;  // samples per step over all ranks
   std::ostream& log;
+  // Recorded in each checkpoint (SavedLayout).
+  proto::CheckpointManifest::Layout layout = {};
+  std::map<std::string, std::string> splits = {};
 
   // After global step `step`, with `epochs` epochs completed and
   // `epoch_samples` samples of the next one trained on.
@@ -78,6 +84,14 @@ struct CheckpointSaver {
   // Rank 0's part: writes the checkpoint and says so.
   void Write(int64_t step, int64_t epochs, int64_t epoch_samples);
 };
+
+// The layout a checkpoint of `job` (as it runs: transpiled) records:
+// ranks, sharding stage, mixed precision, and which of its tensors are
+// split across the ranks in training (`sharded`, e.g. MPIExecutor's
+// sharded_checkpoint_vars()).
+void SavedLayout(const proto::TrainingJob& job, int world,
+                 const std::vector<std::string>& sharded,
+                 CheckpointSaver* saver);
 
 // For the restart tests: SIGKILLs this process right after global step
 // `step` when the environment has FLUID_TEST_KILL_AT_STEP=step and

@@ -187,6 +187,9 @@ Position LoadNewestCheckpoint(const TrainerOptions& o,
     }
     log << "resumed from " << dir << " at epoch " << info.epoch << ", step "
         << info.step << " (" << info.path << ")\n";
+    const std::string layout = DescribeLayout(info.layout);
+    if (!layout.empty())
+      log << "the checkpoint was saved under " << layout << "\n";
     return Position{info.epoch, info.step, info.epoch_samples,
                     info.global_batch, info.nranks};
   }
@@ -861,6 +864,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   CheckpointSaver saver{o,    scope, persistable,        dist,
                         rank, world, batch_size * world, log};
+  SavedLayout(job, world,
+              dist != nullptr ? dist->sharded_checkpoint_vars()
+                              : std::vector<std::string>{},
+              &saver);
   TrainLoop loop{o,
                  job,
                  exe,

@@ -326,13 +326,48 @@ TEST(CheckpointManifestTest, EveryFlippedBitFallsBackOrIsRefused) {
       << report.str();
 }
 
+// The layout training ran under, and each tensor's split, go into the
+// manifest and come back with the checkpoint; a checkpoint saved without
+// them (outside a trainer) loads with an empty layout.
+TEST(CheckpointManifestTest, LayoutAndSplitsRoundTrip) {
+  TempDir dir;
+  Scope scope;
+  SetModel(&scope, 10);
+  CheckpointInfo info{10, 1};
+  info.layout.set_nranks(4);
+  info.layout.set_sharding_stage(2);
+  info.layout.set_amp("bf16");
+  info.layout.set_gradient_merge_steps(4);
+  const std::string first = ModelNames().front();
+  info.splits[first] = "1/4 per rank (sharding stage 2)";
+  SaveCheckpoint(scope, ModelNames(), dir.path(), info);
+  const proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-10");
+  EXPECT_EQ(m.layout().nranks(), 4);
+  for (const auto& e : m.entries())
+    EXPECT_EQ(e.split(), e.name() == first ? info.splits[first] : "");
+  Scope loaded;
+  const CheckpointInfo back = Load(&loaded, dir.path());
+  ExpectModel(loaded, 10);
+  EXPECT_EQ(DescribeLayout(back.layout),
+            "np 4, sharding stage 2, bf16, gradient merge 4");
+  EXPECT_EQ(back.splits, info.splits);
+
+  TempDir plain;
+  SaveModel(plain.path(), 10);
+  Scope again;
+  const CheckpointInfo none = Load(&again, plain.path());
+  EXPECT_FALSE(ReadManifestOf(plain / "ckpt-10").has_layout());
+  EXPECT_EQ(DescribeLayout(none.layout), "");
+  EXPECT_TRUE(none.splits.empty());
+}
+
 TEST(CheckpointManifestTest, ManifestsAreSealedWithTheirChecksum) {
   TempDir dir;
   SaveWithPosition(dir.path(), 10);
   const std::string bytes =
       DefaultFileSystem()->ReadFile(dir / "ckpt-10/manifest.pb");
   const proto::CheckpointManifest m = ReadManifestOf(dir / "ckpt-10");
-  EXPECT_EQ(m.version(), 3);
+  EXPECT_EQ(m.version(), 4);
   EXPECT_EQ(checkpoint_internal::SealManifest(m), bytes);
   const std::string body = m.SerializeAsString();
   ASSERT_EQ(bytes.size(), body.size() + 5);
@@ -366,7 +401,7 @@ TEST(CheckpointManifestTest, OlderBuildsUnsealedManifestsStillLoad) {
   ExpectModel(scope, 20);
 }
 
-// A version 3 manifest without its seal (cut off, or turned into an
+// A version 3 or 4 manifest without its seal (cut off, or turned into an
 // unknown field by a flipped bit) is damage, as is a seal on a version that
 // never had one.
 TEST(CheckpointManifestTest, AMissingOrMisplacedSealIsDamage) {
@@ -381,7 +416,7 @@ TEST(CheckpointManifestTest, AMissingOrMisplacedSealIsDamage) {
   ASSERT_EQ(info.skipped.size(), 1u);
   EXPECT_THAT(info.skipped[0],
               HasSubstr("ckpt-20' has a damaged manifest '" +
-                        dir / "ckpt-20/manifest.pb': version 3 without its "
+                        dir / "ckpt-20/manifest.pb': version 4 without its "
                               "checksum"));
 
   proto::CheckpointManifest v2 = m;
@@ -430,6 +465,22 @@ TEST(CheckpointManifestTest, FieldsThatContradictEachOtherAreDamage) {
            "the position has global batch 0 on 2 rank(s)"},
           {[](proto::CheckpointManifest* m) { m->set_version(0); },
            "version 0"},
+          {[](proto::CheckpointManifest* m) {
+             m->set_version(3);
+             m->mutable_layout()->set_nranks(2);
+           },
+           "version 3 with a layout"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_layout()->set_nranks(0);
+           },
+           "the layout is impossible (0 rank(s), sharding stage 0, "
+           "gradient merge 1)"},
+          {[](proto::CheckpointManifest* m) {
+             m->mutable_layout()->set_nranks(2);
+             m->mutable_layout()->set_gradient_merge_steps(0);
+           },
+           "the layout is impossible (2 rank(s), sharding stage 0, "
+           "gradient merge 0)"},
       };
   for (const auto& [edit, why] : cases) {
     TempDir dir;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Checkpoints load under any layout: one saved by np 4, sharding stage 2,
+# bf16 resumes at np 2 without sharding in float32, at np 2 sharded in
+# float32, and in one process; each resumed run records its own layout in
+# its checkpoint, and a checkpoint of the other layout resumes back at np 4,
+# stage 2, bf16. Resuming the same checkpoint sharded and unsharded at np 2
+# (float32, where sharding changes no number) gives bitwise the same next
+# checkpoint: the loaded optimizer state reaches each rank's shard intact.
+#   trainer_layouts_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+
+make_idx "$work/data" 512 64
+base=(--model mlp --optimizer adam --data "$work/data" --log-every 0
+      --threads 1 --batch-size 16)
+
+# Resumes a copy of the checkpoint directory $1 into $2 with the remaining
+# arguments (an -np and layout flags), for one more epoch; prints the log.
+resume() {
+  local from=$1 to=$2 np=$3
+  shift 3
+  cp -r "$from" "$to"
+  timeout 300 "${MPI[@]}" -np "$np" "$TRAINER" "${base[@]}" --epochs 2 \
+    --resume --checkpoint-dir "$to" "$@" 2>&1
+}
+
+out=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 2 --amp bf16 --checkpoint-dir "$work/a" 2>&1) ||
+  fail "np 4, stage 2, bf16: $out"
+
+for case in "u 2" "s 2 --shard-optimizer 2" "one 1"; do
+  read -r name np flags <<<"$case"
+  # shellcheck disable=SC2086
+  out=$(resume "$work/a" "$work/$name" "$np" $flags) ||
+    fail "resuming at np $np $flags: $out"
+  grep -q "the checkpoint was saved under np 4, sharding stage 2, bf16" \
+    <<<"$out" || fail "no saved layout at np $np $flags: $out"
+  grep -q "test accuracy" <<<"$out" || fail "no accuracy: $out"
+done
+echo "ok: an np 4, stage 2, bf16 checkpoint resumes at np 2 (sharded or" \
+  "not, float32) and in one process"
+
+# The same checkpoint resumed sharded and unsharded: the same next one.
+for f in "$work"/u/ckpt-16/*.tensor; do
+  cmp -s "$f" "$work/s/ckpt-16/$(basename "$f")" ||
+    fail "$(basename "$f") differs between the sharded and unsharded resumes"
+done
+echo "ok: resumed sharded and unsharded, the next checkpoints are identical"
+
+# And back: the float32 np 2 checkpoint resumes at np 4, stage 2, bf16.
+out=$(cp -r "$work/u" "$work/back" &&
+  timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 3 \
+    --resume --checkpoint-dir "$work/back" --shard-optimizer 2 \
+    --amp bf16 2>&1) || fail "back to np 4, stage 2, bf16: $out"
+grep -q "the checkpoint was saved under np 2, float32" <<<"$out" ||
+  fail "no saved layout going back: $out"
+grep -q "resumed from .* at epoch 2" <<<"$out" || fail "no resume: $out"
+echo "ok: and back to np 4, stage 2, bf16"
