@@ -1,6 +1,9 @@
 // elementwise_max: Out = max(X, Y), with Y broadcast onto X (see
 // elementwise_op_function.h); the math is MaxFunctor in
-// elementwise_functors.h.
+// elementwise_functors.h. In bfloat16 and float16 too: the comparison is
+// made in float, so Out is X's or Y's element unrounded, and a tie sends
+// the gradient to Y as in float32; dY's sums are taken in float and
+// rounded once.
 #include "ops/elementwise_op_function.h"
 
 namespace fluid {
@@ -22,7 +25,9 @@ REGISTER_OP(elementwise_max)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseKernel<float, MaxFunctor>)
-    .CPUKernel<double>(ElementwiseKernel<double, MaxFunctor>);
+    .CPUKernel<double>(ElementwiseKernel<double, MaxFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseKernel<bfloat16, MaxFunctor>)
+    .CPUKernel<float16>(ElementwiseKernel<float16, MaxFunctor>);
 
 REGISTER_GRAD_OP(elementwise_max_grad)
     .Doc(
@@ -30,7 +35,9 @@ REGISTER_GRAD_OP(elementwise_max_grad)
         "summed over the dims Y was broadcast along.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseGradKernel<float, MaxFunctor>)
-    .CPUKernel<double>(ElementwiseGradKernel<double, MaxFunctor>);
+    .CPUKernel<double>(ElementwiseGradKernel<double, MaxFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseGradKernel<bfloat16, MaxFunctor>)
+    .CPUKernel<float16>(ElementwiseGradKernel<float16, MaxFunctor>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -13,6 +13,14 @@ REGISTER_KERNEL(elementwise_max_grad, kCUDA, float,
                 (cuda::ElementwiseGradKernel<float, MaxFunctor>));
 REGISTER_KERNEL(elementwise_max_grad, kCUDA, double,
                 (cuda::ElementwiseGradKernel<double, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max, kCUDA, bfloat16,
+                (cuda::ElementwiseKernel<bfloat16, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max, kCUDA, float16,
+                (cuda::ElementwiseKernel<float16, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max_grad, kCUDA, bfloat16,
+                (cuda::ElementwiseGradKernel<bfloat16, MaxFunctor>));
+REGISTER_KERNEL(elementwise_max_grad, kCUDA, float16,
+                (cuda::ElementwiseGradKernel<float16, MaxFunctor>));
 
 }  // namespace ops
 }  // namespace fluid

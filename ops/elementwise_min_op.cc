@@ -1,6 +1,9 @@
 // elementwise_min: Out = min(X, Y), with Y broadcast onto X (see
 // elementwise_op_function.h); the math is MinFunctor in
-// elementwise_functors.h.
+// elementwise_functors.h. In bfloat16 and float16 too: the comparison is
+// made in float, so Out is X's or Y's element unrounded, and a tie sends
+// the gradient to Y as in float32; dY's sums are taken in float and
+// rounded once.
 #include "ops/elementwise_op_function.h"
 
 namespace fluid {
@@ -22,7 +25,9 @@ REGISTER_OP(elementwise_min)
                  .OutGrads({"Out"})
                  .InGrads({"X", "Y"}))
     .CPUKernel<float>(ElementwiseKernel<float, MinFunctor>)
-    .CPUKernel<double>(ElementwiseKernel<double, MinFunctor>);
+    .CPUKernel<double>(ElementwiseKernel<double, MinFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseKernel<bfloat16, MinFunctor>)
+    .CPUKernel<float16>(ElementwiseKernel<float16, MinFunctor>);
 
 REGISTER_GRAD_OP(elementwise_min_grad)
     .Doc(
@@ -30,7 +35,9 @@ REGISTER_GRAD_OP(elementwise_min_grad)
         "summed over the dims Y was broadcast along.")
     .SetInferShape(ElementwiseGradInferShape)
     .CPUKernel<float>(ElementwiseGradKernel<float, MinFunctor>)
-    .CPUKernel<double>(ElementwiseGradKernel<double, MinFunctor>);
+    .CPUKernel<double>(ElementwiseGradKernel<double, MinFunctor>)
+    .CPUKernel<bfloat16>(ElementwiseGradKernel<bfloat16, MinFunctor>)
+    .CPUKernel<float16>(ElementwiseGradKernel<float16, MinFunctor>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,4 +1,6 @@
-// gru_unit: one GRU step on dense rows (see ops/gru_unit_op.h).
+// gru_unit: one GRU step on dense rows (see ops/gru_unit_op.h). With a
+// bfloat16 or float16 Input, Weight and ResetHiddenPrev are of its type
+// and HiddenPrev, Bias, Gate and Hidden float32.
 #include "ops/gru_unit_op.h"
 
 #include "ops/recurrent_cpu.h"
@@ -55,9 +57,12 @@ void GruUnitInferShape(InferShapeContext* ctx) {
                   "gru_unit: Bias ", Quote(ctx->InputName("Bias")),
                   " has shape ", b, "; it must be [1, ", 3 * d, "]");
   }
+  const DataType compute =
+      RecurrentComputeDtype(ctx, {"Weight"}, {"HiddenPrev", "Bias"});
   ctx->SetOutputShape("Gate", x);
-  ctx->SetOutputDtype("Gate", ctx->GetInputDtype("Input"));
+  ctx->SetOutputDtype("Gate", compute);
   ctx->ShareShape("HiddenPrev", "ResetHiddenPrev");
+  ctx->SetOutputDtype("ResetHiddenPrev", ctx->GetInputDtype("Input"));
   ctx->ShareShape("HiddenPrev", "Hidden");
 }
 
@@ -81,12 +86,14 @@ void GruUnitGradKernel(const ExecutionContext& ctx) {
 REGISTER_OP(gru_unit)
     .Doc("One GRU step on dense rows, Fluid's gate and weight layout.")
     .Input("Input", "[N, 3D] projected gate input")
-    .Input("HiddenPrev", "[N, D] previous hidden state")
+    .Input("HiddenPrev",
+           "[N, D] previous hidden state (float32 for a 16-bit Input)")
     .Input("Weight", "[D, 3D]: W_ur [D, 2D] then W_c [D, D] in memory")
-    .OptionalInput("Bias", "[1, 3D] gate bias; absent: 0")
-    .Output("Gate", "[N, 3D] u, r, c")
-    .Output("ResetHiddenPrev", "[N, D] r * HiddenPrev")
-    .Output("Hidden", "[N, D] hidden state")
+    .OptionalInput("Bias",
+                   "[1, 3D] gate bias (float32 for a 16-bit Input); absent: 0")
+    .Output("Gate", "[N, 3D] u, r, c; HiddenPrev's type")
+    .Output("ResetHiddenPrev", "[N, D] r * HiddenPrev; Input's type")
+    .Output("Hidden", "[N, D] hidden state; HiddenPrev's type")
     .Attr<int32_t>("activation", 2,
                    "of the candidate: 0 identity, 1 sigmoid, 2 tanh, 3 relu")
     .Attr<int32_t>("gate_activation", 1, "of u and r, numbered as activation")
@@ -99,13 +106,17 @@ REGISTER_OP(gru_unit)
                  .OutGrads({"Hidden"})
                  .InGrads({"Input", "HiddenPrev", "Weight", "Bias"}))
     .CPUKernel<float>(GruUnitKernel<float>)
-    .CPUKernel<double>(GruUnitKernel<double>);
+    .CPUKernel<double>(GruUnitKernel<double>)
+    .CPUKernel<bfloat16>(GruUnitKernel<bfloat16>)
+    .CPUKernel<float16>(GruUnitKernel<float16>);
 
 REGISTER_GRAD_OP(gru_unit_grad)
     .Doc("Gradients of gru_unit from Hidden's.")
     .SetInferShape(GruUnitGradInferShape)
     .CPUKernel<float>(GruUnitGradKernel<float>)
-    .CPUKernel<double>(GruUnitGradKernel<double>);
+    .CPUKernel<double>(GruUnitGradKernel<double>)
+    .CPUKernel<bfloat16>(GruUnitGradKernel<bfloat16>)
+    .CPUKernel<float16>(GruUnitGradKernel<float16>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,5 +1,6 @@
 // CUDA kernels for gru_unit and its gradient (schema in gru_unit_op.cc):
-// the step of ops/gru_op.h on the CUDA device, two cuBLAS GEMMs each way.
+// the step of ops/gru_op.h on the CUDA device, two cuBLAS GEMMs each way
+// (16-bit types: cublasGemmEx, summed in float32).
 #include "ops/cuda/recurrent_device.cuh"
 #include "ops/gru_unit_op.h"
 
@@ -21,6 +22,8 @@ void GruUnitGradKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(gru_unit, kCUDA, GruUnitKernel);
 REGISTER_FLOAT_KERNELS(gru_unit_grad, kCUDA, GruUnitGradKernel);
+REGISTER_HALF_KERNELS(gru_unit, kCUDA, GruUnitKernel);
+REGISTER_HALF_KERNELS(gru_unit_grad, kCUDA, GruUnitGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

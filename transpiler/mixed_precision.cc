@@ -22,7 +22,7 @@ namespace {
 // it saves, and its sparse gradient stays a float32 one).
 AmpLists DefaultAmpLists() {
   AmpLists l;
-  l.white = {"conv2d", "mul", "matmul", "lstm", "gru"};
+  l.white = {"conv2d", "mul", "matmul", "lstm", "gru", "lstm_unit", "gru_unit"};
   l.black = {"softmax",
              "softmax_with_cross_entropy",
              "cross_entropy",
@@ -85,6 +85,11 @@ const std::set<std::string>& Float32Slots(const std::string& type) {
       // float32; only the inputs, weights and states they emit are 16-bit.
       {"lstm", {"Bias", "C0", "BatchGate", "BatchCellPreAct"}},
       {"gru", {"Bias", "BatchGate", "BatchHidden"}},
+      // The one-step forms keep the state they carry from step to step
+      // (and its gradient, which their grad ops read) in float32 too.
+      {"lstm_unit", {"C_prev", "C", GradVarName("C")}},
+      {"gru_unit",
+       {"HiddenPrev", "Bias", "Gate", "Hidden", GradVarName("Hidden")}},
   };
   static const std::set<std::string> kNone;
   auto it = kSlots.find(type);
