@@ -33,6 +33,7 @@
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/pserver_transpiler.h"
+#include "transpiler/recompute.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -977,6 +978,21 @@ void BindBuilder(py::module_& m) {
              *job.mutable_main() = *b.get()->main();
              *job.mutable_startup() = *b.get()->startup();
              b.Replace(MixedPrecisionRewrite(job, c));
+           })
+      // Rewrites the programs built so far (after minimize) to recompute
+      // activations by the recompute_configs of a serialized strategy;
+      // returns the checkpoints used.
+      .def("recompute",
+           [](PyBuilder& b, const py::bytes& strategy) {
+             const proto::RecomputeConfig c =
+                 StrategyOf(strategy).recompute_configs();
+             proto::TrainingJob job;
+             *job.mutable_main() = *b.get()->main();
+             *job.mutable_startup() = *b.get()->startup();
+             const std::vector<std::string> used =
+                 ResolveCheckpoints(job.main(), c);
+             b.Replace(RecomputeRewrite(job, c));
+             return used;
            })
       .def("lr_schedule",
            [](PyBuilder& b, const std::string& kind, const py::dict& args) {

@@ -58,6 +58,15 @@ void SetAmp(const std::string& v, proto::DistributedStrategy* s) {
   if (v != "none") s->mutable_amp_configs()->set_dtype(v);
 }
 
+// "--recompute": checkpoints chosen by auto; "--recompute a,b": those
+// variables; "none": off.
+void SetRecompute(const std::string& v, proto::DistributedStrategy* s) {
+  s->set_recompute(v != "none");
+  s->mutable_recompute_configs()->clear_checkpoints();
+  if (v.empty() || v == "auto" || v == "none") return;
+  SetStrategyField(s, "recompute_configs.checkpoints", v);
+}
+
 std::string ReadFile(const std::string& path, const char* flag);
 
 // "--amp-lists FILE": lines "white: op op ..." and "black: op ...";
@@ -169,6 +178,13 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        "bits) and \"black: op ...\" (run in float32)",
        Arg::kValue,
        SetAmpLists},
+      {"--recompute",
+       {"recompute", "recompute_configs.checkpoints"},
+       "recompute activations in the backward pass from checkpoints: auto "
+       "(alone: the outputs of residual adds and lstm/gru layers), a "
+       "comma-separated list of variables, or none (the default)",
+       Arg::kOptional,
+       SetRecompute},
   };
   return flags;
 }

@@ -310,3 +310,107 @@ class LarsMomentum(Optimizer):
 AdagradOptimizer, DecayedAdagradOptimizer = Adagrad, DecayedAdagrad
 RMSPropOptimizer, AdamaxOptimizer = RMSProp, Adamax
 AdadeltaOptimizer, LarsMomentumOptimizer = Adadelta, LarsMomentum
+
+
+class RecomputeOptimizer:
+    """Recompute (activation checkpointing), Fluid 1.6's: the backward pass
+    recomputes the activations between checkpoints from them instead of
+    keeping them from the forward pass, trading one more forward pass for
+    the memory of the activations (see docs/memory.md, "Recompute").
+
+    optimizer: the optimizer whose minimize builds the training program
+    (fluid.optimizer.SGD, Adam, ...; with mixed precision, the decorated
+    one: RecomputeOptimizer(fluid.contrib.mixed_precision.decorate(opt))).
+    Call _set_checkpoints before minimize.
+
+        >>> opt = fluid.optimizer.RecomputeOptimizer(
+        ...     fluid.optimizer.Adam(learning_rate=0.001))
+        >>> opt._set_checkpoints([block1_out, block2_out])
+        >>> opt.minimize(loss)
+
+    The same with a fleet or MPIExecutor strategy:
+    strategy.recompute = True; strategy.recompute_configs =
+    {"checkpoints": ["fc_1.tmp_2", ...]} (an empty list: chosen as "auto"
+    chooses them).
+    """
+
+    def __init__(self, optimizer):
+        if optimizer is None or not hasattr(optimizer, "minimize"):
+            raise TypeError("RecomputeOptimizer: optimizer must be an "
+                            "optimizer (fluid.optimizer.SGD, Adam, ...), "
+                            f"got {type(optimizer).__name__}")
+        self._optimizer = optimizer
+        self._checkpoints = None
+        self.type = "recompute"
+
+    def _set_checkpoints(self, checkpoints):
+        """checkpoints: a list of Variables (or their names) the forward
+        pass computes, the boundaries of the recomputed segments; or "auto":
+        the outputs of the residual adds and lstm/gru layers."""
+        if checkpoints == "auto":
+            self._checkpoints = []
+            return
+        if not isinstance(checkpoints, (list, tuple)):
+            raise TypeError("RecomputeOptimizer._set_checkpoints: "
+                            "checkpoints must be a list of Variables or "
+                            f"names, or \"auto\", got {checkpoints!r}")
+        names = []
+        for c in checkpoints:
+            name = c if isinstance(c, str) else getattr(c, "name", None)
+            if not isinstance(name, str) or not name:
+                raise TypeError("RecomputeOptimizer._set_checkpoints: "
+                                "each checkpoint must be a Variable or a "
+                                f"name, got {c!r}")
+            names.append(name)
+        if not names:
+            raise ValueError("RecomputeOptimizer._set_checkpoints: the list "
+                             "is empty; give variables, or \"auto\"")
+        self._checkpoints = names
+
+    def minimize(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None):
+        """The optimizer's minimize (its arguments), then the rewrite of
+        loss's program (transpiler/recompute.h): the backward ops read
+        `<var>@RECOMPUTE` copies of each segment's activations, written by a
+        replay of the segment's forward ops just before its backward ops.
+        Returns what the optimizer's minimize returns (optimize_ops,
+        params_grads). A checkpoint name that is no variable of the
+        program, or one the forward pass does not compute, is a
+        ValueError naming it."""
+        if self._checkpoints is None:
+            raise RuntimeError("RecomputeOptimizer.minimize: call "
+                               "_set_checkpoints(checkpoints) first (a list "
+                               "of Variables, or \"auto\")")
+        out = self._optimizer.minimize(loss, startup_program, parameter_list,
+                                       no_grad_set)
+        from .distributed_strategy import DistributedStrategy
+        s = DistributedStrategy()
+        s.recompute = True
+        s.recompute_configs = {"checkpoints": list(self._checkpoints)}
+        b, _ = current_builder()
+        self._used = list(b.recompute(s.serialize()))
+        return out
+
+    def load(self, stat_dict):
+        """Fluid's state loading of the inner optimizer. Not supported
+        here: the optimizer's state lives in the program's persistable
+        variables; load it with fluid.io.load_persistables."""
+        raise NotImplementedError(
+            "RecomputeOptimizer.load: load the optimizer state with "
+            "fluid.io.load_persistables(exe, dirname, main_program)")
+
+    def backward(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None, callbacks=None, checkpoints=None):
+        """Fluid's first half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("backward")
+
+    def apply_gradients(self, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_gradients")
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_optimize")

@@ -252,6 +252,13 @@ FLUID_18 = {
     "optimizer.LarsMomentumOptimizer": [
         ("learning_rate", R), ("momentum", R), ("lars_coeff", 0.001),
         ("lars_weight_decay", 0.0005)] + _OPT,
+    "optimizer.RecomputeOptimizer": [("optimizer", R)],
+    "optimizer.RecomputeOptimizer.minimize": [
+        ("loss", R), ("startup_program", None), ("parameter_list", None),
+        ("no_grad_set", None)],
+    "optimizer.RecomputeOptimizer.backward": [
+        ("loss", R), ("startup_program", None), ("parameter_list", None),
+        ("no_grad_set", None), ("callbacks", None), ("checkpoints", None)],
     # ---- fluid.regularizer ----
     "regularizer.L1DecayRegularizer": [("regularization_coeff", 0.0)],
     "regularizer.L2DecayRegularizer": [("regularization_coeff", 0.0)],
@@ -340,7 +347,7 @@ MISSING = {
     "optimizer.FtrlOptimizer", "optimizer.LambOptimizer",
     "optimizer.DGCMomentumOptimizer", "optimizer.ModelAverage",
     "optimizer.ExponentialMovingAverage", "optimizer.LookaheadOptimizer",
-    "optimizer.RecomputeOptimizer", "optimizer.PipelineOptimizer",
+    "optimizer.PipelineOptimizer",
     "optimizer.DpsgdOptimizer",
 }
 

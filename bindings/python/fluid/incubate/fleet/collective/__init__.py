@@ -22,9 +22,10 @@ DistributedStrategy is fluid.DistributedStrategy (every field of
 proto/distributed_strategy.proto, Fleet 2's names such as
 fuse_grad_size_in_MB), with Fluid 1.x's collective fields on top: those of
 fluid.BuildStrategy, mapped as a BuildStrategy's are, and mode,
-collective_mode, nccl_comm_num, exec_strategy, use_local_sgd, use_dist_fc,
-forward_recompute, use_amp (refused where this product has no such
-thing)."""
+collective_mode, nccl_comm_num, exec_strategy, forward_recompute and
+recompute_checkpoints (fluid.optimizer.RecomputeOptimizer around the
+optimizer), use_local_sgd, use_dist_fc, use_amp (refused where this product
+has no such thing)."""
 from .... import _core
 from ....compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from ....distributed_strategy import DistributedStrategy as _Strategy
@@ -66,6 +67,20 @@ def _positive_int(name):
     return check
 
 
+def _is_bool(name):
+    def check(value):
+        if not isinstance(value, bool):
+            raise ValueError(f"DistributedStrategy.{name} takes True or "
+                             f"False, got {value!r}")
+    return check
+
+
+def _checkpoint_list(value):
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("DistributedStrategy.recompute_checkpoints takes a "
+                         f"list of Variables or names, got {value!r}")
+
+
 def _exec_strategy(value):
     if not isinstance(value, ExecutionStrategy):
         raise TypeError("DistributedStrategy.exec_strategy takes a "
@@ -88,10 +103,8 @@ _COLLECTIVE_FIELDS = {
         "use_dist_fc", "a fully connected layer split across ranks is not "
         "available here; every rank holds every parameter")),
     "dist_fc_config": (None, lambda value: None),
-    "forward_recompute": (False, _refuse_true(
-        "forward_recompute", "recomputation of the forward pass is not "
-        "available here; use a smaller batch per rank or more ranks")),
-    "recompute_checkpoints": ([], lambda value: None),
+    "forward_recompute": (False, _is_bool("forward_recompute")),
+    "recompute_checkpoints": ([], _checkpoint_list),
     "use_amp": (False, _refuse_true(
         "use_amp", "mixed-precision training is not available here; "
         "fp16_allreduce halves the bytes the gradients travel in")),
@@ -113,8 +126,10 @@ class DistributedStrategy(_Strategy):
     map onto the strategy as a BuildStrategy's do when the program is
     compiled; mode ("nccl2" or "collective": both allreduce gradients),
     collective_mode (None or "grad_allreduce"), nccl_comm_num (accepted;
-    one communicator here) and exec_strategy are kept; use_local_sgd,
-    use_dist_fc, forward_recompute and use_amp must stay False."""
+    one communicator here) and exec_strategy are kept; forward_recompute
+    wraps the optimizer in fluid.optimizer.RecomputeOptimizer with
+    recompute_checkpoints (empty: the checkpoints "auto" chooses);
+    use_local_sgd, use_dist_fc and use_amp must stay False."""
 
     def __init__(self):
         super().__init__()
@@ -168,7 +183,16 @@ class CollectiveOptimizer:
         programs, as usual); returns (optimize_ops, params_grads)."""
         self._fleet._role("distributed_optimizer(...).minimize")
         startup = startup_program or default_startup_program()
-        ops, params_grads = self._optimizer.minimize(
+        optimizer = self._optimizer
+        if isinstance(self._strategy, DistributedStrategy) and \
+                self._strategy.forward_recompute:
+            # Fluid 1.x's recompute fields: RecomputeOptimizer (an empty
+            # list: the checkpoints "auto" chooses).
+            from ....optimizer import RecomputeOptimizer
+            optimizer = RecomputeOptimizer(optimizer)
+            optimizer._set_checkpoints(
+                list(self._strategy.recompute_checkpoints) or "auto")
+        ops, params_grads = optimizer.minimize(
             loss, startup_program=startup, parameter_list=parameter_list,
             no_grad_set=no_grad_set)
         main = loss.program
