@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ccache pkg-config clang-format iproute2 universal-ctags
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev slurm-wlm munge libpmix-dev python3-yaml
   libprotobuf-dev protobuf-compiler python3-protobuf
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libdnnl-dev

@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "src/distributed/job_control.h"
 #include "src/framework/enforce.h"
 
 namespace fluid {
@@ -218,6 +219,20 @@ void CheckLaunch(const LaunchInfo& info, int devices) {
                 devices,
                 " ranks per node (--ntasks-per-node, --gpus-per-task=1) or "
                 "make more GPUs visible (CUDA_VISIBLE_DEVICES)");
+  }
+}
+
+void RefuseBadLaunch(const LaunchInfo& info, int devices,
+                     const std::string& program) {
+  try {
+    CheckLaunch(info, devices);
+  } catch (const Error& e) {
+    const std::string who =
+        info.size > 1 ? program + ": rank " + std::to_string(info.rank)
+                      : program;
+    std::fflush(nullptr);
+    WriteErrorLine(who + ": error: " + e.what());
+    std::exit(1);
   }
 }
 

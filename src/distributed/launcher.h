@@ -98,6 +98,15 @@ LaunchInfo DetectLaunch();
 // they run on the CPU), which would bind two ranks to one GPU.
 void CheckLaunch(const LaunchInfo& info, int devices);
 
+// CheckLaunch for a program about to start MPI: on a refusal writes one
+// line, "PROGRAM: rank R: error: WHY" (no rank for a launch of one), and
+// exits with status 1 without initialising MPI, which either cannot start
+// (srun --mpi=pmi2 with no PMI-2 client) or would start a job that must
+// not train. The launcher sees the exit and ends the job (mpirun; srun
+// with --kill-on-bad-exit).
+void RefuseBadLaunch(const LaunchInfo& info, int devices,
+                     const std::string& program);
+
 // Records the parent process and arranges for SIGKILL when it dies (Linux
 // PR_SET_PDEATHSIG; elsewhere only the record). If the parent is already
 // gone (this process was re-parented before the call), kills this process

@@ -804,8 +804,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const Place place = ParsePlace(o.place);
   // A launch that cannot train as asked (srun with no PMI, more ranks on a
   // node than CPUs or GPUs allotted) is refused before MPI starts.
-  CheckLaunch(DetectLaunch(),
-              place.is_cpu() ? 0 : (o.place == "cuda" ? CudaDeviceCount() : 1));
+  RefuseBadLaunch(
+      DetectLaunch(),
+      place.is_cpu() ? 0 : (o.place == "cuda" ? CudaDeviceCount() : 1),
+      "trainer");
 
   proto::TrainingJob job = ObtainJob(o);
   *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
