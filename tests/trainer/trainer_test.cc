@@ -937,5 +937,20 @@ TEST(EvaluationProgramTest, TestProgramThatTrainsIsRefused) {
   }
 }
 
+// --recompute: auto on resnet trains an epoch; named checkpoints that are
+// no variables of the program are named in a one-line error.
+TEST_F(TrainerTest, RecomputeFromTheCommandLine) {
+  Outcome run = RunCli("--model resnet --batch-size 32 --recompute");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("test accuracy"), std::string::npos) << run.out;
+  Outcome printed =
+      RunCli("--model mlp --recompute fc_0.tmp_2,fc_1.tmp_2 --print-strategy");
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  EXPECT_NE(printed.out.find("checkpoints: \"fc_1.tmp_2\""), std::string::npos)
+      << printed.out;
+  ExpectOneLineError(RunCli("--model mlp --recompute nope"),
+                     "checkpoints 'nope' are not variables of the program");
+}
+
 }  // namespace
 }  // namespace fluid
