@@ -4,6 +4,8 @@
 // communicator's thread and a later c_wait completes it; without one the op
 // waits. Each block is reduced in one place, which is what makes the
 // ranks' copies identical once they gather the blocks again (c_allgather).
+// `compression` sends float32 values as bf16 or fp16 (gradient compression
+// under sharding, set by the collective transpiler).
 #include "ops/collective_helpers.h"
 
 namespace fluid {
@@ -21,8 +23,9 @@ void ReduceScatterKernel(const ExecutionContext& ctx) {
   out->Resize(BlockShape(x.shape(), nranks, "c_reducescatter"));
   out->raw_mutable_data(ctx.place());
   ReduceOp op = ParseReduceOp(ctx.Attr<std::string>("reduce_type"));
-  CommHandlePtr handle =
-      comm->ReduceScatterAsync(x, *out, op, ctx.device_context().ReadyFence());
+  WireFormat wire = ParseWireFormat(ctx.Attr<std::string>("compression"));
+  CommHandlePtr handle = comm->ReduceScatterAsync(
+      x, *out, op, ctx.device_context().ReadyFence(), wire);
   HandOffOrWait(ctx, std::move(handle));
 }
 
@@ -34,6 +37,9 @@ REGISTER_OP(c_reducescatter)
     .Output("Out", "this rank's block of the reduction")
     .OptionalOutput("Handle", "the in-flight collective, for c_wait")
     .Attr<std::string>("reduce_type", "sum", "sum | avg | max")
+    .Attr<std::string>("compression", "none",
+                       "none | bf16 | fp16: the values travel as 16-bit "
+                       "values (float32 X only)")
     .Attr<int32_t>("nranks", 1, "the number of ranks (blocks of X)")
     .InRange(1, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {

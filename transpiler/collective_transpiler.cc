@@ -50,11 +50,9 @@ proto::TrainingJob CollectiveTranspile(
                 JobFormName(form), "); transpile the plain program");
   ValidateStrategy(strategy, &job);
   proto::DistributedStrategy canonical = CanonicalStrategy(strategy);
-  // Mixed precision sends its gradients in its 16-bit type, unless the
-  // strategy says how they travel or shards them (which compression does
-  // not combine with yet).
-  if (canonical.amp() && !strategy.has_grad_compression() &&
-      !canonical.sharding())
+  // Mixed precision sends its gradients in its 16-bit type (reduced or
+  // reduce-scattered), unless the strategy says how they travel.
+  if (canonical.amp() && !strategy.has_grad_compression())
     canonical.set_grad_compression(canonical.amp_configs().dtype());
   const proto::TrainingJob local = LocalRewrites(job, canonical);
   PassContext ctx{local, canonical, nranks, {}};

@@ -37,6 +37,11 @@ class ReaderScan {
 
   void Op(int i) {
     const proto::OpDesc& op = block_.ops(i);
+    if (op.type() == "check_finite_and_unscale" ||
+        op.type() == "update_loss_scaling") {
+      r_->kind[i] = GradientReaders::kLossScaling;
+      return;
+    }
     std::set<std::string> chains;
     bool reads_norm = false;
     for (const auto& in : OpInputNames(op)) {

@@ -13,8 +13,11 @@
 //   allreduce of the total).
 // Or the chain is whole: clip_by_norm needs its parameter's whole
 // gradient, so a chain with it runs as it is, on whole gradients (its
-// bucket is allreduced, not reduce-scattered). Anything else is refused
-// with a message naming the op.
+// bucket is allreduced, not reduce-scattered). fp16's loss-scaling ops
+// (check_finite_and_unscale, update_loss_scaling) read every gradient: they
+// are their own kind, and sharded they read the gradient shards (each rank
+// checks its own, and the found-infinite flag is max-reduced). Anything
+// else is refused with a message naming the op.
 #pragma once
 
 #include <map>
@@ -27,7 +30,7 @@
 namespace fluid {
 
 struct GradientReaders {
-  enum Kind { kNone, kChain, kNormSum };
+  enum Kind { kNone, kChain, kNormSum, kLossScaling };
   std::vector<Kind> kind;          // per op of the block
   std::vector<std::string> param;  // the chain of a kChain op
   // A parameter's chain as a string, its vars named by role: parameters

@@ -49,6 +49,8 @@ class BucketShard {
 
   const std::vector<std::string>& params() const { return b_.params; }
   bool whole() const { return b_.whole; }
+  // The gradient shard this rank's update reads.
+  std::string GradShard() const { return ShardName(b_.fused); }
 
   // Vars of the main program: the buffer, its shard, pads, handles, state.
   void DeclareVars(proto::BlockDesc* main, proto::BlockDesc* startup) {
@@ -275,6 +277,38 @@ void AddNormSum(const proto::OpDesc& op, const GradientReaders& r,
                OpRole::kCollective);
 }
 
+// fp16's loss-scaling op `op` (check_finite_and_unscale or
+// update_loss_scaling), sharded: it reads and writes the gradient shards
+// (the whole gradients of whole buckets), so that each rank unscales and
+// checks its own shard. After the check, the found-infinite flag is
+// max-reduced, so that every rank skips the same steps.
+void AddLossScaling(const proto::OpDesc& op, const GradientReaders& r,
+                    const std::vector<BucketShard>& shards,
+                    const std::map<std::string, size_t>& bucket_of,
+                    proto::BlockDesc* main) {
+  std::vector<std::string> grads;
+  for (const auto& g : OpInput(op, "X")) {
+    auto p = r.grad_of.find(g);
+    FLUID_ENFORCE(p != r.grad_of.end(), "the ", op.type(), " op reads '", g,
+                  "', which no update reads; a sharded optimizer checks the "
+                  "updated gradients only");
+    const BucketShard& s = shards[bucket_of.at(p->second)];
+    const std::string v = s.whole() ? g : s.GradShard();
+    if (std::find(grads.begin(), grads.end(), v) == grads.end())
+      grads.push_back(v);
+  }
+  proto::OpDesc sharded = op;
+  SetOpInput(&sharded, "X", grads);
+  SetOpOutput(&sharded, "Out", grads);
+  *main->add_ops() = sharded;
+  if (op.type() != "check_finite_and_unscale") return;
+  const std::string found = OpOutput(op, "FoundInfinite")[0];
+  *main->add_ops() =
+      WithRole(MakeOp("c_allreduce", {{"X", {found}}}, {{"Out", {found}}},
+                      {{"reduce_type", std::string("max")}}),
+               OpRole::kCollective);
+}
+
 // Removes `vars` from a block's declarations and every op that touches
 // them (their initialisation and broadcast in startup).
 void Retire(const std::set<std::string>& vars, proto::BlockDesc* block) {
@@ -356,6 +390,9 @@ void ShardUpdates(const proto::TrainingJob& job,
     const proto::OpDesc& op = old.Get(i);
     if (readers.kind[i] == GradientReaders::kNormSum) {
       AddNormSum(op, readers, shards, bucket_of, main);
+    } else if (readers.kind[i] == GradientReaders::kLossScaling) {
+      for (size_t k = 0; k < shards.size(); ++k) views(k);
+      AddLossScaling(op, readers, shards, bucket_of, main);
     } else if (readers.kind[i] == GradientReaders::kChain) {
       const size_t k = bucket_of.at(readers.param[i]);
       if (shards[k].whole()) {

@@ -314,11 +314,6 @@ void ValidateStrategy(const proto::DistributedStrategy& s,
   ForEachLeaf(s, "",
               [&s](const Message& m, const FieldDescriptor* f,
                    const std::string& path) { CheckPairs(s, m, f, path); });
-  if (s.amp() && s.sharding() && s.amp_configs().dtype() == "fp16")
-    FLUID_THROW(ErrorCode::kUnimplemented, kPrefix, "amp with ",
-                "amp_configs.dtype fp16 does not combine with sharding yet "
-                "(its loss scaling checks whole gradients, which sharding "
-                "splits across ranks); use dtype bf16 or turn sharding off");
   if (job == nullptr || !s.sharding()) return;
   const std::string sparse = FirstSparseGradient(job->main());
   if (!sparse.empty())

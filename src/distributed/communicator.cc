@@ -421,7 +421,7 @@ CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,
 
 CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
                                                const Tensor& out, ReduceOp op,
-                                               ReadyFn ready) {
+                                               ReadyFn ready, WireFormat wire) {
   FLUID_ENFORCE(in.initialized() && out.initialized(),
                 "reduce-scatter of a tensor with no data");
   FLUID_ENFORCE(in.dtype() == out.dtype(), "reduce-scatter from ",
@@ -431,19 +431,54 @@ CommHandlePtr Communicator::ReduceScatterAsync(const Tensor& in,
   FLUID_ENFORCE(in.place() == out.place(), "reduce-scatter from ",
                 in.place().ToString(), " into ", out.place().ToString(),
                 ": both tensors must be in one place");
+  if (wire != WireFormat::kNative) {
+    FLUID_ENFORCE(in.dtype() == DataType::kFloat32, "gradient compression (",
+                  WireFormatName(wire), ") applies to float32 tensors, got ",
+                  DataTypeName(in.dtype()));
+    FLUID_ENFORCE_CODE(in.place().is_cpu(), ErrorCode::kUnimplemented,
+                       "a compressed (", WireFormatName(wire),
+                       ") reduce-scatter takes host tensors; ",
+                       in.place().ToString(), " is not one (use none)");
+  }
   const int64_t n = out.numel();
   const DataType dtype = out.dtype();
+  const int64_t wire_bytes =
+      wire == WireFormat::kNative
+          ? static_cast<int64_t>(in.bytes())
+          : in.numel() * static_cast<int64_t>(WireBytes(wire));
+  if (size_ > 1) allreduce_wire_bytes_ += wire_bytes;
   DenseCollective c{in, out, std::move(ready), nullptr, nullptr};
-  c.host = [n, dtype, op](CommBackend* b, const void* send, void* recv) {
-    b->ReduceScatter(send, recv, n, dtype, op);
+  c.host = [this, n, dtype, op, wire](CommBackend* b, const void* send,
+                                      void* recv) {
+    if (wire == WireFormat::kNative)
+      return b->ReduceScatter(send, recv, n, dtype, op);
+    CompressedReduceScatter(b, static_cast<const float*>(send),
+                            static_cast<float*>(recv), n, op, wire);
   };
   c.device = [n, dtype, op](CommBackend* b, const void* send, void* recv,
                             int device) {
     b->DeviceReduceScatter(send, recv, n, dtype, op, device);
   };
-  return EnqueueDense(
-      DescOf(CollectiveKind::kReduceScatter, out, static_cast<int32_t>(op)),
-      static_cast<int64_t>(in.bytes()), std::move(c));
+  CollectiveDesc desc =
+      DescOf(CollectiveKind::kReduceScatter, out, static_cast<int32_t>(op));
+  desc.wire = static_cast<int32_t>(wire);
+  return EnqueueDense(desc, wire_bytes, std::move(c));
+}
+
+void Communicator::CompressedReduceScatter(CommBackend* b, const float* send,
+                                           float* recv, int64_t n, ReduceOp op,
+                                           WireFormat wire) {
+  const int64_t total = n * size_;
+  if (static_cast<int64_t>(wire_in_.size()) < total) wire_in_.resize(total);
+  if (static_cast<int64_t>(wire_out_.size()) < n) wire_out_.resize(n);
+  EncodeWire(wire, send, wire_in_.data(), total);
+  // Summed in 16 bits (each addition in float32), averaged in float32.
+  b->ReduceScatter(
+      wire_in_.data(), wire_out_.data(), n,
+      wire == WireFormat::kBf16 ? DataType::kBFloat16 : DataType::kFloat16,
+      op == ReduceOp::kMax ? ReduceOp::kMax : ReduceOp::kSum);
+  DecodeWire(wire, wire_out_.data(), recv, n);
+  if (op == ReduceOp::kAvg) DivideInPlace(recv, n, DataType::kFloat32, size_);
 }
 
 // What the worker needs of a sparse allreduce: this rank's rows and values

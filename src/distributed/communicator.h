@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "src/distributed/comm_backend.h"
 #include "src/distributed/flight_recorder.h"
@@ -98,9 +99,14 @@ class Communicator {
   CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out,
                                ReadyFn ready = nullptr);
   // `in` holds size() blocks of out's elements; `out` receives the
-  // reduction over all ranks of block rank(). Same dtype, one place.
+  // reduction over all ranks of block rank(). Same dtype, one place. A
+  // `wire` format other than kNative sends float32 host tensors' values as
+  // 16-bit values: each rank's are rounded to `wire`, reduced by the
+  // transport's 16-bit reduce-scatter (added in float32, rounded to `wire`)
+  // and widened back into `out` (kAvg divides there, in float32).
   CommHandlePtr ReduceScatterAsync(const Tensor& in, const Tensor& out,
-                                   ReduceOp op, ReadyFn ready = nullptr);
+                                   ReduceOp op, ReadyFn ready = nullptr,
+                                   WireFormat wire = WireFormat::kNative);
   CommHandlePtr BarrierAsync();
   // Sparse rows summed (kSum) or averaged (kAvg) over the ranks into `out`
   // (c_sparse_allreduce; src/distributed/sparse_allreduce.h has the rule
@@ -131,8 +137,9 @@ class Communicator {
   }
 
   // Bytes of tensor data this rank has handed to the transport's
-  // allreduces so far, in their wire format (halved by compression), and
-  // to its sparse allreduces (rows and values, or the dense table).
+  // allreduces and reduce-scatters so far, in their wire format (halved by
+  // compression), and to its sparse allreduces (rows and values, or the
+  // dense table).
   int64_t allreduce_wire_bytes() const { return allreduce_wire_bytes_.load(); }
 
   // Gathers one value per rank; for small control exchanges.
@@ -209,6 +216,9 @@ class Communicator {
   // transport's device path.
   CollectiveDesc DescOf(CollectiveKind kind, const Tensor& t,
                         int32_t op = -1) const;
+  // Worker-only: ReduceScatterAsync's compressed form, on host memory.
+  void CompressedReduceScatter(CommBackend* b, const float* send, float* recv,
+                               int64_t n, ReduceOp op, WireFormat wire);
   // Worker-only: host memory for staging `bytes` of device data.
   void* Staging(size_t bytes);
 
@@ -229,6 +239,8 @@ class Communicator {
   std::atomic<int64_t> exposed_wait_ns_{0};
   std::atomic<int64_t> allreduce_wire_bytes_{0};
   Tensor staging_;  // touched by the worker only
+  // Worker-only: a compressed reduce-scatter's 16-bit values.
+  std::vector<uint16_t> wire_in_, wire_out_;
   FlightRecorder recorder_;
   std::unique_ptr<StallWatchdog> watchdog_;
   std::thread worker_;

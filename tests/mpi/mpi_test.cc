@@ -559,6 +559,38 @@ TEST(Compression, AllReduceIsCloseToFloat32AndIdenticalOnEveryRank) {
   }
 }
 
+// A compressed reduce-scatter over MPI: near the float32 one, half the
+// bytes, and the shards gathered back hold the same bits on every rank.
+TEST(Compression, ReduceScatterIsCloseToFloat32AndIdenticalOnEveryRank) {
+  Communicator* comm = Comm();
+  const int64_t block = 12007;
+  const int64_t n = block * comm->size();
+  for (WireFormat wire : {WireFormat::kBf16, WireFormat::kFp16}) {
+    Tensor in, exact, packed, gathered;
+    float* f = in.mutable_data<float>(Shape{n});
+    std::mt19937 rng(31 + comm->rank());
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t i = 0; i < n; ++i) f[i] = u(rng) * 1e-2f;
+    exact.mutable_data<float>(Shape{block});
+    packed.mutable_data<float>(Shape{block});
+    gathered.mutable_data<float>(Shape{n});
+    comm->ReduceScatter(in, exact, ReduceOp::kAvg);
+    const int64_t before = comm->allreduce_wire_bytes();
+    comm->ReduceScatterAsync(in, packed, ReduceOp::kAvg, nullptr, wire)->Wait();
+    EXPECT_EQ(comm->allreduce_wire_bytes() - before, n * 2);
+    const double ulp = wire == WireFormat::kBf16 ? 1.0 / 256 : 1.0 / 2048;
+    const double bound = comm->size() * ulp * 1e-2;
+    for (int64_t i = 0; i < block; ++i)
+      ASSERT_NEAR(packed.data<float>()[i], exact.data<float>()[i], bound)
+          << WireFormatName(wire) << " element " << i;
+    comm->AllGather(packed, gathered);
+    const auto sums =
+        comm->AllGatherValue(Fnv1a64(gathered.raw_data(), gathered.bytes()));
+    for (uint64_t s : sums)
+      EXPECT_EQ(s, sums[0]) << "ranks differ with " << WireFormatName(wire);
+  }
+}
+
 // Training with compressed gradients stays near the float32 run, moves
 // half the bytes, and keeps the ranks bitwise identical (TrainDistributed
 // checks that).

@@ -4,10 +4,12 @@
 # unsharded format: a sharded np 4 run resumes sharded on np 2 and
 # unsharded on np 2, and an unsharded checkpoint resumes sharded; the same
 # with --shard-overlap-gather, whose numbers (losses, checkpoints, test
-# accuracy) equal those without it.
+# accuracy) equal those without it; with --amp bf16 or fp16 its gradients
+# travel in 16 bits.
 #   trainer_shard_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
+bytes=()
 
 make_idx "$work/data" 512 64
 base=(--model mlp --optimizer adam --data "$work/data" --log-every 0
@@ -94,4 +96,21 @@ cmp -s "$work/train.txt" "$work/traino.txt" ||
 cmp -s "$work/resumed.txt" "$work/resumedo.txt" ||
   fail "overlapped resume differs: $(diff "$work/resumed.txt" "$work/resumedo.txt")"
 echo "ok: overlapped gathers give the same losses, checkpoints and accuracy"
+# Mixed precision, sharded: the gradients are reduce-scattered in 16 bits,
+# half the bytes of float32 (the trainer's last line); fp16's adds the
+# found-infinite flag's int32 max-reduction, 4 bytes a step.
+wire_bytes() { sed -n 's/.*allreduced \([0-9]*\) bytes.*/\1/p' <<<"$1"; }
+for amp in "bf16 --grad-compression none" bf16 fp16; do
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 1 \
+    --shard-optimizer 2 --amp $amp 2>&1) || fail "sharded --amp $amp: $out"
+  bytes[${#bytes[@]}]=$(wire_bytes "$out")
+done
+[ -n "${bytes[0]}" ] || fail "no wire bytes: $out"
+[ "$((bytes[0] / 2))" -eq "${bytes[1]}" ] ||
+  fail "bf16 reduce-scatter moved ${bytes[1]} bytes, float32 ${bytes[0]}"
+[ "$((bytes[0] / 2 + 16 * 4))" -eq "${bytes[2]}" ] ||
+  fail "fp16 reduce-scatter moved ${bytes[2]} bytes, float32 ${bytes[0]}"
+echo "ok: sharded bf16 and fp16 gradients move half the bytes" \
+  "(${bytes[1]}, ${bytes[2]} against ${bytes[0]})"
 echo "PASS: sharded optimizer through the trainer"

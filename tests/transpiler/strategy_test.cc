@@ -116,11 +116,9 @@ TEST(Strategy, FieldsThatNeedOrExcludeEachOther) {
             std::string::npos);
   s.set_sharding(true);
   EXPECT_NO_THROW(ValidateStrategy(s));
+  // Compressed gradients are reduce-scattered in 16 bits under sharding.
   s.set_grad_compression("bf16");
-  EXPECT_NE(ErrorOf([&] {
-              ValidateStrategy(s);
-            }).find("grad_compression (bf16) does not combine with sharding"),
-            std::string::npos);
+  EXPECT_NO_THROW(ValidateStrategy(s));
 }
 
 TEST(Strategy, TextRoundTripAndErrors) {

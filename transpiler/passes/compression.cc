@@ -1,8 +1,9 @@
-// Gradient compression: the c_allreduce of every float32 dense bucket
-// carries the strategy's wire format (`compression`: its values travel as
-// bf16 or fp16 and are added in float32); other dtypes and sparse
-// gradients travel as they are. The lint checks that every float32 bucket
-// is compressed as asked and nothing else is.
+// Gradient compression: the c_allreduce (or, under sharding stage 2, the
+// c_reducescatter) of every float32 dense bucket carries the strategy's
+// wire format (`compression`: its values travel as bf16 or fp16 and are
+// added in float32); other dtypes and sparse gradients travel as they are.
+// The lint checks that every float32 bucket is compressed as asked and
+// nothing else is.
 #include <set>
 
 #include "src/framework/attribute.h"
@@ -17,6 +18,11 @@ namespace {
 
 bool Compresses(const proto::DistributedStrategy& s) {
   return s.grad_compression() != "none";
+}
+
+// The collectives that reduce a dense gradient bucket.
+bool ReducesBucket(const proto::OpDesc& op) {
+  return op.type() == "c_allreduce" || op.type() == "c_reducescatter";
 }
 
 // The buffers of the dense float32 buckets.
@@ -53,7 +59,7 @@ void InsertAttr(proto::OpDesc* op, const std::string& name,
 void Compress(PassContext* ctx, proto::TrainingJob* job) {
   const std::set<std::string> f32 = Float32Buffers(*ctx);
   for (auto& op : *job->mutable_main()->mutable_blocks(0)->mutable_ops())
-    if (op.type() == "c_allreduce" && HasRole(op, OpRole::kCollective) &&
+    if (ReducesBucket(op) && HasRole(op, OpRole::kCollective) &&
         f32.count(OpInput(op, "X")[0]) != 0)
       InsertAttr(&op, "compression", ctx->strategy.grad_compression());
 }
@@ -61,8 +67,7 @@ void Compress(PassContext* ctx, proto::TrainingJob* job) {
 void LintCompression(const PassContext& ctx, const proto::TrainingJob& job) {
   const std::set<std::string> f32 = Float32Buffers(ctx);
   for (const auto& op : job.main().blocks(0).ops()) {
-    if (op.type() != "c_allreduce" || f32.count(OpInput(op, "X")[0]) == 0)
-      continue;
+    if (!ReducesBucket(op) || f32.count(OpInput(op, "X")[0]) == 0) continue;
     const std::string wire = HasOpAttr(op, "compression")
                                  ? GetOpAttrAs<std::string>(op, "compression")
                                  : "none";
