@@ -24,6 +24,7 @@
 #include "src/framework/backward.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
+#include "src/framework/memory.h"
 #include "src/framework/program_desc.h"
 #include "src/framework/prune.h"
 #include "src/io/checkpoint.h"
@@ -31,6 +32,7 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
+#include "transpiler/memory_plan.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/pserver_transpiler.h"
 #include "transpiler/recompute.h"
@@ -1039,6 +1041,8 @@ void BindExecutors(py::module_& m) {
 
   py::class_<PyExecutor>(m, "Executor")
       .def(py::init<int, int>(), py::arg("threads") = 1, py::arg("device") = -1)
+      .def("set_eager_deletion",
+           [](PyExecutor& e, bool on) { e.get()->set_eager_deletion(on); })
       .def("run", &PyExecutor::Run);
 
   py::class_<PyMPIExecutor>(m, "MPIExecutor")
@@ -1421,6 +1425,53 @@ void BindIo(py::module_& m) {
   BindFortunes(m);
 }
 
+// Tensor memory per place (src/framework/memory.h) and the memory plan
+// (transpiler/memory_plan.h); fluid/memory.py wraps them.
+void BindMemory(py::module_& m) {
+  m.def("memory_usage", [](int device) {
+    const MemoryUsage u = GetMemoryUsage(PlaceOf(device));
+    py::dict d;
+    d["in_use"] = u.in_use;
+    d["peak"] = u.peak;
+    d["cached"] = u.cached;
+    d["allocations"] = u.allocations;
+    d["system_allocations"] = u.system_allocations;
+    return d;
+  });
+  m.def("reset_peak_memory",
+        [](int device) { ResetPeakMemory(PlaceOf(device)); });
+  m.def("memory_plan", [](const py::bytes& program, const py::bytes& strategy,
+                          int nranks, int64_t batch_size) {
+    proto::TrainingJob job;
+    job.set_version(kProgramVersion);
+    FLUID_ENFORCE(job.mutable_main()->ParseFromString(std::string(program)),
+                  "memory_plan: the program does not parse");
+    *job.mutable_startup() = NewProgram();
+    const MemoryPlan plan =
+        PlanJobMemory(job, StrategyOf(strategy), nranks, batch_size);
+    py::dict d;
+    for (const auto& [key, value] :
+         {std::pair<const char*, int64_t>{"parameters", plan.parameters},
+          {"optimizer_state", plan.optimizer_state},
+          {"other_state", plan.other_state},
+          {"communication", plan.communication},
+          {"gradients", plan.gradients},
+          {"activations", plan.activations},
+          {"total", plan.total},
+          {"nranks", plan.nranks},
+          {"batch_size", plan.batch_size},
+          {"peak_op", plan.peak_op}})
+      d[key] = value;
+    d["peak_op_type"] = plan.peak_op_type;
+    py::list largest;
+    for (const MemoryItem& item : plan.largest)
+      largest.append(py::make_tuple(item.name, item.kind, item.bytes));
+    d["largest"] = largest;
+    d["text"] = plan.ToString();
+    return d;
+  });
+}
+
 }  // namespace
 }  // namespace fluid
 
@@ -1435,4 +1486,5 @@ PYBIND11_MODULE(_core, m) {
   BindTranspilers(m);
   BindStrategy(m);
   BindIo(m);
+  BindMemory(m);
 }

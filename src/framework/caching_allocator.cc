@@ -1,5 +1,7 @@
 #include "src/framework/caching_allocator.h"
 
+#include <algorithm>
+
 #include "src/framework/enforce.h"
 
 namespace fluid {
@@ -30,6 +32,8 @@ void* CachingAllocator::Allocate(size_t bytes) {
     in_use_[p] = got;
     stats_.cached_bytes -= got;
     stats_.in_use_bytes += got;
+    stats_.peak_in_use_bytes =
+        std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
     return p;
   }
   void* p = backing_.allocate(size);
@@ -43,6 +47,8 @@ void* CachingAllocator::Allocate(size_t bytes) {
   ++stats_.backing_allocations;
   in_use_[p] = size;
   stats_.in_use_bytes += size;
+  stats_.peak_in_use_bytes =
+      std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   return p;
 }
 
@@ -55,11 +61,16 @@ void CachingAllocator::Free(void* ptr) {
                      "free?)");
   const size_t size = it->second;
   in_use_.erase(it);
+  stats_.in_use_bytes -= size;
+  if (bounded_ && stats_.cached_bytes + size > stats_.peak_in_use_bytes) {
+    backing_.free(ptr);
+    ++stats_.backing_frees;
+    return;
+  }
   // First among the blocks of its size: the block freed last is handed out
   // first (it is the one most likely still in cache, and a steady state
   // keeps reusing the same blocks).
   free_.emplace_hint(free_.lower_bound(size), size, ptr);
-  stats_.in_use_bytes -= size;
   stats_.cached_bytes += size;
 }
 

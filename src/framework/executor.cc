@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "src/framework/liveness.h"
 #include "src/framework/timeline.h"
 
 namespace fluid {
@@ -13,7 +14,28 @@ PreparedProgram::~PreparedProgram() {
 }
 
 Executor::Executor(Place place, int num_threads)
-    : place_(place), device_(MakeDeviceContext(place, num_threads)) {}
+    : place_(place),
+      eager_deletion_(EagerDeletionByDefault()),
+      device_(MakeDeviceContext(place, num_threads)) {}
+
+void PreparedProgram::KeepAfterRun(const std::vector<std::string>& names) {
+  const proto::BlockDesc& block = program_.blocks(block_id_);
+  for (const auto& name : names) {
+    FLUID_ENFORCE_CODE(FindVarDesc(block, name) != nullptr,
+                       ErrorCode::kNotFound, "KeepAfterRun: ", Quote(name),
+                       " is not a variable of the program");
+    auto it = releasable_index_.find(name);
+    if (it != releasable_index_.end()) releasable_[it->second].kept = true;
+  }
+}
+
+std::vector<std::string> PreparedProgram::ReleasedAfter(size_t i) const {
+  std::vector<std::string> names;
+  if (i >= released_after_.size()) return names;
+  for (int k : released_after_[i])
+    if (!releasable_[k].kept) names.push_back(releasable_[k].name);
+  return names;
+}
 
 Executor::~Executor() = default;
 
@@ -62,6 +84,22 @@ void CheckHeldValue(const proto::VarDesc& var, const Variable& held) {
               ": two programs run on one scope use this "
               "name for different variables (layer names such as fc_0 are "
               "numbered per program); run each program in its own scope");
+}
+
+// Drops the memory `var` holds, keeping the variable, its dtype and shape
+// (a sparse gradient keeps its height).
+void DropMemory(Variable* var) {
+  if (!var->HasValue()) return;
+  if (var->IsSelectedRows()) {
+    SelectedRows* rows = var->GetMutableSelectedRows();
+    const int64_t height = rows->height();
+    *rows = SelectedRows();
+    rows->set_height(height);
+    return;
+  }
+  if (!var->IsTensor()) return;
+  Tensor* t = var->GetMutableTensor();
+  if (t->initialized()) *t = Tensor(t->dtype(), t->shape());
 }
 
 // Where the user's code built `op`, for an error leaving it: the first
@@ -144,7 +182,38 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     prepared->required_feeds_.push_back(
         {name, FindVarDesc(block, name), prepared->local_scope_->GetVar(name)});
   }
+  // A parameter server's loop runs for ever, reading what trainers send.
+  if (eager_deletion_ && !server) PlanReleases(prepared.get());
   return prepared;
+}
+
+void Executor::PlanReleases(PreparedProgram* prepared) const {
+  const proto::BlockDesc& block =
+      prepared->program_.blocks(prepared->block_id_);
+  const std::vector<std::vector<std::string>> schedule = ReleaseSchedule(block);
+  prepared->eager_deletion_ = true;
+  prepared->released_after_.resize(schedule.size());
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    for (const auto& name : schedule[i]) {
+      const int k = static_cast<int>(prepared->releasable_.size());
+      prepared->releasable_.push_back(
+          {name, prepared->local_scope_->GetVar(name)});
+      prepared->releasable_index_[name] = k;
+      prepared->released_after_[i].push_back(k);
+    }
+  }
+}
+
+void Executor::PinForRun(PreparedProgram* prepared, const FeedList& feeds,
+                         const std::vector<std::string>& fetch_names, bool on) {
+  if (prepared->releasable_.empty()) return;
+  auto pin = [prepared, on](const std::string& name) {
+    auto it = prepared->releasable_index_.find(name);
+    if (it != prepared->releasable_index_.end())
+      prepared->releasable_[it->second].pinned = on;
+  };
+  for (const auto& feed : feeds) pin(feed.first);
+  for (const auto& name : fetch_names) pin(name);
 }
 
 void Executor::CopyFeeds(const FeedList& feeds, const proto::BlockDesc& block,
@@ -198,23 +267,14 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
                   ": run the program with an executor on ",
                   t.place().ToString(), " (or copy the scope's values)");
   }
-  for (size_t i = 0; i < prepared->ops_.size(); ++i) {
-    const OperatorBase& op = *prepared->ops_[i];
-    const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
-    try {
-      if (op.SkippedThisRun()) continue;
-      const OpSchema& schema = op.schema();
-      if (schema.infer_shape()) {
-        RuntimeInferShapeContext ctx(op);
-        schema.infer_shape()(&ctx);
-      }
-      op.kernel()(ExecutionContext(op, *device_));
-      if (timeline != nullptr) timeline->RecordOp(op, begin);
-    } catch (const Error& e) {
-      throw e.WithOpContext(OpContext{op.type(), static_cast<int>(i),
-                                      prepared->block_id_, BuiltAt(op.desc())});
-    }
+  PinForRun(prepared, feeds, fetch_names, true);
+  try {
+    RunOps(prepared, timeline);
+  } catch (...) {
+    PinForRun(prepared, feeds, fetch_names, false);
+    throw;
   }
+  PinForRun(prepared, feeds, fetch_names, false);
 
   device_->Wait();
   if (timeline != nullptr)
@@ -231,6 +291,33 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
       FLUID_ENFORCE(t.initialized(), "fetch ", Quote(fetch_names[i]),
                     " holds no value after the run");
       (*fetches)[i].CopyFrom(t, Place::CPU());
+    }
+  }
+}
+
+void Executor::RunOps(PreparedProgram* prepared, Timeline* timeline) {
+  const bool eager = prepared->eager_deletion_;
+  for (size_t i = 0; i < prepared->ops_.size(); ++i) {
+    const OperatorBase& op = *prepared->ops_[i];
+    const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
+    try {
+      if (!op.SkippedThisRun()) {
+        const OpSchema& schema = op.schema();
+        if (schema.infer_shape()) {
+          RuntimeInferShapeContext ctx(op);
+          schema.infer_shape()(&ctx);
+        }
+        op.kernel()(ExecutionContext(op, *device_));
+        if (timeline != nullptr) timeline->RecordOp(op, begin);
+      }
+    } catch (const Error& e) {
+      throw e.WithOpContext(OpContext{op.type(), static_cast<int>(i),
+                                      prepared->block_id_, BuiltAt(op.desc())});
+    }
+    if (!eager) continue;
+    for (int k : prepared->released_after_[i]) {
+      const PreparedProgram::Releasable& r = prepared->releasable_[k];
+      if (!r.kept && !r.pinned) DropMemory(r.var);
     }
   }
 }

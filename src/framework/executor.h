@@ -8,12 +8,21 @@
 // executor never modifies the program it is given; feeds and fetches are
 // arguments.
 //
+// Eager deletion (on by default, as Fluid's FLAGS_eager_delete_tensor_gb=0):
+// Prepare computes, for every non-persistable var of the block, the op after
+// which nothing reads or writes it (src/framework/liveness.h), and Run drops
+// the var's tensor memory right after that op (the Variable stays, with its
+// dtype and shape). Fed vars, the run's fetch targets and the vars named by
+// KeepAfterRun are never dropped. Off with FLAGS_eager_delete_tensor_gb=-1
+// in the environment or Executor::set_eager_deletion(false).
+//
 // An Executor is not thread-safe; its prepared programs must be run one at a
 // time. The scope must outlive the prepared programs bound to it.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +56,16 @@ class PreparedProgram {
   // for every other owner only. Null: all of them.
   void set_fence_owner(const void* owner) { fence_owner_ = owner; }
 
+  // Eager deletion: whether this program drops temporaries after their last
+  // use (the executor's setting when it was prepared).
+  bool eager_deletion() const { return eager_deletion_; }
+  // Vars whose values the caller reads after a run besides its fetches
+  // (e.g. the averaged gradients scanned for NaN): never dropped. Unknown
+  // names are an error naming them.
+  void KeepAfterRun(const std::vector<std::string>& names);
+  // The vars dropped after op `i` (empty when eager deletion is off).
+  std::vector<std::string> ReleasedAfter(size_t i) const;
+
  private:
   friend class Executor;
   PreparedProgram() = default;
@@ -66,6 +85,19 @@ class PreparedProgram {
   // Persistable vars the ops read: checked to live at the executor's place
   // on each run (a scope trained on a GPU cannot be read by CPU kernels).
   std::vector<std::pair<std::string, const Variable*>> persistable_inputs_;
+  // Eager deletion. releasable_[k] is a var Run may drop, released_after_[i]
+  // the indices k dropped after op i; pinned_[k] is set while a run fetches
+  // or feeds it (no allocation per run), kept_[k] by KeepAfterRun.
+  struct Releasable {
+    std::string name;
+    Variable* var;
+    bool kept = false;
+    bool pinned = false;
+  };
+  bool eager_deletion_ = false;
+  std::vector<Releasable> releasable_;
+  std::vector<std::vector<int>> released_after_;
+  std::unordered_map<std::string, int> releasable_index_;
 };
 
 class Executor {
@@ -96,6 +128,10 @@ class Executor {
                std::vector<Tensor>* fetches = nullptr);
 
   const Place& place() const { return place_; }
+  // Eager deletion for the programs prepared from now on (default: on,
+  // unless FLAGS_eager_delete_tensor_gb is negative in the environment).
+  void set_eager_deletion(bool on) { eager_deletion_ = on; }
+  bool eager_deletion() const { return eager_deletion_; }
   const DeviceContext& device_context() const { return *device_; }
   DeviceContext* mutable_device_context() { return device_.get(); }
 
@@ -103,8 +139,16 @@ class Executor {
   // Checks and copies the feeds into `local`; a data span when tracing.
   void CopyFeeds(const FeedList& feeds, const proto::BlockDesc& block,
                  Scope* local, Timeline* timeline);
+  // Runs the ops, dropping each temporary after its last use.
+  void RunOps(PreparedProgram* prepared, Timeline* timeline);
+  // Eager deletion's schedule for `prepared` (executor.cc).
+  void PlanReleases(PreparedProgram* prepared) const;
+  // Marks (or, `on` false, unmarks) the run's fetched and fed vars.
+  static void PinForRun(PreparedProgram* prepared, const FeedList& feeds,
+                        const std::vector<std::string>& fetch_names, bool on);
 
   Place place_;
+  bool eager_deletion_;
   std::unique_ptr<DeviceContext> device_;
 };
 

@@ -15,7 +15,7 @@ Buffer::Buffer(size_t bytes, Place place) : size_(bytes), place_(place) {
   data_ = Allocate(place, bytes == 0 ? kAlignment : bytes);
 }
 
-Buffer::~Buffer() { Free(place_, data_); }
+Buffer::~Buffer() { Free(place_, data_, size_ == 0 ? kAlignment : size_); }
 
 void* Tensor::raw_mutable_data(Place place) {
   const size_t need = static_cast<size_t>(TensorBytes(shape_, dtype_));

@@ -176,6 +176,14 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   shard_.Begin(job, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
   main_->set_fence_owner(&shard_);  // its ops wait for its gathers themselves
+  // NonFiniteGradient scans the averaged gradients after a run: eager
+  // deletion must leave them.
+  std::vector<std::string> scanned;
+  for (const auto& [buffer, members] : averaged_) {
+    scanned.push_back(buffer);
+    scanned.insert(scanned.end(), members.begin(), members.end());
+  }
+  main_->KeepAfterRun(scanned);
   shard_.Plan(job, job_);
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();

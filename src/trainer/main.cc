@@ -16,6 +16,9 @@
 //           [--strategy FILE] [--strategy-set FIELD=VALUE]
 //           [--stall-warn S] [--stall-timeout S] [--flight-dir D]
 //           [--timeline FILE]
+//   trainer --model M [flags] --plan-memory [--transpile-for N]
+//                                              the memory one rank needs
+//   trainer ... --memory-limit BYTES           refuse a job planned over it
 //   trainer --model M [flags] --print-strategy  the DistributedStrategy a
 //                                               run would use
 //                                               data-parallel on N ranks
@@ -186,6 +189,13 @@ void AddDiagnosticOptions(CLI::App& app, fluid::TrainerOptions& o) {
                  "recording the sample position in the epoch (0: at each "
                  "epoch's end only)")
       ->capture_default_str();
+  app.add_flag("--plan-memory", o.plan_memory,
+               "print the memory plan per rank (parameters, gradients, "
+               "optimizer state, buckets, peak activations) and exit; "
+               "for N ranks under mpirun or with --transpile-for N");
+  app.add_option("--memory-limit", o.memory_limit,
+                 "refuse, before training, a job whose memory plan needs "
+                 "more than BYTES per rank (K, M, G suffixes: 512M, 2G)");
 }
 
 // Runs the trainer; on failure, one line naming the cause (and the rank,

@@ -27,6 +27,7 @@
 #include "src/io/checkpoint.h"
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
+#include "src/trainer/memory_report.h"
 #include "src/trainer/resume.h"
 #include "src/trainer/strategy_flags.h"
 #include "src/trainer/text_data.h"
@@ -426,6 +427,9 @@ struct TrainLoop {
   std::ostream& log;
   double slow_step_s = 0;  // the test hook's sleep before each step
   LossTrend trend;
+  // The planned memory and the meter that compares it with the steps'.
+  const MemoryPlan* plan;
+  MemoryMeter* meter;
 
   // Trains epoch `epoch` from sample position `start_sample` (see
   // Batcher::StartEpoch), advancing `step`, printing progress, checkpointing
@@ -484,6 +488,7 @@ struct TrainLoop {
                          epoch_step + 1, " on rank ", rank,
                          ": training diverged");
       trend.Add(loss);
+      meter->AfterStep(*plan, log);
       int64_t n = batch[0].shape()[0];
       loss_sum += loss * n;
       if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
@@ -813,6 +818,14 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
   TrainerResult result;
   if (PrintOrSave(o, job, out)) return result;
+  // The memory plan, before any data is read or any rank starts:
+  // --plan-memory prints it, --memory-limit refuses a job over it.
+  if (o.plan_memory || !o.memory_limit.empty()) {
+    const MemoryPlan plan = PlanTrainerMemory(o, job);
+    if (o.plan_memory && LauncherRank() == 0) out << plan.ToString();
+    CheckMemoryLimit(o, plan);
+    if (o.plan_memory) return result;
+  }
 
   Dataset train, test;
   DataDescription described;
@@ -824,6 +837,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   CheckJobTrains(job);
 
   // One process, or one rank of many (started by mpirun).
+  const int64_t memory_baseline = StartMemoryBaseline(place);
   Scope scope;
   Execution run =
       SetUpExecution(o, place, train, test, described, &job, &scope, &result);
@@ -862,6 +876,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   LogBanner(o, job, train.size(), batch_size, batcher.StepsPerEpoch(), place,
             world, dist, log);
   LogStateBytes(job.main(), log);
+  const MemoryPlan plan =
+      PlanProgramMemory(job.main(), batch_size, world, main->eager_deletion());
   if (!evaluate) log << "nothing to evaluate: " << no_evaluation << "\n";
 
   CheckpointSaver saver{o,    scope, persistable,        dist,
@@ -881,7 +897,11 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  world,
                  log,
                  SlowStepSeconds(rank),
-                 LossTrend()};
+                 LossTrend(),
+                 &plan,
+                 nullptr};
+  MemoryMeter meter(place, memory_baseline);
+  loop.meter = &meter;
   loop.RunEpochs(pos, &result);
 
   // Rank 0 evaluates on the test set with the forward-only program (every

@@ -81,6 +81,12 @@ struct TrainerOptions {
   // the end of each epoch), so a restarted job loses at most N steps. The
   // checkpoint records the sample position within the epoch.
   int64_t checkpoint_every = 0;
+  // Print the job's memory plan per rank (transpiler/memory_plan.h) and
+  // stop: for mpirun's ranks, or print_nranks (--transpile-for) ranks.
+  bool plan_memory = false;
+  // Refuse, before training, a job whose plan needs more than this many
+  // bytes per rank: digits with an optional K, M or G suffix ("" : none).
+  std::string memory_limit;
 };
 
 struct TrainerResult {

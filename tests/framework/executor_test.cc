@@ -77,14 +77,15 @@ TEST_F(ExecutorTest, FeedsAndFetches) {
 TEST_F(ExecutorTest, RepeatedRunsReuseVariablesAndMemory) {
   std::vector<Tensor> out;
   Tensor x = MakeTensor<float>({4, 3}, std::vector<float>(12, 1.0f));
-  exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
+  // y is fetched: eager deletion would drop a temporary nobody reads.
+  exe_.Run(prepared_.get(), {{"x", x}}, {"y"}, &out);
   Variable* y = prepared_->local_scope()->FindVar("y");
   ASSERT_NE(y, nullptr);
   const void* mem = y->GetTensor().raw_data();
   const void* xmem =
       prepared_->local_scope()->FindVar("x")->GetTensor().raw_data();
   for (int i = 0; i < 5; ++i)
-    exe_.Run(prepared_.get(), {{"x", x}}, {}, nullptr);
+    exe_.Run(prepared_.get(), {{"x", x}}, {"y"}, &out);
   EXPECT_EQ(prepared_->local_scope()->FindVar("y"), y);
   EXPECT_EQ(y->GetTensor().raw_data(), mem);
   EXPECT_EQ(prepared_->local_scope()->FindVar("x")->GetTensor().raw_data(),

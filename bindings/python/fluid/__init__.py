@@ -35,6 +35,8 @@ from . import contrib  # noqa: F401  (fluid.contrib.mixed_precision)
 from . import average, install_check, profiler  # noqa: F401
 from .input import data, embedding, one_hot
 from .io import load, load_program_state, save, set_program_state
+from . import memory
+from .memory import memory_plan
 
 __all__ = [
     "CPUPlace", "CUDAPlace", "DataFeeder", "ParamAttr", "CollectiveError",
@@ -49,5 +51,5 @@ __all__ = [
     "average", "install_check", "profiler", "data", "embedding", "one_hot",
     "load", "load_program_state", "save", "set_program_state",
     "create_random_int_lodtensor", "memory_optimize", "release_memory",
-    "name_scope", "contrib",
+    "name_scope", "contrib", "memory", "memory_plan",
 ]

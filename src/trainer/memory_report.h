@@ -1,0 +1,55 @@
+// The trainer's memory lines: --plan-memory, --memory-limit, and the line
+// comparing the planned peak with the measured one.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "proto/framework.pb.h"
+#include "src/framework/types.h"
+#include "src/trainer/trainer.h"
+#include "transpiler/memory_plan.h"
+
+namespace fluid {
+
+// The ranks a plan is made for: mpirun's world size when launched by it,
+// else --transpile-for N when given, else 1.
+int PlannedRanks(const TrainerOptions& o);
+
+// The plan of the job as the run will prepare it (its strategy set
+// already), for PlannedRanks ranks at --batch-size per rank.
+MemoryPlan PlanTrainerMemory(const TrainerOptions& o,
+                             const proto::TrainingJob& job);
+
+// --plan-memory: prints the plan (rank 0 only under mpirun). --memory-limit:
+// an error (before any data is read or any rank trains) when the plan's
+// total exceeds it, naming the largest items.
+void CheckMemoryLimit(const TrainerOptions& o, const MemoryPlan& plan);
+
+// Measures the memory a run's steps hold at `place`: made just before the
+// first step (it restarts the allocator's high-water mark), given the bytes
+// in use before the job's startup program ran (StartMemoryBaseline: the
+// data set and whatever else is outside the job); after kSteps steps it
+// prints one line with the planned and the measured peak (the high-water
+// mark, less the baseline). Not thread-safe.
+class MemoryMeter {
+ public:
+  static constexpr int64_t kSteps = 3;
+
+  MemoryMeter(const Place& place, int64_t baseline);
+  // Called after each step; prints the line once, after kSteps steps.
+  void AfterStep(const MemoryPlan& plan, std::ostream& log);
+  int64_t measured() const { return measured_; }
+
+ private:
+  Place place_;
+  int64_t baseline_;
+  int64_t steps_ = 0;
+  int64_t measured_ = -1;
+};
+
+// The bytes in use at `place` now.
+int64_t StartMemoryBaseline(const Place& place);
+
+}  // namespace fluid

@@ -1,0 +1,139 @@
+// The memory plan against what the executor's steps hold (the allocator's
+// high-water mark), and what it reports.
+#include "transpiler/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "src/builder/models.h"
+#include "src/framework/executor.h"
+#include "src/framework/memory.h"
+#include "tests/testing/gradient_checker.h"
+#include "tests/testing/model_steps.h"
+#include "transpiler/local_rewrites.h"
+#include "transpiler/strategy.h"
+
+namespace fluid {
+namespace {
+
+using testing::ErrorOf;
+
+// The high-water mark of a one-process run's first steps, less what was in
+// use before its startup program.
+int64_t MeasuredPeak(const proto::TrainingJob& job, int64_t batch) {
+  const FeedList feeds = testing::SyntheticFeeds(job, batch, 1);
+  Executor exe;
+  Scope scope;
+  const int64_t base = GetMemoryUsage(Place::CPU()).in_use;
+  ResetPeakMemory(Place::CPU());
+  exe.RunOnce(job.startup(), &scope);
+  auto main = exe.Prepare(job.main(), &scope);
+  std::vector<Tensor> out;
+  for (int step = 0; step < 3; ++step)
+    exe.Run(main.get(), feeds, {job.loss_name()}, &out);
+  return GetMemoryUsage(Place::CPU()).peak - base;
+}
+
+// The plan of `model` (with recompute when asked) against its measured
+// peak; returns the plan.
+MemoryPlan CheckAgainstMeasured(const std::string& model, int64_t batch,
+                                bool recompute) {
+  SCOPED_TRACE(model + (recompute ? " with recompute" : ""));
+  proto::TrainingJob built = BuildModel(model);
+  proto::DistributedStrategy strategy;
+  strategy.set_recompute(recompute);
+  const MemoryPlan plan = PlanJobMemory(built, strategy, 1, batch);
+  built.mutable_strategy()->MergeFrom(strategy);
+  const proto::TrainingJob job =
+      LocalRewrites(built, CanonicalStrategy(built.strategy()));
+  const int64_t measured = MeasuredPeak(job, batch);
+  const double ratio = static_cast<double>(measured) / plan.total;
+  EXPECT_GT(ratio, 0.9) << plan.ToString() << "measured " << measured;
+  EXPECT_LT(ratio, 1.1) << plan.ToString() << "measured " << measured;
+  EXPECT_EQ(plan.total, plan.parameters + plan.optimizer_state +
+                            plan.other_state + plan.communication +
+                            plan.gradients + plan.activations);
+  EXPECT_GT(plan.parameters, 0);
+  EXPECT_GT(plan.activations, 0);
+  return plan;
+}
+
+TEST(MemoryPlan, WithinTenPercentOfTheMeasuredPeak) {
+  CheckAgainstMeasured("mlp", 64, false);
+  CheckAgainstMeasured("lenet", 64, false);
+  CheckAgainstMeasured("resnet", 16, false);
+  CheckAgainstMeasured("transformer", 8, false);
+}
+
+// Recompute frees the activations after the forward pass: the plan, which
+// reads only the program, sees it with no knowledge of recompute.
+TEST(MemoryPlan, FollowsRecompute) {
+  for (const auto& [model, batch] :
+       std::vector<std::pair<std::string, int64_t>>{{"resnet", 16},
+                                                    {"transformer", 8}}) {
+    const MemoryPlan plain = CheckAgainstMeasured(model, batch, false);
+    const MemoryPlan recomputed = CheckAgainstMeasured(model, batch, true);
+    EXPECT_LT(recomputed.activations, plain.activations) << model;
+  }
+}
+
+TEST(MemoryPlan, NamesItsPartsAndLargestItems) {
+  const proto::TrainingJob job = BuildModel("mlp");
+  const MemoryPlan plan = PlanJobMemory(job, {}, 1, 64);
+  // Momentum: one velocity per parameter.
+  EXPECT_EQ(plan.optimizer_state, plan.parameters);
+  ASSERT_FALSE(plan.largest.empty());
+  for (size_t i = 1; i < plan.largest.size(); ++i)
+    EXPECT_GE(plan.largest[i - 1].bytes, plan.largest[i].bytes);
+  const std::string text = plan.ToString();
+  for (const char* part :
+       {"parameters", "optimizer state", "communication buffers", "gradients",
+        "activations", "total", "largest items", plan.largest[0].name.c_str()})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  // The activations grow with the batch; the state does not.
+  const MemoryPlan big = PlanJobMemory(job, {}, 1, 256);
+  EXPECT_GT(big.activations, 2 * plan.activations);
+  EXPECT_EQ(big.parameters, plan.parameters);
+}
+
+TEST(MemoryPlan, FollowsTheProgramOnNRanks) {
+  const proto::TrainingJob job = BuildModel("mlp");
+  const MemoryPlan one = PlanJobMemory(job, {}, 1, 32);
+  const MemoryPlan two = PlanJobMemory(job, {}, 2, 32);
+  // Two ranks: the gradients travel in buckets.
+  EXPECT_EQ(one.communication, 0);
+  EXPECT_GT(two.communication, 0);
+  proto::DistributedStrategy sharded;
+  sharded.set_sharding(true);
+  sharded.mutable_sharding_configs()->set_stage(1);
+  const MemoryPlan shard = PlanJobMemory(job, sharded, 4, 32);
+  // Each of 4 ranks holds a quarter of the moments.
+  EXPECT_LT(shard.optimizer_state, two.optimizer_state / 3);
+}
+
+TEST(MemoryPlan, ByteCounts) {
+  EXPECT_EQ(ParseByteCount("1048576", "--memory-limit"), 1048576);
+  EXPECT_EQ(ParseByteCount("512K", "--memory-limit"), 512 << 10);
+  EXPECT_EQ(ParseByteCount("3M", "--memory-limit"), 3 << 20);
+  EXPECT_EQ(ParseByteCount("2G", "--memory-limit"), int64_t{2} << 30);
+  for (const char* bad : {"", "M", "12Q", "-5", "1.5G", "0"})
+    EXPECT_NE(ErrorOf([&] {
+                ParseByteCount(bad, "--memory-limit");
+              }).find("--memory-limit must be"),
+              std::string::npos)
+        << bad;
+}
+
+TEST(MemoryPlan, RefusesBadArguments) {
+  const proto::TrainingJob job = BuildModel("mlp");
+  EXPECT_NE(ErrorOf([&] {
+              PlanJobMemory(job, {}, 1, 0);
+            }).find("batch_size must be >= 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              PlanJobMemory(job, {}, 0, 8);
+            }).find("nranks must be >= 1, got 0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fluid
