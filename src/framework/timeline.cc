@@ -3,6 +3,9 @@
 #include <time.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "src/framework/math/int_math.h"
 #include "src/framework/operator.h"
@@ -17,6 +20,27 @@ std::atomic<Timeline*> g_timeline{nullptr};
 // An op with more outputs shows the first ones' shapes and bytes (the
 // shape log's share of one op stays bounded).
 constexpr int kMaxShapeOutputs = 8;
+
+// "<type> (recompute)", made once per type and kept for the process (event
+// names outlive every timeline).
+const char* ReplayName(const std::string& type) {
+  static std::mutex mu;
+  static auto* names = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = names->find(type);
+  if (it == names->end())
+    it = names->emplace(type, type + " (recompute)").first;
+  return it->second.c_str();
+}
+
+// An op's event name: its type, or for a recompute replay (marked with the
+// attr recompute_segment by transpiler/recompute.h) "<type> (recompute)",
+// so that the time the replays cost shows apart from the forward pass.
+const char* OpEventName(const OperatorBase& op) {
+  for (const auto& a : op.desc().attrs())
+    if (a.name() == "recompute_segment") return ReplayName(op.type());
+  return op.schema().type().c_str();
+}
 
 // Buffered JSON text into a sink, with no allocation and no locale.
 class JsonOut {
@@ -135,7 +159,7 @@ void Timeline::RecordOp(const OperatorBase& op, int64_t begin_ns) {
   const int64_t end_ns = TimelineNs();
   TimelineEvent* e = main_.Next();
   if (e == nullptr) return;
-  e->name = op.schema().type().c_str();
+  e->name = OpEventName(op);
   e->begin_ns = begin_ns;
   e->end_ns = end_ns;
   e->step = step();

@@ -2,13 +2,14 @@
 
   mpi_recompute.py OUT strategy   the mlp with dropout trained by
       fluid.MPIExecutor with DistributedStrategy.recompute (checkpoints:
-      the hidden layers' outputs);
+      the hidden layers' outputs; its timeline in OUT/trace.json);
   mpi_recompute.py OUT fleet      the same through fleet (Fluid 1.x's
       forward_recompute and recompute_checkpoints), fleet.main_program run
       by a plain fluid.Executor.
 Each rank saves the run's losses and parameters, and those of the same
 training by fluid.MPIExecutor without recompute, to
 OUT/recompute_<mode>.rank<r>.npz."""
+import os
 import sys
 
 import numpy as np
@@ -45,7 +46,7 @@ def train(main, startup, loss, exe, run_main):
     return losses, params
 
 
-def with_mpi_executor(recompute):
+def with_mpi_executor(recompute, timeline=None):
     """(losses, parameters, replay op count) with fluid.MPIExecutor."""
     with fluid.unique_name.guard():
         main, startup, loss, hidden = build()
@@ -55,7 +56,7 @@ def with_mpi_executor(recompute):
     if recompute:
         s.recompute = True
         s.recompute_configs = {"checkpoints": [h.name for h in hidden]}
-    exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=s)
+    exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=s, timeline=timeline)
     losses, params = train(main, startup, loss, exe, main)
     return losses, params, replays(exe.transpiled_program(main))
 
@@ -81,7 +82,8 @@ def main():
     out, mode = sys.argv[1], sys.argv[2]
     ref_losses, ref_params, _ = with_mpi_executor(False)
     if mode == "strategy":
-        losses, params, count = with_mpi_executor(True)
+        losses, params, count = with_mpi_executor(
+            True, os.path.join(out, "trace.json"))
     else:
         losses, params, count = with_fleet()
     save_results(out, "recompute_" + mode, losses, params, ref_losses,

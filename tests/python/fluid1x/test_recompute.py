@@ -4,6 +4,8 @@ names: _set_checkpoints, minimize) with fluid.Executor, the strategy form
 and fleet's forward_recompute under mpirun (mpi_recompute.py): a
 recomputed program trains bit for bit like the program without recompute,
 dropout included."""
+import json
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,9 @@ def test_under_mpirun_trains_bitwise_like_without(tmp_path, mode, np_):
             ref = run["ref/" + k[len("param/"):]]
             assert run[k].tobytes() == ref.tobytes(), k
         assert run["extra/replays"] > 0
+    if mode == "strategy":
+        # The replays show in the timeline under names of their own.
+        with open(tmp_path / "trace.json") as f:
+            names = {e.get("name") for e in json.load(f)["traceEvents"]}
+        assert "dropout (recompute)" in names
+        assert "dropout" in names
