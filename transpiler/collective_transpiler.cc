@@ -9,6 +9,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
 #include "transpiler/passes/pass.h"
 #include "transpiler/recompute.h"
@@ -17,7 +18,8 @@
 namespace fluid {
 
 extern const Pass kBucketingPass, kAllReducePass, kCompressionPass,
-    kSyncBatchNormPass, kStartupBroadcastPass, kShardUpdatesPass;
+    kSyncBatchNormPass, kStartupBroadcastPass, kShardUpdatesPass,
+    kGradientMergePass;
 
 namespace {
 
@@ -26,6 +28,7 @@ const std::vector<const Pass*>& CollectivePasses() {
   static const std::vector<const Pass*> passes = {
       &kBucketingPass,     &kAllReducePass,        &kCompressionPass,
       &kSyncBatchNormPass, &kStartupBroadcastPass, &kShardUpdatesPass,
+      &kGradientMergePass,
   };
   return passes;
 }
@@ -101,6 +104,13 @@ std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main) {
       for (const auto& n : OpOutput(op, slot))
         if (seen.insert(n).second) out.push_back(n);
   }
+  // Gradient merge's accumulators: each rank's sum of its own micro-steps'
+  // gradients. Their average on every rank merges to the same gradient
+  // (the merge allreduces them, and allreduce is linear), so a checkpoint
+  // of the average resumes mid-accumulation on any rank.
+  for (const auto& v : main.blocks(0).vars())
+    if (v.persistable() && IsGradMergeAccumulator(v.name()))
+      out.push_back(v.name());
   return out;
 }
 

@@ -56,7 +56,8 @@ void LintCollective(const proto::ProgramDesc& main, int nranks,
                     bool average = true);
 
 // The running statistics (MeanOut, VarianceOut) of every batch_norm op of
-// `main`, in program order, each once.
+// `main`, in program order, each once; then gradient merge's accumulators
+// (per rank like them until averaged).
 std::vector<std::string> RunningStatVars(const proto::ProgramDesc& main);
 
 // The stat sync program of a collective job: an allreduce-average of every

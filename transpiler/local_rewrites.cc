@@ -1,5 +1,6 @@
 #include "transpiler/local_rewrites.h"
 
+#include "transpiler/gradient_merge.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/recompute.h"
 
@@ -12,6 +13,8 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
   // then see its float32 gradients and its unscaling among the optimizer's
   // ops.
   if (strategy.amp()) out = MixedPrecisionRewrite(out, strategy.amp_configs());
+  if (strategy.gradient_merge())
+    out = GradientMergeRewrite(out, strategy.gradient_merge_configs());
   if (strategy.recompute())
     out = RecomputeRewrite(out, strategy.recompute_configs());
   return out;

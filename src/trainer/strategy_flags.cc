@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "src/framework/enforce.h"
@@ -56,6 +57,20 @@ void SetAmp(const std::string& v, proto::DistributedStrategy* s) {
                 "--amp takes bf16, fp16 or none, got ", Quote(v));
   s->set_amp(v != "none");
   if (v != "none") s->mutable_amp_configs()->set_dtype(v);
+}
+
+// "--gradient-merge K": K micro-steps per optimizer step (1: plain).
+void SetGradientMerge(const std::string& v, proto::DistributedStrategy* s) {
+  char* end = nullptr;
+  errno = 0;
+  const long k = std::strtol(v.c_str(), &end, 10);
+  FLUID_ENFORCE(!v.empty() && *end == '\0' && errno == 0 && k >= 1 &&
+                    k <= std::numeric_limits<int32_t>::max(),
+                "--gradient-merge takes a whole number of micro-steps per "
+                "optimizer step, >= 1, got ",
+                Quote(v));
+  s->set_gradient_merge(true);
+  s->mutable_gradient_merge_configs()->set_k_steps(static_cast<int32_t>(k));
 }
 
 // "--recompute": checkpoints chosen by auto; "--recompute a,b": those
@@ -178,6 +193,13 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        "bits) and \"black: op ...\" (run in float32)",
        Arg::kValue,
        SetAmpLists},
+      {"--gradient-merge",
+       {"gradient_merge", "gradient_merge_configs.k_steps"},
+       "K: run the optimizer (and the gradients' collectives) once every K "
+       "batches, on their averaged gradients: batch K x --batch-size with "
+       "the activation memory of one (default 1: every batch)",
+       Arg::kValue,
+       SetGradientMerge},
       {"--recompute",
        {"recompute", "recompute_configs.checkpoints"},
        "recompute activations in the backward pass from checkpoints: auto "

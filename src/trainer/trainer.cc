@@ -32,6 +32,7 @@
 #include "src/trainer/strategy_flags.h"
 #include "src/trainer/text_data.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
@@ -454,6 +455,16 @@ struct TrainLoop {
     return true;
   }
 
+  // Whether fp16 gradient merge's run just made only accumulated (its
+  // counter is not back at 0): an overflow in it is no error, as the
+  // merged step it belongs to is skipped (and reported) when it closes.
+  bool OverflowInAMicroStep() const {
+    if (job.main().mixed_precision() != "fp16") return false;
+    const Variable* count = main->scope()->FindVar(kGradMergeStepVar);
+    return count != nullptr && count->HasValue() &&
+           ScalarOf(count->GetTensor()) != 0;
+  }
+
   int64_t RunEpoch(int epoch, int64_t start_sample, int64_t* step,
                    TrainerResult* result) {
     std::vector<std::string> fetch = {job.loss_name()};
@@ -478,7 +489,8 @@ struct TrainLoop {
       }
       exe->Run(main, feeds, fetch, &fetched);
       double loss = ScalarOf(fetched[0]);
-      if (SkippedByLossScaling()) {
+      if (SkippedByLossScaling() ||
+          (!std::isfinite(loss) && OverflowInAMicroStep())) {
         ++*step;
         ++epoch_step;
         continue;
