@@ -13,10 +13,10 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
   // then see its float32 gradients and its unscaling among the optimizer's
   // ops.
   if (strategy.amp()) out = MixedPrecisionRewrite(out, strategy.amp_configs());
-  if (strategy.gradient_merge())
-    out = GradientMergeRewrite(out, strategy.gradient_merge_configs());
   if (strategy.recompute())
     out = RecomputeRewrite(out, strategy.recompute_configs());
+  if (strategy.gradient_merge())
+    out = GradientMergeRewrite(out, strategy.gradient_merge_configs());
   return out;
 }
 
