@@ -32,6 +32,7 @@
 #include "src/io/job_io.h"
 #include "src/runtime/mpi_executor.h"
 #include "transpiler/collective_transpiler.h"
+#include "transpiler/gradient_merge.h"
 #include "transpiler/memory_plan.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/pserver_transpiler.h"
@@ -995,6 +996,17 @@ void BindBuilder(py::module_& m) {
                  ResolveCheckpoints(job.main(), c);
              b.Replace(RecomputeRewrite(job, c));
              return used;
+           })
+      // Rewrites the programs built so far (after minimize) for gradient
+      // merge by the gradient_merge_configs of a serialized strategy.
+      .def("gradient_merge",
+           [](PyBuilder& b, const py::bytes& strategy) {
+             const proto::GradientMergeConfig c =
+                 StrategyOf(strategy).gradient_merge_configs();
+             proto::TrainingJob job;
+             *job.mutable_main() = *b.get()->main();
+             *job.mutable_startup() = *b.get()->startup();
+             b.Replace(GradientMergeRewrite(job, c));
            })
       .def("lr_schedule",
            [](PyBuilder& b, const std::string& kind, const py::dict& args) {

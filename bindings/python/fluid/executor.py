@@ -17,6 +17,7 @@ from . import _core
 from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
 from . import transpiler as _transpiler
+from .distributed_strategy import DistributedStrategy
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
 from .framework import Program, default_main_program
 
@@ -223,6 +224,13 @@ def _skipped_by_loss_scaling(amp, scope, steps):
     lowered; not an error). Counts it in steps.skipped and logs it."""
     if not amp or not scope._core.has("found_infinite"):
         return False
+    # Gradient merge: a run that only accumulated (its counter not back at
+    # 0) updated nothing; an overflow in it skips the merged step it
+    # belongs to, which is reported when it closes.
+    merge = "@GRAD_MERGE_STEP@"
+    if scope._core.has(merge) and \
+            int(np.asarray(scope._core.get(merge)).ravel()[0]) != 0:
+        return True
     if int(np.asarray(scope._core.get("found_infinite")).ravel()[0]) == 0:
         return False
     steps.skipped += 1
@@ -232,6 +240,22 @@ def _skipped_by_loss_scaling(amp, scope, steps):
                  "skipped and the loss scaling is now %g (%d step(s) "
                  "skipped so far)", steps.count, scale, steps.skipped)
     return True
+
+
+def _merge_strategy(strategy, program):
+    """`strategy`, with gradient_merge set as GradientMergeOptimizer
+    rewrote `program` (so that its collectives skip with its updates)."""
+    for op in program.global_block().ops:
+        if op.type != "gradient_merge_step":
+            continue
+        if strategy.gradient_merge:
+            return strategy
+        merged = DistributedStrategy.from_text(str(strategy))
+        merged.gradient_merge = True
+        merged.gradient_merge_configs = {"k_steps": op.attr("k_steps"),
+                                         "avg": op.attr("avg")}
+        return merged
+    return strategy
 
 
 def _check_finite(names, values, watched, step, where=""):
@@ -594,7 +618,7 @@ class MPIExecutor:
         run = self._probe if not self._runs else _core.MPIExecutor(
             self._threads, self._device)
         run.init(main.desc, startup.desc, scope._core,
-                 self._strategy.serialize(), False)
+                 _merge_strategy(self._strategy, main).serialize(), False)
         self._runs[key] = run
         _TRAINING[(program.desc.id, id(scope))] = self
         return run

@@ -312,6 +312,85 @@ RMSPropOptimizer, AdamaxOptimizer = RMSProp, Adamax
 AdadeltaOptimizer, LarsMomentumOptimizer = Adadelta, LarsMomentum
 
 
+class GradientMergeOptimizer:
+    """Gradient merge (gradient accumulation), Fluid 1.8's: the forward and
+    backward passes run on every batch (a micro-step), the inner
+    optimizer's update once every `k_steps` micro-steps, on their
+    gradients accumulated in float32 (averaged over the k_steps when
+    `avg`, else summed). k_steps batches of B then train like one batch of
+    k_steps x B with the activation memory of B; learning-rate schedules
+    advance once per merged step. With fluid.MPIExecutor (or fleet) the
+    gradients' allreduce also runs once per merged step.
+
+    inner_optimizer: the optimizer whose update runs (SGD, Momentum, Adam,
+    ..., or one decorated by fluid.contrib.mixed_precision.decorate);
+    k_steps: micro-steps per merged step, an integer >= 1 (1: plain
+    training); avg: the merged gradient is the micro-steps' mean (False:
+    their sum). The same as DistributedStrategy.gradient_merge with
+    gradient_merge_configs={"k_steps": k, "avg": avg}.
+
+        >>> opt = fluid.optimizer.GradientMergeOptimizer(
+        ...     fluid.optimizer.Adam(learning_rate=0.001), k_steps=4)
+        >>> opt.minimize(loss)
+    """
+
+    def __init__(self, inner_optimizer, k_steps=1, avg=True):
+        if inner_optimizer is None or not hasattr(inner_optimizer,
+                                                  "minimize"):
+            raise TypeError("GradientMergeOptimizer: inner_optimizer must be "
+                            "an optimizer (fluid.optimizer.SGD, Adam, ...), "
+                            f"got {type(inner_optimizer).__name__}")
+        if isinstance(k_steps, bool) or not isinstance(k_steps, int) or \
+                k_steps < 1:
+            raise ValueError("GradientMergeOptimizer: k_steps must be an "
+                             f"integer >= 1, got {k_steps!r}")
+        if not isinstance(avg, bool):
+            raise TypeError("GradientMergeOptimizer: avg must be True or "
+                            f"False, got {avg!r}")
+        self.inner_optimizer = inner_optimizer
+        self.k_steps = k_steps
+        self.avg = avg
+        self.type = "gradient_merge"
+
+    def minimize(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None):
+        """The inner optimizer's minimize (its arguments), then the rewrite
+        of loss's program for gradient merge (transpiler/gradient_merge.h):
+        each gradient is added to a persistable accumulator
+        (<grad>@GRAD_MERGE) every run, and the updates, clips and weight
+        decay run on every k_steps-th run only. Returns what the inner
+        minimize returns (optimize_ops, params_grads). A sparse gradient
+        (embedding(is_sparse=True)) is refused: build the embedding with
+        is_sparse=False."""
+        out = self.inner_optimizer.minimize(loss, startup_program,
+                                            parameter_list, no_grad_set)
+        if self.k_steps > 1:
+            from .distributed_strategy import DistributedStrategy
+            b, _ = current_builder()
+            s = DistributedStrategy()
+            s.gradient_merge = True
+            s.gradient_merge_configs = {"k_steps": self.k_steps,
+                                        "avg": self.avg}
+            b.gradient_merge(s.serialize())
+        return out
+
+    def backward(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None, callbacks=None):
+        """Fluid's first half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("backward")
+
+    def apply_gradients(self, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_gradients")
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_optimize")
+
+
 class RecomputeOptimizer:
     """Recompute (activation checkpointing), Fluid 1.6's: the backward pass
     recomputes the activations between checkpoints from them instead of

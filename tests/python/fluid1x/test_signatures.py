@@ -252,6 +252,11 @@ FLUID_18 = {
     "optimizer.LarsMomentumOptimizer": [
         ("learning_rate", R), ("momentum", R), ("lars_coeff", 0.001),
         ("lars_weight_decay", 0.0005)] + _OPT,
+    "optimizer.GradientMergeOptimizer": [
+        ("inner_optimizer", R), ("k_steps", 1), ("avg", True)],
+    "optimizer.GradientMergeOptimizer.minimize": [
+        ("loss", R), ("startup_program", None), ("parameter_list", None),
+        ("no_grad_set", None)],
     "optimizer.RecomputeOptimizer": [("optimizer", R)],
     "optimizer.RecomputeOptimizer.minimize": [
         ("loss", R), ("startup_program", None), ("parameter_list", None),
