@@ -7,10 +7,10 @@
 // places.
 //
 // For 16-bit Input (bfloat16, float16) the step computes in float32, as
-// gru's does (C below is ComputeType<T>): Input, Weight and
-// ResetHiddenPrev (the second GEMM's operand) and their gradients are T;
-// the hidden state carried from step to step (HiddenPrev, Hidden), the
-// gate activations (Gate) and Bias, and their gradients, are float32. The
+// gru's does (C below is ComputeType<T>): Input, Weight, their gradients
+// and ResetHiddenPrev (the second GEMM's operand) are T; the hidden state
+// carried from step to step (HiddenPrev, Hidden), the gate activations
+// (Gate) and Bias, and their gradients, are float32. The
 // GEMMs multiply T operands (HiddenPrev rounded to T, r * h_prev, and
 // backward the gate gradients rounded to T) with float32 sums; each
 // block of the weight's gradient is one GEMM rounded once.
