@@ -398,9 +398,10 @@ class RecomputeOptimizer:
     the memory of the activations (see docs/memory.md, "Recompute").
 
     optimizer: the optimizer whose minimize builds the training program
-    (fluid.optimizer.SGD, Adam, ...; with mixed precision, the decorated
-    one: RecomputeOptimizer(fluid.contrib.mixed_precision.decorate(opt))).
-    Call _set_checkpoints before minimize.
+    (fluid.optimizer.SGD, Adam, ...; with mixed precision either order
+    works: RecomputeOptimizer(fluid.contrib.mixed_precision.decorate(opt))
+    or decorate(RecomputeOptimizer(opt))). Call _set_checkpoints before
+    minimize.
 
         >>> opt = fluid.optimizer.RecomputeOptimizer(
         ...     fluid.optimizer.Adam(learning_rate=0.001))
@@ -466,8 +467,11 @@ class RecomputeOptimizer:
         s = DistributedStrategy()
         s.recompute = True
         s.recompute_configs = {"checkpoints": list(self._checkpoints)}
-        b, _ = current_builder()
+        b, program = current_builder()
         self._used = list(b.recompute(s.serialize()))
+        # For a mixed-precision decorator around this optimizer, whose
+        # rewrite regenerates the backward pass.
+        program._recompute_strategy = s.serialize()
         return out
 
     def load(self, stat_dict):

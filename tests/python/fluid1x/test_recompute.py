@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fluid
+from fluid.contrib import mixed_precision
 from fluid1x_common import (CLASSES, FEATURES, global_batch, load_results,
                             mpirun)
 
@@ -34,16 +35,21 @@ def build(seed=5):
     return main, startup, loss, [h1, h2]
 
 
-def train(checkpoints, steps=STEPS):
+def train(checkpoints, steps=STEPS, amp=None):
     """Losses and parameters of `steps` steps of SGD, wrapped in
-    RecomputeOptimizer when `checkpoints` is not None."""
+    RecomputeOptimizer when `checkpoints` is not None; amp "inside" or
+    "outside" decorates for bf16 before or after that wrapping."""
     with fluid.unique_name.guard():
         main, startup, loss, hidden = build()
         with fluid.program_guard(main, startup):
             opt = fluid.optimizer.SGD(learning_rate=0.1)
+            if amp == "inside":
+                opt = mixed_precision.decorate(opt, use_bf16=True)
             if checkpoints is not None:
                 opt = fluid.optimizer.RecomputeOptimizer(opt)
                 opt._set_checkpoints(checkpoints(hidden))
+            if amp == "outside":
+                opt = mixed_precision.decorate(opt, use_bf16=True)
             opt.minimize(loss)
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
@@ -74,6 +80,25 @@ def test_recompute_optimizer_trains_bitwise_like_its_optimizer():
     assert len(op_types(main)) > len(op_types(plain_main))
     assert losses.tobytes() == plain_losses.tobytes()
     assert sorted(params) == sorted(plain_params)
+    for name in params:
+        assert params[name].tobytes() == plain_params[name].tobytes(), name
+
+
+def replays(program):
+    return [op.type for op in program.global_block().ops
+            if any(n.endswith("@RECOMPUTE") for n in op.output_arg_names)]
+
+
+@pytest.mark.parametrize("order", ["inside", "outside"])
+def test_with_mixed_precision_in_either_order(order):
+    """bf16 with recompute trains bit for bit like bf16 without it, with
+    the decorator inside RecomputeOptimizer or around it (whose rewrite
+    regenerates the backward pass, then recomputed again)."""
+    _, plain_losses, plain_params = train(None, amp="inside")
+    main, losses, params = train(lambda hidden: hidden, amp=order)
+    assert "cast" in op_types(main)
+    assert "cast" in replays(main) and "dropout" in replays(main)
+    assert losses.tobytes() == plain_losses.tobytes()
     for name in params:
         assert params[name].tobytes() == plain_params[name].tobytes(), name
 

@@ -37,6 +37,11 @@ class OptimizerWithMixedPrecision:
                                        no_grad_set)
         b, program = framework.current_builder()
         b.mixed_precision(self._config)
+        # Around a RecomputeOptimizer: the backward pass the rewrite
+        # regenerated is made to recompute again.
+        recompute = getattr(program, "_recompute_strategy", None)
+        if recompute is not None:
+            b.recompute(recompute)
         self._program = program
         if self._dtype == "fp16":
             self._scaled_loss = program.var(loss.name + ".scaled")
