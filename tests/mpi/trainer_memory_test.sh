@@ -3,7 +3,7 @@
 # nothing; --memory-limit refuses a job planned over it, naming its largest
 # items; a run prints the planned and the measured peak, and on 2 ranks the
 # two agree within 10% for mlp, lenet, resnet and transformer, unsharded and
-# with the optimizer sharded (stages 1 and 2).
+# with the optimizer sharded (stages 1 and 2), and with recompute.
 #   trainer_memory_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe -np 2)
@@ -62,3 +62,13 @@ for stage in 0 1 2; do
       --test-samples 8 "${shard[@]}"
   fi
 done
+
+# Recompute: the plan reads the rewritten program, and the activations it
+# frees after the forward pass are gone from both peaks.
+check "resnet recompute" --model resnet "${image[@]}" --batch-size 16 \
+  --train-samples 128 --recompute auto
+if [ -d /usr/share/games/fortunes ]; then
+  check "transformer recompute" --model transformer --epochs 1 \
+    --log-every 0 --threads 1 --batch-size 8 --train-samples 64 \
+    --test-samples 8 --recompute auto
+fi
