@@ -20,6 +20,7 @@ export FLUID_HOSTS_PREFIX="fluidk$$x" FLUID_HOSTS_DIR="$base/hosts"
 P="$FLUID_HOSTS_PREFIX"
 fail() { echo "FAIL: $*"; exit 1; }
 trap '"$HOSTS" down >/dev/null 2>&1; rm -rf "$base"' EXIT
+trap 'exit 130' INT TERM
 check() { /usr/bin/python3 "$K8S/check_mpijob.py" "$@"; }
 
 # 1. The manifest, and broken copies of it refused by name.

@@ -32,6 +32,7 @@ cleanup() {
   rm -rf "$base"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 "$SLURM" up 2 --cpus 2
 rc=$?
@@ -186,8 +187,9 @@ for _ in $(seq 300); do [ -f "$base/requeued/LATEST" ] && break; sleep 0.1; done
 run 30 scontrol requeue "$id" || fail "scontrol requeue $id"
 state="$(ended "$id" 180)"
 [ "$state" = COMPLETED ] || fail "the requeued job ended $state: $(cat "$base/requeued.out")"
-grep -q "resumed from $base/requeued at epoch [0-9]*, step [1-9]" "$base/requeued.out" ||
-  fail "the requeued job did not resume from its checkpoint: $(cat "$base/requeued.out")"
+step="$(sed -n "s|^resumed from $base/requeued at epoch [0-9]*, step \([0-9]*\).*|\1|p" "$base/requeued.out")"
+[ -n "$step" ] && [ "$step" -gt 0 ] && [ "$step" -lt 16 ] ||
+  fail "the requeued job did not resume mid-run from its checkpoint (step '$step'): $(cat "$base/requeued.out")"
 n="$(same_params whole requeued)" || { echo "$n"; exit 1; }
 echo "[$SECONDS s] ok: requeued by Slurm: $(grep -o "resumed from [^(]*" "$base/requeued.out" | head -1), $n tensors equal to the uninterrupted run's"
 
