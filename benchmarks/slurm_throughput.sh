@@ -11,7 +11,8 @@
 #
 #   benchmarks/slurm_throughput.sh [ROUNDS] [RANKS_PER_HOST] [-- TRAINER-ARGS]
 #     default: 5 rounds, 1 rank per host, lenet on Fashion-MNIST, the first
-#     8192 samples, 1 epoch, --threads 1
+#     8192 samples, 1 epoch, --threads 1; TRAINER=PATH another trainer
+#     (its libraries in LD_LIBRARY_PATH: passed on to every rank)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TRAINER="${TRAINER:-$ROOT/build/bin/trainer}"
@@ -30,10 +31,14 @@ trap '"$ROOT/tools/slurm.sh" down >/dev/null 2>&1; rm -rf "$base"' EXIT
 trap 'exit 130' INT TERM
 "$ROOT/tools/slurm.sh" up 2 --cpus "$((K > 2 ? K : 2))" || exit $?
 
+# A trainer outside build/ (TRAINER=...) may bring its libraries in
+# LD_LIBRARY_PATH: every launch passes it on.
+XL=()
+[ -n "${LD_LIBRARY_PATH:-}" ] && XL=(-x LD_LIBRARY_PATH)
 rate() { sed -n 's/.* at \([0-9.]*\) samples\/s.*/\1/p' | tail -1; }
 cat >"$base/job.sh" <<JOB
 #!/bin/sh
-exec mpirun "$TRAINER" ${ARGS[*]}
+exec mpirun ${XL[*]} "$TRAINER" ${ARGS[*]}
 JOB
 chmod +x "$base/job.sh"
 launch() {
@@ -49,7 +54,7 @@ launch() {
             rate <"$base/job.out" ;;
     hostfile) OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
                 "$ROOT/tools/hosts.sh" run -- -np "$((2 * K))" --map-by node \
-                "$TRAINER" "${ARGS[@]}" 2>&1 | rate ;;
+                "${XL[@]}" "$TRAINER" "${ARGS[@]}" 2>&1 | rate ;;
   esac
 }
 ways=(srun sbatch hostfile)

@@ -31,6 +31,7 @@ int EnvInt(const Env& env, const char* name) {
   return -1;
 }
 
+// `name`'s value; "" when unset.
 std::string EnvText(const Env& env, const char* name) {
   const char* v = env(name);
   return v == nullptr ? std::string() : std::string(v);
@@ -62,6 +63,7 @@ int SlurmPerNode(const std::string& list, int node) {
   return -1;
 }
 
+// "NAME=value" (or "NAME=(unset)") for messages.
 std::string Quoted(const Env& env, const char* name) {
   const char* v = env(name);
   return std::string(name) + "=" + (v == nullptr ? "(unset)" : v);
