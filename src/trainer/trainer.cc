@@ -633,15 +633,22 @@ std::vector<RunSetting> CollectiveSettings(
   return settings;
 }
 
-// Makes the executor and runs the startup program. Under mpirun, the ranks
-// first check that they agree on every run setting that decides their
-// collectives (before MPIExecutor::Init's program check, the first
-// collective otherwise), then transpile and broadcast the parameters.
+// Makes the executor and runs the startup program, after refusing a launch
+// that cannot train. Under mpirun, the ranks first check that they agree on
+// every run setting that decides their collectives (before
+// MPIExecutor::Init's program check, the first collective otherwise), then
+// transpile and broadcast the parameters.
 Execution SetUpExecution(const TrainerOptions& o, const Place& place,
                          const Dataset& train, const Dataset& test,
                          const DataDescription& described,
                          proto::TrainingJob* job, Scope* scope,
                          TrainerResult* result) {
+  // A launch that cannot train as asked (srun with no PMI, more ranks on a
+  // node than CPUs or GPUs allotted) is refused before MPI starts.
+  RefuseBadLaunch(
+      DetectLaunch(),
+      place.is_cpu() ? 0 : (o.place == "cuda" ? CudaDeviceCount() : 1),
+      "trainer");
   Execution run;
   if (!LaunchedByMpi()) {
     if (!o.timeline.empty()) StartTimeline(nullptr, o.timeline);
@@ -819,12 +826,6 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (!o.predict.empty()) return Predict(o, out);
   CheckOptions(o);
   const Place place = ParsePlace(o.place);
-  // A launch that cannot train as asked (srun with no PMI, more ranks on a
-  // node than CPUs or GPUs allotted) is refused before MPI starts.
-  RefuseBadLaunch(
-      DetectLaunch(),
-      place.is_cpu() ? 0 : (o.place == "cuda" ? CudaDeviceCount() : 1),
-      "trainer");
 
   proto::TrainingJob job = ObtainJob(o);
   *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
