@@ -100,10 +100,21 @@ def check_trainer(launcher, worker, slots, problems):
             problems.append("Worker: --checkpoint-dir %s is on no volume the "
                             "workers mount (rank 0 runs on a worker and "
                             "writes it)" % ckpt)
-    threads = int(flag(command, "--threads") or 1)
+    try:
+        threads = int(flag(command, "--threads") or 1)
+    except ValueError:
+        problems.append("Launcher: --threads %r is not a number"
+                        % flag(command, "--threads"))
+        threads = 1
     request = ((worker.get("resources") or {}).get("requests") or {}).get(
         "cpu")
-    if request is not None and cpu_quantity(request) < slots * threads:
+    try:
+        cpus = None if request is None else cpu_quantity(request)
+    except ValueError:
+        problems.append("Worker: the CPU request %r is not a quantity"
+                        % request)
+        cpus = None
+    if cpus is not None and cpus < slots * threads:
         problems.append("Worker: requests %s CPU(s) but runs %d rank(s) x %d "
                         "thread(s) (slotsPerWorker x --threads)"
                         % (request, slots, threads))
@@ -162,9 +173,13 @@ def main(argv):
         with open(argv[1]) as f:
             doc = yaml.safe_load(f)
     except (OSError, yaml.YAMLError) as e:
-        print("%s: cannot read the manifest: %s" % (argv[1], e))
+        print("%s: cannot read the manifest: %s"
+              % (argv[1], " ".join(str(e).split())))
         return 1
-    problems, summary = check(doc)
+    try:
+        problems, summary = check(doc)
+    except (AttributeError, TypeError) as e:
+        problems, summary = ["a field of the wrong kind (%s)" % e], ""
     for p in problems:
         print("%s: %s" % (argv[1], p))
     if problems:

@@ -108,6 +108,8 @@ if [ -n "$PYDIR" ] && [ -r "$FASHION/train-images-idx3-ubyte.gz" ]; then
   echo "$log" | grep -q "trained 5 steps on 2 rank(s)" ||
     fail "Python under srun did not train on 2 ranks: $log"
   echo "[$SECONDS s] ok: Python (fluid.MPIExecutor) under srun --mpi=pmix, 2 ranks"
+else
+  echo "not run: the Python example (needs PYTHON_DIR and $FASHION)"
 fi
 
 # 4. Launches that cannot train end in seconds, with one line.
