@@ -34,8 +34,14 @@ void ElementwiseAddGradKernel(const ExecutionContext& ctx) {
                     dout.numel());
   }
   if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
-    ReduceToY<T, false>(ctx.device(), d, dout.data<T>(), nullptr,
-                        dy->mutable_data<T>());
+    // Same shapes: dY = dOut too (a sum of one term, exact in any type).
+    if (d.same_shape()) {
+      CopyElements<T>(ctx.device(), dout.data<T>(), dy->mutable_data<T>(),
+                      dout.numel());
+    } else {
+      ReduceToY<T, false>(ctx.device(), d, dout.data<T>(), nullptr,
+                          dy->mutable_data<T>());
+    }
   }
 }
 

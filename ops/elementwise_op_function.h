@@ -31,6 +31,7 @@
 
 #include "ops/broadcast_dims.h"
 #include "ops/elementwise_functors.h"
+#include "ops/half_cpu.h"
 #include "ops/half_math.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/int_math.h"
@@ -150,27 +151,31 @@ void ElementwiseCompute(const CPUDeviceContext& dev, const BroadcastDims& d,
 }
 
 // dy[j] = the float sum over i, k of term(flat index into X, j), rounded
-// once into 16-bit dy. Split over j as ReduceToY; the columns of a [pre, n]
-// X are summed a block at a time, so that each row is read contiguously.
+// once into 16-bit dy. Split over j as ReduceToY. The columns of a [pre, n]
+// X are summed a row at a time into a float row of the thread's range of
+// columns, so that each row is read contiguously and the additions
+// vectorise; each column still sums its rows in order, whatever the split.
 template <typename T, typename Term>
 void HalfReduceToY(const CPUDeviceContext& dev, const BroadcastDims& d,
                    Term term, T* dy) {
   const int64_t pre = d.pre, n = d.n, post = d.post;
-  constexpr int64_t kBlock = 64;
-  if (post == 1 && !d.same_shape()) {
-    ParallelFor(dev, CeilDiv(n, kBlock), static_cast<double>(pre * kBlock),
-                [&](int64_t b, int64_t e) {
-                  for (int64_t blk = b; blk < e; ++blk) {
-                    const int64_t j0 = blk * kBlock;
-                    const int64_t len = std::min(kBlock, n - j0);
-                    float acc[kBlock] = {};
-                    for (int64_t i = 0; i < pre; ++i)
-                      for (int64_t j = 0; j < len; ++j)
-                        acc[j] += term(i * n + j0 + j, j0 + j);
-                    for (int64_t j = 0; j < len; ++j)
-                      dy[j0 + j] = FromCompute<T>(acc[j]);
-                  }
-                });
+  if (d.same_shape()) {
+    ParallelFor(dev, n, 1.0, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) dy[j] = FromCompute<T>(term(j, j));
+    });
+    return;
+  }
+  if (post == 1) {
+    ParallelFor(dev, n, static_cast<double>(pre), [&](int64_t b, int64_t e) {
+      const int64_t len = e - b;
+      float* acc = ThreadRow(3, len);
+      std::fill(acc, acc + len, 0.0f);
+      for (int64_t i = 0; i < pre; ++i) {
+        const int64_t row = i * n + b;
+        for (int64_t j = 0; j < len; ++j) acc[j] += term(row + j, b + j);
+      }
+      for (int64_t j = 0; j < len; ++j) dy[b + j] = FromCompute<T>(acc[j]);
+    });
     return;
   }
   ParallelFor(dev, n, static_cast<double>(pre * post),

@@ -303,7 +303,9 @@ void LayerNormParamGrads(const CPUDeviceContext& dev,
 }
 
 // dScale and dBias (float32; either may be null) of 16-bit X and dY: float
-// column sums over the rows, in row order, the columns in parallel.
+// column sums over the rows, in row order, the columns in parallel; each
+// row's run of the thread's columns widened into float rows first, so that
+// the sums vectorise.
 template <typename T>
 void HalfLayerNormParamGrads(const CPUDeviceContext& dev,
                              const LayerNormGradArgs& a, float* dsp,
@@ -315,16 +317,20 @@ void HalfLayerNormParamGrads(const CPUDeviceContext& dev,
   const float* vp = a.variance.data<float>();
   ParallelFor(dev, d, 4.0 * static_cast<double>(rows),
               [&](int64_t b, int64_t e) {
-                if (dsp) std::fill(dsp + b, dsp + e, 0.0f);
-                if (dbp) std::fill(dbp + b, dbp + e, 0.0f);
+                const int64_t n = e - b;
+                float* g = ThreadRow(0, n);
+                float* x = ThreadRow(1, n);
+                if (dsp) ArrayMap<float>(dsp + b, n).setZero();
+                if (dbp) ArrayMap<float>(dbp + b, n).setZero();
                 for (int64_t r = 0; r < rows; ++r) {
+                  ToFloats(gp + r * d + b, g, n);
+                  ConstArrayMap<float> gv(g, n);
+                  if (dbp) ArrayMap<float>(dbp + b, n) += gv;
+                  if (!dsp) continue;
+                  ToFloats(xp + r * d + b, x, n);
                   const float rstd = 1.0f / std::sqrt(vp[r] + a.epsilon);
-                  for (int64_t j = b; j < e; ++j) {
-                    const float g = ToCompute(gp[r * d + j]);
-                    if (dbp) dbp[j] += g;
-                    if (dsp)
-                      dsp[j] += g * ((ToCompute(xp[r * d + j]) - mp[r]) * rstd);
-                  }
+                  ArrayMap<float>(dsp + b, n) +=
+                      gv * ((ConstArrayMap<float>(x, n) - mp[r]) * rstd);
                 }
               });
 }
