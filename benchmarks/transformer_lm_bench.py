@@ -11,7 +11,8 @@ first --eval-windows windows of the validation split.
 
 Prints a Markdown table: tokens/s (median of --repeats runs, interleaved,
 timed after the first 5 steps), the validation loss and perplexity per
-character, and the ratios ours / PyTorch. PyTorch runs on OpenBLAS as in
+character, and the ratios ours / PyTorch: the median of the ratios of
+runs in the same round, with each round's. PyTorch runs on OpenBLAS as in
 compare_torch.py; each framework runs in its own process.
 
     /usr/bin/python3 benchmarks/transformer_lm_bench.py --amp bf16 --width 512
@@ -287,14 +288,28 @@ def compare(a):
         print(f"| {name} | {med[name]:.0f} | {val[name]:.4f} | "
               f"{math.exp(val[name]):.3f} |")
     ours, theirs = runs[0][2], runs[-1][2]
-    print(f"\ntokens/s {ours} / {theirs}: {med[ours] / med[theirs]:.2f}; "
+    print(f"\ntokens/s {ours} / {theirs}: {paired(results, ours, theirs)}; "
           f"perplexity {ours} / {theirs}: "
           f"{math.exp(val[ours]) / math.exp(val[theirs]):.4f}")
     if a.amp != "none":
         print(f"tokens/s {ours} / ours fp32: "
-              f"{med[ours] / med['ours fp32']:.2f}; perplexity "
+              f"{paired(results, ours, 'ours fp32')}; perplexity "
               f"{ours} / ours fp32: "
               f"{math.exp(val[ours]) / math.exp(val['ours fp32']):.4f}")
+
+
+def paired(results, a, b):
+    """The median over rounds of a's tokens/s over b's in the same round,
+    the rounds where a was faster, and every round's ratio (the runs of one
+    round are closest in time, so their ratio moves least with the load of
+    a shared machine)."""
+    ratios = [x["tokens_per_s"] / y["tokens_per_s"]
+              for x, y in zip(results[a], results[b])]
+    above = sum(r > 1 for r in ratios)
+    rounds = ", ".join(f"{r:.2f}" for r in ratios)
+    return (f"{statistics.median(ratios):.2f} (median of {len(ratios)} "
+            f"rounds, {above} above 1: {rounds})")
+
 
 if __name__ == "__main__":
     main()
