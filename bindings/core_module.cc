@@ -977,6 +977,11 @@ void BindBuilder(py::module_& m) {
              proto::AmpConfig c;
              FLUID_ENFORCE(c.ParseFromString(std::string(config)),
                            "not a serialized AmpConfig");
+             FLUID_ENFORCE(GradientMergeSteps(*b.get()->main()) == 0,
+                           "mixed precision: the program was already "
+                           "rewritten for gradient merge; decorate the "
+                           "optimizer GradientMergeOptimizer wraps instead: "
+                           "GradientMergeOptimizer(decorate(opt), k_steps)");
              proto::TrainingJob job;
              *job.mutable_main() = *b.get()->main();
              *job.mutable_startup() = *b.get()->startup();

@@ -349,6 +349,9 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
     log << ", mixed precision " << amp;
     if (place.is_cpu()) log << " (" << HalfComputeDescription() << ")";
   }
+  if (const int k = GradientMergeSteps(job.main()); k > 1)
+    log << ", gradients merged over " << k << " steps (an update per "
+        << k * batch_size * world << " samples)";
   if (world > 1) {
     log << ", gradients over " << dist->communicator()->backend_name();
     if (dist->topology().num_hosts() > 1 &&

@@ -65,6 +65,12 @@ TEST_F(GradientMergeTrainerTest, StepsCountBatchesAndResumeMidMergeIsExact) {
   const TrainerResult whole = RunTrainer(Options("whole"), whole_log);
   // Steps and samples count batches of --batch-size, as without merging.
   EXPECT_EQ(whole.steps, 8);
+  EXPECT_NE(whole_log.str().find("8 steps/epoch"), std::string::npos)
+      << whole_log.str();
+  EXPECT_NE(whole_log.str().find("gradients merged over 4 steps (an update "
+                                 "per 128 samples)"),
+            std::string::npos)
+      << whole_log.str();
   EXPECT_NE(whole_log.str().find("(epoch 1 at sample 96, step 3)"),
             std::string::npos)
       << whole_log.str();

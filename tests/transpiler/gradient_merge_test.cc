@@ -22,6 +22,7 @@
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/program_query.h"
+#include "transpiler/strategy.h"
 
 namespace fluid {
 namespace {
@@ -338,6 +339,57 @@ TEST(GradientMerge, Fp16InfInOneMicroStepSkipsTheMergedStep) {
   run.Train(2, 3, 2);
   EXPECT_EQ(found(), 0);
   EXPECT_NE(run.Values(param), before);
+}
+
+}  // namespace
+}  // namespace fluid
+
+namespace fluid {
+namespace {
+
+// Every combination of the collective features with gradient merge
+// transpiles for 2 ranks and passes the lints: every collective that moves
+// data, and every optimize op, skips outside merged steps.
+TEST(GradientMerge, ComposesWithTheCollectiveFeatures) {
+  struct Case {
+    const char* model;
+    const char* fields;
+  };
+  const Case cases[] = {
+      {"resnet", "sync_batch_norm=true"},
+      {"resnet", "sharding=true,sharding_configs.stage=1"},
+      {"mlp", "sharding=true,sharding_configs.stage=2"},
+      {"mlp", "sharding=true,sharding_configs.overlap_gather=true"},
+      {"mlp", "overlap_allreduce=false"},
+      {"mlp", "grad_compression=bf16"},
+      {"mlp", "amp=true,amp_configs.dtype=bf16"},
+      {"mlp", "amp=true,amp_configs.dtype=fp16"},
+      {"lenet", "amp=true,amp_configs.dtype=bf16,sharding=true"},
+  };
+  for (const Case& c : cases) {
+    proto::DistributedStrategy s;
+    SetStrategyField(&s, "gradient_merge", "true");
+    SetStrategyField(&s, "gradient_merge_configs.k_steps", "3");
+    std::stringstream fields(c.fields);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      const size_t eq = field.find('=');
+      SetStrategyField(&s, field.substr(0, eq), field.substr(eq + 1));
+    }
+    proto::TrainingJob job;
+    const std::string msg =
+        ErrorOf([&] { job = CollectiveTranspile(BuildModel(c.model), s, 2); });
+    ASSERT_EQ(msg, "") << c.model << " " << c.fields;
+    int guarded = 0;
+    for (const auto& op : job.main().blocks(0).ops())
+      if (IsDataCollective(op)) {
+        ASSERT_TRUE(HasOpAttr(op, kOpSkipIfAttr))
+            << c.model << " " << c.fields << ": " << op.type();
+        ++guarded;
+      }
+    EXPECT_GT(guarded, 0) << c.model << " " << c.fields;
+    EXPECT_EQ(GradientMergeSteps(job.main()), 3);
+  }
 }
 
 }  // namespace

@@ -253,3 +253,17 @@ def test_np2_resume_mid_accumulation(tmp_path):
     for run in runs:
         for k in (k for k in run if k.startswith("param/")):
             assert run[k].tobytes() == run["ref/" + k[6:]].tobytes(), k
+
+
+def test_decorating_the_merged_optimizer_is_refused_saying_what_to_do():
+    """Mixed precision rewrites the backward pass, so it comes first:
+    decorate(GradientMergeOptimizer(opt)) is refused, naming the order."""
+    main, startup, loss = build()
+    with fluid.program_guard(main, startup):
+        opt = fluid.contrib.mixed_precision.decorate(
+            fluid.optimizer.GradientMergeOptimizer(fluid.optimizer.SGD(0.1),
+                                                   k_steps=2),
+            use_bf16=True)
+        with pytest.raises(Exception, match=r"GradientMergeOptimizer\("
+                                            r"decorate\(opt\), k_steps\)"):
+            opt.minimize(loss)
