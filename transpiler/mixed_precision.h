@@ -3,7 +3,8 @@
 // and the distributed passes share it).
 //
 // The forward pass is rewritten op by op by three lists:
-//  - white ops (conv2d, mul, matmul) run in the 16-bit type;
+//  - white ops (conv2d, mul, matmul, the recurrences lstm, gru, lstm_unit
+//    and gru_unit) run in the 16-bit type;
 //  - black ops (softmax, the losses, mean and the reductions, exp/log,
 //    lookups) run in float32;
 //  - gray ops (elementwise arithmetic, activations, pooling, dropout, the
