@@ -406,6 +406,18 @@ TEST(Recompute, TwoRanksTransformerWithDropout) {
   });
 }
 
+// With the optimizer state sharded (stage 2: reduce-scattered gradients,
+// gathered parameters) and the gradients clipped by their global norm.
+TEST(Recompute, TwoRanksShardedTransformer) {
+  proto::DistributedStrategy s;
+  s.set_sharding(true);
+  s.mutable_sharding_configs()->set_stage(2);
+  const TransformerSize size;
+  ExpectRanksBitwiseEqual(TransformerJob(size), s, [&](int step) {
+    return TransformerBatch(size, 2, step);
+  });
+}
+
 // Synchronised batch norm: the replays allreduce their sums again and get
 // the forward pass's statistics on both ranks.
 TEST(Recompute, TwoRanksResnetWithSyncBatchNorm) {
