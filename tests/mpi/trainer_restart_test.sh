@@ -99,12 +99,18 @@ echo "$out" | grep -q "^fluidrun: error: --max-restarts 1 needs the trainer's --
 echo "$out" | grep -q "training" && fail "it launched: $out"
 echo "ok: refused without --checkpoint-dir"
 
-# 6. Killed before the first checkpoint: the restart starts over.
+# 6. Killed before the first checkpoint: the restart starts over. The
+# first attempt is given --resume too (a batch script that always passes
+# it) and says only that it starts from the beginning: it loses nothing.
 out=$(FLUID_TEST_KILL_AT_STEP=2 timeout 120 "$FLUIDRUN" --max-restarts 1 \
       --mpirun "$MPIRUN" "${MPI[@]}" -np 2 "$TRAINER" "${short[@]}" \
-      --checkpoint-dir "$work/early" 2>&1) \
+      --checkpoint-dir "$work/early" --resume 2>&1) \
   || fail "restart without a checkpoint failed: $out"
 echo "$out" | grep -q "no checkpoint visible here yet" || fail "$out"
+echo "$out" | grep -qx "fluidrun: attempt 1: no checkpoint yet, starting from the beginning" \
+  || fail "no line saying the first attempt starts from the beginning: $out"
+echo "$out" | grep -q "attempt 1 .*starts over" \
+  && fail "the first attempt is said to start over: $out"
 echo "$out" | grep -q "fluidrun: attempt 2 found no checkpoint yet: training starts over" \
   || fail "no line saying it starts over: $out"
 echo "$out" | grep -q "test accuracy" || fail "did not finish: $out"
