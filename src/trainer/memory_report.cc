@@ -33,23 +33,36 @@ void CheckMemoryLimit(const TrainerOptions& o, const MemoryPlan& plan) {
                      "--shard-optimizer or more ranks shrink it)");
 }
 
+bool PlanOrLimitMemory(const TrainerOptions& o, const proto::TrainingJob& job,
+                       std::ostream& out) {
+  if (!o.plan_memory && o.memory_limit.empty()) return false;
+  const MemoryPlan plan = PlanTrainerMemory(o, job);
+  if (o.plan_memory && LauncherRank() == 0) out << plan.ToString();
+  CheckMemoryLimit(o, plan);
+  return o.plan_memory;
+}
+
 int64_t StartMemoryBaseline(const Place& place) {
   return GetMemoryUsage(place).in_use;
 }
 
-MemoryMeter::MemoryMeter(const Place& place, int64_t baseline)
-    : place_(place), baseline_(baseline) {
+MemoryMeter::MemoryMeter(const Place& place, int64_t baseline,
+                         const proto::ProgramDesc& main, int64_t batch_size,
+                         int nranks, bool eager_deletion)
+    : place_(place),
+      baseline_(baseline),
+      plan_(PlanProgramMemory(main, batch_size, nranks, eager_deletion)) {
   ResetPeakMemory(place);
 }
 
-void MemoryMeter::AfterStep(const MemoryPlan& plan, std::ostream& log) {
+void MemoryMeter::AfterStep(std::ostream& log) {
   if (++steps_ != kSteps) return;
   measured_ = GetMemoryUsage(place_).peak - baseline_;
   const double ratio =
-      plan.total > 0 ? static_cast<double>(measured_) / plan.total : 0;
+      plan_.total > 0 ? static_cast<double>(measured_) / plan_.total : 0;
   char r[32];
   std::snprintf(r, sizeof(r), "%.3f", ratio);
-  log << "memory per rank: planned peak " << FormatMiB(plan.total)
+  log << "memory per rank: planned peak " << FormatMiB(plan_.total)
       << ", measured peak " << FormatMiB(measured_)
       << " (tensor memory over the first " << kSteps << " steps; measured/"
       << "planned " << r << ")\n";

@@ -22,29 +22,39 @@ int PlannedRanks(const TrainerOptions& o);
 MemoryPlan PlanTrainerMemory(const TrainerOptions& o,
                              const proto::TrainingJob& job);
 
-// --plan-memory: prints the plan (rank 0 only under mpirun). --memory-limit:
-// an error (before any data is read or any rank trains) when the plan's
-// total exceeds it, naming the largest items.
+// --memory-limit: an error when the plan's total exceeds it, naming the
+// largest items.
 void CheckMemoryLimit(const TrainerOptions& o, const MemoryPlan& plan);
 
-// Measures the memory a run's steps hold at `place`: made just before the
-// first step (it restarts the allocator's high-water mark), given the bytes
-// in use before the job's startup program ran (StartMemoryBaseline: the
-// data set and whatever else is outside the job); after kSteps steps it
-// prints one line with the planned and the measured peak (the high-water
-// mark, less the baseline). Not thread-safe.
+// Before any data is read or any rank starts: --plan-memory prints the plan
+// (rank 0 only under mpirun), --memory-limit refuses a job over it. True
+// when the run stops here (--plan-memory).
+bool PlanOrLimitMemory(const TrainerOptions& o, const proto::TrainingJob& job,
+                       std::ostream& out);
+
+// Measures the memory a run's steps hold at `place` against the plan of
+// `main` (the program the rank runs): made just before the first step (it
+// restarts the allocator's high-water mark), given the bytes in use before
+// the job's startup program ran (StartMemoryBaseline: the data set and
+// whatever else is outside the job); after kSteps steps it prints one line
+// with the planned and the measured peak (the high-water mark, less the
+// baseline). Not thread-safe.
 class MemoryMeter {
  public:
   static constexpr int64_t kSteps = 3;
 
-  MemoryMeter(const Place& place, int64_t baseline);
+  MemoryMeter(const Place& place, int64_t baseline,
+              const proto::ProgramDesc& main, int64_t batch_size, int nranks,
+              bool eager_deletion);
   // Called after each step; prints the line once, after kSteps steps.
-  void AfterStep(const MemoryPlan& plan, std::ostream& log);
+  void AfterStep(std::ostream& log);
+  const MemoryPlan& plan() const { return plan_; }
   int64_t measured() const { return measured_; }
 
  private:
   Place place_;
   int64_t baseline_;
+  MemoryPlan plan_;
   int64_t steps_ = 0;
   int64_t measured_ = -1;
 };

@@ -431,9 +431,7 @@ struct TrainLoop {
   std::ostream& log;
   double slow_step_s = 0;  // the test hook's sleep before each step
   LossTrend trend;
-  // The planned memory and the meter that compares it with the steps'.
-  const MemoryPlan* plan;
-  MemoryMeter* meter;
+  MemoryMeter* meter;  // the planned peak against the steps'
 
   // Trains epoch `epoch` from sample position `start_sample` (see
   // Batcher::StartEpoch), advancing `step`, printing progress, checkpointing
@@ -503,7 +501,7 @@ struct TrainLoop {
                          epoch_step + 1, " on rank ", rank,
                          ": training diverged");
       trend.Add(loss);
-      meter->AfterStep(*plan, log);
+      meter->AfterStep(log);
       int64_t n = batch[0].shape()[0];
       loss_sum += loss * n;
       if (fetched.size() > 1) acc_sum += ScalarOf(fetched[1]) * n;
@@ -834,14 +832,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
   TrainerResult result;
   if (PrintOrSave(o, job, out)) return result;
-  // The memory plan, before any data is read or any rank starts:
-  // --plan-memory prints it, --memory-limit refuses a job over it.
-  if (o.plan_memory || !o.memory_limit.empty()) {
-    const MemoryPlan plan = PlanTrainerMemory(o, job);
-    if (o.plan_memory && LauncherRank() == 0) out << plan.ToString();
-    CheckMemoryLimit(o, plan);
-    if (o.plan_memory) return result;
-  }
+  if (PlanOrLimitMemory(o, job, out)) return result;
 
   Dataset train, test;
   DataDescription described;
@@ -892,10 +883,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   LogBanner(o, job, train.size(), batch_size, batcher.StepsPerEpoch(), place,
             world, dist, log);
   LogStateBytes(job.main(), log);
-  const MemoryPlan plan =
-      PlanProgramMemory(job.main(), batch_size, world, main->eager_deletion());
   if (!evaluate) log << "nothing to evaluate: " << no_evaluation << "\n";
 
+  MemoryMeter meter(place, memory_baseline, job.main(), batch_size, world,
+                    main->eager_deletion());
   CheckpointSaver saver{o,    scope, persistable,        dist,
                         rank, world, batch_size * world, log};
   SavedLayout(job, world,
@@ -914,10 +905,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  log,
                  SlowStepSeconds(rank),
                  LossTrend(),
-                 &plan,
-                 nullptr};
-  MemoryMeter meter(place, memory_baseline);
-  loop.meter = &meter;
+                 &meter};
   loop.RunEpochs(pos, &result);
 
   // Rank 0 evaluates on the test set with the forward-only program (every
