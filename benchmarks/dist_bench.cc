@@ -1,11 +1,13 @@
 // Data-parallel training throughput under mpirun: every rank trains the
 // built-in model on its own batches (weak scaling: a fixed batch per rank);
-// rank 0 prints one JSON line with the global samples/s and the share of
-// step time spent blocked on communication the backward pass did not hide.
+// rank 0 prints one JSON line with the global samples/s, the share of
+// step time spent blocked on communication the backward pass did not hide,
+// and the bytes of parameters, gradients and optimizer state one rank holds
+// (PerRankStateBytes: what the sharding stages change).
 //
 //   mpirun -np 2 dist_bench --model lenet --batch 64 --steps 100
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
-//       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2]
+//       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2|3]
 //       [--sync-batch-norm 0|1] [--overlap-gather 0|1]
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "src/builder/models.h"
 #include "src/runtime/mpi_executor.h"
+#include "transpiler/sharding.h"
 
 namespace fluid {
 namespace {
@@ -95,6 +98,7 @@ int Main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   double exposed = exe.communicator()->exposed_wait_seconds() - wait0;
+  const StateBytes held = PerRankStateBytes(exe.job().main());
   if (exe.rank() == 0)
     std::printf(
         "{\"framework\": \"fluid\", \"model\": \"%s\", \"np\": %d, "
@@ -103,12 +107,16 @@ int Main(int argc, char** argv) {
         "\"exposed_comm_share\": %.4f, \"hosts\": %d, "
         "\"grad_compression\": \"%s\", \"shard_optimizer\": %d, "
         "\"sync_batch_norm\": %s, \"overlap_gather\": %s, "
-        "\"allreduce_wire_bytes\": %lld}\n",
+        "\"allreduce_wire_bytes\": %lld, \"state_bytes\": [%lld, %lld, "
+        "%lld]}\n",
         model.c_str(), exe.world_size(), threads, static_cast<long long>(batch),
         steps, s, steps * batch * exe.world_size() / s, exposed / s,
         exe.topology().num_hosts(), compression.c_str(), shard,
         sync_bn ? "true" : "false", overlap_gather ? "true" : "false",
-        static_cast<long long>(exe.communicator()->allreduce_wire_bytes()));
+        static_cast<long long>(exe.communicator()->allreduce_wire_bytes()),
+        static_cast<long long>(held.parameters),
+        static_cast<long long>(held.gradients),
+        static_cast<long long>(held.optimizer_state));
   return 0;
 }
 

@@ -562,9 +562,19 @@ class PyExecutor {
       cache_;
 };
 
+// `device`'s place, after refusing a launch that cannot train (srun with
+// no PMI, whose tasks would each train alone; more ranks on a node than
+// CPUs allotted or GPUs visible) as the trainer does: ValueError, before
+// MPI starts.
+Place LaunchCheckedPlace(int device) {
+  CheckLaunch(DetectLaunch(), device < 0 ? 0 : CudaDeviceCount());
+  return PlaceOf(device);
+}
+
 class PyMPIExecutor {
  public:
-  PyMPIExecutor(int threads, int device) : exe_(PlaceOf(device), threads) {}
+  PyMPIExecutor(int threads, int device)
+      : exe_(LaunchCheckedPlace(device), threads) {}
   int rank() const { return exe_.rank(); }
   int world_size() const { return exe_.world_size(); }
 
@@ -586,12 +596,15 @@ class PyMPIExecutor {
   }
   // Whether some of `names` is state a sharded job keeps in shards across
   // the ranks (a var its own program does not declare: per-parameter
-  // optimizer state), so that saving them is collective (SaveVars).
+  // optimizer state; or declares as a local: stage 3's parameters), so
+  // that saving them is collective (SaveVars).
   bool InShards(const std::vector<std::string>& names) const {
     if (scope_ == nullptr || !IsSharded(exe_.job().main())) return false;
     const proto::BlockDesc& block = exe_.job().main().blocks(0);
-    for (const auto& name : names)
-      if (FindVarDesc(block, name) == nullptr) return true;
+    for (const auto& name : names) {
+      const proto::VarDesc* v = FindVarDesc(block, name);
+      if (v == nullptr || !v->persistable()) return true;
+    }
     return false;
   }
   // Saves `names` of the scope as checkpoint `dir`, collectively: every
@@ -1087,6 +1100,8 @@ void BindJob(py::module_& m) {
   m.def("launched_by_mpi", &LaunchedByMpi);
   m.def("launcher_world_size", &LauncherWorldSize);
   m.def("launcher_rank", &LauncherRank);
+  // Why this process's launch cannot train ("" when it can), on the CPU.
+  m.def("launch_refusal", [] { return LaunchRefusal(DetectLaunch(), 0); });
   m.def("abort_job", [](int code) {
     py::gil_scoped_release release;
     AbortJob(code);

@@ -45,16 +45,29 @@ void CoalesceKernel(const ExecutionContext& ctx) {
     fused->Resize(Shape{total});
     ZeroBytes(ctx.place(), fused->raw_mutable_data(ctx.place()), total * elem);
   }
+  // Optional shapes: per Output its rank, then its dims.
+  const auto& shapes = ctx.Attr<std::vector<int64_t>>("shapes");
+  size_t at = 0;
   size_t offset = fused->offset();
   for (size_t i = 0; i < numels.size(); ++i) {
     Tensor* t = ctx.Output("Output", i);
+    Shape declared;
+    if (at < shapes.size()) {
+      const int64_t rank = shapes[at++];
+      declared = Shape(std::vector<int64_t>(shapes.begin() + at,
+                                            shapes.begin() + at + rank));
+      at += rank;
+    }
     const bool in_place = t->buffer() == fused->buffer() &&
                           t->offset() == offset && t->dtype() == dtype &&
                           t->numel() == numels[i];
     if (!in_place) {
-      // A tensor shaped already (with or without memory) keeps its shape.
+      // A tensor shaped already (with or without memory) keeps its shape;
+      // else it takes the one `shapes` gives, or is flat.
       Shape shape = t->shape().rank() > 0 && t->numel() == numels[i]
                         ? t->shape()
+                    : declared.rank() > 0 && declared.numel() == numels[i]
+                        ? declared
                         : Shape{numels[i]};
       Tensor old = *t;
       t->ShareBuffer(fused->buffer(), offset, dtype, shape);
@@ -77,6 +90,9 @@ REGISTER_OP(coalesce_tensor)
                    "element type of every tensor")
     .InRange(0, 3)
     .Attr<std::vector<int64_t>>("numels", {}, "element count of each input")
+    .Attr<std::vector<int64_t>>("shapes", {},
+                                "optional: each Output's rank, then its "
+                                "dims, for an Output not shaped yet")
     .KernelDtypeFrom("FusedOutput")
     .SetInferShape(CoalesceInferShape)
     .AnyPlaceKernel(CoalesceKernel);

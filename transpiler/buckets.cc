@@ -122,7 +122,8 @@ bool IsShardVar(const std::string& name) {
 }
 
 std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
-                                           int64_t max_bytes, int nranks) {
+                                           int64_t max_bytes, int nranks,
+                                           int64_t small_below) {
   const proto::BlockDesc& block = main.blocks(0);
   const std::map<std::string, int> updates = UpdateOps(block);
   const GradientReaders readers = FindGradientReaders(block);
@@ -139,8 +140,11 @@ std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
                            "parameter); a sharded optimizer cannot split it: "
                            "use another optimizer or turn sharding off");
         auto chain = readers.signature.find(param);
+        const bool small =
+            VarShape(GetVarDesc(block, param)).numel() < small_below;
         return UpdateKey(block, op) + "|chain=" +
-               (chain == readers.signature.end() ? "" : chain->second);
+               (chain == readers.signature.end() ? "" : chain->second) +
+               (small ? "|small" : "");
       });
   for (GradBucket& b : buckets) {
     b.whole = readers.whole.count(b.params[0]) != 0;  // the chains agree

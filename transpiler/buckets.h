@@ -51,9 +51,12 @@ std::vector<GradBucket> SparseGradBuckets(const proto::ProgramDesc& main);
 // (parameters whose updates agree on type, attributes, learning rate and
 // gradient chain share a bucket, so one op updates the whole shard), each
 // padded to a multiple of nranks elements. An update that is not
-// elementwise is refused (kUnimplemented).
+// elementwise is refused (kUnimplemented). With `small_below` > 0
+// (parameter sharding), parameters of fewer elements never share a bucket
+// with larger ones, so that a bucket is sharded or replicated whole.
 std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
-                                           int64_t max_bytes, int nranks);
+                                           int64_t max_bytes, int nranks,
+                                           int64_t small_below = 0);
 
 // The name of the shard of a bucket buffer.
 std::string ShardName(const std::string& fused);

@@ -8,6 +8,7 @@
 #include "src/framework/program_desc.h"
 #include "transpiler/program_query.h"
 #include "transpiler/shard_gradient_ops.h"
+#include "transpiler/shard_params.h"
 #include "transpiler/strategy.h"
 
 namespace fluid {
@@ -33,7 +34,7 @@ std::string ParamBuffer(size_t k) {
 class BucketShard {
  public:
   BucketShard(const proto::TrainingJob& job, const GradBucket& bucket, size_t k,
-              int stage, int nranks)
+              int stage, int nranks, int64_t small_below = 0)
       : job_(job),
         b_(bucket),
         stage_(stage),
@@ -41,6 +42,11 @@ class BucketShard {
         fused_(ParamBuffer(k)) {
     const proto::BlockDesc& src = job.main().blocks(0);
     for (int64_t n : b_.numels) total_ += n;
+    // Stage 3 shards the parameters of a bucket of large ones whose
+    // gradients are reduce-scattered (a whole bucket's chain reads them).
+    shard_params_ = stage == 3 && !b_.whole;
+    for (const auto& p : b_.params)
+      shard_params_ &= VarShape(GetVarDesc(src, p)).numel() >= small_below;
     shard_ = (total_ + b_.padding) / nranks;
     dtype_ = VarDtype(GetVarDesc(src, b_.params[0]));
     const std::map<std::string, int> updates = UpdateOps(src);
@@ -51,11 +57,43 @@ class BucketShard {
   bool whole() const { return b_.whole; }
   // The gradient shard this rank's update reads.
   std::string GradShard() const { return ShardName(b_.fused); }
+  // Whether the parameters live as shards between their uses (stage 3).
+  bool shards_params() const { return shard_params_; }
+
+  // Stage 3: the bucket as the parameter sharding sees it.
+  ParamShardBucket ParamShards() const {
+    ParamShardBucket p;
+    p.fused = fused_;
+    p.shard = ShardName(fused_);
+    p.handle = Handle();
+    p.views = b_.params;
+    p.numels = b_.numels;
+    for (const auto& name : b_.params) {
+      const Shape shape = VarShape(GetVarDesc(job_.main().blocks(0), name));
+      p.shapes.push_back(shape.rank());
+      for (int d = 0; d < shape.rank(); ++d) p.shapes.push_back(shape[d]);
+    }
+    p.grad_fused = b_.fused;
+    p.grad_views = b_.grads;
+    p.grad_handle = b_.handle;
+    if (b_.padding > 0) {
+      p.views.push_back(fused_ + "@PAD");
+      p.numels.push_back(b_.padding);
+      p.shapes.insert(p.shapes.end(), {1, b_.padding});
+      p.grad_views.push_back(b_.pad);
+    }
+    p.dtype = dtype_;
+    return p;
+  }
 
   // Vars of the main program: the buffer, its shard, pads, handles, state.
   void DeclareVars(proto::BlockDesc* main, proto::BlockDesc* startup) {
     AddVarDesc(main, fused_, dtype_, Shape{total_ + b_.padding});
-    AddVarDesc(main, ShardName(fused_), dtype_, Shape{shard_});
+    if (shard_params_) {
+      DeclareParamShard(main, startup);
+    } else {
+      AddVarDesc(main, ShardName(fused_), dtype_, Shape{shard_});
+    }
     AddVarDesc(main, ShardName(b_.fused), dtype_, Shape{shard_});
     if (b_.padding > 0)
       AddVarDesc(main, fused_ + "@PAD", dtype_, Shape{b_.padding});
@@ -77,8 +115,29 @@ class BucketShard {
     }
   }
 
-  // The parameters become views of one buffer, before anything reads them.
-  proto::OpDesc Coalesce() const {
+  // Stage 3: the shard is the persistable var, made by the startup from the
+  // parameters, which become locals of the main program.
+  void DeclareParamShard(proto::BlockDesc* main, proto::BlockDesc* startup) {
+    for (proto::BlockDesc* block : {main, startup})
+      AddVarDesc(block, ShardName(fused_), dtype_, Shape{shard_}, true);
+    AddVarDesc(startup, fused_, dtype_, Shape{total_ + b_.padding});
+    AddVarDesc(startup, fused_ + "@VIEW", dtype_, Shape{shard_});
+    if (b_.padding > 0)
+      AddVarDesc(startup, fused_ + "@PAD", dtype_, Shape{b_.padding});
+    for (auto& v : *main->mutable_vars())
+      if (std::find(b_.params.begin(), b_.params.end(), v.name()) !=
+          b_.params.end())
+        v.set_persistable(false);
+  }
+
+  // The parameters become views of one buffer, before anything reads them
+  // (stage 3: where each gather needs them, ShardParams).
+  std::vector<proto::OpDesc> Coalesce() const {
+    if (shard_params_) return {};
+    return {CoalesceOp()};
+  }
+
+  proto::OpDesc CoalesceOp() const {
     std::vector<std::string> views = b_.params;
     std::vector<int64_t> numels = b_.numels;
     if (b_.padding > 0) {
@@ -100,6 +159,7 @@ class BucketShard {
       ops.push_back(WithRole(MakeOp("shard_view", {{"X", {b_.fused}}},
                                     {{"Out", {ShardName(b_.fused)}}}, n),
                              OpRole::kCollective));
+    if (shard_params_) return ops;  // the shard is the persistable var
     ops.push_back(WithRole(MakeOp("shard_view", {{"X", {fused_}}},
                                   {{"Out", {ShardName(fused_)}}}, n),
                            OpRole::kCollective));
@@ -109,6 +169,7 @@ class BucketShard {
   // What replaces the bucket's update ops: one update, then the gather.
   std::vector<proto::OpDesc> Update() const {
     const AttributeMap n = {{"nranks", int32_t{nranks_}}};
+    if (shard_params_) return {ShardedOp()};  // gathered where it is read
     return {ShardedOp(),
             WithRole(MakeOp("c_allgather", {{"X", {ShardName(fused_)}}},
                             {{"Out", {fused_}}, {"Handle", {Handle()}}}, n),
@@ -245,6 +306,7 @@ class BucketShard {
   const int stage_;
   const int nranks_;
   const std::string fused_;
+  bool shard_params_ = false;
   int64_t total_ = 0;
   int64_t shard_ = 0;
   DataType dtype_ = DataType::kFloat32;
@@ -364,8 +426,15 @@ void ShardUpdates(const proto::TrainingJob& job,
   proto::BlockDesc* startup = out->mutable_startup()->mutable_blocks(0);
   const GradientReaders readers = FindGradientReaders(*main);
   std::vector<BucketShard> shards;
+  const proto::ShardingConfig& config = strategy.sharding_configs();
+  FLUID_ENFORCE(ShardStage(strategy) != 3 || !config.overlap_gather(),
+                "sharding_configs.overlap_gather applies to stages 1 and 2 "
+                "(their gathers follow the update); stage 3 gathers each "
+                "bucket ahead of its readers (prefetch_distance): turn "
+                "overlap_gather off");
   for (size_t k = 0; k < buckets.size(); ++k)
-    shards.emplace_back(job, buckets[k], k, ShardStage(strategy), nranks);
+    shards.emplace_back(job, buckets[k], k, ShardStage(strategy), nranks,
+                        config.param_persistence_threshold());
   std::map<std::string, size_t> bucket_of;  // param -> bucket
   std::set<std::string> retired;
   for (size_t k = 0; k < shards.size(); ++k) {
@@ -380,7 +449,8 @@ void ShardUpdates(const proto::TrainingJob& job,
     if (!readers.whole.count(param)) retired.insert(temps.begin(), temps.end());
   Retire(retired, main);
   for (auto& s : shards) s.DeclareVars(main, startup);
-  for (const auto& s : shards) *main->add_ops() = s.Coalesce();
+  for (const auto& s : shards)
+    for (auto& op : s.Coalesce()) *main->add_ops() = std::move(op);
   std::set<size_t> viewed, done;
   auto views = [&](size_t k) {
     if (viewed.insert(k).second)
@@ -411,11 +481,19 @@ void ShardUpdates(const proto::TrainingJob& job,
       *main->add_ops() = op;
     }
   }
-  if (strategy.sharding_configs().overlap_gather()) {
+  if (config.overlap_gather()) {
     WaitBeforeFirstReaders(shards, main);
   } else {
-    for (const auto& s : shards) *main->add_ops() = s.Wait();
+    for (const auto& s : shards)
+      if (!s.shards_params()) *main->add_ops() = s.Wait();
   }
+  std::vector<ParamShardBucket> sharded;
+  for (const auto& s : shards)
+    if (s.shards_params()) sharded.push_back(s.ParamShards());
+  if (sharded.empty()) return;
+  PlaceParamGathers(sharded, config.prefetch_distance(), nranks, main);
+  for (const auto& b : sharded)
+    for (auto& op : ShardParamsStartup(b, nranks)) *startup->add_ops() = op;
 }
 
 namespace {
@@ -540,10 +618,11 @@ struct ParamBufferLayout {
 
 std::vector<ParamBufferLayout> ParamBuffers(const proto::BlockDesc& block) {
   std::vector<ParamBufferLayout> out;
+  std::set<std::string> seen;  // stage 3 lays a buffer out at each gather
   for (const auto& op : block.ops()) {
     const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
     if (op.type() != "coalesce_tensor" || fused.empty() ||
-        fused[0].rfind("fused_param_", 0) != 0)
+        fused[0].rfind("fused_param_", 0) != 0 || !seen.insert(fused[0]).second)
       continue;
     ParamBufferLayout l{
         fused[0], OpOutput(op, "Output"),
@@ -592,11 +671,16 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
   proto::BlockDesc* gather = plan.gather.mutable_blocks(0);
   proto::BlockDesc* scatter = plan.scatter.mutable_blocks(0);
   const int nranks = sharded.main().nranks();
+  const std::vector<std::string> stage3 = ParamShardBuffers(main);
   for (const ParamBufferLayout& layout : ParamBuffers(main)) {
     const proto::OpDesc& first = src.ops(updates.at(layout.params[0]));
+    const bool params_sharded =
+        std::find(stage3.begin(), stage3.end(), layout.buffer) != stage3.end();
     for (const auto& slot : first.inputs()) {
       const std::string& s = slot.parameter();
-      const SlotKind kind = KindOf(src, first, s);
+      SlotKind kind = KindOf(src, first, s);
+      // Stage 3's parameters are kept as shards, like the state.
+      if (kind == SlotKind::kParam && params_sharded) kind = SlotKind::kState;
       std::vector<std::string> vars;  // this slot's var of every parameter
       for (const auto& p : layout.params)
         vars.push_back(OpInput(src.ops(updates.at(p)), s)[0]);
@@ -612,7 +696,9 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
         continue;
       }
       if (kind != SlotKind::kState) continue;
-      const std::string shard = layout.buffer + "@" + s + "@SHARD";
+      const std::string shard = s == "Param"
+                                    ? ShardName(layout.buffer)
+                                    : layout.buffer + "@" + s + "@SHARD";
       const std::string full = layout.buffer + "@" + s + "@FULL";
       *gather->add_vars() = GetVarDesc(main, shard);
       *scatter->add_vars() = GetVarDesc(main, shard);
@@ -638,21 +724,36 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
 bool IsSharded(const proto::ProgramDesc& main) {
   for (const auto& op : main.blocks(0).ops())
     if (op.type() == "shard_view") return true;
-  return false;
+  return !ParamShardBuffers(main.blocks(0)).empty();  // stage 3
+}
+
+bool MakesShardState(const proto::OpDesc& op) {
+  if (op.type() == "c_broadcast") return false;
+  const std::vector<std::string> outs = OpOutputNames(op);
+  if (!outs.empty() && std::all_of(outs.begin(), outs.end(), IsShardVar))
+    return true;
+  auto buffer = [](const std::string& n) {
+    return n.rfind("fused_param_", 0) == 0;
+  };
+  const std::vector<std::string> ins = OpInputNames(op);
+  return std::any_of(outs.begin(), outs.end(), buffer) ||
+         std::any_of(ins.begin(), ins.end(), buffer);
 }
 
 proto::ProgramDesc ShardStateStartup(const proto::ProgramDesc& startup) {
   proto::ProgramDesc out = NewProgram();
   out.set_kind(proto::ProgramDesc::STARTUP);
   proto::BlockDesc* block = out.mutable_blocks(0);
-  for (const auto& v : startup.blocks(0).vars())
-    if (IsShardVar(v.name())) *block->add_vars() = v;
-  for (const auto& op : startup.blocks(0).ops()) {
-    const std::vector<std::string> outs = OpOutputNames(op);
-    if (!outs.empty() && op.type() != "c_broadcast" &&
-        std::all_of(outs.begin(), outs.end(), IsShardVar))
-      *block->add_ops() = op;
+  const proto::BlockDesc& src = startup.blocks(0);
+  std::set<std::string> used;
+  for (const auto& op : src.ops()) {
+    if (!MakesShardState(op)) continue;
+    *block->add_ops() = op;
+    for (const auto& n : OpInputNames(op)) used.insert(n);
+    for (const auto& n : OpOutputNames(op)) used.insert(n);
   }
+  for (const auto& v : src.vars())
+    if (IsShardVar(v.name()) || used.count(v.name())) *block->add_vars() = v;
   return out;
 }
 
@@ -664,9 +765,11 @@ StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
     return shape.IsFullyKnown() ? TensorBytes(shape, VarDtype(v)) : 0;
   };
   StateBytes out;
-  std::set<std::string> grads, state;
+  std::set<std::string> grads, state, param_shards;
+  // Stage 3's parameters are locals, gathered and freed within the step
+  // (as are their whole gradients): a rank holds their shards.
   for (const auto& v : block.vars()) {
-    if (v.trainable()) {
+    if (v.trainable() && v.persistable()) {
       out.parameters += bytes(v.name());
       grads.insert(v.name() + "@GRAD");
     }
@@ -675,6 +778,12 @@ StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
     if (!IsUpdateOp(op)) continue;
     for (const auto& slot : op.inputs()) {
       const std::string& s = slot.parameter();
+      if (s == "Param") {
+        for (const auto& n : slot.arguments())
+          if (GetVarDesc(block, n).persistable() && IsShardVar(n) &&
+              param_shards.insert(n).second)
+            out.parameters += bytes(n);
+      }
       if (s == "Param" || s == "LearningRate") continue;
       for (const auto& n : slot.arguments())
         (s == "Grad" ? grads : state).insert(n);
@@ -688,13 +797,16 @@ StateBytes PerRankStateBytes(const proto::ProgramDesc& main) {
 
 void LintSharded(const proto::ProgramDesc& main, int nranks) {
   const proto::BlockDesc& block = main.blocks(0);
+  const std::vector<std::string> stage3 = ParamShardBuffers(block);
   std::map<std::string, std::string> owner;  // param -> its buffer
+  std::set<std::string> linted;
   for (const auto& op : block.ops()) {
     const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
     if (op.type() != "coalesce_tensor" || fused.empty() ||
         fused[0].rfind("fused_param_", 0) != 0)
       continue;
     const std::string& buffer = fused[0];
+    if (!linted.insert(buffer).second) continue;  // stage 3 lays it out again
     for (const auto& p : OpOutput(op, "Output")) {
       if (p == buffer + "@PAD") continue;
       FLUID_ENFORCE(owner.emplace(p, buffer).second, "parameter '", p,
@@ -703,7 +815,10 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
     }
     const std::string shard = ShardName(buffer);
     const std::string what = "parameter buffer '" + buffer + "'";
-    const int view = OnlyOp(block, "shard_view", buffer, shard, what);
+    const bool params_sharded =
+        std::find(stage3.begin(), stage3.end(), buffer) != stage3.end();
+    const int view =
+        params_sharded ? -1 : OnlyOp(block, "shard_view", buffer, shard, what);
     int update = -1, updates = 0;
     for (int i = 0; i < block.ops_size(); ++i)
       if (IsUpdateOp(block.ops(i)) &&
@@ -714,6 +829,10 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
     FLUID_ENFORCE(updates == 1, what, " has ", updates,
                   " update ops of its shard; it needs exactly one");
     FLUID_ENFORCE(view < update, what, " is updated before its shard view");
+    if (params_sharded) {  // gathered where read: LintParamShards
+      LintGradShard(block, OpInput(block.ops(update), "Grad")[0], update, what);
+      continue;
+    }
     const int gather = OnlyOp(block, "c_allgather", shard, buffer, what);
     FLUID_ENFORCE(update < gather, what, " is gathered before its update");
     FLUID_ENFORCE(GetOpAttrAs<int32_t>(block.ops(gather), "nranks") == nranks,
@@ -730,6 +849,7 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
                   "' is updated whole in a sharded program: it belongs to "
                   "no parameter buffer");
   }
+  LintParamShards(block);
 }
 
 }  // namespace fluid

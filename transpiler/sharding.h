@@ -1,5 +1,6 @@
-// Optimizer-state sharding as a rewrite of the collective program (ZeRO
-// stages 1 and 2): the parameters of each gradient bucket become views of
+// Sharding as a rewrite of the collective program (ZeRO stages 1 to 3;
+// stage 3, the parameters kept as shards, is transpiler/shard_params.h's
+// part of it): the parameters of each gradient bucket become views of
 // one buffer split into nranks equal shards; rank r updates only shard r,
 // with optimizer state that exists only for that shard, and an all-gather
 // of the shards gives every rank the whole updated buffer. Communication
@@ -52,12 +53,17 @@ void ShardUpdates(const proto::TrainingJob& job,
                   const proto::DistributedStrategy& strategy, int nranks,
                   proto::TrainingJob* out);
 
-// Whether a main program's updates are sharded (it has shard views).
+// Whether a main program's updates are sharded (it has shard views, or
+// parameters kept as shards).
 bool IsSharded(const proto::ProgramDesc& main);
 
 // The startup ops of a sharded job that create shard state: for an
 // executor whose scope was initialised by the job's unsharded startup.
 proto::ProgramDesc ShardStateStartup(const proto::ProgramDesc& startup);
+// Whether a startup op is one of those: it writes shard vars only, or it
+// is one of the ops that shard a bucket's parameters (stage 3), which
+// touch its buffer.
+bool MakesShardState(const proto::OpDesc& op);
 
 // Checkpoints of a sharded job hold what the unsharded job's would (the
 // persistable vars of `original`'s main program), so that any run resumes
@@ -91,8 +97,11 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
 void LintSharded(const proto::ProgramDesc& main, int nranks);
 
 // The bytes one rank holds for training state, from a main program's
-// declarations: parameters (every rank holds them all), gradients (their
-// vars, plus the gradient shards of a sharded program) and optimizer
+// declarations: parameters (every rank holds them all; under stage 3 the
+// persistable shards instead of the sharded buckets' parameters),
+// gradients (their vars, plus the gradient shards of a sharded program;
+// stage 3's whole gradients live only from the backward pass to their
+// reduce-scatter, and count there as transients, not here) and optimizer
 // state (what the update ops read besides parameter, gradient and
 // learning rate: a sharded program's shard state, each var once).
 struct StateBytes {

@@ -88,7 +88,8 @@ proto::ProgramDesc MissingStateInitialisers(const proto::ProgramDesc& startup,
   proto::BlockDesc* block = out.mutable_blocks(0);
   block->clear_ops();
   for (const auto& op : startup.blocks(0).ops()) {
-    if (op.type().rfind("c_", 0) == 0) continue;
+    // Collectives, and the shards' state (ShardState::Begin makes it).
+    if (op.type().rfind("c_", 0) == 0 || MakesShardState(op)) continue;
     bool all_missing = !OpOutputNames(op).empty();
     for (const auto& n : OpOutputNames(op)) {
       const Variable* v = scope.FindVar(n);

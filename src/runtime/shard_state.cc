@@ -1,9 +1,11 @@
 #include "src/runtime/shard_state.h"
 
+#include <algorithm>
 #include <set>
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/buckets.h"
 #include "transpiler/sharding.h"
 
 namespace fluid {
@@ -28,13 +30,42 @@ void ShardState::Begin(const proto::TrainingJob& plain,
 // The scope holds what `plain`'s startup made: run the part of the sharded
 // startup that makes what is missing (the shards), then free what only
 // the unsharded program read.
+namespace {
+
+// The parameter buffer (fused_param_<k>@COALESCED) an op of a stage 3
+// startup touches, or "".
+std::string BufferOf(const proto::OpDesc& op) {
+  const std::string tag = "@COALESCED";
+  for (const auto* names : {&op.inputs(), &op.outputs()})
+    for (const auto& slot : *names)
+      for (const auto& n : slot.arguments())
+        if (n.rfind("fused_param_", 0) == 0 && n.find(tag) != std::string::npos)
+          return n.substr(0, n.find(tag) + tag.size());
+  return "";
+}
+
+}  // namespace
+
 void ShardState::CreateState(const proto::TrainingJob& plain,
                              const proto::TrainingJob& prepared) {
   proto::ProgramDesc init = ShardStateStartup(prepared.startup());
   auto* ops = init.mutable_blocks(0)->mutable_ops();
+  auto held = [&](const std::string& name) {
+    Variable* v = scope_->FindVar(name);
+    return v != nullptr && v->HasValue();
+  };
+  // What the scope holds already is not made again: a shard's state, or a
+  // bucket's parameter shard (stage 3; the ops that make it from the
+  // parameters go with it).
   for (int i = ops->size() - 1; i >= 0; --i) {
-    Variable* v = scope_->FindVar(OpOutputNames(ops->Get(i))[0]);
-    if (v != nullptr && v->HasValue()) ops->DeleteSubrange(i, 1);
+    const std::string buffer = BufferOf(ops->Get(i));
+    const std::vector<std::string> outs = OpOutputNames(ops->Get(i));
+    const bool state =
+        !outs.empty() && std::all_of(outs.begin(), outs.end(), IsShardVar);
+    const bool made = state             ? held(outs[0])
+                      : !buffer.empty() ? held(ShardName(buffer))
+                                        : false;
+    if (made) ops->DeleteSubrange(i, 1);
   }
   if (!ops->empty()) exe_->RunOnce(init, scope_);
   std::set<std::string> kept;

@@ -2,6 +2,8 @@
 // MPI and no kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -9,6 +11,7 @@
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/testdata.h"
 #include "transpiler/collective_transpiler.h"
+#include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 
 namespace fluid {
@@ -256,11 +259,147 @@ TEST(ShardOptimizer, RefusesNonElementwiseReadersWithAMessage) {
   ExpectShardError(lars, "the lars_momentum update of");
 }
 
-TEST(ShardOptimizer, RefusesStageThree) {
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Stage 3 with one bucket per parameter: those of `threshold` elements or
+// more are sharded.
+proto::TrainingJob Stage3(int64_t threshold = 100, int prefetch = 1) {
   proto::DistributedStrategy cfg;
   cfg.set_sharding(true);
   cfg.mutable_sharding_configs()->set_stage(3);
-  EXPECT_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2), Error);
+  cfg.mutable_sharding_configs()->set_param_persistence_threshold(threshold);
+  cfg.mutable_sharding_configs()->set_prefetch_distance(prefetch);
+  cfg.set_bucket_bytes(1);
+  return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 4);
+}
+
+TEST(ShardParams, LargeParametersLiveAsShardsAndAreGatheredWhereRead) {
+  const proto::TrainingJob out = Stage3();
+  const proto::BlockDesc& main = out.main().blocks(0);
+  int sharded = 0, replicated = 0;
+  const proto::TrainingJob plain = testing::LoadTestJob("mlp");
+  for (const auto& v : plain.main().blocks(0).vars()) {
+    if (!v.trainable()) continue;
+    const bool large = VarShape(v).numel() >= 100;
+    EXPECT_EQ(GetVarDesc(main, v.name()).persistable(), !large) << v.name();
+    (large ? sharded : replicated)++;
+  }
+  ASSERT_GT(sharded, 0);
+  ASSERT_GT(replicated, 0);
+  const std::vector<std::string> buffers = ParamShardBuffers(main);
+  EXPECT_EQ(static_cast<int>(buffers.size()), sharded);
+  const std::vector<std::string> t = Types(out.main());
+  for (const auto& b : buffers) {
+    EXPECT_TRUE(GetVarDesc(main, ShardName(b)).persistable()) << b;
+    int gathers = 0, frees = 0;
+    for (const auto& op : main.ops()) {
+      if (op.type() == "c_allgather" && OpOutput(op, "Out")[0] == b) ++gathers;
+      if (op.type() == "delete_var" && ReadsVar(op, b)) ++frees;
+      // The update writes the persistable shard in place.
+      if (op.type() == "momentum" && OpInput(op, "Param")[0] == ShardName(b)) {
+        EXPECT_EQ(OpOutput(op, "ParamOut")[0], ShardName(b));
+      }
+    }
+    // Read in the forward pass and in the backward pass (mul_grad reads
+    // the weight): gathered and freed in each, or kept across.
+    EXPECT_GE(gathers, 1) << b;
+    EXPECT_EQ(gathers, frees) << b;
+  }
+  // The startup makes each shard from the initialised parameters, then
+  // frees them.
+  int assigns = 0;
+  for (const auto& op : out.startup().blocks(0).ops())
+    if (op.type() == "assign" && IsShardVar(OpOutput(op, "Out")[0])) ++assigns;
+  EXPECT_EQ(assigns, sharded);
+  EXPECT_EQ(Count(Types(out.startup()), "delete_var"), sharded);
+  // What a rank holds: the shards of the sharded parameters.
+  const StateBytes stage2 = PerRankStateBytes(Sharded(2).main());
+  const StateBytes s3 = PerRankStateBytes(out.main());
+  EXPECT_LT(s3.parameters, stage2.parameters / 2);
+}
+
+// Index of the first op of `type` touching `var`.
+int FirstOp(const proto::BlockDesc& block, const std::string& type,
+            const std::string& var, int from = 0) {
+  for (int i = from; i < block.ops_size(); ++i)
+    if (block.ops(i).type() == type &&
+        (ReadsVar(block.ops(i), var) || WritesVar(block.ops(i), var)))
+      return i;
+  return -1;
+}
+
+TEST(ShardParams, GathersArePrefetchedOneBucketAhead) {
+  for (int prefetch : {0, 1}) {
+    const proto::TrainingJob out = Stage3(100, prefetch);
+    const proto::BlockDesc& main = out.main().blocks(0);
+    const std::vector<std::string> buffers = ParamShardBuffers(main);
+    ASSERT_GE(buffers.size(), 2u);
+    // Forward order: the bucket gathered first is waited for first; with
+    // prefetch 1, the next bucket's gather is issued before that wait.
+    std::vector<std::pair<int, std::string>> waits;
+    for (const auto& b : buffers)
+      waits.emplace_back(FirstOp(main, "c_wait", b), b);
+    std::sort(waits.begin(), waits.end());
+    const int second_gather = FirstOp(main, "c_allgather", waits[1].second);
+    if (prefetch == 1) {
+      EXPECT_LT(second_gather, waits[0].first);
+    } else {
+      EXPECT_GT(second_gather, waits[0].first);
+    }
+  }
+}
+
+TEST(ShardParams, LintRejectsAReadBeforeItsGatherAndAReadAfterTheFree) {
+  const proto::TrainingJob out = Stage3();
+  const std::string b = ParamShardBuffers(out.main().blocks(0))[0];
+  {
+    // The wait moved after the bucket's first reader.
+    proto::ProgramDesc bad = out.main();
+    auto* ops = bad.mutable_blocks(0)->mutable_ops();
+    const int wait = FirstOp(bad.blocks(0), "c_wait", b);
+    ops->SwapElements(wait, wait + 1);
+    const std::string reader = ops->Get(wait).type();
+    const std::string msg = ErrorOf([&] { LintSharded(bad, 4); });
+    EXPECT_NE(msg.find("op #" + std::to_string(wait) + " '" + reader + "'"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("before its gather is waited for"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("of sharded parameter buffer '" + b + "'"),
+              std::string::npos)
+        << msg;
+  }
+  {
+    // The forward free moved before the bucket's last forward reader.
+    proto::ProgramDesc bad = out.main();
+    auto* ops = bad.mutable_blocks(0)->mutable_ops();
+    const int free = FirstOp(bad.blocks(0), "delete_var", b);
+    ops->SwapElements(free, free - 1);
+    const std::string msg = ErrorOf([&] { LintSharded(bad, 4); });
+    EXPECT_NE(msg.find("op #" + std::to_string(free) + " '"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("after op #" + std::to_string(free - 1) +
+                       " 'delete_var' freed it"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+TEST(ShardParams, RefusesOverlappedGathers) {
+  proto::DistributedStrategy cfg;
+  cfg.set_sharding(true);
+  cfg.mutable_sharding_configs()->set_stage(3);
+  cfg.mutable_sharding_configs()->set_overlap_gather(true);
+  const std::string msg = ErrorOf(
+      [&] { CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 2); });
+  EXPECT_NE(msg.find("turn overlap_gather off"), std::string::npos) << msg;
 }
 
 // Sharded with overlapped gathers, one bucket per parameter (so that the

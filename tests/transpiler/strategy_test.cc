@@ -84,10 +84,10 @@ TEST(Strategy, FieldsByPath) {
 
 TEST(Strategy, RangesAndAllowedValuesNameTheField) {
   proto::DistributedStrategy s;
-  s.mutable_sharding_configs()->set_stage(3);
+  s.mutable_sharding_configs()->set_stage(4);
   EXPECT_NE(ErrorOf([&] { ValidateStrategy(s); })
                 .find("DistributedStrategy.sharding_configs.stage must be in "
-                      "[1, 2], got 3"),
+                      "[1, 3], got 4"),
             std::string::npos);
   s = {};
   s.set_bucket_bytes(0);

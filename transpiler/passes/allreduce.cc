@@ -60,7 +60,7 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
                            const std::vector<GradBucket>& buckets,
                            const Placement& at, const PassContext& ctx,
                            proto::BlockDesc* dst) {
-  const bool scatter = ShardStage(ctx.strategy) == 2;
+  const bool scatter = ShardStage(ctx.strategy) >= 2;
   const bool average = ctx.strategy.average_gradients();
   auto allreduce = [&](size_t k) {
     AttributeMap attrs = {

@@ -16,8 +16,13 @@ namespace {
 void PlanAndCoalesce(PassContext* ctx, proto::TrainingJob* job) {
   const proto::ProgramDesc& main = ctx->original.main();
   const int64_t bytes = ctx->strategy.bucket_bytes();
-  ctx->buckets = ShardStage(ctx->strategy) != 0
-                     ? PlanShardedBuckets(main, bytes, ctx->nranks)
+  const int stage = ShardStage(ctx->strategy);
+  const int64_t small =
+      stage == 3
+          ? ctx->strategy.sharding_configs().param_persistence_threshold()
+          : 0;
+  ctx->buckets = stage != 0
+                     ? PlanShardedBuckets(main, bytes, ctx->nranks, small)
                      : PlanBuckets(main, bytes);
   for (GradBucket& b : SparseGradBuckets(main))
     ctx->buckets.push_back(std::move(b));

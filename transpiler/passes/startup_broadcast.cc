@@ -25,7 +25,10 @@ void LintBroadcasts(const PassContext& ctx, const proto::TrainingJob& job) {
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
     if (op.type() != "c_broadcast") {
-      for (const auto& out : OpOutputNames(op)) last_write[out] = i;
+      // coalesce_tensor lays values out anew but keeps them (stage 3
+      // shards the broadcast parameters with it).
+      if (op.type() != "coalesce_tensor")
+        for (const auto& out : OpOutputNames(op)) last_write[out] = i;
       continue;
     }
     const std::string v = OpInput(op, "X")[0];
