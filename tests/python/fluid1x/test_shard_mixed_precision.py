@@ -1,4 +1,4 @@
-"""Mixed precision with a sharded optimizer (stages 1 and 2) under mpirun:
+"""Mixed precision with sharding (stages 1 to 3) under mpirun:
 the ranks stay bitwise identical, the training matches the unsharded run
 within mixed precision's tolerance, and an fp16 overflow on one rank's
 shard skips the step on every rank."""
@@ -10,7 +10,8 @@ from fluid1x_common import load_results, mpirun
 
 @pytest.mark.parametrize("nranks", [2, 4])
 @pytest.mark.parametrize("dtype,stage", [("bf16", 1), ("bf16", 2),
-                                         ("fp16", 1), ("fp16", 2)])
+                                         ("bf16", 3), ("fp16", 1),
+                                         ("fp16", 2), ("fp16", 3)])
 def test_sharded_amp_trains_like_unsharded(tmp_path, nranks, dtype, stage):
     r = mpirun("mpi_shard_mixed_precision.py", nranks, "train", dtype, stage,
                tmp_path)
@@ -18,9 +19,10 @@ def test_sharded_amp_trains_like_unsharded(tmp_path, nranks, dtype, stage):
     runs = load_results(str(tmp_path), f"{dtype}_stage{stage}", nranks)
     names = sorted(k for k in runs[0] if k.startswith("param/"))
     assert names
-    for run in runs[1:]:
-        for k in names:
-            assert run[k].tobytes() == runs[0][k].tobytes(), k
+    if stage != 3:  # stage 3's parameters are read back on rank 0 only
+        for run in runs[1:]:
+            for k in names:
+                assert run[k].tobytes() == runs[0][k].tobytes(), k
     # Sharded against unsharded, both with 16-bit gradients on the wire:
     # the reduce-scatter adds in another order than the allreduce and
     # rounds to 16 bits at other points, so over 20 steps the parameters
