@@ -14,8 +14,9 @@ Each run is its own process; eager deletion is on (this framework's
 default) unless --keep-temporaries (FLAGS_eager_delete_tensor_gb=-1).
 Prints a Markdown table: each framework's peak resident MiB, the same less
 its baseline (the process that only loads the libraries: `train_bench`
-refusing an unknown flag, `import fluid`, `import torch`), and the ratios
-ours / PyTorch.
+refusing an unknown flag, `import torch`, and for the LM the module both
+of its workers import, which loads fluid and torch), and the ratios ours /
+PyTorch.
 
     /usr/bin/python3 benchmarks/memory_bench.py --models mlp,lenet,resnet \\
         --batch 64 --steps 20
@@ -89,11 +90,19 @@ def transformer(a, ours, theirs):
 
 
 def baselines(a, ours, theirs):
+    """The processes that only load the libraries: train_bench refusing a
+    flag; Python with torch (torch_train_bench's); Python with the LM's
+    module (tests/python/transformer_lm.py imports both fluid and torch,
+    so each LM worker holds both), in each side's environment."""
     bench = a.train_bench
     native, _ = run([bench, "--no-such-flag", "x"], ours, allow_fail=True)
-    py_fluid, _ = run([sys.executable, "-c", "import fluid"], ours)
     py_torch, _ = run([sys.executable, "-c", "import torch, torch.nn"], theirs)
-    return native, py_fluid, py_torch
+    lm = ["-c", "import sys; sys.path.insert(0, %r); import transformer_lm"
+          % os.path.join(ROOT, "tests", "python")]
+    lm_ours, _ = run([sys.executable] + lm, ours)
+    lm_theirs, _ = run([sys.executable] + lm,
+                       dict(theirs, PYTHONPATH=ours["PYTHONPATH"]))
+    return native, py_torch, lm_ours, lm_theirs
 
 
 def main():
@@ -115,20 +124,21 @@ def main():
     if a.train_bench is None:
         a.train_bench = os.path.join(a.build, "benchmarks", "train_bench")
     ours, theirs = environments(a)
-    native, py_fluid, py_torch = baselines(a, ours, theirs)
-    print(f"baselines: train_bench {native:.0f} MiB, python+fluid "
-          f"{py_fluid:.0f} MiB, python+torch {py_torch:.0f} MiB")
+    native, py_torch, lm_ours, lm_theirs = baselines(a, ours, theirs)
+    print(f"baselines: train_bench {native:.0f} MiB, python+torch "
+          f"{py_torch:.0f} MiB, the LM module (fluid and torch) "
+          f"{lm_ours:.0f} / {lm_theirs:.0f} MiB")
     print("| model | batch | ours MiB | PyTorch MiB | ratio | ours less "
           "baseline | PyTorch less baseline | ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for model in a.models.split(","):
         if model == "transformer":
             fluid, torch = transformer(a, ours, theirs)
-            base, batch = py_fluid, a.lm_batch
+            base, base_theirs, batch = lm_ours, lm_theirs, a.lm_batch
         else:
             fluid, torch = image_model(a, model, ours, theirs)
-            base, batch = native, a.batch
-        net_ours, net_theirs = fluid - base, torch - py_torch
+            base, base_theirs, batch = native, py_torch, a.batch
+        net_ours, net_theirs = fluid - base, torch - base_theirs
         print(f"| {model} | {batch} | {fluid:.0f} | {torch:.0f} | "
               f"{fluid / torch:.2f} | {net_ours:.0f} | {net_theirs:.0f} | "
               f"{net_ours / max(net_theirs, 1e-9):.2f} |", flush=True)

@@ -3,7 +3,8 @@
 # nothing; --memory-limit refuses a job planned over it, naming its largest
 # items; a run prints the planned and the measured peak, and on 2 ranks the
 # two agree within 10% for mlp, lenet, resnet and transformer, unsharded and
-# with the optimizer sharded (stages 1 and 2), and with recompute.
+# with the optimizer sharded (stages 1 and 2), with recompute and with
+# gradient merge.
 #   trainer_memory_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe -np 2)
@@ -63,10 +64,15 @@ for stage in 0 1 2; do
   fi
 done
 
-# Recompute: the plan reads the rewritten program, and the activations it
-# frees after the forward pass are gone from both peaks.
+# Recompute and gradient merge: the plan reads the rewritten program (the
+# activations recompute frees after the forward pass, the accumulators
+# gradient merge adds) with no knowledge of either.
 check "resnet recompute" --model resnet "${image[@]}" --batch-size 16 \
   --train-samples 128 --recompute auto
+check "mlp gradient merge" --model mlp "${image[@]}" --batch-size 16 \
+  --train-samples 256 --gradient-merge 2
+check "resnet gradient merge" --model resnet "${image[@]}" --batch-size 16 \
+  --train-samples 128 --gradient-merge 2
 if [ -d /usr/share/games/fortunes ]; then
   check "transformer recompute" --model transformer --epochs 1 \
     --log-every 0 --threads 1 --batch-size 8 --train-samples 64 \
