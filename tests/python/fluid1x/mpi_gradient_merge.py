@@ -8,6 +8,8 @@
   mpi_gradient_merge.py bf16 OUT       the strategy form with amp bf16;
       the reference in bf16 too.
   mpi_gradient_merge.py strategy OUT   the strategy form (np 1).
+  mpi_gradient_merge.py fleet OUT      fleet's collective mode with the
+      strategy's gradient_merge, run by a plain fluid.Executor.
   mpi_gradient_merge.py resume OUT     6 micro-steps, the persistables
       taken after sync_running_stats and loaded into a fresh executor,
       6 more: against the run that continued.
@@ -139,8 +141,43 @@ def resume(out):
     save_results(out, "resume", [0.0], a, [0.0], b)
 
 
+def fleet_run(out):
+    """fleet.distributed_optimizer with gradient_merge in the strategy,
+    fleet.main_program run by fluid.Executor."""
+    from fluid.incubate.fleet.base import role_maker
+    from fluid.incubate.fleet.collective import fleet, DistributedStrategy
+    rank, world = rank_and_world()
+    fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
+    strategy = DistributedStrategy()
+    strategy.gradient_merge = True
+    strategy.gradient_merge_configs = {"k_steps": K}
+    with fluid.unique_name.guard():
+        main, startup, loss = build()
+        with fluid.program_guard(main, startup):
+            fleet.distributed_optimizer(inner("momentum"),
+                                        strategy=strategy).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(fleet.startup_program)
+    losses = []
+    for step in range(STEPS):
+        for x, y in micro_batches(step, rank, world):
+            (value,) = exe.run(fleet.main_program, feed={"x": x, "y": y},
+                               fetch_list=[loss.name])
+            losses.append(float(np.asarray(value).ravel()[0]))
+    names = [p.name for p in main.all_parameters()]
+    scope = fluid.global_scope()
+    params = {n: np.array(scope.find_var(n).get_tensor()) for n in names}
+    ref_losses, ref_values = one_process(False)
+    save_results(out, "fleet", losses, params, ref_losses,
+                 dict(zip(names, ref_values)))
+
+
 def run(mode, out):
     rank, _ = rank_and_world()
+    if mode == "fleet":
+        fleet_run(out)
+        print(f"rank {rank}: ok: {mode}")
+        return
     if mode == "resume":
         resume(out)
         print(f"rank {rank}: ok: {mode}")

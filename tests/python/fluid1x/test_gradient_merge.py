@@ -214,10 +214,11 @@ def test_strategy_form_trains_like_the_optimizer(tmp_path):
         assert rel(run[k], want[name]) < 1e-6, k
 
 
-@pytest.mark.parametrize("mode", ["optimizer", "sharded", "bf16"])
+@pytest.mark.parametrize("mode", ["optimizer", "sharded", "bf16", "fleet"])
 def test_np2_trains_like_one_big_batch(tmp_path, mode):
     """np 2: GradientMergeOptimizer with MPIExecutor, the strategy form
-    with sharding stage 2, and bf16: every rank bitwise the same, and the
+    with sharding stage 2, bf16, and fleet's collective mode with the
+    strategy's gradient_merge: every rank bitwise the same, and the
     same training as one process at k = 1 on the global batch (to 1e-6;
     bf16 within its tolerance)."""
     r = mpirun("mpi_gradient_merge.py", 2, mode, tmp_path)
