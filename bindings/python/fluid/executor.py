@@ -694,8 +694,10 @@ class MPIExecutor:
 
     def sync_running_stats(self):
         """Averages every batch_norm's running mean and variance over the
-        ranks (the transpiler's stat sync program), so that all ranks, and
-        what they save, hold the same. Collective: call it on every rank,
+        ranks (the transpiler's stat sync program), and gradient merge's
+        accumulators (each rank's sum of its micro-steps' gradients, which
+        merge to the same gradient averaged), so that all ranks, and what
+        they save, hold the same. Collective: call it on every rank,
         before saving or evaluating."""
         with self._lock:
             for run in self._runs.values():
