@@ -227,6 +227,52 @@ TEST(Recompute, LintRefusesBrokenPrograms) {
   }
 }
 
+// ---- dropout's replay_of ------------------------------------------------
+
+// x -> dropout (advancing the counter) -> out; then, as the rewrite makes
+// it, a replay reading the advanced counter: the same mask and output, and
+// the counter advanced once.
+TEST(Recompute, DropoutReplayDrawsTheReplayedOpsMask) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  for (const char* v : {"x", "out", "mask", "out_r", "mask_r"})
+    AddVarDesc(b, v, DataType::kFloat32, Shape{4096});
+  AddVarDesc(b, "step", DataType::kInt64, Shape{1}, /*persistable=*/true);
+  *b->add_ops() =
+      MakeOp("dropout", {{"X", {"x"}}, {"Step", {"step"}}},
+             {{"Out", {"out"}}, {"Mask", {"mask"}}, {"StepOut", {"step"}}},
+             {{"dropout_prob", 0.5f}});
+  proto::OpDesc replay =
+      MakeOp("dropout", {{"X", {"x"}}, {"Step", {"step"}}},
+             {{"Out", {"out_r"}}, {"Mask", {"mask_r"}}},
+             {{"dropout_prob", 0.5f}, {"replay_of", std::string("out")}});
+  *b->add_ops() = replay;
+  Executor exe;
+  Scope scope;
+  scope.Var("step")->GetMutableTensor()->mutable_data<int64_t>(Shape{1})[0] = 5;
+  Tensor x;
+  float* xp = x.mutable_data<float>(Shape{4096});
+  for (int i = 0; i < 4096; ++i) xp[i] = 1.0f + i;
+  std::vector<Tensor> out;
+  exe.RunOnce(p, &scope, {{"x", x}}, {"out", "mask", "out_r", "mask_r", "step"},
+              &out);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(std::memcmp(out[0].raw_data(), out[2].raw_data(), out[0].bytes()),
+            0);
+  EXPECT_EQ(std::memcmp(out[1].raw_data(), out[3].raw_data(), out[1].bytes()),
+            0);
+  EXPECT_EQ(out[4].data<int64_t>()[0], 6);
+  int kept = 0;
+  for (int i = 0; i < 4096; ++i) kept += out[1].data<float>()[i] != 0.0f;
+  EXPECT_GT(kept, 1800);
+  EXPECT_LT(kept, 2300);
+  // A replay that would advance the counter a second time is refused.
+  SetOpOutput(&replay, "StepOut", {"step"});
+  *b->mutable_ops(1) = replay;
+  const std::string msg = ErrorOf([&] { exe.RunOnce(p, &scope, {{"x", x}}); });
+  EXPECT_NE(msg.find("must not write StepOut"), std::string::npos) << msg;
+}
+
 // ---- numerics -----------------------------------------------------------
 
 // Every persistable var of `scope` named by `main`, as bytes.
