@@ -42,15 +42,14 @@
 
 #include "proto/distributed_strategy.pb.h"
 #include "proto/framework.pb.h"
+#include "src/framework/gradient_merge_state.h"
 
 namespace fluid {
 
-constexpr const char* kGradMergeStepVar = "@GRAD_MERGE_STEP@";
 constexpr const char* kGradMergeSkipVar = "@GRAD_MERGE_SKIP@";
 constexpr const char* kGradMergeStartVar = "@GRAD_MERGE_START@";
 constexpr const char* kGradMergeScaleVar = "@GRAD_MERGE_SCALE@";
 constexpr const char* kGradMergeSkipFp16Var = "@GRAD_MERGE_SKIP_FP16@";
-constexpr const char* kGradMergeSuffix = "@GRAD_MERGE";
 
 // The accumulator of gradient `grad` ("fc_0.w_0@GRAD@GRAD_MERGE").
 std::string GradMergeAccumulator(const std::string& grad);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/framework/enforce.h"
+#include "src/framework/gradient_merge_state.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
 #include "src/framework/timeline.h"
@@ -343,8 +344,9 @@ std::vector<std::pair<std::string, Tensor>> MatchProgram(
       mine.push_back("the scope holds a non-tensor under this name");
     auto it = ckpt->vars.find(spec.name);
     if (it == ckpt->vars.end()) {
-      // A checkpoint of another precision: the scaling starts afresh.
-      if (!IsLossScalingState(spec.name))
+      // A checkpoint of another precision: the scaling starts afresh; of
+      // a job without gradient merge: a merged step starts afresh.
+      if (!IsLossScalingState(spec.name) && !IsGradientMergeState(spec.name))
         mine.push_back("missing from checkpoint");
       continue;
     }
@@ -368,9 +370,19 @@ std::vector<std::pair<std::string, Tensor>> MatchProgram(
     staged.emplace_back(spec.name, std::move(t));
   }
   for (const auto& kv : ckpt->vars) {
-    if (!allow_extra && !wanted.count(kv.first) &&
-        !IsLossScalingState(kv.first))
+    if (allow_extra || wanted.count(kv.first) || IsLossScalingState(kv.first))
+      continue;
+    if (!IsGradientMergeState(kv.first)) {
       problems[kv.first].push_back("in checkpoint, not in program");
+    } else if (IsGradMergeAccumulatorName(kv.first) &&
+               kv.second.data.find_first_not_of('\0') != std::string::npos) {
+      // Left out, these gradients would be lost from the update.
+      problems[kv.first].push_back(
+          "gradients of an unfinished gradient-merge step, which a job "
+          "without gradient merge cannot apply: resume with the gradient "
+          "merge that saved it, or from a checkpoint saved at the end of a "
+          "merged step");
+    }
   }
   std::vector<std::string> report;
   for (const auto& kv : problems)

@@ -126,6 +126,8 @@ void SavedLayout(const proto::TrainingJob& job, int world,
   const int stage = s.sharding() ? s.sharding_configs().stage() : 0;
   if (world > 1 && stage > 0) layout.set_sharding_stage(stage);
   layout.set_amp(job.main().mixed_precision());
+  if (s.gradient_merge())
+    layout.set_gradient_merge_steps(s.gradient_merge_configs().k_steps());
   for (const std::string& name : sharded)
     saver->splits[name] = "1/" + std::to_string(world) +
                           " per rank (sharding stage " + std::to_string(stage) +

@@ -32,6 +32,7 @@ using checkpoint_testing::OnlyFileOf;
 using checkpoint_testing::ReadManifestOf;
 using checkpoint_testing::SaveModel;
 using checkpoint_testing::SetModel;
+using checkpoint_testing::SetVar;
 using checkpoint_testing::TempDir;
 using checkpoint_testing::WriteRaw;
 using checkpoint_testing::WriteSealedManifest;
@@ -359,6 +360,51 @@ TEST(CheckpointManifestTest, LayoutAndSplitsRoundTrip) {
   EXPECT_FALSE(ReadManifestOf(plain / "ckpt-10").has_layout());
   EXPECT_EQ(DescribeLayout(none.layout), "");
   EXPECT_TRUE(none.splits.empty());
+}
+
+// Gradient merge's state (the micro-step counter and the accumulators)
+// crosses layouts: a job without gradient merge leaves it out of a
+// checkpoint saved at the end of a merged step (zero accumulators) and
+// refuses, naming the cause, one saved with gradients still accumulated;
+// a job with gradient merge loads a checkpoint without it and keeps its
+// startup values.
+TEST(CheckpointManifestTest, GradientMergeStateCrossesLayouts) {
+  const std::string acc = "fc_0.w@GRAD@GRAD_MERGE";
+  auto save = [&](const std::string& dir, float accumulated) {
+    Scope scope;
+    SetModel(&scope, 10);
+    SetVar<float>(&scope, acc, Shape{3, 4},
+                  std::vector<float>(12, accumulated));
+    SetVar<int64_t>(&scope, "@GRAD_MERGE_STEP@", Shape{1}, {4});
+    std::vector<std::string> names = ModelNames();
+    names.push_back(acc);
+    names.push_back("@GRAD_MERGE_STEP@");
+    SaveCheckpoint(scope, names, dir, CheckpointInfo{10, 1});
+  };
+  TempDir merged_end, mid;
+  save(merged_end.path(), 0.0f);
+  save(mid.path(), 0.5f);
+  Scope plain;
+  Load(&plain, merged_end.path());
+  ExpectModel(plain, 10);
+  EXPECT_EQ(plain.FindLocalVar(acc), nullptr);
+  Scope refused;
+  EXPECT_THAT(LoadError(&refused, ModelProgram(), mid.path()).what(),
+              HasSubstr(acc + ": gradients of an unfinished gradient-merge "
+                              "step"));
+
+  proto::ProgramDesc with_merge = ModelProgram();
+  AddVarDesc(with_merge.mutable_blocks(0), acc, DataType::kFloat32, Shape{3, 4},
+             true);
+  AddVarDesc(with_merge.mutable_blocks(0), "@GRAD_MERGE_STEP@",
+             DataType::kInt64, Shape{1}, true);
+  TempDir without;
+  SaveModel(without.path(), 10);
+  Scope merging;
+  SetVar<float>(&merging, acc, Shape{3, 4}, std::vector<float>(12, 0.0f));
+  LoadCheckpoint(&merging, with_merge, without.path());
+  ExpectModel(merging, 10);
+  EXPECT_EQ(merging.GetVar(acc)->GetTensor().data<float>()[0], 0.0f);
 }
 
 TEST(CheckpointManifestTest, ManifestsAreSealedWithTheirChecksum) {

@@ -6,6 +6,8 @@
 # stage 2, bf16. Resuming the same checkpoint sharded and unsharded at np 2
 # (float32, where sharding changes no number) gives bitwise the same next
 # checkpoint: the loaded optimizer state reaches each rank's shard intact.
+# Stage 3 checkpoints cross the same layouts, and gradient merge's resume
+# without it.
 #   trainer_layouts_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -56,3 +58,34 @@ grep -q "the checkpoint was saved under np 2, float32" <<<"$out" ||
   fail "no saved layout going back: $out"
 grep -q "resumed from .* at epoch 2" <<<"$out" || fail "no resume: $out"
 echo "ok: and back to np 4, stage 2, bf16"
+
+# Stage 3 (parameters sharded too): saved at np 4 in bf16, resumed at np 2
+# unsharded in float32, at np 2 in stage 3, in one process, and back.
+out=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 3 --amp bf16 --checkpoint-dir "$work/z" 2>&1) ||
+  fail "np 4, stage 3, bf16: $out"
+for case in "zu 2" "zs 2 --shard-optimizer 3" "z1 1"; do
+  read -r name np flags <<<"$case"
+  # shellcheck disable=SC2086
+  out=$(resume "$work/z" "$work/$name" "$np" $flags) ||
+    fail "resuming stage 3 at np $np $flags: $out"
+  grep -q "the checkpoint was saved under np 4, sharding stage 3, bf16" \
+    <<<"$out" || fail "no saved layout at np $np $flags: $out"
+done
+out=$(cp -r "$work/zu" "$work/zback" &&
+  timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 3 \
+    --resume --checkpoint-dir "$work/zback" --shard-optimizer 3 \
+    --amp bf16 2>&1) || fail "back to np 4, stage 3, bf16: $out"
+grep -q "resumed from .* at epoch 2" <<<"$out" || fail "no resume: $out"
+echo "ok: an np 4, stage 3, bf16 checkpoint resumes at np 2 (stage 3 or" \
+  "unsharded, float32), in one process, and back"
+
+# Gradient merge's checkpoints too: saved at np 2 merging 2 micro-steps,
+# resumed in one process without merging.
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 1 \
+  --gradient-merge 2 --checkpoint-dir "$work/gm" >/dev/null 2>&1 ||
+  fail "np 2, gradient merge 2"
+out=$(resume "$work/gm" "$work/gm1" 1) || fail "resuming without merge: $out"
+grep -q "the checkpoint was saved under np 2, float32, gradient merge 2" \
+  <<<"$out" || fail "no saved layout with gradient merge: $out"
+echo "ok: a gradient merge checkpoint resumes without it"
