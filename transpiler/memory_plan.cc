@@ -114,6 +114,21 @@ void AddItem(std::vector<MemoryItem>* items, const std::string& name,
   if (i.bytes > 0) items->push_back({name, i.kind, i.bytes});
 }
 
+// Adds `i`'s bytes to the part of `plan` its kind belongs to.
+void Count(const VarInfo& i, MemoryPlan* plan) {
+  if (i.kind == "parameter") {
+    plan->parameters += i.bytes;
+  } else if (i.kind == "optimizer state") {
+    plan->optimizer_state += i.bytes;
+  } else if (i.kind == "state") {
+    plan->other_state += i.bytes;
+  } else if (i.kind == "communication buffer") {
+    plan->communication += i.bytes;
+  } else {
+    (i.kind == "gradient" ? plan->gradients : plan->activations) += i.bytes;
+  }
+}
+
 // Adds the state and the temporaries that are never released to `plan`
 // (and their items); returns the latter's bytes, live from the start.
 int64_t CountHeld(const proto::BlockDesc& block,
@@ -131,18 +146,9 @@ int64_t CountHeld(const proto::BlockDesc& block,
     if (i.bytes == 0 || released.count(v.name())) continue;
     if (!v.persistable() && !used.count(v.name())) continue;
     AddItem(items, v.name(), i);
-    if (i.kind == "parameter") {
-      plan->parameters += i.bytes;
-    } else if (i.kind == "optimizer state") {
-      plan->optimizer_state += i.bytes;
-    } else if (i.kind == "state") {
-      plan->other_state += i.bytes;
-    } else if (i.kind == "communication buffer") {
-      plan->communication += i.bytes;
-    } else {
+    Count(i, plan);
+    if (!v.persistable() && i.kind != "communication buffer")
       held_temporaries += i.bytes;
-      (i.kind == "gradient" ? plan->gradients : plan->activations) += i.bytes;
-    }
   }
   return held_temporaries;
 }
@@ -168,11 +174,13 @@ void ReplayTemporaries(const proto::BlockDesc& block,
     }
     for (const auto& n : schedule[i])
       if (live.erase(n)) now -= info.at(n).bytes;
+    if (block.ops(i).type() != "delete_var") continue;
+    for (const auto& n : OpInput(block.ops(i), "X"))
+      if (live.erase(n)) now -= info.at(n).bytes;
   }
   for (const auto& n : at_peak) {
-    const VarInfo& i = info.at(n);
-    AddItem(items, n, i);
-    (i.kind == "gradient" ? plan->gradients : plan->activations) += i.bytes;
+    AddItem(items, n, info.at(n));
+    Count(info.at(n), plan);
   }
 }
 
@@ -196,6 +204,15 @@ MemoryPlan PlanProgramMemory(const proto::ProgramDesc& main, int64_t batch_size,
   std::set<std::string> released;
   for (const auto& names : schedule)
     released.insert(names.begin(), names.end());
+  // What delete_var frees (a sharded job's gathered parameters between
+  // their forward and backward uses) lives from each write to its free.
+  for (const auto& op : block.ops()) {
+    if (op.type() != "delete_var") continue;
+    for (const auto& n : OpInput(op, "X")) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (v != nullptr && !v->persistable()) released.insert(n);
+    }
+  }
   std::vector<MemoryItem> items;
   CountHeld(block, info, released, &plan, &items);
   ReplayTemporaries(block, info, schedule, released, &plan, &items);

@@ -13,7 +13,8 @@
 //     over the block's op order (src/framework/liveness.h: each temporary
 //     is allocated by the first op that writes it and released after its
 //     last use), split into the gradients and the activations live at the
-//     peak. Fed vars and temporaries never released count from the start.
+//     peak. Fed vars and temporaries never released count from the start;
+//     what a delete_var op frees lives from each write to that op.
 // A dimension of -1 in a declared shape is the batch: it counts as
 // `batch_size`. Memory the kernels allocate for themselves inside one op
 // (workspaces) is not in the plan. Views (shard_view, the tensors of a

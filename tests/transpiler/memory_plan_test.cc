@@ -7,6 +7,8 @@
 #include "src/builder/models.h"
 #include "src/framework/executor.h"
 #include "src/framework/memory.h"
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
 #include "tests/testing/gradient_checker.h"
 #include "tests/testing/model_steps.h"
 #include "transpiler/local_rewrites.h"
@@ -108,6 +110,29 @@ TEST(MemoryPlan, FollowsTheProgramOnNRanks) {
   const MemoryPlan shard = PlanJobMemory(job, sharded, 4, 32);
   // Each of 4 ranks holds a quarter of the moments.
   EXPECT_LT(shard.optimizer_state, two.optimizer_state / 3);
+}
+
+// What delete_var frees lives from each write to the free, and again from
+// its next write (a sharded job's parameters, gathered for the forward
+// pass, freed, gathered again for the backward pass).
+TEST(MemoryPlan, DeleteVarEndsALifeUntilTheNextWrite) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  for (const char* n : {"x", "a", "b", "c", "d"})
+    AddVarDesc(b, n, DataType::kFloat32, Shape{256});  // 1 KiB each
+  auto scale = [&](const char* in, const char* out) {
+    *b->add_ops() = MakeOp("scale", {{"X", {in}}}, {{"Out", {out}}});
+  };
+  scale("x", "a");
+  scale("a", "b");
+  *b->add_ops() = MakeOp("delete_var", {{"X", {"a"}}}, {});
+  scale("b", "c");
+  scale("c", "a");
+  scale("a", "d");
+  const MemoryPlan plan = PlanProgramMemory(p, 1);
+  // The feed x, and never more than two of a, b, c, d at once (a is not
+  // live while b and c are).
+  EXPECT_EQ(plan.activations, 3 * 1024) << plan.ToString();
 }
 
 TEST(MemoryPlan, ByteCounts) {
