@@ -89,3 +89,18 @@ out=$(resume "$work/gm" "$work/gm1" 1) || fail "resuming without merge: $out"
 grep -q "the checkpoint was saved under np 2, float32, gradient merge 2" \
   <<<"$out" || fail "no saved layout with gradient merge: $out"
 echo "ok: a gradient merge checkpoint resumes without it"
+
+# fluidrun restarts a stage 3 bf16 job on fewer ranks: 4 ranks, one killed
+# after step 12 (the checkpoint of step 8 is the last), go on at np 2.
+FLUIDRUN="$COMMON_DIR/../../tools/fluidrun"
+out=$(FLUID_TEST_KILL_AT_STEP=12 FLUID_TEST_KILL_RANK=3 timeout 300 \
+  "$FLUIDRUN" --max-restarts 1 --np-on-restart 2 --min-np 2 \
+  --mpirun "$MPIRUN" --oversubscribe -np 4 "$TRAINER" "${base[@]}" \
+  --epochs 2 --shard-optimizer 3 --amp bf16 --checkpoint-every 4 \
+  --checkpoint-dir "$work/restart" 2>&1) ||
+  fail "stage 3 restarted on 2 ranks: $out"
+grep -q "restart 1 of 1 on 2 rank(s)" <<<"$out" || fail "not on 2 ranks: $out"
+grep -q "the checkpoint was saved under np 4, sharding stage 3, bf16" \
+  <<<"$out" || fail "no saved layout on restart: $out"
+grep -q "test accuracy" <<<"$out" || fail "no accuracy after restart: $out"
+echo "ok: fluidrun restarts a stage 3 job on 2 of its 4 ranks"
