@@ -667,6 +667,7 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
   const std::map<std::string, int> updates = UpdateOps(src);
   ShardCheckpointPlan plan;
   plan.gather = NewProgram();
+  plan.gather_parameters = NewProgram();
   plan.scatter = NewProgram();
   proto::BlockDesc* gather = plan.gather.mutable_blocks(0);
   proto::BlockDesc* scatter = plan.scatter.mutable_blocks(0);
@@ -706,6 +707,12 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
       *gather->add_ops() =
           MakeOp("c_allgather", {{"X", {shard}}}, {{"Out", {full}}},
                  {{"nranks", int32_t{nranks}}});
+      if (s == "Param") {  // stage 3: also gathered alone (evaluation)
+        proto::BlockDesc* alone = plan.gather_parameters.mutable_blocks(0);
+        *alone->add_vars() = GetVarDesc(main, shard);
+        *alone->add_ops() = StateViews(layout, vars, src, full, alone);
+        *alone->add_ops() = gather->ops(gather->ops_size() - 1);
+      }
       *scatter->add_ops() = StateViews(layout, vars, src, full, scatter);
       AddVarDesc(scatter, full + "@VIEW", layout.dtype,
                  VarShape(GetVarDesc(main, shard)));

@@ -78,6 +78,9 @@ bool MakesShardState(const proto::OpDesc& op);
 // `original` is the job before CollectiveTranspile, `sharded` its result.
 struct ShardCheckpointPlan {
   proto::ProgramDesc gather;
+  // Stage 3: gather's part that fills the parameters only (for an
+  // evaluation, which reads no optimizer state).
+  proto::ProgramDesc gather_parameters;
   proto::ProgramDesc scatter;
   // The per-parameter state vars shaped like their parameters (what gather
   // fills and scatter reads); scalars stay where they are.

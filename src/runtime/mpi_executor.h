@@ -84,8 +84,11 @@ class MPIExecutor {
   // Sharded optimizer, collective, before saving a checkpoint: fills the
   // per-parameter optimizer state (the checkpoint's) from every rank's
   // shard; DropGatheredState frees it again after the save. Nothing for an
-  // unsharded job.
-  void GatherShardState() { shard_.Gather(); }
+  // unsharded job. `parameters_only`: stage 3's parameter shards only (an
+  // evaluation's).
+  void GatherShardState(bool parameters_only = false) {
+    shard_.Gather(parameters_only);
+  }
   void DropGatheredState() { shard_.DropGathered(); }
   // The checkpoint's vars that ranks hold split in training (a sharded
   // job's per-parameter optimizer state; none otherwise).

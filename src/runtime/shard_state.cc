@@ -22,6 +22,7 @@ void ShardState::Begin(const proto::TrainingJob& plain,
       gather_handles_.push_back(v.name());
   unsharded_main_.Clear();
   gather_.reset();
+  gather_parameters_.reset();
   scatter_.reset();
   per_parameter_state_.clear();
   if (create && sharded_) CreateState(plain, prepared);
@@ -85,6 +86,8 @@ void ShardState::Plan(const proto::TrainingJob& plain,
   unsharded_main_ = plain.main();
   ShardCheckpointPlan plan = PlanShardCheckpoint(plain, prepared);
   gather_ = exe_->Prepare(plan.gather, scope_);
+  if (plan.gather_parameters.blocks(0).ops_size() > 0)
+    gather_parameters_ = exe_->Prepare(plan.gather_parameters, scope_);
   scatter_ = exe_->Prepare(plan.scatter, scope_);
   per_parameter_state_ = plan.per_parameter_state;
   DropGathered();
@@ -136,13 +139,15 @@ const proto::ProgramDesc& ShardState::checkpoint_program(
   return unsharded_main_.blocks_size() > 0 ? unsharded_main_ : main;
 }
 
-void ShardState::Gather() {
+void ShardState::Gather(bool parameters_only) {
   if (!sharded_) return;
   FLUID_ENFORCE_CODE(gather_ != nullptr, ErrorCode::kUnimplemented,
                      "checkpoints of a program transpiled with sharding "
                      "need its untranspiled program: give MPIExecutor the "
                      "plain program and a strategy with sharding");
-  exe_->Run(gather_.get(), {}, {}, nullptr);
+  if (parameters_only && gather_parameters_ == nullptr) return;
+  exe_->Run(parameters_only ? gather_parameters_.get() : gather_.get(), {}, {},
+            nullptr);
 }
 
 // Frees the memory but keeps the vars (prepared programs point at them),

@@ -71,8 +71,10 @@ class ShardState {
     return per_parameter_state_;
   }
   // Collective, before saving a checkpoint: fills the per-parameter state
-  // from every rank's shard; DropGathered frees it after the save.
-  void Gather();
+  // from every rank's shard; DropGathered frees it after the save. With
+  // `parameters_only`, the parameters a stage 3 job keeps as shards only
+  // (what an evaluation reads).
+  void Gather(bool parameters_only = false);
   void DropGathered();
   // Collective, after rank 0 loaded a checkpoint and its vars were
   // broadcast: when rank 0 loaded per-parameter state, every rank takes
@@ -95,7 +97,7 @@ class ShardState {
   // The plan: the unsharded main program (what checkpoints hold), and the
   // programs between shard state and per-parameter state.
   proto::ProgramDesc unsharded_main_;
-  std::unique_ptr<PreparedProgram> gather_, scatter_;
+  std::unique_ptr<PreparedProgram> gather_, gather_parameters_, scatter_;
   std::vector<std::string> per_parameter_state_;
 };
 

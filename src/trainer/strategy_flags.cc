@@ -34,14 +34,14 @@ void SetSyncBatchNorm(const std::string&, proto::DistributedStrategy* s) {
   s->set_sync_batch_norm(true);
 }
 
-// "--shard-optimizer": the default stage; 0: off; 1 or 2: that stage.
+// "--shard-optimizer": the default stage; 0: off; 1, 2 or 3: that stage.
 void SetShardOptimizer(const std::string& v, proto::DistributedStrategy* s) {
   if (v.empty()) {
     s->set_sharding(true);
     return;
   }
-  FLUID_ENFORCE(v == "0" || v == "1" || v == "2",
-                "--shard-optimizer takes 0, 1 or 2 (alone: stage ",
+  FLUID_ENFORCE(v == "0" || v == "1" || v == "2" || v == "3",
+                "--shard-optimizer takes 0, 1, 2 or 3 (alone: stage ",
                 proto::ShardingConfig().stage(), "), got ", Quote(v));
   s->set_sharding(v != "0");
   if (v != "0") SetStrategyField(s, "sharding_configs.stage", v);
@@ -164,7 +164,8 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        {"sharding", "sharding_configs.stage"},
        "each rank updates and stores 1/N of the optimizer state: 1 (ZeRO "
        "stage 1: after an allreduce), 2 (stage 2: after a reduce-scatter; "
-       "the default when no value is given) or 0 (off, the default)",
+       "the default when no value is given), 3 (stage 3: the parameters "
+       "too, gathered where the step reads them) or 0 (off, the default)",
        Arg::kOptional,
        SetShardOptimizer},
       {"--shard-overlap-gather",

@@ -34,6 +34,7 @@
 #include "transpiler/distributed_job.h"
 #include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
+#include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -284,6 +285,42 @@ void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
   } catch (const Error& e) {
     FLUID_RETHROW(e, what, " does not fit the evaluation program: ", e.what());
   }
+}
+
+// Whether `dist` runs a job whose parameters live as shards (sharding
+// stage 3), so that a program reading them whole needs them gathered.
+bool KeepsParameterShards(MPIExecutor* dist) {
+  return dist != nullptr &&
+         !ParamShardBuffers(dist->job().main().blocks(0)).empty();
+}
+
+// Collective, before rank 0 evaluates after training: the running
+// statistics averaged and, under sharding stage 3, the parameters gathered
+// whole (as for a checkpoint; the run ends after the evaluation).
+void SyncForEvaluation(MPIExecutor* dist) {
+  if (dist == nullptr) return;
+  dist->SyncRunningStats();
+  if (KeepsParameterShards(dist))
+    dist->GatherShardState(/*parameters_only=*/true);
+}
+
+// Collective: rank 0's evaluation program, prepared and run on a small
+// batch of the test set before training (null on the other ranks). Under
+// sharding stage 3 every rank gathers the parameters whole for that run
+// and frees them after.
+std::unique_ptr<PreparedProgram> PrepareEvaluation(
+    const TrainerOptions& o, const proto::TrainingJob& job, const Dataset& test,
+    Executor* exe, Scope* scope, MPIExecutor* dist, std::ostream& log) {
+  const bool gather = KeepsParameterShards(dist);
+  if (gather) dist->GatherShardState(/*parameters_only=*/true);
+  std::unique_ptr<PreparedProgram> eval;
+  if (dist == nullptr || dist->rank() == 0) {
+    const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
+    eval = exe->Prepare(eval_program, scope);
+    CheckTestSet(o, job, eval_program, test, exe, eval.get());
+  }
+  if (gather) dist->DropGatheredState();
+  return eval;
 }
 
 // Top-1 accuracy of the first metric over the whole test set.
@@ -857,7 +894,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   std::ostream& log = rank == 0 ? out : muted;
   // Rank 0 checkpoints and evaluates; what would fail there after training
   // is checked now, and a failure ends every rank (main aborts the job).
-  std::unique_ptr<PreparedProgram> eval;
+  std::unique_ptr<PreparedProgram> eval;  // rank 0's
   const bool evaluate = test.size() > 0 && job.metric_names_size() > 0;
   // Why no evaluation follows training: said up front and at the end.
   const std::string no_evaluation = WhyNoEvaluation(job, evaluate, described);
@@ -873,11 +910,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
   CheckAndLogResumePoint(pos, train.size(), batch_size, world, log);
   std::vector<std::string> persistable = PersistableVars(saved);
-  if (rank == 0 && evaluate) {
-    const proto::ProgramDesc eval_program = EvaluationProgram(job, log);
-    eval = exe->Prepare(eval_program, &scope);
-    CheckTestSet(o, job, eval_program, test, exe, eval.get());
-  }
+  if (evaluate) eval = PrepareEvaluation(o, job, test, exe, &scope, dist, log);
 
   Batcher batcher(train, batch_size, o.seed, rank, world);
   LogBanner(o, job, train.size(), batch_size, batcher.StepsPerEpoch(), place,
@@ -910,7 +943,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   // Rank 0 evaluates on the test set with the forward-only program (every
   // rank holds the same parameters, and now the same running statistics).
-  if (evaluate && dist != nullptr) dist->SyncRunningStats();
+  if (evaluate) SyncForEvaluation(dist);
   const std::string trace =
       FinishTimeline(dist != nullptr ? dist->communicator() : nullptr);
   if (!trace.empty()) log << "timeline written to " << trace << "\n";

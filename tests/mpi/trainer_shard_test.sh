@@ -113,4 +113,33 @@ done
   fail "fp16 reduce-scatter moved ${bytes[2]} bytes, float32 ${bytes[0]}"
 echo "ok: sharded bf16 and fp16 gradients move half the bytes" \
   "(${bytes[1]}, ${bytes[2]} against ${bytes[0]})"
+# Stage 3: a rank holds a quarter of the parameters at np 4 (the memory
+# line), and its checkpoint, saved in bf16, is in the full form: it resumes
+# at np 2 unsharded in float32 and in one process; an unsharded np 2
+# checkpoint resumes at stage 3 in bf16.
+params_mib() {
+  sed -n 's/^per rank: parameters \([0-9.]*\) MiB.*/\1/p' <<<"$1"
+}
+s3=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 3 --amp bf16 --checkpoint-dir "$work/t4" 2>&1) ||
+  fail "stage 3 np 4: $s3"
+grep -q "test accuracy" <<<"$s3" || fail "stage 3 did not evaluate: $s3"
+awk -v f="$(params_mib "$plain")" -v p="$(params_mib "$s3")" \
+  'BEGIN { r = p / f; exit !(r > 0.24 && r < 0.27) }' ||
+  fail "stage 3 parameters $(params_mib "$s3") MiB against $(params_mib "$plain")"
+cp -r "$work/t4" "$work/t4b"
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 2 \
+  --resume --checkpoint-dir "$work/t4" 2>&1) || fail "stage 3 at np 2: $out"
+grep -q "resumed from .* at epoch 1" <<<"$out" || fail "np 2 resume: $out"
+out=$(timeout 300 "$TRAINER" "${base[@]}" --epochs 2 --resume \
+  --checkpoint-dir "$work/t4b" 2>&1) || fail "stage 3 in one process: $out"
+grep -q "resumed from .* at epoch 1" <<<"$out" || fail "np 1 resume: $out"
+out=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --epochs 3 \
+  --resume --shard-optimizer 3 --amp bf16 --checkpoint-dir "$work/u2b" 2>&1) ||
+  fail "unsharded checkpoint at stage 3: $out"
+grep -q "resumed from .* at epoch 2" <<<"$out" || fail "stage 3 resume: $out"
+grep -q "test accuracy" <<<"$out" || fail "stage 3 resume: $out"
+echo "ok: stage 3 holds $(params_mib "$s3") MiB of parameters per rank" \
+  "(unsharded $(params_mib "$plain")); its checkpoint resumes at np 2," \
+  "np 1 and back"
 echo "PASS: sharded optimizer through the trainer"

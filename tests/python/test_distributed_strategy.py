@@ -30,7 +30,9 @@ def test_defaults_come_from_the_proto():
     assert s.overlap_allreduce is True
     assert s.sync_batch_norm is False
     assert s.sharding is False
-    assert s.sharding_configs == {"stage": 2, "overlap_gather": False}
+    assert s.sharding_configs == {"stage": 2, "overlap_gather": False,
+                                  "prefetch_distance": 1,
+                                  "param_persistence_threshold": 10000}
     assert s.grad_compression == "none"
     assert s.passes() == ["bucketing", "allreduce", "startup_broadcast"]
 
@@ -76,8 +78,8 @@ def test_unknown_or_out_of_range_fields_are_named():
     with pytest.raises(AttributeError, match="no field 'nccl_comm_num'"):
         s.nccl_comm_num
     with pytest.raises(ValueError, match=r"sharding_configs\.stage must be "
-                                         r"in \[1, 2\], got 3"):
-        s.sharding_configs = {"stage": 3}
+                                         r"in \[1, 3\], got 4"):
+        s.sharding_configs = {"stage": 4}
     with pytest.raises(ValueError, match="has no key 'degree'"):
         s.sharding_configs = {"degree": 2}
     with pytest.raises(ValueError, match="grad_compression must be none, "
