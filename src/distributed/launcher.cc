@@ -224,18 +224,24 @@ void CheckLaunch(const LaunchInfo& info, int devices) {
   }
 }
 
-void RefuseBadLaunch(const LaunchInfo& info, int devices,
-                     const std::string& program) {
+std::string LaunchRefusal(const LaunchInfo& info, int devices) {
   try {
     CheckLaunch(info, devices);
   } catch (const Error& e) {
-    const std::string who =
-        info.size > 1 ? program + ": rank " + std::to_string(info.rank)
-                      : program;
-    std::fflush(nullptr);
-    WriteErrorLine(who + ": error: " + e.what());
-    std::exit(1);
+    return e.what();
   }
+  return "";
+}
+
+void RefuseBadLaunch(const LaunchInfo& info, int devices,
+                     const std::string& program) {
+  const std::string why = LaunchRefusal(info, devices);
+  if (why.empty()) return;
+  const std::string who =
+      info.size > 1 ? program + ": rank " + std::to_string(info.rank) : program;
+  std::fflush(nullptr);
+  WriteErrorLine(who + ": error: " + why);
+  std::exit(1);
 }
 
 int LauncherWorldSize() {

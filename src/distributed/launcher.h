@@ -97,13 +97,18 @@ LaunchInfo DetectLaunch();
 // node than `devices` (the distinct GPUs its ranks spread over; 0 when
 // they run on the CPU), which would bind two ranks to one GPU.
 void CheckLaunch(const LaunchInfo& info, int devices);
+// CheckLaunch's message for a launch it refuses; "" for one it accepts.
+std::string LaunchRefusal(const LaunchInfo& info, int devices);
 
 // CheckLaunch for a program about to start MPI: on a refusal writes one
 // line, "PROGRAM: rank R: error: WHY" (no rank for a launch of one), and
 // exits with status 1 without initialising MPI, which either cannot start
 // (srun --mpi=pmi2 with no PMI-2 client) or would start a job that must
 // not train. The launcher sees the exit and ends the job (mpirun; srun
-// with --kill-on-bad-exit).
+// with --kill-on-bad-exit). The Python package refuses the same launches:
+// fluid.MPIExecutor raises ValueError with CheckLaunch's message, and a
+// script that ends without one exits this way ("fluid: rank R: error:
+// WHY") instead of starting MPI for its farewell.
 void RefuseBadLaunch(const LaunchInfo& info, int devices,
                      const std::string& program);
 

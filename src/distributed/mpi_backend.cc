@@ -368,6 +368,11 @@ void EnsureMpiInitialized() {
                        "mpi4py.rc.thread_level = 'multiple')");
     return;
   }
+  // A launch that cannot train (srun --mpi=pmi2 with no PMI-2 client, a
+  // PMIx rank that is not Slurm's, more ranks on a node than CPUs allotted)
+  // is refused before MPI starts: MPI_Init would abort the process or
+  // start a job that must not train.
+  CheckLaunch(DetectLaunch(), 0);
   int provided = MPI_THREAD_SINGLE;
   Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
         "MPI_Init_thread");

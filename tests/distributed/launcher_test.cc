@@ -157,6 +157,21 @@ TEST(Launcher, SrunPmi2Refused) {
   EXPECT_NE(why.find("srun --mpi=pmix"), std::string::npos) << why;
 }
 
+// LaunchRefusal (what the Python package asks) says what CheckLaunch
+// throws, and nothing for a launch it accepts.
+TEST(Launcher, LaunchRefusalIsCheckLaunchsMessage) {
+  LaunchInfo l = From({{"SLURM_STEP_ID", "0"},
+                       {"SLURM_PROCID", "1"},
+                       {"SLURM_STEP_NUM_TASKS", "2"}});
+  EXPECT_EQ(LaunchRefusal(l, 0), Refusal(l));
+  EXPECT_NE(LaunchRefusal(l, 0).find("with no PMI"), std::string::npos);
+  l = From({{"SLURM_STEP_ID", "0"},
+            {"SLURM_PROCID", "1"},
+            {"SLURM_STEP_NUM_TASKS", "2"},
+            {"PMIX_RANK", "1"}});
+  EXPECT_EQ(LaunchRefusal(l, 0), "");
+}
+
 TEST(Launcher, PmixRankDisagreeingWithSlurmRefused) {
   LaunchInfo l = From({{"PMIX_RANK", "0"},
                        {"SLURM_STEP_ID", "0"},

@@ -7,7 +7,8 @@
 # under srun; fluidrun in an allocation restarting after a killed rank, and
 # a job requeued by Slurm resuming from its checkpoint, both ending with
 # the parameters of an uninterrupted run, to the bit; launches that cannot
-# train refused in seconds with one line. The cluster is torn down even on
+# train refused in seconds with one line, by the trainer and by
+# fluid.MPIExecutor (ValueError). The cluster is torn down even on
 # failure, and no daemon of ours is left. Skips (77) without namespaces or
 # slurm-wlm.
 #   slurm_test.sh TRAINER [PYTHON_DIR]
@@ -127,6 +128,25 @@ refused "srun without a PMI" \
   srun --mpi=none --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 "$TRAINER" "${lenet[@]}"
 refused "srun --mpi=pmi2" "has no PMI-2 client" \
   srun --mpi=pmi2 --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 "$TRAINER" "${lenet[@]}"
+# The Python path refuses them too, before MPI starts: fluid.MPIExecutor
+# raises ValueError with the trainer's message.
+if [ -n "$PYDIR" ]; then
+  cat >"$base/refused.py" <<'PY'
+import fluid
+exe = fluid.MPIExecutor(fluid.CPUPlace())
+print("trained on", exe.world_size, "rank(s)")
+PY
+  PYTHONPATH="$PYDIR" refused "Python under srun without a PMI" \
+    "ValueError: srun started 2 tasks with no PMI" \
+    srun --mpi=none --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 \
+    /usr/bin/python3 "$base/refused.py"
+  PYTHONPATH="$PYDIR" refused "Python under srun --mpi=pmi2" \
+    "fluid: rank [01]: uncaught ValueError: srun --mpi=pmi2 started 2 task(s), but this Open MPI has no PMI-2 client" \
+    srun --mpi=pmi2 --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 \
+    /usr/bin/python3 "$base/refused.py"
+else
+  echo "not run: Python's refusals (needs PYTHON_DIR)"
+fi
 cat >"$base/over.sh" <<JOB
 #!/bin/sh
 exec mpirun -np 4 --oversubscribe "$TRAINER" ${lenet[*]}

@@ -13,6 +13,11 @@ rank (nothing changes otherwise):
 - `sys.exit` with a non-zero status prints
   `fluid: rank R: sys.exit(CODE); ending the job of N ranks` and aborts the
   job with that status;
+- under a launch that cannot train (srun --mpi=pmi2, whose PMI-2 this
+  Open MPI lacks; see src/distributed/launcher.h), fluid.MPIExecutor
+  raises ValueError before MPI starts, and a script that ends without an
+  uncaught exception prints `fluid: rank R: error: WHY` and exits 1
+  without starting MPI;
 - a rank that ends otherwise (sys.exit(0), the end of the script) while
   other ranks still issue collectives is named by them and the job ends
   (see src/distributed/mpi_membership.h); a SIGKILLed rank is reported by
@@ -43,6 +48,9 @@ def _install():
     if size <= 1:
         return
     rank = _core.launcher_rank()
+    # Read now, as MPI_Init would see the launcher's variables (Open MPI
+    # may rewrite them once it is up).
+    refusal = _core.launch_refusal()
     _core.install_fatal_signal_line("fluid", rank)
     previous = sys.excepthook
 
@@ -71,6 +79,11 @@ def _install():
             _end_job(f"fluid: rank {rank}: sys.exit({_core.sanitize_message(repr(status))}); "
                      f"ending the job of {size} ranks",
                      status if isinstance(status, int) else 1)
+        # A launch that cannot train never started MPI and must not start
+        # it for the farewell (srun --mpi=pmi2 would abort in MPI_Init):
+        # the trainer's one line, and status 1 for the launcher.
+        if refusal:
+            _end_job(f"fluid: rank {rank}: error: {refusal}", 1)
         _core.leave_job()
 
     # The farewell (see LeaveJob), also from a rank that never made a
