@@ -25,6 +25,8 @@
 //   trainer --predict DIR [--data DIR] [--test-samples N]
 //                                               accuracy of a saved
 //                                               inference model
+#include <mpi.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -42,14 +44,20 @@
 
 namespace {
 
-// This rank's number: the communicator's once MPI is up (making it if no
-// one has); the launcher's environment only when MPI cannot start.
+// This rank's number for an error line, without starting MPI: the error
+// may come before MPI is up, and MPI may be unable to start at all (a
+// launch refused before MPI_Init, a PMI the library lacks). The launcher
+// numbered the ranks in the environment; MPI_COMM_WORLD is asked only when
+// MPI is up already and no launcher is recognised.
 std::string RankForErrors() {
-  try {
-    return std::to_string(fluid::GlobalCommunicator()->rank());
-  } catch (const std::exception&) {
-    return std::to_string(fluid::LauncherRank());
-  }
+  const fluid::LaunchInfo launch = fluid::DetectLaunch();
+  if (launch.kind != fluid::LaunchInfo::Kind::kNone)
+    return std::to_string(launch.rank);
+  int initialized = 0, finalized = 0, rank = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return std::to_string(rank);
 }
 
 // What to run: a job file, a built-in model, or a saved model to score.

@@ -8,7 +8,10 @@ makes the same launches on a real cluster).
   one), `srun --mpi=pmi2` (this Open MPI has no PMI-2 client), more ranks
   on a node than the CPUs Slurm allotted there;
 - a script under such a launch that ends without an uncaught exception
-  exits 1 with one line instead of starting MPI for its farewell.
+  exits 1 with one line instead of starting MPI for its farewell;
+- the trainer names the rank in its error lines from the launcher's
+  variables, without starting MPI, both for a refused launch and for an
+  error met before the launch is checked.
 """
 import os
 import subprocess
@@ -16,6 +19,8 @@ import sys
 
 import pytest
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAKE_IDX = os.path.join(HERE, "..", "mpi", "make_idx.py")
 
 # Rank 1 of 2, on the second of two nodes, in Slurm job 7's step 0.
 SRUN_STEP = {
@@ -26,6 +31,7 @@ SRUN_STEP = {
 }
 NO_PMI = dict(SRUN_STEP)
 PMI2 = dict(SRUN_STEP, PMI_FD="9", PMI_RANK="1", PMI_SIZE="2")
+PMIX = dict(SRUN_STEP, PMIX_RANK="1")
 # mpirun inside an allocation of 1 CPU on this node, starting 2 ranks here.
 CROWDED = {
     "SLURM_JOB_ID": "7", "SLURM_CPUS_ON_NODE": "1",
@@ -121,3 +127,39 @@ def test_launch_refusal_empty_without_launcher():
                     "print(repr(_core.launch_refusal()))\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout == "''\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("idx")
+    subprocess.run([sys.executable, MAKE_IDX, str(d), "64", "16"],
+                   check=True)
+    return str(d)
+
+
+def _trainer(trainer_bin, fake, *args):
+    return subprocess.run([trainer_bin, "--model", "mlp", "--epochs", "1",
+                           "--threads", "1", *args], env=_env(fake),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_trainer_refusal_names_the_rank_without_mpi(trainer_bin, tiny_data):
+    r = _trainer(trainer_bin, PMI2, "--data", tiny_data)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.splitlines() == [f"trainer: rank 1: error: {PMI2_WHY}"]
+
+
+@pytest.mark.parametrize("fake", [PMI2, PMIX], ids=["srun-pmi2", "srun-pmix"])
+def test_trainer_early_error_names_the_rank_without_mpi(trainer_bin, fake,
+                                                        tmp_path):
+    # The data is missing: the error comes before the launch is checked,
+    # and MPI is not started to name the rank (here it has no PMI-2
+    # client, and with no PMIx server behind the variables it would start
+    # as a world of one, calling this process rank 0).
+    missing = str(tmp_path / "missing")
+    r = _trainer(trainer_bin, fake, "--data", missing)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("trainer: rank 1: error: "), r.stderr
+    assert missing in lines[0], r.stderr
