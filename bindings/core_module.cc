@@ -994,7 +994,7 @@ void BindBuilder(py::module_& m) {
                            "mixed precision: the program was already "
                            "rewritten for gradient merge; decorate the "
                            "optimizer GradientMergeOptimizer wraps instead: "
-                           "GradientMergeOptimizer(decorate(opt), k_steps)");
+                           "GradientMergeOptimizer(decorate(opt), k)");
              proto::TrainingJob job;
              *job.mutable_main() = *b.get()->main();
              *job.mutable_startup() = *b.get()->startup();
@@ -1017,7 +1017,7 @@ void BindBuilder(py::module_& m) {
            })
       // Rewrites the programs built so far (after minimize) for gradient
       // merge by the gradient_merge_configs of a serialized strategy.
-      .def("gradient_merge",
+      .def("merge_gradients",
            [](PyBuilder& b, const py::bytes& strategy) {
              const proto::GradientMergeConfig c =
                  StrategyOf(strategy).gradient_merge_configs();

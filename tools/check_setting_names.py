@@ -8,8 +8,9 @@ its pass reads it and written where a front end writes it: the proto, its
 pass, the trainer's flag table, Python's fluid.DistributedStrategy (the
 rest reach it by reflection). This fails (exit 1, one line per setting)
 when the name of a leaf field made of several words (bucket_bytes,
-overlap_gather, ...) appears as a word in more than N files under src/,
-transpiler/, bindings/ and ops/ (default 4), listing them; and when a
+overlap_gather, ...) appears as a word in the code (comments and file
+paths aside) of more than N files under src/, transpiler/, bindings/ and
+ops/ (default 4), listing them; and when a
 retired setting name (RETIRED) appears anywhere there but where it is
 still accepted for old scripts."""
 import argparse
@@ -43,14 +44,26 @@ def leaf_fields(proto_text):
     return fields
 
 
+# What is no use of a setting: C++ and Python comments, and file paths
+# (transpiler/gradient_merge.h names a file, not the setting).
+COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/|(?m:^\s*#(?!include)[^\n]*)",
+                      re.S)
+PATHS = re.compile(r"[\w./-]+\.(?:h|cc|cu|cuh|py|proto|md)\b")
+
+
+def code_of(text):
+    """`text` without its comments and file paths."""
+    return PATHS.sub("", COMMENTS.sub("", text))
+
+
 def product_files(src):
     for root in ROOTS:
         for dirpath, _, files in os.walk(os.path.join(src, root)):
             for f in sorted(files):
                 if f.endswith(EXTENSIONS):
                     path = os.path.join(dirpath, f)
-                    yield os.path.relpath(path, src), open(
-                        path, encoding="utf-8", errors="replace").read()
+                    yield os.path.relpath(path, src), code_of(open(
+                        path, encoding="utf-8", errors="replace").read())
 
 
 def main():

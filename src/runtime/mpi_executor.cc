@@ -10,6 +10,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
+#include "transpiler/local_rewrites.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -165,16 +166,23 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   }
   // Started from what the scope holds: keep it (a checkpoint loaded before
   // the first run included), whatever sharding frees.
+  // What the ranks would run unsharded: the job after the rewrites of
+  // what one rank computes (mixed precision's loss scaling and gradient
+  // merge's accumulators are persistable state a checkpoint must hold).
+  const proto::TrainingJob plain =
+      FormOf(job.main()) == JobForm::kLocal
+          ? LocalRewrites(job, CanonicalStrategy(strategy))
+          : job;
   std::vector<std::pair<std::string, Tensor>> held;
   if (run_startup) {
     exe_.RunOnce(job_.startup(), scope_);
   } else {
-    held = HeldPersistables(job.main(), *scope_);
+    held = HeldPersistables(plain.main(), *scope_);
     const proto::ProgramDesc missing =
         MissingStateInitialisers(job_.startup(), *scope_);
     if (missing.blocks(0).ops_size() > 0) exe_.RunOnce(missing, scope_);
   }
-  shard_.Begin(job, job_, scope_, /*create=*/!run_startup);
+  shard_.Begin(plain, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
   main_->set_fence_owner(&shard_);  // its ops wait for its gathers themselves
   // NonFiniteGradient scans the averaged gradients after a run: eager
@@ -185,7 +193,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     scanned.insert(scanned.end(), members.begin(), members.end());
   }
   main_->KeepAfterRun(scanned);
-  shard_.Plan(job, job_);
+  shard_.Plan(plain, job_);
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());

@@ -11,6 +11,7 @@
 #include "src/io/checkpoint.h"
 #include "src/runtime/mpi_executor.h"
 #include "src/trainer/trainer.h"
+#include "transpiler/gradient_merge.h"
 
 namespace fluid {
 
@@ -126,8 +127,10 @@ void SavedLayout(const proto::TrainingJob& job, int world,
   const int stage = s.sharding() ? s.sharding_configs().stage() : 0;
   if (world > 1 && stage > 0) layout.set_sharding_stage(stage);
   layout.set_amp(job.main().mixed_precision());
-  if (s.gradient_merge())
-    layout.set_gradient_merge_steps(s.gradient_merge_configs().k_steps());
+  // Read from the program, which Python's GradientMergeOptimizer may have
+  // rewritten without the strategy.
+  const int merge = GradientMergeSteps(job.main());
+  if (merge > 1) layout.set_gradient_merge_steps(merge);
   for (const std::string& name : sharded)
     saver->splits[name] = "1/" + std::to_string(world) +
                           " per rank (sharding stage " + std::to_string(stage) +

@@ -104,3 +104,17 @@ grep -q "the checkpoint was saved under np 4, sharding stage 3, bf16" \
   <<<"$out" || fail "no saved layout on restart: $out"
 grep -q "test accuracy" <<<"$out" || fail "no accuracy after restart: $out"
 echo "ok: fluidrun restarts a stage 3 job on 2 of its 4 ranks"
+
+# A sharded job's checkpoints hold what the rewrites of one rank's work
+# add: fp16's loss scaling and gradient merge's accumulators and counter.
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --epochs 1 \
+  --shard-optimizer 2 --amp fp16 --gradient-merge 2 \
+  --checkpoint-dir "$work/f16" >/dev/null 2>&1 ||
+  fail "np 2, stage 2, fp16, gradient merge 2"
+manifest=$(ls -d "$work"/f16/ckpt-* | tail -1)/manifest.pb
+for name in loss_scaling num_good_steps @GRAD_MERGE_STEP@ \
+            fc_0.w_0@GRAD@GRAD_MERGE; do
+  grep -aqF "$name" "$manifest" || fail "the sharded checkpoint lacks $name"
+done
+echo "ok: a sharded fp16 gradient-merge checkpoint holds the loss scaling" \
+  "and the accumulators"

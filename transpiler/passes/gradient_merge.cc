@@ -19,9 +19,8 @@ namespace fluid {
 
 namespace {
 
-bool Asked(const proto::DistributedStrategy& s) {
-  return s.gradient_merge() && s.gradient_merge_configs().k_steps() > 1;
-}
+// k_steps 1 leaves the job unrewritten, and Guard then changes nothing.
+bool Asked(const proto::DistributedStrategy& s) { return s.gradient_merge(); }
 
 void Guard(PassContext*, proto::TrainingJob* job) {
   if (GradientMergeSteps(job->main()) == 0) return;

@@ -16,6 +16,7 @@ import numpy as np
 from . import _core
 from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
+from . import optimizer as _optimizer
 from . import transpiler as _transpiler
 from .distributed_strategy import DistributedStrategy
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
@@ -240,22 +241,6 @@ def _skipped_by_loss_scaling(amp, scope, steps):
                  "skipped and the loss scaling is now %g (%d step(s) "
                  "skipped so far)", steps.count, scale, steps.skipped)
     return True
-
-
-def _merge_strategy(strategy, program):
-    """`strategy`, with gradient_merge set as GradientMergeOptimizer
-    rewrote `program` (so that its collectives skip with its updates)."""
-    for op in program.global_block().ops:
-        if op.type != "gradient_merge_step":
-            continue
-        if strategy.gradient_merge:
-            return strategy
-        merged = DistributedStrategy.from_text(str(strategy))
-        merged.gradient_merge = True
-        merged.gradient_merge_configs = {"k_steps": op.attr("k_steps"),
-                                         "avg": op.attr("avg")}
-        return merged
-    return strategy
 
 
 def _check_finite(names, values, watched, step, where=""):
@@ -618,7 +603,8 @@ class MPIExecutor:
         run = self._probe if not self._runs else _core.MPIExecutor(
             self._threads, self._device)
         run.init(main.desc, startup.desc, scope._core,
-                 _merge_strategy(self._strategy, main).serialize(), False)
+                 _optimizer._merged_strategy(self._strategy,
+                                             main).serialize(), False)
         self._runs[key] = run
         _TRAINING[(program.desc.id, id(scope))] = self
         return run

@@ -371,7 +371,7 @@ class GradientMergeOptimizer:
             s.gradient_merge = True
             s.gradient_merge_configs = {"k_steps": self.k_steps,
                                         "avg": self.avg}
-            b.gradient_merge(s.serialize())
+            b.merge_gradients(s.serialize())
         return out
 
     def backward(self, loss, startup_program=None, parameter_list=None,
@@ -497,3 +497,21 @@ class RecomputeOptimizer:
         """Fluid's second half of minimize. Not supported here: raises
         NotImplementedError saying to call minimize()."""
         raise _refused("apply_optimize")
+
+
+def _merged_strategy(strategy, program):
+    """`strategy`, with gradient_merge set as GradientMergeOptimizer
+    rewrote `program` (so that its collectives skip with its updates): for
+    MPIExecutor."""
+    from .distributed_strategy import DistributedStrategy
+    for op in program.global_block().ops:
+        if op.type != "gradient_merge_step":
+            continue
+        if strategy.gradient_merge:
+            return strategy
+        merged = DistributedStrategy.from_text(str(strategy))
+        merged.gradient_merge = True
+        merged.gradient_merge_configs = {"k_steps": op.attr("k_steps"),
+                                         "avg": op.attr("avg")}
+        return merged
+    return strategy

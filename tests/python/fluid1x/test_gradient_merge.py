@@ -266,5 +266,5 @@ def test_decorating_the_merged_optimizer_is_refused_saying_what_to_do():
                                                    k_steps=2),
             use_bf16=True)
         with pytest.raises(Exception, match=r"GradientMergeOptimizer\("
-                                            r"decorate\(opt\), k_steps\)"):
+                                            r"decorate\(opt\), k\)"):
             opt.minimize(loss)
