@@ -142,4 +142,22 @@ grep -q "test accuracy" <<<"$out" || fail "stage 3 resume: $out"
 echo "ok: stage 3 holds $(params_mib "$s3") MiB of parameters per rank" \
   "(unsharded $(params_mib "$plain")); its checkpoint resumes at np 2," \
   "np 1 and back"
+# Stage 3 at np 2 computes what stage 2 does (two ranks' sums have one
+# order): lenet, and resnet with sync batch norm in bf16, log the same
+# losses and test accuracy.
+for model in "lenet" "resnet --sync-batch-norm --amp bf16"; do
+  for stage in 2 3; do
+    # shellcheck disable=SC2086
+    out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model $model \
+      --optimizer momentum --data "$work/data" --log-every 2 --threads 1 \
+      --batch-size 16 --epochs 1 --train-samples 128 --seed 3 \
+      --shard-optimizer $stage 2>&1) || fail "$model stage $stage: $out"
+    numbers "$out" >"$work/stage$stage.txt"
+  done
+  grep -q "test accuracy" "$work/stage3.txt" ||
+    fail "$model stage 3: no numbers: $(cat "$work/stage3.txt")"
+  cmp -s "$work/stage2.txt" "$work/stage3.txt" ||
+    fail "$model stage 3 differs: $(diff "$work/stage2.txt" "$work/stage3.txt")"
+done
+echo "ok: lenet and resnet (sync batch norm, bf16) train alike at stages 2 and 3"
 echo "PASS: sharded optimizer through the trainer"

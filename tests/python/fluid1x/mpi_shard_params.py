@@ -3,7 +3,8 @@ test_shard_params.py):
 
   mpi_shard_params.py OPT OUT
       20 steps of a 16-31-7-4 classifier with optimizer OPT (sgd |
-      momentum | adam), unsharded, at stage 2 and at stage 3 (parameters of
+      momentum | adam | clipped: momentum with L2 decay and global-norm
+      clipping), unsharded, at stage 2 and at stage 3 (parameters of
       100 elements or more kept as shards: the two larger weights, 496 and
       217 elements, in one bucket that 4 ranks split unevenly); each run
       saves its persistables (stage 3: gathered, in the full form) and
@@ -37,7 +38,12 @@ def build(opt_name):
         opt = {"sgd": lambda: fluid.optimizer.SGD(learning_rate=0.1),
                "momentum": lambda: fluid.optimizer.Momentum(
                    learning_rate=0.1, momentum=0.9),
-               "adam": lambda: fluid.optimizer.Adam(learning_rate=0.01)}
+               "adam": lambda: fluid.optimizer.Adam(learning_rate=0.01),
+               # L2 decay and global-norm clipping run on the shards.
+               "clipped": lambda: fluid.optimizer.Momentum(
+                   learning_rate=0.1, momentum=0.9,
+                   regularization=fluid.regularizer.L2Decay(1e-3),
+                   grad_clip=fluid.clip.GradientClipByGlobalNorm(0.5))}
         opt[opt_name]().minimize(loss)
     return main, startup, loss
 

@@ -1,7 +1,7 @@
 """Parameter sharding (stage 3) under mpirun: the same training as the
 unsharded run to 1e-6 (relative to the largest element) after 20 steps,
-and as stage 2 bit for bit where the two reduce alike, with SGD, Momentum
-and Adam at np 2 and 4 (where the sharded bucket of 713 elements does not
+and as stage 2 bit for bit where the two reduce alike, with SGD, Momentum,
+Adam and Momentum with L2 decay and global-norm clipping at np 2 and 4 (where the sharded bucket of 713 elements does not
 split evenly); its checkpoint is in the full form and loads in one
 process."""
 import numpy as np
@@ -11,7 +11,7 @@ from fluid1x_common import load_results, mpirun
 
 
 @pytest.mark.parametrize("nranks", [2, 4])
-@pytest.mark.parametrize("opt", ["sgd", "momentum", "adam"])
+@pytest.mark.parametrize("opt", ["sgd", "momentum", "adam", "clipped"])
 def test_stage3_trains_like_stage2_and_unsharded(tmp_path, nranks, opt):
     r = mpirun("mpi_shard_params.py", nranks, opt, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
