@@ -26,6 +26,7 @@
 //                                               accuracy of a saved
 //                                               inference model
 #include <mpi.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -236,7 +237,20 @@ int RunAndReport(const fluid::TrainerOptions& o) {
 
 }  // namespace
 
+// oneDNN's OpenMP threads spin after each matrix product by default, on
+// the cores the executor's own pool then waits for: bf16 training at two
+// threads ran at half speed. OpenMP reads OMP_WAIT_POLICY only as it
+// loads, before main, so the trainer sets it and starts itself again (the
+// same process: exec keeps the pid mpirun knows). A policy the user set is
+// kept; without /proc/self/exe the trainer runs on as it is.
+static void PassiveOpenMpThreads(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char** argv) {
+  PassiveOpenMpThreads(argv);
   fluid::TrainerOptions o;
   CLI::App app{
       "Train a fluid program on MNIST-family data or the fortunes text."};
