@@ -209,10 +209,11 @@ TEST_F(TrainerResumeTest, ManifestWithoutItsPositionIsDamaged) {
   const std::string manifest = ckpt + "/ckpt-5/manifest.pb";
   proto::CheckpointManifest m;
   ASSERT_TRUE(m.ParseFromString(Bytes(manifest)));
-  EXPECT_EQ(m.version(), 3);
+  EXPECT_EQ(m.version(), 4);
   m.DiscardUnknownFields();  // the seal
   m.set_version(2);
   m.clear_position();
+  m.clear_layout();
   DefaultFileSystem()->WriteFile(manifest, m.SerializeAsString());
   try {
     LoadCheckpoint(&loaded, {spec}, ckpt);

@@ -490,7 +490,7 @@ TEST_F(TrainerTest, PrintStrategySaveAndReadIt) {
   ExpectOneLineError(RunCli("--model mlp --strategy-set "
                             "sharding_configs.stage=7 --print-strategy"),
                      "DistributedStrategy.sharding_configs.stage must be in "
-                     "[1, 2], got 7");
+                     "[1, 3], got 7");
   EXPECT_EQ(RunCli("--model mlp --strategy-set nope=1").status, 2);
 }
 
@@ -613,9 +613,11 @@ TEST_F(TrainerCheckpointTest, AFlippedManifestBitFallsBackToThePrevious) {
   m.DiscardUnknownFields();
   ASSERT_EQ(m.epoch(), 2);
   ASSERT_TRUE(m.has_position());
-  // The epoch (field 4) serializes just before the position (field 5: a
-  // tag, a one-byte length, the message).
-  const size_t at = m.ByteSizeLong() - (2 + m.position().ByteSizeLong()) - 1;
+  // The epoch (field 4) serializes just before the position (field 5) and
+  // the layout (field 7), each a tag, a one-byte length and the message.
+  ASSERT_TRUE(m.has_layout());
+  const size_t at = m.ByteSizeLong() - (2 + m.position().ByteSizeLong()) -
+                    (2 + m.layout().ByteSizeLong()) - 1;
   ASSERT_EQ(bytes[at], 2);
   bytes[at] ^= 4;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -647,6 +649,7 @@ TEST_F(TrainerCheckpointTest, AnUnsealedManifestBeyondTheEpochsFallsBack) {
   ASSERT_TRUE(m.ParseFromString(ReadFile(ckpt_ + "/ckpt-8/manifest.pb")));
   m.DiscardUnknownFields();
   m.set_version(2);
+  m.clear_layout();  // which version 2 never had
   m.set_epoch(6);
   std::ofstream(ckpt_ + "/ckpt-8/manifest.pb",
                 std::ios::binary | std::ios::trunc)
