@@ -372,8 +372,9 @@ TEST(FlightRecorderTest, RecordsWhatEachCollectiveIsAndTheJob) {
 
 // Every kind of collective is recorded as itself, with the bytes it moves
 // (what a stalled rank's file and the timeline say of it), on every rank;
-// the allreduces' and sparse allreduces' bytes are what the communicator
-// counts as handed to the transport.
+// the bytes of the allreduces, sparse allreduces and reduce-scatters (the
+// gradients' collectives) are what the communicator counts as handed to
+// the transport.
 TEST(FlightRecorderTest, EachCollectiveIsRecordedWithItsKindAndBytes) {
   testing::RunRanks(2, [](int rank, Communicator* comm) {
     const FlightRecorder& rec = *comm->flight_recorder();
@@ -391,7 +392,9 @@ TEST(FlightRecorderTest, EachCollectiveIsRecordedWithItsKindAndBytes) {
       EXPECT_EQ(r.bytes, expected[i].bytes)
           << "rank " << rank << ", collective " << i << " (" << kind << ")";
       EXPECT_EQ(r.state, FlightRecorder::kDone);
-      if (kind == "allreduce" || kind == "sparse_allreduce") reduced += r.bytes;
+      if (kind == "allreduce" || kind == "sparse_allreduce" ||
+          kind == "reducescatter")
+        reduced += r.bytes;
     }
     EXPECT_EQ(comm->allreduce_wire_bytes() - wire_before, reduced);
   });
