@@ -53,7 +53,28 @@ def _refused(method):
         "or the parameters")
 
 
-class Optimizer:
+class _MinimizeOnly:
+    """Fluid's halves of minimize, which every optimizer here refuses: the
+    program rewrites run in minimize() as one."""
+
+    def backward(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None, callbacks=None):
+        """Fluid's first half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("backward")
+
+    def apply_gradients(self, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_gradients")
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        """Fluid's second half of minimize. Not supported here: raises
+        NotImplementedError saying to call minimize()."""
+        raise _refused("apply_optimize")
+
+
+class Optimizer(_MinimizeOnly):
     """Base of the optimizers: holds the update rule's settings and
     appends the training part of a program in minimize(). Use a subclass
     (SGD, Momentum, Adam, ...); each takes learning_rate (a number, or a
@@ -126,22 +147,6 @@ class Optimizer:
                         if "optimize" in op["roles"]]
         params_grads = [(program.var(p), program.var(g)) for p, g in pairs]
         return optimize_ops, params_grads
-
-    def backward(self, loss, startup_program=None, parameter_list=None,
-                 no_grad_set=None, callbacks=None):
-        """Fluid's first half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("backward")
-
-    def apply_gradients(self, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_gradients")
-
-    def apply_optimize(self, loss, startup_program, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_optimize")
 
 
 class SGD(Optimizer):
@@ -312,7 +317,7 @@ RMSPropOptimizer, AdamaxOptimizer = RMSProp, Adamax
 AdadeltaOptimizer, LarsMomentumOptimizer = Adadelta, LarsMomentum
 
 
-class GradientMergeOptimizer:
+class GradientMergeOptimizer(_MinimizeOnly):
     """Gradient merge (gradient accumulation), Fluid 1.8's: the forward and
     backward passes run on every batch (a micro-step), the inner
     optimizer's update once every `k_steps` micro-steps, on their
@@ -374,24 +379,8 @@ class GradientMergeOptimizer:
             b.merge_gradients(s.serialize())
         return out
 
-    def backward(self, loss, startup_program=None, parameter_list=None,
-                 no_grad_set=None, callbacks=None):
-        """Fluid's first half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("backward")
 
-    def apply_gradients(self, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_gradients")
-
-    def apply_optimize(self, loss, startup_program, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_optimize")
-
-
-class RecomputeOptimizer:
+class RecomputeOptimizer(_MinimizeOnly):
     """Recompute (activation checkpointing), Fluid 1.6's: the backward pass
     recomputes the activations between checkpoints from them instead of
     keeping them from the forward pass, trading one more forward pass for
@@ -487,16 +476,6 @@ class RecomputeOptimizer:
         """Fluid's first half of minimize. Not supported here: raises
         NotImplementedError saying to call minimize()."""
         raise _refused("backward")
-
-    def apply_gradients(self, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_gradients")
-
-    def apply_optimize(self, loss, startup_program, params_grads):
-        """Fluid's second half of minimize. Not supported here: raises
-        NotImplementedError saying to call minimize()."""
-        raise _refused("apply_optimize")
 
 
 def _merged_strategy(strategy, program):
