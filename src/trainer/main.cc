@@ -47,18 +47,21 @@ namespace {
 
 // This rank's number for an error line, without starting MPI: the error
 // may come before MPI is up, and MPI may be unable to start at all (a
-// launch refused before MPI_Init, a PMI the library lacks). The launcher
-// numbered the ranks in the environment; MPI_COMM_WORLD is asked only when
-// MPI is up already and no launcher is recognised.
+// launch refused before MPI_Init, a PMI the library lacks). MPI_COMM_WORLD
+// when MPI is up already; else the launcher's numbering in the
+// environment.
 std::string RankForErrors() {
-  const fluid::LaunchInfo launch = fluid::DetectLaunch();
-  if (launch.kind != fluid::LaunchInfo::Kind::kNone)
-    return std::to_string(launch.rank);
   int initialized = 0, finalized = 0, rank = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return std::to_string(rank);
+  // Once MPI is up its numbering is the one the job's collectives use.
+  if (initialized && !finalized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return std::to_string(rank);
+  }
+  const fluid::LaunchInfo launch = fluid::DetectLaunch();
+  return std::to_string(
+      launch.kind != fluid::LaunchInfo::Kind::kNone ? launch.rank : 0);
 }
 
 // What to run: a job file, a built-in model, or a saved model to score.
@@ -241,12 +244,17 @@ int RunAndReport(const fluid::TrainerOptions& o) {
 // the cores the executor's own pool then waits for: bf16 training at two
 // threads ran at half speed. OpenMP reads OMP_WAIT_POLICY only as it
 // loads, before main, so the trainer sets it and starts itself again (the
-// same process: exec keeps the pid mpirun knows). A policy the user set is
-// kept; without /proc/self/exe the trainer runs on as it is.
+// same process: exec keeps the pid mpirun knows, and the binary's own
+// path keeps its name for ps and pgrep). A policy the user set is kept;
+// without /proc/self/exe the trainer runs on as it is.
 static void PassiveOpenMpThreads(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  execv("/proc/self/exe", argv);
+  execv(self, argv);
 }
 
 int main(int argc, char** argv) {
