@@ -140,10 +140,22 @@ PY
     "ValueError: srun started 2 tasks with no PMI" \
     srun --mpi=none --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 \
     /usr/bin/python3 "$base/refused.py"
-  PYTHONPATH="$PYDIR" refused "Python under srun --mpi=pmi2" \
-    "fluid: rank [01]: uncaught ValueError: srun --mpi=pmi2 started 2 task(s), but this Open MPI has no PMI-2 client" \
-    srun --mpi=pmi2 --kill-on-bad-exit=1 -N 2 --ntasks-per-node 1 \
-    /usr/bin/python3 "$base/refused.py"
+  # Each task's output goes to its own file, written by its node's
+  # slurmstepd: srun may stop forwarding a task's lines when the step is
+  # killed, and the refusal then reads cut off.
+  start=$SECONDS
+  PYTHONPATH="$PYDIR" run 60 srun --mpi=pmi2 --kill-on-bad-exit=1 -N 2 \
+    --ntasks-per-node 1 -o "$base/pmi2-%t.out" \
+    /usr/bin/python3 "$base/refused.py" >/dev/null 2>&1 &&
+    fail "Python under srun --mpi=pmi2 was not refused"
+  [ $((SECONDS - start)) -le 20 ] ||
+    fail "Python under srun --mpi=pmi2 took $((SECONDS - start)) s"
+  log="$(cat "$base"/pmi2-*.out)"
+  line="fluid: rank [01]: uncaught ValueError: srun --mpi=pmi2 started 2 task(s), but this Open MPI has no PMI-2 client"
+  grep -q -- "$line" <<<"$log" ||
+    fail "Python under srun --mpi=pmi2: no line '$line': $log"
+  echo "[$SECONDS s] ok: Python under srun --mpi=pmi2 refused in" \
+    "$((SECONDS - start)) s: $(grep -m1 -- "$line" <<<"$log")"
 else
   echo "not run: Python's refusals (needs PYTHON_DIR)"
 fi
