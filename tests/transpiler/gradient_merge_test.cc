@@ -19,6 +19,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
+#include "tests/testing/gradient_checker.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/program_query.h"
@@ -27,20 +28,13 @@
 namespace fluid {
 namespace {
 
+using testing::ErrorOf;
+
 proto::GradientMergeConfig Merge(int k, bool avg = true) {
   proto::GradientMergeConfig c;
   c.set_k_steps(k);
   c.set_avg(avg);
   return c;
-}
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 proto::TrainingJob Mlp(const std::string& optimizer = "momentum") {
