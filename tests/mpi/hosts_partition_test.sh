@@ -98,7 +98,7 @@ cut_job() {
   echo "ok: $name: host 2 cut off: mpirun, the ranks and orted on both hosts gone in $took s"
   report="$(/usr/bin/python3 "$REPORT" "$work/$name.json" 2>&1)" ||
     fail "$name: rank 0's timeline is not readable: $report"
-  echo "$report" | grep -q "^rank 0: .* [1-9][0-9]* ops" ||
+  grep -q "^rank 0: .* [1-9][0-9]* ops" <<<"$report" ||
     fail "$name: rank 0's timeline holds no ops: $report"
 }
 cut_job partition "$STALL" "${train[@]}"

@@ -44,9 +44,9 @@ data="$(dirname "$FLUID_HOSTS_DIR")/data"
 log="$(timeout 300 "$HOSTS" run -- -np 2 --map-by node "$TRAINER" \
   --model mlp --data "$data" --epochs 1 --batch-size 32 2>&1)" ||
   fail "the trainer failed across 2 hosts: $log"
-echo "$log" | grep -q "2 ranks on 2 hosts x 1 rank (${FLUID_HOSTS_PREFIX}1, ${FLUID_HOSTS_PREFIX}2)" ||
+grep -q "2 ranks on 2 hosts x 1 rank (${FLUID_HOSTS_PREFIX}1, ${FLUID_HOSTS_PREFIX}2)" <<<"$log" ||
   fail "the opening line does not name the hosts: $log"
-echo "$log" | grep -q "the network between hosts" ||
+grep -q "the network between hosts" <<<"$log" ||
   fail "the opening line does not name the transport: $log"
 
 # Checkpoints when only rank 0's host sees the directory: rank 0 saves,
@@ -64,9 +64,9 @@ train() {
 }
 log="$(train --epochs 1)" || fail "training with a rank-0-only directory: $log"
 log="$(train --epochs 2 --resume)" || fail "resuming: $log"
-echo "$log" | grep -q "resumed from $private/ckpt at epoch 1" ||
+grep -q "resumed from $private/ckpt at epoch 1" <<<"$log" ||
   fail "--resume did not pick up rank 0's checkpoint: $log"
-echo "$log" | grep -q "epoch 2/2" || fail "the resumed run did not train: $log"
+grep -q "epoch 2/2" <<<"$log" || fail "the resumed run did not train: $log"
 
 # The main job on 2 hosts x 1 rank: one epoch of LeNet on Fashion-MNIST.
 FASHION=/usr/share/datasets/fashion-mnist

@@ -25,7 +25,7 @@ check() { /usr/bin/python3 "$K8S/check_mpijob.py" "$@"; }
 
 # 1. The manifest, and broken copies of it refused by name.
 out="$(check "$K8S/mpijob.yaml")" || fail "the manifest: $out"
-echo "$out" | grep -q "ok: .*2 worker(s) x 2 slot(s): 4 ranks" || fail "$out"
+grep -q "ok: .*2 worker(s) x 2 slot(s): 4 ranks" <<<"$out" || fail "$out"
 echo "$out"
 broken() {  # EXPECTED PYTHON-EDIT: the edited manifest must be refused so
   /usr/bin/python3 - "$K8S/mpijob.yaml" "$base/broken.yaml" "$2" <<'PY'
@@ -39,7 +39,7 @@ yaml.safe_dump(doc, open(sys.argv[2], "w"))
 PY
   local log
   log="$(check "$base/broken.yaml")" && fail "not refused ($2): $log"
-  echo "$log" | grep -q -- "$1" || fail "refused ($2) without '$1': $log"
+  grep -q -- "$1" <<<"$log" || fail "refused ($2) without '$1': $log"
   echo "ok: refused: ${log#*: }"
 }
 broken "apiVersion must be kubeflow.org/v2beta1" 'doc["apiVersion"] = "kubeflow.org/v1"'
@@ -82,15 +82,15 @@ launch() {  # LIMIT [VAR=VALUE...]: the launcher pod: host 1, the operator's var
     --batch-size 32 --threads 1 --log-every 0 --check-consistency 4
 }
 log="$(launch 180 2>&1)" || fail "fluid-launch: $log"
-echo "$log" | grep -q "fluid-launch: 4 rank(s) on 2 worker(s)" || fail "$log"
-echo "$log" | grep -q "x 4 ranks on 2 hosts x 2 ranks (${P}1, ${P}2), launched by mpirun (Open MPI) with hostfile $base/etc/mpi/hostfile, 2 ranks per node" ||
+grep -q "fluid-launch: 4 rank(s) on 2 worker(s)" <<<"$log" || fail "$log"
+grep -q "x 4 ranks on 2 hosts x 2 ranks (${P}1, ${P}2), launched by mpirun (Open MPI) with hostfile $base/etc/mpi/hostfile, 2 ranks per node" <<<"$log" ||
   fail "the opening line does not name the hosts and the hostfile: $log"
-echo "$log" | grep -q "^test accuracy [0-9.]*" || fail "no test accuracy: $log"
+grep -q "^test accuracy [0-9.]*" <<<"$log" || fail "no test accuracy: $log"
 echo "ok: fluid-launch on 2 hosts x 2 slots: $(echo "$log" | grep -o "^test accuracy [0-9.]*")"
 
 log="$(launch 60 FLUID_NP=5 2>&1)" && fail "FLUID_NP=5 on 4 slots ran: $log"
 [ "$(echo "$log" | wc -l)" -eq 1 ] || fail "FLUID_NP=5: more than one line: $log"
-echo "$log" | grep -q "FLUID_NP=5 ranks but .* has 4 slots (2 worker(s))" || fail "$log"
+grep -q "FLUID_NP=5 ranks but .* has 4 slots (2 worker(s))" <<<"$log" || fail "$log"
 echo "ok: refused: $log"
 
 "$HOSTS" down || fail "hosts.sh down exited $?"

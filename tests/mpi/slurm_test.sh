@@ -71,10 +71,13 @@ hosts_line() {  # the opening line's hosts for $1 ranks per host
   echo "x $((2 * $1)) ranks on 2 hosts x $1 $r (${P}1, ${P}2), launched by $2 in Slurm job [0-9]*, $1 $r per node"
 }
 check_trained() {  # LOG RANKS_PER_HOST LAUNCHER WHAT
-  echo "$1" | grep -q "$(hosts_line "$2" "$3")" ||
-    fail "$4: the opening line does not name the hosts and the launcher: $1"
-  echo "$1" | grep -q "^test accuracy [0-9.]*" || fail "$4: no test accuracy: $1"
-  echo "$1" | grep -qi "inconsistent\|differ" && fail "$4: parameters differ: $1"
+  local want
+  want="$(hosts_line "$2" "$3")"
+  grep -q "$want" <<<"$1" ||
+    fail "$4: the opening line does not name the hosts and the launcher (wanted /$want/): $(grep "ranks on" <<<"$1" | cat -A)
+$1"
+  grep -q "^test accuracy [0-9.]*" <<<"$1" || fail "$4: no test accuracy: $1"
+  grep -qi "inconsistent\|differ" <<<"$1" && fail "$4: parameters differ: $1"
   echo "[$SECONDS s] ok: $4: $(echo "$1" | grep -o "^test accuracy [0-9.]*")"
 }
 
@@ -106,7 +109,7 @@ if [ -n "$PYDIR" ] && [ -r "$FASHION/train-images-idx3-ubyte.gz" ]; then
     -N 2 --ntasks-per-node 1 /usr/bin/python3 \
     "$ROOT/examples/recognize_digits_conv_dist.py" --steps 5 2>&1)" ||
     fail "Python under srun: $log"
-  echo "$log" | grep -q "trained 5 steps on 2 rank(s)" ||
+  grep -q "trained 5 steps on 2 rank(s)" <<<"$log" ||
     fail "Python under srun did not train on 2 ranks: $log"
   echo "[$SECONDS s] ok: Python (fluid.MPIExecutor) under srun --mpi=pmix, 2 ranks"
 else
@@ -120,7 +123,7 @@ refused() {  # WHAT EXPECTED-LINE COMMAND...
   log="$(run 60 "$@" 2>&1)" && fail "$what was not refused: $log"
   [ $((SECONDS - start)) -le 20 ] ||
     fail "$what took $((SECONDS - start)) s to be refused: $log"
-  echo "$log" | grep -q -- "$line" || fail "$what: no line '$line': $log"
+  grep -q -- "$line" <<<"$log" || fail "$what: no line '$line': $log"
   echo "[$SECONDS s] ok: $what refused in $((SECONDS - start)) s: $(echo "$log" | grep -m1 -- "$line")"
 }
 refused "srun without a PMI" \
