@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from . import _core
+from . import _job
 from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
 from . import optimizer as _optimizer
@@ -328,6 +329,10 @@ class Executor:
             self._scopes[id(scope)] = scope
             steps = _Steps.of(self._steps, program, scope)
             _warn_if_independent_ranks(steps)
+            # srun tasks that know no peers would each train alone.
+            why = _job.tasks_without_pmi_refusal() if steps.training else ""
+            if why:
+                raise ValueError(why)
             fetched = list(self._core.run(program.desc, scope._core,
                                           _feed(feed), names))
             steps.count += 1
@@ -476,6 +481,9 @@ class MPIExecutor:
                  timeline=None, **settings):
         self._strategy = _strategy_from_legacy("MPIExecutor", strategy,
                                                **settings)
+        why = _job.launch_refusal(place)  # the launch before the place
+        if why:
+            raise ValueError(why)
         self._device = _device_of(place)
         self.place = place or CPUPlace()
         self._threads = int(threads)
