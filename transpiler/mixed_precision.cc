@@ -40,7 +40,9 @@ AmpLists DefaultAmpLists() {
              "sequence_pool",
              "accuracy",
              "auc",
-             "top_k"};
+             "top_k",
+             "linear_chain_crf",
+             "crf_decoding"};
   l.gray = {"elementwise_add",
             "elementwise_sub",
             "elementwise_mul",

@@ -1,0 +1,263 @@
+// The linear-chain CRF's math, written once for the CPU and CUDA kernels of
+// linear_chain_crf (the negative log-likelihood and its gradient) and
+// crf_decoding (Viterbi). One call handles one sequence; pointers are
+// already offset to its first row. D tags; the transition weights w are
+// [D + 2, D] as Fluid lays them out: row 0 the start weights, row 1 the
+// end weights, row 2 + i the weights from tag i to each tag.
+//
+// Everything runs in log space: the forward and backward vectors are
+// log-sum-exps of max-shifted terms, so no exp of an input overflows and
+// no product of many probabilities underflows. Free of Eigen so that nvcc
+// compiles it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/hostdevice.h"
+#include "src/framework/operator.h"
+
+namespace fluid {
+namespace ops {
+
+// The weight of the path step i -> j (tags), of starting at j, of ending
+// at j.
+template <typename T>
+struct CrfWeights {
+  const T* w;
+  int64_t d;
+  FLUID_HOSTDEVICE T Start(int64_t j) const { return w[j]; }
+  FLUID_HOSTDEVICE T End(int64_t j) const { return w[d + j]; }
+  FLUID_HOSTDEVICE T Step(int64_t i, int64_t j) const {
+    return w[(2 + i) * d + j];
+  }
+};
+
+FLUID_HOSTDEVICE bool CrfLabelValid(int64_t label, int64_t d) {
+  return label >= 0 && label < d;
+}
+
+// log(sum_j exp(v[j])) over v[0..n), the largest term factored out.
+template <typename T>
+FLUID_HOSTDEVICE T CrfLogSumExp(const T* v, int64_t n) {
+  using std::exp;
+  using std::log;
+  T m = v[0];
+  for (int64_t j = 1; j < n; ++j) m = v[j] > m ? v[j] : m;
+  if (!(m > -INFINITY)) return m;  // every term exp(-inf) (or NaN)
+  T s = 0;
+  for (int64_t j = 0; j < n; ++j) s += exp(v[j] - m);
+  return m + log(s);
+}
+
+// The log forward vector of step t > 0, from step t - 1's (prev) and the
+// emission row x: cur[j] = x[j] + log sum_i exp(prev[i] + step(i, j)).
+template <typename T>
+FLUID_HOSTDEVICE void CrfForwardStep(const CrfWeights<T>& w, const T* prev,
+                                     const T* x, T* cur) {
+  using std::exp;
+  using std::log;
+  for (int64_t j = 0; j < w.d; ++j) {
+    T m = prev[0] + w.Step(0, j);
+    for (int64_t i = 1; i < w.d; ++i) {
+      const T v = prev[i] + w.Step(i, j);
+      m = v > m ? v : m;
+    }
+    T s = 0;
+    for (int64_t i = 0; i < w.d; ++i) s += exp(prev[i] + w.Step(i, j) - m);
+    cur[j] = x[j] + m + log(s);
+  }
+}
+
+// The score of the labelled path; NaN when a label lies outside [0, D)
+// (the CPU kernel refuses such labels before; CUDA cannot stop).
+template <typename T>
+FLUID_HOSTDEVICE T CrfPathScore(const CrfWeights<T>& w, const T* x,
+                                const int64_t* label, int64_t len) {
+  for (int64_t t = 0; t < len; ++t)
+    if (!CrfLabelValid(label[t], w.d)) return NAN;
+  T score = w.Start(label[0]) + x[label[0]] + w.End(label[len - 1]);
+  for (int64_t t = 1; t < len; ++t)
+    score += x[t * w.d + label[t]] + w.Step(label[t - 1], label[t]);
+  return score;
+}
+
+// One sequence of len rows: returns -log P(label | x) (0 for an empty
+// sequence) and writes Alpha (each row the forward vector normalised to sum
+// to 1, as Fluid's op leaves it) and EmissionExps (exp(x - the row's max)).
+template <typename T>
+FLUID_HOSTDEVICE T CrfForward(const CrfWeights<T>& w, const T* x,
+                              const int64_t* label, int64_t len, T* alpha,
+                              T* emission_exps) {
+  using std::exp;
+  if (len <= 0) return 0;
+  const int64_t d = w.d;
+  // alpha holds the log forward vectors until they are normalised below.
+  for (int64_t j = 0; j < d; ++j) alpha[j] = w.Start(j) + x[j];
+  for (int64_t t = 1; t < len; ++t)
+    CrfForwardStep(w, alpha + (t - 1) * d, x + t * d, alpha + t * d);
+  const T* last = alpha + (len - 1) * d;
+  T m = last[0] + w.End(0);
+  for (int64_t j = 1; j < d; ++j)
+    m = last[j] + w.End(j) > m ? last[j] + w.End(j) : m;
+  T s = 0;
+  for (int64_t j = 0; j < d; ++j) s += exp(last[j] + w.End(j) - m);
+  using std::log;
+  const T log_z = m + log(s);
+  const T nll = log_z - CrfPathScore(w, x, label, len);
+  for (int64_t t = 0; t < len; ++t) {
+    T* a = alpha + t * d;
+    const T norm = CrfLogSumExp(a, d);
+    for (int64_t j = 0; j < d; ++j) a[j] = exp(a[j] - norm);
+    const T* xr = x + t * d;
+    T mx = xr[0];
+    for (int64_t j = 1; j < d; ++j) mx = xr[j] > mx ? xr[j] : mx;
+    for (int64_t j = 0; j < d; ++j) emission_exps[t * d + j] = exp(xr[j] - mx);
+  }
+  return nll;
+}
+
+// The log backward vectors of one sequence into beta [len, D]:
+// beta[len-1][j] = end(j), beta[t][i] = log sum_j exp(step(i, j) +
+// x[t+1][j] + beta[t+1][j]).
+template <typename T>
+FLUID_HOSTDEVICE void CrfBackwardVectors(const CrfWeights<T>& w, const T* x,
+                                         int64_t len, T* beta) {
+  using std::exp;
+  using std::log;
+  const int64_t d = w.d;
+  for (int64_t j = 0; j < d; ++j) beta[(len - 1) * d + j] = w.End(j);
+  for (int64_t t = len - 2; t >= 0; --t) {
+    const T* next = beta + (t + 1) * d;
+    const T* xn = x + (t + 1) * d;
+    for (int64_t i = 0; i < d; ++i) {
+      T m = w.Step(i, 0) + xn[0] + next[0];
+      for (int64_t j = 1; j < d; ++j) {
+        const T v = w.Step(i, j) + xn[j] + next[j];
+        m = v > m ? v : m;
+      }
+      T s = 0;
+      for (int64_t j = 0; j < d; ++j)
+        s += exp(w.Step(i, j) + xn[j] + next[j] - m);
+      beta[t * d + i] = m + log(s);
+    }
+  }
+}
+
+// The gradient of g * CrfForward's value for one sequence: dx [len, D]
+// (also the scratch of the log backward vectors) and this sequence's share
+// of the transition gradient, dw [(D + 2) * D] (overwritten). alpha is what
+// CrfForward wrote. With a = alpha, b = exp(log backward vector),
+// P(tag j at t) = a[t][j] b[t][j] / n_t and P(i at t - 1, j at t) =
+// a[t-1][i] exp(step(i, j) + x[t][j]) b[t][j] / n_{t-1}, where n_t =
+// sum_j a[t][j] b[t][j]; the gradient is g times the expected counts less
+// the labelled path's counts.
+template <typename T>
+FLUID_HOSTDEVICE void CrfBackward(const CrfWeights<T>& w, const T* x,
+                                  const int64_t* label, int64_t len,
+                                  const T* alpha, T g, T* dx, T* dw) {
+  using std::exp;
+  using std::log;
+  const int64_t d = w.d;
+  for (int64_t k = 0; k < (d + 2) * d; ++k) dw[k] = 0;
+  if (len <= 0) return;
+  CrfBackwardVectors(w, x, len, dx);
+  T n_prev = 0;
+  for (int64_t t = 0; t < len; ++t) {
+    const T* a = alpha + t * d;
+    T* b = dx + t * d;  // the log backward vector of step t, then dx
+    if (t > 0) {
+      const T* ap = alpha + (t - 1) * d;
+      for (int64_t i = 0; i < d; ++i) {
+        const T la = log(ap[i]) - n_prev;
+        for (int64_t j = 0; j < d; ++j)
+          dw[(2 + i) * d + j] +=
+              g * exp(la + w.Step(i, j) + x[t * d + j] + b[j]);
+      }
+      if (CrfLabelValid(label[t - 1], d) && CrfLabelValid(label[t], d))
+        dw[(2 + label[t - 1]) * d + label[t]] -= g;
+    }
+    T m = -INFINITY;
+    for (int64_t j = 0; j < d; ++j) {
+      const T v = log(a[j]) + b[j];
+      m = v > m ? v : m;
+    }
+    T s = 0;
+    for (int64_t j = 0; j < d; ++j) s += exp(log(a[j]) + b[j] - m);
+    const T n = m + log(s);
+    for (int64_t j = 0; j < d; ++j) b[j] = g * exp(log(a[j]) + b[j] - n);
+    if (CrfLabelValid(label[t], d)) b[label[t]] -= g;
+    n_prev = n;
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    dw[j] = dx[j];
+    dw[d + j] = dx[(len - 1) * d + j];
+  }
+}
+
+// The most likely path of one sequence (Viterbi) into path[0..len): score
+// holds 2 * D scratch, back len * D. Ties go to the lowest tag.
+template <typename T>
+FLUID_HOSTDEVICE void CrfViterbi(const CrfWeights<T>& w, const T* x,
+                                 int64_t len, T* score, int32_t* back,
+                                 int64_t* path) {
+  if (len <= 0) return;
+  const int64_t d = w.d;
+  T* prev = score;
+  T* cur = score + d;
+  for (int64_t j = 0; j < d; ++j) prev[j] = w.Start(j) + x[j];
+  for (int64_t t = 1; t < len; ++t) {
+    for (int64_t j = 0; j < d; ++j) {
+      int32_t best = 0;
+      T best_v = prev[0] + w.Step(0, j);
+      for (int64_t i = 1; i < d; ++i) {
+        const T v = prev[i] + w.Step(i, j);
+        if (v > best_v) {
+          best_v = v;
+          best = static_cast<int32_t>(i);
+        }
+      }
+      back[t * d + j] = best;
+      cur[j] = best_v + x[t * d + j];
+    }
+    T* tmp = prev;
+    prev = cur;
+    cur = tmp;
+  }
+  int64_t best = 0;
+  T best_v = prev[0] + w.End(0);
+  for (int64_t j = 1; j < d; ++j) {
+    if (prev[j] + w.End(j) > best_v) {
+      best_v = prev[j] + w.End(j);
+      best = j;
+    }
+  }
+  path[len - 1] = best;
+  for (int64_t t = len - 1; t > 0; --t) path[t - 1] = back[t * d + path[t]];
+}
+
+// Where the sequences of a CRF op's batch lie, as pairs {begin row,
+// length}: from the level-1 LoD of a [rows, ...] input, or in padded mode
+// (a [N, S, ...] input with Length) sequence i at rows [i * S, i * S +
+// Length[i]). Host code: a bad length is an error naming `what`.
+std::vector<int64_t> SpansFromLoD(const std::vector<int64_t>& lod);
+std::vector<int64_t> SpansFromLengths(const std::vector<int64_t>& lengths,
+                                      int64_t max_len, const std::string& what);
+// The spans of `emission`'s sequences: its LoD, or with `length` (host
+// int64 values, or nullptr) padded mode. Errors name `op`.
+std::vector<int64_t> CrfSpans(const Tensor& emission, const Tensor* length,
+                              const std::string& op);
+// Shape inference of the CRF ops' inputs (Emission, Transition, Label,
+// Length; Label optional unless `label_required`): every shape, dtype and
+// the LoD checked, errors naming the op, the slot and what is allowed.
+// Returns D, the number of tags.
+int64_t CrfInferInputs(InferShapeContext* ctx, bool label_required);
+// CUDA builds (linear_chain_crf_op.cu): a host copy of the int64 device
+// input `slot` (lengths the kernels lay sequences out by), or an empty
+// tensor when the op has no such input.
+Tensor HostInt64Input(const ExecutionContext& ctx, const std::string& slot);
+
+}  // namespace ops
+}  // namespace fluid
