@@ -37,6 +37,7 @@
 #include "transpiler/mixed_precision.h"
 #include "transpiler/pserver_transpiler.h"
 #include "transpiler/recompute.h"
+#include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 
@@ -678,6 +679,23 @@ class PyMPIExecutor {
     py::gil_scoped_release release;
     exe_.WaitParameterGathers();
   }
+  // Whether the job keeps its parameters as shards between steps
+  // (sharding stage 3), so that a program reading them whole needs them
+  // gathered first.
+  bool KeepsParameterShards() const {
+    return scope_ != nullptr &&
+           !ParamShardBuffers(exe_.job().main().blocks(0)).empty();
+  }
+  // Collective: every parameter whole in the scope (GatherParameters)
+  // until DropGathered frees the copies again.
+  void GatherParameters() {
+    py::gil_scoped_release release;
+    exe_.GatherShardState(/*parameters_only=*/true);
+  }
+  void DropGathered() {
+    py::gil_scoped_release release;
+    exe_.DropGatheredState();
+  }
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
  private:
@@ -1092,6 +1110,9 @@ void BindExecutors(py::module_& m) {
       .def("check_consistency", &PyMPIExecutor::CheckConsistency)
       .def("sync_running_stats", &PyMPIExecutor::SyncRunningStats)
       .def("wait_parameter_gathers", &PyMPIExecutor::WaitParameterGathers)
+      .def("keeps_parameter_shards", &PyMPIExecutor::KeepsParameterShards)
+      .def("gather_parameters", &PyMPIExecutor::GatherParameters)
+      .def("drop_gathered", &PyMPIExecutor::DropGathered)
       .def("transpiled_main", &PyMPIExecutor::TranspiledMain);
 }
 
@@ -1473,12 +1494,14 @@ void BindMemory(py::module_& m) {
   m.def("reset_peak_memory",
         [](int device) { ResetPeakMemory(PlaceOf(device)); });
   m.def("memory_plan", [](const py::bytes& program, const py::bytes& strategy,
-                          int nranks, int64_t batch_size) {
+                          int nranks, int64_t batch_size,
+                          const py::bytes& startup) {
     proto::TrainingJob job;
     job.set_version(kProgramVersion);
     FLUID_ENFORCE(job.mutable_main()->ParseFromString(std::string(program)),
                   "memory_plan: the program does not parse");
-    *job.mutable_startup() = NewProgram();
+    FLUID_ENFORCE(job.mutable_startup()->ParseFromString(std::string(startup)),
+                  "memory_plan: the startup program does not parse");
     const MemoryPlan plan =
         PlanJobMemory(job, StrategyOf(strategy), nranks, batch_size);
     py::dict d;

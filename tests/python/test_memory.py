@@ -85,6 +85,30 @@ def test_memory_plan_refuses_bad_arguments():
         fluid.memory_plan(main, strategy={"sharding": True}, batch_size=8)
 
 
+def test_a_sharded_plan_reads_the_startup_program():
+    main, startup, _ = build()
+    plans = {}
+    for stage in (1, 2, 3):
+        s = fluid.DistributedStrategy()
+        s.sharding = True
+        s.sharding_configs = {"stage": stage}
+        plans[stage] = fluid.memory_plan(main, s, nranks=4, batch_size=32,
+                                         startup_program=startup)
+    plain = fluid.memory_plan(main, nranks=4, batch_size=32)
+    # Adam's two moments, a quarter of them per rank from stage 1 on.
+    assert plans[1]["optimizer_state"] * 4 <= plain["optimizer_state"] * 1.01
+    assert plans[2]["total"] < plain["total"]
+    # Stage 3: a quarter of the parameters between steps.
+    kept = plans[3]["parameters"] + plans[3]["other_state"]
+    assert kept * 4 <= plain["parameters"] * 1.05, str(plans[3])
+    # Without it the default startup program holds none of the states.
+    with pytest.raises(Exception, match="startup program"):
+        fluid.memory_plan(main, s, nranks=4, batch_size=32)
+    with pytest.raises(TypeError, match="startup_program must be a"):
+        fluid.memory_plan(main, s, nranks=4, batch_size=32,
+                          startup_program="startup")
+
+
 def test_the_plan_is_within_ten_percent_of_the_measured_peak():
     exe = fluid.Executor(fluid.CPUPlace())
     peak, _ = peak_of_steps(exe, new_scope())

@@ -492,6 +492,7 @@ class MPIExecutor:
         self._local = _core.Executor(self._threads, self._device)
         self._runs = {}  # (program id, version, scope id) -> _core.MPIExecutor
         self._converted = {}  # (program id, version) -> collective pair
+        self._gathered = 0  # depth of gathered_parameters() blocks
         self._steps = {}
         # The scopes run on (the native executors keep those they point
         # into alive themselves, whatever order Python frees things in).
@@ -559,6 +560,7 @@ class MPIExecutor:
             steps = _Steps.of(self._steps, pair[0] if pair else program,
                               scope)
             if not steps.training:
+                self._refuse_shards(program, scope)
                 _core.stall_heartbeat()  # evaluating is progress too
                 fetched = self._local.run(program.desc, scope._core,
                                           _feed(feed), names)
@@ -568,6 +570,10 @@ class MPIExecutor:
                     _check_finite(names, out, None, steps.count)
                 return out if return_numpy else \
                     [_lod_tensor.fetched_value(v, False) for v in fetched]
+            if self._gathered:
+                raise ValueError(
+                    "MPIExecutor.run: a training step inside `with "
+                    "exe.gathered_parameters():`; leave the block first")
             run = self._prepared(program, pair, scope)
             fetched = run.run(_feed(feed), names)
             out = [_lod_tensor.fetched_value(v) for v in fetched]
@@ -670,6 +676,49 @@ class MPIExecutor:
             raise ValueError("state_bytes: run the training program with "
                              "this executor (and scope) first")
         return dict(run.state_bytes())
+
+    def _refuse_shards(self, program, scope):
+        """An evaluation program on a scope whose training program keeps
+        its parameters as shards (sharding stage 3) would read parameters
+        that no rank holds whole: refused, saying what to do."""
+        if self._gathered:
+            return
+        for (_, _, sid), run in self._runs.items():
+            if sid == id(scope) and run.keeps_parameter_shards():
+                raise ValueError(
+                    "MPIExecutor.run: under sharding stage 3 each rank holds "
+                    f"1/{self.world_size} of every parameter between steps, "
+                    "so a program without optimizer ops (an evaluation) "
+                    "finds no whole parameter: run it inside `with "
+                    "exe.gathered_parameters():`, entered on every rank "
+                    "(collective), or save a checkpoint and load it into a "
+                    "fluid.Executor")
+
+    @contextlib.contextmanager
+    def gathered_parameters(self):
+        """Collective, on every rank: inside the block the scope holds
+        every parameter whole (under sharding stage 3, where each rank
+        keeps 1/N of each between steps, they are all-gathered on entry and
+        freed on exit), so that evaluation programs, fetches and reads of
+        the parameters see them; training steps are not allowed inside.
+        Without stage 3 it gathers nothing.
+
+            with exe.gathered_parameters():
+                if exe.rank == 0:
+                    exe.run(test_program, feed=..., fetch_list=[loss])"""
+        with self._lock:
+            runs = [r for r in self._runs.values()
+                    if r.keeps_parameter_shards()]
+            for run in runs:
+                run.gather_parameters()
+            self._gathered += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._gathered -= 1
+                for run in runs:
+                    run.drop_gathered()
 
     def wait_parameter_gathers(self):
         """Waits for the parameter all-gathers a sharded strategy with

@@ -36,15 +36,19 @@ class MemoryPlan(dict):
     __repr__ = __str__
 
 
-def memory_plan(program, strategy=None, nranks=1, batch_size=None):
+def memory_plan(program, strategy=None, nranks=1, batch_size=None,
+                startup_program=None):
     """The bytes one rank will hold to train `program` (a main program with
     its optimizer) on `nranks` ranks with `strategy` (a
     fluid.DistributedStrategy, or None for the program's defaults) at
     `batch_size` samples per rank, before anything runs: parameters,
     gradients, optimizer state, communication buffers and the peak of the
     activations, simulated over the program's ops as the executor frees
-    them. Returns a MemoryPlan (a dict; str() prints it)."""
-    from .framework import Program
+    them. `startup_program` (default fluid.default_startup_program()) is
+    the program that initialises `program`'s parameters and optimizer
+    state: sharding (stages 1-3) reads from it how each state is made.
+    Returns a MemoryPlan (a dict; str() prints it)."""
+    from .framework import Program, default_startup_program
     from .distributed_strategy import DistributedStrategy
     if not isinstance(program, Program):
         raise TypeError("memory_plan: program must be a fluid.Program, got "
@@ -62,8 +66,15 @@ def memory_plan(program, strategy=None, nranks=1, batch_size=None):
             or batch_size < 1):
         raise ValueError("memory_plan: batch_size (samples per rank) must be "
                          f"an int >= 1, got {batch_size!r}")
+    if startup_program is None:
+        startup_program = default_startup_program()
+    if not isinstance(startup_program, Program):
+        raise TypeError("memory_plan: startup_program must be a "
+                        "fluid.Program or None, got "
+                        f"{type(startup_program).__name__}")
     return MemoryPlan(_core.memory_plan(program.desc.serialize(),
-                                        strategy._bytes, nranks, batch_size))
+                                        strategy._bytes, nranks, batch_size,
+                                        startup_program.desc.serialize()))
 
 
 def memory_usage(place=None):
