@@ -1520,6 +1520,8 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
+from .layers_tensor import (  # noqa: E402,F401
+    reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
 
 
 def auc(input, label, curve='ROC', num_thresholds=2**12 - 1, topk=1,

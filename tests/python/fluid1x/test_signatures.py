@@ -24,6 +24,7 @@ _ELEMENTWISE = [("x", R), ("y", R), ("axis", -1), ("act", None),
                 ("name", None)]
 _DECAY = [("learning_rate", R), ("decay_steps", R), ("decay_rate", R),
           ("staircase", False)]
+_REDUCE = [("input", R), ("dim", None), ("keep_dim", False), ("name", None)]
 _OPT = [("parameter_list", None), ("regularization", None),
         ("grad_clip", None), ("name", None)]
 
@@ -116,6 +117,9 @@ FLUID_18 = {
                      ("name", None)],
     "layers.transpose": [("x", R), ("perm", R), ("name", None)],
     "layers.flatten": [("x", R), ("axis", 1), ("name", None)],
+    "layers.reduce_sum": _REDUCE, "layers.reduce_mean": _REDUCE,
+    "layers.reduce_max": _REDUCE, "layers.reduce_min": _REDUCE,
+    "layers.reduce_prod": _REDUCE,
     "layers.sums": [("input", R), ("out", None)],
     "layers.matmul": [("x", R), ("y", R), ("transpose_x", False),
                       ("transpose_y", False), ("alpha", 1.0), ("name", None)],
@@ -360,7 +364,7 @@ MISSING = {
 # definitions each exports (fluid.layers re-exports the reader layers and
 # the learning-rate schedules).
 MODULES = {
-    "layers": ("fluid.layers", "fluid.layers_io",
+    "layers": ("fluid.layers", "fluid.layers_io", "fluid.layers_tensor",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
     "optimizer": ("fluid.optimizer",),
