@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "src/builder/control_layers.h"
 #include "src/builder/layer_registry.h"
 #include "src/builder/lr_schedules.h"
 #include "src/builder/optimizer.h"
@@ -95,6 +96,8 @@ py::dtype NumpyDtype(DataType t) {
     case DataType::kBFloat16:
       // numpy has no bfloat16: its bits, as Fluid returns them.
       return py::dtype::of<uint16_t>();
+    case DataType::kBool:
+      return py::dtype::of<bool>();
   }
   return py::dtype::of<float>();
 }
@@ -113,11 +116,12 @@ DataType FromNumpy(const py::dtype& d, const std::string& what) {
   if (SameDtype(d, py::dtype("float16"))) return DataType::kFloat16;
   // bfloat16 values travel as their bits (fluid.core.float_to_bfloat16).
   if (SameDtype(d, py::dtype::of<uint16_t>())) return DataType::kBFloat16;
+  if (SameDtype(d, py::dtype::of<bool>())) return DataType::kBool;
   FLUID_THROW(
       ErrorCode::kInvalidArgument, what, " has numpy dtype ",
       py::str(static_cast<const py::handle&>(d)).cast<std::string>(),
-      "; use float32, float64, int32, int64, float16 or uint16 (the bits of "
-      "bfloat16 values)");
+      "; use float32, float64, int32, int64, float16, bool or uint16 (the "
+      "bits of bfloat16 values)");
 }
 
 // A numpy array viewing the tensor's buffer (kept alive by the array): no
@@ -579,9 +583,10 @@ class PyMPIExecutor {
   int rank() const { return exe_.rank(); }
   int world_size() const { return exe_.world_size(); }
 
-  void RunStartup(const ProgramPtr& startup, Scope* scope) {
+  void RunStartup(const ProgramPtr& startup, Scope* scope,
+                  bool defer_parameter_state) {
     py::gil_scoped_release release;
-    exe_.RunStartup(startup->desc, scope);
+    exe_.RunStartup(startup->desc, scope, defer_parameter_state);
   }
   // Python runs startup programs itself (RunStartup), so the job starts
   // from what the scope holds: a sharded job's shards of the optimizer
@@ -960,6 +965,18 @@ py::dict LayerSchemas() {
   return out;
 }
 
+// fluid.layers.While's block: the ops built since op_begin become a loop's
+// block (src/builder/control_layers.h).
+void BindControlFlow(py::class_<PyBuilder>& builder) {
+  builder.def(
+      "build_while", [](PyBuilder& b, int64_t op_begin, int64_t var_begin,
+                        const std::string& cond, bool is_test) {
+        return b.Mutate([&](ProgramBuilder* pb) {
+          return layers::BuildWhile(pb, op_begin, var_begin, cond, is_test);
+        });
+      });
+}
+
 // The program builder: every layer through one generic entry, and minimize.
 void BindBuilder(py::module_& m) {
   m.def("layer_schemas", &LayerSchemas);
@@ -975,8 +992,9 @@ void BindBuilder(py::module_& m) {
            [](ProgramBuilder::NameCounters& c, const std::string& key) {
              return key + "_" + std::to_string(c.next[key]++);
            });
-  py::class_<PyBuilder>(m, "Builder")
-      .def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
+  auto builder = py::class_<PyBuilder>(m, "Builder");
+  BindControlFlow(builder);
+  builder.def(py::init<ProgramPtr, ProgramPtr, uint64_t>())
       .def("set_name_counters",
            [](PyBuilder& b,
               std::shared_ptr<ProgramBuilder::NameCounters> counters) {

@@ -32,9 +32,11 @@ void VisitDtype(DataType dtype, F&& f) {
     case DataType::kBFloat16:
       f(bfloat16{});
       return;
+    case DataType::kBool:
+      break;
   }
-  FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype ",
-              static_cast<int>(dtype));
+  FLUID_THROW(ErrorCode::kInvalidArgument, "dtype ", DataTypeName(dtype),
+              " is not supported here");
 }
 
 // The dtype held by the int attr `name` (DataType's numbering); an error
@@ -44,7 +46,7 @@ inline DataType DtypeAttr(int32_t value, const std::string& op,
   FLUID_ENFORCE(value >= 0 && value <= kMaxDataType, op, ": attr ", name, " ",
                 value,
                 " is no dtype (0 float32, 1 float64, 2 int32, 3 int64, "
-                "4 float16, 5 bfloat16)");
+                "4 float16, 5 bfloat16, 6 bool)");
   return static_cast<DataType>(value);
 }
 

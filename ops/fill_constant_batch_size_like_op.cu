@@ -40,7 +40,11 @@ void FillBatchSizeLikeKernel(const ExecutionContext& ctx) {
       return Fill<float16>(ctx, out, value);
     case DataType::kBFloat16:
       return Fill<bfloat16>(ctx, out, value);
+    case DataType::kBool:
+      break;
   }
+  FLUID_THROW(ErrorCode::kInvalidArgument, ctx.type(),
+              ": dtype bool is not supported here");
 }
 
 }  // namespace

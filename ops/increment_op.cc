@@ -1,6 +1,7 @@
 // increment: Out = X + step for a one-element X; the global step counter of
-// the learning-rate schedules (normally in place, once per run). Not
-// differentiable.
+// the learning-rate schedules (normally in place, once per run) and a while
+// loop's counter (int32 or int64: step is truncated to the integer type).
+// Not differentiable.
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -38,7 +39,9 @@ REGISTER_OP(increment)
       ctx->ShareShape("X", "Out");
     })
     .CPUKernel<float>(IncrementKernel<float>)
-    .CPUKernel<double>(IncrementKernel<double>);
+    .CPUKernel<double>(IncrementKernel<double>)
+    .CPUKernel<int32_t>(IncrementKernel<int32_t>)
+    .CPUKernel<int64_t>(IncrementKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -30,6 +30,8 @@ void IncrementKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(increment, kCUDA, IncrementKernel);
+REGISTER_KERNEL(increment, kCUDA, int32_t, IncrementKernel<int32_t>);
+REGISTER_KERNEL(increment, kCUDA, int64_t, IncrementKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

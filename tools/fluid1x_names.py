@@ -156,16 +156,11 @@ REASONS = [
      "built yet; they are the next large piece of the layer set (ops run by "
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
-     fluid.layers.While fluid.layers.Switch fluid.layers.increment
-     fluid.layers.array_write fluid.layers.create_array
-     fluid.layers.less_than fluid.layers.less_equal fluid.layers.greater_than
-     fluid.layers.greater_equal fluid.layers.equal fluid.layers.not_equal
-     fluid.layers.array_read fluid.layers.array_length fluid.layers.cond
+     fluid.layers.Switch fluid.layers.cond
      fluid.layers.IfElse fluid.layers.DynamicRNN fluid.layers.StaticRNN
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case fluid.layers.while_loop
-     fluid.layers.tensor_array_to_tensor fluid.layers.logical_and
-     fluid.layers.logical_or fluid.layers.logical_xor fluid.layers.logical_not
+     fluid.layers.tensor_array_to_tensor
      fluid.layers.beam_search fluid.layers.beam_search_decode
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell
      fluid.layers.Decoder fluid.layers.BeamSearchDecoder fluid.layers.rnn

@@ -8,6 +8,7 @@
 #include "src/framework/hash.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/control_flow_lint.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
@@ -74,6 +75,7 @@ proto::TrainingJob CollectiveTranspile(
   }
   for (const Pass* p : ran)
     if (p->lint != nullptr) p->lint(ctx, out);
+  LintControlFlow(out.main());
   return out;
 }
 

@@ -452,14 +452,16 @@ std::string FillConstant(ProgramBuilder* b, const std::vector<int64_t>& shape,
 DataType DtypeArg(const LayerArgs& a, const std::string& name) {
   const std::string& s = a.String(name);
   for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
-                     DataType::kInt64, DataType::kFloat16, DataType::kBFloat16})
+                     DataType::kInt64, DataType::kFloat16, DataType::kBFloat16,
+                     DataType::kBool})
     if (s == DataTypeName(t)) return t;
   // Fluid's names for the 16-bit floats.
   if (s == "bf16" || s == "uint16") return DataType::kBFloat16;
   if (s == "fp16") return DataType::kFloat16;
   FLUID_THROW(ErrorCode::kInvalidArgument, "layer ", Quote(a.layer()),
               ": argument ", Quote(name), ": unknown dtype ", Quote(s),
-              "; known: float32, float64, int32, int64, float16, bfloat16");
+              "; known: float32, float64, int32, int64, float16, bfloat16, "
+              "bool");
 }
 
 namespace {

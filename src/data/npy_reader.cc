@@ -179,6 +179,8 @@ const char* DescrOf(DataType t) {
       return "<f2";
     case DataType::kBFloat16:
       return "<u2";  // numpy has no bfloat16: its bits
+    case DataType::kBool:
+      return "|b1";
   }
   return "?";
 }

@@ -58,7 +58,10 @@ void DivideInPlace(void* data, int64_t count, DataType dtype, int n) {
       return DivideHalf(static_cast<float16*>(data), count, n);
     case DataType::kBFloat16:
       return DivideHalf(static_cast<bfloat16*>(data), count, n);
+    case DataType::kBool:
+      break;
   }
+  FLUID_THROW(ErrorCode::kInvalidArgument, "cannot average a bool tensor");
 }
 
 void CommBackend::AllGatherV(const void* send, void* recv,

@@ -54,7 +54,10 @@ void ReduceAny(const InProcessGroup& g, void* out, int64_t count,
       return ReduceHalf(g, static_cast<float16*>(out), count, op, offset);
     case DataType::kBFloat16:
       return ReduceHalf(g, static_cast<bfloat16*>(out), count, op, offset);
+    case DataType::kBool:
+      break;
   }
+  FLUID_THROW(ErrorCode::kInvalidArgument, "cannot reduce a bool tensor");
 }
 
 class InProcessBackend : public CommBackend {

@@ -40,6 +40,8 @@ MPI_Datatype MpiType(DataType t) {
     case DataType::kFloat16:
     case DataType::kBFloat16:
       return MPI_UINT16_T;  // reduced by the wire reductions below
+    case DataType::kBool:
+      return MPI_UINT8_T;
   }
   return MPI_BYTE;
 }

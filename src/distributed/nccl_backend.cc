@@ -38,6 +38,8 @@ ncclDataType_t NcclType(DataType dtype) {
       return ncclFloat16;
     case DataType::kBFloat16:
       return ncclBfloat16;
+    case DataType::kBool:
+      return ncclUint8;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "no NCCL type for dtype ",
               DataTypeName(dtype));

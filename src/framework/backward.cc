@@ -1,5 +1,7 @@
 #include "src/framework/backward.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 
 #include "src/framework/op_registry.h"
@@ -25,7 +27,17 @@ std::string ForwardName(const std::string& grad) {
 void DeclareLike(proto::BlockDesc* block, const std::string& name,
                  const proto::VarDesc& like) {
   if (FindVarDesc(*block, name) != nullptr) return;
-  AddVarDesc(block, name, VarDtype(like), VarShape(like));
+  proto::VarDesc* v = AddVarDesc(block, name, VarDtype(like), VarShape(like));
+  // The gradient of an array is an array.
+  if (like.type() == proto::VarDesc::LOD_TENSOR_ARRAY) v->set_type(like.type());
+}
+
+// Finds the forward var a gradient is declared like: in the block the grad
+// ops go to, or (for a loop body's gradient block) an enclosing one.
+using VarFinder = std::function<const proto::VarDesc*(const std::string&)>;
+
+VarFinder InBlock(const proto::BlockDesc* block) {
+  return [block](const std::string& name) { return FindVarDesc(*block, name); };
 }
 
 // Checks that `loss` is a one-element float var of `block` and returns the
@@ -140,13 +152,14 @@ void BlankUnneededGrads(const std::set<std::string>& needed, proto::OpDesc* g) {
 
 // A grad input of `g` no earlier grad op produced (an output unused by the
 // loss) is zero: appends to `grad_ops` the fill_zeros_like writing it.
-void ZeroFillMissingGrads(proto::BlockDesc* block, const proto::OpDesc& g,
+void ZeroFillMissingGrads(proto::BlockDesc* block, const VarFinder& find,
+                          const proto::OpDesc& g,
                           std::set<std::string>* grads_written,
                           std::vector<proto::OpDesc>* grad_ops) {
   for (const auto& name : OpInputNames(g)) {
     std::string fwd_name = ForwardName(name);
     if (fwd_name.empty() || grads_written->count(name)) continue;
-    const proto::VarDesc* fv = FindVarDesc(*block, fwd_name);
+    const proto::VarDesc* fv = find(fwd_name);
     if (fv == nullptr) continue;
     grad_ops->push_back(
         MakeOp("fill_zeros_like", {{"X", {fwd_name}}}, {{"Out", {name}}},
@@ -156,26 +169,41 @@ void ZeroFillMissingGrads(proto::BlockDesc* block, const proto::OpDesc& g,
   }
 }
 
+std::map<size_t, std::vector<proto::OpDesc>> SumRepeatedGrads(
+    proto::BlockDesc* block, const VarFinder& find,
+    std::vector<proto::OpDesc>* grad_ops);
+proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
+                            const proto::OpDesc& fwd,
+                            const std::set<std::string>& rg,
+                            const std::set<std::string>& written);
+
 // The grad ops, in the order they run: the loss seed, then each op's grad
-// ops in reverse order of the forward ops. Marks the loss op with the loss
-// role; `grads_written` receives every gradient the grad ops write.
-std::vector<proto::OpDesc> MakeGradOps(proto::BlockDesc* block,
+// ops in reverse order of the forward ops (a while loop's: one while_grad
+// and its gradient block, MakeWhileGrad). Marks the loss op with the
+// loss role; `grads_written` receives every gradient the grad ops write.
+std::vector<proto::OpDesc> MakeGradOps(proto::ProgramDesc* program,
                                        const std::string& loss, int loss_op,
                                        const BackwardPath& path,
+                                       const std::set<std::string>& rg,
                                        std::set<std::string>* grads_written) {
+  proto::BlockDesc* block = program->mutable_blocks(0);
   std::vector<proto::OpDesc> grad_ops = {SeedLossGrad(block, loss)};
   *grads_written = {GradVarName(loss)};
   for (int i : path.ops) {
-    proto::OpDesc* fwd = block->mutable_ops(i);
+    proto::OpDesc* fwd = program->mutable_blocks(0)->mutable_ops(i);
     int role = OpRoleOf(*fwd);
     if (i == loss_op)
       SetOpAttr(fwd, kOpRoleAttr, role | static_cast<int>(OpRole::kLoss));
     std::vector<proto::OpDesc> made =
-        OpRegistry::Global().Get(fwd->type()).grad_maker()(*fwd);
+        fwd->type() == "while"
+            ? std::vector<proto::OpDesc>{MakeWhileGrad(program, *fwd, rg,
+                                                       *grads_written)}
+            : OpRegistry::Global().Get(fwd->type()).grad_maker()(*fwd);
+    block = program->mutable_blocks(0);
     for (auto& g : made) {
       SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
       BlankUnneededGrads(path.needed, &g);
-      ZeroFillMissingGrads(block, g, grads_written, &grad_ops);
+      ZeroFillMissingGrads(block, InBlock(block), g, grads_written, &grad_ops);
       for (const auto& name : OpOutputNames(g))
         if (name != kEmptyVarName) grads_written->insert(name);
       grad_ops.push_back(std::move(g));
@@ -184,40 +212,211 @@ std::vector<proto::OpDesc> MakeGradOps(proto::BlockDesc* block,
   return grad_ops;
 }
 
+// The writers of one gradient that are summed together: a run of writers
+// between two ops updating it in place (reading and writing it: while_grad
+// turns the gradient of a loop-carried var's final value into that of its
+// first), which start a new run.
+std::vector<std::vector<size_t>> WriterRuns(
+    const std::vector<proto::OpDesc>& grad_ops, const std::string& grad,
+    const std::vector<size_t>& writers) {
+  std::vector<std::vector<size_t>> runs(1);
+  for (size_t k : writers) {
+    const std::vector<std::string> ins = OpInputNames(grad_ops[k]);
+    const bool in_place = std::find(ins.begin(), ins.end(), grad) != ins.end();
+    if (in_place && !runs.back().empty()) runs.emplace_back();
+    runs.back().push_back(k);
+  }
+  return runs;
+}
+
 // Sums the contributions to gradients written more than once: each writer
 // of `grad` writes grad@RENAME@k instead, and a `sum` op adds them up after
 // the last one. Returns the sum ops by the index of the grad op they follow.
 std::map<size_t, std::vector<proto::OpDesc>> SumRepeatedGrads(
-    proto::BlockDesc* block, std::vector<proto::OpDesc>* grad_ops) {
+    proto::BlockDesc* block, const VarFinder& find,
+    std::vector<proto::OpDesc>* grad_ops) {
   std::map<std::string, std::vector<size_t>> writers;
   for (size_t k = 0; k < grad_ops->size(); ++k)
     for (const auto& n : OpOutputNames((*grad_ops)[k]))
       if (n != kEmptyVarName) writers[n].push_back(k);
   std::map<size_t, std::vector<proto::OpDesc>> sums_after;
   for (auto& kv : writers) {
-    if (kv.second.size() < 2) continue;
     const std::string& grad = kv.first;
-    std::vector<std::string> parts;
-    for (size_t j = 0; j < kv.second.size(); ++j) {
-      proto::OpDesc& w = (*grad_ops)[kv.second[j]];
-      // One op may write the same gradient from two slots (x * x).
-      for (auto& slot : *w.mutable_outputs()) {
-        for (auto& name : *slot.mutable_arguments()) {
-          if (name != grad) continue;
-          std::string part = grad + "@RENAME@" + std::to_string(parts.size());
-          name = part;
-          parts.push_back(part);
+    int renamed = 0;  // numbered per gradient, across its runs
+    for (const std::vector<size_t>& run :
+         WriterRuns(*grad_ops, grad, kv.second)) {
+      if (run.size() < 2) continue;
+      std::vector<std::string> parts;
+      for (size_t k : run) {
+        // One op may write the same gradient from two slots (x * x).
+        for (auto& slot : *(*grad_ops)[k].mutable_outputs()) {
+          for (auto& name : *slot.mutable_arguments()) {
+            if (name != grad) continue;
+            name = grad + "@RENAME@" + std::to_string(renamed++);
+            parts.push_back(name);
+          }
         }
       }
+      const proto::VarDesc* fv = find(ForwardName(grad));
+      FLUID_ENFORCE(fv != nullptr, "gradient '", grad, "' has no forward var");
+      for (const auto& p : parts) DeclareLike(block, p, *fv);
+      sums_after[run.back()].push_back(
+          MakeOp("sum", {{"X", parts}}, {{"Out", {grad}}},
+                 {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
     }
-    const proto::VarDesc* fv = FindVarDesc(*block, ForwardName(grad));
-    FLUID_ENFORCE(fv != nullptr, "gradient '", grad, "' has no forward var");
-    for (const auto& p : parts) DeclareLike(block, p, *fv);
-    sums_after[kv.second.back()].push_back(
-        MakeOp("sum", {{"X", parts}}, {{"Out", {grad}}},
-               {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
   }
   return sums_after;
+}
+
+// ---- the gradient of a while loop ----
+
+// The var `name` as block `b` sees it: its own or an enclosing block's.
+const proto::VarDesc* FindVisibleVar(const proto::ProgramDesc& program, int b,
+                                     const std::string& name) {
+  for (; b >= 0; b = program.blocks(b).parent_idx())
+    if (const proto::VarDesc* v = FindVarDesc(program.blocks(b), name))
+      return v;
+  return nullptr;
+}
+
+// The body's ops on the path from the outer vars needing a gradient to the
+// outer vars the loop writes, last op first, and the vars whose gradient
+// they need. A body op reading an outer var after the body wrote it in the
+// same step would see, in the gradient, the value the step began with:
+// refused.
+BackwardPath WhileBodyPath(const proto::ProgramDesc& program, int body,
+                           const proto::OpDesc& fwd,
+                           std::set<std::string>* rg) {
+  auto eligible = [&](const std::string& name) {
+    const proto::VarDesc* v = FindVisibleVar(program, body, name);
+    return v != nullptr && IsFloat(*v) && !v->stop_gradient();
+  };
+  const proto::BlockDesc& block = program.blocks(body);
+  for (const auto& op : block.ops()) {
+    bool any = false;
+    for (const auto& n : OpInputNames(op)) any = any || rg->count(n);
+    if (!any) continue;
+    for (const auto& n : OpOutputNames(op))
+      if (eligible(n)) rg->insert(n);
+  }
+  BackwardPath path;
+  for (const auto& o : OpOutput(fwd, "Out"))
+    if (rg->count(o)) path.needed.insert(o);
+  for (int i = block.ops_size() - 1; i >= 0; --i) {
+    const proto::OpDesc& op = block.ops(i);
+    bool writes_needed = false, any_in = false;
+    for (const auto& n : OpOutputNames(op))
+      writes_needed = writes_needed || path.needed.count(n);
+    for (const auto& n : OpInputNames(op)) any_in = any_in || rg->count(n);
+    if (!writes_needed || !any_in) continue;
+    FLUID_ENFORCE_CODE(op.type() != "while", ErrorCode::kUnimplemented,
+                       "a while loop nested in the body (block ", body,
+                       ") of another lies on the gradient's path; nested "
+                       "loops are not differentiable here");
+    FLUID_ENFORCE_CODE(
+        OpRegistry::Global().Get(op.type()).has_grad(),
+        ErrorCode::kUnimplemented, "op '", op.type(), "' in the body (block ",
+        body,
+        ") of a while loop lies on the gradient's path but has no "
+        "gradient");
+    for (const auto& n : OpInputNames(op)) {
+      if (!rg->count(n) || FindVarDesc(block, n) != nullptr) continue;
+      for (int j = 0; j < i; ++j) {
+        const std::vector<std::string> w = OpOutputNames(block.ops(j));
+        FLUID_ENFORCE(std::find(w.begin(), w.end(), n) == w.end(),
+                      "while loop body (block ", body, "): op #", i, " '",
+                      op.type(), "' reads outer var '", n, "' after op #", j,
+                      " '", block.ops(j).type(),
+                      "' wrote it in the same step; its gradient would read "
+                      "the step's first value. Compute into a new var and "
+                      "assign it to '",
+                      n, "' at the end of the body");
+      }
+    }
+    path.ops.push_back(i);
+    for (const auto& n : OpInputNames(op))
+      if (rg->count(n)) path.needed.insert(n);
+  }
+  return path;
+}
+
+// Builds the gradient block of the body of `fwd` (a new block, the body's
+// child) and returns the while_grad op running it. `rg`: the parent's vars
+// that carry a gradient; `written`: the gradients the parent's grad ops
+// wrote so far (an Out var's gradient nobody wrote is none, @EMPTY@).
+proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
+                            const proto::OpDesc& fwd,
+                            const std::set<std::string>& rg,
+                            const std::set<std::string>& written) {
+  const int body = GetOpAttrAs<int32_t>(fwd, "sub_block");
+  FLUID_ENFORCE(body > 0 && body < program->blocks_size(),
+                "while op: ", "sub_block ", body,
+                " is no block of the program");
+  const std::vector<std::string> xs = OpInput(fwd, "X");
+  const std::vector<std::string> outs = OpOutput(fwd, "Out");
+  const std::vector<std::string> steps = OpOutput(fwd, "StepScopes");
+  FLUID_ENFORCE(steps.size() == 1 && steps[0] != kEmptyVarName,
+                "while op (block ", body,
+                ") has no StepScopes output: its "
+                "gradient replays the steps it keeps");
+  std::set<std::string> body_rg;
+  for (const auto& x : xs)
+    if (rg.count(x)) body_rg.insert(x);
+  const BackwardPath path = WhileBodyPath(*program, body, fwd, &body_rg);
+
+  const int gidx = program->blocks_size();
+  proto::BlockDesc* gblock = program->add_blocks();
+  gblock->set_idx(gidx);
+  gblock->set_parent_idx(body);
+  const VarFinder find = [program, body](const std::string& name) {
+    return FindVisibleVar(*program, body, name);
+  };
+  std::set<std::string> grads_written;
+  for (const auto& o : outs) {
+    if (!path.needed.count(o)) continue;
+    grads_written.insert(GradVarName(o));
+    DeclareLike(gblock, GradVarName(o), *find(o));
+  }
+  std::vector<proto::OpDesc> grad_ops;
+  for (int i : path.ops) {
+    const proto::OpDesc& op = program->blocks(body).ops(i);
+    for (auto& g : OpRegistry::Global().Get(op.type()).grad_maker()(op)) {
+      SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
+      BlankUnneededGrads(path.needed, &g);
+      ZeroFillMissingGrads(gblock, find, g, &grads_written, &grad_ops);
+      for (const auto& name : OpOutputNames(g))
+        if (name != kEmptyVarName) grads_written.insert(name);
+      grad_ops.push_back(std::move(g));
+    }
+  }
+  const auto sums_after = SumRepeatedGrads(gblock, find, &grad_ops);
+  for (size_t k = 0; k < grad_ops.size(); ++k) {
+    std::vector<const proto::OpDesc*> in_order = {&grad_ops[k]};
+    auto it = sums_after.find(k);
+    if (it != sums_after.end())
+      for (const auto& s : it->second) in_order.push_back(&s);
+    for (const proto::OpDesc* g : in_order) {
+      for (const auto& n : OpOutputNames(*g)) {
+        if (n == kEmptyVarName) continue;
+        const proto::VarDesc* fv =
+            find(ForwardName(n.substr(0, n.find("@RENAME@"))));
+        if (fv != nullptr) DeclareLike(gblock, n, *fv);
+      }
+      *gblock->add_ops() = *g;
+    }
+  }
+
+  std::vector<std::string> douts, dxs;
+  for (const auto& o : outs)
+    douts.push_back(path.needed.count(o) && written.count(GradVarName(o))
+                        ? GradVarName(o)
+                        : kEmptyVarName);
+  for (const auto& x : xs)
+    dxs.push_back(rg.count(x) ? GradVarName(x) : kEmptyVarName);
+  return MakeOp(
+      "while_grad",
+      {{"X", xs}, {"Out", outs}, {"Out@GRAD", douts}, {"StepScopes", steps}},
+      {{"X@GRAD", dxs}}, {{"sub_block", static_cast<int32_t>(gidx)}});
 }
 
 // The trainable parameters that carry a gradient.
@@ -241,8 +440,13 @@ void AppendGradOp(proto::BlockDesc* block, proto::OpDesc g,
     std::string fwd_name = ForwardName(base);
     const proto::VarDesc* fv = FindVarDesc(*block, fwd_name);
     if (fv != nullptr) DeclareLike(block, n, *fv);
-    if (n == base && params.count(fwd_name))
-      SetOpAttr(&g, kOpRoleVarAttr, std::vector<std::string>{fwd_name, n});
+    if (n == base && params.count(fwd_name)) {
+      // (parameter, gradient) pairs: while_grad writes several.
+      std::vector<std::string> pairs = OpRoleVarOf(g);
+      pairs.push_back(fwd_name);
+      pairs.push_back(n);
+      SetOpAttr(&g, kOpRoleVarAttr, pairs);
+    }
   }
   *block->add_ops() = g;
   InferShapeAtCompileTime(block->ops(block->ops_size() - 1), block);
@@ -291,9 +495,10 @@ ParamGradList AppendBackward(proto::ProgramDesc* program,
       FindBackwardPath(*block, loss, loss_op, requires_grad);
   std::set<std::string> grads_written;
   std::vector<proto::OpDesc> grad_ops =
-      MakeGradOps(block, loss, loss_op, path, &grads_written);
+      MakeGradOps(program, loss, loss_op, path, requires_grad, &grads_written);
+  block = program->mutable_blocks(0);
   const std::map<size_t, std::vector<proto::OpDesc>> sums_after =
-      SumRepeatedGrads(block, &grad_ops);
+      SumRepeatedGrads(block, InBlock(block), &grad_ops);
   const std::set<std::string> params = TrainableParams(*block, requires_grad);
   AppendGradOps(block, grad_ops, sums_after, params);
   return ParamGradPairs(*block, params, grads_written);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "src/framework/block_runner.h"
 #include "src/framework/liveness.h"
 #include "src/framework/timeline.h"
 
@@ -178,6 +179,7 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
     prepared->ops_.push_back(std::move(instance));
   }
   CheckGradOpAttrs(block);
+  PrepareSubBlocks(prepared.get());
   for (const auto& name : prepared->feed_targets_) {
     prepared->required_feeds_.push_back(
         {name, FindVarDesc(block, name), prepared->local_scope_->GetVar(name)});
@@ -185,6 +187,120 @@ std::unique_ptr<PreparedProgram> Executor::Prepare(
   // A parameter server's loop runs for ever, reading what trainers send.
   if (eager_deletion_ && !server) PlanReleases(prepared.get());
   return prepared;
+}
+
+namespace {
+
+// Block `b` with the vars of its ancestors declared in it too (an inner
+// declaration shadows an outer one): what a sub-block's ops are checked and
+// given kernels against.
+proto::BlockDesc VisibleBlock(const proto::ProgramDesc& program, int b) {
+  proto::BlockDesc visible = program.blocks(b);
+  std::set<std::string> seen;
+  for (const auto& v : visible.vars()) seen.insert(v.name());
+  for (int p = program.blocks(b).parent_idx(); p >= 0;
+       p = program.blocks(p).parent_idx()) {
+    for (const auto& v : program.blocks(p).vars())
+      if (seen.insert(v.name()).second) *visible.add_vars() = v;
+  }
+  return visible;
+}
+
+constexpr char kSubBlockAttr[] = "sub_block";
+
+// The blocks the ops of `block_id` run (their sub_block attrs), and theirs,
+// in the order met.
+std::vector<int> ReachableSubBlocks(const proto::ProgramDesc& program,
+                                    int block_id) {
+  std::vector<int> found;
+  std::vector<bool> seen(program.blocks_size(), false);
+  seen[block_id] = true;
+  std::vector<int> todo = {block_id};
+  while (!todo.empty()) {
+    const int b = todo.back();
+    todo.pop_back();
+    for (const auto& op : program.blocks(b).ops()) {
+      if (!HasOpAttr(op, kSubBlockAttr)) continue;
+      const int sub = GetOpAttrAs<int32_t>(op, kSubBlockAttr);
+      FLUID_ENFORCE(sub > 0 && sub < program.blocks_size(), "op ",
+                    Quote(op.type()), " of block ", b, " runs block ", sub,
+                    ", which the program (", program.blocks_size(),
+                    " blocks) lacks");
+      if (seen[sub]) continue;
+      seen[sub] = true;
+      found.push_back(sub);
+      todo.push_back(sub);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+void Executor::PrepareSubBlocks(PreparedProgram* prepared) const {
+  const proto::ProgramDesc& program = prepared->program_;
+  prepared->block_ops_.resize(program.blocks_size());
+  for (int b : ReachableSubBlocks(program, prepared->block_id_)) {
+    const proto::BlockDesc visible = VisibleBlock(program, b);
+    for (int i = 0; i < visible.ops_size(); ++i) {
+      const proto::OpDesc& op = visible.ops(i);
+      try {
+        prepared->block_ops_[b].push_back(
+            std::make_unique<OperatorBase>(op, visible, place_));
+      } catch (const Error& e) {
+        throw e.WithOpContext(OpContext{op.type(), i, b, BuiltAt(op)});
+      }
+    }
+  }
+}
+
+// The BlockRunner of one block's run: the scope its ops are bound in, and
+// how to run the program's other blocks in a step scope.
+class ExecutorBlockRunner : public BlockRunner {
+ public:
+  ExecutorBlockRunner(const Executor& executor, PreparedProgram* prepared,
+                      Scope* scope)
+      : executor_(executor), prepared_(prepared), scope_(scope) {}
+  Scope* scope() const override { return scope_; }
+  const proto::ProgramDesc& program() const override {
+    return prepared_->program_;
+  }
+  void RunBlock(int block_id, Scope* scope) const override;
+
+ private:
+  const Executor& executor_;
+  PreparedProgram* prepared_;
+  Scope* scope_;
+};
+
+void ExecutorBlockRunner::RunBlock(int block_id, Scope* scope) const {
+  FLUID_ENFORCE(scope != nullptr, "RunBlock: null scope");
+  FLUID_ENFORCE(block_id >= 0 &&
+                    block_id < static_cast<int>(prepared_->block_ops_.size()) &&
+                    block_id != prepared_->block_id_,
+                "RunBlock: block ", block_id,
+                " is no sub-block of the program (it has ",
+                prepared_->program_.blocks_size(), " blocks; block ",
+                prepared_->block_id_, " is the one running)");
+  for (const auto& var : prepared_->program_.blocks(block_id).vars())
+    if (!var.persistable()) scope->Var(var.name());
+  const ExecutorBlockRunner inner(executor_, prepared_, scope);
+  const auto& ops = prepared_->block_ops_[block_id];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OperatorBase& op = *ops[i];
+    try {
+      op.Bind(*scope);
+      if (op.SkippedThisRun()) continue;
+      if (op.schema().infer_shape()) {
+        RuntimeInferShapeContext ctx(op);
+        op.schema().infer_shape()(&ctx);
+      }
+      op.kernel()(ExecutionContext(op, *executor_.device_, &inner));
+    } catch (const Error& e) {
+      throw e.WithOpContext(OpContext{op.type(), static_cast<int>(i), block_id,
+                                      BuiltAt(op.desc())});
+    }
+  }
 }
 
 void Executor::PlanReleases(PreparedProgram* prepared) const {
@@ -297,6 +413,7 @@ void Executor::Run(PreparedProgram* prepared, const FeedList& feeds,
 
 void Executor::RunOps(PreparedProgram* prepared, Timeline* timeline) {
   const bool eager = prepared->eager_deletion_;
+  const ExecutorBlockRunner runner(*this, prepared, prepared->local_scope_);
   for (size_t i = 0; i < prepared->ops_.size(); ++i) {
     const OperatorBase& op = *prepared->ops_[i];
     const int64_t begin = timeline != nullptr ? TimelineNs() : 0;
@@ -307,7 +424,7 @@ void Executor::RunOps(PreparedProgram* prepared, Timeline* timeline) {
           RuntimeInferShapeContext ctx(op);
           schema.infer_shape()(&ctx);
         }
-        op.kernel()(ExecutionContext(op, *device_));
+        op.kernel()(ExecutionContext(op, *device_, &runner));
         if (timeline != nullptr) timeline->RecordOp(op, begin);
       }
     } catch (const Error& e) {

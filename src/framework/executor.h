@@ -1,4 +1,9 @@
-// The executor: runs block 0 of a program, op by op, on a scope.
+// The executor: runs one block of a program (block 0 unless asked for
+// another), op by op, on a scope. The program's other blocks are the
+// sub-blocks of control-flow ops (while): their ops are instantiated by
+// Prepare too, and run, each time the control-flow op asks, in step scopes
+// that op makes (src/framework/block_runner.h, docs/design.md "Control
+// flow").
 //
 // Prepare() does all per-program work once: it checks the program, creates
 // every variable (persistable ones in the given scope, temporaries in a child
@@ -68,6 +73,7 @@ class PreparedProgram {
 
  private:
   friend class Executor;
+  friend class ExecutorBlockRunner;  // runs sub-blocks (executor.cc)
   PreparedProgram() = default;
   struct FeedSlot {
     std::string name;
@@ -98,6 +104,10 @@ class PreparedProgram {
   std::vector<Releasable> releasable_;
   std::vector<std::vector<int>> released_after_;
   std::unordered_map<std::string, int> releasable_index_;
+  // The ops of the program's other blocks (the sub-blocks of control-flow
+  // ops), instantiated once by Prepare and bound by each run of the block
+  // (src/framework/block_runner.h); indexed by block id.
+  std::vector<std::vector<std::unique_ptr<OperatorBase>>> block_ops_;
 };
 
 class Executor {
@@ -136,6 +146,9 @@ class Executor {
   DeviceContext* mutable_device_context() { return device_.get(); }
 
  private:
+  friend class ExecutorBlockRunner;  // runs sub-blocks (executor.cc)
+  // Instantiates the ops of every block but the prepared one.
+  void PrepareSubBlocks(PreparedProgram* prepared) const;
   // Checks and copies the feeds into `local`; a data span when tracing.
   void CopyFeeds(const FeedList& feeds, const proto::BlockDesc& block,
                  Scope* local, Timeline* timeline);

@@ -345,6 +345,8 @@ std::string FirstDifferentAttr(const OpSchema& fwd_schema,
                                const OpSchema& grad_schema,
                                const AttributeMap& grad) {
   for (const AttrSpec& spec : fwd_schema.attrs()) {
+    // A control-flow op's block and its gradient's are different blocks.
+    if (spec.name == "sub_block") continue;
     bool declared = false;
     for (const AttrSpec& g : grad_schema.attrs())
       declared = declared || g.name == spec.name;

@@ -208,10 +208,16 @@ class CompileTimeInferShapeContext : public InferShapeContext {
 // Runs the op's shape inference over `block` (declaring its outputs).
 void InferShapeAtCompileTime(const proto::OpDesc& op, proto::BlockDesc* block);
 
+// Runs the sub-blocks of control-flow ops (src/framework/block_runner.h).
+class BlockRunner;
+
 class ExecutionContext {
  public:
-  ExecutionContext(const OperatorBase& op, const DeviceContext& dev)
-      : op_(op), dev_(dev) {}
+  // `runner`: how a control-flow op (while) runs its sub-block; the
+  // executor passes one, kernels of other ops never read it.
+  ExecutionContext(const OperatorBase& op, const DeviceContext& dev,
+                   const BlockRunner* runner = nullptr)
+      : op_(op), dev_(dev), runner_(runner) {}
 
   const std::string& type() const { return op_.type(); }
   const OperatorBase& op() const { return op_; }
@@ -248,10 +254,13 @@ class ExecutionContext {
   const T& Attr(std::string_view name) const {
     return GetAttr<T>(op_.attrs(), name, op_.type());
   }
+  // Null when the op runs outside an executor (a kernel called directly).
+  const BlockRunner* block_runner() const { return runner_; }
 
  private:
   const OperatorBase& op_;
   const DeviceContext& dev_;
+  const BlockRunner* runner_;
 };
 
 }  // namespace fluid

@@ -3,12 +3,17 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <iterator>
+
+#include "src/framework/tensor_array.h"
 
 namespace fluid {
 
 std::string HeldTypeName(const std::type_info& type) {
   if (type == typeid(Tensor)) return "a tensor";
   if (type == typeid(SelectedRows)) return "sparse rows (SELECTED_ROWS)";
+  if (type == typeid(LoDTensorArray))
+    return "a tensor array (LOD_TENSOR_ARRAY)";
   int status = -1;
   char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
   std::string name =
@@ -55,9 +60,10 @@ Scope& Scope::NewScope() {
 }
 
 bool Scope::DeleteKid(Scope* kid) {
-  for (auto it = kids_.begin(); it != kids_.end(); ++it) {
+  // From the newest: a loop frees its step scopes last made first.
+  for (auto it = kids_.rbegin(); it != kids_.rend(); ++it) {
     if (it->get() == kid) {
-      kids_.erase(it);
+      kids_.erase(std::next(it).base());
       return true;
     }
   }

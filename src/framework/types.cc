@@ -15,6 +15,8 @@ size_t SizeOf(DataType dtype) {
     case DataType::kFloat16:
     case DataType::kBFloat16:
       return 2;
+    case DataType::kBool:
+      return 1;
   }
   FLUID_THROW(ErrorCode::kInternal, "unknown dtype ", static_cast<int>(dtype));
 }
@@ -33,6 +35,8 @@ const char* DataTypeName(DataType dtype) {
       return "float16";
     case DataType::kBFloat16:
       return "bfloat16";
+    case DataType::kBool:
+      return "bool";
   }
   return "unknown";
 }
@@ -51,6 +55,8 @@ DataType FromProto(proto::DataType dtype) {
       return DataType::kFloat16;
     case proto::BF16:
       return DataType::kBFloat16;
+    case proto::BOOL:
+      return DataType::kBool;
   }
   FLUID_THROW(ErrorCode::kInvalidArgument, "unknown dtype code ",
               static_cast<int>(dtype));

@@ -22,9 +22,10 @@ enum class DataType {
   kInt64 = 3,
   kFloat16 = 4,
   kBFloat16 = 5,
+  kBool = 6,  // one byte, 0 or 1 (compare and logical ops)
 };
 // The largest DataType value (for range checks of dtype attrs).
-constexpr int kMaxDataType = static_cast<int>(DataType::kBFloat16);
+constexpr int kMaxDataType = static_cast<int>(DataType::kBool);
 
 // float32, float64, float16 or bfloat16.
 inline bool IsFloatDtype(DataType t) {
@@ -66,6 +67,10 @@ struct DataTypeOf<float16> {
 template <>
 struct DataTypeOf<bfloat16> {
   static constexpr DataType value = DataType::kBFloat16;
+};
+template <>
+struct DataTypeOf<bool> {
+  static constexpr DataType value = DataType::kBool;
 };
 
 // Where a tensor's memory lives.

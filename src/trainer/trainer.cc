@@ -63,6 +63,8 @@ double ScalarOf(const Tensor& t) {
       return ToFloat(t.data<float16>()[0]);
     case DataType::kBFloat16:
       return ToFloat(t.data<bfloat16>()[0]);
+    case DataType::kBool:
+      return t.data<bool>()[0] ? 1 : 0;
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "src/builder/attention_layers.h"
 #include "src/builder/clip_layers.h"
+#include "src/builder/control_layers.h"
 #include "src/builder/embedding_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/metric_layers.h"
@@ -36,6 +37,9 @@ struct Built {
     layers::Data(&b, "gates", Shape{12});
     layers::Data(&b, "state", Shape{4});
     layers::Data(&b, "prob", Shape{2});
+    layers::Data(&b, "mask", Shape{10}, DataType::kBool);
+    AddVarDesc(main.mutable_blocks(0), "arr", DataType::kFloat32, {-1, 10})
+        ->set_type(proto::VarDesc::LOD_TENSOR_ARRAY);
   }
 };
 
@@ -659,6 +663,47 @@ std::vector<LayerCase> AttentionLayerCases() {
 }
 
 // The tensor layers with several outputs.
+// The control-flow layers of one block (src/builder/control_layers.cc).
+std::vector<LayerCase> ControlLayerCases() {
+  std::vector<LayerCase> cases;
+  for (const char* type : {"less_than", "less_equal", "greater_than",
+                           "greater_equal", "equal", "not_equal"}) {
+    cases.push_back({type, {{"x", "x"}, {"y", "y"}}, [type](ProgramBuilder* b) {
+                       return layers::Compare(b, type, "x", "y", "");
+                     }});
+  }
+  for (const char* type : {"logical_and", "logical_or", "logical_xor"}) {
+    cases.push_back(
+        {type, {{"x", "mask"}, {"y", "mask"}}, [type](ProgramBuilder* b) {
+           return layers::Logical(b, type, "mask", "mask", "");
+         }});
+  }
+  cases.push_back({"logical_not", {{"x", "mask"}}, [](ProgramBuilder* b) {
+                     return layers::Logical(b, "logical_not", "mask", "", "");
+                   }});
+  cases.push_back({"increment",
+                   {{"x", "label"}, {"value", 2.0}, {"in_place", false}},
+                   [](ProgramBuilder* b) {
+                     return layers::Increment(b, "label", 2.0, false);
+                   }});
+  cases.push_back(
+      {"create_array", {{"dtype", "float64"}}, [](ProgramBuilder* b) {
+         return layers::CreateArray(b, DataType::kFloat64);
+       }});
+  cases.push_back(
+      {"array_write", {{"x", "x"}, {"i", "label"}}, [](ProgramBuilder* b) {
+         return layers::ArrayWrite(b, "x", "label", "");
+       }});
+  cases.push_back(
+      {"array_read", {{"array", "arr"}, {"i", "label"}}, [](ProgramBuilder* b) {
+         return layers::ArrayRead(b, "arr", "label");
+       }});
+  cases.push_back({"array_length", {{"array", "arr"}}, [](ProgramBuilder* b) {
+                     return layers::ArrayLength(b, "arr");
+                   }});
+  return cases;
+}
+
 // The sequence layers (src/builder/sequence_ops_layers.cc).
 std::vector<LayerCase> SequenceLayerCases() {
   layers::SequenceConvOptions conv;
@@ -776,6 +821,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : TensorLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : AttentionLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SequenceLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : ControlLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);

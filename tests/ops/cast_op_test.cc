@@ -42,6 +42,8 @@ Tensor ValuesAs(DataType dtype) {
       Tensor t = MakeTensor<float>(s, {-2.75f, -1, -0.5f, 0, 0.25f, 1.5f, 7});
       return RunOp(Cast(DataType::kFloat32, dtype), {{"x", t}})["out"];
     }
+    case DataType::kBool:
+      break;
   }
   return {};
 }
@@ -68,6 +70,9 @@ std::vector<double> AsDoubles(const Tensor& t) {
         break;
       case DataType::kBFloat16:
         v.push_back(ToFloat(t.data<bfloat16>()[i]));
+        break;
+      case DataType::kBool:
+        v.push_back(t.data<bool>()[i] ? 1 : 0);
         break;
     }
   }

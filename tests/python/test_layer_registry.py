@@ -19,9 +19,14 @@ L = fluid.layers
 SCHEMAS = _core.layer_schemas()
 
 
+# fluid.layers and the topic modules whose layers it re-exports, each a
+# registered layer.
+LAYER_MODULES = {L.__name__, "fluid.layers_control"}
+
+
 def layer_functions():
     return {name: fn for name, fn in vars(L).items()
-            if inspect.isfunction(fn) and fn.__module__ == L.__name__
+            if inspect.isfunction(fn) and fn.__module__ in LAYER_MODULES
             and not name.startswith("_")}
 
 

@@ -30,6 +30,8 @@ double At(const Tensor& t, int64_t i) {
       return ToFloat(t.data<float16>()[i]);
     case DataType::kBFloat16:
       return ToFloat(t.data<bfloat16>()[i]);
+    case DataType::kBool:
+      return t.data<bool>()[i] ? 1 : 0;
   }
   return 0;
 }

@@ -1,0 +1,115 @@
+"""fluid.layers.While in Fluid 1.x's form: a loop of T steps h = tanh(fc(h))
+with one shared weight against the same layers unrolled (the loss, the
+weight's gradient and the input's gradient equal to 1e-10 in float64), a
+loop filling a tensor array, inference mode, clone(for_test=True), and the
+errors of a malformed loop."""
+import numpy as np
+import pytest
+
+import fluid
+
+L = fluid.layers
+STEPS = 5
+
+
+def _fc(h):
+    return L.fc(h, size=3, act="tanh", bias_attr=False,
+                param_attr=fluid.ParamAttr(
+                    name="w", initializer=fluid.initializer.UniformInitializer(
+                        -1.0, 1.0, seed=7)))
+
+
+def _net(loop):
+    x = L.data("x", [3], dtype="float64", stop_gradient=False)
+    if not loop:
+        h = x
+        for _ in range(STEPS):
+            h = _fc(h)
+        return L.mean(h)
+    h = L.assign(x)
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", STEPS)
+    cond = L.less_than(i, n)
+    w = L.While(cond)
+    with w.block():
+        L.assign(_fc(h), h)
+        L.increment(i)
+        L.less_than(i, n, cond=cond)
+    return L.mean(h)
+
+
+def _train(loop, fetch=("w@GRAD", "x@GRAD")):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        loss = _net(loop)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    x = np.random.RandomState(5).uniform(-1, 1, (4, 3))
+    return main, exe.run(main, feed={"x": x}, fetch_list=[loss] + list(fetch),
+                         scope=scope)
+
+
+def test_loop_matches_unrolled():
+    main, got = _train(True)
+    _, want = _train(False)
+    for g, w, what in zip(got, want, ["loss", "w@GRAD", "x@GRAD"]):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
+    # The loop is block 1; its gradient block 2; w@GRAD written once.
+    assert main.num_blocks == 3
+    writers = [op["type"] for op in main.ops() if "w@GRAD" in
+               sum(op["outputs"].values(), [])]
+    assert writers == ["while_grad"]
+
+
+def test_inference_clone_runs_the_loop():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        loss = _net(True)
+        test = main.clone(for_test=True)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    x = np.random.RandomState(5).uniform(-1, 1, (4, 3))
+    before, = exe.run(test, feed={"x": x}, fetch_list=[loss], scope=scope)
+    _, want = _train(False, fetch=())
+    np.testing.assert_allclose(before, want[0], rtol=0, atol=1e-10)
+
+
+def test_loop_fills_an_array():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [2], dtype="float32", append_batch_size=False)
+        i = L.fill_constant([1], "int64", 0)
+        n = L.fill_constant([1], "int64", 3)
+        arr = L.create_array("float32")
+        cond = L.less_than(i, n)
+        loop = L.While(cond)
+        with loop.block():
+            L.array_write(x * 2.0, i, array=arr)
+            L.assign(x * 2.0, x)
+            L.increment(i)
+            L.less_than(i, n, cond=cond)
+        last = L.array_read(arr, L.fill_constant([1], "int64", 2))
+        length = L.array_length(arr)
+    exe = fluid.Executor(fluid.CPUPlace())
+    got, count = exe.run(main, feed={"x": np.ones(2, "float32")},
+                         fetch_list=[last, length], scope=fluid.Scope())
+    np.testing.assert_array_equal(got, [8.0, 8.0])
+    assert count.tolist() == [3]
+
+
+def test_condition_must_be_updated_and_bool():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        i = L.fill_constant([1], "int64", 0)
+        n = L.fill_constant([1], "int64", 3)
+        cond = L.less_than(i, n)
+        with pytest.raises(TypeError, match="must be one bool"):
+            L.While(i)
+        loop = L.While(cond)
+        with pytest.raises(ValueError, match="never writes its condition"):
+            with loop.block():
+                L.increment(i)
