@@ -159,7 +159,7 @@ REASONS = [
      fluid.layers.Switch fluid.layers.cond
      fluid.layers.IfElse fluid.layers.DynamicRNN fluid.layers.StaticRNN
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
-     fluid.layers.case fluid.layers.switch_case fluid.layers.while_loop
+     fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor
      fluid.layers.beam_search fluid.layers.beam_search_decode
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell

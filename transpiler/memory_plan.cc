@@ -11,6 +11,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/liveness.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/control_flow_lint.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/local_rewrites.h"
 #include "transpiler/program_query.h"
@@ -231,6 +232,10 @@ MemoryPlan PlanJobMemory(const proto::TrainingJob& job,
                          const proto::DistributedStrategy& strategy, int nranks,
                          int64_t batch_size) {
   FLUID_ENFORCE(nranks >= 1, "memory plan: nranks must be >= 1, got ", nranks);
+  // A loop's step scopes hold its block's temporaries once per iteration,
+  // a count known only at run time.
+  RefuseSubBlocks(job.main(), "the memory plan",
+                  "plan the job without the loop, or measure it");
   proto::DistributedStrategy run = job.strategy();
   run.MergeFrom(strategy);
   proto::TrainingJob prepared;

@@ -1521,9 +1521,10 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
 from .layers_control import (  # noqa: E402,F401
-    While, array_length, array_read, array_write, create_array, equal,
+    array_length, array_read, array_write, create_array, equal,
     greater_equal, greater_than, increment, less_equal, less_than,
     logical_and, logical_not, logical_or, logical_xor, not_equal)
+from .layers_while import While, while_loop  # noqa: E402,F401
 from .layers_tensor import (  # noqa: E402,F401
     reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum)
 

@@ -9,28 +9,16 @@ arrays (create_array, array_write, array_read, array_length).
     arr = fluid.layers.array_write(x, i, array=arr)
     y = fluid.layers.array_read(arr, i)
 
-and loops over a sub-block of the program, Fluid 1.x's While:
 
-    cond = fluid.layers.less_than(i, n)
-    loop = fluid.layers.While(cond)
-    with loop.block():
-        h2 = fluid.layers.fc(h, size=16, act="tanh",
-                             param_attr=fluid.ParamAttr(name="w"))
-        fluid.layers.assign(h2, h)                # h carried to the next step
-        fluid.layers.increment(i)
-        fluid.layers.less_than(i, n, cond=cond)   # the loop's test, again
+The loops that use them (While, while_loop) are in layers_while.py.
 """
-import contextlib
-
-import numpy as np
-
-from .framework import Variable, current_builder
+from .framework import Variable
 from .layers import _dtype_name, _layer, _name
 
 __all__ = ["less_than", "less_equal", "greater_than", "greater_equal",
            "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "increment", "create_array", "array_write",
-           "array_read", "array_length", "While"]
+           "array_read", "array_length"]
 
 
 def _name_of(var, layer, arg):
@@ -191,50 +179,3 @@ def array_length(array):
     return _layer("array_length",
                   array=_name(array, "array_length", "array"))
 
-
-class While:
-    """A loop over a block of ops, run while `cond` (a bool Variable of one
-    element) holds. The layers built inside `with loop.block():` form the
-    body; it must update `cond` (less_than(i, n, cond=cond)). Variables
-    made before the loop and assigned in the body (assign(new_h, h),
-    increment(i)) carry their values from one step to the next; the
-    variables the body makes are local to it. The backward pass
-    differentiates through the loop: a parameter used in every step gets
-    the sum of its gradients over the steps, once, after the loop.
-    is_test=True frees each step at once (inference; no gradient).
-
-        >>> i = fluid.layers.fill_constant([1], "int64", 0)
-        >>> n = fluid.layers.fill_constant([1], "int64", 5)
-        >>> cond = fluid.layers.less_than(i, n)
-        >>> loop = fluid.layers.While(cond)
-        >>> with loop.block():
-        ...     fluid.layers.increment(i)
-        ...     fluid.layers.less_than(i, n, cond=cond)
-    """
-
-    def __init__(self, cond, is_test=False, name=None):
-        if not isinstance(cond, Variable):
-            raise TypeError(f"While(cond={cond!r}): expected a bool Variable "
-                            "(fluid.layers.less_than(i, n))")
-        if cond.dtype != "bool" or int(np.prod(cond.shape)) != 1:
-            raise TypeError(f"While(cond={cond.name!r}): the condition must "
-                            f"be one bool, is {cond.dtype} {list(cond.shape)}")
-        if not isinstance(is_test, bool):
-            raise TypeError(f"While(is_test={is_test!r}): expected a bool")
-        self.cond_var = cond
-        self.is_test = is_test
-        self.name = name
-
-    @contextlib.contextmanager
-    def block(self):
-        """The body: layers built inside run once per step."""
-        builder, program = current_builder()
-        if program is not self.cond_var.program:
-            raise ValueError(f"While: the condition {self.cond_var.name!r} "
-                             "belongs to another program than the one being "
-                             "built")
-        op_begin = len(program.desc.ops())
-        var_begin = len(program.desc.vars())
-        yield
-        builder.build_while(op_begin, var_begin, self.cond_var.name,
-                            self.is_test)

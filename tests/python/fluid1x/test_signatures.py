@@ -162,6 +162,8 @@ FLUID_18 = {
     "layers.array_read": [("array", R), ("i", R)],
     "layers.array_length": [("array", R)],
     "layers.While": [("cond", R), ("is_test", False), ("name", None)],
+    "layers.while_loop": [("cond", R), ("body", R), ("loop_vars", R),
+                          ("is_test", False), ("name", None)],
     "layers.sequence_conv": [
         ("input", R), ("num_filters", R), ("filter_size", 3),
         ("filter_stride", 1), ("padding", True), ("padding_start", None),
@@ -382,7 +384,7 @@ MISSING = {
 # the learning-rate schedules).
 MODULES = {
     "layers": ("fluid.layers", "fluid.layers_io", "fluid.layers_tensor",
-               "fluid.layers_control",
+               "fluid.layers_control", "fluid.layers_while",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
     "optimizer": ("fluid.optimizer",),

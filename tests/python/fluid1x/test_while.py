@@ -113,3 +113,114 @@ def test_condition_must_be_updated_and_bool():
         with pytest.raises(ValueError, match="never writes its condition"):
             with loop.block():
                 L.increment(i)
+
+
+def test_while_loop_matches_unrolled():
+    """Fluid 1.8's while_loop: the loop vars (a counter and a state) come
+    back updated, and the gradient through it equals the unrolled one."""
+    def run(loop):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            x = L.data("x", [3], dtype="float64", stop_gradient=False)
+            if loop:
+                i = L.fill_constant([1], "int64", 0)
+                n = L.fill_constant([1], "int64", STEPS)
+                i, h = L.while_loop(
+                    lambda i, h: L.less_than(i, n),
+                    lambda i, h: [L.increment(i, in_place=False), _fc(h)],
+                    [i, L.assign(x)])
+            else:
+                h = x
+                for _ in range(STEPS):
+                    h = _fc(h)
+            loss = L.mean(h)
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        scope = fluid.Scope()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        x = np.random.RandomState(6).uniform(-1, 1, (2, 3))
+        fetch = [loss, "w@GRAD", "x@GRAD"] + ([i] if loop else [])
+        return exe.run(main, feed={"x": x}, fetch_list=fetch, scope=scope)
+
+    got, want = run(True), run(False)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10)
+    assert got[3].tolist() == [STEPS]
+    with pytest.raises(ValueError, match="body returned 1 Variables for 2"):
+        with fluid.program_guard(fluid.Program(), fluid.Program()):
+            i = L.fill_constant([1], "int64", 0)
+            L.while_loop(lambda i, j: L.less_than(i, j),
+                         lambda i, j: [i], [i, i])
+
+
+def test_saved_inference_model_runs_the_loop(tmp_path):
+    """save_inference_model keeps the loop's block; the loaded program, in
+    a fresh scope, computes what clone(for_test=True) computes."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [3], dtype="float64")
+        h = L.assign(x)
+        i = L.fill_constant([1], "int64", 0)
+        n = L.fill_constant([1], "int64", 3)
+        cond = L.less_than(i, n)
+        loop = L.While(cond)
+        with loop.block():
+            L.assign(_fc(h), h)
+            L.increment(i)
+            L.less_than(i, n, cond=cond)
+        out = L.scale(h, 2.0)
+        fluid.optimizer.SGD(0.1).minimize(L.mean(out))
+    exe = fluid.Executor(fluid.CPUPlace())
+    xv = np.random.RandomState(5).uniform(-1, 1, (4, 3))
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        exe.run(main, feed={"x": xv})
+        want, = exe.run(main.clone(for_test=True), feed={"x": xv},
+                        fetch_list=[out])
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [out], exe,
+                                      main_program=main)
+    with fluid.scope_guard(fluid.Scope()):
+        prog, feeds, fetches = fluid.io.load_inference_model(str(tmp_path),
+                                                             exe)
+        got, = exe.run(prog, feed={"x": xv}, fetch_list=fetches)
+    assert "while" in [op["type"] for op in prog.ops()]
+    np.testing.assert_array_equal(got, want)
+
+
+def _nested(acc_init, steps):
+    """acc += 1 in a loop of `steps` inside a loop of `steps`."""
+    acc = L.assign(acc_init)
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", steps)
+    c1 = L.less_than(i, n)
+    outer = L.While(c1)
+    with outer.block():
+        j = L.fill_constant([1], "int64", 0)
+        c2 = L.less_than(j, n)
+        inner = L.While(c2)
+        with inner.block():
+            L.assign(acc * 2.0, acc)
+            L.increment(j)
+            L.less_than(j, n, cond=c2)
+        L.increment(i)
+        L.less_than(i, n, cond=c1)
+    return acc
+
+
+def test_nested_loops_run_and_refuse_their_gradient():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [1], dtype="float32", append_batch_size=False,
+                   stop_gradient=False)
+        acc = _nested(x, 3)
+    # The inner loop's block (1, built first) is a child of the outer
+    # loop's (2).
+    parents = [main.block(b).parent_idx for b in range(main.num_blocks)]
+    assert parents == [-1, 2, 0]
+    got, = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": np.array([1.0], "float32")}, fetch_list=[acc],
+        scope=fluid.Scope())
+    assert got.tolist() == [2.0 ** 9]
+    with fluid.program_guard(main, startup):
+        with pytest.raises(NotImplementedError, match="nested"):
+            fluid.optimizer.SGD(0.1).minimize(L.mean(acc))
