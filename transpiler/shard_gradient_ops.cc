@@ -79,10 +79,11 @@ class ReaderScan {
 
   void Chain(int i, const std::string& p) {
     const proto::OpDesc& op = block_.ops(i);
-    FLUID_ENFORCE_CODE(IsChainType(op.type()), ErrorCode::kUnimplemented,
-                       "the ", op.type(), " op reads the gradient of '", p,
-                       "' before its update", kAdvice);
-    if (op.type() == "elementwise_mul") {
+    FLUID_ENFORCE_CODE(IsChainType(op.type()) || r_->replicated.count(p),
+                       ErrorCode::kUnimplemented, "the ", op.type(),
+                       " op reads the gradient of '", p, "' before its update",
+                       kAdvice);
+    if (op.type() == "elementwise_mul" && !r_->replicated.count(p)) {
       const std::string y = OpInput(op, "Y")[0];
       FLUID_ENFORCE_CODE(r_->owner.count(y) != 0 ||
                              VarShape(GetVarDesc(block_, y)).numel() == 1,
@@ -145,6 +146,9 @@ GradientReaders FindGradientReaders(const proto::BlockDesc& block) {
     const std::string g = OpInput(op, "Grad")[0];
     r.owner[p] = r.owner[g] = p;
     r.grad_of[g] = p;
+    const proto::VarDesc* gv = FindVarDesc(block, g);
+    if (gv != nullptr && gv->type() == proto::VarDesc::SELECTED_ROWS)
+      r.replicated.insert(p);
   }
   ReaderScan scan(block, &r);
   for (int i = 0; i < block.ops_size(); ++i) {

@@ -16,8 +16,9 @@
 // bucket is allreduced, not reduce-scattered). fp16's loss-scaling ops
 // (check_finite_and_unscale, update_loss_scaling) read every gradient: they
 // are their own kind, and sharded they read the gradient shards (each rank
-// checks its own, and the found-infinite flag is max-reduced). Anything
-// else is refused with a message naming the op.
+// checks its own, and the found-infinite flag is max-reduced). The chain
+// of a parameter with a sparse gradient is never split: any op goes.
+// Anything else is refused with a message naming the op.
 #pragma once
 
 #include <map>
@@ -45,6 +46,10 @@ struct GradientReaders {
   std::map<std::string, std::string> grad_of;
   // Parameters whose chains run on whole gradients.
   std::set<std::string> whole;
+  // Parameters whose gradients hold sparse rows (an embedding with
+  // is_sparse): a sharded optimizer keeps them whole on every rank, and
+  // their chains run as they are, whatever their ops.
+  std::set<std::string> replicated;
 
   // Index of temporary `var` in its chain.
   size_t TempIndex(const std::string& var) const;

@@ -315,12 +315,27 @@ class BucketShard {
 
 // A sum of the chains' squared norms, sharded: the sum of the buckets'
 // partial norms (each bucket's once), then their sum over the ranks.
+// A replicated parameter's norm (a sparse gradient's, the same on every
+// rank) joins scaled by 1/nranks, so that the sum over the ranks counts it
+// once.
 void AddNormSum(const proto::OpDesc& op, const GradientReaders& r,
                 const std::vector<BucketShard>& shards,
-                const std::map<std::string, size_t>& bucket_of,
+                const std::map<std::string, size_t>& bucket_of, int nranks,
                 proto::BlockDesc* main) {
   std::vector<std::string> partial;
   for (const auto& in : OpInput(op, "X")) {
+    if (r.replicated.count(r.owner.at(in))) {
+      const std::string per_rank = in + "@PER_RANK";
+      const proto::VarDesc& v = GetVarDesc(*main, in);
+      AddVarDesc(main, per_rank, VarDtype(v), VarShape(v))
+          ->set_stop_gradient(true);
+      *main->add_ops() =
+          WithRole(MakeOp("scale", {{"X", {in}}}, {{"Out", {per_rank}}},
+                          {{"scale", 1.0f / static_cast<float>(nranks)}}),
+                   OpRole::kOptimize);
+      partial.push_back(per_rank);
+      continue;
+    }
     FLUID_ENFORCE(!r.whole.count(r.owner.at(in)), "the squared norm '", in,
                   "' is of a whole gradient; it cannot join a sum of "
                   "shards' norms");
@@ -354,8 +369,10 @@ void AddLossScaling(const proto::OpDesc& op, const GradientReaders& r,
     FLUID_ENFORCE(p != r.grad_of.end(), "the ", op.type(), " op reads '", g,
                   "', which no update reads; a sharded optimizer checks the "
                   "updated gradients only");
-    const BucketShard& s = shards[bucket_of.at(p->second)];
-    const std::string v = s.whole() ? g : s.GradShard();
+    auto k = bucket_of.find(p->second);  // none: replicated (sparse)
+    const std::string v = k == bucket_of.end() || shards[k->second].whole()
+                              ? g
+                              : shards[k->second].GradShard();
     if (std::find(grads.begin(), grads.end(), v) == grads.end())
       grads.push_back(v);
   }
@@ -432,9 +449,13 @@ void ShardUpdates(const proto::TrainingJob& job,
                 "(their gathers follow the update); stage 3 gathers each "
                 "bucket ahead of its readers (prefetch_distance): turn "
                 "overlap_gather off");
+  // A sparse gradient's parameter stays whole on every rank (its bucket,
+  // after the dense ones, keeps its c_sparse_allreduce): its update and
+  // chain run as they are.
   for (size_t k = 0; k < buckets.size(); ++k)
-    shards.emplace_back(job, buckets[k], k, ShardStage(strategy), nranks,
-                        config.param_persistence_threshold());
+    if (!buckets[k].sparse)
+      shards.emplace_back(job, buckets[k], k, ShardStage(strategy), nranks,
+                          config.param_persistence_threshold());
   std::map<std::string, size_t> bucket_of;  // param -> bucket
   std::set<std::string> retired;
   for (size_t k = 0; k < shards.size(); ++k) {
@@ -446,7 +467,8 @@ void ShardUpdates(const proto::TrainingJob& job,
   google::protobuf::RepeatedPtrField<proto::OpDesc> old;
   old.Swap(main->mutable_ops());
   for (const auto& [param, temps] : readers.temps)
-    if (!readers.whole.count(param)) retired.insert(temps.begin(), temps.end());
+    if (!readers.whole.count(param) && !readers.replicated.count(param))
+      retired.insert(temps.begin(), temps.end());
   Retire(retired, main);
   for (auto& s : shards) s.DeclareVars(main, startup);
   for (const auto& s : shards)
@@ -458,11 +480,16 @@ void ShardUpdates(const proto::TrainingJob& job,
   };
   for (int i = 0; i < old.size(); ++i) {
     const proto::OpDesc& op = old.Get(i);
+    const bool replicated =
+        readers.replicated.count(readers.param[i]) ||
+        (IsUpdateOp(op) && readers.replicated.count(OpInput(op, "Param")[0]));
     if (readers.kind[i] == GradientReaders::kNormSum) {
-      AddNormSum(op, readers, shards, bucket_of, main);
+      AddNormSum(op, readers, shards, bucket_of, nranks, main);
     } else if (readers.kind[i] == GradientReaders::kLossScaling) {
       for (size_t k = 0; k < shards.size(); ++k) views(k);
       AddLossScaling(op, readers, shards, bucket_of, main);
+    } else if (replicated) {
+      *main->add_ops() = op;  // a sparse gradient's chain or update
     } else if (readers.kind[i] == GradientReaders::kChain) {
       const size_t k = bucket_of.at(readers.param[i]);
       if (shards[k].whole()) {
@@ -552,6 +579,39 @@ void LintGradShard(const proto::BlockDesc& block, const std::string& grad_shard,
   FLUID_ENFORCE(waited >= 0 && waited < update, "the update of ", what,
                 " reads gradient shard '", grad_shard,
                 "' before its reduction is waited for");
+}
+
+// Checks the replicated parameter `param` (its gradient `grad` holds
+// sparse rows), updated whole by op #update: `grad` is averaged by one
+// c_sparse_allreduce, waited for before the update, and the parameter is
+// in no parameter buffer.
+void LintReplicated(const proto::BlockDesc& block, const std::string& param,
+                    const std::string& grad, int update) {
+  int reduce = -1, count = 0;
+  for (int i = 0; i < block.ops_size(); ++i)
+    if (block.ops(i).type() == "c_sparse_allreduce" &&
+        ReadsVar(block.ops(i), grad)) {
+      reduce = i;
+      ++count;
+    }
+  FLUID_ENFORCE(count == 1, "sparse gradient '", grad, "' of parameter '",
+                param, "' is reduced by ", count,
+                " c_sparse_allreduce op(s); it needs exactly one");
+  FLUID_ENFORCE(
+      GetOpAttrAs<std::string>(block.ops(reduce), "reduce_type") == "avg",
+      "sparse gradient '", grad, "' is summed, not averaged");
+  const std::vector<std::string> h = OpOutput(block.ops(reduce), "Handle");
+  const int waited = h.empty() ? reduce : WaitAfter(block, h[0], reduce);
+  FLUID_ENFORCE(waited >= 0 && waited < update, "the update of '", param,
+                "' reads sparse gradient '", grad,
+                "' before its reduction is waited for");
+  for (const auto& op : block.ops())
+    if (op.type() == "coalesce_tensor")
+      for (const auto& v : OpOutput(op, "Output"))
+        FLUID_ENFORCE(v != param, "parameter '", param,
+                      "' has a sparse gradient but is in parameter buffer '",
+                      OpOutput(op, "FusedOutput")[0],
+                      "'; it is updated whole on every rank");
 }
 
 // Index of the c_wait of `handle` before op #to, or -1.
@@ -849,9 +909,15 @@ void LintSharded(const proto::ProgramDesc& main, int nranks) {
     LintGatherWait(block, gather, what);
     LintGradShard(block, OpInput(block.ops(update), "Grad")[0], update, what);
   }
-  for (const auto& op : block.ops()) {
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
     if (!IsUpdateOp(op)) continue;
     const std::string param = OpInput(op, "Param")[0];
+    const std::string grad = OpInput(op, "Grad")[0];
+    if (GetVarDesc(block, grad).type() == proto::VarDesc::SELECTED_ROWS) {
+      LintReplicated(block, param, grad, i);
+      continue;
+    }
     FLUID_ENFORCE(IsShardVar(param), "parameter '", param,
                   "' is updated whole in a sharded program: it belongs to "
                   "no parameter buffer");

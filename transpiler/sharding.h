@@ -34,6 +34,13 @@
 // update (clipping, weight decay) run once per bucket on its shards, where
 // they are elementwise (shard_gradient_ops.h); a global norm becomes the
 // sum of the shards' partial norms and a scalar allreduce.
+//
+// A parameter whose gradient holds sparse rows (an embedding with
+// is_sparse) is replicated, at every stage: it is in no parameter buffer,
+// its gradient is averaged by its c_sparse_allreduce as without sharding,
+// and its clipping, decay and update run whole on every rank (a step
+// touches few rows; sharding the table by rows would need a row-owner
+// lookup per id, and gathering it whole would cost more than it saves).
 #pragma once
 
 #include <string>

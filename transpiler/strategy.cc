@@ -314,12 +314,9 @@ void ValidateStrategy(const proto::DistributedStrategy& s,
   ForEachLeaf(s, "",
               [&s](const Message& m, const FieldDescriptor* f,
                    const std::string& path) { CheckPairs(s, m, f, path); });
-  if (job == nullptr || !s.sharding()) return;
-  const std::string sparse = FirstSparseGradient(job->main());
-  if (!sparse.empty())
-    FLUID_THROW(ErrorCode::kUnimplemented, "the sparse gradient '", sparse,
-                "' does not combine with ", kPrefix,
-                "sharding yet; use is_sparse=False or turn sharding off");
+  // Nothing the job decides at present: a sparse gradient under sharding
+  // keeps its parameter whole on every rank (transpiler/sharding.h).
+  (void)job;
 }
 
 proto::DistributedStrategy CanonicalStrategy(

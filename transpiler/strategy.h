@@ -19,8 +19,8 @@ int ShardStage(const proto::DistributedStrategy& s);
 
 // Checks `s`: every field against the range or the allowed values it
 // declares (min_value, max_value, allowed; NaN is never in range), then
-// the combinations, and with `job`, what the job must allow of it (a
-// sparse gradient under sharding). An error names the field, e.g.
+// the combinations, and with `job`, what the job must allow of it (no
+// field needs it at present). An error names the field, e.g.
 // "DistributedStrategy.sharding_configs.stage must be in [1, 2], got 3".
 void ValidateStrategy(const proto::DistributedStrategy& s,
                       const proto::TrainingJob* job = nullptr);

@@ -7,6 +7,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/collective_transpiler.h"
+#include "transpiler/sharding.h"
 
 namespace fluid {
 namespace {
@@ -144,6 +145,79 @@ TEST(SparseTranspile, LintChecksTheKindAndThePlace) {
                                "allreduced"),
             std::string::npos)
       << error_of(bad);
+}
+
+// Under sharding (stages 1 to 3) the table, whose gradient holds sparse
+// rows, stays whole on every rank: its c_sparse_allreduce and update are
+// those of the unsharded program, while w is sharded.
+TEST(SparseTranspile, ShardingKeepsASparseParameterWhole) {
+  for (int stage : {1, 2, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    proto::DistributedStrategy cfg;
+    cfg.set_sharding(true);
+    cfg.mutable_sharding_configs()->set_stage(stage);
+    cfg.mutable_sharding_configs()->set_param_persistence_threshold(1);
+    const proto::TrainingJob out = CollectiveTranspile(EmbeddingJob(), cfg, 2);
+    const auto& block = out.main().blocks(0);
+    int reduce = -1, wait = -1, table_update = -1, w_update = -1;
+    for (int i = 0; i < block.ops_size(); ++i) {
+      const proto::OpDesc& op = block.ops(i);
+      if (op.type() == "c_sparse_allreduce") reduce = i;
+      if (op.type() == "c_wait" &&
+          OpInput(op, "Handle") ==
+              std::vector<std::string>{"table@GRAD@HANDLE"})
+        wait = i;
+      if (op.type() == "coalesce_tensor") {
+        for (const auto& v : OpOutput(op, "Output")) EXPECT_NE(v, "table");
+      }
+      if (op.type() != "sgd") continue;
+      if (OpInput(op, "Param") == std::vector<std::string>{"table"}) {
+        EXPECT_EQ(OpInput(op, "Grad"), std::vector<std::string>{"table@GRAD"});
+        table_update = i;
+      } else {
+        EXPECT_TRUE(IsShardVar(OpInput(op, "Param")[0]))
+            << OpInput(op, "Param")[0];
+        w_update = i;
+      }
+    }
+    ASSERT_GE(reduce, 0);
+    ASSERT_GE(wait, 0);
+    EXPECT_EQ(OpOutput(block.ops(wait), "Out"),
+              std::vector<std::string>{"table@GRAD"});
+    EXPECT_LT(reduce, wait);
+    EXPECT_LT(wait, table_update);
+    EXPECT_GE(w_update, 0);
+    EXPECT_TRUE(GetVarDesc(block, "table").persistable());
+    EXPECT_EQ(GetVarDesc(block, "w").persistable(), stage != 3);
+    EXPECT_EQ(PerRankStateBytes(out.main()).parameters,
+              1000 * 8 * 4 + (stage == 3 ? 8 * 4 : 16 * 4));
+
+    auto error_of = [](const proto::ProgramDesc& p) {
+      try {
+        LintSharded(p, 2);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    EXPECT_EQ(error_of(out.main()), "");
+    // The update moved before the wait for its gradient's reduction.
+    proto::ProgramDesc bad = out.main();
+    auto* ops = bad.mutable_blocks(0)->mutable_ops();
+    ops->SwapElements(wait, table_update);
+    EXPECT_NE(error_of(bad).find("the update of 'table' reads sparse gradient "
+                                 "'table@GRAD' before its reduction is "
+                                 "waited for"),
+              std::string::npos)
+        << error_of(bad);
+    // Summed rather than averaged.
+    bad = out.main();
+    SetOpAttr(bad.mutable_blocks(0)->mutable_ops(reduce), "reduce_type",
+              std::string("sum"));
+    EXPECT_NE(error_of(bad).find("'table@GRAD' is summed, not averaged"),
+              std::string::npos)
+        << error_of(bad);
+  }
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ void AddOpsWithCollectives(const proto::BlockDesc& src,
   };
   auto wait = [&](size_t k) {
     const std::string& fused = buckets[k].fused;
-    const bool shard = scatter && !buckets[k].whole;
+    const bool shard = scatter && !buckets[k].whole && !buckets[k].sparse;
     return WithRole(MakeOp("c_wait", {{"Handle", {buckets[k].handle}}},
                            {{"Out", {shard ? ShardName(fused) : fused}}}),
                     OpRole::kCollective);
