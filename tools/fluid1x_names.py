@@ -165,7 +165,6 @@ REASONS = [
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell
      fluid.layers.Decoder fluid.layers.BeamSearchDecoder fluid.layers.rnn
      fluid.layers.dynamic_decode fluid.layers.lstm fluid.layers.dynamic_lstmp
-     fluid.layers.linear_chain_crf fluid.layers.crf_decoding
      fluid.layers.chunk_eval fluid.layers.Print"""),
     ("Tensor, loss and sequence ops not built yet (each needs its CPU and "
      "CUDA kernels, gradient checks and a reference); they come with the "
@@ -206,7 +205,7 @@ REASONS = [
      fluid.layers.temporal_shift fluid.layers.pixel_shuffle fluid.layers.where
      fluid.layers.sign fluid.layers.unfold fluid.layers.shard_index
      fluid.layers.hard_swish fluid.layers.uniform_random fluid.layers.unbind
-     fluid.layers.center_loss fluid.layers.bpr_loss fluid.layers.edit_distance
+     fluid.layers.center_loss fluid.layers.bpr_loss
      fluid.layers.warpctc fluid.layers.nce fluid.layers.hsigmoid
      fluid.layers.sampled_softmax_with_cross_entropy fluid.layers.rank_loss
      fluid.layers.margin_rank_loss fluid.layers.huber_loss

@@ -64,27 +64,23 @@ std::string LinearChainCrf(ProgramBuilder* b, const std::string& input,
 }
 
 std::string CrfDecoding(ProgramBuilder* b, const std::string& input,
-                        const ParamAttr& param, const std::string& label,
+                        const std::string& transition, const std::string& label,
                         const std::string& length) {
   const int64_t d = TagCount(b, "crf_decoding", input, !length.empty());
-  FLUID_ENFORCE(!param.name.empty(),
-                "layer 'crf_decoding': argument 'param_attr' must name the "
-                "transition parameter of a linear_chain_crf layer (e.g. "
-                "ParamAttr(name='crfw') given to both)");
-  const proto::VarDesc* w = FindVarDesc(*b->main_block(), param.name);
-  FLUID_ENFORCE(w != nullptr && w->persistable(),
+  const proto::VarDesc& w = GetVarDesc(*b->main_block(), transition);
+  FLUID_ENFORCE(w.persistable(),
                 "layer 'crf_decoding': argument 'param_attr' names ",
-                Quote(param.name),
-                ", which is no parameter of this program; give it the name "
-                "of linear_chain_crf's transition parameter");
-  FLUID_ENFORCE(VarShape(*w) == Shape({d + 2, d}),
+                Quote(transition),
+                ", which is no parameter; give it the name of "
+                "linear_chain_crf's transition parameter");
+  FLUID_ENFORCE(VarShape(w) == Shape({d + 2, d}),
                 "layer 'crf_decoding': the transition parameter ",
-                Quote(param.name), " has shape ", VarShape(*w), " but ", d,
+                Quote(transition), " has shape ", VarShape(w), " but ", d,
                 " tags need [", d + 2, ", ", d, "]");
   const std::string path =
       b->CreateTmpVar(b->UniqueName("crf_decoding") + ".tmp", DataType::kInt64);
   b->AppendOp(MakeOp("crf_decoding",
-                     CrfInputs(input, param.name, label, length),
+                     CrfInputs(input, transition, label, length),
                      {{"ViterbiPath", {path}}}));
   return path;
 }
@@ -172,15 +168,16 @@ REGISTER_LAYER(linear_chain_crf)
 
 REGISTER_LAYER(crf_decoding)
     .Doc(
-        "The Viterbi path (int64) under the transition parameter param_attr "
-        "names; with label, 1 where the path equals it.")
+        "The Viterbi path (int64) under linear_chain_crf's transition "
+        "parameter, which param_attr names; with label, 1 where the path "
+        "equals it.")
     .Var("input")
-    .Param("param_attr")
+    .Var("param_attr")
     .String("label", "")
     .String("length", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return CrfDecoding(b, a.Var("input"), RequiredParam(a), a.String("label"),
-                         a.String("length"));
+      return CrfDecoding(b, a.Var("input"), a.Var("param_attr"),
+                         a.String("label"), a.String("length"));
     });
 
 REGISTER_LAYER(edit_distance)

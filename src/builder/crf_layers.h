@@ -20,10 +20,12 @@ std::string LinearChainCrf(ProgramBuilder* b, const std::string& input,
                            const std::string& label, const ParamAttr& param,
                            const std::string& length = "");
 
-// The Viterbi path (int64) under the transition parameter `param` names
-// (linear_chain_crf's); with `label`, 1 where the path equals it.
+// The Viterbi path (int64) under `transition`, the name of a
+// linear_chain_crf layer's parameter; with `label`, 1 where the path
+// equals it.
 std::string CrfDecoding(ProgramBuilder* b, const std::string& input,
-                        const ParamAttr& param, const std::string& label = "",
+                        const std::string& transition,
+                        const std::string& label = "",
                         const std::string& length = "");
 
 // {distance float32 [N, 1], sequence count int64 [1]}; `ignored_tokens` are

@@ -21,7 +21,7 @@ SCHEMAS = _core.layer_schemas()
 
 # fluid.layers and the topic modules whose layers it re-exports, each a
 # registered layer.
-LAYER_MODULES = {L.__name__, "fluid.layers_control"}
+LAYER_MODULES = {L.__name__, "fluid.layers_control", "fluid.layers_crf"}
 
 
 def layer_functions():

@@ -145,6 +145,13 @@ FLUID_18 = {
     "layers.sequence_pad": [("x", R), ("pad_value", R), ("maxlen", None),
                             ("name", None)],
     "layers.sequence_unpad": [("x", R), ("length", R), ("name", None)],
+    "layers.linear_chain_crf": [("input", R), ("label", R),
+                                ("param_attr", None), ("length", None)],
+    "layers.crf_decoding": [("input", R), ("param_attr", R), ("label", None),
+                            ("length", None)],
+    "layers.edit_distance": [("input", R), ("label", R), ("normalized", True),
+                             ("ignored_tokens", None), ("input_length", None),
+                             ("label_length", None)],
     "layers.less_than": [("x", R), ("y", R), ("force_cpu", None),
                          ("cond", None)],
     "layers.less_equal": [("x", R), ("y", R), ("cond", None)],
@@ -384,6 +391,7 @@ MISSING = {
 # the learning-rate schedules).
 MODULES = {
     "layers": ("fluid.layers", "fluid.layers_io", "fluid.layers_tensor",
+               "fluid.layers_crf",
                "fluid.layers_control", "fluid.layers_while",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
