@@ -172,7 +172,6 @@ REASONS = [
      "that exist (e.g. mse_loss: mean(square_error_cost)).", """
      fluid.layers.cos_sim fluid.layers.adaptive_pool2d
      fluid.layers.instance_norm fluid.layers.data_norm
-     fluid.layers.conv2d_transpose
      fluid.layers.reduce_all fluid.layers.reduce_any
      fluid.layers.ctc_greedy_decoder fluid.layers.l2_normalize
      fluid.layers.im2sequence fluid.layers.row_conv fluid.layers.multiplex
@@ -181,8 +180,6 @@ REASONS = [
      fluid.layers.unsqueeze fluid.layers.lod_reset fluid.layers.lod_append
      fluid.layers.lrn fluid.layers.pad fluid.layers.pad_constant_like
      fluid.layers.label_smooth fluid.layers.dice_loss
-     fluid.layers.image_resize fluid.layers.image_resize_short
-     fluid.layers.resize_bilinear fluid.layers.resize_nearest
      fluid.layers.gather fluid.layers.gather_nd fluid.layers.scatter
      fluid.layers.scatter_nd_add fluid.layers.scatter_nd
      fluid.layers.random_crop fluid.layers.mean_iou fluid.layers.selu

@@ -45,7 +45,11 @@ AmpLists DefaultAmpLists() {
              "auc",
              "top_k",
              "linear_chain_crf",
-             "crf_decoding"};
+             "crf_decoding",
+             // In none of Fluid 1.x's lists, which leaves them float32.
+             "conv2d_transpose",
+             "bilinear_interp",
+             "nearest_interp"};
   l.gray = {"elementwise_add",
             "elementwise_sub",
             "elementwise_mul",

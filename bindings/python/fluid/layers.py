@@ -1520,6 +1520,9 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
+from .layers_image import (  # noqa: E402,F401
+    conv2d_transpose, image_resize, image_resize_short, resize_bilinear,
+    resize_nearest)
 from .layers_crf import (crf_decoding, edit_distance,  # noqa: E402,F401
                          linear_chain_crf)
 from .layers_control import (  # noqa: E402,F401

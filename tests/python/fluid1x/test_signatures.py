@@ -41,6 +41,26 @@ FLUID_18 = {
                       ("groups", None), ("param_attr", None),
                       ("bias_attr", None), ("use_cudnn", True), ("act", None),
                       ("name", None), ("data_format", "NCHW")],
+    "layers.conv2d_transpose": [
+        ("input", R), ("num_filters", R), ("output_size", None),
+        ("filter_size", None), ("padding", 0), ("stride", 1),
+        ("dilation", 1), ("groups", None), ("param_attr", None),
+        ("bias_attr", None), ("use_cudnn", True), ("act", None),
+        ("name", None), ("data_format", "NCHW")],
+    "layers.image_resize": [
+        ("input", R), ("out_shape", None), ("scale", None), ("name", None),
+        ("resample", "BILINEAR"), ("actual_shape", None),
+        ("align_corners", True), ("align_mode", 1), ("data_format", "NCHW")],
+    "layers.image_resize_short": [("input", R), ("out_short_len", R),
+                                  ("resample", "BILINEAR")],
+    "layers.resize_bilinear": [
+        ("input", R), ("out_shape", None), ("scale", None), ("name", None),
+        ("actual_shape", None), ("align_corners", True), ("align_mode", 1),
+        ("data_format", "NCHW")],
+    "layers.resize_nearest": [
+        ("input", R), ("out_shape", None), ("scale", None), ("name", None),
+        ("actual_shape", None), ("align_corners", True),
+        ("data_format", "NCHW")],
     "layers.pool2d": [("input", R), ("pool_size", -1), ("pool_type", "max"),
                       ("pool_stride", 1), ("pool_padding", 0),
                       ("global_pooling", False), ("use_cudnn", True),
@@ -391,6 +411,7 @@ MISSING = {
 # the learning-rate schedules).
 MODULES = {
     "layers": ("fluid.layers", "fluid.layers_io", "fluid.layers_tensor",
+               "fluid.layers_image",
                "fluid.layers_crf",
                "fluid.layers_control", "fluid.layers_while",
                "fluid.learning_rate_scheduler"),
