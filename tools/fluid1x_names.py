@@ -176,8 +176,8 @@ REASONS = [
      fluid.layers.ctc_greedy_decoder fluid.layers.l2_normalize
      fluid.layers.im2sequence fluid.layers.row_conv fluid.layers.multiplex
      fluid.layers.group_norm fluid.layers.spectral_norm fluid.layers.smooth_l1
-     fluid.layers.autoincreased_step_counter fluid.layers.squeeze
-     fluid.layers.unsqueeze fluid.layers.lod_reset fluid.layers.lod_append
+     fluid.layers.autoincreased_step_counter
+     fluid.layers.lod_reset fluid.layers.lod_append
      fluid.layers.lrn fluid.layers.pad fluid.layers.pad_constant_like
      fluid.layers.label_smooth fluid.layers.dice_loss
      fluid.layers.gather fluid.layers.gather_nd fluid.layers.scatter

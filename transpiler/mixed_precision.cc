@@ -70,6 +70,8 @@ AmpLists DefaultAmpLists() {
             "reshape2",
             "transpose",
             "transpose2",
+            "squeeze2",
+            "unsqueeze2",
             "concat",
             "split",
             "sum",

@@ -61,6 +61,38 @@ std::string Reduce(ProgramBuilder* b, const std::string& type,
 
 namespace {
 
+// squeeze2 or unsqueeze2 of `input`: Out, and XShape for the gradient.
+std::string SqueezeOp(ProgramBuilder* b, const std::string& type,
+                      const std::string& layer, const std::string& input,
+                      const std::vector<int64_t>& axes,
+                      const std::string& name) {
+  const DataType dtype = DtypeOf(b, input);
+  std::string out = NewVar(b, layer, name, dtype);
+  std::string xshape = NewVar(b, layer + ".xshape", "", dtype);
+  b->AppendOp(MakeOp(type, {{"X", {input}}},
+                     {{"Out", {out}}, {"XShape", {xshape}}},
+                     {{"axes", Int32List(layer, "axes", axes)}}));
+  return out;
+}
+
+}  // namespace
+
+std::string Squeeze(ProgramBuilder* b, const std::string& input,
+                    const std::vector<int64_t>& axes, const std::string& name) {
+  return SqueezeOp(b, "squeeze2", "squeeze", input, axes, name);
+}
+
+std::string Unsqueeze(ProgramBuilder* b, const std::string& input,
+                      const std::vector<int64_t>& axes,
+                      const std::string& name) {
+  FLUID_ENFORCE(!axes.empty(),
+                "layer 'unsqueeze': argument 'axes' must name "
+                "at least one position");
+  return SqueezeOp(b, "unsqueeze2", "unsqueeze", input, axes, name);
+}
+
+namespace {
+
 // The arguments every reduce_* layer takes, in Fluid's order.
 void DeclareReduce(LayerSchema& s) {
   s.Var("input").IntList("dim", {}).Bool("keep_dim", false).String("name", "");
@@ -93,6 +125,26 @@ REGISTER_LAYER(reduce_prod)
     .Doc("The product of input over dim (every dim when dim is empty).")
     .With(DeclareReduce)
     .SetBuild(BuildReduce);
+
+REGISTER_LAYER(squeeze)
+    .Doc(
+        "input without its dims of size 1 at axes (every dim of size 1 when "
+        "axes is empty); a named dim of another size stays.")
+    .Var("input")
+    .IntList("axes")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Squeeze(b, a.Var("input"), a.IntList("axes"), a.String("name"));
+    });
+
+REGISTER_LAYER(unsqueeze)
+    .Doc("input with dims of size 1 inserted at axes, one after another.")
+    .Var("input")
+    .IntList("axes")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Unsqueeze(b, a.Var("input"), a.IntList("axes"), a.String("name"));
+    });
 
 }  // namespace layers
 }  // namespace fluid

@@ -73,3 +73,44 @@ def test_reduce_bad_dim(bad, match):
         x = L.data("x", [3, 4])
         with pytest.raises((ValueError, TypeError), match=match):
             L.reduce_sum(x, dim=bad)
+
+
+@pytest.mark.parametrize("axes,shape", [([1], [2, 1, 3, 1]),
+                                        ([-1, 1], [2, 1, 3, 1]),
+                                        ([], [2, 1, 3, 1]),
+                                        ([2], [2, 1, 3, 1])])
+def test_squeeze(axes, shape):
+    def torch_fn(t):
+        if not axes:
+            return t.squeeze()
+        for a in sorted((a % len(shape) for a in axes), reverse=True):
+            t = t.squeeze(a)
+        return t
+    main, (out,) = _check(lambda x: L.squeeze(x, axes=axes), torch_fn,
+                          [shape], seed=4)
+    assert "squeeze2" in main.op_types()
+    assert "squeeze2_grad" in main.op_types()
+
+
+@pytest.mark.parametrize("axes", [[1], [-1], [1, 3], [2, -1]])
+def test_unsqueeze(axes):
+    def torch_fn(t):
+        for a in axes:
+            t = t.unsqueeze(a)
+        return t
+    main, (out,) = _check(lambda x: L.unsqueeze(x, axes=axes), torch_fn,
+                          [[2, 3, 4]], seed=5)
+    assert "unsqueeze2_grad" in main.op_types()
+
+
+def test_squeeze_unsqueeze_shapes_and_errors():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = L.data("x", [1, 5, 1])
+        assert L.squeeze(x, axes=[1, -1]).shape == (-1, 5)
+        assert L.unsqueeze(x, axes=2).shape == (-1, 1, 1, 5, 1)
+        with pytest.raises(ValueError, match="squeeze2.*axes.*4"):
+            L.squeeze(x, axes=[4])
+        with pytest.raises(ValueError, match="unsqueeze.*axes"):
+            L.unsqueeze(x, axes=[])
+        with pytest.raises(TypeError, match="expected a list of ints"):
+            L.squeeze(x, axes="1")

@@ -1,6 +1,6 @@
 """Fluid 1.x's tensor layers over reductions and data movement:
-fluid.layers.reduce_sum, reduce_mean, reduce_max, reduce_min and
-reduce_prod.
+fluid.layers.reduce_sum, reduce_mean, reduce_max, reduce_min,
+reduce_prod, squeeze and unsqueeze.
 
     x = fluid.layers.data("x", [3, 4])              # [-1, 3, 4]
     row_sums = fluid.layers.reduce_sum(x, dim=-1)   # [-1, 3]
@@ -12,7 +12,7 @@ with Fluid 1.x's arguments and defaults.
 from .layers import _layer, _name
 
 __all__ = ["reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
-           "reduce_sum"]
+           "reduce_sum", "squeeze", "unsqueeze"]
 
 
 def _dims(dim, layer):
@@ -26,6 +26,16 @@ def _dims(dim, layer):
         return list(dim)
     raise TypeError(f"{layer}(dim={dim!r}): expected None, an int or a list "
                     "of ints")
+
+
+def _ints(values, layer, arg):
+    """A list of ints for argument `arg` (an int alone is a list of one)."""
+    if isinstance(values, int) and not isinstance(values, bool):
+        return [values]
+    if isinstance(values, (list, tuple)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return list(values)
+    raise TypeError(f"{layer}({arg}={values!r}): expected a list of ints")
 
 
 def _reduce(layer, input, dim, keep_dim, name):
@@ -89,3 +99,33 @@ def reduce_prod(input, dim=None, keep_dim=False, name=None):
         >>> p = fluid.layers.reduce_prod(x, dim=1)         # [-1, 4]
     """
     return _reduce("reduce_prod", input, dim, keep_dim, name)
+
+
+def squeeze(input, axes, name=None):
+    """`input` without its dims of size 1 at `axes` (op `squeeze2`).
+
+    axes: a list of dims, each in [-rank, rank); a named dim whose size is
+    not 1 stays (as in Fluid 1.8); an empty list removes every dim of size
+    1. name: prefix of the output's name. The op also writes XShape, which
+    carries input's shape to the gradient.
+
+        >>> x = fluid.layers.data("x", [1, 5, 1])         # [-1, 1, 5, 1]
+        >>> y = fluid.layers.squeeze(x, axes=[1, -1])      # [-1, 5]
+    """
+    return _layer("squeeze", input=_name(input, "squeeze"),
+                  axes=_ints(axes, "squeeze", "axes"), name=name)
+
+
+def unsqueeze(input, axes, name=None):
+    """`input` with dims of size 1 inserted at `axes` (op `unsqueeze2`).
+
+    axes: an int or a list of positions, inserted one after another, each
+    in [-(r + 1), r] where r is the rank so far (negative counts from the
+    end); name: prefix of the output's name.
+
+        >>> x = fluid.layers.data("x", [5])               # [-1, 5]
+        >>> y = fluid.layers.unsqueeze(x, axes=[1])        # [-1, 1, 5]
+        >>> z = fluid.layers.unsqueeze(x, axes=[0, -1])    # [1, -1, 5, 1]
+    """
+    return _layer("unsqueeze", input=_name(input, "unsqueeze"),
+                  axes=_ints(axes, "unsqueeze", "axes"), name=name)

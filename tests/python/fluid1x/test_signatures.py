@@ -137,6 +137,8 @@ FLUID_18 = {
                      ("name", None)],
     "layers.transpose": [("x", R), ("perm", R), ("name", None)],
     "layers.flatten": [("x", R), ("axis", 1), ("name", None)],
+    "layers.squeeze": [("input", R), ("axes", R), ("name", None)],
+    "layers.unsqueeze": [("input", R), ("axes", R), ("name", None)],
     "layers.reduce_sum": _REDUCE, "layers.reduce_mean": _REDUCE,
     "layers.reduce_max": _REDUCE, "layers.reduce_min": _REDUCE,
     "layers.reduce_prod": _REDUCE,
