@@ -262,6 +262,11 @@ void Communicator::Loop() {
     }
     if (bytes >= 0) recorder_.SetBytes(item.seq, bytes);
     recorder_.Finish(item.seq, error == nullptr);
+    // The work holds the collective's tensors (their buffers are shared):
+    // drop them before the handle lets a waiter go on, so that a buffer
+    // freed right after its c_wait (stage 3's gathered parameters) is freed
+    // then, not whenever this thread next gets to run.
+    item.work = nullptr;
     item.handle->Finish(error);
   }
 }

@@ -154,6 +154,25 @@ void ShardState::Gather(bool parameters_only) {
 // shaped as declared, which is the shape the gather gives their views.
 void ShardState::DropGathered() {
   if (gather_ == nullptr) return;
+  // The full buffers the gathers laid the state out in (and their padding
+  // views) hold the memory too: a coalesced buffer is never released by
+  // eager deletion.
+  for (const PreparedProgram* p :
+       {gather_.get(), gather_parameters_.get(), scatter_.get()}) {
+    if (p == nullptr) continue;
+    for (const auto& op : p->program().blocks(0).ops()) {
+      if (op.type() != "coalesce_tensor") continue;
+      std::vector<std::string> held = OpOutput(op, "FusedOutput");
+      for (const auto& n : OpOutput(op, "Output"))
+        if (std::find(per_parameter_state_.begin(), per_parameter_state_.end(),
+                      n) == per_parameter_state_.end())
+          held.push_back(n);
+      for (const auto& n : held) {
+        Variable* v = p->local_scope()->FindVar(n);
+        if (v != nullptr && v->IsTensor()) *v->GetMutableTensor() = Tensor();
+      }
+    }
+  }
   const proto::BlockDesc& block = unsharded_main_.blocks(0);
   for (const auto& name : per_parameter_state_) {
     Variable* v = scope_->FindVar(name);

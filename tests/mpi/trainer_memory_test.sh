@@ -3,8 +3,9 @@
 # nothing; --memory-limit refuses a job planned over it, naming its largest
 # items; a run prints the planned and the measured peak, and on 2 ranks the
 # two agree within 10% for mlp, lenet, resnet and transformer, unsharded and
-# with the optimizer sharded (stages 1 and 2), with recompute and with
-# gradient merge.
+# with the optimizer sharded (stages 1 and 2) or the parameters too (stage
+# 3, and at np 4 for mlp and lenet), with recompute and with gradient
+# merge.
 #   trainer_memory_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe -np 2)
@@ -48,7 +49,7 @@ check() {
   echo "ok: $what: planned $planned MiB, measured $measured MiB"
 }
 
-for stage in 0 1 2; do
+for stage in 0 1 2 3; do
   shard=()
   [ "$stage" -gt 0 ] && shard=(--shard-optimizer "$stage")
   check "mlp stage $stage" --model mlp "${image[@]}" --batch-size 32 \
@@ -63,6 +64,16 @@ for stage in 0 1 2; do
       --test-samples 8 "${shard[@]}"
   fi
 done
+
+# Stage 3 at np 4 (a quarter of each sharded bucket per rank).
+make_idx "$work/data4" 512 32
+MPI=("$MPIRUN" --oversubscribe -np 4)
+for model in mlp lenet; do
+  check "$model stage 3 np 4" --model "$model" --data "$work/data4" --epochs 1 \
+    --log-every 0 --threads 1 --test-samples 32 --batch-size 32 \
+    --train-samples 512 --shard-optimizer 3
+done
+MPI=("$MPIRUN" --oversubscribe -np 2)
 
 # Recompute and gradient merge: the plan reads the rewritten program (the
 # activations recompute frees after the forward pass, the accumulators
