@@ -177,6 +177,29 @@ TEST(WhileOp, TestModeRunsTheSameSteps) {
   ExpectClose(a[0], b[0], "loss");
 }
 
+// Eager deletion: the outer vars the body reads are listed by the while
+// op, so none is dropped before the loop has run.
+TEST(WhileOp, OuterVarsLiveUntilTheLoopEnds) {
+  proto::ProgramDesc p = LoopProgram(true);
+  Executor exe;
+  exe.set_eager_deletion(true);
+  Scope scope;
+  scope.Var("w")->GetMutableTensor()->CopyFrom(Inputs().w);
+  auto prepared = exe.Prepare(p, &scope);
+  int while_op = -1;
+  for (int i = 0; i < p.blocks(0).ops_size(); ++i)
+    if (p.blocks(0).ops(i).type() == "while") while_op = i;
+  ASSERT_GT(while_op, 0);
+  for (int i = 0; i < while_op; ++i)
+    for (const std::string& name : prepared->ReleasedAfter(i))
+      EXPECT_TRUE(name != "h" && name != "i" && name != "n")
+          << name << " dropped after op #" << i << ", before the loop";
+  std::vector<Tensor> out;
+  exe.Run(prepared.get(), {{"x", Inputs().x}}, {"loss"}, &out);
+  const auto want = RunProgram(UnrolledProgram(), Inputs(), {"loss"});
+  ExpectClose(out[0], want[0], "loss");
+}
+
 TEST(WhileOp, ConditionMustBeBool) {
   proto::ProgramDesc p = LoopProgram();
   proto::BlockDesc* b = p.mutable_blocks(0);
