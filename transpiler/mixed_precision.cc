@@ -45,6 +45,8 @@ AmpLists DefaultAmpLists() {
              "auc",
              "top_k",
              "linear_chain_crf",
+             "nce",
+             "hierarchical_sigmoid",
              "crf_decoding",
              // In none of Fluid 1.x's lists, which leaves them float32.
              "conv2d_transpose",
