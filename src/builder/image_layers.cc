@@ -183,6 +183,31 @@ std::string ImageResize(ProgramBuilder* b, const std::string& input,
   return out;
 }
 
+std::string ImageResizeShort(ProgramBuilder* b, const std::string& input,
+                             int64_t out_short_len,
+                             const std::string& resample) {
+  const Shape in = VarShape(VarOf(b, input));
+  FLUID_ENFORCE(in.rank() == 4 && in[2] > 0 && in[3] > 0,
+                "layer 'image_resize_short': input '", input,
+                "' must be 4-D NCHW with a known height and width, its "
+                "shape is ",
+                in);
+  FLUID_ENFORCE(out_short_len >= 1,
+                "layer 'image_resize_short': argument "
+                "'out_short_len' must be positive, got ",
+                out_short_len);
+  // The shorter side to out_short_len, the longer in proportion, rounded.
+  const int s = in[2] <= in[3] ? 2 : 3, l = 5 - s;
+  std::vector<int64_t> out(2);
+  out[s - 2] = out_short_len;
+  out[l - 2] = static_cast<int64_t>(
+      static_cast<double>(in[l]) * out_short_len / in[s] + 0.5);
+  ResizeSpec spec;
+  spec.resample = resample;
+  spec.out_shape = out;
+  return ImageResize(b, input, spec);
+}
+
 namespace {
 
 // Fluid's data_format: the ops compute on NCHW only.
@@ -296,6 +321,18 @@ REGISTER_LAYER(resize_nearest)
     .String("data_format", "NCHW")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return BuildResize(b, a, "NEAREST", 1);
+    });
+
+REGISTER_LAYER(image_resize_short)
+    .Doc(
+        "image_resize of NCHW input (known height and width) with its "
+        "shorter side to out_short_len, the longer in proportion.")
+    .Var("input")
+    .Int("out_short_len")
+    .String("resample", "BILINEAR")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return ImageResizeShort(b, a.Var("input"), a.Int("out_short_len"),
+                              a.String("resample"));
     });
 
 }  // namespace layers

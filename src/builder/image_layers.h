@@ -51,5 +51,12 @@ struct ResizeSpec {
 std::string ImageResize(ProgramBuilder* b, const std::string& input,
                         const ResizeSpec& spec, const std::string& name = "");
 
+// image_resize of `input` (NCHW, known height and width) to the size whose
+// shorter side is out_short_len and whose longer keeps the aspect ratio
+// (rounded to nearest).
+std::string ImageResizeShort(ProgramBuilder* b, const std::string& input,
+                             int64_t out_short_len,
+                             const std::string& resample = "BILINEAR");
+
 }  // namespace layers
 }  // namespace fluid

@@ -21,7 +21,9 @@ SCHEMAS = _core.layer_schemas()
 
 # fluid.layers and the topic modules whose layers it re-exports, each a
 # registered layer.
-LAYER_MODULES = {L.__name__, "fluid.layers_control", "fluid.layers_crf"}
+LAYER_MODULES = {L.__name__, "fluid.layers_control", "fluid.layers_crf",
+                 "fluid.layers_image"}
+LAYER_MODULES |= {"fluid.layers_loss"}
 
 
 def layer_functions():
@@ -91,6 +93,11 @@ class _Program:
 # A value of each kind that the Python functions' own checks accept.
 SAMPLES = {"var": "v", "var list": ["v", "w"], "int": 2, "int list": [2, 3],
            "float": 0.5, "bool": True, "string": "s", "param attr": None}
+# Layers that need one of two optional arguments (as in Fluid): the one given.
+EITHER = {"conv2d_transpose": {"filter_size": [2, 3]},
+          "image_resize": {"out_shape": [2, 3]},
+          "resize_bilinear": {"out_shape": [2, 3]},
+          "resize_nearest": {"out_shape": [2, 3]}}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -101,6 +108,7 @@ def test_python_layer_reaches_its_registered_layer(name, monkeypatch):
                         lambda: (recorder, _Program()))
     args = SCHEMAS[name]["args"]
     given = {a["name"]: SAMPLES[a["kind"]] for a in args if a["required"]}
+    given.update(EITHER.get(name, {}))
     out = getattr(L, name)(**given)
     # split returns its pieces as a list, as Fluid's does; auc returns
     # (auc, batch_auc, [states]), as Fluid's does.

@@ -189,21 +189,9 @@ def image_resize_short(input, out_short_len, resample="BILINEAR"):
         >>> x = fluid.layers.data("x", [3, 20, 30])
         >>> y = fluid.layers.image_resize_short(x, 10)   # [-1, 3, 10, 15]
     """
-    shape = list(getattr(input, "shape", ()))
-    if len(shape) != 4:
-        raise ValueError(f"image_resize_short: input must be 4-D NCHW, got "
-                         f"shape {shape}")
-    h, w = shape[2], shape[3]
-    if h <= 0 or w <= 0:
-        raise ValueError("image_resize_short: the input's height and width "
-                         f"must be known, got shape {shape}")
-    if isinstance(out_short_len, bool) or not isinstance(
-            out_short_len, int) or out_short_len <= 0:
-        raise ValueError(f"image_resize_short(out_short_len="
-                         f"{out_short_len!r}): expected a positive int")
-    short, long_ = (2, 3) if h <= w else (3, 2)
-    out = [0, 0]
-    out[short - 2] = out_short_len
-    out[long_ - 2] = int(float(shape[long_]) * out_short_len /
-                         float(shape[short]) + 0.5)
-    return image_resize(input, out_shape=out, resample=resample)
+    if resample not in ("BILINEAR", "NEAREST", "TRILINEAR"):
+        raise ValueError(f"image_resize_short(resample={resample!r}): "
+                         "expected 'BILINEAR' or 'NEAREST'")
+    return _layer("image_resize_short",
+                  input=_name(input, "image_resize_short"),
+                  out_short_len=out_short_len, resample=resample)
