@@ -36,9 +36,11 @@ testing::TensorMap CrfBatch(DataType dt, bool padded, uint64_t seed) {
   const int64_t rows = padded ? 20 : lod.back();
   std::vector<int64_t> labels;
   for (int64_t r = 0; r < rows; ++r) labels.push_back((r * 5 + 1) % d);
-  testing::TensorMap in{{"x", x},
-                        {"w", RandomTensor(dt, {d + 2, d}, -1, 1, seed + 1)},
-                        {"label", MakeTensor<int64_t>({rows, 1}, labels)}};
+  testing::TensorMap in{
+      {"x", x},
+      {"w", RandomTensor(dt, {d + 2, d}, -1, 1, seed + 1)},
+      {"label",
+       MakeTensor<int64_t>(padded ? Shape({4, 5}) : Shape({rows, 1}), labels)}};
   if (padded) in["length"] = MakeTensor<int64_t>({4}, {3, 0, 5, 1});
   return in;
 }
