@@ -203,7 +203,7 @@ REASONS = [
      fluid.layers.sign fluid.layers.unfold fluid.layers.shard_index
      fluid.layers.hard_swish fluid.layers.uniform_random fluid.layers.unbind
      fluid.layers.center_loss fluid.layers.bpr_loss
-     fluid.layers.warpctc fluid.layers.nce fluid.layers.hsigmoid
+     fluid.layers.warpctc
      fluid.layers.sampled_softmax_with_cross_entropy fluid.layers.rank_loss
      fluid.layers.margin_rank_loss fluid.layers.huber_loss
      fluid.layers.kldiv_loss fluid.layers.npair_loss fluid.layers.mse_loss

@@ -1520,6 +1520,7 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
+from .layers_loss import hsigmoid, nce  # noqa: E402,F401
 from .layers_image import (  # noqa: E402,F401
     conv2d_transpose, image_resize, image_resize_short, resize_bilinear,
     resize_nearest)

@@ -198,6 +198,15 @@ FLUID_18 = {
         ("filter_stride", 1), ("padding", True), ("padding_start", None),
         ("bias_attr", None), ("param_attr", None), ("act", None),
         ("name", None)],
+    "layers.nce": [
+        ("input", R), ("label", R), ("num_total_classes", R),
+        ("sample_weight", None), ("param_attr", None), ("bias_attr", None),
+        ("num_neg_samples", None), ("name", None), ("sampler", "uniform"),
+        ("custom_dist", None), ("seed", 0), ("is_sparse", False)],
+    "layers.hsigmoid": [
+        ("input", R), ("label", R), ("num_classes", R), ("param_attr", None),
+        ("bias_attr", None), ("name", None), ("path_table", None),
+        ("path_code", None), ("is_custom", False), ("is_sparse", False)],
     "layers.embedding": [("input", R), ("size", R), ("is_sparse", False),
                          ("is_distributed", False), ("padding_idx", None),
                          ("param_attr", None), ("dtype", "float32")],
@@ -415,6 +424,7 @@ MODULES = {
     "layers": ("fluid.layers", "fluid.layers_io", "fluid.layers_tensor",
                "fluid.layers_image",
                "fluid.layers_crf",
+               "fluid.layers_loss",
                "fluid.layers_control", "fluid.layers_while",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
