@@ -176,7 +176,8 @@ def main():
     if a.steps is not None:
         steps = min(steps, a.steps)
     for step in range(steps):
-        batch = [train[i] for i in order[step * per_step:(step + 1) * per_step]]
+        picked = order[step * per_step:(step + 1) * per_step]
+        batch = [train[i] for i in picked]
         mine = batch[rank * a.batch_size:(rank + 1) * a.batch_size]
         cost, = exe.run(main_p, feed=feeder.feed(mine), fetch_list=[avg_cost])
         if rank == 0 and (step % 10 == 0 or step == steps - 1):
