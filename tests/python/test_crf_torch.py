@@ -176,3 +176,59 @@ def test_argument_errors():
             L.edit_distance(label, label, ignored_tokens="0")
         with pytest.raises(Exception, match="go together"):
             L.edit_distance(label, label, input_length=label)
+
+
+def test_padded_decoding_and_distance_equal_lod():
+    """crf_decoding with length and edit_distance with input_length and
+    label_length give what their LoD forms give on the same sequences."""
+    rng = np.random.RandomState(6)
+    lengths, s = [3, 1, 4], 4
+    xv = rng.uniform(-2, 2, (sum(lengths), D))
+    px = np.zeros((len(lengths), s, D))
+    offsets = np.cumsum([0] + lengths)
+    for i, k in enumerate(lengths):
+        px[i, :k] = xv[offsets[i]:offsets[i + 1]]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [D], dtype="float64", lod_level=1)
+        label = L.data("label", [1], dtype="int64", lod_level=1)
+        L.linear_chain_crf(x, label, param_attr="crfw")
+        path = L.crf_decoding(x, param_attr="crfw")
+        xp = L.data("xp", [s, D], dtype="float64")
+        length = L.data("length", [], dtype="int64")
+        ppath = L.crf_decoding(xp, param_attr="crfw", length=length)
+        hyp = L.data("hyp", [s], dtype="int64")
+        ref = L.data("ref", [s], dtype="int64")
+        dist, _ = L.edit_distance(hyp, ref, input_length=length,
+                                  label_length=length)
+        dist_lod, _ = L.edit_distance(path, label)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    scope.set("crfw", rng.uniform(-2, 2, (D + 2, D)))
+    labels = rng.randint(0, D, (sum(lengths), 1)).astype(np.int64)
+    got = exe.run(main, scope=scope, fetch_list=[path, ppath, dist_lod],
+                  feed={
+                      "x": fluid.create_lod_tensor(xv, [lengths],
+                                                   fluid.CPUPlace()),
+                      "label": fluid.create_lod_tensor(labels, [lengths],
+                                                       fluid.CPUPlace()),
+                      "xp": px, "length": np.array(lengths, np.int64),
+                      "hyp": np.zeros((3, s), np.int64),
+                      "ref": np.zeros((3, s), np.int64)})
+    flat = got[0].ravel()
+    for i, k in enumerate(lengths):
+        assert got[1][i, :k].tolist() == flat[offsets[i]:offsets[i + 1]]\
+            .tolist()
+        assert (got[1][i, k:] == 0).all()
+    # The decoded tags against the labels, padded: the same distances.
+    hp = np.zeros((3, s), np.int64)
+    rp = np.zeros((3, s), np.int64)
+    for i, k in enumerate(lengths):
+        hp[i, :k] = flat[offsets[i]:offsets[i + 1]]
+        rp[i, :k] = labels[offsets[i]:offsets[i + 1], 0]
+    padded = exe.run(main, scope=scope, fetch_list=[dist], feed={
+        "x": fluid.create_lod_tensor(xv, [lengths], fluid.CPUPlace()),
+        "label": fluid.create_lod_tensor(labels, [lengths], fluid.CPUPlace()),
+        "xp": px, "length": np.array(lengths, np.int64), "hyp": hp,
+        "ref": rp})
+    np.testing.assert_array_equal(padded[0], got[2])
