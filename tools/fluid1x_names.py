@@ -170,12 +170,12 @@ REASONS = [
      "CUDA kernels, gradient checks and a reference); they come with the "
      "control-flow work above. Most have a short equivalent in the layers "
      "that exist (e.g. mse_loss: mean(square_error_cost)).", """
-     fluid.layers.cos_sim fluid.layers.adaptive_pool2d
+     fluid.layers.adaptive_pool2d
      fluid.layers.instance_norm fluid.layers.data_norm
      fluid.layers.reduce_all fluid.layers.reduce_any
-     fluid.layers.ctc_greedy_decoder fluid.layers.l2_normalize
+     fluid.layers.ctc_greedy_decoder
      fluid.layers.im2sequence fluid.layers.row_conv fluid.layers.multiplex
-     fluid.layers.group_norm fluid.layers.spectral_norm fluid.layers.smooth_l1
+     fluid.layers.spectral_norm
      fluid.layers.autoincreased_step_counter
      fluid.layers.lod_reset fluid.layers.lod_append
      fluid.layers.lrn fluid.layers.pad fluid.layers.pad_constant_like
@@ -184,13 +184,12 @@ REASONS = [
      fluid.layers.scatter_nd_add fluid.layers.scatter_nd
      fluid.layers.random_crop fluid.layers.mean_iou fluid.layers.selu
      fluid.layers.crop fluid.layers.crop_tensor fluid.layers.stanh
-     fluid.layers.hard_sigmoid fluid.layers.swish fluid.layers.prelu
+     fluid.layers.hard_sigmoid fluid.layers.swish
      fluid.layers.soft_relu fluid.layers.stack fluid.layers.pad2d
      fluid.layers.unstack fluid.layers.unique fluid.layers.unique_with_counts
      fluid.layers.expand fluid.layers.expand_as fluid.layers.elementwise_mod
      fluid.layers.elementwise_floordiv
-     fluid.layers.uniform_random_batch_size_like fluid.layers.gaussian_random
-     fluid.layers.sampling_id fluid.layers.gaussian_random_batch_size_like
+     fluid.layers.sampling_id
      fluid.layers.sum fluid.layers.slice fluid.layers.strided_slice
      fluid.layers.shape fluid.layers.rank fluid.layers.size
      fluid.layers.clip_by_norm fluid.layers.maxout fluid.layers.space_to_depth
@@ -201,17 +200,14 @@ REASONS = [
      fluid.layers.get_tensor_from_selected_rows fluid.layers.shuffle_channel
      fluid.layers.temporal_shift fluid.layers.pixel_shuffle fluid.layers.where
      fluid.layers.sign fluid.layers.unfold fluid.layers.shard_index
-     fluid.layers.hard_swish fluid.layers.uniform_random fluid.layers.unbind
+     fluid.layers.hard_swish fluid.layers.unbind
      fluid.layers.center_loss fluid.layers.bpr_loss
      fluid.layers.warpctc
      fluid.layers.sampled_softmax_with_cross_entropy fluid.layers.rank_loss
      fluid.layers.margin_rank_loss fluid.layers.huber_loss
      fluid.layers.kldiv_loss fluid.layers.npair_loss fluid.layers.mse_loss
      fluid.layers.create_tensor fluid.layers.argmin fluid.layers.argsort
-     fluid.layers.ones fluid.layers.zeros fluid.layers.reverse
-     fluid.layers.has_inf fluid.layers.has_nan fluid.layers.isfinite
-     fluid.layers.range fluid.layers.linspace fluid.layers.zeros_like
-     fluid.layers.ones_like fluid.layers.diag fluid.layers.eye
+     fluid.layers.reverse
      fluid.layers.triu fluid.layers.atan fluid.layers.tanh_shrink
      fluid.layers.softshrink fluid.layers.rsqrt fluid.layers.ceil
      fluid.layers.floor fluid.layers.cos fluid.layers.acos fluid.layers.asin

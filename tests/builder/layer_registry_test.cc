@@ -8,9 +8,11 @@
 #include "src/builder/attention_layers.h"
 #include "src/builder/clip_layers.h"
 #include "src/builder/control_layers.h"
+#include "src/builder/creation_layers.h"
 #include "src/builder/embedding_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/metric_layers.h"
+#include "src/builder/nn_layers.h"
 #include "src/builder/norm_layers.h"
 #include "src/builder/recurrent_layers.h"
 #include "src/builder/sequence_ops_layers.h"
@@ -38,6 +40,7 @@ struct Built {
     layers::Data(&b, "state", Shape{4});
     layers::Data(&b, "prob", Shape{2});
     layers::Data(&b, "mask", Shape{10}, DataType::kBool);
+    AddVarDesc(main.mutable_blocks(0), "vec", DataType::kFloat32, {5});
     AddVarDesc(main.mutable_blocks(0), "arr", DataType::kFloat32, {-1, 10})
         ->set_type(proto::VarDesc::LOD_TENSOR_ARRAY);
   }
@@ -815,6 +818,104 @@ std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
   };
 }
 
+// The layers of src/builder/nn_layers.cc and creation_layers.cc.
+std::vector<LayerCase> NnAndCreationLayerCases() {
+  layers::GroupNormOptions gn;
+  gn.groups = 3;
+  gn.act = "relu";
+  layers::RandomFill gauss;
+  gauss.gaussian = true;
+  gauss.a = 0.0f;
+  gauss.b = 2.0f;
+  gauss.dtype = DataType::kFloat64;
+  layers::RandomFill uniform;
+  uniform.seed = 3;
+  return {
+      {"cos_sim",
+       {{"X", "x"}, {"Y", "y"}},
+       [](ProgramBuilder* b) { return layers::CosSim(b, "x", "y"); }},
+      {"l2_normalize",
+       {{"x", "x"}, {"axis", int64_t{1}}, {"epsilon", 1e-6}},
+       [](ProgramBuilder* b) { return layers::L2Normalize(b, "x", 1, 1e-6f); }},
+      {"prelu",
+       {{"x", "img"}, {"mode", "channel"}},
+       [](ProgramBuilder* b) { return layers::Prelu(b, "img", "channel"); }},
+      {"smooth_l1",
+       {{"x", "x"},
+        {"y", "y"},
+        {"inside_weight", std::vector<std::string>{"x"}},
+        {"outside_weight", std::vector<std::string>{"y"}},
+        {"sigma", 2.0}},
+       [](ProgramBuilder* b) {
+         return layers::SmoothL1(b, "x", "y", "x", "y", 2.0f);
+       }},
+      {"group_norm",
+       {{"input", "img"}, {"groups", int64_t{3}}, {"act", "relu"}},
+       [gn](ProgramBuilder* b) { return layers::GroupNorm(b, "img", gn); }},
+      {"ones_like",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::FillLike(b, "x", 1.0f); }},
+      {"zeros_like",
+       {{"x", "x"}, {"out", "y"}},
+       [](ProgramBuilder* b) { return layers::FillLike(b, "x", 0.0f, "y"); }},
+      {"uniform_random",
+       {{"shape", Ints{2, 3}}, {"seed", int64_t{3}}},
+       [uniform](ProgramBuilder* b) {
+         return layers::RandomTensor(b, {2, 3}, uniform);
+       }},
+      {"gaussian_random",
+       {{"shape", Ints{4}}, {"std", 2.0}, {"dtype", "float64"}},
+       [gauss](ProgramBuilder* b) {
+         return layers::RandomTensor(b, {4}, gauss);
+       }},
+      {"uniform_random_batch_size_like",
+       {{"input", "x"}, {"shape", Ints{-1, 3}}, {"seed", int64_t{3}}},
+       [uniform](ProgramBuilder* b) {
+         return layers::RandomBatchSizeLike(b, "x", {-1, 3}, 0, 0, uniform);
+       }},
+      {"gaussian_random_batch_size_like",
+       {{"input", "x"},
+        {"shape", Ints{2, -1}},
+        {"output_dim_idx", int64_t{1}},
+        {"std", 2.0},
+        {"dtype", "float64"}},
+       [gauss](ProgramBuilder* b) {
+         return layers::RandomBatchSizeLike(b, "x", {2, -1}, 0, 1, gauss);
+       }},
+      {"range",
+       {{"start", 1.0}, {"end", 7.0}, {"step", 2.0}, {"dtype", "int64"}},
+       [](ProgramBuilder* b) {
+         return layers::Range(b, 1, 7, 2, DataType::kInt64);
+       }},
+      {"linspace",
+       {{"start", 0.0},
+        {"stop", 1.0},
+        {"num", int64_t{4}},
+        {"dtype", "float64"}},
+       [](ProgramBuilder* b) {
+         return layers::Linspace(b, 0, 1, 4, DataType::kFloat64);
+       }},
+      {"eye",
+       {{"num_rows", int64_t{3}}, {"batch_shape", Ints{2}}},
+       [](ProgramBuilder* b) {
+         return layers::Eye(b, 3, -1, {2}, DataType::kFloat32);
+       }},
+      {"diag",
+       {{"diagonal", "vec"}},
+       [](ProgramBuilder* b) { return layers::Diag(b, "vec"); }},
+      {"has_inf",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::FiniteTest(b, "isinf", "x"); }},
+      {"has_nan",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::FiniteTest(b, "isnan", "x"); }},
+      {"isfinite",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) {
+         return layers::FiniteTest(b, "isfinite", "x");
+       }},
+  };
+}
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
@@ -822,6 +923,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : AttentionLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SequenceLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ControlLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : NnAndCreationLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);

@@ -1520,6 +1520,11 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None,
 
 from .layers_io import (create_py_reader_by_data, double_buffer,  # noqa: E402,F401
                         py_reader, read_file)
+from .layers_nn import (  # noqa: E402,F401
+    cos_sim, diag, eye, gaussian_random, gaussian_random_batch_size_like,
+    group_norm, has_inf, has_nan, isfinite, l2_normalize, linspace, ones,
+    ones_like, prelu, range, smooth_l1, uniform_random,
+    uniform_random_batch_size_like, zeros, zeros_like)
 from .layers_loss import hsigmoid, nce  # noqa: E402,F401
 from .layers_image import (  # noqa: E402,F401
     conv2d_transpose, image_resize, image_resize_short, resize_bilinear,
