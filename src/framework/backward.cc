@@ -440,13 +440,8 @@ void AppendGradOp(proto::BlockDesc* block, proto::OpDesc g,
     std::string fwd_name = ForwardName(base);
     const proto::VarDesc* fv = FindVarDesc(*block, fwd_name);
     if (fv != nullptr) DeclareLike(block, n, *fv);
-    if (n == base && params.count(fwd_name)) {
-      // (parameter, gradient) pairs: while_grad writes several.
-      std::vector<std::string> pairs = OpRoleVarOf(g);
-      pairs.push_back(fwd_name);
-      pairs.push_back(n);
-      SetOpAttr(&g, kOpRoleVarAttr, pairs);
-    }
+    if (n == base && params.count(fwd_name))
+      SetOpAttr(&g, kOpRoleVarAttr, std::vector<std::string>{fwd_name, n});
   }
   *block->add_ops() = g;
   InferShapeAtCompileTime(block->ops(block->ops_size() - 1), block);
