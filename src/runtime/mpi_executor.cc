@@ -1,5 +1,6 @@
 #include "src/runtime/mpi_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -103,6 +104,42 @@ proto::ProgramDesc MissingStateInitialisers(const proto::ProgramDesc& startup,
   return out;
 }
 
+// `startup` less the state shaped and named after a trainable parameter
+// (an optimizer's accumulators) that fill_constant makes: those ops, the
+// vars and any op reading them (a broadcast of them).
+proto::ProgramDesc WithoutParameterState(const proto::ProgramDesc& startup) {
+  const proto::BlockDesc& block = startup.blocks(0);
+  std::set<std::string> deferred;
+  for (const auto& op : block.ops()) {
+    const std::vector<std::string> outs = OpOutputNames(op);
+    if (op.type() != "fill_constant" || outs.size() != 1) continue;
+    const proto::VarDesc* state = FindVarDesc(block, outs[0]);
+    if (state == nullptr || !state->persistable() || state->trainable())
+      continue;
+    for (const auto& p : block.vars())
+      if (p.trainable() && outs[0].rfind(p.name() + "_", 0) == 0 &&
+          VarShape(p) == VarShape(*state))
+        deferred.insert(outs[0]);
+  }
+  auto touches = [&](const proto::OpDesc& op) {
+    for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
+      for (const auto& n : names)
+        if (deferred.count(n)) return true;
+    return false;
+  };
+  proto::ProgramDesc out = startup;
+  proto::BlockDesc* b = out.mutable_blocks(0);
+  auto* ops = b->mutable_ops();
+  ops->erase(std::remove_if(ops->begin(), ops->end(), touches), ops->end());
+  auto* vars = b->mutable_vars();
+  vars->erase(std::remove_if(vars->begin(), vars->end(),
+                             [&](const proto::VarDesc& v) {
+                               return deferred.count(v.name()) > 0;
+                             }),
+              vars->end());
+  return out;
+}
+
 }  // namespace
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
@@ -123,9 +160,11 @@ void MPIExecutor::CheckSameProgram(uint64_t mine, const char* what) {
 // (shard_'s end waits for the gathers in flight.)
 MPIExecutor::~MPIExecutor() = default;
 
-void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope) {
+void MPIExecutor::RunStartup(const proto::ProgramDesc& startup, Scope* scope,
+                             bool defer_parameter_state) {
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::RunStartup: null scope");
-  proto::ProgramDesc program = StartupWithBroadcasts(startup);
+  proto::ProgramDesc program = StartupWithBroadcasts(
+      defer_parameter_state ? WithoutParameterState(startup) : startup);
   CheckSameProgram(StructureHash(program), "startup programs");
   exe_.RunOnce(program, scope);
 }

@@ -45,7 +45,13 @@ class MPIExecutor {
   // broadcast from rank 0 of every persistable var it initialises (added
   // unless it has them), after checking that every rank holds the same
   // startup program. Collective: every rank calls it.
-  void RunStartup(const proto::ProgramDesc& startup, Scope* scope);
+  // `defer_parameter_state` (a sharded job's, before its training program
+  // is known): the fill_constant initialisers of state shaped and named
+  // after a parameter (`<param>_moment1_0`: the optimizer's accumulators)
+  // are left out, so that this state never exists whole: the first Init
+  // makes the shards of it (or, unsharded, the missing state) instead.
+  void RunStartup(const proto::ProgramDesc& startup, Scope* scope,
+                  bool defer_parameter_state = false);
 
   // Prepares `job` for this communicator's ranks as `strategy` says
   // (PrepareJob; a job transpiled already keeps the strategy it carries),

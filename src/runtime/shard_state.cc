@@ -193,7 +193,10 @@ void ShardState::ScatterLoaded() {
     loaded =
         loaded && v != nullptr && v->IsTensor() && v->GetTensor().initialized();
   }
-  if (comm_->AllGatherValue(loaded ? 1 : 0)[0] == 0) return;  // rank 0's
+  // Rank 0's. Not all loaded (a startup that left the accumulators to the
+  // shards): the shards made by CreateState stand, and the whole values
+  // Restore put back are dropped.
+  if (comm_->AllGatherValue(loaded ? 1 : 0)[0] == 0) return DropGathered();
   for (const auto& name : per_parameter_state_) {
     Tensor* t = scope_->FindVar(name)->GetMutableTensor();
     if (!t->initialized()) t->raw_mutable_data();  // shaped as declared

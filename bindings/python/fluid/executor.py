@@ -548,7 +548,10 @@ class MPIExecutor:
         with self._lock:
             self._scopes[id(scope)] = scope
             if program.is_startup:
-                self._probe.run_startup(program.desc, scope._core)
+                # Sharded: the optimizer's accumulators are made as shards
+                # by the first training run, never whole.
+                self._probe.run_startup(program.desc, scope._core,
+                                        bool(self._strategy.sharding))
                 self._startup = program
                 self._started.add(id(scope))
                 return []
@@ -660,7 +663,7 @@ class MPIExecutor:
         # The whole startup, so that new vars live where the executor puts
         # them; then what the scope held goes back (onto its device).
         held = {n: scope._core.get(n) for n in made if scope._core.has(n)}
-        self._probe.run_startup(startup.desc, scope._core)
+        self._probe.run_startup(startup.desc, scope._core, False)
         for name, value in held.items():
             scope._core.set(name, value)
 
