@@ -10,6 +10,7 @@
 #include "src/builder/control_layers.h"
 #include "src/builder/creation_layers.h"
 #include "src/builder/embedding_layers.h"
+#include "src/builder/image_layers.h"
 #include "src/builder/layers.h"
 #include "src/builder/metric_layers.h"
 #include "src/builder/nn_layers.h"
@@ -916,6 +917,77 @@ std::vector<LayerCase> NnAndCreationLayerCases() {
        }},
   };
 }
+// conv2d_transpose and the resizes (image_layers.h).
+std::vector<LayerCase> ImageLayerCases() {
+  layers::Conv2dTransposeWindow sized;
+  sized.output_size = {16};
+  sized.filter_size = {3};
+  sized.stride = {2};
+  sized.padding = {1};
+  layers::Conv2dTransposeWindow derived;
+  derived.output_size = {10};
+  derived.groups = 3;
+  layers::ResizeSpec nearest;
+  nearest.resample = "NEAREST";
+  nearest.out_shape = {5, 6};
+  nearest.align_corners = false;
+  layers::ResizeSpec half_pixel;
+  half_pixel.scale = 2.0;
+  half_pixel.align_corners = false;
+  half_pixel.align_mode = 0;
+  layers::ResizeSpec small;
+  small.resample = "NEAREST";
+  small.out_shape = {4, 4};
+  return {
+      {"conv2d_transpose",
+       {{"input", "img"},
+        {"num_filters", int64_t{4}},
+        {"output_size", int64_t{16}},
+        {"filter_size", int64_t{3}},
+        {"stride", int64_t{2}},
+        {"padding", int64_t{1}},
+        {"act", "relu"}},
+       [sized](ProgramBuilder* b) {
+         return layers::Conv2dTranspose(b, "img", 4, sized, "relu");
+       }},
+      {"conv2d_transpose",
+       {{"input", "img"},
+        {"num_filters", int64_t{6}},
+        {"output_size", Ints{10, 10}},
+        {"groups", int64_t{3}},
+        {"bias_attr", false}},
+       [derived](ProgramBuilder* b) {
+         return layers::Conv2dTranspose(b, "img", 6, derived, "", {}, {},
+                                        false);
+       }},
+      {"image_resize",
+       {{"input", "img"},
+        {"out_shape", Ints{5, 6}},
+        {"resample", "NEAREST"},
+        {"align_corners", false}},
+       [nearest](ProgramBuilder* b) {
+         return layers::ImageResize(b, "img", nearest);
+       }},
+      {"resize_bilinear",
+       {{"input", "img"},
+        {"scale", 2.0},
+        {"name", "up"},
+        {"align_corners", false},
+        {"align_mode", int64_t{0}}},
+       [half_pixel](ProgramBuilder* b) {
+         return layers::ImageResize(b, "img", half_pixel, "up");
+       }},
+      {"resize_nearest",
+       {{"input", "img"}, {"out_shape", Ints{4, 4}}},
+       [small](ProgramBuilder* b) {
+         return layers::ImageResize(b, "img", small);
+       }},
+      {"image_resize_short",
+       {{"input", "img"}, {"out_short_len", int64_t{4}}},
+       [](ProgramBuilder* b) { return layers::ImageResizeShort(b, "img", 4); }},
+  };
+}
+
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
@@ -924,6 +996,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : SequenceLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ControlLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : NnAndCreationLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : ImageLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
