@@ -167,6 +167,26 @@ RandomFill RandomArgs(const LayerArgs& a, bool gaussian) {
 
 }  // namespace
 
+// zeros and ones: fill_constant of 0 and 1 (force_cpu is accepted and has
+// no effect: a var lives where the executor runs).
+REGISTER_LAYER(zeros)
+    .Doc("A constant of shape and dtype filled with 0; force_cpu is ignored.")
+    .IntList("shape")
+    .String("dtype")
+    .Bool("force_cpu", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return FillConstant(b, a.IntList("shape"), DtypeArg(a, "dtype"), 0.0f);
+    });
+
+REGISTER_LAYER(ones)
+    .Doc("A constant of shape and dtype filled with 1; force_cpu is ignored.")
+    .IntList("shape")
+    .String("dtype")
+    .Bool("force_cpu", false)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return FillConstant(b, a.IntList("shape"), DtypeArg(a, "dtype"), 1.0f);
+    });
+
 REGISTER_LAYER(ones_like)
     .Doc("x's shape and dtype filled with 1; written to `out` when given.")
     .Var("x")

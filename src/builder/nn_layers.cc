@@ -160,12 +160,15 @@ std::string GroupNorm(ProgramBuilder* b, const std::string& input,
 
 namespace {
 
-// A var-list argument of zero or one var: "" or that var.
-std::string OptionalVar(const LayerArgs& a, const std::string& name) {
-  const std::vector<std::string>& v = a.VarList(name);
-  FLUID_ENFORCE(v.size() <= 1, "layer '", a.layer(), "': argument '", name,
-                "': one var or none, got ", v.size());
-  return v.empty() ? "" : v[0];
+// An optional var argument: "" (not given) or a var of the program.
+std::string OptionalVar(ProgramBuilder* b, const LayerArgs& a,
+                        const std::string& name) {
+  const std::string& v = a.String(name);
+  FLUID_ENFORCE_CODE(v.empty() || FindVarDesc(*b->main_block(), v) != nullptr,
+                     ErrorCode::kNotFound, "layer '", a.layer(),
+                     "': argument '", name, "': no variable '", v,
+                     "' in the program");
+  return v;
 }
 
 GroupNormOptions GroupNormArgs(const LayerArgs& a) {
@@ -230,13 +233,13 @@ REGISTER_LAYER(smooth_l1)
         "|d| - 0.5 / sigma^2: [N, 1].")
     .Var("x")
     .Var("y")
-    .VarList("inside_weight")
-    .VarList("outside_weight")
+    .String("inside_weight", "")
+    .String("outside_weight", "")
     .Float("sigma", 1.0)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return SmoothL1(b, a.Var("x"), a.Var("y"),
-                      OptionalVar(a, "inside_weight"),
-                      OptionalVar(a, "outside_weight"),
+                      OptionalVar(b, a, "inside_weight"),
+                      OptionalVar(b, a, "outside_weight"),
                       static_cast<float>(a.Float("sigma")));
     });
 

@@ -844,8 +844,8 @@ std::vector<LayerCase> NnAndCreationLayerCases() {
       {"smooth_l1",
        {{"x", "x"},
         {"y", "y"},
-        {"inside_weight", std::vector<std::string>{"x"}},
-        {"outside_weight", std::vector<std::string>{"y"}},
+        {"inside_weight", "x"},
+        {"outside_weight", "y"},
         {"sigma", 2.0}},
        [](ProgramBuilder* b) {
          return layers::SmoothL1(b, "x", "y", "x", "y", 2.0f);
@@ -853,6 +853,16 @@ std::vector<LayerCase> NnAndCreationLayerCases() {
       {"group_norm",
        {{"input", "img"}, {"groups", int64_t{3}}, {"act", "relu"}},
        [gn](ProgramBuilder* b) { return layers::GroupNorm(b, "img", gn); }},
+      {"zeros",
+       {{"shape", Ints{2, 3}}, {"dtype", "int64"}},
+       [](ProgramBuilder* b) {
+         return layers::FillConstant(b, {2, 3}, DataType::kInt64, 0.0f);
+       }},
+      {"ones",
+       {{"shape", Ints{4}}, {"dtype", "float32"}, {"force_cpu", true}},
+       [](ProgramBuilder* b) {
+         return layers::FillConstant(b, {4}, DataType::kFloat32, 1.0f);
+       }},
       {"ones_like",
        {{"x", "x"}},
        [](ProgramBuilder* b) { return layers::FillLike(b, "x", 1.0f); }},

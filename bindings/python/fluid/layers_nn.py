@@ -66,9 +66,6 @@ def prelu(x, mode, param_attr=None, name=None):
         >>> x = fluid.layers.data("x", [3, 8, 8])
         >>> y = fluid.layers.prelu(x, mode="channel")  # alpha [1, 3, 1, 1]
     """
-    if mode not in ("all", "channel", "element"):
-        raise ValueError(f"prelu(mode={mode!r}): expected 'all', 'channel' "
-                         "or 'element'")
     attr = _named(_attr(param_attr, "prelu", "param_attr"), name, "w")
     return _layer("prelu", x=_name(x, "prelu", "x"), mode=mode,
                   param_attr=attr, name=name)
@@ -88,10 +85,9 @@ def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
     if (inside_weight is None) != (outside_weight is None):
         raise ValueError("smooth_l1: inside_weight and outside_weight are "
                          "given together or not at all")
-    weights = {}
-    for arg, w in (("inside_weight", inside_weight),
-                   ("outside_weight", outside_weight)):
-        weights[arg] = [] if w is None else [_name(w, "smooth_l1", arg)]
+    weights = {arg: None if w is None else _name(w, "smooth_l1", arg)
+               for arg, w in (("inside_weight", inside_weight),
+                              ("outside_weight", outside_weight))}
     return _layer("smooth_l1", x=_name(x, "smooth_l1", "x"),
                   y=_name(y, "smooth_l1", "y"),
                   sigma=1.0 if sigma is None else float(sigma), **weights)
@@ -155,9 +151,8 @@ def zeros(shape, dtype, force_cpu=False):
 
         >>> z = fluid.layers.zeros([3, 2], "float32")      # [3, 2]
     """
-    return _layer("fill_constant", shape=_shape_list(shape, "zeros"),
-                  dtype=_dtype_name(dtype, "zeros"), value=0.0,
-                  force_cpu=bool(force_cpu))
+    return _layer("zeros", shape=_shape_list(shape, "zeros"),
+                  dtype=_dtype_name(dtype, "zeros"), force_cpu=force_cpu)
 
 
 def ones(shape, dtype, force_cpu=False):
@@ -166,9 +161,8 @@ def ones(shape, dtype, force_cpu=False):
 
         >>> o = fluid.layers.ones([2, 4], "int64")         # [2, 4]
     """
-    return _layer("fill_constant", shape=_shape_list(shape, "ones"),
-                  dtype=_dtype_name(dtype, "ones"), value=1.0,
-                  force_cpu=bool(force_cpu))
+    return _layer("ones", shape=_shape_list(shape, "ones"),
+                  dtype=_dtype_name(dtype, "ones"), force_cpu=force_cpu)
 
 
 def zeros_like(x, out=None):
