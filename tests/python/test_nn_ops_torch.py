@@ -260,3 +260,53 @@ def test_cos_sim_feeds_a_training_step():
     losses = [exe.run(main, feed={"q": qv, "d": dv}, scope=scope,
                       fetch_list=[loss])[0].item() for _ in range(5)]
     assert losses[-1] < losses[0], losses
+
+
+def _amp_model(use_bf16):
+    from fluid.contrib import mixed_precision
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 3
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [2, 6, 6])
+        label = L.data("label", [1], dtype="int64")
+        h = L.conv2d(x, 4, 3)
+        h = L.prelu(L.group_norm(h, 2, param_attr="g", bias_attr="b"),
+                    "channel")
+        e = L.l2_normalize(L.fc(h, 8), axis=1)
+        loss = L.mean(L.elementwise_add(
+            L.softmax_with_cross_entropy(L.fc(e, 3), label),
+            L.smooth_l1(e, L.fc(h, 8))))
+        opt = fluid.optimizer.SGD(0.1)
+        if use_bf16:
+            opt = mixed_precision.decorate(opt, use_bf16=True)
+        opt.minimize(loss)
+    return main, startup, loss
+
+
+def test_group_norm_prelu_norm_smooth_l1_stay_float32_under_bf16():
+    """Under bf16 the white conv2d runs in bfloat16 and the new ops in
+    float32: their inputs are float32 (a cast back is inserted), the
+    group_norm scale and bias stay float32, and 4 steps track float32's
+    losses within bf16's precision."""
+    rng = np.random.RandomState(8)
+    feeds = [{"x": rng.uniform(-1, 1, (8, 2, 6, 6)).astype("float32"),
+              "label": rng.randint(0, 3, (8, 1)).astype("int64")}
+             for _ in range(4)]
+    losses = {}
+    for bf16 in (False, True):
+        main, startup, loss = _amp_model(bf16)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        losses[bf16] = [exe.run(main, feed=f, fetch_list=[loss],
+                                scope=scope)[0].item() for f in feeds]
+    block = main.global_block()
+    types = [op.type for op in block.ops]
+    assert "cast" in types
+    for op in block.ops:
+        if op.type in ("group_norm", "prelu", "norm", "smooth_l1_loss"):
+            for slot in op.input_names:
+                for name in op.input(slot):
+                    assert block.var(name).dtype == "float32", (op.type, slot)
+    assert block.var("g").dtype == "float32"
+    assert block.var("b").dtype == "float32"
+    np.testing.assert_allclose(losses[True], losses[False], rtol=3e-2)
