@@ -180,18 +180,18 @@ REASONS = [
      fluid.layers.lod_reset fluid.layers.lod_append
      fluid.layers.lrn fluid.layers.pad fluid.layers.pad_constant_like
      fluid.layers.label_smooth fluid.layers.dice_loss
-     fluid.layers.gather fluid.layers.gather_nd fluid.layers.scatter
+     fluid.layers.gather_nd fluid.layers.scatter
      fluid.layers.scatter_nd_add fluid.layers.scatter_nd
      fluid.layers.random_crop fluid.layers.mean_iou fluid.layers.selu
      fluid.layers.crop fluid.layers.crop_tensor fluid.layers.stanh
      fluid.layers.hard_sigmoid fluid.layers.swish
-     fluid.layers.soft_relu fluid.layers.stack fluid.layers.pad2d
-     fluid.layers.unstack fluid.layers.unique fluid.layers.unique_with_counts
-     fluid.layers.expand fluid.layers.expand_as fluid.layers.elementwise_mod
+     fluid.layers.soft_relu fluid.layers.pad2d
+     fluid.layers.unique fluid.layers.unique_with_counts
+     fluid.layers.expand_as fluid.layers.elementwise_mod
      fluid.layers.elementwise_floordiv
      fluid.layers.sampling_id
-     fluid.layers.sum fluid.layers.slice fluid.layers.strided_slice
-     fluid.layers.shape fluid.layers.rank fluid.layers.size
+     fluid.layers.sum fluid.layers.strided_slice
+     fluid.layers.rank fluid.layers.size
      fluid.layers.clip_by_norm fluid.layers.maxout fluid.layers.space_to_depth
      fluid.layers.affine_grid fluid.layers.affine_channel fluid.layers.hash
      fluid.layers.grid_sampler fluid.layers.log_loss

@@ -3,6 +3,7 @@
 // fluid.layers (layers_tensor.py) take the same, in this order.
 #include "src/builder/tensor_ops_layers.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace fluid {
 namespace layers {
 namespace {
 
-Shape ShapeOf(ProgramBuilder* b, const std::string& var) {
+Shape ShapeOfVar(ProgramBuilder* b, const std::string& var) {
   return VarShape(GetVarDesc(*b->main_block(), var));
 }
 
@@ -47,7 +48,7 @@ std::vector<int32_t> Int32List(const std::string& layer, const std::string& arg,
 std::string Reduce(ProgramBuilder* b, const std::string& type,
                    const std::string& input, const std::vector<int64_t>& dim,
                    bool keep_dim, const std::string& name) {
-  const int rank = ShapeOf(b, input).rank();
+  const int rank = ShapeOfVar(b, input).rank();
   // Fluid reduces everything when no dim is given or every dim is named.
   const bool all = dim.empty() || static_cast<int>(dim.size()) == rank;
   std::string out = NewVar(b, type, name, DtypeOf(b, input));
@@ -89,6 +90,81 @@ std::string Unsqueeze(ProgramBuilder* b, const std::string& input,
                 "layer 'unsqueeze': argument 'axes' must name "
                 "at least one position");
   return SqueezeOp(b, "unsqueeze2", "unsqueeze", input, axes, name);
+}
+
+std::string Stack(ProgramBuilder* b, const std::vector<std::string>& x,
+                  int axis) {
+  FLUID_ENFORCE(!x.empty(),
+                "layer 'stack': argument 'x' must name at least "
+                "one variable");
+  std::string out = NewVar(b, "stack", "", DtypeOf(b, x[0]));
+  b->AppendOp(
+      MakeOp("stack", {{"X", x}}, {{"Y", {out}}}, {{"axis", int32_t{axis}}}));
+  return out;
+}
+
+std::vector<std::string> Unstack(ProgramBuilder* b, const std::string& x,
+                                 int axis, int64_t num) {
+  const Shape s = ShapeOfVar(b, x);
+  FLUID_ENFORCE(axis >= -s.rank() && axis < s.rank(),
+                "layer 'unstack': ", "argument 'axis' ", axis,
+                " is out of range for x '", x, "' ", s, " (allowed: [",
+                -s.rank(), ", ", s.rank(), "))");
+  const int a = axis < 0 ? axis + s.rank() : axis;
+  if (num < 0) num = s[a];
+  FLUID_ENFORCE(num > 0 && num <= INT32_MAX, "layer 'unstack': x '", x, "' ", s,
+                " has an unknown or empty dim ", a,
+                "; give num, the number of slices");
+  std::vector<std::string> outs;
+  for (int64_t i = 0; i < num; ++i)
+    outs.push_back(NewVar(b, "unstack", "", DtypeOf(b, x)));
+  b->AppendOp(
+      MakeOp("unstack", {{"X", {x}}}, {{"Y", outs}},
+             {{"axis", int32_t{axis}}, {"num", static_cast<int32_t>(num)}}));
+  return outs;
+}
+
+std::string Expand(ProgramBuilder* b, const std::string& x,
+                   const std::vector<int64_t>& expand_times,
+                   const std::string& name) {
+  std::string out = NewVar(b, "expand", name, DtypeOf(b, x));
+  b->AppendOp(MakeOp(
+      "expand", {{"X", {x}}}, {{"Out", {out}}},
+      {{"expand_times", Int32List("expand", "expand_times", expand_times)}}));
+  return out;
+}
+
+std::string Gather(ProgramBuilder* b, const std::string& input,
+                   const std::string& index, bool overwrite) {
+  std::string out = NewVar(b, "gather", "", DtypeOf(b, input));
+  b->AppendOp(MakeOp("gather", {{"X", {input}}, {"Index", {index}}},
+                     {{"Out", {out}}}, {{"overwrite", overwrite}}));
+  return out;
+}
+
+std::string Slice(ProgramBuilder* b, const std::string& input,
+                  const std::vector<int64_t>& axes,
+                  const std::vector<int64_t>& starts,
+                  const std::vector<int64_t>& ends) {
+  // Fluid's INT_MAX-like ends ("to the end") fit int32 once clamped.
+  auto clamp = [](std::vector<int64_t> v) {
+    for (int64_t& e : v)
+      e = std::max<int64_t>(std::min<int64_t>(e, INT32_MAX), INT32_MIN);
+    return v;
+  };
+  std::string out = NewVar(b, "slice", "", DtypeOf(b, input));
+  b->AppendOp(MakeOp("slice", {{"Input", {input}}}, {{"Out", {out}}},
+                     {{"axes", Int32List("slice", "axes", axes)},
+                      {"starts", Int32List("slice", "starts", clamp(starts))},
+                      {"ends", Int32List("slice", "ends", clamp(ends))}}));
+  return out;
+}
+
+std::string ShapeOf(ProgramBuilder* b, const std::string& input) {
+  std::string out = NewVar(b, "shape", "", DataType::kInt32);
+  FindMutableVarDesc(b->main_block(), out)->set_stop_gradient(true);
+  b->AppendOp(MakeOp("shape", {{"Input", {input}}}, {{"Out", {out}}}));
+  return out;
 }
 
 namespace {
@@ -144,6 +220,59 @@ REGISTER_LAYER(unsqueeze)
     .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Unsqueeze(b, a.Var("input"), a.IntList("axes"), a.String("name"));
+    });
+
+REGISTER_LAYER(stack)
+    .Doc("The inputs (one shape and dtype) joined along a new dim at axis.")
+    .VarList("x")
+    .Int("axis", 0)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Stack(b, a.VarList("x"), a.Int32("axis"));
+    });
+
+REGISTER_LAYER(unstack)
+    .Doc("x cut into its slices along axis, that dim removed.")
+    .Var("x")
+    .Int("axis", 0)
+    .Int("num", -1)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Unstack(b, a.Var("x"), a.Int32("axis"), a.Int("num"));
+    });
+
+REGISTER_LAYER(expand)
+    .Doc("x tiled expand_times[d] times along each dim d.")
+    .Var("x")
+    .IntList("expand_times")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Expand(b, a.Var("x"), a.IntList("expand_times"), a.String("name"));
+    });
+
+REGISTER_LAYER(gather)
+    .Doc("Rows of input picked along dim 0 by index (int32 or int64).")
+    .Var("input")
+    .Var("index")
+    .Bool("overwrite", true)
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Gather(b, a.Var("input"), a.Var("index"), a.Bool("overwrite"));
+    });
+
+REGISTER_LAYER(slice)
+    .Doc("input[starts[k]:ends[k]] along each dim axes[k].")
+    .Var("input")
+    .IntList("axes")
+    .IntList("starts")
+    .IntList("ends")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return Slice(b, a.Var("input"), a.IntList("axes"), a.IntList("starts"),
+                   a.IntList("ends"));
+    });
+
+REGISTER_LAYER(shape)
+    .Doc("input's shape as an int32 tensor [rank].")
+    .Var("input")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return ShapeOf(b, a.Var("input"));
     });
 
 }  // namespace layers

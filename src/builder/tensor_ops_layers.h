@@ -1,5 +1,6 @@
 // Tensor layers over the reduction and data-movement ops: reduce_sum,
-// reduce_mean, reduce_max, reduce_min, reduce_prod, squeeze, unsqueeze. Each
+// reduce_mean, reduce_max, reduce_min, reduce_prod, squeeze, unsqueeze,
+// stack, unstack, expand, gather, slice and shape. Each
 // appends its op through a ProgramBuilder and returns its output var; each is
 // also registered by name in tensor_ops_layers.cc with Fluid 1.x's argument
 // names and defaults. `name`, when not empty, prefixes the output var's
@@ -31,6 +32,28 @@ std::string Squeeze(ProgramBuilder* b, const std::string& input,
 std::string Unsqueeze(ProgramBuilder* b, const std::string& input,
                       const std::vector<int64_t>& axes,
                       const std::string& name = "");
+
+// The inputs (one shape and dtype) joined along a new dim at `axis`.
+std::string Stack(ProgramBuilder* b, const std::vector<std::string>& x,
+                  int axis);
+// `x` cut into its slices along `axis`, that dim removed; `num` (-1: X's
+// size there, which must be known) slices.
+std::vector<std::string> Unstack(ProgramBuilder* b, const std::string& x,
+                                 int axis, int64_t num);
+// `x` tiled expand_times[d] times along each dim d.
+std::string Expand(ProgramBuilder* b, const std::string& x,
+                   const std::vector<int64_t>& expand_times,
+                   const std::string& name = "");
+// Rows of `input` picked along dim 0 by the int32/int64 `index`.
+std::string Gather(ProgramBuilder* b, const std::string& input,
+                   const std::string& index, bool overwrite);
+// input[starts[k]:ends[k]] along each dim axes[k] (Fluid's clamping).
+std::string Slice(ProgramBuilder* b, const std::string& input,
+                  const std::vector<int64_t>& axes,
+                  const std::vector<int64_t>& starts,
+                  const std::vector<int64_t>& ends);
+// `input`'s shape as an int32 tensor [rank] (no gradient).
+std::string ShapeOf(ProgramBuilder* b, const std::string& input);
 
 }  // namespace layers
 }  // namespace fluid

@@ -10,6 +10,7 @@ import fluid
 from test_tensor_layers import _check, _run
 
 L = fluid.layers
+builtins_slice = slice
 
 _REDUCE = {"reduce_sum": torch.sum, "reduce_mean": torch.mean,
            "reduce_max": torch.amax, "reduce_min": torch.amin}
@@ -114,3 +115,113 @@ def test_squeeze_unsqueeze_shapes_and_errors():
             L.unsqueeze(x, axes=[])
         with pytest.raises(TypeError, match="expected a list of ints"):
             L.squeeze(x, axes="1")
+
+
+@pytest.mark.parametrize("axis", [1, 2, -1])
+def test_stack(axis):
+    main, (out,) = _check(lambda a, b, c: L.stack([a, b, c], axis=axis),
+                          lambda a, b, c: torch.stack([a, b, c], dim=axis),
+                          [[2, 3, 4]] * 3, seed=6)
+    assert "unstack" in main.op_types()  # stack's gradient
+
+
+def test_stack_before_the_batch_dim():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        a = L.data("a", [3], dtype="float64")
+        assert L.stack([a, a]).shape == (2, -1, 3)
+        assert L.stack(a, axis=-1).shape == (-1, 3, 1)
+
+
+@pytest.mark.parametrize("axis", [1, 2, -1])
+def test_unstack(axis):
+    main, outs = _check(lambda x: L.unstack(x, axis=axis),
+                        lambda t: torch.unbind(t, dim=axis), [[2, 3, 3]],
+                        seed=7)
+    assert len(outs) == 3
+    assert "stack" in main.op_types()  # unstack's gradient
+
+
+@pytest.mark.parametrize("times", [[1, 2], [2, 3], [3, 1]])
+def test_expand(times):
+    _check(lambda x: L.expand(x, expand_times=times),
+           lambda t: t.repeat(*times), [[2, 3]], seed=8)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_gather(overwrite):
+    """Distinct indices: both modes give torch's gradient."""
+    def build(x):
+        index = L.assign(np.array([2, 0, 3], dtype="int64"))
+        return L.gather(L.transpose(x, [1, 0, 2]), index,
+                        overwrite=overwrite)
+
+    def torch_fn(t):
+        return t.permute(1, 0, 2)[torch.tensor([2, 0, 3])]
+    _check(lambda x: L.transpose(build(x), [1, 0, 2]),
+           lambda t: torch_fn(t).permute(1, 0, 2), [[2, 4, 3]], seed=9)
+
+
+def test_gather_repeated_rows():
+    """A repeated index: torch sums (overwrite=False gives the same); with
+    overwrite=True the row gets the last occurrence's gradient."""
+    for overwrite in (False, True):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            w = L.create_parameter([3, 2], "float64", name="w")
+            c = L.data("c", [3, 2], dtype="float64", append_batch_size=False)
+            i3 = L.data("i3", [3], dtype="int64", append_batch_size=False)
+            out = L.gather(w, i3, overwrite=overwrite)
+            fluid.optimizer.SGD(0.1).minimize(
+                L.reduce_sum(L.elementwise_mul(out, c)))
+        cv = np.arange(6, dtype="float64").reshape(3, 2)
+        (dw,) = _run(main, startup, {"c": cv,
+                                     "i3": np.array([2, 0, 2])}, ["w@GRAD"])
+        tw = torch.zeros(3, 2, dtype=torch.float64, requires_grad=True)
+        (tw[torch.tensor([2, 0, 2])] * torch.tensor(cv)).sum().backward()
+        want = tw.grad.numpy().copy()
+        if overwrite:
+            want[2] = cv[2]
+        np.testing.assert_array_equal(dw, want)
+
+
+@pytest.mark.parametrize("axes,starts,ends", [
+    ([1], [1], [3]), ([2], [-3], [2**31 - 1]), ([1, 2], [-10, 1], [-1, 100])])
+def test_slice(axes, starts, ends):
+    def torch_fn(t):
+        idx = [builtins_slice(None)] * 3
+        for a, s, e in zip(axes, starts, ends):
+            dim = t.shape[a]
+            s = min(max(s + dim if s < 0 else s, 0), dim)
+            e = min(max(e + dim if e < 0 else e, 0), dim)
+            idx[a] = builtins_slice(s, e)
+        return t[tuple(idx)]
+    _check(lambda x: L.slice(x, axes=axes, starts=starts, ends=ends),
+           torch_fn, [[2, 4, 5]], seed=10)
+
+
+
+
+def test_shape_runs_with_the_fed_batch():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3, 5])
+        s = L.shape(x)
+        assert s.shape == (3,) and s.dtype == "int32"
+    (got,) = _run(main, startup, {"x": np.zeros((7, 3, 5), "float32")}, [s])
+    np.testing.assert_array_equal(got, [7, 3, 5])
+    assert got.dtype == np.int32
+
+
+def test_data_movement_errors():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = L.data("x", [3, 4])
+        with pytest.raises(ValueError, match="expand_times"):
+            L.expand(x, expand_times=[2, 2])
+        with pytest.raises(ValueError, match="slice.*empty"):
+            L.slice(x, axes=[1], starts=[2], ends=[1])
+        with pytest.raises(ValueError, match="unstack.*num"):
+            L.unstack(x, axis=0)
+        with pytest.raises(ValueError, match="stack.*axis"):
+            L.stack([x, x], axis=5)
+        with pytest.raises(ValueError, match="gather.*int32 or int64"):
+            L.gather(x, x)

@@ -1537,8 +1537,8 @@ from .layers_control import (  # noqa: E402,F401
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
 from .layers_tensor import (  # noqa: E402,F401
-    reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, squeeze,
-    unsqueeze)
+    expand, gather, reduce_max, reduce_mean, reduce_min, reduce_prod,
+    reduce_sum, shape, slice, squeeze, stack, unsqueeze, unstack)
 
 
 def auc(input, label, curve='ROC', num_thresholds=2**12 - 1, topk=1,
