@@ -11,12 +11,18 @@ mean of the smooth_l1 rows minus a tenth of the mean similarity. Every op
 works per example, so each rank feeding its share of the global batch of
 32 for 3 SGD steps must end with the parameters one fluid.Executor reaches
 on the full batch (relative 1e-6), and every persistable must be bitwise
-identical across ranks (MPIExecutor.check_consistency). Rank 0 prints the
-check's line; exits non-zero if it fails.
+identical across ranks (MPIExecutor.check_consistency). Then the random
+creation layers (uniform_random with seed 0, gaussian_random with a seed,
+uniform_random_batch_size_like) drawn by fluid.MPIExecutor on every rank,
+twice, equal what one process draws with fluid.Executor: the same values
+on every rank and in every run. Rank 0 prints one line per check; a
+failing rank says why; exits non-zero if a check fails.
 """
 import os
 import sys
 import traceback
+
+import numpy as np
 
 import fluid
 from mpi_equivalence import (Checks, compare, global_batch, max_rel,
@@ -54,6 +60,24 @@ def train(exe, main, startup, loss, scope, rank=0, world=1):
                 scope=scope)
 
 
+def build_draws():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [3])
+        draws = [L.uniform_random([4, 5]),
+                 L.gaussian_random([6], std=2.0, seed=7),
+                 L.uniform_random_batch_size_like(x, [-1, 2], min=0.0)]
+    return main, startup, draws
+
+
+def draw(exe, scope):
+    main, startup, draws = build_draws()
+    exe.run(startup, scope=scope)
+    feed = {"x": global_batch(0)[0].reshape(-1)[:48].reshape(16, 3)}
+    return [exe.run(main, feed=feed, fetch_list=draws, scope=scope)
+            for _ in range(2)]
+
+
 def run_checks():
     exe = fluid.MPIExecutor(fluid.CPUPlace())
     rank, world = exe.rank, exe.world_size
@@ -77,8 +101,21 @@ def run_checks():
         bad = compare(got, want, rtol=1e-6)
         return bad or f"OK max relative difference {max_rel(got, want):.2e}"
 
+    def same_draws():
+        ref_scope, scope = fluid.Scope(), fluid.Scope()
+        keep.extend([ref_scope, scope])
+        want = draw(fluid.Executor(fluid.CPUPlace()), ref_scope)[0]
+        for run, got in enumerate(draw(exe, scope)):
+            for k, (g, w) in enumerate(zip(got, want)):
+                if not np.array_equal(g, w):
+                    return (f"rank {rank} run {run}: draw {k} differs from "
+                            "one process's")
+        return "OK every rank draws one process's values, in both runs"
+
     c.check("(a) group_norm, prelu, l2_normalize, cos_sim and smooth_l1 "
             "== Executor on the full batch, ranks bitwise equal", equivalence)
+    c.check("(b) the random creation layers draw the same values on every "
+            "rank and in every run", same_draws)
     exe = None  # noqa: F841 - the executor goes before the scopes
     c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
           else f"all {c.count} checks passed on {world} rank(s)")
