@@ -16,6 +16,7 @@
 #include "src/builder/nn_layers.h"
 #include "src/builder/norm_layers.h"
 #include "src/builder/recurrent_layers.h"
+#include "src/builder/sampled_loss_layers.h"
 #include "src/builder/sequence_ops_layers.h"
 #include "src/builder/tensor_layers.h"
 #include "src/builder/var_layers.h"
@@ -998,6 +999,61 @@ std::vector<LayerCase> ImageLayerCases() {
   };
 }
 
+// nce and hsigmoid (sampled_loss_layers.h).
+std::vector<LayerCase> SampledLossLayerCases() {
+  layers::NceOptions sparse;
+  sparse.num_neg_samples = 3;
+  sparse.sampler = "log_uniform";
+  sparse.seed = 4;
+  sparse.is_sparse = true;
+  layers::NceOptions custom;
+  custom.has_bias = false;
+  custom.sampler = "custom_dist";
+  custom.custom_dist = {0.25, 0.25, 0.5};
+  layers::HsigmoidOptions tree;
+  tree.path_table = "label";
+  tree.path_code = "label";
+  tree.is_custom = true;
+  tree.is_sparse = true;
+  return {
+      {"nce",
+       {{"input", "x"},
+        {"label", "label"},
+        {"num_total_classes", int64_t{7}},
+        {"num_neg_samples", int64_t{3}},
+        {"sampler", "log_uniform"},
+        {"seed", int64_t{4}},
+        {"is_sparse", true}},
+       [sparse](ProgramBuilder* b) {
+         return layers::Nce(b, "x", "label", 7, sparse);
+       }},
+      {"nce",
+       {{"input", "x"},
+        {"label", "label"},
+        {"num_total_classes", int64_t{3}},
+        {"bias_attr", false},
+        {"sampler", "custom_dist"},
+        {"custom_dist", "0.25 0.25 0.5"}},
+       [custom](ProgramBuilder* b) {
+         return layers::Nce(b, "x", "label", 3, custom);
+       }},
+      {"hsigmoid",
+       {{"input", "x"}, {"label", "label"}, {"num_classes", int64_t{6}}},
+       [](ProgramBuilder* b) { return layers::Hsigmoid(b, "x", "label", 6); }},
+      {"hsigmoid",
+       {{"input", "x"},
+        {"label", "label"},
+        {"num_classes", int64_t{4}},
+        {"path_table", "label"},
+        {"path_code", "label"},
+        {"is_custom", true},
+        {"is_sparse", true}},
+       [tree](ProgramBuilder* b) {
+         return layers::Hsigmoid(b, "x", "label", 4, tree);
+       }},
+  };
+}
+
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
@@ -1007,6 +1063,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : ControlLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : NnAndCreationLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ImageLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : SampledLossLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
