@@ -19,6 +19,7 @@
 #include "src/builder/sampled_loss_layers.h"
 #include "src/builder/sequence_ops_layers.h"
 #include "src/builder/tensor_layers.h"
+#include "src/builder/tensor_ops_layers.h"
 #include "src/builder/var_layers.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -1054,6 +1055,68 @@ std::vector<LayerCase> SampledLossLayerCases() {
   };
 }
 
+// The reduction and data-movement layers (tensor_ops_layers.h).
+std::vector<LayerCase> TensorOpsLayerCases() {
+  std::vector<LayerCase> cases;
+  for (const char* type : {"reduce_sum", "reduce_mean", "reduce_max",
+                           "reduce_min", "reduce_prod"}) {
+    const std::string t = type;
+    cases.push_back(
+        {t,
+         {{"input", "img"}, {"dim", Ints{-1, 1}}, {"keep_dim", true}},
+         [t](ProgramBuilder* b) {
+           return layers::Reduce(b, t, "img", {-1, 1}, true);
+         }});
+  }
+  cases.push_back({"reduce_sum", {{"input", "x"}}, [](ProgramBuilder* b) {
+                     return layers::Reduce(b, "reduce_sum", "x", {}, false);
+                   }});
+  cases.push_back(
+      {"squeeze",
+       {{"input", "label"}, {"axes", Ints{-1}}},
+       [](ProgramBuilder* b) { return layers::Squeeze(b, "label", {-1}); }});
+  cases.push_back({"unsqueeze",
+                   {{"input", "x"}, {"axes", Ints{0, -1}}},
+                   [](ProgramBuilder* b) {
+                     return layers::Unsqueeze(b, "x", {0, -1});
+                   }});
+  cases.push_back(
+      {"stack",
+       {{"x", std::vector<std::string>{"x", "y"}}, {"axis", int64_t{-1}}},
+       [](ProgramBuilder* b) {
+         return layers::Stack(b, {"x", "y"}, -1);
+       }});
+  cases.push_back({"expand",
+                   {{"x", "x"}, {"expand_times", Ints{2, 3}}},
+                   [](ProgramBuilder* b) {
+                     return layers::Expand(b, "x", {2, 3});
+                   }});
+  cases.push_back({"gather",
+                   {{"input", "x"}, {"index", "label"}, {"overwrite", false}},
+                   [](ProgramBuilder* b) {
+                     return layers::Gather(b, "x", "label", false);
+                   }});
+  cases.push_back(
+      {"slice",
+       {{"input", "img"},
+        {"axes", Ints{1, 3}},
+        {"starts", Ints{-2, 1}},
+        {"ends", Ints{int64_t{1} << 40, 4}}},
+       [](ProgramBuilder* b) {
+         return layers::Slice(b, "img", {1, 3}, {-2, 1}, {int64_t{1} << 40, 4});
+       }});
+  cases.push_back({"shape", {{"input", "img"}}, [](ProgramBuilder* b) {
+                     return layers::ShapeOf(b, "img");
+                   }});
+  return cases;
+}
+
+std::vector<MultiOutputLayerCase> TensorOpsMultiOutputCases() {
+  return {{"unstack",
+           {{"x", "img"}, {"axis", int64_t{1}}},
+           [](ProgramBuilder* b) { return layers::Unstack(b, "img", 1, -1); }}};
+}
+
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
@@ -1064,6 +1127,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : NnAndCreationLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ImageLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SampledLossLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : TensorOpsLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
@@ -1075,7 +1139,10 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
     EXPECT_EQ(by_name.startup.DebugString(), typed.startup.DebugString());
     covered.insert(c.type);
   }
-  for (const MultiOutputLayerCase& c : MultiOutputLayerCases()) {
+  std::vector<MultiOutputLayerCase> multi = MultiOutputLayerCases();
+  for (MultiOutputLayerCase& c : TensorOpsMultiOutputCases())
+    multi.push_back(std::move(c));
+  for (const MultiOutputLayerCase& c : multi) {
     SCOPED_TRACE(c.type);
     Built by_name, typed;
     std::vector<std::string> out = BuildLayer(&by_name.b, c.type, c.values);
