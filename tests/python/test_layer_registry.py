@@ -23,6 +23,7 @@ SCHEMAS = _core.layer_schemas()
 # registered layer.
 LAYER_MODULES = {L.__name__, "fluid.layers_control", "fluid.layers_crf",
                  "fluid.layers_image"}
+LAYER_MODULES |= {"fluid.layers_tensor"}
 LAYER_MODULES |= {"fluid.layers_loss"}
 LAYER_MODULES |= {"fluid.layers_nn"}
 LAYER_MODULES |= {"fluid.layers_loss"}
