@@ -225,3 +225,30 @@ def test_data_movement_errors():
             L.stack([x, x], axis=5)
         with pytest.raises(ValueError, match="gather.*int32 or int64"):
             L.gather(x, x)
+
+
+def test_stack_unstack_partial_gradients():
+    """stack of a input with no gradient (its slot of the unstack that is
+    stack's gradient is left blank) and unstack with outputs the loss does
+    not use (their gradients zero-filled): x's gradient equals torch's."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [3], dtype="float64", stop_gradient=False)
+        c = L.data("c", [3], dtype="float64")
+        w = L.create_parameter([3], "float64", name="w")
+        s = L.stack([L.elementwise_mul(x, w), c], axis=1)      # [N, 2, 3]
+        a, _, _ = L.unstack(L.transpose(s, [0, 2, 1]), axis=1)  # [N, 2]
+        loss = L.elementwise_add(L.reduce_sum(L.square(a)), L.reduce_mean(s))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    rng = np.random.RandomState(11)
+    xv, cv = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (2, 3))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    wv = np.array(scope.find_var("w").get_tensor())
+    (dx,) = exe.run(main, feed={"x": xv, "c": cv}, fetch_list=["x@GRAD"],
+                    scope=scope)
+    tx = torch.tensor(xv, requires_grad=True)
+    ts = torch.stack([tx * torch.tensor(wv), torch.tensor(cv)], dim=1)
+    ta = ts.permute(0, 2, 1)[:, 0]
+    ((ta ** 2).sum() + ts.mean()).backward()
+    np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-12, atol=1e-14)
