@@ -192,11 +192,20 @@ void SeedStep(const std::vector<std::string>& outs,
 }
 
 // Takes the step's gradients out of `gs`: a loop-carried var's (and an
-// array's) flows on to the step before; a read-only var's is summed.
+// array's, read or written) flows on to the step before; a read-only var's
+// is summed.
 void CollectStep(const std::vector<std::string>& xs,
+                 const std::vector<std::string>& outs,
                  const std::set<std::string>& out_set,
                  const std::set<std::string>& block_writes, Scope* gs,
                  LoopGrads* g) {
+  // An array written by the body (not read): each step writes its own
+  // slots, so the array's gradient is carried to the steps before.
+  for (const std::string& v : outs) {
+    Variable* var = gs->FindLocalVar(GradVarName(v));
+    if (var != nullptr && var->HasValue() && !var->IsTensor())
+      g->flowing[GradVarName(v)] = std::move(*var);
+  }
   for (const std::string& v : xs) {
     const std::string name = GradVarName(v);
     Variable* var = gs->FindLocalVar(name);
@@ -249,7 +258,7 @@ void WhileGradKernel(const ExecutionContext& ctx) {
     Scope& gs = step->NewScope();
     SeedStep(outs, gblock, step, &gs, ctx.place(), &g);
     runner.RunBlock(gblock_id, &gs);
-    CollectStep(xs, out_set, block_writes, &gs, &g);
+    CollectStep(xs, outs, out_set, block_writes, &gs, &g);
     step->DeleteKid(&gs);
     steps.parent->DeleteKid(step);
     steps.scopes.pop_back();

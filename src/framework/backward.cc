@@ -177,6 +177,26 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
                             const std::set<std::string>& rg,
                             const std::set<std::string>& written);
 
+bool IsArrayVar(const proto::VarDesc* v) {
+  return v != nullptr && v->type() == proto::VarDesc::LOD_TENSOR_ARRAY;
+}
+
+// The gradient of an array is an array its writers (read_from_array_grad)
+// add into: before the first one, a create_array empties it (the variable
+// keeps its value from the previous run).
+void ClearArrayGrads(const VarFinder& find, const proto::OpDesc& g,
+                     std::set<std::string>* grads_written,
+                     std::vector<proto::OpDesc>* grad_ops) {
+  for (const auto& n : OpOutputNames(g)) {
+    if (n == kEmptyVarName || grads_written->count(n)) continue;
+    if (!IsArrayVar(find(ForwardName(n)))) continue;
+    grad_ops->push_back(
+        MakeOp("create_array", {}, {{"Out", {n}}},
+               {{kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward)}}));
+    grads_written->insert(n);
+  }
+}
+
 // The grad ops, in the order they run: the loss seed, then each op's grad
 // ops in reverse order of the forward ops (a while loop's: one while_grad
 // and its gradient block, MakeWhileGrad). Marks the loss op with the
@@ -204,6 +224,7 @@ std::vector<proto::OpDesc> MakeGradOps(proto::ProgramDesc* program,
       SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
       BlankUnneededGrads(path.needed, &g);
       ZeroFillMissingGrads(block, InBlock(block), g, grads_written, &grad_ops);
+      ClearArrayGrads(InBlock(block), g, grads_written, &grad_ops);
       for (const auto& name : OpOutputNames(g))
         if (name != kEmptyVarName) grads_written->insert(name);
       grad_ops.push_back(std::move(g));
@@ -242,6 +263,8 @@ std::map<size_t, std::vector<proto::OpDesc>> SumRepeatedGrads(
   std::map<size_t, std::vector<proto::OpDesc>> sums_after;
   for (auto& kv : writers) {
     const std::string& grad = kv.first;
+    // An array's gradient: its writers add into it.
+    if (IsArrayVar(find(ForwardName(grad)))) continue;
     int renamed = 0;  // numbered per gradient, across its runs
     for (const std::vector<size_t>& run :
          WriterRuns(*grad_ops, grad, kv.second)) {
@@ -371,11 +394,18 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
   const VarFinder find = [program, body](const std::string& name) {
     return FindVisibleVar(*program, body, name);
   };
+  // What while_grad seeds each step with: the gradients flowing into it,
+  // and the gradients of the arrays the body reads (carried, added into).
   std::set<std::string> grads_written;
   for (const auto& o : outs) {
     if (!path.needed.count(o)) continue;
     grads_written.insert(GradVarName(o));
     DeclareLike(gblock, GradVarName(o), *find(o));
+  }
+  for (const auto& x : xs) {
+    if (!body_rg.count(x) || !IsArrayVar(find(x))) continue;
+    grads_written.insert(GradVarName(x));
+    DeclareLike(gblock, GradVarName(x), *find(x));
   }
   std::vector<proto::OpDesc> grad_ops;
   for (int i : path.ops) {
@@ -384,6 +414,7 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
       SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
       BlankUnneededGrads(path.needed, &g);
       ZeroFillMissingGrads(gblock, find, g, &grads_written, &grad_ops);
+      ClearArrayGrads(find, g, &grads_written, &grad_ops);
       for (const auto& name : OpOutputNames(g))
         if (name != kEmptyVarName) grads_written.insert(name);
       grad_ops.push_back(std::move(g));
