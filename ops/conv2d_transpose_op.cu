@@ -16,6 +16,7 @@
 
 #include "ops/conv2d_transpose_op.h"
 #include "ops/cuda/dense_helpers.cuh"
+#include "ops/cuda/im2col.cuh"
 #include "src/framework/math/int_math.h"
 
 namespace fluid {
@@ -57,69 +58,6 @@ struct ScatterRows {
     const int64_t o = i / ld, rest = i - o * ld;
     const int64_t j = rest / cols, p = rest - j * cols;
     y[(j * m + o) * cols + p] = tmp[i];
-  }
-};
-
-// The column matrices of `images` planes of dY (one group's channels,
-// images `image_stride` apart) side by side: entry (r, p) of image j goes to
-// col[r * ld + j * cols + p], the pixel that tap r sees at position p, or 0
-// in the padding. One thread per entry.
-template <typename T>
-struct Im2Col {
-  ConvGeometry g;
-  const T* x;
-  T* col;
-  int64_t rows, cols, ld, image_stride;
-  __device__ void operator()(int64_t i) const {
-    const int64_t p = i % cols;
-    const int64_t t = i / cols;
-    const int64_t r = t % rows, j = t / rows;
-    const int64_t ow = p % g.out_w, oh = p / g.out_w;
-    const int64_t kj = r % g.kernel_w, t2 = r / g.kernel_w;
-    const int64_t ki = t2 % g.kernel_h, c = t2 / g.kernel_h;
-    const int64_t h = oh * g.stride_h - g.pad_h + ki * g.dilation_h;
-    const int64_t w = ow * g.stride_w - g.pad_w + kj * g.dilation_w;
-    T v = T(0);
-    if (h >= 0 && h < g.in_h && w >= 0 && w < g.in_w)
-      v = x[j * image_stride + (c * g.in_h + h) * g.in_w + w];
-    col[r * ld + j * cols + p] = v;
-  }
-};
-
-// The adjoint of Im2Col (same layout): each output pixel is the sum of the
-// column entries copied from it, over the taps (ki, kj) in increasing
-// order, as the CPU's col2im adds them. One thread per pixel.
-template <typename T>
-struct Col2Im {
-  ConvGeometry g;
-  const T* col;
-  T* y;
-  int64_t cols, ld, image_stride;
-  __device__ void operator()(int64_t i) const {
-    const int64_t w = i % g.in_w;
-    int64_t t = i / g.in_w;
-    const int64_t h = t % g.in_h;
-    t /= g.in_h;
-    const int64_t c = t % g.channels, j = t / g.channels;
-    const T* cj = col + j * cols;
-    T acc = T(0);
-    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
-      const int64_t th = h + g.pad_h - ki * g.dilation_h;
-      if (th < 0) break;  // and for every larger ki
-      if (th % g.stride_h != 0) continue;
-      const int64_t oh = th / g.stride_h;
-      if (oh >= g.out_h) continue;
-      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-        const int64_t tw = w + g.pad_w - kj * g.dilation_w;
-        if (tw < 0) break;
-        if (tw % g.stride_w != 0) continue;
-        const int64_t ow = tw / g.stride_w;
-        if (ow >= g.out_w) continue;
-        const int64_t r = (c * g.kernel_h + ki) * g.kernel_w + kj;
-        acc += cj[r * ld + oh * g.out_w + ow];
-      }
-    }
-    y[j * image_stride + (c * g.in_h + h) * g.in_w + w] = acc;
   }
 };
 
@@ -168,8 +106,8 @@ void TransposeKernel(const ExecutionContext& ctx) {
       cuda::GemmAnyK(dev, true, false, k, ld, mg, T(1),
                      w.data<T>() + gi * mg * k, xt + gi * mg * ld, T(0), col);
       cuda::ForEach(dev, nb * g.InputSize(),
-                    Col2Im<T>{g, col, yd + i0 * l.image + gi * g.InputSize(), p,
-                              ld, l.image});
+                    Col2Im<T, T>{g, col, yd + i0 * l.image + gi * g.InputSize(),
+                                 k, p, ld, p, l.image});
     }
   }
 }
@@ -212,7 +150,7 @@ void TransposeGradKernel(const ExecutionContext& ctx) {
       cuda::ForEach(
           dev, nb * k * p,
           Im2Col<T>{g, dy.data<T>() + i0 * l.image + gi * g.InputSize(), col, k,
-                    p, ld, l.image});
+                    p, ld, p, l.image});
       // dW_g [mg, K] (+)= X_g [mg, nb P] * col [K, nb P]^T
       if (dwd != nullptr)
         cuda::GemmAnyK(dev, false, true, mg, k, ld, T(1), xt + gi * mg * ld,
