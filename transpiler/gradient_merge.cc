@@ -68,9 +68,9 @@ std::vector<std::pair<std::string, std::string>> MergedGradients(
     FLUID_ENFORCE_CODE(
         g.type() != proto::VarDesc::SELECTED_ROWS, ErrorCode::kUnimplemented,
         kPrefix, "the gradient ", Quote(grad), " of ", Quote(param),
-        " holds sparse rows (an embedding with is_sparse=True), which are "
-        "not accumulated; build the embedding with is_sparse=False, or turn "
-        "gradient merge off");
+        " holds sparse rows (a layer built with is_sparse=True: embedding, "
+        "nce, hsigmoid), which are not accumulated; build that layer with "
+        "is_sparse=False, or turn gradient merge off");
     const DataType t = VarDtype(g);
     FLUID_ENFORCE(t == DataType::kFloat32, kPrefix, "the gradient ",
                   Quote(grad), " is ", DataTypeName(t),
