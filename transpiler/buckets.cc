@@ -142,9 +142,13 @@ std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
         auto chain = readers.signature.find(param);
         const bool small =
             VarShape(GetVarDesc(block, param)).numel() < small_below;
+        // Stage 3: a large parameter is a bucket of its own, so that a
+        // gathered buffer (and its gradients' buffer) is one parameter.
+        const std::string alone =
+            small_below > 0 && !small ? "|alone=" + param : "";
         return UpdateKey(block, op) + "|chain=" +
                (chain == readers.signature.end() ? "" : chain->second) +
-               (small ? "|small" : "");
+               (small ? "|small" : "") + alone;
       });
   for (GradBucket& b : buckets) {
     b.whole = readers.whole.count(b.params[0]) != 0;  // the chains agree

@@ -53,7 +53,9 @@ std::vector<GradBucket> SparseGradBuckets(const proto::ProgramDesc& main);
 // padded to a multiple of nranks elements. An update that is not
 // elementwise is refused (kUnimplemented). With `small_below` > 0
 // (parameter sharding), parameters of fewer elements never share a bucket
-// with larger ones, so that a bucket is sharded or replicated whole.
+// with larger ones, so that a bucket is sharded or replicated whole, and
+// each larger one is a bucket of its own: what a step gathers at once is
+// one parameter (and its gradient), not bucket_bytes of them.
 std::vector<GradBucket> PlanShardedBuckets(const proto::ProgramDesc& main,
                                            int64_t max_bytes, int nranks,
                                            int64_t small_below = 0);

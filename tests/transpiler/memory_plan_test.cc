@@ -112,6 +112,25 @@ TEST(MemoryPlan, FollowsTheProgramOnNRanks) {
   EXPECT_LT(shard.optimizer_state, two.optimizer_state / 3);
 }
 
+// Stage 3 gathers one large parameter at a time (each is a bucket of its
+// own), so its planned peak is no higher than stage 2's, which holds every
+// parameter and the whole gradient buffer: the built-in mlp (2 MiB of
+// weights, one bucket at stage 2) and lenet at np 4, batch 32, the
+// trainer's defaults otherwise.
+TEST(MemoryPlan, StageThreePeaksNoHigherThanStageTwo) {
+  for (const char* model : {"mlp", "lenet"}) {
+    const proto::TrainingJob job = BuildModel(model);
+    int64_t total[4] = {};
+    for (int stage : {2, 3}) {
+      proto::DistributedStrategy s;
+      s.set_sharding(true);
+      s.mutable_sharding_configs()->set_stage(stage);
+      total[stage] = PlanJobMemory(job, s, 4, 32).total;
+    }
+    EXPECT_LE(total[3], total[2]) << model;
+  }
+}
+
 // What delete_var frees lives from each write to the free, and again from
 // its next write (a sharded job's parameters, gathered for the forward
 // pass, freed, gathered again for the backward pass).

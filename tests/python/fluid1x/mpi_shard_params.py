@@ -6,7 +6,8 @@ test_shard_params.py):
       momentum | adam | clipped: momentum with L2 decay and global-norm
       clipping), unsharded, at stage 2 and at stage 3 (parameters of
       100 elements or more kept as shards: the two larger weights, 496 and
-      217 elements, in one bucket that 4 ranks split unevenly); each run
+      217 elements, each a bucket, the second split unevenly by 4 ranks);
+      each run
       saves its persistables (stage 3: gathered, in the full form) and
       reads them back into a one-process scope. Saves the losses and the
       parameters of the three runs."""

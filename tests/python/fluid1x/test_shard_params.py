@@ -1,7 +1,7 @@
 """Parameter sharding (stage 3) under mpirun: the same training as the
 unsharded run to 1e-6 (relative to the largest element) after 20 steps,
 and as stage 2 bit for bit where the two reduce alike, with SGD, Momentum,
-Adam and Momentum with L2 decay and global-norm clipping at np 2 and 4 (where the sharded bucket of 713 elements does not
+Adam and Momentum with L2 decay and global-norm clipping at np 2 and 4 (where the sharded weight of 217 elements does not
 split evenly); its checkpoint is in the full form and loads in one
 process."""
 import numpy as np
