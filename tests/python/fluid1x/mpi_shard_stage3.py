@@ -13,6 +13,14 @@ under mpirun (run by test_shard_stage3.py):
       2 heads, 2 blocks, 8 tokens) in DTYPE (fp32 | bf16), unsharded and
       at stage 3.
 
+  mpi_shard_stage3.py resume adam OUT
+      The sparse classifier with Adam at stage 3: 8 steps with a
+      checkpoint after step 4 and at the end; then a new executor and
+      scope resume from the first checkpoint and run steps 5 to 8. Saves
+      both runs' losses of those steps and the persistables (parameters
+      and optimizer state) of both final checkpoints, read back in one
+      process.
+
 Each run saves its losses; a stage 3 run also its parameters as its
 checkpoint holds them (saved collectively in the full form, read back in
 one process on rank 0), the parameters every rank holds whole (the
@@ -192,9 +200,60 @@ def train(model, arg, feed, steps, strategy, out, tag):
     return losses, params, extra
 
 
+def read_back(path, arg):
+    """Every persistable of the sparse classifier's checkpoint `path`, read
+    in one process (rank 0; empty on the others)."""
+    rank, _ = rank_and_world()
+    plain, plain_startup, _, _, _ = build(sparse_model, arg)
+    one = fluid.Scope()
+    single = fluid.Executor(fluid.CPUPlace())
+    single.run(plain_startup, scope=one)
+    if rank != 0:
+        return {}
+    fluid.io.load_persistables(single, path, plain, scope=one)
+    return {v.name: np.array(one.find_var(v.name).get_tensor())
+            for v in plain.list_vars() if v.persistable}
+
+
+def resumed(arg, out):
+    """(losses of steps 5-8 and final persistables) of the run through and
+    of the run resumed from its checkpoint after step 4."""
+    rank, world = rank_and_world()
+    results = []
+    for resume in (False, True):
+        main, startup, _, _, loss = build(sparse_model, arg)
+        scope = fluid.Scope()
+        exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy_for(3))
+        exe.run(startup, scope=scope)
+        first = 0
+        if resume:  # before the first run: it starts from the scope
+            fluid.io.load_persistables(exe, os.path.join(out, "at4"), main,
+                                       scope=scope)
+            first = 4
+        losses = []
+        for step in range(first, 8):
+            (value,) = exe.run(main, feed=sparse_feed(step, rank, world),
+                               fetch_list=[loss], scope=scope)
+            losses.append(float(np.asarray(value).ravel()[0]))
+            if step == 3 and not resume:
+                fluid.io.save_persistables(exe, os.path.join(out, "at4"),
+                                           main, scope=scope)
+        end = os.path.join(out, f"end_resumed{int(resume)}")
+        fluid.io.save_persistables(exe, end, main, scope=scope)
+        results.append((losses[-4:], read_back(end, arg)))
+    return results
+
+
 def main(argv):
     mode, arg, out = argv[1], argv[2], argv[3]
     rank, _ = rank_and_world()
+    if mode == "resume":
+        (losses, through), (again, back) = resumed(arg, out)
+        extra = {"losses_resumed": again}
+        extra.update({"resumed/" + k: v for k, v in back.items()})
+        save_results(out, "resume", losses, through, **extra)
+        print(f"rank {rank}: ok: resume")
+        return
     if mode == "sparse":
         runs = {stage: train(sparse_model, arg, sparse_feed, 8,
                              strategy_for(stage), out, arg)
