@@ -62,12 +62,42 @@ void ReduceInferShape(InferShapeContext* ctx) {
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
 }
 
+// X as [count, outs] reduced over its rows (dim 0 of a matrix, the outer
+// dims of any tensor): each chunk of Out is accumulated a row at a time, so
+// that X is read in order; every element of Out still takes its rows in
+// ReduceOne's order, with the same result.
+template <ReduceKind kKind, typename T>
+void ReduceColumns(const CPUDeviceContext& dev, const ReduceIndex& index,
+                   const T* x, T* out) {
+  using A = ReduceAcc<T>;
+  const int64_t stride = index.reduced_strides[0];
+  ParallelFor(dev, index.outs, static_cast<double>(index.count),
+              [&](int64_t b, int64_t e) {
+                std::vector<A> acc(static_cast<size_t>(e - b));
+                for (int64_t o = b; o < e; ++o)
+                  acc[o - b] = ReduceStart<kKind, A>(static_cast<A>(x[o]));
+                for (int64_t r = 0; r < index.count; ++r) {
+                  const T* row = x + r * stride;
+                  for (int64_t o = b; o < e; ++o)
+                    acc[o - b] = ReduceCombine<kKind, A>(
+                        acc[o - b], static_cast<A>(row[o]));
+                }
+                for (int64_t o = b; o < e; ++o)
+                  out[o] = ReduceFinish<kKind, T>(acc[o - b], index.count);
+              });
+}
+
 template <ReduceKind kKind, typename T>
 void ReduceKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const ReduceIndex index = MakeReduceIndex(ctx, x);
   const T* xd = x.data<T>();
   T* out = ctx.Output("Out")->mutable_data<T>();
+  if (index.count > 0 && index.reduced_rank == 1 && index.kept_rank == 1 &&
+      index.kept_strides[0] == 1) {
+    ReduceColumns<kKind, T>(ctx.device(), index, xd, out);
+    return;
+  }
   ParallelFor(ctx.device(), index.outs, static_cast<double>(index.count),
               [&](int64_t b, int64_t e) {
                 for (int64_t o = b; o < e; ++o)
@@ -163,15 +193,20 @@ ReduceIndex MakeReduceIndex(const ExecutionContext& ctx, const Tensor& x) {
     x_stride *= s[d];
   }
   for (int d = 0; d < s.rank(); ++d) {
-    if (reduced[d]) {
-      index.reduced_dims[index.reduced_rank] = s[d];
-      index.reduced_strides[index.reduced_rank++] = strides[d];
-      index.count *= s[d];
+    // A dim of the same kind as the one before it joins it (row-major: the
+    // joined dim steps by the inner one's stride).
+    const bool join = d > 0 && reduced[d] == reduced[d - 1];
+    int& rank = reduced[d] ? index.reduced_rank : index.kept_rank;
+    int64_t* dims = reduced[d] ? index.reduced_dims : index.kept_dims;
+    int64_t* dim_strides =
+        reduced[d] ? index.reduced_strides : index.kept_strides;
+    if (join) {
+      dims[rank - 1] *= s[d];
     } else {
-      index.kept_dims[index.kept_rank] = s[d];
-      index.kept_strides[index.kept_rank++] = strides[d];
-      index.outs *= s[d];
+      dims[rank++] = s[d];
     }
+    dim_strides[rank - 1] = strides[d];
+    (reduced[d] ? index.count : index.outs) *= s[d];
   }
   const bool sum_like =
       ctx.type() == "reduce_sum" || ctx.type() == "reduce_prod" ||

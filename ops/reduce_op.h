@@ -25,6 +25,9 @@ template <typename T>
 using ReduceAcc =
     std::conditional_t<std::is_integral<T>::value, int64_t, double>;
 
+// Adjacent kept dims are merged into one, and so are adjacent reduced
+// dims: reducing the last dim of [N, C] or the rows of [R, C] leaves one
+// dim of each kind.
 struct ReduceIndex {
   int x_rank = 0;
   int64_t x_dims[Shape::kMaxRank] = {0};
@@ -101,8 +104,14 @@ FLUID_HOSTDEVICE T ReduceOne(const ReduceIndex& index, const T* x, int64_t o) {
   using A = ReduceAcc<T>;
   const T* g = x + index.Base(o);
   A acc = ReduceStart<kKind, A>(index.count > 0 ? static_cast<A>(g[0]) : A(0));
-  for (int64_t r = 0; r < index.count; ++r)
-    acc = ReduceCombine<kKind, A>(acc, static_cast<A>(g[index.Offset(r)]));
+  if (index.reduced_rank == 1) {  // one stride: no index arithmetic
+    const int64_t stride = index.reduced_strides[0];
+    for (int64_t r = 0; r < index.count; ++r)
+      acc = ReduceCombine<kKind, A>(acc, static_cast<A>(g[r * stride]));
+  } else {
+    for (int64_t r = 0; r < index.count; ++r)
+      acc = ReduceCombine<kKind, A>(acc, static_cast<A>(g[index.Offset(r)]));
+  }
   return ReduceFinish<kKind, T>(acc, index.count);
 }
 

@@ -116,7 +116,8 @@ TEST(ReduceOp, ReduceAllIgnoresDim) {
 TEST(ReduceOp, ThreadedMatchesOneThread) {
   Tensor x = RandomTensor<double>({64, 50, 33}, 0.9, 1.1, 6);
   for (const char* type : kTypes) {
-    for (const auto& dim : std::vector<std::vector<int32_t>>{{1}, {0, 2}}) {
+    for (const auto& dim :
+         std::vector<std::vector<int32_t>>{{1}, {0, 2}, {0}, {2}}) {
       auto one = ToVector<double>(RunOp(Reduce(type, dim), {{"x", x}})["out"]);
       auto four =
           ToVector<double>(RunOp(Reduce(type, dim), {{"x", x}}, 4)["out"]);
