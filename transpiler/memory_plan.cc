@@ -42,7 +42,7 @@ int64_t DeclaredBytes(const proto::VarDesc& v, int64_t batch_size) {
 std::map<std::string, VarInfo> ClassifyVars(const proto::BlockDesc& block,
                                             int64_t batch_size) {
   std::map<std::string, VarInfo> info;
-  std::set<std::string> trainable, state;
+  std::set<std::string> trainable, updated, state;
   for (const auto& v : block.vars()) {
     info[v.name()].bytes = DeclaredBytes(v, batch_size);
     if (v.trainable()) trainable.insert(v.name());
@@ -51,6 +51,10 @@ std::map<std::string, VarInfo> ClassifyVars(const proto::BlockDesc& block,
     if (!IsUpdateOp(op)) continue;
     for (const auto& slot : op.inputs()) {
       const std::string& s = slot.parameter();
+      // What an update writes in place: a parameter, or (stage 3) the
+      // persistable shard of a bucket of them.
+      if (s == "Param")
+        updated.insert(slot.arguments().begin(), slot.arguments().end());
       if (s == "Param" || s == "LearningRate" || s == "Grad") continue;
       for (const auto& n : slot.arguments()) state.insert(n);
     }
@@ -58,7 +62,7 @@ std::map<std::string, VarInfo> ClassifyVars(const proto::BlockDesc& block,
   for (const auto& v : block.vars()) {
     VarInfo& i = info[v.name()];
     if (!v.persistable()) continue;
-    i.kind = trainable.count(v.name())
+    i.kind = trainable.count(v.name()) || updated.count(v.name())
                  ? "parameter"
                  : (state.count(v.name()) ? "optimizer state" : "state");
   }

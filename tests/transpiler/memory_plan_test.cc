@@ -129,6 +129,16 @@ TEST(MemoryPlan, StageThreePeaksNoHigherThanStageTwo) {
     }
     EXPECT_LE(total[3], total[2]) << model;
   }
+  // The shards a stage 3 rank holds count as its parameters (a quarter of
+  // the large ones; the small ones are in a buffer of their own).
+  proto::DistributedStrategy s;
+  s.set_sharding(true);
+  s.mutable_sharding_configs()->set_stage(3);
+  const MemoryPlan plan = PlanJobMemory(BuildModel("mlp"), s, 4, 32);
+  const MemoryPlan whole = PlanJobMemory(BuildModel("mlp"), {}, 4, 32);
+  EXPECT_GT(plan.parameters, whole.parameters / 5);
+  EXPECT_LT(plan.parameters, whole.parameters / 3);
+  EXPECT_EQ(plan.other_state, whole.other_state);
 }
 
 // What delete_var frees lives from each write to the free, and again from
