@@ -54,6 +54,11 @@ void CheckStepLoDs(const std::string& what, const Tensor& ids,
   FLUID_ENFORCE(LoDCount(ids.lod()) == LoDCount(prev_ids->lod()), what,
                 ": Ids holds ", LoDCount(ids.lod()),
                 " sources but the step before ", LoDCount(prev_ids->lod()));
+  if (prev_ids->shape()[0] == 0) {  // every source had finished
+    FLUID_ENFORCE(rows == 0, what, ": ", rows,
+                  " rows follow a step without any");
+    return;
+  }
   const LoD& parents = scores.lod();
   FLUID_ENFORCE(LoDCount(parents) == prev_ids->shape()[0], what,
                 ": Scores' LoD ", LoDToString(parents),

@@ -161,7 +161,6 @@ REASONS = [
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor
-     fluid.layers.beam_search fluid.layers.beam_search_decode
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell
      fluid.layers.Decoder fluid.layers.BeamSearchDecoder fluid.layers.rnn
      fluid.layers.dynamic_decode fluid.layers.lstm fluid.layers.dynamic_lstmp

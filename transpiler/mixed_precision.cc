@@ -55,7 +55,9 @@ AmpLists DefaultAmpLists() {
              // In none of Fluid 1.x's lists, which leaves them float32.
              "conv2d_transpose",
              "bilinear_interp",
-             "nearest_interp"};
+             "nearest_interp",
+             "beam_search",
+             "beam_search_decode"};
   l.gray = {"elementwise_add",
             "elementwise_sub",
             "elementwise_mul",

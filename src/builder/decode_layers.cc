@@ -79,15 +79,17 @@ std::vector<std::string> BeamSearchDecode(ProgramBuilder* b,
 REGISTER_LAYER(beam_search)
     .Doc(
         "One step of beam search: (selected_ids, selected_scores[, "
-        "parent_idx]), the beam_size best candidates of each source.")
+        "parent_idx]), the beam_size best candidates of each source; ids "
+        "\"\" takes the candidates' positions as their ids.")
     .Var("pre_ids")
     .Var("pre_scores")
-    .String("ids", "")
+    .String("ids")
     .Var("scores")
     .Int("beam_size")
     .Int("end_id")
     .Int("level", 0)
     .Bool("is_accumulated", true)
+    .String("name", "")
     .Bool("return_parent_idx", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       BeamSearchOptions o;
@@ -108,6 +110,7 @@ REGISTER_LAYER(beam_search_decode)
     .Var("scores")
     .Int("beam_size")
     .Int("end_id")
+    .String("name", "")
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return BeamSearchDecode(b, a.Var("ids"), a.Var("scores"),
                               a.Int("beam_size"), a.Int("end_id"));

@@ -26,6 +26,7 @@ LAYER_MODULES = {L.__name__, "fluid.layers_control", "fluid.layers_crf",
 LAYER_MODULES |= {"fluid.layers_tensor"}
 LAYER_MODULES |= {"fluid.layers_loss"}
 LAYER_MODULES |= {"fluid.layers_nn"}
+LAYER_MODULES |= {"fluid.layers_decode"}
 LAYER_MODULES |= {"fluid.layers_loss"}
 
 

@@ -1536,6 +1536,8 @@ from .layers_control import (  # noqa: E402,F401
     greater_equal, greater_than, increment, less_equal, less_than,
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
+from .layers_decode import (  # noqa: E402,F401
+    beam_search, beam_search_decode)
 from .layers_tensor import (  # noqa: E402,F401
     expand, gather, reduce_max, reduce_mean, reduce_min, reduce_prod,
     reduce_sum, shape, slice, squeeze, stack, unsqueeze, unstack)
