@@ -56,12 +56,12 @@ def build_decoder(beam_size, max_len):
                                 end_id=END)
 
 
-def decode(table, starts, beam_size, max_len):
+def decode(table, starts, beam_size, max_len, place=None):
     """[(sentences, final scores)] per source, as the program decodes."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         sent_ids, sent_scores = build_decoder(beam_size, max_len)
-    place = fluid.CPUPlace()
+    place = place or fluid.CPUPlace()
     exe = fluid.Executor(place)
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
