@@ -98,6 +98,26 @@ TEST(BeamSearchDecodeOp, ASourcePrunedEarlyIsReadWhereItLastHadRows) {
   EXPECT_EQ(out[1].lod(), (LoD{0, 3, 5}));
 }
 
+TEST(BeamSearchDecodeOp, EmptyStepsAfterEverySourceFinished) {
+  // Both sources finished at step 1; steps 2 and 3 hold no rows (a loop
+  // that runs on to its step count writes them).
+  LoDTensorArray ids{Ids({1, 2}, {0, 1, 2}), Ids({9, 9}, {0, 1, 2}),
+                     Ids({}, {0, 0, 0}), Ids({}, {0, 0, 0})};
+  LoDTensorArray scores{Scores({0, 0}, {0, 1, 2}), Scores({-1, -2}, {0, 1, 2}),
+                        Scores({}, {0, 0, 0}), Scores({}, {0})};
+  auto out = Decode(ids, scores, 9);
+  EXPECT_EQ(ToVector<int64_t>(out[0]), (std::vector<int64_t>{1, 9, 2, 9}));
+  EXPECT_EQ(out[0].lod(), (LoD{0, 2, 4}));
+  EXPECT_EQ(out[1].lod(), (LoD{0, 2, 4}));
+  // Rows after a step without any cannot extend anything.
+  ids[3] = Ids({5}, {0, 1, 1});
+  scores[3] = Scores({-3}, {0, 1});
+  const std::string msg = ErrorOf([&] { Decode(ids, scores, 9); });
+  EXPECT_NE(msg.find("step 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1 rows follow a step without any"), std::string::npos)
+      << msg;
+}
+
 // The bigram model: logp[a][b] = log P(next b | last a), rows normalised.
 std::vector<double> BigramTable(int64_t v, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -25,9 +25,10 @@ def bigram(seed, end_weight=1.0):
     return (p / p.sum(1, keepdims=True)).astype("float32")
 
 
-def build_decoder(beam_size, max_len):
+def build_decoder(beam_size, max_len, logits=False):
     """Chapter 08's loop, the decoder's softmax replaced by a table lookup
-    (embedding of the last id into the table "lm")."""
+    (embedding of the last id into the table "lm": probabilities, or with
+    logits=True logits that a softmax turns into them)."""
     init_ids = L.data("init_ids", [1], dtype="int64", lod_level=1)
     init_scores = L.data("init_scores", [1], dtype="float32", lod_level=1)
     counter = L.fill_constant([1], "int64", 0)
@@ -43,6 +44,8 @@ def build_decoder(beam_size, max_len):
         pre_score = L.array_read(scores_array, counter)
         probs = L.embedding(pre_ids, size=[V, V],
                             param_attr=fluid.ParamAttr(name="lm"))
+        if logits:
+            probs = L.softmax(probs)
         topk_scores, topk_ids = L.topk(probs, k=min(beam_size, V))
         accu = L.elementwise_add(L.log(topk_scores),
                                  L.reshape(pre_score, [-1]), axis=0)
