@@ -259,8 +259,11 @@ void Executor::PrepareSubBlocks(PreparedProgram* prepared) const {
 class ExecutorBlockRunner : public BlockRunner {
  public:
   ExecutorBlockRunner(const Executor& executor, PreparedProgram* prepared,
-                      Scope* scope)
-      : executor_(executor), prepared_(prepared), scope_(scope) {}
+                      Scope* scope, int depth = 0)
+      : executor_(executor),
+        prepared_(prepared),
+        scope_(scope),
+        depth_(depth) {}
   Scope* scope() const override { return scope_; }
   const proto::ProgramDesc& program() const override {
     return prepared_->program_;
@@ -268,9 +271,14 @@ class ExecutorBlockRunner : public BlockRunner {
   void RunBlock(int block_id, Scope* scope) const override;
 
  private:
+  // Blocks a program nests legitimately are few; a deeper run is a
+  // program whose blocks run each other (a cycle), refused before the
+  // stack runs out.
+  static constexpr int kMaxDepth = 64;
   const Executor& executor_;
   PreparedProgram* prepared_;
   Scope* scope_;
+  int depth_;
 };
 
 void ExecutorBlockRunner::RunBlock(int block_id, Scope* scope) const {
@@ -282,9 +290,13 @@ void ExecutorBlockRunner::RunBlock(int block_id, Scope* scope) const {
                 " is no sub-block of the program (it has ",
                 prepared_->program_.blocks_size(), " blocks; block ",
                 prepared_->block_id_, " is the one running)");
+  FLUID_ENFORCE(depth_ < kMaxDepth, "RunBlock: block ", block_id, " would run ",
+                kMaxDepth,
+                " blocks deep; the program's control-flow ops run each "
+                "other's blocks in a cycle");
   for (const auto& var : prepared_->program_.blocks(block_id).vars())
     if (!var.persistable()) scope->Var(var.name());
-  const ExecutorBlockRunner inner(executor_, prepared_, scope);
+  const ExecutorBlockRunner inner(executor_, prepared_, scope, depth_ + 1);
   const auto& ops = prepared_->block_ops_[block_id];
   for (size_t i = 0; i < ops.size(); ++i) {
     OperatorBase& op = *ops[i];

@@ -200,6 +200,36 @@ TEST(WhileOp, OuterVarsLiveUntilTheLoopEnds) {
   ExpectClose(out[0], want[0], "loss");
 }
 
+// Blocks whose while ops run each other (a malformed program) are refused
+// with an error, not run until the stack runs out.
+TEST(WhileOp, BlocksRunningEachOtherAreRefused) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  Var(b, "i", DataType::kInt64, {1}, true);
+  Var(b, "n", DataType::kInt64, {1}, true);
+  Var(b, "cond", DataType::kBool, {1}, true);
+  Op(b, FillInt64("i", 0));
+  Op(b, FillInt64("n", 1));
+  Op(b, MakeOp("less_than", {{"X", {"i"}}, {"Y", {"n"}}}, {{"Out", {"cond"}}}));
+  auto loop = [](int sub) {
+    return MakeOp("while", {{"X", {"i"}}, {"Condition", {"cond"}}},
+                  {{"Out", {"i"}}}, {{"sub_block", sub}, {"is_test", true}});
+  };
+  Op(b, loop(1), false);
+  for (int k : {1, 2}) {
+    proto::BlockDesc* body = p.add_blocks();
+    body->set_idx(k);
+    body->set_parent_idx(0);
+    Op(body, loop(k == 1 ? 2 : 1), false);
+  }
+  const std::string msg = ErrorOf([&] {
+    Executor exe;
+    Scope scope;
+    exe.RunOnce(p, &scope);
+  });
+  EXPECT_NE(msg.find("in a cycle"), std::string::npos) << msg;
+}
+
 TEST(WhileOp, ConditionMustBeBool) {
   proto::ProgramDesc p = LoopProgram();
   proto::BlockDesc* b = p.mutable_blocks(0);
