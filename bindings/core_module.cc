@@ -1115,7 +1115,8 @@ void BindExecutors(py::module_& m) {
       .def(py::init<int, int>(), py::arg("threads") = 1, py::arg("device") = -1)
       .def_property_readonly("rank", &PyMPIExecutor::rank)
       .def_property_readonly("world_size", &PyMPIExecutor::world_size)
-      .def("run_startup", &PyMPIExecutor::RunStartup)
+      .def("run_startup", &PyMPIExecutor::RunStartup, py::arg("startup"),
+           py::arg("scope"), py::arg("defer_parameter_state") = false)
       .def("init", &PyMPIExecutor::Init)
       .def("in_shards", &PyMPIExecutor::InShards)
       .def("save_vars", &PyMPIExecutor::SaveVars)
