@@ -121,9 +121,10 @@ int WaitOf(const proto::BlockDesc& main, const std::string& handle) {
 
 // The gradient bucket of `b`: coalesced just before the backward pass
 // first writes it (not at the start), freed once its reduce-scatter is
-// waited for.
-void PlaceGradients(const ParamShardBucket& b, proto::BlockDesc* main,
-                    Insertions* at) {
+// waited for; that wait moves to just before op `wait_before` when it is
+// >= 0 (the layout of a later bucket's gradients).
+void PlaceGradients(const ParamShardBucket& b, int wait_before,
+                    proto::BlockDesc* main, Insertions* at) {
   auto* ops = main->mutable_ops();
   for (int i = 0; i < ops->size(); ++i) {
     const proto::OpDesc& op = ops->Get(i);
@@ -142,7 +143,40 @@ void PlaceGradients(const ParamShardBucket& b, proto::BlockDesc* main,
                 "' is never waited for");
   std::vector<std::string> grads = b.grad_views;
   grads.push_back(b.grad_fused);
-  at->after[wait].push_back(Free(grads));
+  if (wait_before < 0 || wait_before >= wait) {
+    at->after[wait].push_back(Free(grads));
+    return;
+  }
+  at->after[wait_before - 1].push_back(main->ops(wait));
+  at->after[wait_before - 1].push_back(Free(grads));
+  main->mutable_ops(wait)->set_type("@MOVED@");
+}
+
+// Where each bucket's gradient wait goes (-1: where it is). The buckets in
+// the order the backward pass first writes their gradients: bucket j's
+// reduce-scatter is waited for, and its buffer freed, just before bucket
+// j+2's buffer is laid out (when that comes after the reduce-scatter), so
+// that at most three gradient buffers exist at once while one bucket's
+// reduce-scatter still overlaps the next bucket's backward ops.
+std::vector<int> GradientWaits(const std::vector<ParamShardBucket>& buckets,
+                               const proto::BlockDesc& main) {
+  std::vector<std::pair<int, size_t>> order;  // (first writer, bucket)
+  for (size_t k = 0; k < buckets.size(); ++k)
+    order.emplace_back(FirstWriter(main, buckets[k].grad_views), k);
+  std::sort(order.begin(), order.end());
+  std::vector<int> out(buckets.size(), -1);
+  for (size_t j = 0; j + 2 < order.size(); ++j) {
+    const ParamShardBucket& b = buckets[order[j].second];
+    int reduce = -1;
+    for (int i = 0; i < main.ops_size(); ++i)
+      if (main.ops(i).type() == "c_reducescatter" &&
+          ReadsVar(main.ops(i), b.grad_fused))
+        reduce = i;
+    const int next = order[j + 2].first;
+    if (reduce >= 0 && reduce < next && next < main.ops_size())
+      out[order[j].second] = next;
+  }
+  return out;
 }
 
 }  // namespace
@@ -150,7 +184,9 @@ void PlaceGradients(const ParamShardBucket& b, proto::BlockDesc* main,
 void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
                        int prefetch, int nranks, proto::BlockDesc* main) {
   Insertions at;
-  for (const auto& b : buckets) PlaceGradients(b, main, &at);
+  const std::vector<int> waits = GradientWaits(buckets, *main);
+  for (size_t k = 0; k < buckets.size(); ++k)
+    PlaceGradients(buckets[k], waits[k], main, &at);
   const int backward = FirstBackward(*main);
   const std::vector<Span> fwd = Spans(buckets, *main, 0, backward);
   const std::vector<Span> bwd =

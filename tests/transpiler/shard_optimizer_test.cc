@@ -356,6 +356,48 @@ TEST(ShardParams, GathersArePrefetchedOneBucketAhead) {
   }
 }
 
+// Each bucket's gradient buffer is waited for and freed just before the
+// buffer two buckets later is laid out (after the next one's: its
+// reduce-scatter overlaps the next bucket's backward ops), so that at most
+// three exist at once.
+TEST(ShardParams, GradientBuffersAreFreedTwoBucketsLater) {
+  const proto::TrainingJob out = Stage3(1);  // every parameter sharded
+  const proto::BlockDesc& main = out.main().blocks(0);
+  std::vector<std::string> grads;  // in reduce-scatter order
+  for (const auto& op : main.ops())
+    if (op.type() == "c_reducescatter") grads.push_back(OpInput(op, "X")[0]);
+  ASSERT_GE(grads.size(), 4u);
+  auto layout = [&](const std::string& g) {
+    for (int i = 0; i < main.ops_size(); ++i)
+      if (main.ops(i).type() == "coalesce_tensor" &&
+          OpOutput(main.ops(i), "FusedOutput")[0] == g)
+        return i;
+    return -1;
+  };
+  for (size_t j = 0; j + 2 < grads.size(); ++j) {
+    SCOPED_TRACE(grads[j]);
+    const int reduce = FirstOp(main, "c_reducescatter", grads[j]);
+    const int wait = FirstOp(main, "c_wait", ShardName(grads[j]));
+    const int free = FirstOp(main, "delete_var", grads[j]);
+    EXPECT_LT(reduce, wait);
+    EXPECT_EQ(free, wait + 1);
+    EXPECT_LT(free, layout(grads[j + 2]));
+    EXPECT_GT(wait, layout(grads[j + 1]));
+  }
+  int live = 0, most = 0;
+  for (const auto& op : main.ops()) {
+    const std::vector<std::string> fused = OpOutput(op, "FusedOutput");
+    if (op.type() == "coalesce_tensor" && !fused.empty() &&
+        fused[0].rfind("fused_grad_", 0) == 0 &&
+        std::find(grads.begin(), grads.end(), fused[0]) != grads.end())
+      most = std::max(most, ++live);
+    if (op.type() == "delete_var")
+      for (const auto& g : grads) live -= ReadsVar(op, g) ? 1 : 0;
+  }
+  EXPECT_LE(most, 3);
+  EXPECT_EQ(live, 0);
+}
+
 TEST(ShardParams, LintRejectsAReadBeforeItsGatherAndAReadAfterTheFree) {
   const proto::TrainingJob out = Stage3();
   const std::string b = ParamShardBuffers(out.main().blocks(0))[0];
