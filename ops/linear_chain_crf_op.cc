@@ -137,6 +137,17 @@ const Tensor* OptionalInput(const ExecutionContext& ctx,
   return ctx.HasInput(slot) ? &ctx.Input(slot) : nullptr;
 }
 
+// CrfWeights over `trans` with its column exponentials in *cols (D * D
+// shifted exponentials, then the D column maxima).
+template <typename T>
+CrfWeights<T> WeightsWithExps(const Tensor& trans, int64_t d,
+                              std::vector<T>* cols) {
+  cols->resize(static_cast<size_t>(d * d + d));
+  for (int64_t j = 0; j < d; ++j)
+    CrfColumnExps(trans.data<T>(), d, j, cols->data(), cols->data() + d * d);
+  return CrfWeights<T>{trans.data<T>(), d, cols->data(), cols->data() + d * d};
+}
+
 template <typename T>
 void LinearChainCrfKernel(const ExecutionContext& ctx) {
   const Tensor& emission = ctx.Input("Emission");
@@ -152,7 +163,8 @@ void LinearChainCrfKernel(const ExecutionContext& ctx) {
                     " at row ", t, "; a tag must lie in [0, ", d, ")");
   }
   const Tensor& trans = ctx.Input("Transition");
-  const CrfWeights<T> w{trans.data<T>(), d};
+  std::vector<T> cols;
+  const CrfWeights<T> w = WeightsWithExps(trans, d, &cols);
   const T* x = emission.data<T>();
   T* alpha = ctx.Output("Alpha")->mutable_data<T>();
   T* exps = ctx.Output("EmissionExps")->mutable_data<T>();
@@ -163,10 +175,12 @@ void LinearChainCrfKernel(const ExecutionContext& ctx) {
   T* nll = ctx.Output("LogLikelihood")->mutable_data<T>();
   ParallelFor(ctx.device(), n, static_cast<double>(d * d) * 16,
               [&](int64_t b, int64_t e) {
+                std::vector<T> scratch(static_cast<size_t>(d));
                 for (int64_t i = b; i < e; ++i) {
                   const int64_t r = spans[2 * i];
-                  nll[i] = CrfForward(w, x + r * d, label + r, spans[2 * i + 1],
-                                      alpha + r * d, exps + r * d);
+                  nll[i] =
+                      CrfForward(w, x + r * d, label + r, spans[2 * i + 1],
+                                 alpha + r * d, exps + r * d, scratch.data());
                 }
               });
 }
@@ -189,9 +203,9 @@ void LinearChainCrfGradKernel(const ExecutionContext& ctx) {
                 "linear_chain_crf_grad: LogLikelihood@GRAD "
                 "has shape ",
                 dll.shape(), " for ", n, " sequences");
-  const CrfWeights<T> w{ctx.Input("Transition").data<T>(), d};
+  std::vector<T> cols;
+  const CrfWeights<T> w = WeightsWithExps(ctx.Input("Transition"), d, &cols);
   const T* x = emission.data<T>();
-  const T* alpha = ctx.Input("Alpha").data<T>();
   const int64_t* label = ctx.Input("Label").data<int64_t>();
   const T* g = dll.data<T>();
   Tensor* demission = ctx.Output(GradSlot("Emission"));
@@ -202,11 +216,13 @@ void LinearChainCrfGradKernel(const ExecutionContext& ctx) {
   std::vector<T> partial(static_cast<size_t>(n * wsize));
   ParallelFor(ctx.device(), n, static_cast<double>(d * d) * 24,
               [&](int64_t b, int64_t e) {
+                std::vector<T> scratch(static_cast<size_t>(d)), la;
                 for (int64_t i = b; i < e; ++i) {
-                  const int64_t r = spans[2 * i];
-                  CrfBackward(w, x + r * d, label + r, spans[2 * i + 1],
-                              alpha + r * d, g[i], dx + r * d,
-                              partial.data() + i * wsize);
+                  const int64_t r = spans[2 * i], len = spans[2 * i + 1];
+                  la.resize(static_cast<size_t>(len * d));
+                  CrfBackward(w, x + r * d, label + r, len, g[i], la.data(),
+                              dx + r * d, partial.data() + i * wsize,
+                              scratch.data());
                 }
               });
   Tensor* dtrans = ctx.Output(GradSlot("Transition"));
@@ -236,7 +252,6 @@ REGISTER_OP(linear_chain_crf)
     .SetInferShape(LinearChainCrfInferShape)
     .SetGrad(GradSpec("linear_chain_crf_grad")
                  .Inputs({"Emission", "Transition", "Label", "Length"})
-                 .Outputs({"Alpha"})
                  .OutGrads({"LogLikelihood"})
                  .InGrads({"Emission", "Transition"}))
     .CPUKernel<float>(LinearChainCrfKernel<float>)

@@ -22,12 +22,43 @@ struct ForwardFunctor {
   T* alpha;
   T* exps;
   T* nll;
+  T* scratch;  // D per sequence
   __device__ void operator()(int64_t i) const {
     const int64_t r = spans[2 * i];
     nll[i] = CrfForward(w, x + r * w.d, label + r, spans[2 * i + 1],
-                        alpha + r * w.d, exps + r * w.d);
+                        alpha + r * w.d, exps + r * w.d, scratch + i * w.d);
   }
 };
+
+template <typename T>
+struct ColumnExpsFunctor {
+  const T* w;
+  int64_t d;
+  T* e;
+  T* cmax;
+  __device__ void operator()(int64_t j) const {
+    CrfColumnExps(w, d, j, e, cmax);
+  }
+};
+
+// The column exponentials of w (CrfColumnExps: D * D + D values) computed
+// at `at`, in the workspace, which then holds D scratch values per sequence
+// (ColumnExpsBytes in all); sets w->e and w->cmax and returns the scratch.
+template <typename T>
+T* ColumnExps(const CUDADeviceContext& dev, void* at, CrfWeights<T>* w) {
+  const int64_t d = w->d;
+  T* base = static_cast<T*>(at);
+  ColumnExpsFunctor<T> f{w->w, d, base, base + d * d};
+  cuda::ForEach(dev, d, f);
+  w->e = f.e;
+  w->cmax = f.cmax;
+  return base + d * d + d;
+}
+
+template <typename T>
+size_t ColumnExpsBytes(int64_t d, int64_t n) {
+  return (sizeof(T) * (d * d + d + n * d) + 255) / 256 * 256;
+}
 
 template <typename T>
 struct ExpFunctor {
@@ -42,14 +73,15 @@ struct BackwardFunctor {
   CrfWeights<T> w;
   const T* x;
   const int64_t* label;
-  const T* alpha;
   const T* g;
+  T* la;  // the log forward vectors, Emission's shape
   T* dx;
   T* partial;
+  T* scratch;  // D per sequence
   __device__ void operator()(int64_t i) const {
     const int64_t r = spans[2 * i];
-    CrfBackward(w, x + r * w.d, label + r, spans[2 * i + 1], alpha + r * w.d,
-                g[i], dx + r * w.d, partial + i * (w.d + 2) * w.d);
+    CrfBackward(w, x + r * w.d, label + r, spans[2 * i + 1], g[i], la + r * w.d,
+                dx + r * w.d, partial + i * (w.d + 2) * w.d, scratch + i * w.d);
   }
 };
 
@@ -104,8 +136,12 @@ void LinearChainCrfKernel(const ExecutionContext& ctx) {
   cuda::ZeroAsync(dev, f.alpha, sizeof(T) * emission.numel());
   cuda::ZeroAsync(dev, f.exps, sizeof(T) * emission.numel());
   if (spans.empty()) return;
-  f.spans = cuda::CopyLoDsToDevice(dev, {&spans}).lod[0];
-  cuda::ForEach(dev, static_cast<int64_t>(spans.size() / 2), f);
+  const int64_t n = static_cast<int64_t>(spans.size() / 2);
+  const cuda::DeviceLoDs ws =
+      cuda::CopyLoDsToDevice(dev, {&spans}, ColumnExpsBytes<T>(d, n));
+  f.spans = ws.lod[0];
+  f.scratch = ColumnExps(dev, ws.extra, &f.w);
+  cuda::ForEach(dev, n, f);
 }
 
 template <typename T>
@@ -127,21 +163,26 @@ void LinearChainCrfGradKernel(const ExecutionContext& ctx) {
   T* demission = cuda::OutputData<T>(ctx, GradSlot("Emission"));
   T* dtrans = cuda::OutputData<T>(ctx, GradSlot("Transition"));
   // Scratch: each sequence's transition share, then dx when not wanted.
-  const size_t share_bytes = sizeof(T) * n * size;
+  const size_t cols_bytes = ColumnExpsBytes<T>(d, n);
+  const size_t share_bytes = (sizeof(T) * n * size + 255) / 256 * 256;
+  const size_t la_bytes = (sizeof(T) * emission.numel() + 255) / 256 * 256;
   const size_t dx_bytes = demission ? 0 : sizeof(T) * emission.numel();
-  const cuda::DeviceLoDs ws =
-      cuda::CopyLoDsToDevice(dev, {&spans}, share_bytes + dx_bytes + 256);
+  const cuda::DeviceLoDs ws = cuda::CopyLoDsToDevice(
+      dev, {&spans}, cols_bytes + share_bytes + la_bytes + dx_bytes);
+  char* extra = static_cast<char*>(ws.extra);
   BackwardFunctor<T> f;
   f.spans = ws.lod[0];
   f.w = CrfWeights<T>{ctx.Input("Transition").data<T>(), d};
+  f.scratch = ColumnExps(dev, extra, &f.w);
   f.x = emission.data<T>();
   f.label = ctx.Input("Label").data<int64_t>();
-  f.alpha = ctx.Input("Alpha").data<T>();
   f.g = dll.data<T>();
-  f.partial = static_cast<T*>(ws.extra);
-  f.dx = demission ? demission
-                   : reinterpret_cast<T*>(static_cast<char*>(ws.extra) +
-                                          (share_bytes + 255) / 256 * 256);
+  f.partial = reinterpret_cast<T*>(extra + cols_bytes);
+  f.la = reinterpret_cast<T*>(extra + cols_bytes + share_bytes);
+  f.dx =
+      demission
+          ? demission
+          : reinterpret_cast<T*>(extra + cols_bytes + share_bytes + la_bytes);
   cuda::ZeroAsync(dev, f.dx, sizeof(T) * emission.numel());
   cuda::ForEach(dev, n, f);
   if (dtrans == nullptr) return;

@@ -27,36 +27,44 @@ Slots CrfInputs(bool label, bool padded) {
   return in;
 }
 
-testing::TensorMap CrfBatch(DataType dt, bool padded, uint64_t seed) {
+// Scores within +-2 * scale (emissions) and +-scale (transitions).
+testing::TensorMap CrfBatch(DataType dt, bool padded, uint64_t seed,
+                            double scale = 1) {
   const int64_t d = 4;
   const LoD lod{0, 3, 3, 8, 9};
-  Tensor x = padded ? RandomTensor(dt, {4, 5, d}, -2, 2, seed)
-                    : RandomTensor(dt, {lod.back(), d}, -2, 2, seed);
+  const double h = 2 * scale;
+  Tensor x = padded ? RandomTensor(dt, {4, 5, d}, -h, h, seed)
+                    : RandomTensor(dt, {lod.back(), d}, -h, h, seed);
   if (!padded) x.set_lod(lod);
   const int64_t rows = padded ? 20 : lod.back();
   std::vector<int64_t> labels;
   for (int64_t r = 0; r < rows; ++r) labels.push_back((r * 5 + 1) % d);
   testing::TensorMap in{
       {"x", x},
-      {"w", RandomTensor(dt, {d + 2, d}, -1, 1, seed + 1)},
+      {"w", RandomTensor(dt, {d + 2, d}, -scale, scale, seed + 1)},
       {"label",
        MakeTensor<int64_t>(padded ? Shape({4, 5}) : Shape({rows, 1}), labels)}};
   if (padded) in["length"] = MakeTensor<int64_t>({4}, {3, 0, 5, 1});
   return in;
 }
 
+// Scale 60: a column's shifted exponentials underflow in float32, so the
+// recursions' exact fallbacks run too.
 TEST(LinearChainCrfOpCuda, ForwardAndGradient) {
   REQUIRE_GPU();
   uint64_t seed = 700;
   for (DataType dt : kFloatTypes) {
     for (bool padded : {false, true}) {
-      auto op = MakeOp("linear_chain_crf", CrfInputs(true, padded),
-                       {{"Alpha", {"alpha"}},
-                        {"EmissionExps", {"ex"}},
-                        {"TransitionExps", {"wx"}},
-                        {"LogLikelihood", {"nll"}}});
-      EXPECT_TRUE(CudaMatchesCpu(op, CrfBatch(dt, padded, seed++)))
-          << DataTypeName(dt) << (padded ? " padded" : " LoD");
+      for (double scale : {1.0, 60.0}) {
+        auto op = MakeOp("linear_chain_crf", CrfInputs(true, padded),
+                         {{"Alpha", {"alpha"}},
+                          {"EmissionExps", {"ex"}},
+                          {"TransitionExps", {"wx"}},
+                          {"LogLikelihood", {"nll"}}});
+        EXPECT_TRUE(CudaMatchesCpu(op, CrfBatch(dt, padded, seed++, scale)))
+            << DataTypeName(dt) << (padded ? " padded" : " LoD") << " scale "
+            << scale;
+      }
     }
   }
 }

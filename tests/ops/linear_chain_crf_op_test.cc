@@ -139,6 +139,63 @@ TEST(LinearChainCrfOp, LargeScoresStayFinite) {
   }
 }
 
+// Float32 with transitions spread over +-150: the shifted exponentials of
+// a column underflow, so the recursions fall back to exact log-sum-exps;
+// the cost and the gradients stay those of float64.
+TEST(LinearChainCrfOp, Float32WithExtremeWeightsMatchesFloat64) {
+  const LoD lod{0, 3, 7, 8};
+  Batch b = RandomBatch(lod, 4, 51);
+  auto* q = b.w.data<double>();
+  for (int64_t k = 0; k < b.w.numel(); ++k) q[k] *= 150;
+  auto* p = b.x.data<double>();
+  for (int64_t k = 0; k < b.x.numel(); ++k) p[k] *= 25;
+  Tensor x32, w32;
+  float* xp = x32.mutable_data<float>(b.x.shape());
+  for (int64_t k = 0; k < b.x.numel(); ++k) xp[k] = static_cast<float>(p[k]);
+  x32.set_lod(lod);
+  float* wp = w32.mutable_data<float>(b.w.shape());
+  for (int64_t k = 0; k < b.w.numel(); ++k) wp[k] = static_cast<float>(q[k]);
+  // The float64 run on the float32 values, so that only precision differs.
+  for (int64_t k = 0; k < b.x.numel(); ++k) p[k] = xp[k];
+  for (int64_t k = 0; k < b.w.numel(); ++k) q[k] = wp[k];
+  auto want = RunOp(Crf(), {{"x", b.x}, {"w", b.w}, {"label", b.label}});
+  auto got = RunOp(Crf(), {{"x", x32}, {"w", w32}, {"label", b.label}});
+  auto w64 = ToVector<double>(want["nll"]);
+  auto w32v = ToVector<float>(got["nll"]);
+  for (size_t i = 0; i < w64.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(w32v[i])) << i;
+    EXPECT_NEAR(w32v[i], w64[i], 1e-5 * std::max(1.0, std::fabs(w64[i]))) << i;
+  }
+  // The gradients (each a difference of probabilities) alike too.
+  auto grad_op =
+      MakeOp("linear_chain_crf_grad",
+             {{"Emission", {"x"}},
+              {"Transition", {"w"}},
+              {"Label", {"label"}},
+              {"LogLikelihood@GRAD", {"g"}}},
+             {{"Emission@GRAD", {"dx"}}, {"Transition@GRAD", {"dw"}}});
+  const int64_t n = LoDCount(lod);
+  Tensor g64 = testing::FilledTensor(DataType::kFloat64, {n, 1}, 1.0);
+  Tensor g32 = testing::FilledTensor(DataType::kFloat32, {n, 1}, 1.0);
+  auto d64 =
+      RunOp(grad_op, {{"x", b.x}, {"w", b.w}, {"label", b.label}, {"g", g64}});
+  auto d32 =
+      RunOp(grad_op, {{"x", x32}, {"w", w32}, {"label", b.label}, {"g", g32}});
+  for (const char* v : {"dx", "dw"}) {
+    auto a64 = ToVector<double>(d64[v]);
+    auto a32 = ToVector<float>(d32[v]);
+    ASSERT_EQ(a64.size(), a32.size());
+    for (size_t k = 0; k < a64.size(); ++k)
+      EXPECT_NEAR(a32[k], a64[k], 1e-4) << v << " " << k;
+  }
+  testing::GradCheckOptions o;
+  o.wrt = {"x", "w"};
+  o.of = {"nll"};
+  o.step = 1e-4;  // the float64 gradient at these scales
+  EXPECT_TRUE(
+      CheckGradient(Crf(), {{"x", b.x}, {"w", b.w}, {"label", b.label}}, o));
+}
+
 TEST(LinearChainCrfOp, NumericGradient) {
   testing::GradCheckOptions o;
   o.wrt = {"x", "w"};
