@@ -5,10 +5,11 @@
 // [D + 2, D] as Fluid lays them out: row 0 the start weights, row 1 the
 // end weights, row 2 + i the weights from tag i to each tag.
 //
-// Everything runs in log space: the forward and backward vectors are
-// log-sum-exps of max-shifted terms, so no exp of an input overflows and
-// no product of many probabilities underflows. Free of Eigen so that nvcc
-// compiles it.
+// The forward and backward vectors are kept as logarithms, so no product
+// of many probabilities underflows. Each step's log-sum-exps are sums of
+// products of max-shifted exponentials (D exponentials a step rather than
+// D^2), no exponential exceeding 1; where such a sum underflows, the exact
+// log-sum-exp is taken instead. Free of Eigen so that nvcc compiles it.
 #pragma once
 
 #include <cmath>
