@@ -9,6 +9,8 @@
 #include "src/builder/clip_layers.h"
 #include "src/builder/control_layers.h"
 #include "src/builder/creation_layers.h"
+#include "src/builder/crf_layers.h"
+#include "src/builder/decode_layers.h"
 #include "src/builder/embedding_layers.h"
 #include "src/builder/image_layers.h"
 #include "src/builder/layers.h"
@@ -42,9 +44,16 @@ struct Built {
     layers::Data(&b, "gates", Shape{12});
     layers::Data(&b, "state", Shape{4});
     layers::Data(&b, "prob", Shape{2});
+    layers::Data(&b, "score", Shape{1});
     layers::Data(&b, "mask", Shape{10}, DataType::kBool);
     AddVarDesc(main.mutable_blocks(0), "vec", DataType::kFloat32, {5});
     AddVarDesc(main.mutable_blocks(0), "arr", DataType::kFloat32, {-1, 10})
+        ->set_type(proto::VarDesc::LOD_TENSOR_ARRAY);
+    proto::VarDesc* transition = AddVarDesc(
+        main.mutable_blocks(0), "transition", DataType::kFloat32, {12, 10});
+    transition->set_persistable(true);  // a parameter
+    transition->set_trainable(true);
+    AddVarDesc(main.mutable_blocks(0), "id_arr", DataType::kInt64, {-1, 1})
         ->set_type(proto::VarDesc::LOD_TENSOR_ARRAY);
   }
 };
@@ -1117,6 +1126,63 @@ std::vector<MultiOutputLayerCase> TensorOpsMultiOutputCases() {
            [](ProgramBuilder* b) { return layers::Unstack(b, "img", 1, -1); }}};
 }
 
+// The CRF and edit distance layers (src/builder/crf_layers.cc).
+std::vector<LayerCase> CrfLayerCases() {
+  ParamAttr named;
+  named.name = "crfw";
+  return {{"linear_chain_crf",
+           {{"input", "x"}, {"label", "label"}, {"param_attr", named}},
+           [named](ProgramBuilder* b) {
+             return layers::LinearChainCrf(b, "x", "label", named);
+           }},
+          {"crf_decoding",
+           {{"input", "x"}, {"param_attr", "transition"}, {"label", "label"}},
+           [](ProgramBuilder* b) {
+             return layers::CrfDecoding(b, "x", "transition", "label");
+           }}};
+}
+
+std::vector<MultiOutputLayerCase> CrfMultiOutputCases() {
+  return {{"edit_distance",
+           {{"input", "label"},
+            {"label", "label"},
+            {"normalized", false},
+            {"ignored_tokens", Ints{0}}},
+           [](ProgramBuilder* b) {
+             layers::EditDistanceOptions o;
+             o.normalized = false;
+             o.ignored_tokens = {0};
+             return layers::EditDistance(b, "label", "label", o);
+           }}};
+}
+
+// The decoding layers (src/builder/decode_layers.cc).
+std::vector<MultiOutputLayerCase> DecodeMultiOutputCases() {
+  return {{"beam_search",
+           {{"pre_ids", "label"},
+            {"ids", std::string()},
+            {"pre_scores", "score"},
+            {"scores", "x"},
+            {"beam_size", int64_t{4}},
+            {"end_id", int64_t{1}},
+            {"return_parent_idx", true}},
+           [](ProgramBuilder* b) {
+             layers::BeamSearchOptions o;
+             o.beam_size = 4;
+             o.end_id = 1;
+             o.return_parent_idx = true;
+             return layers::BeamSearch(b, "label", "score", "", "x", o);
+           }},
+          {"beam_search_decode",
+           {{"ids", "id_arr"},
+            {"scores", "arr"},
+            {"beam_size", int64_t{4}},
+            {"end_id", int64_t{1}}},
+           [](ProgramBuilder* b) {
+             return layers::BeamSearchDecode(b, "id_arr", "arr", 4, 1);
+           }}};
+}
+
 TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::vector<LayerCase> cases = ConfiguredLayerCases();
   for (LayerCase& c : OpLayerCases()) cases.push_back(std::move(c));
@@ -1128,6 +1194,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : ImageLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SampledLossLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : TensorOpsLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : CrfLayerCases()) cases.push_back(std::move(c));
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
@@ -1141,6 +1208,10 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   }
   std::vector<MultiOutputLayerCase> multi = MultiOutputLayerCases();
   for (MultiOutputLayerCase& c : TensorOpsMultiOutputCases())
+    multi.push_back(std::move(c));
+  for (MultiOutputLayerCase& c : DecodeMultiOutputCases())
+    multi.push_back(std::move(c));
+  for (MultiOutputLayerCase& c : CrfMultiOutputCases())
     multi.push_back(std::move(c));
   for (const MultiOutputLayerCase& c : multi) {
     SCOPED_TRACE(c.type);
