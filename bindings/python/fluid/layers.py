@@ -1536,6 +1536,7 @@ from .layers_control import (  # noqa: E402,F401
     greater_equal, greater_than, increment, less_equal, less_than,
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
+from .layers_rnn import StaticRNN  # noqa: E402,F401
 from .layers_decode import (  # noqa: E402,F401
     beam_search, beam_search_decode)
 from .layers_tensor import (  # noqa: E402,F401
