@@ -157,7 +157,7 @@ REASONS = [
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
      fluid.layers.Switch fluid.layers.cond
-     fluid.layers.IfElse fluid.layers.DynamicRNN fluid.layers.StaticRNN
+     fluid.layers.IfElse fluid.layers.DynamicRNN
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor
