@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A model with a fluid.layers.StaticRNN under data parallelism equals one
+process on the full batch.
+
+    mpirun -np 2 /usr/bin/python3 tests/python/mpi_static_rnn.py
+
+The model: a StaticRNN of T = 4 steps h_t = tanh(fc(x_t) + fc(h_{t-1}))
+over x [T, B, 8] (the batch is dim 1, as StaticRNN's step inputs have
+it), a softmax classifier on the last step's output. Each rank feeds its
+share of the global batch of 16 (rows of dim 1) for 3 Adam steps; the
+parameters must equal those one fluid.Executor reaches on the full batch
+(relative 1e-6), and every persistable must be bitwise identical across
+ranks (MPIExecutor.check_consistency). Rank 0 prints one line per check;
+exits non-zero if one fails.
+"""
+import os
+import sys
+import traceback
+
+import numpy as np
+
+import fluid
+from mpi_equivalence import Checks, compare, max_rel, param_names, params_of
+
+L = fluid.layers
+STEPS, T, BATCH, D, H = 3, 4, 16, 8, 12
+
+
+def build():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 5
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = L.data("x", [T, -1, D], append_batch_size=False)
+        label = L.data("label", [1], dtype="int64")
+        rnn = L.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(x)
+            h = rnn.memory(shape=[-1, H], batch_ref=x_t)
+            new = L.tanh(L.fc(x_t, H) + L.fc(h, H, bias_attr=False))
+            rnn.update_memory(h, new)
+            rnn.step_output(new)
+        last = L.squeeze(L.slice(rnn(), axes=[0], starts=[T - 1], ends=[T]),
+                         axes=[0])
+        logits = L.fc(last, 4)
+        loss = L.mean(L.softmax_with_cross_entropy(logits, label))
+        fluid.optimizer.Adam(0.01).minimize(loss)
+    return main, startup, loss
+
+
+def batch(step, rank=0, world=1):
+    """Step `step`'s feed: this rank's rows of the global batch."""
+    rng = np.random.RandomState(200 + step)
+    x = rng.uniform(-1, 1, (T, BATCH, D)).astype(np.float32)
+    y = (x[:, :, 0].sum(axis=0) > 0).astype(np.int64).reshape(BATCH, 1)
+    per = BATCH // world
+    rows = slice(rank * per, (rank + 1) * per)
+    return {"x": x[:, rows], "label": y[rows]}
+
+
+def train(exe, main, startup, loss, scope, rank=0, world=1):
+    exe.run(startup, scope=scope)
+    for step in range(STEPS):
+        exe.run(main, feed=batch(step, rank, world), fetch_list=[loss],
+                scope=scope)
+
+
+def run_checks():
+    exe = fluid.MPIExecutor(fluid.CPUPlace())
+    rank, world = exe.rank, exe.world_size
+    c = Checks(rank, world)
+    keep = []  # scopes outlive the executors bound to them
+
+    def equivalence():
+        main, startup, loss = build()
+        names = param_names(main)
+        ref_scope = fluid.Scope()
+        keep.append(ref_scope)
+        ref = fluid.Executor(fluid.CPUPlace())
+        train(ref, main, startup, loss, ref_scope)
+        want = params_of(ref_scope, names)
+        del ref
+        scope = fluid.Scope()
+        keep.append(scope)
+        train(exe, main, startup, loss, scope, rank, world)
+        exe.check_consistency()  # every persistable, bitwise
+        got = params_of(scope, names)
+        bad = compare(got, want, rtol=1e-6)
+        return bad or f"OK max relative difference {max_rel(got, want):.2e}"
+
+    c.check("(a) a StaticRNN == Executor on the full batch, ranks bitwise "
+            "equal", equivalence)
+    exe = None  # noqa: F841 - the executor goes before the scopes
+    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
+          else f"all {c.count} checks passed on {world} rank(s)")
+    return 1 if c.failed else 0
+
+
+def main():
+    try:
+        rc = run_checks()
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
