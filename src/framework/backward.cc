@@ -176,6 +176,10 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
                             const proto::OpDesc& fwd,
                             const std::set<std::string>& rg,
                             const std::set<std::string>& written);
+proto::OpDesc MakeCondBlockGrad(proto::ProgramDesc* program,
+                                const proto::OpDesc& fwd,
+                                const std::set<std::string>& rg,
+                                const std::set<std::string>& written);
 
 bool IsArrayVar(const proto::VarDesc* v) {
   return v != nullptr && v->type() == proto::VarDesc::LOD_TENSOR_ARRAY;
@@ -214,11 +218,14 @@ std::vector<proto::OpDesc> MakeGradOps(proto::ProgramDesc* program,
     int role = OpRoleOf(*fwd);
     if (i == loss_op)
       SetOpAttr(fwd, kOpRoleAttr, role | static_cast<int>(OpRole::kLoss));
-    std::vector<proto::OpDesc> made =
-        fwd->type() == "while"
-            ? std::vector<proto::OpDesc>{MakeWhileGrad(program, *fwd, rg,
-                                                       *grads_written)}
-            : OpRegistry::Global().Get(fwd->type()).grad_maker()(*fwd);
+    std::vector<proto::OpDesc> made;
+    if (fwd->type() == "while") {
+      made = {MakeWhileGrad(program, *fwd, rg, *grads_written)};
+    } else if (fwd->type() == "conditional_block") {
+      made = {MakeCondBlockGrad(program, *fwd, rg, *grads_written)};
+    } else {
+      made = OpRegistry::Global().Get(fwd->type()).grad_maker()(*fwd);
+    }
     block = program->mutable_blocks(0);
     for (auto& g : made) {
       SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
@@ -308,8 +315,8 @@ const proto::VarDesc* FindVisibleVar(const proto::ProgramDesc& program, int b,
 // same step would see, in the gradient, the value the step began with:
 // refused.
 BackwardPath WhileBodyPath(const proto::ProgramDesc& program, int body,
-                           const proto::OpDesc& fwd,
-                           std::set<std::string>* rg) {
+                           const proto::OpDesc& fwd, std::set<std::string>* rg,
+                           const std::string& what = "while loop") {
   auto eligible = [&](const std::string& name) {
     const proto::VarDesc* v = FindVisibleVar(program, body, name);
     return v != nullptr && IsFloat(*v) && !v->stop_gradient();
@@ -332,24 +339,24 @@ BackwardPath WhileBodyPath(const proto::ProgramDesc& program, int body,
       writes_needed = writes_needed || path.needed.count(n);
     for (const auto& n : OpInputNames(op)) any_in = any_in || rg->count(n);
     if (!writes_needed || !any_in) continue;
-    FLUID_ENFORCE_CODE(op.type() != "while", ErrorCode::kUnimplemented,
-                       "a while loop nested in the body (block ", body,
-                       ") of another lies on the gradient's path; nested "
-                       "loops are not differentiable here");
     FLUID_ENFORCE_CODE(
-        OpRegistry::Global().Get(op.type()).has_grad(),
-        ErrorCode::kUnimplemented, "op '", op.type(), "' in the body (block ",
-        body,
-        ") of a while loop lies on the gradient's path but has no "
-        "gradient");
+        op.type() != "while" && op.type() != "conditional_block",
+        ErrorCode::kUnimplemented, "a ", op.type(),
+        " nested in the body (block ", body, ") of a ", what,
+        " lies on the gradient's path; nested control flow is not "
+        "differentiable here");
+    FLUID_ENFORCE_CODE(OpRegistry::Global().Get(op.type()).has_grad(),
+                       ErrorCode::kUnimplemented, "op '", op.type(),
+                       "' in the body (block ", body, ") of a ", what,
+                       " lies on the gradient's path but has no gradient");
     for (const auto& n : OpInputNames(op)) {
       if (!rg->count(n) || FindVarDesc(block, n) != nullptr) continue;
       for (int j = 0; j < i; ++j) {
         const std::vector<std::string> w = OpOutputNames(block.ops(j));
-        FLUID_ENFORCE(std::find(w.begin(), w.end(), n) == w.end(),
-                      "while loop body (block ", body, "): op #", i, " '",
-                      op.type(), "' reads outer var '", n, "' after op #", j,
-                      " '", block.ops(j).type(),
+        FLUID_ENFORCE(std::find(w.begin(), w.end(), n) == w.end(), what,
+                      " body (block ", body, "): op #", i, " '", op.type(),
+                      "' reads outer var '", n, "' after op #", j, " '",
+                      block.ops(j).type(),
                       "' wrote it in the same step; its gradient would read "
                       "the step's first value. Compute into a new var and "
                       "assign it to '",
@@ -363,30 +370,15 @@ BackwardPath WhileBodyPath(const proto::ProgramDesc& program, int body,
   return path;
 }
 
-// Builds the gradient block of the body of `fwd` (a new block, the body's
-// child) and returns the while_grad op running it. `rg`: the parent's vars
-// that carry a gradient; `written`: the gradients the parent's grad ops
-// wrote so far (an Out var's gradient nobody wrote is none, @EMPTY@).
-proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
-                            const proto::OpDesc& fwd,
-                            const std::set<std::string>& rg,
-                            const std::set<std::string>& written) {
-  const int body = GetOpAttrAs<int32_t>(fwd, "sub_block");
-  FLUID_ENFORCE(body > 0 && body < program->blocks_size(),
-                "while op: ", "sub_block ", body,
-                " is no block of the program");
-  const std::vector<std::string> xs = OpInput(fwd, "X");
-  const std::vector<std::string> outs = OpOutput(fwd, "Out");
-  const std::vector<std::string> steps = OpOutput(fwd, "StepScopes");
-  FLUID_ENFORCE(steps.size() == 1 && steps[0] != kEmptyVarName,
-                "while op (block ", body,
-                ") has no StepScopes output: its "
-                "gradient replays the steps it keeps");
-  std::set<std::string> body_rg;
-  for (const auto& x : xs)
-    if (rg.count(x)) body_rg.insert(x);
-  const BackwardPath path = WhileBodyPath(*program, body, fwd, &body_rg);
-
+// Builds the gradient block of block `body` (a new block, its child) from
+// `path` (WhileBodyPath) and returns its index: the gradients of the outer
+// vars `outs` the path needs are seeded by the running op, as are those of
+// the arrays among `xs` (carried, added into).
+int BuildGradBlock(proto::ProgramDesc* program, int body,
+                   const std::vector<std::string>& xs,
+                   const std::vector<std::string>& outs,
+                   const std::set<std::string>& body_rg,
+                   const BackwardPath& path) {
   const int gidx = program->blocks_size();
   proto::BlockDesc* gblock = program->add_blocks();
   gblock->set_idx(gidx);
@@ -437,6 +429,34 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
     }
   }
 
+  return gidx;
+}
+
+// Builds the gradient block of the body of `fwd` (a new block, the body's
+// child) and returns the while_grad op running it. `rg`: the parent's vars
+// that carry a gradient; `written`: the gradients the parent's grad ops
+// wrote so far (an Out var's gradient nobody wrote is none, @EMPTY@).
+proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
+                            const proto::OpDesc& fwd,
+                            const std::set<std::string>& rg,
+                            const std::set<std::string>& written) {
+  const int body = GetOpAttrAs<int32_t>(fwd, "sub_block");
+  FLUID_ENFORCE(body > 0 && body < program->blocks_size(),
+                "while op: ", "sub_block ", body,
+                " is no block of the program");
+  const std::vector<std::string> xs = OpInput(fwd, "X");
+  const std::vector<std::string> outs = OpOutput(fwd, "Out");
+  const std::vector<std::string> steps = OpOutput(fwd, "StepScopes");
+  FLUID_ENFORCE(steps.size() == 1 && steps[0] != kEmptyVarName,
+                "while op (block ", body,
+                ") has no StepScopes output: its "
+                "gradient replays the steps it keeps");
+  std::set<std::string> body_rg;
+  for (const auto& x : xs)
+    if (rg.count(x)) body_rg.insert(x);
+  const BackwardPath path = WhileBodyPath(*program, body, fwd, &body_rg);
+
+  const int gidx = BuildGradBlock(program, body, xs, outs, body_rg, path);
   std::vector<std::string> douts, dxs;
   for (const auto& o : outs)
     douts.push_back(path.needed.count(o) && written.count(GradVarName(o))
@@ -448,6 +468,61 @@ proto::OpDesc MakeWhileGrad(proto::ProgramDesc* program,
       "while_grad",
       {{"X", xs}, {"Out", outs}, {"Out@GRAD", douts}, {"StepScopes", steps}},
       {{"X@GRAD", dxs}}, {{"sub_block", static_cast<int32_t>(gidx)}});
+}
+
+// ---- the gradient of a conditional block ----
+
+// Builds the gradient block of the block `fwd` runs (a new block, its
+// child) and returns the conditional_block_grad op running it; arguments as
+// for MakeWhileGrad. An outer var the block both reads and writes on the
+// gradient's path is refused: its gradient would read the value written.
+proto::OpDesc MakeCondBlockGrad(proto::ProgramDesc* program,
+                                const proto::OpDesc& fwd,
+                                const std::set<std::string>& rg,
+                                const std::set<std::string>& written) {
+  const int body = GetOpAttrAs<int32_t>(fwd, "sub_block");
+  FLUID_ENFORCE(body > 0 && body < program->blocks_size(),
+                "conditional_block op: sub_block ", body,
+                " is no block of the program");
+  const std::vector<std::string> xs = OpInput(fwd, "Input");
+  const std::vector<std::string> outs = OpOutput(fwd, "Out");
+  const std::vector<std::string> scope = OpOutput(fwd, "Scope");
+  FLUID_ENFORCE(scope.size() == 1 && scope[0] != kEmptyVarName,
+                "conditional_block op (block ", body,
+                ") has no Scope output: its gradient runs in the scope the "
+                "block ran in");
+  std::set<std::string> body_rg;
+  for (const auto& x : xs)
+    if (rg.count(x)) body_rg.insert(x);
+  const BackwardPath path =
+      WhileBodyPath(*program, body, fwd, &body_rg, "conditional block");
+  for (const auto& o : outs) {
+    const bool read = std::find(xs.begin(), xs.end(), o) != xs.end();
+    FLUID_ENFORCE_CODE(!read || !path.needed.count(o) || !rg.count(o),
+                       ErrorCode::kUnimplemented, "conditional block (block ",
+                       body, ") reads and writes outer var '", o,
+                       "' on the gradient's path; write the block's result "
+                       "into a new var (fluid.layers.cond returns new vars)");
+  }
+  const int gidx = BuildGradBlock(program, body, xs, outs, body_rg, path);
+  std::vector<std::string> douts, dxs;
+  for (const auto& o : outs)
+    douts.push_back(path.needed.count(o) && written.count(GradVarName(o))
+                        ? GradVarName(o)
+                        : kEmptyVarName);
+  for (const auto& x : xs)
+    dxs.push_back(rg.count(x) ? GradVarName(x) : kEmptyVarName);
+  const bool scalar = HasOpAttr(fwd, "is_scalar_condition") &&
+                      GetOpAttrAs<bool>(fwd, "is_scalar_condition");
+  return MakeOp("conditional_block_grad",
+                {{"Cond", OpInput(fwd, "Cond")},
+                 {"Input", xs},
+                 {"Out", outs},
+                 {"Out@GRAD", douts},
+                 {"Scope", scope}},
+                {{"Input@GRAD", dxs}},
+                {{"sub_block", static_cast<int32_t>(gidx)},
+                 {"is_scalar_condition", scalar}});
 }
 
 // The trainable parameters that carry a gradient.
