@@ -27,7 +27,6 @@ LAYER_MODULES |= {"fluid.layers_tensor"}
 LAYER_MODULES |= {"fluid.layers_loss"}
 LAYER_MODULES |= {"fluid.layers_nn"}
 LAYER_MODULES |= {"fluid.layers_decode"}
-LAYER_MODULES |= {"fluid.layers_loss"}
 
 
 def layer_functions():
