@@ -239,6 +239,7 @@ FLUID_18 = {
                                   ("beam_size", R), ("end_id", R),
                                   ("name", None)],
     "layers.While": [("cond", R), ("is_test", False), ("name", None)],
+    "layers.StaticRNN": [("name", None)],
     "layers.while_loop": [("cond", R), ("body", R), ("loop_vars", R),
                           ("is_test", False), ("name", None)],
     "layers.sequence_conv": [
@@ -475,7 +476,7 @@ MODULES = {
                "fluid.layers_crf",
                "fluid.layers_loss",
                "fluid.layers_control", "fluid.layers_while",
-               "fluid.layers_decode",
+               "fluid.layers_decode", "fluid.layers_rnn",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
     "optimizer": ("fluid.optimizer",),
