@@ -15,14 +15,11 @@ beam_search, beam_search_decode, stateless ops), which must give the
 sentences and scores one process decoding every source gives them.
 Rank 0 prints one line per check; exits non-zero if one fails.
 """
-import os
-import sys
-import traceback
 
 import numpy as np
 
 import fluid
-from mpi_equivalence import Checks, compare, max_rel
+from mpi_equivalence import Checks, compare, max_rel, script_main, summary
 from test_beam_search import V, build_decoder
 
 L = fluid.layers
@@ -117,21 +114,8 @@ def run_checks():
             decoding)
     exe = None  # noqa: F841 - the executor goes before the scopes
     del keep
-    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
-          else f"all {c.count} checks passed on {world} rank(s)")
-    return 1 if c.failed else 0
-
-
-def main():
-    try:
-        rc = run_checks()
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.exit(rc)
+    return summary(c)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(run_checks)

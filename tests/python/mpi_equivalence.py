@@ -170,6 +170,51 @@ class Checks:
             self.say(f"PASS {name}")
 
 
+def equals_one_process(exe, build, train, keep, rtol=1e-6):
+    """A check of the scripts that train a model (build() -> main, startup,
+    loss; train(exe, main, startup, loss, scope, rank=0, world=1)) with
+    `exe`, a fluid.MPIExecutor, each rank on its share: the parameters
+    equal those a fluid.Executor reaches on the full batch (rtol), and
+    every persistable is bitwise identical across ranks. `keep` holds the
+    scopes (they outlive the executors bound to them)."""
+    main, startup, loss = build()
+    names = param_names(main)
+    ref_scope = fluid.Scope()
+    keep.append(ref_scope)
+    ref = fluid.Executor(fluid.CPUPlace())
+    train(ref, main, startup, loss, ref_scope)
+    want = params_of(ref_scope, names)
+    del ref
+    scope = fluid.Scope()
+    keep.append(scope)
+    train(exe, main, startup, loss, scope, exe.rank, exe.world_size)
+    exe.check_consistency()  # every persistable, bitwise
+    got = params_of(scope, names)
+    bad = compare(got, want, rtol=rtol)
+    return bad or f"OK max relative difference {max_rel(got, want):.2e}"
+
+
+def summary(c):
+    """Rank 0's closing line of checks `c`; the script's exit status."""
+    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
+          else f"all {c.count} checks passed on {c.world} rank(s)")
+    return 1 if c.failed else 0
+
+
+def script_main(run):
+    """Runs a check script's `run()` and exits with its status; an
+    exception ends the process at once (the other ranks' collectives would
+    wait for it otherwise)."""
+    try:
+        rc = run()
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    sys.exit(rc)
+
+
 def run_checks():
     exe = fluid.MPIExecutor(fluid.CPUPlace())
     rank, world = exe.rank, exe.world_size

@@ -19,15 +19,13 @@ Checks (every rank runs all of them; rank 0 prints one line per check):
       reads a gradient comes after that gradient's c_wait.
 Exits non-zero if any check fails.
 """
-import os
-import sys
-import traceback
 
 import numpy as np
 
 import fluid
 from mpi_equivalence import (GLOBAL_BATCH, Checks, compare, global_batch,
-                             max_rel, param_names, params_of, shard)
+                             max_rel, param_names, params_of, script_main,
+                             shard, summary)
 
 L = fluid.layers
 SEED = 11
@@ -153,21 +151,8 @@ def run_checks():
     c.check("(c) clip and decay ops read gradients after their c_wait",
             order)
     exe = None  # noqa: F841 - the executor goes before the scopes
-    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
-          else f"all {c.count} checks passed on {world} rank(s)")
-    return 1 if c.failed else 0
-
-
-def main():
-    try:
-        rc = run_checks()
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.exit(rc)
+    return summary(c)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(run_checks)

@@ -18,15 +18,12 @@ twice, equal what one process draws with fluid.Executor: the same values
 on every rank and in every run. Rank 0 prints one line per check; a
 failing rank says why; exits non-zero if a check fails.
 """
-import os
-import sys
-import traceback
 
 import numpy as np
 
 import fluid
-from mpi_equivalence import (Checks, compare, global_batch, max_rel,
-                             param_names, params_of, shard)
+from mpi_equivalence import (Checks, equals_one_process, global_batch,
+                             script_main, shard, summary)
 
 L = fluid.layers
 STEPS = 3
@@ -85,21 +82,7 @@ def run_checks():
     keep = []  # scopes outlive the executors bound to them
 
     def equivalence():
-        main, startup, loss = build()
-        names = param_names(main)
-        ref_scope = fluid.Scope()
-        keep.append(ref_scope)
-        ref = fluid.Executor(fluid.CPUPlace())
-        train(ref, main, startup, loss, ref_scope)
-        want = params_of(ref_scope, names)
-        del ref
-        scope = fluid.Scope()
-        keep.append(scope)
-        train(exe, main, startup, loss, scope, rank, world)
-        exe.check_consistency()  # every persistable, bitwise
-        got = params_of(scope, names)
-        bad = compare(got, want, rtol=1e-6)
-        return bad or f"OK max relative difference {max_rel(got, want):.2e}"
+        return equals_one_process(exe, build, train, keep)
 
     def same_draws():
         ref_scope, scope = fluid.Scope(), fluid.Scope()
@@ -117,21 +100,8 @@ def run_checks():
     c.check("(b) the random creation layers draw the same values on every "
             "rank and in every run", same_draws)
     exe = None  # noqa: F841 - the executor goes before the scopes
-    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
-          else f"all {c.count} checks passed on {world} rank(s)")
-    return 1 if c.failed else 0
-
-
-def main():
-    try:
-        rc = run_checks()
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.exit(rc)
+    return summary(c)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(run_checks)

@@ -18,14 +18,12 @@ step equal on every rank. Every check also holds every persistable
 bitwise identical across ranks (MPIExecutor.check_consistency). Rank 0
 prints the checks' lines; exits non-zero if one fails.
 """
-import os
-import sys
-import traceback
 
 import numpy as np
 
 import fluid
-from mpi_equivalence import Checks, compare, max_rel, param_names, params_of
+from mpi_equivalence import (Checks, compare, max_rel, param_names, params_of,
+                             script_main, summary)
 
 L = fluid.layers
 STEPS = 3
@@ -152,21 +150,8 @@ def run_checks():
     c.check("(d) embedding + nce (sparse), Adam: trains, ranks bitwise equal",
             lambda: nce_trains(adam))
     exe = None  # noqa: F841 - the executor goes before the scopes
-    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
-          else f"all {c.count} checks passed on {world} rank(s)")
-    return 1 if c.failed else 0
-
-
-def main():
-    try:
-        rc = run_checks()
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.exit(rc)
+    return summary(c)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(run_checks)

@@ -17,15 +17,12 @@ the parameters one fluid.Executor reaches on the full batch (relative
 (MPIExecutor.check_consistency). Rank 0 prints the check's line; exits
 non-zero if it fails.
 """
-import os
-import sys
-import traceback
 
 import numpy as np
 
 import fluid
-from mpi_equivalence import (Checks, compare, global_batch, max_rel,
-                             param_names, params_of, shard)
+from mpi_equivalence import (Checks, equals_one_process, global_batch,
+                             script_main, shard, summary)
 
 L = fluid.layers
 STEPS = 3
@@ -75,41 +72,14 @@ def run_checks():
     keep = []  # scopes outlive the executors bound to them
 
     def equivalence():
-        main, startup, loss = build()
-        names = param_names(main)
-        ref_scope = fluid.Scope()
-        keep.append(ref_scope)
-        ref = fluid.Executor(fluid.CPUPlace())
-        train(ref, main, startup, loss, ref_scope)
-        want = params_of(ref_scope, names)
-        del ref
-        scope = fluid.Scope()
-        keep.append(scope)
-        train(exe, main, startup, loss, scope, rank, world)
-        exe.check_consistency()  # every persistable, bitwise
-        got = params_of(scope, names)
-        bad = compare(got, want, rtol=1e-6)
-        return bad or f"OK max relative difference {max_rel(got, want):.2e}"
+        return equals_one_process(exe, build, train, keep)
 
     c.check("(a) reduce_*, squeeze, unsqueeze, stack, unstack, expand, "
             "gather and slice == Executor on the full batch, ranks bitwise "
             "equal", equivalence)
     exe = None  # noqa: F841 - the executor goes before the scopes
-    c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed
-          else f"all {c.count} checks passed on {world} rank(s)")
-    return 1 if c.failed else 0
-
-
-def main():
-    try:
-        rc = run_checks()
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    sys.stdout.flush()
-    sys.exit(rc)
+    return summary(c)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(run_checks)
