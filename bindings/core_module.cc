@@ -966,6 +966,7 @@ py::dict LayerSchemas() {
 }
 
 // fluid.layers.While's block: the ops built since op_begin become a loop's
+// block; fluid.layers.cond's and Switch's become a conditional
 // block (src/builder/control_layers.h).
 void BindControlFlow(py::class_<PyBuilder>& builder) {
   builder.def(
@@ -975,6 +976,15 @@ void BindControlFlow(py::class_<PyBuilder>& builder) {
           return layers::BuildWhile(pb, op_begin, var_begin, cond, is_test);
         });
       });
+  builder.def("build_conditional_block",
+              [](PyBuilder& b, int64_t op_begin, int64_t var_begin,
+                 const std::vector<std::string>& cond, bool is_scalar_condition,
+                 const std::vector<std::string>& keep) {
+                return b.Mutate([&](ProgramBuilder* pb) {
+                  return layers::BuildConditionalBlock(
+                      pb, op_begin, var_begin, cond, is_scalar_condition, keep);
+                });
+              });
 }
 
 // The program builder: every layer through one generic entry, and minimize.

@@ -239,6 +239,45 @@ std::vector<std::string> OuterVars(const proto::BlockDesc& ops,
   return out;
 }
 
+// Moves block 0's ops from `op_begin` on into a new block, child of block
+// 0, with the temporaries declared from `var_begin` on, except parameters
+// and the names in `keep` (the block's results, read after it). Returns the
+// new block's index.
+int MoveIntoBlock(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
+                  const std::set<std::string>& keep) {
+  proto::ProgramDesc* p = b->main();
+  proto::BlockDesc* b0 = p->mutable_blocks(0);
+  FLUID_ENFORCE(op_begin >= 0 && op_begin < b0->ops_size() && var_begin >= 0 &&
+                    var_begin <= b0->vars_size(),
+                "conditional block: the block holds no ops (ops ", op_begin,
+                " to ", b0->ops_size(), " of block 0)");
+  const int idx = p->blocks_size();
+  proto::BlockDesc* block = p->add_blocks();
+  block->set_idx(idx);
+  block->set_parent_idx(0);
+  b0 = p->mutable_blocks(0);
+  const int n_ops = b0->ops_size() - static_cast<int>(op_begin);
+  for (int k = static_cast<int>(op_begin); k < b0->ops_size(); ++k) {
+    proto::OpDesc* op = block->add_ops();
+    *op = b0->ops(k);
+    if (HasOpAttr(*op, "sub_block"))  // a block built inside this one
+      p->mutable_blocks(GetOpAttrAs<int32_t>(*op, "sub_block"))
+          ->set_parent_idx(idx);
+  }
+  b0->mutable_ops()->DeleteSubrange(static_cast<int>(op_begin), n_ops);
+  google::protobuf::RepeatedPtrField<proto::VarDesc> kept;
+  for (int k = 0; k < b0->vars_size(); ++k) {
+    const proto::VarDesc& v = b0->vars(k);
+    if (k >= var_begin && !v.persistable() && !keep.count(v.name())) {
+      *block->add_vars() = v;
+    } else {
+      *kept.Add() = v;
+    }
+  }
+  b0->mutable_vars()->Swap(&kept);
+  return idx;
+}
+
 }  // namespace
 
 std::string BuildWhile(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
@@ -290,6 +329,44 @@ std::string BuildWhile(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
              {{"Out", outs}, {"StepScopes", {steps}}},
              {{"sub_block", static_cast<int32_t>(idx)}, {"is_test", is_test}}));
   return steps;
+}
+
+std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
+                                  int64_t var_begin,
+                                  const std::vector<std::string>& cond,
+                                  bool is_scalar_condition,
+                                  const std::vector<std::string>& keep) {
+  FLUID_ENFORCE(!cond.empty(), "conditional block: no condition var");
+  for (const auto& c : cond) {
+    const proto::VarDesc* v = FindVarDesc(*b->main_block(), c);
+    FLUID_ENFORCE_CODE(v != nullptr, ErrorCode::kNotFound,
+                       "conditional block: condition ", Quote(c),
+                       " is no var of the program");
+    FLUID_ENFORCE(!is_scalar_condition || VarDtype(*v) == DataType::kBool,
+                  "conditional block: condition ", Quote(c), " is ",
+                  DataTypeName(VarDtype(*v)), "; it must be a bool var");
+  }
+  const std::set<std::string> keep_set(keep.begin(), keep.end());
+  const int idx = MoveIntoBlock(b, op_begin, var_begin, keep_set);
+  const proto::BlockDesc& block = b->main()->blocks(idx);
+  std::vector<std::string> xs = OuterVars(block, *b->main_block(), false);
+  // The op needs an Input: a block reading no outer var (fill_constant
+  // into a learning rate) lists its condition, which has no gradient.
+  if (xs.empty()) xs = cond;
+  const std::vector<std::string> outs =
+      OuterVars(block, *b->main_block(), true);
+  for (const auto& c : cond)
+    FLUID_ENFORCE(std::find(outs.begin(), outs.end(), c) == outs.end(),
+                  "conditional block: the block writes its own condition ",
+                  Quote(c), "; compute the condition before the block");
+  const std::string scope =
+      b->CreateTmpVar("conditional_block_scope", DataType::kFloat32);
+  FindMutableVarDesc(b->main_block(), scope)->set_stop_gradient(true);
+  b->AppendOp(MakeOp("conditional_block", {{"Cond", cond}, {"Input", xs}},
+                     {{"Out", outs}, {"Scope", {scope}}},
+                     {{"sub_block", static_cast<int32_t>(idx)},
+                      {"is_scalar_condition", is_scalar_condition}}));
+  return scope;
 }
 
 }  // namespace layers

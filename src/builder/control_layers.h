@@ -1,10 +1,12 @@
 // The typed functions of the control-flow layers (control_layers.cc): what
 // the registered layers of the same names build, and BuildWhile, which
-// fluid.layers.While calls when its block ends.
+// fluid.layers.While calls when its block ends, and BuildConditionalBlock
+// (fluid.layers.cond, Switch).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/builder/program_builder.h"
 
@@ -39,6 +41,18 @@ std::string ArrayLength(ProgramBuilder* b, const std::string& array);
 // op's StepScopes var. A block that does not write `cond` is refused.
 std::string BuildWhile(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
                        const std::string& cond, bool is_test);
+
+// Moves block 0's ops from `op_begin` on, and the temporaries declared from
+// `var_begin` on but those named in `keep` (the results read after the
+// block), into a new block, and appends the conditional_block op running it
+// once when `cond` (one bool; without is_scalar_condition, vars that must
+// all have rows) holds. Returns the op's Scope var. A block writing its own
+// condition is refused. fluid.layers.cond and Switch call it.
+std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
+                                  int64_t var_begin,
+                                  const std::vector<std::string>& cond,
+                                  bool is_scalar_condition,
+                                  const std::vector<std::string>& keep);
 
 }  // namespace layers
 }  // namespace fluid
