@@ -156,7 +156,6 @@ REASONS = [
      "built yet; they are the next large piece of the layer set (ops run by "
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
-     fluid.layers.Switch fluid.layers.cond
      fluid.layers.IfElse fluid.layers.DynamicRNN
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case

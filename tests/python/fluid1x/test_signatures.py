@@ -240,6 +240,9 @@ FLUID_18 = {
                                   ("name", None)],
     "layers.While": [("cond", R), ("is_test", False), ("name", None)],
     "layers.StaticRNN": [("name", None)],
+    "layers.cond": [("pred", R), ("true_fn", None), ("false_fn", None),
+                    ("name", None)],
+    "layers.Switch": [("name", None)],
     "layers.while_loop": [("cond", R), ("body", R), ("loop_vars", R),
                           ("is_test", False), ("name", None)],
     "layers.sequence_conv": [
@@ -477,6 +480,7 @@ MODULES = {
                "fluid.layers_loss",
                "fluid.layers_control", "fluid.layers_while",
                "fluid.layers_decode", "fluid.layers_rnn",
+               "fluid.layers_cond",
                "fluid.learning_rate_scheduler"),
     "nets": ("fluid.nets",),
     "optimizer": ("fluid.optimizer",),
