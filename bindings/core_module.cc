@@ -966,8 +966,8 @@ py::dict LayerSchemas() {
 }
 
 // fluid.layers.While's block: the ops built since op_begin become a loop's
-// block; fluid.layers.cond's and Switch's become a conditional
-// block (src/builder/control_layers.h).
+// block; fluid.layers.cond's, Switch's and IfElse's become a conditional
+// block, IfElse's inputs split by rows (src/builder/control_layers.h).
 void BindControlFlow(py::class_<PyBuilder>& builder) {
   builder.def(
       "build_while", [](PyBuilder& b, int64_t op_begin, int64_t var_begin,
@@ -979,12 +979,28 @@ void BindControlFlow(py::class_<PyBuilder>& builder) {
   builder.def("build_conditional_block",
               [](PyBuilder& b, int64_t op_begin, int64_t var_begin,
                  const std::vector<std::string>& cond, bool is_scalar_condition,
-                 const std::vector<std::string>& keep) {
+                 const std::vector<std::string>& keep,
+                 const std::vector<int64_t>& stay) {
                 return b.Mutate([&](ProgramBuilder* pb) {
                   return layers::BuildConditionalBlock(
-                      pb, op_begin, var_begin, cond, is_scalar_condition, keep);
+                      pb, op_begin, var_begin, cond, is_scalar_condition, keep,
+                      stay);
                 });
               });
+  builder.def("split_lod_tensor",
+              [](PyBuilder& b, const std::string& x, const std::string& mask) {
+                return b.Mutate([&](ProgramBuilder* pb) {
+                  return layers::SplitLoDTensor(pb, x, mask);
+                });
+              });
+  builder.def(
+      "merge_lod_tensor",
+      [](PyBuilder& b, const std::string& in_true, const std::string& in_false,
+         const std::string& x, const std::string& mask) {
+        return b.Mutate([&](ProgramBuilder* pb) {
+          return layers::MergeLoDTensor(pb, in_true, in_false, x, mask);
+        });
+      });
 }
 
 // The program builder: every layer through one generic entry, and minimize.

@@ -156,7 +156,7 @@ REASONS = [
      "built yet; they are the next large piece of the layer set (ops run by "
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
-     fluid.layers.IfElse fluid.layers.DynamicRNN
+     fluid.layers.DynamicRNN
      fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor

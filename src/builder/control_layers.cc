@@ -239,12 +239,14 @@ std::vector<std::string> OuterVars(const proto::BlockDesc& ops,
   return out;
 }
 
-// Moves block 0's ops from `op_begin` on into a new block, child of block
-// 0, with the temporaries declared from `var_begin` on, except parameters
-// and the names in `keep` (the block's results, read after it). Returns the
-// new block's index.
+// Moves block 0's ops from `op_begin` on, but those at the indices in
+// `stay` (IfElse's splits of its inputs, run before the block), into a new
+// block, child of block 0, with the temporaries declared from `var_begin`
+// on, except parameters and the names in `keep` (the block's results, read
+// after it, and the splits' parts). Returns the new block's index.
 int MoveIntoBlock(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
-                  const std::set<std::string>& keep) {
+                  const std::set<std::string>& keep,
+                  const std::set<int64_t>& stay) {
   proto::ProgramDesc* p = b->main();
   proto::BlockDesc* b0 = p->mutable_blocks(0);
   FLUID_ENFORCE(op_begin >= 0 && op_begin < b0->ops_size() && var_begin >= 0 &&
@@ -256,15 +258,21 @@ int MoveIntoBlock(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
   block->set_idx(idx);
   block->set_parent_idx(0);
   b0 = p->mutable_blocks(0);
-  const int n_ops = b0->ops_size() - static_cast<int>(op_begin);
-  for (int k = static_cast<int>(op_begin); k < b0->ops_size(); ++k) {
+  google::protobuf::RepeatedPtrField<proto::OpDesc> outer_ops;
+  for (int k = 0; k < b0->ops_size(); ++k) {
+    if (k < op_begin || stay.count(k)) {
+      *outer_ops.Add() = b0->ops(k);
+      continue;
+    }
     proto::OpDesc* op = block->add_ops();
     *op = b0->ops(k);
     if (HasOpAttr(*op, "sub_block"))  // a block built inside this one
       p->mutable_blocks(GetOpAttrAs<int32_t>(*op, "sub_block"))
           ->set_parent_idx(idx);
   }
-  b0->mutable_ops()->DeleteSubrange(static_cast<int>(op_begin), n_ops);
+  FLUID_ENFORCE(block->ops_size() > 0,
+                "conditional block: the block holds no ops");
+  b0->mutable_ops()->Swap(&outer_ops);
   google::protobuf::RepeatedPtrField<proto::VarDesc> kept;
   for (int k = 0; k < b0->vars_size(); ++k) {
     const proto::VarDesc& v = b0->vars(k);
@@ -335,7 +343,8 @@ std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
                                   int64_t var_begin,
                                   const std::vector<std::string>& cond,
                                   bool is_scalar_condition,
-                                  const std::vector<std::string>& keep) {
+                                  const std::vector<std::string>& keep,
+                                  const std::vector<int64_t>& stay) {
   FLUID_ENFORCE(!cond.empty(), "conditional block: no condition var");
   for (const auto& c : cond) {
     const proto::VarDesc* v = FindVarDesc(*b->main_block(), c);
@@ -347,7 +356,8 @@ std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
                   DataTypeName(VarDtype(*v)), "; it must be a bool var");
   }
   const std::set<std::string> keep_set(keep.begin(), keep.end());
-  const int idx = MoveIntoBlock(b, op_begin, var_begin, keep_set);
+  const int idx = MoveIntoBlock(b, op_begin, var_begin, keep_set,
+                                std::set<int64_t>(stay.begin(), stay.end()));
   const proto::BlockDesc& block = b->main()->blocks(idx);
   std::vector<std::string> xs = OuterVars(block, *b->main_block(), false);
   // The op needs an Input: a block reading no outer var (fill_constant
@@ -367,6 +377,42 @@ std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
                      {{"sub_block", static_cast<int32_t>(idx)},
                       {"is_scalar_condition", is_scalar_condition}}));
   return scope;
+}
+
+std::vector<std::string> SplitLoDTensor(ProgramBuilder* b,
+                                        const std::string& input,
+                                        const std::string& mask) {
+  const proto::VarDesc& x = VarOf(b, "IfElse.input", "x", input);
+  const proto::VarDesc& m = VarOf(b, "IfElse", "cond", mask);
+  FLUID_ENFORCE(VarDtype(m) == DataType::kBool, "IfElse: the condition ",
+                Quote(mask), " is ", DataTypeName(VarDtype(m)),
+                "; it must be a bool var, one per row");
+  const DataType d = VarDtype(x);
+  const std::string t = b->CreateTmpVar("split_lod_tensor_true", d);
+  const std::string f = b->CreateTmpVar("split_lod_tensor_false", d);
+  b->AppendOp(MakeOp("split_lod_tensor", {{"X", {input}}, {"Mask", {mask}}},
+                     {{"OutTrue", {t}}, {"OutFalse", {f}}},
+                     {{"level", static_cast<int32_t>(0)}}));
+  return {t, f};
+}
+
+std::string MergeLoDTensor(ProgramBuilder* b, const std::string& in_true,
+                           const std::string& in_false, const std::string& x,
+                           const std::string& mask) {
+  const proto::VarDesc& t = VarOf(b, "IfElse", "output", in_true);
+  const proto::VarDesc& f = VarOf(b, "IfElse", "output", in_false);
+  FLUID_ENFORCE(VarDtype(t) == VarDtype(f), "IfElse: the true block's output ",
+                Quote(in_true), " is ", DataTypeName(VarDtype(t)),
+                " and the false block's ", Quote(in_false), " is ",
+                DataTypeName(VarDtype(f)), "; they must match");
+  const std::string out = b->CreateTmpVar("merge_lod_tensor", VarDtype(t));
+  b->AppendOp(MakeOp("merge_lod_tensor",
+                     {{"X", {x}},
+                      {"Mask", {mask}},
+                      {"InTrue", {in_true}},
+                      {"InFalse", {in_false}}},
+                     {{"Out", {out}}}, {{"level", static_cast<int32_t>(0)}}));
+  return out;
 }
 
 }  // namespace layers

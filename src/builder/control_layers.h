@@ -1,7 +1,7 @@
 // The typed functions of the control-flow layers (control_layers.cc): what
 // the registered layers of the same names build, and BuildWhile, which
 // fluid.layers.While calls when its block ends, and BuildConditionalBlock
-// (fluid.layers.cond, Switch).
+// (fluid.layers.cond, Switch, IfElse).
 #pragma once
 
 #include <cstdint>
@@ -46,13 +46,25 @@ std::string BuildWhile(ProgramBuilder* b, int64_t op_begin, int64_t var_begin,
 // `var_begin` on but those named in `keep` (the results read after the
 // block), into a new block, and appends the conditional_block op running it
 // once when `cond` (one bool; without is_scalar_condition, vars that must
-// all have rows) holds. Returns the op's Scope var. A block writing its own
-// condition is refused. fluid.layers.cond and Switch call it.
+// all have rows) holds. The ops at the indices in `stay` (IfElse's splits
+// of its inputs) stay in block 0, before it. Returns the op's Scope var. A
+// block writing its own condition is refused. fluid.layers.cond, Switch
+// and IfElse call it.
 std::string BuildConditionalBlock(ProgramBuilder* b, int64_t op_begin,
                                   int64_t var_begin,
                                   const std::vector<std::string>& cond,
                                   bool is_scalar_condition,
-                                  const std::vector<std::string>& keep);
+                                  const std::vector<std::string>& keep,
+                                  const std::vector<int64_t>& stay);
+// IfElse's parts: the rows of `input` where the bool `mask` holds, and the
+// others (split_lod_tensor); and back, in the batch's order, with `x` the
+// batch that was split (merge_lod_tensor).
+std::vector<std::string> SplitLoDTensor(ProgramBuilder* b,
+                                        const std::string& input,
+                                        const std::string& mask);
+std::string MergeLoDTensor(ProgramBuilder* b, const std::string& in_true,
+                           const std::string& in_false, const std::string& x,
+                           const std::string& mask);
 
 }  // namespace layers
 }  // namespace fluid

@@ -1537,7 +1537,7 @@ from .layers_control import (  # noqa: E402,F401
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
 from .layers_rnn import StaticRNN  # noqa: E402,F401
-from .layers_cond import Switch, cond  # noqa: E402,F401
+from .layers_cond import IfElse, Switch, cond  # noqa: E402,F401
 from .layers_decode import (  # noqa: E402,F401
     beam_search, beam_search_decode)
 from .layers_tensor import (  # noqa: E402,F401

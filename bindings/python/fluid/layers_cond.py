@@ -1,6 +1,8 @@
 """Fluid 1.x's branches over sub-blocks of the program: Fluid 1.8's
-cond(pred, true_fn, false_fn) and Switch (the first case whose condition
-holds runs, else the default), both on conditional_block ops.
+cond(pred, true_fn, false_fn), Switch (the first case whose condition
+holds runs, else the default), both on conditional_block ops, and IfElse
+(a batch's rows parted by a bool per row, each part through its block,
+merged back in order).
 
     out = fluid.layers.cond(fluid.layers.less_than(a, b),
                             lambda: fluid.layers.tanh(x),
@@ -16,7 +18,7 @@ import numpy as np
 from .framework import Variable, current_builder
 from .layers import _layer
 
-__all__ = ["cond", "Switch"]
+__all__ = ["cond", "Switch", "IfElse"]
 
 
 def _check_pred(where, pred):
@@ -50,7 +52,7 @@ class _Block:
             return  # nothing to run
         builder.build_conditional_block(op_begin, var_begin,
                                         [self.cond_var.name], True,
-                                        [v.name for v in self.keep])
+                                        [v.name for v in self.keep], [])
 
 
 def _flatten(where, value, out):
@@ -222,3 +224,128 @@ class Switch:
             run_on = _layer("equal", x=one.name, y=one.name)
         with _Block(run_on).block():
             yield
+
+
+class IfElse:
+    """Fluid 1.x's row-wise branch: `cond` is a bool Variable with one
+    element per row of the batch ([N, 1]); in `with ie.true_block():`,
+    ie.input(x) gives the rows of x where cond holds, in `with
+    ie.false_block():` the others, and ie.output(*vars) names the block's
+    results. ie() returns the list of outputs merged back into the batch's
+    row order (merge_lod_tensor); both blocks must give as many outputs,
+    of the same dtypes. A block whose part has no rows does not run. The
+    backward pass sends each row's gradient through the block it took.
+
+        >>> ie = fluid.layers.IfElse(fluid.layers.less_than(score, limit))
+        >>> with ie.true_block():
+        ...     ie.output(fluid.layers.fc(ie.input(x), 8))
+        >>> with ie.false_block():
+        ...     ie.output(fluid.layers.scale(ie.input(x), 0.0))
+        >>> out, = ie()
+    """
+
+    def __init__(self, cond, name=None):
+        if not isinstance(cond, Variable):
+            raise TypeError(f"IfElse(cond={cond!r}): expected a bool "
+                            "Variable, one element per row")
+        if cond.dtype != "bool":
+            raise TypeError(f"IfElse(cond={cond.name!r}): the condition must "
+                            f"be bool, is {cond.dtype}")
+        self.cond = cond
+        self.name = name
+        self.parts = {}  # input name -> (true rows, false rows)
+        self.outputs = {True: None, False: None}
+        self.branch = None  # True/False inside a block
+        self._block = None
+
+    def _enter(self, branch):
+        if self.branch is not None:
+            raise ValueError("IfElse: a block cannot be opened inside "
+                             "another block of the same IfElse")
+        if self.outputs[branch] is not None:
+            raise ValueError(f"IfElse: the {'true' if branch else 'false'} "
+                             "block is built already")
+        builder, program = current_builder()
+        if program is not self.cond.program:
+            raise ValueError(f"IfElse: the condition {self.cond.name!r} "
+                             "belongs to another program than the one being "
+                             "built")
+        self.branch = branch
+        self.outputs[branch] = []
+        self._block = {"op_begin": len(program.desc.ops()),
+                       "var_begin": len(program.desc.vars()),
+                       "conds": [], "keep": [], "stay": []}
+        return builder
+
+    def _close(self, builder):
+        blk, self._block, branch = self._block, None, self.branch
+        self.branch = None
+        if not blk["conds"]:
+            raise ValueError(f"IfElse: the {'true' if branch else 'false'} "
+                             "block reads no ie.input(x); its rows come from "
+                             "ie.input")
+        builder.build_conditional_block(
+            blk["op_begin"], blk["var_begin"], blk["conds"], False,
+            blk["keep"] + [v.name for v in self.outputs[branch]],
+            blk["stay"])
+
+    @contextlib.contextmanager
+    def true_block(self):
+        """The block run on the rows where cond holds."""
+        builder = self._enter(True)
+        yield
+        self._close(builder)
+
+    @contextlib.contextmanager
+    def false_block(self):
+        """The block run on the rows where cond does not hold."""
+        builder = self._enter(False)
+        yield
+        self._close(builder)
+
+    def input(self, x):
+        """The rows of x of the current block (x has one row per element
+        of cond)."""
+        if self.branch is None:
+            raise ValueError("IfElse.input: call it inside ie.true_block() "
+                             "or ie.false_block()")
+        if not isinstance(x, Variable):
+            raise TypeError(f"IfElse.input(x={x!r}): expected a Variable")
+        builder, program = current_builder()
+        if x.name not in self.parts:
+            at = len(program.desc.ops())
+            t, f = builder.split_lod_tensor(x.name, self.cond.name)
+            self._block["stay"].append(at)
+            self._block["keep"] += [t, f]
+            self.parts[x.name] = (t, f)
+        part = self.parts[x.name][0 if self.branch else 1]
+        if part not in self._block["conds"]:
+            self._block["conds"].append(part)
+        return program.var(part)
+
+    def output(self, *outs):
+        """The current block's results (Variables), in order."""
+        if self.branch is None:
+            raise ValueError("IfElse.output: call it inside ie.true_block() "
+                             "or ie.false_block()")
+        for v in outs:
+            if not isinstance(v, Variable):
+                raise TypeError(f"IfElse.output: {v!r} is not a Variable")
+            self.outputs[self.branch].append(_layer("assign", input=v.name))
+
+    def __call__(self):
+        """The outputs merged back into the batch's row order (a list)."""
+        if self.branch is not None:
+            raise ValueError("IfElse(): call it after both blocks")
+        t, f = self.outputs[True], self.outputs[False]
+        if t is None or f is None:
+            missing = "true" if t is None else "false"
+            raise ValueError(f"IfElse(): the {missing} block is not built")
+        if len(t) != len(f):
+            raise ValueError(f"IfElse(): the true block gives {len(t)} "
+                             f"outputs and the false block {len(f)}; they "
+                             "must give as many")
+        builder, program = current_builder()
+        return [program.var(builder.merge_lod_tensor(
+            a.name, b.name, self.cond.name, self.cond.name))
+            for a, b in zip(t, f)]

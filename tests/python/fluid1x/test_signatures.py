@@ -243,6 +243,7 @@ FLUID_18 = {
     "layers.cond": [("pred", R), ("true_fn", None), ("false_fn", None),
                     ("name", None)],
     "layers.Switch": [("name", None)],
+    "layers.IfElse": [("cond", R), ("name", None)],
     "layers.while_loop": [("cond", R), ("body", R), ("loop_vars", R),
                           ("is_test", False), ("name", None)],
     "layers.sequence_conv": [
