@@ -14,6 +14,7 @@
 #include "src/builder/embedding_layers.h"
 #include "src/builder/image_layers.h"
 #include "src/builder/layers.h"
+#include "src/builder/lod_layers.h"
 #include "src/builder/metric_layers.h"
 #include "src/builder/nn_layers.h"
 #include "src/builder/norm_layers.h"
@@ -36,7 +37,9 @@ struct Built {
   proto::ProgramDesc startup = NewProgram();
   ProgramBuilder b{&main, &startup, 5};
 
-  Built() {
+  // with_table: also a rank table "table" of x's sequences (what the LoD
+  // layers read).
+  explicit Built(bool with_table = false) {
     layers::Data(&b, "img", Shape{3, 8, 8});
     layers::Data(&b, "x", Shape{10});
     layers::Data(&b, "y", Shape{10});
@@ -55,6 +58,10 @@ struct Built {
     transition->set_trainable(true);
     AddVarDesc(main.mutable_blocks(0), "id_arr", DataType::kInt64, {-1, 1})
         ->set_type(proto::VarDesc::LOD_TENSOR_ARRAY);
+    if (!with_table) return;
+    AddVarDesc(main.mutable_blocks(0), "table", DataType::kInt64, {-1, 2});
+    *main.mutable_blocks(0)->add_ops() =
+        MakeOp("lod_rank_table", {{"X", {"x"}}}, {{"Out", {"table"}}});
   }
 };
 
@@ -719,6 +726,45 @@ std::vector<LayerCase> ControlLayerCases() {
   return cases;
 }
 
+// The layers of loops over sequences (src/builder/lod_layers.cc).
+std::vector<LayerCase> LoDLayerCases() {
+  return {
+      {"lod_rank_table",
+       {{"x", "x"}},
+       [](ProgramBuilder* b) { return layers::LoDRankTableLayer(b, "x", 0); }},
+      {"max_sequence_len",
+       {{"rank_table", "table"}},
+       [](ProgramBuilder* b) { return layers::MaxSequenceLen(b, "table"); }},
+      {"lod_tensor_to_array",
+       {{"x", "x"}, {"table", "table"}},
+       [](ProgramBuilder* b) {
+         return layers::LoDTensorToArray(b, "x", "table");
+       }},
+      {"array_to_lod_tensor",
+       {{"x", "arr"}, {"table", "table"}},
+       [](ProgramBuilder* b) {
+         return layers::ArrayToLoDTensor(b, "arr", "table");
+       }},
+      {"shrink_memory",
+       {{"x", "state"}, {"i", "label"}, {"table", "table"}},
+       [](ProgramBuilder* b) {
+         return layers::ShrinkMemory(b, "state", "label", "table");
+       }},
+      {"reorder_lod_tensor_by_rank",
+       {{"x", "x"}, {"rank_table", "table"}},
+       [](ProgramBuilder* b) {
+         return layers::ReorderLoDTensorByRank(b, "x", "table");
+       }},
+  };
+}
+
+// The LoD layers that read the rank table "table".
+bool ReadsRankTable(const std::string& type) {
+  return type == "max_sequence_len" || type == "lod_tensor_to_array" ||
+         type == "array_to_lod_tensor" || type == "shrink_memory" ||
+         type == "reorder_lod_tensor_by_rank";
+}
+
 // The sequence layers (src/builder/sequence_ops_layers.cc).
 std::vector<LayerCase> SequenceLayerCases() {
   layers::SequenceConvOptions conv;
@@ -1190,6 +1236,7 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   for (LayerCase& c : AttentionLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SequenceLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ControlLayerCases()) cases.push_back(std::move(c));
+  for (LayerCase& c : LoDLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : NnAndCreationLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : ImageLayerCases()) cases.push_back(std::move(c));
   for (LayerCase& c : SampledLossLayerCases()) cases.push_back(std::move(c));
@@ -1198,7 +1245,8 @@ TEST(LayerRegistry, EachLayerBuildsWhatItsTypedFunctionBuilds) {
   std::set<std::string> covered;
   for (const LayerCase& c : cases) {
     SCOPED_TRACE(c.type);
-    Built by_name, typed;
+    const bool table = ReadsRankTable(c.type);
+    Built by_name(table), typed(table);
     std::vector<std::string> out = BuildLayer(&by_name.b, c.type, c.values);
     std::string expected = c.typed(&typed.b);
     EXPECT_EQ(out, std::vector<std::string>{expected});
