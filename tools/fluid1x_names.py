@@ -78,6 +78,8 @@ NAMES = {
         While Switch increment array_write create_array less_than less_equal
         greater_than greater_equal equal not_equal array_read array_length
         cond IfElse DynamicRNN StaticRNN reorder_lod_tensor_by_rank Print
+        lod_rank_table max_sequence_len lod_tensor_to_array
+        array_to_lod_tensor shrink_memory
         is_empty case switch_case while_loop
         exp tanh atan tanh_shrink softshrink sqrt rsqrt abs ceil floor cos
         acos asin sin round reciprocal square softplus softsign sigmoid
@@ -157,7 +159,7 @@ REASONS = [
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
      fluid.layers.DynamicRNN
-     fluid.layers.reorder_lod_tensor_by_rank fluid.layers.is_empty
+     fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell

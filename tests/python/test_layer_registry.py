@@ -27,6 +27,7 @@ LAYER_MODULES |= {"fluid.layers_tensor"}
 LAYER_MODULES |= {"fluid.layers_loss"}
 LAYER_MODULES |= {"fluid.layers_nn"}
 LAYER_MODULES |= {"fluid.layers_decode"}
+LAYER_MODULES |= {"fluid.layers_lod"}
 
 
 def layer_functions():

@@ -1537,6 +1537,9 @@ from .layers_control import (  # noqa: E402,F401
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
 from .layers_rnn import StaticRNN  # noqa: E402,F401
+from .layers_lod import (  # noqa: E402,F401
+    array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
+    max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory)
 from .layers_cond import IfElse, Switch, cond  # noqa: E402,F401
 from .layers_decode import (  # noqa: E402,F401
     beam_search, beam_search_decode)
