@@ -27,20 +27,23 @@ def _rnn_net():
     table = L.lod_rank_table(x)
     steps = L.lod_tensor_to_array(x, table)
     n = L.max_sequence_len(table)
-    mem = L.reorder_lod_tensor_by_rank(h0, table)
     outs = L.create_array("float64")
     i = L.fill_constant([1], "int64", 0)
+    # The state of step t is slot t of an array, as DynamicRNN keeps it
+    # (slot 0 written at an index of its own: the loop moves i).
+    zero = L.fill_constant([1], "int64", 0)
+    mems = L.array_write(L.reorder_lod_tensor_by_rank(h0, table), zero)
     cond = L.less_than(i, n)
     loop = L.While(cond)
     with loop.block():
         x_t = L.array_read(steps, i)
-        prev = L.shrink_memory(mem, i, table)
+        prev = L.shrink_memory(L.array_read(mems, i), i, table)
         a = L.elementwise_add(
             L.fc(x_t, H, bias_attr=False, param_attr=_param("wx", 3)),
             L.fc(prev, H, bias_attr=False, param_attr=_param("wh", 4)))
         h = L.tanh(a)
         L.array_write(h, i, array=outs)
-        L.assign(h, mem)
+        L.array_write(h, L.increment(i, in_place=False), array=mems)
         L.increment(i)
         L.less_than(i, n, cond=cond)
     out = L.array_to_lod_tensor(outs, table)
