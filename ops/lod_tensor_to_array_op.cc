@@ -137,7 +137,12 @@ void ToTensorInferShape(InferShapeContext* ctx) {
 
 // The row shape and dtype of array `steps` (its first slot).
 const Tensor& FirstStep(const ExecutionContext& ctx,
-                        const LoDTensorArray* steps) {
+                        const LoDTensorArray* steps,
+                        const LoDRankTable& table) {
+  FLUID_ENFORCE(table.RunningAt(0) > 0, ctx.type(), ": RankTable '",
+                ctx.InputName("RankTable"), "' ranks ", table.items.size(),
+                " sequences, all empty: there is no step to merge (the "
+                "batch has no rows)");
   FLUID_ENFORCE(
       steps != nullptr && !steps->empty() && (*steps)[0].initialized(),
       ctx.type(), ": array X '", ctx.InputName("X"),
@@ -149,7 +154,7 @@ const Tensor& FirstStep(const ExecutionContext& ctx,
 void ToTensorKernel(const ExecutionContext& ctx) {
   const LoDRankTable& table = RankTableInput(ctx, "RankTable");
   const LoDTensorArray* steps = ArrayOrNull(ctx.InputVar("X"));
-  const Tensor& first = FirstStep(ctx, steps);
+  const Tensor& first = FirstStep(ctx, steps, table);
   Tensor out = MergeSteps(ctx, steps, table, first.dtype(), first.shape(),
                           /*zeros_ok=*/false);
   Tensor* o = ctx.Output("Out");

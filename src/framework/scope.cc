@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "src/framework/lod_rank_table.h"
 #include "src/framework/tensor_array.h"
 
 namespace fluid {
@@ -14,6 +15,8 @@ std::string HeldTypeName(const std::type_info& type) {
   if (type == typeid(SelectedRows)) return "sparse rows (SELECTED_ROWS)";
   if (type == typeid(LoDTensorArray))
     return "a tensor array (LOD_TENSOR_ARRAY)";
+  if (type == typeid(LoDRankTable))
+    return "a rank table (the output of lod_rank_table)";
   int status = -1;
   char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
   std::string name =

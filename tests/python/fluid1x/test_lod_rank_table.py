@@ -182,3 +182,28 @@ def test_errors_name_the_cause():
     with pytest.raises(Exception, match="has no LoD"):
         exe.run(main, feed={"x": np.zeros((3, 2))}, fetch_list=[out],
                 scope=fluid.Scope())
+
+
+def test_empty_batch_and_fetching_a_table():
+    def program(merge):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = L.data("x", [2], dtype="float64", lod_level=1)
+            table = L.lod_rank_table(x)
+            n = L.max_sequence_len(table)
+            if merge:
+                L.array_to_lod_tensor(L.lod_tensor_to_array(x, table), table)
+        return main, table, n
+
+    exe = fluid.Executor(fluid.CPUPlace())
+    empty = {"x": fluid.create_lod_tensor(np.zeros((0, 2)), [[0, 0]])}
+    main, table, n = program(False)
+    got = exe.run(main, feed=empty, fetch_list=[n], scope=fluid.Scope())
+    assert np.asarray(got[0]).tolist() == [0]
+    with pytest.raises(Exception, match=r"holds a rank table \(the output "
+                       r"of lod_rank_table\), not a tensor"):
+        exe.run(main, feed=empty, fetch_list=[table], scope=fluid.Scope())
+    main, _, n = program(True)
+    with pytest.raises(Exception, match="2 sequences, all empty: there is "
+                       "no step to merge"):
+        exe.run(main, feed=empty, fetch_list=[n], scope=fluid.Scope())
