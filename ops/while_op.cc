@@ -175,9 +175,11 @@ struct LoopGrads {
 };
 
 // Moves the flowing gradients into `gs`, with zeros for every Out var whose
-// gradient the block reads and none flows.
+// gradient the block reads and none flows, shaped like the value the step
+// wrote: what `after` holds (the next step's scope, with its snapshot of a
+// loop-carried var as that step began, or the parent after the last step).
 void SeedStep(const std::vector<std::string>& outs,
-              const proto::BlockDesc& gblock, Scope* step, Scope* gs,
+              const proto::BlockDesc& gblock, const Scope* after, Scope* gs,
               const Place& place, LoopGrads* g) {
   for (auto& [name, value] : g->flowing)
     if (FindVarDesc(gblock, name) != nullptr) *gs->Var(name) = std::move(value);
@@ -187,7 +189,7 @@ void SeedStep(const std::vector<std::string>& outs,
     if (FindVarDesc(gblock, name) == nullptr) continue;
     Variable* seeded = gs->FindLocalVar(name);
     if (seeded == nullptr || !seeded->HasValue())
-      *gs->Var(name) = ZeroGradLike(step->FindVar(v), place);
+      *gs->Var(name) = ZeroGradLike(after->FindVar(v), place);
   }
 }
 
@@ -253,16 +255,23 @@ void WhileGradKernel(const ExecutionContext& ctx) {
     if (d != nullptr && d->HasValue())
       g.flowing[GradVarName(outs[k])] = Snapshot(*d);
   }
+  // Each step's scope is freed once the step before it is seeded: its
+  // snapshots are what that step wrote.
   for (size_t t = steps.scopes.size(); t-- > 0;) {
     Scope* step = steps.scopes[t];
+    const bool last = t + 1 == steps.scopes.size();
     Scope& gs = step->NewScope();
-    SeedStep(outs, gblock, step, &gs, ctx.place(), &g);
+    SeedStep(outs, gblock, last ? steps.parent : steps.scopes[t + 1], &gs,
+             ctx.place(), &g);
+    if (!last) {
+      steps.parent->DeleteKid(steps.scopes.back());
+      steps.scopes.pop_back();
+    }
     runner.RunBlock(gblock_id, &gs);
     CollectStep(xs, outs, out_set, block_writes, &gs, &g);
     step->DeleteKid(&gs);
-    steps.parent->DeleteKid(step);
-    steps.scopes.pop_back();
   }
+  steps.Free();  // the first step's
   for (size_t i = 0; i < xs.size() && i < ctx.OutputSize("X@GRAD"); ++i) {
     if (!ctx.HasOutput("X@GRAD", i)) continue;
     const std::string name = GradVarName(xs[i]);

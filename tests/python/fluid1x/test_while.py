@@ -224,3 +224,47 @@ def test_nested_loops_run_and_refuse_their_gradient():
     with fluid.program_guard(main, startup):
         with pytest.raises(NotImplementedError, match="nested"):
             fluid.optimizer.SGD(0.1).minimize(L.mean(acc))
+
+
+def _shrinking(loop):
+    """Each step drops the state's last row, h = tanh(fc(h[:-1])), and the
+    loss reads every step's output (from an array in the loop), not the
+    final state: its gradient seeds each step with zeros."""
+    x = L.data("x", [3], dtype="float64", stop_gradient=False)
+    if not loop:
+        h, outs = x, []
+        for _ in range(2):
+            h = _fc(L.slice(h, axes=[0], starts=[0], ends=[-1]))
+            outs.append(L.mean(h))
+        return L.sums(outs)
+    h = L.assign(x)
+    arr = L.create_array("float64")
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", 2)
+    cond = L.less_than(i, n)
+    w = L.While(cond)
+    with w.block():
+        new = _fc(L.slice(h, axes=[0], starts=[0], ends=[-1]))
+        L.array_write(new, i, array=arr)
+        L.assign(new, h)
+        L.increment(i)
+        L.less_than(i, n, cond=cond)
+    return L.sums([L.mean(L.array_read(arr, L.fill_constant([1], "int64", k)))
+                   for k in range(2)])
+
+
+def test_a_state_the_loop_shrinks_gets_zero_gradients_of_its_new_shape():
+    got, want = [], []
+    for loop, out in ((True, got), (False, want)):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            loss = _shrinking(loop)
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        scope = fluid.Scope()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        x = np.random.RandomState(5).uniform(-1, 1, (4, 3))
+        out += exe.run(main, feed={"x": x},
+                       fetch_list=[loss, "w@GRAD", "x@GRAD"], scope=scope)
+    for g, w, what in zip(got, want, ["loss", "w@GRAD", "x@GRAD"]):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
