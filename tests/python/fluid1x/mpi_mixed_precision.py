@@ -117,8 +117,8 @@ def build_composed(sparse=True):
 
 def composed(out):
     """bf16 with sync batch norm, a sparse embedding, clipping and decay,
-    unsharded and sharded (stage 2, dense only: sharding refuses sparse
-    gradients, so that run drops the embedding's sparsity)."""
+    unsharded and sharded (stage 2: the sparse embedding stays replicated,
+    the rest is sharded)."""
     rank, world = rank_and_world()
     results = {}
     for tag, shard in (("plain", False), ("sharded", True)):
@@ -127,8 +127,7 @@ def composed(out):
         strategy.sync_batch_norm = True
         if shard:
             strategy.sharding = True
-        # (sharding takes dense gradients only)
-        main, startup, loss = build_composed(sparse=not shard)
+        main, startup, loss = build_composed(sparse=True)
         scope = fluid.Scope()
         exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
         exe.run(startup, scope=scope)
