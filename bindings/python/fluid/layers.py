@@ -1540,6 +1540,7 @@ from .layers_rnn import StaticRNN  # noqa: E402,F401
 from .layers_lod import (  # noqa: E402,F401
     array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
     max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory)
+from .layers_drnn import DynamicRNN  # noqa: E402,F401
 from .layers_cond import IfElse, Switch, cond  # noqa: E402,F401
 from .layers_decode import (  # noqa: E402,F401
     beam_search, beam_search_decode)
