@@ -194,6 +194,21 @@ def equals_one_process(exe, build, train, keep, rtol=1e-6):
     return bad or f"OK max relative difference {max_rel(got, want):.2e}"
 
 
+def image_trainer(steps):
+    """train(exe, main, startup, loss, scope, rank=0, world=1) for
+    equals_one_process: the startup, then `steps` steps of global_batch's
+    images and labels (fed as "image" and "label"), each rank its share."""
+    def train(exe, main, startup, loss, scope, rank=0, world=1):
+        exe.run(startup, scope=scope)
+        for step in range(steps):
+            x, y = global_batch(step)
+            if world > 1:
+                x, y = shard((x, y), rank, world)
+            exe.run(main, feed={"image": x, "label": y}, fetch_list=[loss],
+                    scope=scope)
+    return train
+
+
 def summary(c):
     """Rank 0's closing line of checks `c`; the script's exit status."""
     c.say(f"{len(c.failed)} of {c.count} checks failed" if c.failed

@@ -23,7 +23,7 @@ import numpy as np
 
 import fluid
 from mpi_equivalence import (Checks, equals_one_process, global_batch,
-                             script_main, shard, summary)
+                             image_trainer, script_main, summary)
 
 L = fluid.layers
 STEPS = 3
@@ -47,14 +47,7 @@ def build():
     return main, startup, loss
 
 
-def train(exe, main, startup, loss, scope, rank=0, world=1):
-    exe.run(startup, scope=scope)
-    for step in range(STEPS):
-        x, y = global_batch(step)
-        if world > 1:
-            x, y = shard((x, y), rank, world)
-        exe.run(main, feed={"image": x, "label": y}, fetch_list=[loss],
-                scope=scope)
+train = image_trainer(STEPS)
 
 
 def build_draws():
