@@ -158,7 +158,6 @@ REASONS = [
      "built yet; they are the next large piece of the layer set (ops run by "
      "sub-blocks with their own gradient blocks).", """
      fluid.LoDTensorArray
-     fluid.layers.DynamicRNN
      fluid.layers.is_empty
      fluid.layers.case fluid.layers.switch_case
      fluid.layers.tensor_array_to_tensor
