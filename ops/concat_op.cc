@@ -45,6 +45,9 @@ void ConcatInferShape(InferShapeContext* ctx) {
   }
   ctx->SetOutputShape("Out", out);
   ctx->SetOutputDtype("Out", dtype);
+  // Joined along a later dim, Out's rows are X[0]'s: a batch of sequences
+  // stays one (as Fluid's concat keeps X[0]'s LoD then).
+  if (axis != 0) ctx->ShareLoD("X", "Out");
 }
 
 template <typename T>

@@ -51,6 +51,7 @@ void CrossEntropyInferShape(InferShapeContext* ctx) {
   Shape y = CheckLabel(*ctx, "cross_entropy");
   ctx->SetOutputShape("Y", y);
   ctx->SetOutputDtype("Y", ctx->GetInputDtype("X"));
+  ctx->ShareLoD("X", "Y");  // a cost per row: per token of a sequence
 }
 
 void CrossEntropyGradInferShape(InferShapeContext* ctx) {

@@ -360,3 +360,26 @@ def test_ragged_batches_train_the_same_under_mpirun(tmp_path):
         assert sorted(a.files) == sorted(b.files)
         for n in a.files:
             assert a[n].tobytes() == b[n].tobytes(), (pool, n)
+
+
+def test_concat_along_features_and_cross_entropy_keep_the_sequences():
+    """concat on a later axis and cross_entropy keep their rows, so they
+    keep the batch's LoD (as Fluid's): a per-token cost sums per sequence."""
+    seqs = ragged([2, 3])
+    values = np.concatenate(seqs)
+    label = np.array([[0], [1], [2], [0], [1]], dtype=np.int64)
+
+    def build():
+        x = L.data("x", [3], lod_level=1)
+        y = L.data("y", [1], dtype="int64", lod_level=1)
+        both = L.concat([x, L.scale(x, 2.0)], axis=1)
+        cost = L.cross_entropy(L.softmax(x), y)
+        return [both, L.sequence_pool(cost, "sum")]
+
+    both, pooled = run(build, {"x": (values, [2, 3]), "y": (label, [2, 3])},
+                       return_numpy=False)
+    assert both.lod() == [[0, 2, 5]]
+    p = np.exp(values) / np.exp(values).sum(1, keepdims=True)
+    token = -np.log(p[np.arange(5), label[:, 0]])
+    np.testing.assert_allclose(np.array(pooled)[:, 0],
+                               [token[:2].sum(), token[2:].sum()], rtol=1e-5)
