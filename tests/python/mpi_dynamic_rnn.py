@@ -13,10 +13,9 @@ full batch (relative 1e-6), and every persistable must be bitwise
 identical across ranks. Rank 0 prints one line per check; exits non-zero
 if one fails.
 """
-import numpy as np
-
 import fluid
-from mpi_equivalence import Checks, equals_one_process, script_main, summary
+from mpi_equivalence import (Checks, equals_one_process, feed_trainer,
+                             script_main, sequence_feed, summary)
 
 L = fluid.layers
 STEPS = 3
@@ -48,25 +47,10 @@ def build():
 
 
 def batch(step, rank=0, world=1):
-    """Sequences [rank * SEQS / world, ...) of step's global batch."""
-    rs = np.random.RandomState(100 + step)
-    lengths = rs.randint(1, 6, SEQS)
-    x = rs.uniform(-1, 1, (lengths.sum(), D)).astype("float32")
-    h0 = rs.uniform(-1, 1, (SEQS, H)).astype("float32")
-    label = rs.randint(0, 3, (SEQS, 1)).astype("int64")
-    per = SEQS // world
-    lo, hi = rank * per, (rank + 1) * per
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return {"x": fluid.create_lod_tensor(x[offsets[lo]:offsets[hi]],
-                                         [lengths[lo:hi].tolist()]),
-            "h0": h0[lo:hi], "label": label[lo:hi]}
+    return sequence_feed(step, rank, world, SEQS, D, H)
 
 
-def train(exe, main, startup, loss, scope, rank=0, world=1):
-    exe.run(startup, scope=scope)
-    for step in range(STEPS):
-        exe.run(main, feed=batch(step, rank, world), fetch_list=[loss],
-                scope=scope)
+train = feed_trainer(batch, STEPS)
 
 
 def run_checks():

@@ -194,19 +194,46 @@ def equals_one_process(exe, build, train, keep, rtol=1e-6):
     return bad or f"OK max relative difference {max_rel(got, want):.2e}"
 
 
-def image_trainer(steps):
+def feed_trainer(feed_of, steps):
     """train(exe, main, startup, loss, scope, rank=0, world=1) for
-    equals_one_process: the startup, then `steps` steps of global_batch's
-    images and labels (fed as "image" and "label"), each rank its share."""
+    equals_one_process: the startup, then `steps` steps, each feeding
+    feed_of(step, rank, world), this rank's share of the step's batch."""
     def train(exe, main, startup, loss, scope, rank=0, world=1):
         exe.run(startup, scope=scope)
         for step in range(steps):
-            x, y = global_batch(step)
-            if world > 1:
-                x, y = shard((x, y), rank, world)
-            exe.run(main, feed={"image": x, "label": y}, fetch_list=[loss],
+            exe.run(main, feed=feed_of(step, rank, world), fetch_list=[loss],
                     scope=scope)
     return train
+
+
+def image_feed(step, rank=0, world=1):
+    """This rank's share of global_batch(step) as "image" and "label"."""
+    x, y = global_batch(step)
+    if world > 1:
+        x, y = shard((x, y), rank, world)
+    return {"image": x, "label": y}
+
+
+def image_trainer(steps):
+    """feed_trainer on global_batch's images and labels."""
+    return feed_trainer(image_feed, steps)
+
+
+def sequence_feed(step, rank, world, seqs, width, state):
+    """This rank's sequences [rank * seqs / world, ...) of step's global
+    batch of `seqs` sequences (1 to 5 rows of `width`) as "x" (a LoD
+    tensor), with "h0" [.., state] and 3-class "label" per sequence."""
+    rs = np.random.RandomState(100 + step)
+    lengths = rs.randint(1, 6, seqs)
+    x = rs.uniform(-1, 1, (lengths.sum(), width)).astype("float32")
+    h0 = rs.uniform(-1, 1, (seqs, state)).astype("float32")
+    label = rs.randint(0, 3, (seqs, 1)).astype("int64")
+    per = seqs // world
+    lo, hi = rank * per, (rank + 1) * per
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return {"x": fluid.create_lod_tensor(x[offsets[lo]:offsets[hi]],
+                                         [lengths[lo:hi].tolist()]),
+            "h0": h0[lo:hi], "label": label[lo:hi]}
 
 
 def summary(c):

@@ -17,7 +17,8 @@ exits non-zero if one fails.
 import numpy as np
 
 import fluid
-from mpi_equivalence import Checks, equals_one_process, script_main, summary
+from mpi_equivalence import (Checks, equals_one_process, feed_trainer,
+                             script_main, summary)
 
 L = fluid.layers
 STEPS, T, BATCH, D, H = 3, 4, 16, 8, 12
@@ -54,11 +55,7 @@ def batch(step, rank=0, world=1):
     return {"x": x[:, rows], "label": y[rows]}
 
 
-def train(exe, main, startup, loss, scope, rank=0, world=1):
-    exe.run(startup, scope=scope)
-    for step in range(STEPS):
-        exe.run(main, feed=batch(step, rank, world), fetch_list=[loss],
-                scope=scope)
+train = feed_trainer(batch, STEPS)
 
 
 def run_checks():

@@ -7,39 +7,25 @@ summation order differs) and are bitwise identical across the ranks; the
 validation loss falls and a tagging accuracy is printed."""
 import os
 import re
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import fluid
+from test_mpi import NP, run_script
 
-NP = 2
 PER_RANK = 4
 ARGS = ["--samples", "48", "--steps", "3", "--max-len", "12", "--emb", "8",
         "--hidden", "8", "--depth", "2", "--dtype", "float64"]
 
 
-def _env():
-    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
-
 
 def _run(repo_root, out_dir, world):
     script = os.path.join(repo_root, "examples", "label_semantic_roles.py")
-    cmd = [sys.executable, script] + ARGS + [
+    cmd = [script] + ARGS + [
         "--save-params", str(out_dir), "--batch-size",
         str(PER_RANK if world > 1 else PER_RANK * NP)]
-    if world > 1:
-        if shutil.which("mpirun") is None:
-            pytest.skip("mpirun not found")
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-               str(world), "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS"] + \
-            cmd + ["--distributed"]
-    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True,
-                       timeout=300)
+    r = run_script(cmd, world)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     for rank in range(world):

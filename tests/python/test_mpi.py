@@ -67,6 +67,22 @@ def mpirun(args, timeout=300):
     return r
 
 
+def run_script(args, world, timeout=300):
+    """`args` (a Python script and its arguments) with one thread per
+    process: in this process's interpreter for world 1, else under
+    `mpirun -np world` with "--distributed" appended."""
+    cmd = [sys.executable] + list(args)
+    if world > 1:
+        if shutil.which("mpirun") is None:
+            pytest.skip("mpirun not found")
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+               str(world), "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS"] + \
+            cmd + ["--distributed"]
+    env = dict(mpi_env(), OMP_NUM_THREADS="1")
+    return subprocess.run(cmd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def test_mpi_equivalence_script():
     r = mpirun([sys.executable, SCRIPT])
     out = r.stdout + r.stderr
