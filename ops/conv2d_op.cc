@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv_chunks.h"
 #include "ops/conv_geometry.h"
 #include "ops/conv_workspace.h"
 #include "ops/half_matrix.h"
@@ -38,14 +39,6 @@ namespace ops {
 namespace {
 
 using math::ConvGeometry;
-
-// Column-matrix elements per chunk: 256 KiB of floats, so the matrix im2col
-// writes is still in L2 when the GEMM reads it, yet wide enough for an
-// efficient GEMM. At LeNet's shapes (batch 64) this is 4 images a chunk for
-// conv1 and 2 for conv2; measured on an AVX-512 core, 64K to 128K elements
-// were fastest, 1M elements 10-30% slower, one image at a time slower still
-// for conv1.
-constexpr int64_t kColChunkElements = 1 << 16;
 
 // Checks Input and Filter and returns Output's shape (-1 where unknown).
 Shape ConvOutputShape(const InferShapeContext& ctx, const std::string& op) {
@@ -101,38 +94,6 @@ void Conv2dGradInferShape(InferShapeContext* ctx) {
                 ctx->InputName("Filter"), "' give an output of ", want);
   ctx->ShareShape("Input", GradSlot("Input"));
   ctx->ShareShape("Filter", GradSlot("Filter"));
-}
-
-// A GEMM run inside a parallel chunk must not itself wait on the pool.
-const CPUDeviceContext& SerialDevice() {
-  static const CPUDeviceContext dev(1);
-  return dev;
-}
-
-// How the batch is cut: `chunks` chunks of at most `per` images.
-struct ChunkPlan {
-  int64_t per = 1;
-  int64_t chunks = 0;
-};
-
-ChunkPlan PlanChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
-                     int64_t batch) {
-  ChunkPlan plan;
-  if (batch <= 0) return plan;
-  // A pointwise conv of large images runs one image at a time with no
-  // im2col at all; of small images, in chunks like any other (its im2col is
-  // a copy that makes the GEMM wide).
-  int64_t col = std::max<int64_t>(g.ColRows() * g.ColCols(), 1);
-  int64_t per = std::clamp<int64_t>(kColChunkElements / col, 1, batch);
-  int64_t chunks = CeilDiv(batch, per);
-  int threads = dev.num_threads();
-  if (threads > 1 && chunks < batch)
-    chunks = std::min(batch, CeilDiv(chunks, threads) * threads);
-  // Even chunks: 64 images at most 18 a chunk go as 4 chunks of 16, not
-  // 18 + 18 + 18 + 10.
-  plan.per = CeilDiv(batch, chunks);
-  plan.chunks = CeilDiv(batch, plan.per);
-  return plan;
 }
 
 // out += the `count` partials of `size` elements, in order.

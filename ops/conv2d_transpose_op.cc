@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv_chunks.h"
 #include "ops/conv_workspace.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
@@ -32,9 +33,6 @@ namespace ops {
 namespace {
 
 using math::ConvGeometry;
-
-// Column-matrix elements per chunk, as conv2d's (256 KiB of floats).
-constexpr int64_t kColChunkElements = 1 << 16;
 
 // The output extent along one axis (`what`), checked: at least 1, and
 // output_size (when `want` > 0) within the stride - 1 extents that a conv2d
@@ -115,33 +113,6 @@ void TransposeGradInferShape(InferShapeContext* ctx) {
                 ctx->InputName("Filter"), "' give an output of ", want);
   ctx->ShareShape("Input", GradSlot("Input"));
   ctx->ShareShape("Filter", GradSlot("Filter"));
-}
-
-// A GEMM run inside a parallel chunk must not itself wait on the pool.
-const CPUDeviceContext& SerialDevice() {
-  static const CPUDeviceContext dev(1);
-  return dev;
-}
-
-// How the batch is cut: `chunks` chunks of at most `per` images.
-struct ChunkPlan {
-  int64_t per = 1;
-  int64_t chunks = 0;
-};
-
-ChunkPlan PlanChunks(const CPUDeviceContext& dev, const ConvGeometry& g,
-                     int64_t batch) {
-  ChunkPlan plan;
-  if (batch <= 0) return plan;
-  const int64_t col = std::max<int64_t>(g.ColRows() * g.ColCols(), 1);
-  const int64_t per = std::clamp<int64_t>(kColChunkElements / col, 1, batch);
-  int64_t chunks = CeilDiv(batch, per);
-  const int threads = dev.num_threads();
-  if (threads > 1 && chunks < batch)
-    chunks = std::min(batch, CeilDiv(chunks, threads) * threads);
-  plan.per = CeilDiv(batch, chunks);
-  plan.chunks = CeilDiv(batch, plan.per);
-  return plan;
 }
 
 // x [nb, m, p] viewed as [m, nb p] in scratch slot `slot` (x itself for one
