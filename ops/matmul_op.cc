@@ -66,9 +66,14 @@ MatMulGradArgs ReadMatMulGradArgs(const ExecutionContext& ctx) {
 
 namespace {
 
-// The products below this many multiply-adds run serially inside one batch
-// item; a batch of them is spread over the pool item by item instead.
+// A batch of products is spread over the pool item by item, each product
+// serial, when each is below this many multiply-adds, or when there are at
+// least kItemsPerThread items per thread: splitting one product of the
+// attention's size (128 x 128 x 32) over threads costs more in
+// synchronisation than it saves, and whole items balance well once there
+// are a few per thread.
 constexpr int64_t kSmallGemmFlops = 1 << 18;
+constexpr int64_t kItemsPerThread = 4;
 
 void MatMulInferShape(InferShapeContext* ctx) {
   MatMulDims d = GetMatMulDims(
@@ -94,8 +99,10 @@ void BatchedGemm(const CPUDeviceContext& dev, int64_t batch, bool ta, bool tb,
                  int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                  int64_t a_stride, const T* b, int64_t b_stride, T* c,
                  int64_t c_stride) {
+  const bool by_item = m * n * k < kSmallGemmFlops ||
+                       batch >= kItemsPerThread * dev.num_threads();
   if (c_stride == 0 || batch == 1 || dev.eigen_device() == nullptr ||
-      m * n * k >= kSmallGemmFlops) {
+      !by_item) {
     for (int64_t i = 0; i < batch; ++i) {
       T beta = (c_stride == 0 && i > 0) ? T(1) : T(0);
       math::Gemm<T>(dev, ta, tb, m, n, k, alpha, a + i * a_stride,

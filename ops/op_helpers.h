@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "src/framework/cpu_team.h"
 #include "src/framework/grad_op_maker.h"
 #include "src/framework/operator.h"
 
@@ -51,28 +52,35 @@ ConstEigenMat<T> Mat(const Tensor& t, int axis) {
 // stay inline.)
 constexpr int64_t kParallelElements = 1 << 16;
 
-// out = expr, on the pool when there is one and the tensor is large.
+// out = expr for a one-dimensional `out` (a Vec), in chunks on the
+// context's threads (RunOnTeam) when there are several and it is large.
 template <typename Out, typename Expr>
 void Assign(const CPUDeviceContext& dev, Out out, const Expr& expr) {
-  if (dev.eigen_device() != nullptr && out.size() >= kParallelElements) {
-    out.device(*dev.eigen_device()) = expr;
-  } else {
+  const int64_t n = out.size();
+  if (dev.num_threads() == 1 || n < kParallelElements) {
     out = expr;
+    return;
   }
+  RunOnTeam(dev, n, kParallelElements, [&](int64_t b, int64_t e) {
+    const Eigen::array<Eigen::Index, 1> at{b}, len{e - b};
+    out.slice(at, len) = expr.slice(at, len);
+  });
 }
 
-// Calls fn(begin, end) over [0, n) in chunks, on the pool when worthwhile.
-// `cost` is a rough count of operations per item.
+// Calls fn(begin, end) over [0, n) in chunks, on the context's threads
+// (RunOnTeam) when worthwhile. `cost` is a rough count of operations per
+// item.
 template <typename Fn>
 void ParallelFor(const CPUDeviceContext& dev, int64_t n, double cost, Fn fn) {
   if (n <= 0) return;
-  if (dev.eigen_device() == nullptr || n * cost < kParallelElements) {
+  if (dev.num_threads() == 1 || n * cost < kParallelElements) {
     fn(int64_t{0}, n);
     return;
   }
-  dev.eigen_device()->parallelFor(
-      n, Eigen::TensorOpCost(8, 8, cost),
-      [&fn](Eigen::Index b, Eigen::Index e) { fn(int64_t(b), int64_t(e)); });
+  // Chunks of at least kParallelElements operations (see cpu_team.h).
+  const int64_t grain =
+      static_cast<int64_t>(static_cast<double>(kParallelElements) / cost) + 1;
+  RunOnTeam(dev, n, grain, fn);
 }
 
 // The one element of a scalar input (a learning rate, a beta power), stored

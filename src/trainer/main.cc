@@ -240,25 +240,7 @@ int RunAndReport(const fluid::TrainerOptions& o) {
 
 }  // namespace
 
-// oneDNN's OpenMP threads spin after each matrix product by default, on
-// the cores the executor's own pool then waits for: bf16 training at two
-// threads ran at half speed. OpenMP reads OMP_WAIT_POLICY only as it
-// loads, before main, so the trainer sets it and starts itself again (the
-// same process: exec keeps the pid mpirun knows, and the binary's own
-// path keeps its name for ps and pgrep). A policy the user set is kept;
-// without /proc/self/exe the trainer runs on as it is.
-static void PassiveOpenMpThreads(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return;
-  self[n] = '\0';
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  execv(self, argv);
-}
-
 int main(int argc, char** argv) {
-  PassiveOpenMpThreads(argv);
   fluid::TrainerOptions o;
   CLI::App app{
       "Train a fluid program on MNIST-family data or the fortunes text."};

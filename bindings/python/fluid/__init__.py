@@ -7,14 +7,7 @@ data-parallel over MPI with no parameter server.
     exe = fluid.Executor(fluid.CPUPlace())        # one process
     exe = fluid.MPIExecutor(fluid.CPUPlace())     # under mpirun -np N
 """
-import os as _os
-
-# oneDNN's OpenMP threads would spin after each matrix product on the cores
-# the executor's pool then waits for; OpenMP reads the policy as it loads,
-# with _core below (unless another module, torch say, loaded it first).
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from . import _core  # noqa: E402
+from . import _core
 from . import _job  # noqa: F401  (the job policy under mpirun; see _job.py)
 from ._core import CollectiveError
 from .framework import (Program, Variable, default_main_program,

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "src/framework/cpu_team.h"
+
 namespace fluid {
 namespace math {
 
@@ -46,22 +48,22 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 }
 
 // Splits C into one block of rows (or columns, when C is wide) per thread
-// and runs the single-threaded product on each: Eigen's kernel at full speed
-// on every core, no shared state between blocks.
+// and runs the single-threaded product on each, on the context's threads
+// (RunOnTeam): Eigen's kernel at full speed on every core, no shared state
+// between blocks.
 template <typename T>
-void GemmPool(Eigen::ThreadPoolDevice* pool, int threads, bool trans_a,
-              bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-              const T* a, const T* b, T beta, T* c) {
+void GemmTeam(const CPUDeviceContext& dev, bool trans_a, bool trans_b,
+              int64_t m, int64_t n, int64_t k, T alpha, const T* a, const T* b,
+              T beta, T* c) {
   const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
   // Blocks stay a multiple of 16 so the kernel's panels stay full.
-  int64_t block = (extent + threads - 1) / threads;
+  int64_t block = (extent + dev.num_threads() - 1) / dev.num_threads();
   block = (block + 15) / 16 * 16;
   const int64_t blocks = (extent + block - 1) / block;
-  Eigen::Barrier done(static_cast<unsigned>(blocks));
-  for (int64_t i = 0; i < blocks; ++i) {
-    pool->enqueueNoNotification([=, &done] {
+  RunOnTeam(dev, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
       const int64_t lo = i * block, len = std::min(block, extent - lo);
       if (split_rows) {
         GemmSerial(trans_a, trans_b, len, n, k, alpha,
@@ -71,10 +73,8 @@ void GemmPool(Eigen::ThreadPoolDevice* pool, int threads, bool trans_a,
         GemmSerial(trans_a, trans_b, m, len, k, alpha, a, lda,
                    trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
       }
-      done.Notify();
-    });
-  }
-  done.Wait();
+    }
+  });
 }
 
 }  // namespace
@@ -94,9 +94,8 @@ void Gemm(const CPUDeviceContext& dev, bool trans_a, bool trans_b, int64_t m,
   }
   // Small products are not worth waking the pool for.
   constexpr int64_t kParallelFlops = 1 << 18;
-  if (dev.eigen_device() != nullptr && m * n * k >= kParallelFlops) {
-    GemmPool(dev.eigen_device(), dev.num_threads(), trans_a, trans_b, m, n, k,
-             alpha, a, b, beta, c);
+  if (dev.num_threads() > 1 && m * n * k >= kParallelFlops) {
+    GemmTeam(dev, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
   } else {
     GemmSerial(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b,
                trans_b ? k : n, beta, c, n);
