@@ -101,8 +101,7 @@ void BatchedGemm(const CPUDeviceContext& dev, int64_t batch, bool ta, bool tb,
                  int64_t c_stride) {
   const bool by_item = m * n * k < kSmallGemmFlops ||
                        batch >= kItemsPerThread * dev.num_threads();
-  if (c_stride == 0 || batch == 1 || dev.eigen_device() == nullptr ||
-      !by_item) {
+  if (c_stride == 0 || batch == 1 || dev.num_threads() == 1 || !by_item) {
     for (int64_t i = 0; i < batch; ++i) {
       T beta = (c_stride == 0 && i > 0) ? T(1) : T(0);
       math::Gemm<T>(dev, ta, tb, m, n, k, alpha, a + i * a_stride,

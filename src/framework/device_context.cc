@@ -1,7 +1,9 @@
 #include "src/framework/device_context.h"
 
+#include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "src/framework/cpu_team.h"
 #include "src/framework/device.h"
 #include "src/framework/enforce.h"
 
@@ -25,7 +27,9 @@ CPUDeviceContext::CPUDeviceContext(int num_threads)
     : num_threads_(num_threads) {
   FLUID_ENFORCE(num_threads >= 1 && num_threads <= 1024,
                 "thread count must be in [1, 1024], got ", num_threads);
-  if (num_threads > 1) impl_ = std::make_unique<Impl>(num_threads);
+  // With OpenMP the parallel loops run on its team (cpu_team.h): no pool.
+  if (num_threads > 1 && std::string(CpuTeamKind()) == "eigen")
+    impl_ = std::make_unique<Impl>(num_threads);
 }
 
 CPUDeviceContext::~CPUDeviceContext() = default;

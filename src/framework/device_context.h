@@ -56,7 +56,8 @@ class CPUDeviceContext final : public DeviceContext {
 
   Place place() const override { return Place::CPU(); }
   int num_threads() const { return num_threads_; }
-  // Null when num_threads() == 1.
+  // The pool RunOnTeam (cpu_team.h) runs on in a build without OpenMP;
+  // null when num_threads() == 1 or with OpenMP.
   Eigen::ThreadPoolDevice* eigen_device() const;
 
  private:
