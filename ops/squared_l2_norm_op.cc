@@ -10,13 +10,60 @@ namespace fluid {
 namespace ops {
 namespace {
 
+// The sum of the squares in double, in eight running sums: the element at
+// (dense) index i goes into sum i % 8, and the sums are added pairwise at
+// the end. The order depends on the indices alone, never on where the
+// values lie in memory or on the thread count; sparse rows listed in
+// increasing order give the dense tensor's bits (its zeros add nothing);
+// and the dense loop vectorises (one dependent addition per element ran
+// at 1.6 ns an element).
+constexpr int kLanes = 8;
+
+double AddLanes(const double* acc) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+template <typename T>
+double DenseSumOfSquares(const T* in, int64_t n) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const double v = static_cast<double>(in[i + j]);
+      acc[j] += v * v;
+    }
+  }
+  for (int j = 0; i < n; ++i, ++j) {
+    const double v = static_cast<double>(in[i]);
+    acc[j] += v * v;
+  }
+  return AddLanes(acc);
+}
+
+template <typename T>
+double SparseSumOfSquares(const SelectedRows& x) {
+  double acc[kLanes] = {};
+  const int64_t rows = static_cast<int64_t>(x.rows().size());
+  const int64_t width = rows == 0 ? 0 : x.value().numel() / rows;
+  const T* in = x.value().data<T>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = x.rows()[r] * width;
+    for (int64_t j = 0; j < width; ++j) {
+      const double v = static_cast<double>(in[r * width + j]);
+      acc[(base + j) % kLanes] += v * v;
+    }
+  }
+  return AddLanes(acc);
+}
+
 template <typename T>
 void SquaredL2NormKernel(const ExecutionContext& ctx) {
-  const Tensor& x = DistinctRowsOrTensor(ctx, "X");
-  const T* in = x.data<T>();
-  double acc = 0.0;
-  for (int64_t i = 0, n = x.numel(); i < n; ++i)
-    acc += static_cast<double>(in[i]) * static_cast<double>(in[i]);
+  const Tensor& x = DistinctRowsOrTensor(ctx, "X");  // checks sparse rows
+  const double acc =
+      IsSparseInput(ctx, "X")
+          ? SparseSumOfSquares<T>(ctx.InputVar("X")->Get<SelectedRows>())
+          : DenseSumOfSquares(x.data<T>(), x.numel());
   ctx.Output("Out")->mutable_data<T>(Shape{1})[0] = static_cast<T>(acc);
 }
 
