@@ -18,6 +18,8 @@ namespace fluid {
 // chunks of at least `grain` items, in parallel, and returns when all are
 // done. Chunk boundaries depend on n, grain and the thread count only.
 // Inside another parallel loop it calls fn(0, n) on the calling thread.
+// An exception from fn reaches the caller (the first one thrown), after
+// every chunk has ended.
 void RunOnTeam(const CPUDeviceContext& dev, int64_t n, int64_t grain,
                const std::function<void(int64_t, int64_t)>& fn);
 

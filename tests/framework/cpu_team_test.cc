@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,18 @@ TEST(CpuTeam, ALoopInsideALoopRunsOnTheCallingThread) {
   });
   ASSERT_FALSE(inner.empty());
   for (const Chunks& c : inner) EXPECT_EQ(c, (Chunks{{0, 100}}));
+}
+
+TEST(CpuTeam, AnExceptionInAChunkReachesTheCaller) {
+  CPUDeviceContext dev(2);
+  for (int64_t bad : {0, 99}) {  // in the caller's chunk, in another's
+    EXPECT_THROW(RunOnTeam(dev, 100, 1,
+                           [&](int64_t b, int64_t e) {
+                             if (b <= bad && bad < e)
+                               throw std::runtime_error("bad item");
+                           }),
+                 std::runtime_error);
+  }
 }
 
 TEST(CpuTeam, TwoThreadGemmEqualsOneThreadBitForBit) {
