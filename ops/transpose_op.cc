@@ -6,6 +6,7 @@
 #include "ops/transpose_op.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,11 @@ void TransposeRange(const TransposeIndex& index, const T* xd, T* od, int64_t b,
   for (int64_t i = b; i < e;) {
     const int64_t len = std::min(inner - at[r - 1], e - i);
     const T* s = xd + src;
-    for (int64_t k = 0; k < len; ++k) od[i + k] = s[k * stride];
+    if (stride == 1) {  // the last axis stays last: runs of it are copies
+      std::memcpy(od + i, s, static_cast<size_t>(len) * sizeof(T));
+    } else {
+      for (int64_t k = 0; k < len; ++k) od[i + k] = s[k * stride];
+    }
     i += len;
     src += len * stride;
     at[r - 1] += len;
