@@ -40,6 +40,8 @@ REGISTER_OP(c_allgather)
     .OptionalOutput("Handle", "the in-flight collective, for c_wait")
     .Attr<int32_t>("nranks", 1, "the number of ranks")
     .InRange(1, kNoUpperBound)
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .InRange(0, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {
       Shape out = ctx->GetInputShape("X");
       FLUID_ENFORCE(out.rank() >= 1, "c_allgather: X must have a dim");

@@ -29,6 +29,8 @@ REGISTER_OP(c_allreduce)
     .Attr<std::string>("compression", "none",
                        "none | bf16 | fp16: the values travel as 16-bit "
                        "values (float32 X only)")
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .InRange(0, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .AnyPlaceKernel(AllReduceKernel);
 

@@ -13,6 +13,8 @@ void BarrierKernel(const ExecutionContext& ctx) {
 
 REGISTER_OP(c_barrier)
     .Doc("Blocks until every rank has reached it.")
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .InRange(0, kNoUpperBound)
     .AnyPlaceKernel(BarrierKernel);
 
 }  // namespace ops

@@ -19,7 +19,10 @@ REGISTER_OP(c_broadcast)
     .Doc("Broadcasts X from rank `root` into Out (normally X itself).")
     .Input("X")
     .Output("Out")
-    .Attr<int32_t>("root", 0, "the rank whose value everyone takes")
+    .Attr<int32_t>("root", 0,
+                   "the rank (in the ring) whose value everyone takes")
+    .InRange(0, kNoUpperBound)
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
     .InRange(0, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) { ctx->ShareShape("X", "Out"); })
     .AnyPlaceKernel(BroadcastKernel);

@@ -42,6 +42,8 @@ REGISTER_OP(c_reducescatter)
                        "values (float32 X only)")
     .Attr<int32_t>("nranks", 1, "the number of ranks (blocks of X)")
     .InRange(1, kNoUpperBound)
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .InRange(0, kNoUpperBound)
     .SetInferShape([](InferShapeContext* ctx) {
       BlockInferShape(ctx, "c_reducescatter");
     })

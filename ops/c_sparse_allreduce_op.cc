@@ -51,6 +51,8 @@ REGISTER_OP(c_sparse_allreduce)
     .Attr<float>("sparse_dense_ratio", 0.25f,
                  "above this fraction of the table's height (all ranks' "
                  "rows together) the rows are reduced as a dense table")
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .InRange(0, kNoUpperBound)
     .SetInferShape(SparseAllReduceInferShape)
     .AnyPlaceKernel(SparseAllReduceKernel);
 

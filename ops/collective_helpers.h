@@ -1,6 +1,9 @@
-// What the collective ops share: finding the run's communicator, checking
-// the rank count a program was planned for, the shape of one rank's block.
+// What the collective ops share: finding the run's communicator (or the
+// ring of it the op names), checking the rank count a program was planned
+// for, the shape of one rank's block.
 #pragma once
+
+#include <string>
 
 #include "src/distributed/communicator.h"
 #include "src/distributed/launcher.h"
@@ -9,9 +12,20 @@
 namespace fluid {
 namespace ops {
 
+// The doc of every collective op's `ring_id` attr.
+inline const char* RingIdDoc() {
+  return "the ranks it runs over: 0 all of them, r > 0 the group made as "
+         "ring r (Communicator::CreateGroup)";
+}
+
+// The communicator the op runs over: the run's, or, for an op with a
+// `ring_id` attr, that ring of it (0: the run's itself).
 inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
   Communicator* comm = ctx.device_context().communicator();
-  if (comm != nullptr) return comm;
+  if (comm != nullptr) {
+    if (ctx.op().attrs().count("ring_id") == 0) return comm;
+    return comm->Group(ctx.Attr<int32_t>("ring_id"));
+  }
   // Under a launcher already: the executor is the thing to change.
   if (LauncherWorldSize() > 1)
     FLUID_THROW(ErrorCode::kUnimplemented,
@@ -25,8 +39,9 @@ inline Communicator* CommunicatorOf(const ExecutionContext& ctx) {
               "MPIExecutor, under mpirun");
 }
 
-// The program was transpiled for `nranks` ranks; running it on another
-// count would split tensors into the wrong number of blocks.
+// The program was transpiled for `nranks` ranks (of the op's ring);
+// running it on another count would split tensors into the wrong number of
+// blocks.
 inline void CheckRanks(Communicator* comm, int nranks, const char* op) {
   FLUID_ENFORCE(comm->size() == nranks, op, " was planned for ", nranks,
                 " ranks and runs on ", comm->size());

@@ -116,6 +116,12 @@ void CommBackend::ReduceScatter(const void* send, void* recv, int64_t count,
   std::memcpy(recv, scatter_.data() + block * rank(), block);
 }
 
+std::unique_ptr<CommBackend> CommBackend::Split(int color, int key) {
+  FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
+              " backend cannot split into groups (color ", color, ", key ", key,
+              ")");
+}
+
 void CommBackend::DeviceAllReduce(void*, int64_t, DataType, ReduceOp, int) {
   FLUID_THROW(ErrorCode::kUnimplemented, "the ", name(),
               " backend does not reduce device memory");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,13 @@ class CommBackend {
   // Ends the job on every rank (used when this rank cannot continue). Never
   // returns on a real transport.
   virtual void Abort(int code) = 0;
+
+  // Collective over this backend's ranks: a new backend over the ranks
+  // that pass the same `color` (>= 0), ranked by `key`, ties by rank here
+  // (MPI_Comm_split's rule). It is independent of this one (its own
+  // transport channel, used from its own thread) and may outlive it.
+  // This implementation throws kUnimplemented naming the backend.
+  virtual std::unique_ptr<CommBackend> Split(int color, int key);
 
   // Backends that move device memory themselves (NCCL) return true and
   // implement the Device* calls, whose pointers are on CUDA device `device`.

@@ -172,9 +172,16 @@ Communicator::Communicator(std::unique_ptr<CommBackend> backend,
   worker_ = std::thread([this] { Loop(); });
 }
 
-Communicator::~Communicator() { Shutdown(); }
+Communicator::~Communicator() {
+  Shutdown();
+  // The rings' transports go before this one's (MPI frees a split
+  // communicator before the world's is done with).
+  std::lock_guard<std::mutex> lock(groups_mu_);
+  groups_.clear();
+}
 
 void Communicator::Shutdown() {
+  ShutdownGroups();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !worker_.joinable()) return;

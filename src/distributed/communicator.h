@@ -24,6 +24,10 @@
 // rethrows its error, if any. Tensors passed in are held (their buffers are
 // shared) until the collective completes. The enqueue functions are
 // thread-safe. Destruction drains the queue and joins the worker.
+//
+// Groups of ranks (rings, for tensor parallelism): ring 0 is this
+// communicator; ring r > 0 is a Communicator of its own over some of its
+// ranks, made by CreateGroup and owned by this one.
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -154,8 +159,25 @@ class Communicator {
   // continue. Does not return on a real transport.
   void Abort(int code);
 
-  // Drains the queue and joins the worker; idempotent. Collectives issued
-  // afterwards are errors.
+  // Collective over this communicator, run on its worker in order with the
+  // collectives issued before it, and waited for: the ranks that pass the
+  // same `color` (>= 0) form ring `ring_id` (> 0), ranked in it by `key`,
+  // ties by their rank here. The ring is a Communicator of its own (its own
+  // worker thread, collective check and flight recorder; no stall watchdog:
+  // a stall in a ring shows in the world's next collective), owned by this
+  // one and shut down before it. A ring_id already made with the same
+  // color returns that ring and issues nothing (every rank takes that path
+  // alike, since all make the same calls); another color is an error.
+  // Calls are serialised; the rings' transports must allow collectives on
+  // several threads at once (MPI_THREAD_MULTIPLE; see CommBackend::Split).
+  Communicator* CreateGroup(int ring_id, int color, int key);
+  // Ring `ring_id`: this communicator for 0, else the one CreateGroup made;
+  // an unknown ring is an error naming it. Thread-safe (ops call it from
+  // the executor's thread while the worker runs).
+  Communicator* Group(int ring_id);
+
+  // Drains the queue and joins the worker, the rings' first; idempotent.
+  // Collectives issued afterwards are errors.
   void Shutdown();
 
   // Stall detection (see stall_watchdog.h and flight_recorder.h): every
@@ -221,6 +243,15 @@ class Communicator {
                                int64_t n, ReduceOp op, WireFormat wire);
   // Worker-only: host memory for staging `bytes` of device data.
   void* Staging(size_t bytes);
+  // The ring `ring_id` made with `color`; null when there is none; an
+  // error when it was made with another color.
+  Communicator* ExistingGroup(int ring_id, int color);
+  void ShutdownGroups();
+
+  struct Ring {
+    int color = 0;
+    std::unique_ptr<Communicator> comm;
+  };
 
   std::unique_ptr<CommBackend> backend_;
   int rank_;
@@ -243,6 +274,9 @@ class Communicator {
   std::vector<uint16_t> wire_in_, wire_out_;
   FlightRecorder recorder_;
   std::unique_ptr<StallWatchdog> watchdog_;
+  std::mutex create_mu_;  // one CreateGroup at a time
+  std::mutex groups_mu_;  // guards groups_
+  std::map<int, Ring> groups_;
   std::thread worker_;
 };
 

@@ -121,6 +121,8 @@ const char* CollectiveKindName(CollectiveKind kind) {
       return "sparse_allreduce";
     case CollectiveKind::kSetAlgorithm:
       return "set_allreduce_algorithm";
+    case CollectiveKind::kSplit:
+      return "split";
     case CollectiveKind::kOther:
       break;
   }
@@ -157,6 +159,10 @@ std::string DescribeCollective(const CollectiveDesc& d) {
     os << "("
        << AllReduceAlgorithmName(static_cast<AllReduceAlgorithm>(d.count))
        << ")";
+    return os.str();
+  }
+  if (d.kind == CollectiveKind::kSplit) {
+    os << " into ring " << d.count;
     return os.str();
   }
   if (const char* op = OpNameOf(d.op)) os << "(" << op << ")";

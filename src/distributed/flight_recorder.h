@@ -31,6 +31,7 @@ enum class CollectiveKind : int32_t {
   kReduceScatter,
   kSparseAllReduce,
   kSetAlgorithm,  // SetAllReduceAlgorithm: collective where it sets up hier
+  kSplit,         // Communicator::CreateGroup: a group of ranks is made
 };
 const char* CollectiveKindName(CollectiveKind kind);
 
@@ -42,7 +43,7 @@ struct CollectiveDesc {
   int32_t dtype = -1;  // DataType; -1: none
   // Elements of the tensor (allreduce, broadcast), of one rank's block
   // (allgather, reducescatter); rows of the table (sparse allreduce); the
-  // algorithm (set algorithm).
+  // algorithm (set algorithm); the ring id (split).
   int64_t count = 0;
   int32_t op = -1;     // ReduceOp; -1: none
   int32_t root = -1;   // broadcast's root; -1: none

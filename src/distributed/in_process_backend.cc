@@ -126,6 +126,8 @@ class InProcessBackend : public CommBackend {
 
   void Barrier() override { group_->Arrive(); }
 
+  std::unique_ptr<CommBackend> Split(int color, int key) override;
+
   void Abort(int code) override {
     group_->AbortAll();
     FLUID_THROW(ErrorCode::kAborted, "rank ", rank_, " aborted the group (",
@@ -137,6 +139,41 @@ class InProcessBackend : public CommBackend {
   int rank_;
   std::vector<char> scratch_;
 };
+
+// Every rank's (color, key) is gathered; the ranks of one color, ordered
+// by key then rank, form a group of their own, which the first of them
+// creates and announces (its address, in this process) to the others in a
+// second gather. Each rank's backend holds the group; a barrier keeps the
+// creator's until every member has taken its own.
+std::unique_ptr<CommBackend> InProcessBackend::Split(int color, int key) {
+  const int mine[2] = {color, key};
+  std::vector<int> all(2 * size());
+  AllGather(mine, all.data(), sizeof(mine));
+  std::vector<int> members;  // of this color, in their new order
+  for (int r = 0; r < size(); ++r)
+    if (all[2 * r] == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&all](int a, int b) {
+    return all[2 * a + 1] < all[2 * b + 1];
+  });
+  const int index = static_cast<int>(
+      std::find(members.begin(), members.end(), rank_) - members.begin());
+  std::unique_ptr<CommBackend> backend;
+  const void* created = nullptr;
+  if (index == 0) {
+    auto group = InProcessGroup::Create(static_cast<int>(members.size()));
+    backend = group->Backend(0);
+    created = group.get();
+  }
+  std::vector<const void*> groups(size());
+  AllGather(&created, groups.data(), sizeof(created));
+  if (index != 0) {
+    auto* group =
+        static_cast<InProcessGroup*>(const_cast<void*>(groups[members[0]]));
+    backend = group->Backend(index);
+  }
+  Barrier();
+  return backend;
+}
 
 }  // namespace
 

@@ -2,7 +2,8 @@
 // backend per rank; each is used from its own thread, and the collectives
 // meet at a shared rendezvous. Reductions add the ranks' contributions in
 // rank order on every rank, so results are bitwise identical across ranks,
-// as they are with MPI. For tests: no process, no mpirun.
+// as they are with MPI. For tests: no process, no mpirun. A backend splits
+// (CommBackend::Split) into backends of a new group of its own.
 #pragma once
 
 #include <condition_variable>

@@ -62,14 +62,30 @@ void WireReduce(void* in, void* inout, int* len, MPI_Datatype*) {
 // MPI counts are ints: larger buffers go in chunks.
 constexpr int64_t kMaxChunk = INT_MAX / 8;
 
+// The name of an MPI thread level, for messages.
+const char* ThreadLevelName(int level) {
+  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (level == MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  return "unknown";
+}
+
+// A backend over one MPI communicator: the world (which says farewell
+// through MpiMembership), or a group split from it (which it owns and
+// frees; a group's collectives are not counted by the membership watcher,
+// so a rank that leaves while the others wait in a group collective is
+// not named by it).
 class MpiBackend : public CommBackend {
  public:
-  MpiBackend() {
-    Check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-    Check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  MpiBackend() : MpiBackend(MPI_COMM_WORLD) {}
+  explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
+    Check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    Check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     // Errors come back as codes, which become exceptions naming the call.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    membership_ = std::make_unique<MpiMembership>(MPI_COMM_WORLD);
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    if (comm_ == MPI_COMM_WORLD)
+      membership_ = std::make_unique<MpiMembership>(MPI_COMM_WORLD);
   }
   // Says farewell: see MpiMembership. Runs when the communicator shuts down,
   // after its queue has drained.
@@ -80,8 +96,29 @@ class MpiBackend : public CommBackend {
     if (finalized) return;
     if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
     if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     for (MPI_Op& op : wire_ops_)
       if (op != MPI_OP_NULL) MPI_Op_free(&op);
+  }
+
+  // A group's communicator runs collectives on a worker thread of its own,
+  // concurrently with the world's: MPI must allow calls from several
+  // threads at once.
+  std::unique_ptr<CommBackend> Split(int color, int key) override {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    FLUID_ENFORCE_CODE(provided >= MPI_THREAD_MULTIPLE,
+                       ErrorCode::kUnimplemented,
+                       "groups of ranks (tensor parallelism) need "
+                       "MPI_THREAD_MULTIPLE, since each group's collectives "
+                       "run on a thread of their own; this MPI provides ",
+                       ThreadLevelName(provided));
+    MPI_Comm group = MPI_COMM_NULL;
+    {
+      Counted counted(membership_.get(), "split", 0);
+      Check(MPI_Comm_split(comm_, color, key, &group), "MPI_Comm_split");
+    }
+    return std::make_unique<MpiBackend>(group);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -122,7 +159,7 @@ class MpiBackend : public CommBackend {
         Check(MPI_Bcast(wire_.data(), n, MPI_UINT16_T, 0, node_),
               "MPI_Bcast (within the host)");
       } else {
-        ReduceScatterGather(count, reduce, MPI_COMM_WORLD);
+        ReduceScatterGather(count, reduce, comm_);
       }
     }
     DecodeWire(wire, wire_.data(), data, count);
@@ -135,12 +172,12 @@ class MpiBackend : public CommBackend {
         node_ == MPI_COMM_NULL) {
       // The ranks sharing this rank's memory (its host), and one leader
       // (the lowest rank) per host; made once, by every rank alike.
-      Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
+      Check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_,
                                 MPI_INFO_NULL, &node_),
             "MPI_Comm_split_type");
       Check(MPI_Comm_rank(node_, &local_rank_), "MPI_Comm_rank");
-      Check(MPI_Comm_split(MPI_COMM_WORLD, local_rank_ == 0 ? 0 : MPI_UNDEFINED,
-                           rank_, &leaders_),
+      Check(MPI_Comm_split(comm_, local_rank_ == 0 ? 0 : MPI_UNDEFINED, rank_,
+                           &leaders_),
             "MPI_Comm_split");
       MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN);
       if (leaders_ != MPI_COMM_NULL)
@@ -155,8 +192,7 @@ class MpiBackend : public CommBackend {
     char* p = static_cast<char*>(data);
     for (int64_t done = 0; done < bytes; done += kMaxChunk) {
       int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
-      Check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD),
-            "MPI_Bcast");
+      Check(MPI_Bcast(p + done, n, MPI_BYTE, root, comm_), "MPI_Bcast");
     }
   }
 
@@ -165,10 +201,10 @@ class MpiBackend : public CommBackend {
                   " bytes is too large");
     Counted counted(membership_.get(), "allgather", bytes * size_);
     const bool in_place = send == static_cast<char*>(recv) + rank_ * bytes;
-    Check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(bytes),
-                        MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
-                        MPI_COMM_WORLD),
-          "MPI_Allgather");
+    Check(
+        MPI_Allgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(bytes),
+                      MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_),
+        "MPI_Allgather");
   }
 
   void ReduceScatter(const void* send, void* recv, int64_t count,
@@ -177,10 +213,10 @@ class MpiBackend : public CommBackend {
                   " elements is too large");
     Counted counted(membership_.get(), "reducescatter",
                     count * size_ * static_cast<int64_t>(SizeOf(dtype)));
-    Check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count),
-                                   MpiType(dtype), ReduceOpOf(dtype, op),
-                                   MPI_COMM_WORLD),
-          "MPI_Reduce_scatter_block");
+    Check(
+        MPI_Reduce_scatter_block(send, recv, static_cast<int>(count),
+                                 MpiType(dtype), ReduceOpOf(dtype, op), comm_),
+        "MPI_Reduce_scatter_block");
     if (op == ReduceOp::kAvg) DivideInPlace(recv, count, dtype, size_);
   }
 
@@ -197,24 +233,24 @@ class MpiBackend : public CommBackend {
     }
     Counted counted(membership_.get(), "allgatherv", offset);
     Check(MPI_Allgatherv(send, counts[rank_], MPI_BYTE, recv, counts.data(),
-                         displs.data(), MPI_BYTE, MPI_COMM_WORLD),
+                         displs.data(), MPI_BYTE, comm_),
           "MPI_Allgatherv");
   }
 
-  // One flat MPI_Allreduce over the world, whatever the algorithm set.
+  // One flat MPI_Allreduce over the ranks, whatever the algorithm set.
   // For the membership watcher it is part of the collective it checks.
   void CheckExchange(int64_t* values, int count, const char* what,
                      int64_t bytes) override {
-    membership_->EnterCheck(what, bytes);
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
-                                 MPI_MAX, MPI_COMM_WORLD);
-    membership_->Exit();
+    if (membership_ != nullptr) membership_->EnterCheck(what, bytes);
+    const int rc =
+        MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_MAX, comm_);
+    if (membership_ != nullptr) membership_->Exit();
     Check(rc, "MPI_Allreduce (collective check)");
   }
 
   void Barrier() override {
     Counted counted(membership_.get(), "barrier", 0);
-    Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    Check(MPI_Barrier(comm_), "MPI_Barrier");
   }
 
   void Abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
@@ -224,9 +260,11 @@ class MpiBackend : public CommBackend {
   class Counted {
    public:
     Counted(MpiMembership* m, const char* what, int64_t bytes) : m_(m) {
-      m_->Enter(what, bytes);
+      if (m_ != nullptr) m_->Enter(what, bytes);
     }
-    ~Counted() { m_->Exit(); }
+    ~Counted() {
+      if (m_ != nullptr) m_->Exit();
+    }
 
    private:
     MpiMembership* m_;
@@ -242,8 +280,7 @@ class MpiBackend : public CommBackend {
       if (hier) {
         HierarchicalAllReduce(p + done * elem, n, type, op);
       } else {
-        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, type, op,
-                            MPI_COMM_WORLD),
+        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * elem, n, type, op, comm_),
               "MPI_Allreduce");
       }
     }
@@ -328,9 +365,10 @@ class MpiBackend : public CommBackend {
     Check(MPI_Bcast(p, n, type, 0, node_), "MPI_Bcast (within the host)");
   }
 
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0;
   int size_ = 1;
-  std::unique_ptr<MpiMembership> membership_;
+  std::unique_ptr<MpiMembership> membership_;  // the world's only
   std::atomic<AllReduceAlgorithm> algorithm_{AllReduceAlgorithm::kFlat};
   MPI_Comm node_ = MPI_COMM_NULL;  // this rank's host
   int local_rank_ = 0;             // in node_

@@ -4,7 +4,10 @@
 // MPI_THREAD_MULTIPLE and accepting MPI_THREAD_SERIALIZED, since all
 // collectives run on the communicator's one worker thread) unless another
 // library (mpi4py) already did, and finalised once, by whoever initialised
-// it, after the communicator's worker has been joined.
+// it, after the communicator's worker has been joined. Groups of ranks
+// (CommBackend::Split, for tensor parallelism) run their collectives on
+// threads of their own and need MPI_THREAD_MULTIPLE: Split refuses a
+// lower level, naming it.
 #pragma once
 
 #include <memory>

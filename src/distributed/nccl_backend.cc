@@ -111,6 +111,11 @@ class NcclBackend final : public CommBackend {
                      int64_t bytes) override {
     host_->CheckExchange(values, count, what, bytes);
   }
+  // The host transport splits, and a NCCL communicator of the group's own
+  // is made over the part (its unique id broadcast there) on this device.
+  std::unique_ptr<CommBackend> Split(int color, int key) override {
+    return std::make_unique<NcclBackend>(host_->Split(color, key), device_);
+  }
   void Abort(int code) override {
     if (comm_ != nullptr) ncclCommAbort(comm_);
     comm_ = nullptr;

@@ -6,7 +6,8 @@
 // for the producing kernels first, then for the NCCL call to finish), so
 // gradient reductions overlap the backward kernels issued after them. Host
 // memory collectives (program hashes, small control values) go to the host
-// backend. Built only with WITH_CUDA.
+// backend. A group of ranks (Split) splits the host backend and makes a
+// NCCL communicator of its own over the part. Built only with WITH_CUDA.
 #pragma once
 
 #include <memory>
