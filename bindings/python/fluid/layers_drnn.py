@@ -29,7 +29,6 @@ import contextlib
 
 from .framework import Variable, current_builder
 from . import layers as _L
-from .layers import _layer
 
 __all__ = ["DynamicRNN"]
 
