@@ -41,6 +41,7 @@
 #include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace py = pybind11;
 
@@ -605,7 +606,10 @@ class PyMPIExecutor {
   // optimizer state; or declares as a local: stage 3's parameters), so
   // that saving them is collective (SaveVars).
   bool InShards(const std::vector<std::string>& names) const {
-    if (scope_ == nullptr || !IsSharded(exe_.job().main())) return false;
+    if (scope_ == nullptr) return false;
+    // Tensor parallelism: the parameters are split across the group.
+    if (TensorParallelDegree(exe_.job().strategy()) > 1) return true;
+    if (!IsSharded(exe_.job().main())) return false;
     const proto::BlockDesc& block = exe_.job().main().blocks(0);
     for (const auto& name : names) {
       const proto::VarDesc* v = FindVarDesc(block, name);
@@ -687,9 +691,11 @@ class PyMPIExecutor {
   // Whether the job keeps its parameters as shards between steps
   // (sharding stage 3), so that a program reading them whole needs them
   // gathered first.
+  // Stage 3's shards, or tensor parallelism's slices.
   bool KeepsParameterShards() const {
     return scope_ != nullptr &&
-           !ParamShardBuffers(exe_.job().main().blocks(0)).empty();
+           (!ParamShardBuffers(exe_.job().main().blocks(0)).empty() ||
+            TensorParallelDegree(exe_.job().strategy()) > 1);
   }
   // Collective: every parameter whole in the scope (GatherParameters)
   // until DropGathered frees the copies again.

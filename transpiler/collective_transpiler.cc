@@ -15,6 +15,7 @@
 #include "transpiler/passes/pass.h"
 #include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -58,8 +59,15 @@ proto::TrainingJob CollectiveTranspile(
   // reduce-scattered), unless the strategy says how they travel.
   if (canonical.amp() && !strategy.has_grad_compression())
     canonical.set_grad_compression(canonical.amp_configs().dtype());
-  const proto::TrainingJob local = LocalRewrites(job, canonical);
-  PassContext ctx{local, canonical, nranks, {}};
+  const int tp = TensorParallelDegree(canonical, nranks);
+  if (tp > 1) RefuseWithTensorParallel(job, canonical);
+  proto::TrainingJob local = LocalRewrites(job, canonical);
+  if (tp > 1) {
+    *local.mutable_strategy() = canonical;
+    local = TensorParallelRewrite(local, tp);
+  }
+  // The data-parallel passes see the data-parallel group.
+  PassContext ctx{local, canonical, nranks / tp, {}};
   proto::TrainingJob out = local;
   std::vector<const Pass*> ran;
   for (const Pass* p : CollectivePasses()) {
@@ -69,12 +77,14 @@ proto::TrainingJob CollectiveTranspile(
   }
   *out.mutable_strategy() = canonical;
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
+    if (tp > 1) UseDataParallelRing(p);
     SetForm(p, JobForm::kCollective);
     p->set_nranks(nranks);
     p->set_structure_hash(StructureHash(*p));
   }
   for (const Pass* p : ran)
     if (p->lint != nullptr) p->lint(ctx, out);
+  if (tp > 1) LintTensorParallel(out, tp);
   LintControlFlow(out.main());
   return out;
 }

@@ -3,6 +3,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/sharding.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -83,11 +84,15 @@ proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
                     "the job was "
                     "transpiled for ",
                     job.main().nranks(), " ranks but runs on ", nranks);
+      // The data-parallel reductions span nranks / tp ranks.
+      const int tp = TensorParallelDegree(job.strategy());
       if (IsSharded(job.main())) {
-        LintSharded(job.main(), nranks);
+        LintSharded(job.main(), nranks / tp);
       } else {
-        LintCollective(job.main(), nranks, job.strategy().average_gradients());
+        LintCollective(job.main(), nranks / tp,
+                       job.strategy().average_gradients());
       }
+      if (tp > 1) LintTensorParallel(job, tp);
       proto::TrainingJob out = job;
       *out.mutable_startup() = StartupWithBroadcasts(job.startup());
       return out;

@@ -14,6 +14,7 @@
 #include "transpiler/local_rewrites.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -145,7 +146,8 @@ proto::ProgramDesc WithoutParameterState(const proto::ProgramDesc& startup) {
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
     : comm_(comm != nullptr ? comm : GlobalCommunicator(place)),
       exe_(place, num_threads),
-      shard_(&exe_, comm_) {
+      shard_(&exe_, comm_),
+      tp_(&exe_, comm_) {
   exe_.mutable_device_context()->set_communicator(comm_);
 }
 
@@ -200,7 +202,8 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   }
   averaged_.clear();
   for (const auto& op : job_.main().blocks(0).ops()) {
-    if (op.type() != "c_allreduce") continue;
+    // (Tensor parallelism's sums of activations are no gradients.)
+    if (op.type() != "c_allreduce" || HasOpAttr(op, kTpRoleAttr)) continue;
     for (const auto& n : OpInput(op, "X")) averaged_.push_back({n, members[n]});
   }
   // Started from what the scope holds: keep it (a checkpoint loaded before
@@ -213,6 +216,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
           ? LocalRewrites(job, CanonicalStrategy(strategy))
           : job;
   std::vector<std::pair<std::string, Tensor>> held;
+  tp_.Begin(job_, scope_);  // the rings, before the startup's c_split ops
   if (run_startup) {
     exe_.RunOnce(job_.startup(), scope_);
   } else {
@@ -220,6 +224,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     const proto::ProgramDesc missing =
         MissingStateInitialisers(job_.startup(), *scope_);
     if (missing.blocks(0).ops_size() > 0) exe_.RunOnce(missing, scope_);
+    tp_.SliceWhole();  // values a plain startup or a checkpoint left whole
   }
   shard_.Begin(plain, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
@@ -233,6 +238,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   }
   main_->KeepAfterRun(scanned);
   shard_.Plan(plain, job_);
+  tp_.Plan(shard_.checkpoint_program(job_.main()));
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
@@ -357,8 +363,13 @@ void MPIExecutor::BroadcastPersistables() {
       continue;
     Variable* var = scope_->FindVar(v.name());
     if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
-    comm_->Broadcast(var->GetTensor(), 0);
+    if (tp_.IsSplit(v.name())) {
+      tp_.Broadcast(v.name());
+    } else {
+      comm_->Broadcast(var->GetTensor(), 0);
+    }
   }
+  tp_.SliceWhole();
   shard_.ScatterLoaded();
 }
 
@@ -375,11 +386,16 @@ void MPIExecutor::CheckConsistency() {
     if (!v->GetTensor().initialized()) continue;
     Tensor t;
     t.CopyFrom(v->GetTensor(), Place::CPU());  // device values come to host
+    // A tensor-parallel slice is compared within its data-parallel group.
+    Communicator* group = tp_.ReplicaGroup(name);
     const std::string differ = RanksDifferingFromRank0(
-        comm_->AllGatherValue(Fnv1a64(t.raw_data(), t.bytes())));
+        group->AllGatherValue(Fnv1a64(t.raw_data(), t.bytes())));
     FLUID_ENFORCE_CODE(differ.empty(), ErrorCode::kAborted,
                        "parameters diverged: '", name, "' on rank(s) ", differ,
-                       " differs from rank 0");
+                       group == comm_ ? std::string(" differs from rank 0")
+                                      : std::string(" of its data-parallel "
+                                                    "group differs from "
+                                                    "that group's first"));
   }
 }
 

@@ -21,6 +21,7 @@
 #include "src/distributed/topology.h"
 #include "src/framework/executor.h"
 #include "src/runtime/shard_state.h"
+#include "src/runtime/tensor_parallel_state.h"
 #include "transpiler/distributed_job.h"
 
 namespace fluid {
@@ -84,18 +85,26 @@ class MPIExecutor {
   // The program whose persistable vars a checkpoint of this job holds: the
   // main program, or for a sharded optimizer the unsharded one's, so that
   // its checkpoints resume sharded or not, on any number of ranks.
+  // With tensor parallelism the split vars are whole in it.
   const proto::ProgramDesc& checkpoint_program() const {
-    return shard_.checkpoint_program(job_.main());
+    return tp_.active() ? tp_.checkpoint_program()
+                        : shard_.checkpoint_program(job_.main());
   }
   // Sharded optimizer, collective, before saving a checkpoint: fills the
   // per-parameter optimizer state (the checkpoint's) from every rank's
   // shard; DropGatheredState frees it again after the save. Nothing for an
   // unsharded job. `parameters_only`: stage 3's parameter shards only (an
   // evaluation's).
+  // A tensor-parallel job's split parameters and their optimizer state
+  // are gathered whole too (checkpoints and evaluations read them whole).
   void GatherShardState(bool parameters_only = false) {
     shard_.Gather(parameters_only);
+    tp_.Gather();
   }
-  void DropGatheredState() { shard_.DropGathered(); }
+  void DropGatheredState() {
+    tp_.DropGathered();
+    shard_.DropGathered();
+  }
   // The checkpoint's vars that ranks hold split in training (a sharded
   // job's per-parameter optimizer state; none otherwise).
   const std::vector<std::string>& sharded_checkpoint_vars() const {
@@ -146,6 +155,8 @@ class MPIExecutor {
   std::vector<std::string> persistables_;
   // The gathers in flight and the checkpoint plan of a sharded job.
   ShardState shard_;
+  // The rings and split vars of a tensor-parallel job.
+  TensorParallelState tp_;
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;

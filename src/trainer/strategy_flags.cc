@@ -118,6 +118,7 @@ void SetField(const std::string& v, proto::DistributedStrategy* s) {
 constexpr char kAllreduceHierarchy[] = "allreduce_hierarchy";
 constexpr char kGradCompression[] = "grad_compression";
 constexpr char kSparseDenseRatio[] = "sparse_dense_ratio";
+constexpr char kTensorParallelDegree[] = "tensor_parallel_degree";
 
 std::string ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path);
@@ -208,6 +209,14 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        "comma-separated list of variables, or none (the default)",
        Arg::kOptional,
        SetRecompute},
+      {"--tp",
+       {kTensorParallelDegree},
+       "tensor parallelism: groups of N consecutive ranks split the paired "
+       "fc layers' matrices (an MLP's, a transformer's attention by heads "
+       "and feed-forward), each rank holding 1/N of them; the rank count "
+       "must be a multiple of N (default 1: off)",
+       Arg::kValue,
+       SetField<kTensorParallelDegree>},
   };
   return flags;
 }

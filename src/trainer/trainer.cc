@@ -37,6 +37,7 @@
 #include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -290,10 +291,12 @@ void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
 }
 
 // Whether `dist` runs a job whose parameters live as shards (sharding
-// stage 3), so that a program reading them whole needs them gathered.
+// stage 3) or slices (tensor parallelism), so that a program reading them
+// whole needs them gathered.
 bool KeepsParameterShards(MPIExecutor* dist) {
   return dist != nullptr &&
-         !ParamShardBuffers(dist->job().main().blocks(0)).empty();
+         (!ParamShardBuffers(dist->job().main().blocks(0)).empty() ||
+          TensorParallelDegree(dist->job().strategy()) > 1);
 }
 
 // Collective, before rank 0 evaluates after training: the running
@@ -364,6 +367,12 @@ std::string EvaluationLine(const proto::TrainingJob& job, double metric,
   return line;
 }
 
+// The ranks that read samples of their own: all of them, or one per
+// tensor-parallel group.
+int DataWorld(const proto::TrainingJob& job, int world) {
+  return world / TensorParallelDegree(job.strategy());
+}
+
 // The line that opens training: what runs where.
 void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
                int64_t samples, int64_t batch_size, int64_t steps_per_epoch,
@@ -374,6 +383,10 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
   if (world > 1) {
     log << " per rank x " << world << " ranks on "
         << dist->topology().Describe();
+    if (const int tp = TensorParallelDegree(dist->job().strategy()); tp > 1)
+      log << " (" << world / tp << " data-parallel x " << tp
+          << " tensor-parallel: each batch is split over " << tp
+          << " ranks' layers)";
     const std::string launch = DetectLaunch().Describe();
     if (!launch.empty()) log << ", " << launch;
   }
@@ -390,7 +403,7 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
   }
   if (const int k = GradientMergeSteps(job.main()); k > 1)
     log << ", gradients merged over " << k << " steps (an update per "
-        << k * batch_size * world << " samples)";
+        << k * batch_size * DataWorld(job, world) << " samples)";
   if (world > 1) {
     log << ", gradients over " << dist->communicator()->backend_name();
     if (dist->topology().num_hosts() > 1 &&
@@ -466,7 +479,7 @@ struct TrainLoop {
   Batcher* batcher;
   CheckpointSaver* saver;
   int rank;
-  int world;
+  int world;  // the ranks reading samples of their own (DataWorld)
   std::ostream& log;
   double slow_step_s = 0;  // the test hook's sleep before each step
   LossTrend trend;
@@ -641,7 +654,9 @@ std::vector<RunSetting> CollectiveSettings(
     const TrainerOptions& o, const proto::DistributedStrategy& strategy,
     const Dataset& train, const Dataset& test, const DataDescription& described,
     int world) {
-  const int64_t per_rank = (train.size() + world - 1) / world;
+  // Ranks of one tensor-parallel group read the same samples.
+  const int data_world = world / TensorParallelDegree(strategy);
+  const int64_t per_rank = (train.size() + data_world - 1) / data_world;
   std::vector<RunSetting> data = DataSettings(described, train, test);
   std::vector<RunSetting> settings = {
       RunSetting::Int("--epochs", o.epochs),
@@ -891,6 +906,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   PreparedProgram* main = run.main;
   MPIExecutor* dist = run.dist.get();
   const int rank = result.rank, world = result.world_size;
+  // The ranks that read their own samples: a tensor-parallel group reads
+  // one shard of the data together.
+  const int data_world = DataWorld(job, world);
+  const int data_rank = rank / (world / data_world);
   // Only rank 0 speaks.
   std::ostringstream muted;
   std::ostream& log = rank == 0 ? out : muted;
@@ -909,12 +928,13 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   const proto::ProgramDesc& saved =
       dist != nullptr ? dist->checkpoint_program() : job.main();
   if (o.resume) pos = Resume(o, saved, train.size(), &scope, dist, rank, log);
-  const int64_t batch_size = ResumedBatchSize(pos, o.batch_size, world, log);
-  CheckAndLogResumePoint(pos, train.size(), batch_size, world, log);
+  const int64_t batch_size =
+      ResumedBatchSize(pos, o.batch_size, data_world, log);
+  CheckAndLogResumePoint(pos, train.size(), batch_size, data_world, log);
   std::vector<std::string> persistable = PersistableVars(saved);
   if (evaluate) eval = PrepareEvaluation(o, job, test, exe, &scope, dist, log);
 
-  Batcher batcher(train, batch_size, o.seed, rank, world);
+  Batcher batcher(train, batch_size, o.seed, data_rank, data_world);
   LogBanner(o, job, train.size(), batch_size, batcher.StepsPerEpoch(), place,
             world, dist, log);
   LogStateBytes(job.main(), log);
@@ -922,8 +942,8 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   MemoryMeter meter(place, memory_baseline, job.main(), batch_size, world,
                     main->eager_deletion());
-  CheckpointSaver saver{o,    scope, persistable,        dist,
-                        rank, world, batch_size * world, log};
+  CheckpointSaver saver{
+      o, scope, persistable, dist, rank, world, batch_size * data_world, log};
   SavedLayout(job, world,
               dist != nullptr ? dist->sharded_checkpoint_vars()
                               : std::vector<std::string>{},
@@ -936,7 +956,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
                  &batcher,
                  &saver,
                  rank,
-                 world,
+                 data_world,
                  log,
                  SlowStepSeconds(rank),
                  LossTrend(),

@@ -26,8 +26,9 @@ void LintBroadcasts(const PassContext& ctx, const proto::TrainingJob& job) {
     const proto::OpDesc& op = block.ops(i);
     if (op.type() != "c_broadcast") {
       // coalesce_tensor lays values out anew but keeps them (stage 3
-      // shards the broadcast parameters with it).
-      if (op.type() != "coalesce_tensor")
+      // shards the broadcast parameters with it); c_split keeps this
+      // rank's slice of them (tensor parallelism).
+      if (op.type() != "coalesce_tensor" && op.type() != "c_split")
         for (const auto& out : OpOutputNames(op)) last_write[out] = i;
       continue;
     }

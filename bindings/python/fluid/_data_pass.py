@@ -15,9 +15,9 @@ import weakref
 
 import numpy as np
 
-from . import _core
 from .data_feeder import DataFeeder
 from .lod_tensor import LoDTensor, create_lod_tensor
+from .reader import _data_ranks
 from .reader import batch as _batch_reader
 
 
@@ -134,8 +134,7 @@ class _Source:
     def items(self, drop_remainder):
         """This rank's batches of one pass, as (feed, short) pairs; (None,
         True) when the remainder leaves this rank without a batch."""
-        world = _core.launcher_world_size() if self.shard else 1
-        rank = _core.launcher_rank() if self.shard else 0
+        rank, world = _data_ranks() if self.shard else (0, 1)
         position, mine = -1, None
         raws = iter(self._raw())
         try:

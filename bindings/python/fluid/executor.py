@@ -18,6 +18,7 @@ from . import _job
 from . import data_loader as _data_loader
 from . import lod_tensor as _lod_tensor
 from . import optimizer as _optimizer
+from . import reader as _reader
 from . import transpiler as _transpiler
 from .distributed_strategy import DistributedStrategy
 from .distributed_strategy import _from_legacy as _strategy_from_legacy
@@ -481,6 +482,8 @@ class MPIExecutor:
                  timeline=None, **settings):
         self._strategy = _strategy_from_legacy("MPIExecutor", strategy,
                                                **settings)
+        # A tensor-parallel group's ranks read the same batches.
+        _reader._set_tensor_parallel(self._strategy.tensor_parallel_degree)
         why = _job.launch_refusal(place)  # the launch before the place
         if why:
             raise ValueError(why)
@@ -689,10 +692,11 @@ class MPIExecutor:
         for (_, _, sid), run in self._runs.items():
             if sid == id(scope) and run.keeps_parameter_shards():
                 raise ValueError(
-                    "MPIExecutor.run: under sharding stage 3 each rank holds "
-                    f"1/{self.world_size} of every parameter between steps, "
-                    "so a program without optimizer ops (an evaluation) "
-                    "finds no whole parameter: run it inside `with "
+                    "MPIExecutor.run: under sharding stage 3 or tensor "
+                    "parallelism each rank holds part of the parameters "
+                    "between steps, so a program without optimizer ops (an "
+                    "evaluation) finds no whole parameter: run it inside "
+                    "`with "
                     "exe.gathered_parameters():`, entered on every rank "
                     "(collective), or save a checkpoint and load it into a "
                     "fluid.Executor")

@@ -281,6 +281,24 @@ def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
     return xmap_reader
 
 
+# Ranks per tensor-parallel group: the ranks of one group split each
+# batch's layers, not the batches, so they read the same data
+# (MPIExecutor sets it from its strategy).
+_tensor_parallel = [1]
+
+
+def _set_tensor_parallel(ranks):
+    _tensor_parallel[0] = max(int(ranks), 1)
+
+
+def _data_ranks():
+    """(rank, world) of this process among the readers of distinct data:
+    the launcher's, one per tensor-parallel group."""
+    group = _tensor_parallel[0]
+    return (_core.launcher_rank() // group,
+            max(_core.launcher_world_size() // group, 1))
+
+
 def shard(reader, rank=None, world_size=None):
     """This rank's part of `reader`: of each run of `world_size`
     consecutive samples (or batches), the one at position `rank`. A final
@@ -299,9 +317,9 @@ def shard(reader, rank=None, world_size=None):
     samples before batching, or batch with drop_last=True, when every
     step must see full batches."""
     if world_size is None:
-        world_size = _core.launcher_world_size()
+        world_size = _data_ranks()[1]
     if rank is None:
-        rank = _core.launcher_rank()
+        rank = _data_ranks()[0]
     _positive_int(world_size, "shard: world_size")
     if isinstance(rank, bool) or not isinstance(rank, int) or \
             not 0 <= rank < world_size:

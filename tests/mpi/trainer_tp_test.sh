@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Tensor parallelism through the trainer (--tp): `mpirun -np 2 trainer --tp
+# 2` prints the per-step losses of one process with the same seed and
+# batch (to the printed 4 decimals, rounding aside), np 4 --tp 2 those of
+# np 2 without it (each data-parallel group reads what one rank of np 2
+# reads), the parameters stay equal within each data-parallel group
+# (--check-consistency 1), and a tensor-parallel checkpoint (parameters
+# whole) resumes without tensor parallelism, and the other way round. The
+# transformer (attention split by heads) trains on fortunes when present.
+#   trainer_tp_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+
+make_idx "$work/data" 256 64
+base=(--model mlp --optimizer adam --data "$work/data" --log-every 1
+      --threads 1 --batch-size 16 --epochs 1 --check-consistency 1)
+
+# The progress lines' losses, one per line.
+losses() { grep "^epoch" <<<"$1" | grep -o "loss [0-9.]*" | cut -d' ' -f2; }
+# Equal to the printed precision: a last digit may round the other way.
+same_losses() {
+  paste <(losses "$1") <(losses "$2") | awk -v what="$3" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 0.00011) bad = bad " " $1 "/" $2 }
+    END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
+    fail "$3: the losses differ: $1 ---- $2"
+}
+
+one=$(timeout 300 "$TRAINER" "${base[@]}" 2>&1) || fail "np 1: $one"
+tp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 2 \
+  --checkpoint-dir "$work/tp2" 2>&1) || fail "np 2 --tp 2: $tp2"
+grep -q "1 data-parallel x 2 tensor-parallel" <<<"$tp2" ||
+  fail "np 2 --tp 2: no layout in the banner: $tp2"
+same_losses "$one" "$tp2" "np 2 --tp 2 against np 1"
+grep -q "test accuracy" <<<"$tp2" || fail "np 2 --tp 2: not evaluated: $tp2"
+echo "ok: np 2 --tp 2 prints np 1's losses; $(grep "^test accuracy" <<<"$tp2")"
+
+dp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" 2>&1) ||
+  fail "np 2: $dp2"
+tp2dp2=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --tp 2 2>&1) ||
+  fail "np 4 --tp 2: $tp2dp2"
+same_losses "$dp2" "$tp2dp2" "np 4 --tp 2 against np 2"
+echo "ok: np 4 --tp 2 prints np 2's losses"
+
+# The tensor-parallel checkpoint resumes on one process and on np 2 without
+# tensor parallelism; a plain np 2 checkpoint resumes with --tp 2.
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" \
+  --checkpoint-dir "$work/dp2" >/dev/null 2>&1 || fail "np 2 checkpoint"
+cp -r "$work/tp2" "$work/tp2b"
+for run in "-np 1 $TRAINER --checkpoint-dir $work/tp2" \
+           "-np 2 $TRAINER --checkpoint-dir $work/tp2b" \
+           "-np 2 $TRAINER --tp 2 --checkpoint-dir $work/dp2"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" $run "${base[@]:0:12}" --epochs 2 --resume \
+    2>&1) || fail "resuming ($run): $out"
+  grep -q "resumed from .* at epoch 1" <<<"$out" ||
+    fail "did not resume ($run): $out"
+  grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
+done
+echo "ok: tensor-parallel checkpoints resume without it, and the other way"
+
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 3 2>&1) &&
+  fail "--tp 3 on 2 ranks was accepted: $out"
+grep -q "must divide the rank count (2)" <<<"$out" ||
+  fail "--tp 3 on 2 ranks: $out"
+echo "ok: --tp 3 on 2 ranks is refused"
+
+if [ ! -d /usr/share/games/fortunes ]; then
+  echo "skipped: the transformer (Debian's 'fortunes' package is missing)"
+  exit 0
+fi
+text=(--model transformer --train-samples 24 --test-samples 8 --batch-size 4
+      --epochs 1 --log-every 1 --threads 1 --lr 0.003 --warmup-steps 2
+      --decay-steps 12)
+lm1=$(timeout 300 "$TRAINER" "${text[@]}" 2>&1) || fail "transformer np 1: $lm1"
+lm2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${text[@]}" --tp 2 \
+  --check-consistency 1 2>&1) || fail "transformer --tp 2: $lm2"
+same_losses "$lm1" "$lm2" "transformer np 2 --tp 2 against np 1"
+echo "ok: the transformer with --tp 2 prints np 1's losses;" \
+  "$(grep "^validation" <<<"$lm2")"

@@ -1,0 +1,133 @@
+"""Run under `mpirun -np 2` by test_mpi_tensor_parallel.py.
+
+fluid.MPIExecutor with DistributedStrategy.tensor_parallel_degree = 2 on a
+Fluid MLP (its first fc pair splits across the two ranks):
+
+1. losses: each step's loss equals a plain fluid.Executor's on the same
+   seed and batches, to 1e-5 relative (the batches come through a
+   fluid.io.DataLoader, which gives both ranks of the tensor-parallel
+   group the same batches);
+2. parameters: inside `with exe.gathered_parameters():` every parameter is
+   whole and equals the plain executor's to 1e-5 relative; outside it an
+   evaluation program is refused naming gathered_parameters;
+3. checkpoints: fluid.io.save_persistables writes the parameters whole; a
+   plain fluid.Executor loads them and evaluates the same loss.
+Prints "all 3 checks passed on N rank(s)" on rank 0."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+import fluid
+
+STEPS = 12
+BATCH = 16
+
+
+def build():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 3
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data("x", [32])
+        y = fluid.layers.data("y", [1], dtype="int64")
+        h = fluid.layers.fc(x, 64, act="relu")
+        h = fluid.layers.fc(h, 48, act="relu")
+        logits = fluid.layers.fc(h, 5)
+        loss = fluid.layers.mean(
+            fluid.layers.softmax_with_cross_entropy(logits, y))
+        test = main.clone(for_test=True)
+        fluid.optimizer.Adam(learning_rate=1e-2).minimize(loss)
+    return main, startup, test, loss
+
+
+def batches():
+    rng = np.random.RandomState(11)
+    for _ in range(STEPS):
+        x = rng.rand(BATCH, 32).astype("float32")
+        y = rng.randint(0, 5, (BATCH, 1)).astype("int64")
+        yield x, y
+
+
+def plain_run():
+    main, startup, test, loss = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = []
+    for x, y in batches():
+        out, = exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss],
+                       scope=scope)
+        losses.append(float(np.asarray(out).ravel()[0]))
+    params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+              for p in main.global_block().all_parameters()}
+    return losses, params
+
+
+def close(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(a - b).max() <= 1e-5 * max(np.abs(b).max(), 1e-30)
+
+
+def main_():
+    want_losses, want_params = plain_run()
+    main, startup, test, loss = build()
+    strategy = fluid.DistributedStrategy()
+    strategy.tensor_parallel_degree = 2
+    exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    loader = fluid.io.DataLoader.from_generator(
+        feed_list=[main.global_block().var("x"),
+                   main.global_block().var("y")], capacity=4)
+    loader.set_batch_generator(batches)
+    losses = []
+    for feed in loader():
+        out, = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        losses.append(float(np.asarray(out).ravel()[0]))
+    results = []
+    ok = len(losses) == STEPS and close(losses, want_losses)
+    results.append(("losses", ok, f"{losses} vs {want_losses}"))
+
+    x, y = next(batches())
+    try:
+        exe.run(test, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
+        refused = False
+    except ValueError as e:
+        refused = "gathered_parameters" in str(e)
+    with exe.gathered_parameters():
+        got = {n: np.array(scope.find_var(n).get_tensor())
+               for n in want_params}
+        eval_loss, = exe.run(test, feed={"x": x, "y": y}, fetch_list=[loss],
+                             scope=scope)
+    ok = refused and all(got[n].shape == want_params[n].shape and
+                         close(got[n], want_params[n]) for n in want_params)
+    results.append(("parameters", ok,
+                    f"refused {refused}, shapes "
+                    f"{[(n, got[n].shape) for n in got]}"))
+
+    # One directory for both ranks (rank 0 writes it): named after the
+    # launcher's job, which both ranks share.
+    path = os.path.join(tempfile.gettempdir(),
+                        f"fluid_tp_{os.environ.get('PMIX_NAMESPACE', 'x')}")
+    fluid.io.save_persistables(exe, path, main_program=main, scope=scope)
+    plain = fluid.Executor(fluid.CPUPlace())
+    pscope = fluid.Scope()
+    plain.run(startup, scope=pscope)
+    fluid.io.load_persistables(plain, path, main_program=main, scope=pscope)
+    loaded_loss, = plain.run(test, feed={"x": x, "y": y}, fetch_list=[loss],
+                             scope=pscope)
+    ok = close(loaded_loss, eval_loss)
+    results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
+
+    for name, ok, detail in results:
+        print(f"{'PASS' if ok else 'FAIL'} {name}"
+              + ("" if ok else f": {detail}"), flush=True)
+    if all(ok for _, ok, _ in results) and exe.rank == 0:
+        print(f"all {len(results)} checks passed on {exe.world_size} "
+              "rank(s)", flush=True)
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main_())

@@ -1,0 +1,419 @@
+// Tensor parallelism (transpiler/tensor_parallel.h): which layers the rules
+// split in an MLP and a transformer, what the rewrite and its lint make of
+// them, what the lint refuses, and that a job split over TP in-process
+// ranks (and TP x DP) trains like one process on the same global batch.
+//
+// Equality is to a relative 1e-5, not bitwise: a row-parallel mul sums its
+// K dimension in TP partial products, then adds them, where one process
+// sums it in one pass; float32 addition is not associative, so the last
+// bits differ (measured: the largest relative difference in any
+// parameter after 20 steps is printed by each test).
+#include "transpiler/tensor_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "src/builder/models.h"
+#include "src/framework/enforce.h"
+#include "src/framework/executor.h"
+#include "src/framework/program_desc.h"
+#include "src/runtime/mpi_executor.h"
+#include "tests/testing/in_process_ranks.h"
+#include "tests/transpiler/recompute_models.h"
+#include "transpiler/collective_transpiler.h"
+#include "transpiler/program_query.h"
+#include "transpiler/strategy.h"
+
+namespace fluid {
+namespace {
+
+using testing::TransformerBatch;
+using testing::TransformerJob;
+using testing::TransformerSize;
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// x [16] -> fc 32 relu -> fc 32 relu -> fc 4 -> softmax cross entropy,
+// momentum; with `clip`, gradients clipped by their global norm.
+proto::TrainingJob MlpJob(bool clip = false) {
+  proto::TrainingJob job;
+  job.set_version(kProgramVersion);
+  *job.mutable_main() = NewProgram();
+  *job.mutable_startup() = NewProgram();
+  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
+  std::string h = layers::Data(&b, "x", Shape{16});
+  const std::string label =
+      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  h = layers::Fc(&b, h, 32, "relu");
+  h = layers::Fc(&b, h, 32, "relu");
+  const std::string logits = layers::Fc(&b, h, 4);
+  const std::string loss =
+      layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label));
+  RenameVar(job.mutable_main(), loss, "loss");
+  OptimizerConfig opt;
+  opt.type = "momentum";
+  opt.learning_rate = 0.05f;
+  if (clip) {
+    opt.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
+    opt.gradient_clip.clip_norm = 0.5f;
+  }
+  MakeOptimizer(opt)->Minimize(&b, "loss");
+  job.set_loss_name("loss");
+  return job;
+}
+
+FeedList MlpRows(int step, int begin, int end) {
+  FeedList all = testing::MlpBatch(step, 8);
+  FeedList out;
+  for (auto& [name, t] : all) {
+    Tensor part;
+    const int64_t width = t.numel() / t.shape()[0];
+    Shape s = t.shape();
+    s[0] = end - begin;
+    if (t.dtype() == DataType::kInt64) {
+      std::copy(t.data<int64_t>() + begin * width,
+                t.data<int64_t>() + end * width, part.mutable_data<int64_t>(s));
+    } else {
+      std::copy(t.data<float>() + begin * width, t.data<float>() + end * width,
+                part.mutable_data<float>(s));
+    }
+    out.emplace_back(name, part);
+  }
+  return out;
+}
+
+TransformerSize SmallTransformer() {
+  TransformerSize s;
+  s.dropout = 0;  // masks drawn per rank would differ from one process's
+  return s;
+}
+
+proto::DistributedStrategy Tp(int tp) {
+  proto::DistributedStrategy s;
+  s.set_tensor_parallel_degree(tp);
+  return s;
+}
+
+int CountOps(const proto::ProgramDesc& p, const std::string& type,
+             const std::string& tp_role = "") {
+  int n = 0;
+  for (const auto& op : p.blocks(0).ops())
+    n += op.type() == type &&
+         (tp_role.empty() ||
+          (HasOpAttr(op, kTpRoleAttr) &&
+           GetOpAttrAs<std::string>(op, kTpRoleAttr) == tp_role));
+  return n;
+}
+
+TEST(TensorParallelPlan, MlpSplitsItsFirstPair) {
+  const TensorParallelPlan plan = PlanTensorParallel(MlpJob().main(), 2);
+  EXPECT_EQ(plan.column.size(), 1u);
+  EXPECT_EQ(plan.row.size(), 1u);
+  EXPECT_EQ(plan.params,
+            (std::set<std::string>{"fc_0.w_0", "fc_0.b_0", "fc_1.w_0"}));
+  EXPECT_EQ(plan.split.at("fc_0.w_0"), 1);
+  EXPECT_EQ(plan.split.at("fc_1.w_0"), 0);
+  ASSERT_EQ(plan.unsplit.size(), 1u);  // the logits layer
+  EXPECT_NE(plan.unsplit[0].find("fc_2.w_0"), std::string::npos)
+      << plan.unsplit[0];
+}
+
+TEST(TensorParallelPlan, TransformerSplitsAttentionByHeadsAndFeedForward) {
+  const TransformerSize s = SmallTransformer();
+  const TensorParallelPlan plan =
+      PlanTensorParallel(TransformerJob(s).main(), 2);
+  // Per block: q, k, v and the first feed-forward fc column-parallel; the
+  // output projection and the second feed-forward fc row-parallel.
+  EXPECT_EQ(plan.column.size(), 4u * s.layers);
+  EXPECT_EQ(plan.row.size(), 2u * s.layers);
+  // Per block: the two head splits of q, k, v and the merge of the heads.
+  EXPECT_EQ(plan.reshapes.size(), 4u * s.layers);
+  for (const auto& [op, change] : plan.reshapes)
+    EXPECT_TRUE(change.second * 2 == s.heads || change.second * 2 == s.width)
+        << "reshape op #" << op << " to " << change.second;
+  std::string unsplit;
+  for (const auto& u : plan.unsplit) unsplit += u + "\n";
+  EXPECT_EQ(plan.unsplit.size(), 1u) << unsplit;  // the logits
+}
+
+TEST(TensorParallelPlan, NothingToSplitIsAnError) {
+  proto::TrainingJob job;
+  job.set_version(kProgramVersion);
+  *job.mutable_main() = NewProgram();
+  *job.mutable_startup() = NewProgram();
+  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
+  const std::string x = layers::Data(&b, "x", Shape{16});
+  const std::string label =
+      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  const std::string loss = layers::Mean(
+      &b, layers::SoftmaxWithCrossEntropy(&b, layers::Fc(&b, x, 4), label));
+  RenameVar(job.mutable_main(), loss, "loss");
+  MakeOptimizer(OptimizerConfig())->Minimize(&b, "loss");
+  const std::string e = ErrorOf([&] { PlanTensorParallel(job.main(), 2); });
+  EXPECT_NE(e.find("no layer of the program can be split"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("reaches op softmax_with_cross_entropy"), std::string::npos)
+      << e;
+}
+
+TEST(TensorParallelRewrite, MlpOpsAndStartup) {
+  const proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
+  const proto::ProgramDesc& main = out.main();
+  EXPECT_EQ(CountOps(main, "mul", "column"), 1);
+  EXPECT_EQ(CountOps(main, "mul", "row"), 1);
+  // The row mul's partial product; the column mul's input is data (no
+  // gradient to sum).
+  EXPECT_EQ(CountOps(main, "c_allreduce", "reduce"), 1);
+  // Split: both weights, the first bias, their velocities.
+  EXPECT_EQ(CountOps(out.startup(), "c_split"), 6);
+  EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_0.w_0")), Shape({16, 16}));
+  EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_1.w_0")), Shape({16, 32}));
+  EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_0.w_0@GRAD")),
+            Shape({16, 16}));
+  // The gradients' reductions run over the data-parallel ring.
+  for (const auto& op : main.blocks(0).ops()) {
+    if (op.type() == "c_allreduce" && !HasOpAttr(op, kTpRoleAttr)) {
+      EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kDataParallelRing);
+    }
+  }
+}
+
+TEST(TensorParallelRewrite, TransformerSumsInputGradientsAndClipNorms) {
+  const TransformerSize s = SmallTransformer();
+  const proto::TrainingJob out =
+      CollectiveTranspile(TransformerJob(s), Tp(2), 4);
+  // Forward: one sum per row-parallel mul; backward: one per column mul
+  // (q, k, v, ffn 1: their input is a layer norm's); the clip: one per
+  // split gradient's squared norm.
+  const int split_grads = CountOps(out.startup(), "c_split") / 3;  // adam
+  EXPECT_EQ(CountOps(out.main(), "c_allreduce", "reduce"),
+            2 * s.layers + 4 * s.layers + split_grads);
+}
+
+TEST(TensorParallelRewrite, RefusesWhatDoesNotComposeYet) {
+  proto::DistributedStrategy s = Tp(2);
+  s.set_recompute(true);
+  const std::string r = ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 2); });
+  EXPECT_NE(r.find("does not compose with recompute"), std::string::npos) << r;
+  const std::string e =
+      ErrorOf([&] { CollectiveTranspile(MlpJob(), Tp(2), 3); });
+  EXPECT_NE(e.find("must divide the rank count (3)"), std::string::npos) << e;
+}
+
+TEST(TensorParallelLint, RejectsARowMulFedAnUnsplitInput) {
+  proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
+  proto::BlockDesc* block = out.mutable_main()->mutable_blocks(0);
+  std::string input;
+  for (auto& op : *block->mutable_ops()) {
+    if (op.type() != "mul" || !HasOpAttr(op, kTpRoleAttr)) continue;
+    if (GetOpAttrAs<std::string>(op, kTpRoleAttr) == "column") {
+      input = OpInput(op, "X")[0];
+    } else {
+      SetOpInput(&op, "X", {input});
+    }
+  }
+  const std::string e = ErrorOf([&] { LintTensorParallel(out, 2); });
+  EXPECT_NE(e.find("which is not split"), std::string::npos) << e;
+}
+
+TEST(TensorParallelLint, RejectsAMissingGroupSum) {
+  proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
+  auto* ops = out.mutable_main()->mutable_blocks(0)->mutable_ops();
+  for (int i = 0; i < ops->size(); ++i)
+    if (HasOpAttr(ops->Get(i), kTpRoleAttr) &&
+        GetOpAttrAs<std::string>(ops->Get(i), kTpRoleAttr) == "reduce") {
+      ops->DeleteSubrange(i, 1);
+      break;
+    }
+  const std::string e = ErrorOf([&] { LintTensorParallel(out, 2); });
+  EXPECT_NE(e.find("is not summed over the tensor-parallel group"),
+            std::string::npos)
+      << e;
+}
+
+// --- Training ---------------------------------------------------------
+
+struct Trained {
+  std::vector<float> losses;  // the global batch's mean loss per step
+  std::map<std::string, std::vector<float>> params;
+};
+
+std::map<std::string, std::vector<float>> Params(const proto::TrainingJob& job,
+                                                 const Scope& scope) {
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& pg : OptimizedParams(job.main())) {
+    const Tensor& t = scope.FindVar(pg.first)->GetTensor();
+    out[pg.first].assign(t.data<float>(), t.data<float>() + t.numel());
+  }
+  return out;
+}
+
+using Batch = std::function<FeedList(int step, int part, int parts)>;
+
+Trained TrainOne(const proto::TrainingJob& job, const Batch& batch, int steps) {
+  Executor exe;
+  Scope scope;
+  exe.RunOnce(job.startup(), &scope);
+  auto main = exe.Prepare(job.main(), &scope);
+  Trained t;
+  std::vector<Tensor> out;
+  for (int step = 0; step < steps; ++step) {
+    exe.Run(main.get(), batch(step, 0, 1), {"loss"}, &out);
+    t.losses.push_back(out[0].data<float>()[0]);
+  }
+  t.params = Params(job, scope);
+  return t;
+}
+
+// `nranks` in-process ranks, tp per group; the data-parallel groups take
+// equal parts of each step's global batch. Rank 0's view, parameters
+// gathered whole.
+Trained TrainRanks(const proto::TrainingJob& job, int nranks, int tp,
+                   const Batch& batch, int steps) {
+  const int dp = nranks / tp;
+  std::vector<std::vector<float>> losses(nranks);
+  Trained t;
+  std::mutex mu;
+  testing::RunRanks(nranks, [&](int rank, Communicator* comm) {
+    Scope scope;
+    MPIExecutor dist(Place::CPU(), 1, comm);
+    dist.Init(job, &scope, Tp(tp));
+    std::vector<Tensor> fetched;
+    for (int step = 0; step < steps; ++step) {
+      dist.Run(batch(step, DpRankOf(rank, tp), dp), {"loss"}, &fetched);
+      losses[rank].push_back(fetched[0].data<float>()[0]);
+    }
+    dist.CheckConsistency();
+    dist.GatherShardState();
+    if (rank == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      t.params = Params(job, scope);
+    }
+    dist.DropGatheredState();
+  });
+  for (int step = 0; step < steps; ++step) {
+    float sum = 0;
+    for (int d = 0; d < dp; ++d) sum += losses[d * tp][step];
+    t.losses.push_back(sum / dp);
+    for (int r = 0; r < nranks; ++r)  // a group computes one loss
+      EXPECT_EQ(losses[r][step], losses[DpRankOf(r, tp) * tp][step])
+          << "rank " << r << " step " << step;
+  }
+  return t;
+}
+
+// `noise`: parameters whose gradient is zero in exact arithmetic (a key
+// projection's bias: softmax is invariant to adding one value to a row of
+// scores), so that Adam, which divides the gradient by its own magnitude,
+// moves them by the rounding noise alone, by up to the learning rate per
+// step whatever the noise's size; two reduction orders move them apart by
+// as much. They are held to that bound instead.
+void ExpectClose(const Trained& one, const Trained& split,
+                 const std::set<std::string>& noise = {},
+                 double noise_bound = 0) {
+  ASSERT_EQ(one.losses.size(), split.losses.size());
+  for (size_t i = 0; i < one.losses.size(); ++i)
+    EXPECT_NEAR(split.losses[i], one.losses[i], 1e-5 * std::abs(one.losses[i]))
+        << "step " << i;
+  ASSERT_EQ(one.params.size(), split.params.size());
+  double worst = 0;
+  for (const auto& [name, want] : one.params) {
+    const std::vector<float>& got = split.params.at(name);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff = std::max(diff, std::abs(double(got[i]) - want[i]));
+      norm = std::max(norm, std::abs(double(want[i])));
+    }
+    if (noise.count(name)) {
+      EXPECT_LE(diff, noise_bound) << name;
+      continue;
+    }
+    EXPECT_LE(diff, 1e-5 * norm) << name;
+    worst = std::max(worst, diff / std::max(norm, 1e-30));
+  }
+  std::printf("largest relative parameter difference: %.3g\n", worst);
+  EXPECT_NE(one.losses.front(), one.losses.back());
+}
+
+Batch MlpBatches() {
+  return [](int step, int part, int parts) {
+    return MlpRows(step, 8 * part / parts, 8 * (part + 1) / parts);
+  };
+}
+
+Batch TransformerBatches(const TransformerSize& s) {
+  return [s](int step, int part, int parts) {
+    // Step `step`'s global batch of 4 windows, part `part` of `parts`.
+    const FeedList all = TransformerBatch(s, 4, step);
+    FeedList out;
+    for (const auto& [name, t] : all) {
+      const int64_t rows = 4 / parts, width = t.numel() / 4;
+      Shape shape = t.shape();
+      shape[0] = rows;
+      Tensor part_t;
+      const int64_t* from = t.data<int64_t>() + part * rows * width;
+      std::copy(from, from + rows * width, part_t.mutable_data<int64_t>(shape));
+      out.emplace_back(name, part_t);
+    }
+    return out;
+  };
+}
+
+TEST(TensorParallelTraining, MlpTp2MatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainRanks(job, 2, 2, MlpBatches(), 20));
+}
+
+TEST(TensorParallelTraining, MlpTp2Dp2WithClipMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/true);
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainRanks(job, 4, 2, MlpBatches(), 20));
+}
+
+TEST(TensorParallelTraining, MlpTp4MatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainRanks(job, 4, 4, MlpBatches(), 20));
+}
+
+// The key projections' biases (the second of each block's six fc layers);
+// Adam at 1e-3 for 20 steps moves them by at most 0.02.
+std::set<std::string> KeyBiases(const TransformerSize& s) {
+  std::set<std::string> out;
+  for (int64_t l = 0; l < s.layers; ++l)
+    out.insert("fc_" + std::to_string(6 * l + 1) + ".b_0");
+  return out;
+}
+
+TEST(TensorParallelTraining, TransformerTp2MatchesOneProcess) {
+  const TransformerSize s = SmallTransformer();
+  const proto::TrainingJob job = TransformerJob(s);
+  ExpectClose(TrainOne(job, TransformerBatches(s), 20),
+              TrainRanks(job, 2, 2, TransformerBatches(s), 20), KeyBiases(s),
+              20 * 1e-3);
+}
+
+TEST(TensorParallelTraining, TransformerTp2Dp2MatchesOneProcess) {
+  const TransformerSize s = SmallTransformer();
+  const proto::TrainingJob job = TransformerJob(s);
+  ExpectClose(TrainOne(job, TransformerBatches(s), 20),
+              TrainRanks(job, 4, 2, TransformerBatches(s), 20), KeyBiases(s),
+              20 * 1e-3);
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,0 +1,345 @@
+// The tensor-parallel rewrite of a planned job (tensor_parallel.h), and
+// its lint.
+#include "transpiler/tensor_parallel.h"
+
+#include "src/framework/enforce.h"
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/collective_transpiler.h"
+#include "transpiler/control_flow_lint.h"
+#include "transpiler/program_query.h"
+#include "transpiler/strategy.h"
+
+namespace fluid {
+
+namespace {
+
+proto::OpDesc GroupSum(const std::string& var) {
+  proto::OpDesc op =
+      WithRole(MakeOp("c_allreduce", {{"X", {var}}}, {{"Out", {var}}},
+                      {{"reduce_type", std::string("sum")},
+                       {"ring_id", kTensorParallelRing}}),
+               OpRole::kCollective);
+  SetOpAttr(&op, kTpRoleAttr, std::string("reduce"));
+  return op;
+}
+
+// `var`'s declared shape with dim `axis` divided by tp (unknown dims stay).
+void SplitShape(proto::VarDesc* var, int axis, int tp) {
+  Shape s = VarShape(*var);
+  FLUID_ENFORCE(axis < s.rank(), "'", var->name(), "' has no axis ", axis);
+  if (s[axis] > 0) s[axis] /= tp;
+  SetVarShape(var, s);
+}
+
+// Every split value, its gradients (v@GRAD and their renamed parts) and
+// each split parameter's optimizer state, with the axis they split along.
+std::map<std::string, int> SplitVars(const proto::BlockDesc& block,
+                                     const TensorParallelPlan& plan) {
+  std::map<std::string, int> all = plan.split;
+  for (const auto& v : block.vars()) {
+    // v@GRAD and the parts summed into it (v@GRAD@RENAME@...): shaped like
+    // v, unlike what else is named after it (a clip's v@GRAD@SQUARED_NORM).
+    const std::string& n = v.name();
+    const size_t at = n.find("@GRAD");
+    if (at == std::string::npos) continue;
+    auto it = plan.split.find(n.substr(0, at));
+    if (it != plan.split.end() &&
+        VarShape(v) == VarShape(GetVarDesc(block, it->first)))
+      all[n] = it->second;
+  }
+  for (const auto& op : block.ops()) {
+    if (!IsUpdateOp(op)) continue;
+    auto it = plan.split.find(OpInput(op, "Param")[0]);
+    if (it == plan.split.end()) continue;
+    for (const auto& slot : op.inputs())
+      if (KindOf(block, op, slot.parameter()) == SlotKind::kState)
+        for (const auto& n : slot.arguments()) all[n] = it->second;
+  }
+  return all;
+}
+
+// The persistable vars among `split` (parameters, optimizer state).
+std::map<std::string, int> SplitState(const proto::BlockDesc& block,
+                                      const std::map<std::string, int>& split) {
+  std::map<std::string, int> out;
+  for (const auto& kv : split) {
+    const proto::VarDesc* v = FindVarDesc(block, kv.first);
+    if (v != nullptr && v->persistable()) out.insert(kv);
+  }
+  return out;
+}
+
+bool IsGradOf(const proto::OpDesc& grad, const proto::OpDesc& fwd) {
+  return grad.type() == fwd.type() + "_grad" &&
+         OpInput(grad, "X") == OpInput(fwd, "X") &&
+         OpInput(grad, "Y") == OpInput(fwd, "Y");
+}
+
+// A global-norm clip's squared norm of a split gradient, summed over the
+// group; clip_by_norm of one is refused (its norm is per parameter).
+void CheckClip(const proto::OpDesc& op, const std::map<std::string, int>& split,
+               bool* sum_after) {
+  *sum_after = false;
+  if (op.type() != "squared_l2_norm" && op.type() != "clip_by_norm") return;
+  const std::string x = OpInput(op, "X")[0];
+  if (!split.count(x)) return;
+  FLUID_ENFORCE(op.type() == "squared_l2_norm", "gradient '", x,
+                "' is split by tensor parallelism and clipped by clip_by_norm, "
+                "whose norm would be this rank's slice's: clip by global norm "
+                "(GradientClipByGlobalNorm) or by value instead");
+  *sum_after = true;
+}
+
+void RewriteMain(const TensorParallelPlan& plan,
+                 const std::map<std::string, int>& split, int tp,
+                 proto::BlockDesc* block) {
+  const proto::BlockDesc src = *block;
+  for (auto& v : *block->mutable_vars()) {
+    auto it = split.find(v.name());
+    if (it != split.end()) SplitShape(&v, it->second, tp);
+  }
+  // A reshape's new shape attr, on it and on its gradient op (which must
+  // carry its forward op's attrs).
+  std::map<std::string, std::pair<int, int64_t>> reshaped;  // by input
+  for (const auto& [i, change] : plan.reshapes)
+    reshaped[OpInput(src.ops(i), "X")[0]] = change;
+  block->clear_ops();
+  for (int i = 0; i < src.ops_size(); ++i) {
+    proto::OpDesc op = src.ops(i);
+    auto rs =
+        reshaped.find(op.type() == "reshape" || op.type() == "reshape_grad"
+                          ? OpInput(op, "X")[0]
+                          : std::string());
+    if (rs != reshaped.end()) {
+      auto spec = GetOpAttrAs<std::vector<int64_t>>(op, "shape");
+      spec[rs->second.first] = rs->second.second;
+      SetOpAttr(&op, "shape", spec);
+    }
+    if (plan.column.count(i))
+      SetOpAttr(&op, kTpRoleAttr, std::string("column"));
+    if (plan.row.count(i)) SetOpAttr(&op, kTpRoleAttr, std::string("row"));
+    bool clip_sum = false;
+    CheckClip(op, split, &clip_sum);
+    *block->add_ops() = op;
+    if (plan.row.count(i)) *block->add_ops() = GroupSum(OpOutput(op, "Out")[0]);
+    if (clip_sum) *block->add_ops() = GroupSum(OpOutput(op, "Out")[0]);
+    if (!HasRole(op, OpRole::kBackward) || op.type() != "mul_grad") continue;
+    for (int c : plan.column) {
+      if (!IsGradOf(op, src.ops(c))) continue;
+      const auto dx = OpOutput(op, "X@GRAD");
+      if (!dx.empty() && !dx[0].empty() && dx[0] != kEmptyVarName)
+        *block->add_ops() = GroupSum(dx[0]);
+    }
+  }
+}
+
+// Whole parameters from rank 0 everywhere, then each rank's slice.
+void RewriteStartup(const std::map<std::string, int>& state, int tp,
+                    proto::ProgramDesc* startup) {
+  *startup = StartupWithBroadcasts(*startup);
+  proto::BlockDesc* block = startup->mutable_blocks(0);
+  for (auto& op : *block->mutable_ops())
+    if (op.type() == "c_broadcast") SetOpAttr(&op, "ring_id", int32_t{0});
+  for (const auto& kv : state) {
+    proto::VarDesc* v = FindMutableVarDesc(block, kv.first);
+    if (v == nullptr) continue;  // created elsewhere (a loaded state)
+    SplitShape(v, kv.second, tp);
+    *block->add_ops() =
+        WithRole(MakeOp("c_split", {{"X", {kv.first}}}, {{"Out", {kv.first}}},
+                        {{"axis", int32_t{kv.second}},
+                         {"nranks", int32_t{tp}},
+                         {"ring_id", kTensorParallelRing}}),
+                 OpRole::kCollective);
+  }
+}
+
+}  // namespace
+
+void RefuseWithTensorParallel(const proto::TrainingJob& job,
+                              const proto::DistributedStrategy& s) {
+  auto refuse = [](bool set, const char* what) {
+    FLUID_ENFORCE(!set, "tensor_parallel_degree > 1 does not compose with ",
+                  what, " yet: turn one of them off");
+  };
+  refuse(s.recompute(), "recompute");
+  refuse(s.gradient_merge(), "gradient_merge");
+  refuse(s.amp() && s.amp_configs().dtype() == "fp16",
+         "fp16 loss scaling (use amp_configs.dtype = bf16)");
+  refuse(ShardStage(s) != 0, "optimizer-state sharding");
+  RefuseSubBlocks(job.main(), "tensor parallelism",
+                  "train the loop without tensor_parallel_degree");
+}
+
+namespace {
+
+// The split parameters: what the startup program slices.
+std::set<std::string> SlicedParams(const proto::ProgramDesc& startup) {
+  std::set<std::string> out;
+  for (const auto& op : startup.blocks(0).ops())
+    if (op.type() == "c_split") out.insert(OpInput(op, "X")[0]);
+  return out;
+}
+
+std::string TpRole(const proto::OpDesc& op) {
+  return HasOpAttr(op, kTpRoleAttr) ? GetOpAttrAs<std::string>(op, kTpRoleAttr)
+                                    : "";
+}
+
+bool IsGroupSumOf(const proto::OpDesc& op, const std::string& var) {
+  return op.type() == "c_allreduce" &&
+         OpInput(op, "X") == std::vector<std::string>{var} &&
+         HasOpAttr(op, "ring_id") &&
+         GetOpAttrAs<int32_t>(op, "ring_id") == kTensorParallelRing &&
+         GetOpAttrAs<std::string>(op, "reduce_type") == "sum";
+}
+
+// Ops a split value may pass through (the plan's rules, checked again).
+bool PassesSplit(const std::string& type) {
+  static const std::set<std::string> ops = {"relu",
+                                            "gelu",
+                                            "tanh",
+                                            "sigmoid",
+                                            "scale",
+                                            "cast",
+                                            "elu",
+                                            "relu6",
+                                            "leaky_relu",
+                                            "softsign",
+                                            "softplus",
+                                            "swish",
+                                            "silu",
+                                            "square",
+                                            "abs",
+                                            "exp",
+                                            "log",
+                                            "sqrt",
+                                            "assign",
+                                            "elementwise_add",
+                                            "elementwise_sub",
+                                            "elementwise_mul",
+                                            "elementwise_div",
+                                            "reshape",
+                                            "transpose",
+                                            "matmul",
+                                            "softmax"};
+  return ops.count(type) > 0;
+}
+
+void LintSplitMul(const proto::BlockDesc& block, int i,
+                  const std::set<std::string>& split) {
+  const proto::OpDesc& op = block.ops(i);
+  const std::string role = TpRole(op);
+  const std::string x = OpInput(op, "X")[0], y = OpInput(op, "Y")[0];
+  const std::string out = OpOutput(op, "Out")[0];
+  FLUID_ENFORCE(split.count(y), "the ", role, "-parallel mul #", i,
+                " multiplies by '", y, "', which is not split");
+  if (role == "column") {
+    FLUID_ENFORCE(!split.count(x), "the column-parallel mul #", i, " reads '",
+                  x, "', which is split already");
+    return;
+  }
+  FLUID_ENFORCE(split.count(x), "the row-parallel mul #", i, " (weight '", y,
+                "') reads '", x,
+                "', which is not split: its rows would be summed twice");
+  FLUID_ENFORCE(
+      i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), out),
+      "the row-parallel mul #", i, "'s partial product '", out,
+      "' is not summed over the tensor-parallel group right after it");
+}
+
+// Forward: split values flow from the column muls to the row muls.
+void LintForward(const proto::BlockDesc& block,
+                 const std::set<std::string>& params) {
+  std::set<std::string> split = params;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (HasRole(op, OpRole::kBackward) || HasRole(op, OpRole::kOptimize))
+      continue;
+    const std::string role = TpRole(op);
+    if (op.type() == "mul" && (role == "column" || role == "row")) {
+      LintSplitMul(block, i, split);
+      if (role == "column") split.insert(OpOutput(op, "Out")[0]);
+      continue;
+    }
+    std::string read;
+    for (const auto& n : OpInputNames(op))
+      if (split.count(n)) read = n;
+    if (read.empty() || role == "reduce") continue;
+    FLUID_ENFORCE(
+        PassesSplit(op.type()), "op #", i, " (", op.type(), ") reads '", read,
+        "', which tensor parallelism split; only the split muls and "
+        "elementwise, reshape, transpose, matmul and softmax ops may");
+    for (const auto& n : OpOutputNames(op)) split.insert(n);
+  }
+}
+
+// Backward: each column mul's input gradient is summed over the group.
+void LintBackward(const proto::BlockDesc& block) {
+  for (int c = 0; c < block.ops_size(); ++c) {
+    if (TpRole(block.ops(c)) != "column") continue;
+    for (int i = 0; i < block.ops_size(); ++i) {
+      if (!IsGradOf(block.ops(i), block.ops(c))) continue;
+      const auto dx = OpOutput(block.ops(i), "X@GRAD");
+      if (dx.empty() || dx[0].empty() || dx[0] == kEmptyVarName) continue;
+      FLUID_ENFORCE(
+          i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), dx[0]),
+          "the gradient '", dx[0], "' of the column-parallel mul #", c,
+          "'s input is partial on each rank and is not summed over the "
+          "tensor-parallel group right after its mul_grad #",
+          i);
+    }
+  }
+}
+
+}  // namespace
+
+void LintTensorParallel(const proto::TrainingJob& job, int tp) {
+  const std::set<std::string> params = SlicedParams(job.startup());
+  FLUID_ENFORCE(!params.empty(), "tensor_parallel_degree is ", tp,
+                " but the startup program slices no parameter");
+  for (const auto& op : job.startup().blocks(0).ops())
+    if (op.type() == "c_split")
+      FLUID_ENFORCE(GetOpAttrAs<int32_t>(op, "nranks") == tp, "c_split of '",
+                    OpInput(op, "X")[0], "' is planned for ",
+                    GetOpAttrAs<int32_t>(op, "nranks"), " ranks, not ", tp);
+  const proto::BlockDesc& block = job.main().blocks(0);
+  LintForward(block, params);
+  LintBackward(block);
+}
+
+int TensorParallelDegree(const proto::DistributedStrategy& s) {
+  return s.has_tensor_parallel_degree() ? s.tensor_parallel_degree() : 1;
+}
+
+int TensorParallelDegree(const proto::DistributedStrategy& s, int nranks) {
+  const int tp = TensorParallelDegree(s);
+  FLUID_ENFORCE(nranks % tp == 0,
+                "DistributedStrategy.tensor_parallel_degree (", tp,
+                ") must divide the rank count (", nranks, ")");
+  return tp;
+}
+
+proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job,
+                                         int tp) {
+  RefuseWithTensorParallel(job, job.strategy());
+  const TensorParallelPlan plan = PlanTensorParallel(job.main(), tp);
+  proto::TrainingJob out = job;
+  proto::BlockDesc* main = out.mutable_main()->mutable_blocks(0);
+  const std::map<std::string, int> split = SplitVars(*main, plan);
+  RewriteMain(plan, split, tp, main);
+  RewriteStartup(SplitState(*main, split), tp, out.mutable_startup());
+  return out;
+}
+
+void UseDataParallelRing(proto::ProgramDesc* program) {
+  static const std::set<std::string> collectives = {
+      "c_allreduce", "c_sparse_allreduce", "c_reducescatter",
+      "c_allgather", "c_broadcast",        "c_barrier"};
+  for (auto& block : *program->mutable_blocks())
+    for (auto& op : *block.mutable_ops())
+      if (collectives.count(op.type()) && !HasOpAttr(op, "ring_id"))
+        SetOpAttr(&op, "ring_id", kDataParallelRing);
+}
+
+}  // namespace fluid
