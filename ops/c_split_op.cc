@@ -71,6 +71,9 @@ namespace {
 
 void SplitInferShape(InferShapeContext* ctx) {
   if (!ctx->HasOutput("Out")) return;  // an unneeded gradient
+  // In place, Out's shape is X's until the kernel has read X whole: the
+  // kernel sets it.
+  if (ctx->InputName("X") == ctx->OutputName("Out")) return;
   const Shape x = ctx->GetInputShape("X");
   const int axis = NormalizeAxis(ctx->Attr<int32_t>("axis"), x.rank(),
                                  "c_split", ctx->InputName("X"));
