@@ -370,7 +370,7 @@ std::string EvaluationLine(const proto::TrainingJob& job, double metric,
 // The ranks that read samples of their own: all of them, or one per
 // tensor-parallel group.
 int DataWorld(const proto::TrainingJob& job, int world) {
-  return world / TensorParallelDegree(job.strategy());
+  return world / TensorParallelDegree(job.strategy(), world);
 }
 
 // The line that opens training: what runs where.
@@ -655,7 +655,7 @@ std::vector<RunSetting> CollectiveSettings(
     const Dataset& train, const Dataset& test, const DataDescription& described,
     int world) {
   // Ranks of one tensor-parallel group read the same samples.
-  const int data_world = world / TensorParallelDegree(strategy);
+  const int data_world = world / TensorParallelDegree(strategy, world);
   const int64_t per_rank = (train.size() + data_world - 1) / data_world;
   std::vector<RunSetting> data = DataSettings(described, train, test);
   std::vector<RunSetting> settings = {
