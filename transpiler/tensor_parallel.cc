@@ -2,6 +2,9 @@
 // its lint.
 #include "transpiler/tensor_parallel.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "src/framework/enforce.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -91,6 +94,63 @@ void CheckClip(const proto::OpDesc& op, const std::map<std::string, int>& split,
   *sum_after = true;
 }
 
+// The input gradient of each column-parallel mul (partial on each rank),
+// by the index of the mul_grad op writing it.
+std::map<int, std::string> PartialGradients(const proto::BlockDesc& src,
+                                            const TensorParallelPlan& plan) {
+  std::map<int, std::string> out;
+  for (int i = 0; i < src.ops_size(); ++i) {
+    const proto::OpDesc& op = src.ops(i);
+    if (!HasRole(op, OpRole::kBackward) || op.type() != "mul_grad") continue;
+    for (int c : plan.column) {
+      if (!IsGradOf(op, src.ops(c))) continue;
+      const auto dx = OpOutput(op, "X@GRAD");
+      if (!dx.empty() && !dx[0].empty() && dx[0] != kEmptyVarName)
+        out[i] = dx[0];
+    }
+  }
+  return out;
+}
+
+// Whether op `sum` adds partial gradients only (`partial`), each read by
+// nothing else: then one group sum of its output replaces theirs (the
+// attention's q, k and v input gradients: one allreduce, not three).
+bool SumsPartialsOnly(const proto::BlockDesc& src, int sum,
+                      const std::set<std::string>& partial) {
+  const proto::OpDesc& op = src.ops(sum);
+  if (op.type() != "sum" || !HasRole(op, OpRole::kBackward)) return false;
+  for (const auto& x : OpInput(op, "X")) {
+    if (!partial.count(x)) return false;
+    for (int i = 0; i < src.ops_size(); ++i)
+      if (i != sum && ReadsVar(src.ops(i), x)) return false;
+  }
+  return true;
+}
+
+// What is summed over the group after which op: each row mul's product,
+// each squared norm of a split gradient (a global-norm clip), and each
+// column mul's input gradient, or the sum that adds only such gradients.
+std::map<int, std::string> GroupSums(const proto::BlockDesc& src,
+                                     const TensorParallelPlan& plan,
+                                     const std::map<std::string, int>& split) {
+  std::map<int, std::string> after = PartialGradients(src, plan);
+  std::set<std::string> partial;
+  for (const auto& kv : after) partial.insert(kv.second);
+  for (int i = 0; i < src.ops_size(); ++i) {
+    const proto::OpDesc& op = src.ops(i);
+    bool clip_sum = false;
+    CheckClip(op, split, &clip_sum);
+    if (plan.row.count(i) || clip_sum) after[i] = OpOutput(op, "Out")[0];
+    if (!SumsPartialsOnly(src, i, partial)) continue;
+    const std::vector<std::string> xs = OpInput(op, "X");
+    for (auto it = after.begin(); it != after.end();)
+      it = std::count(xs.begin(), xs.end(), it->second) ? after.erase(it)
+                                                        : std::next(it);
+    after[i] = OpOutput(op, "Out")[0];
+  }
+  return after;
+}
+
 void RewriteMain(const TensorParallelPlan& plan,
                  const std::map<std::string, int>& split, int tp,
                  proto::BlockDesc* block) {
@@ -104,6 +164,7 @@ void RewriteMain(const TensorParallelPlan& plan,
   std::map<std::string, std::pair<int, int64_t>> reshaped;  // by input
   for (const auto& [i, change] : plan.reshapes)
     reshaped[OpInput(src.ops(i), "X")[0]] = change;
+  const std::map<int, std::string> sums = GroupSums(src, plan, split);
   block->clear_ops();
   for (int i = 0; i < src.ops_size(); ++i) {
     proto::OpDesc op = src.ops(i);
@@ -119,18 +180,9 @@ void RewriteMain(const TensorParallelPlan& plan,
     if (plan.column.count(i))
       SetOpAttr(&op, kTpRoleAttr, std::string("column"));
     if (plan.row.count(i)) SetOpAttr(&op, kTpRoleAttr, std::string("row"));
-    bool clip_sum = false;
-    CheckClip(op, split, &clip_sum);
     *block->add_ops() = op;
-    if (plan.row.count(i)) *block->add_ops() = GroupSum(OpOutput(op, "Out")[0]);
-    if (clip_sum) *block->add_ops() = GroupSum(OpOutput(op, "Out")[0]);
-    if (!HasRole(op, OpRole::kBackward) || op.type() != "mul_grad") continue;
-    for (int c : plan.column) {
-      if (!IsGradOf(op, src.ops(c))) continue;
-      const auto dx = OpOutput(op, "X@GRAD");
-      if (!dx.empty() && !dx[0].empty() && dx[0] != kEmptyVarName)
-        *block->add_ops() = GroupSum(dx[0]);
-    }
+    auto sum = sums.find(i);
+    if (sum != sums.end()) *block->add_ops() = GroupSum(sum->second);
   }
 }
 
@@ -274,7 +326,13 @@ void LintForward(const proto::BlockDesc& block,
   }
 }
 
-// Backward: each column mul's input gradient is summed over the group.
+// Backward: each column mul's input gradient is summed over the group,
+// right after its mul_grad or after the one sum op adding it to other such
+// gradients only.
+bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
+  return i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), v);
+}
+
 void LintBackward(const proto::BlockDesc& block) {
   for (int c = 0; c < block.ops_size(); ++c) {
     if (TpRole(block.ops(c)) != "column") continue;
@@ -282,12 +340,16 @@ void LintBackward(const proto::BlockDesc& block) {
       if (!IsGradOf(block.ops(i), block.ops(c))) continue;
       const auto dx = OpOutput(block.ops(i), "X@GRAD");
       if (dx.empty() || dx[0].empty() || dx[0] == kEmptyVarName) continue;
-      FLUID_ENFORCE(
-          i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), dx[0]),
-          "the gradient '", dx[0], "' of the column-parallel mul #", c,
-          "'s input is partial on each rank and is not summed over the "
-          "tensor-parallel group right after its mul_grad #",
-          i);
+      bool summed = SummedAfter(block, i, dx[0]);
+      for (int j = i + 1; j < block.ops_size() && !summed; ++j)
+        summed = block.ops(j).type() == "sum" &&
+                 ReadsVar(block.ops(j), dx[0]) &&
+                 SummedAfter(block, j, OpOutput(block.ops(j), "Out")[0]);
+      FLUID_ENFORCE(summed, "the gradient '", dx[0],
+                    "' of the column-parallel mul #", c,
+                    "'s input is partial on each rank and is not summed over "
+                    "the tensor-parallel group after its mul_grad #",
+                    i);
     }
   }
 }
