@@ -1,19 +1,25 @@
 #include "transpiler/local_rewrites.h"
 
+#include "src/framework/enforce.h"
 #include "transpiler/control_flow_lint.h"
 #include "transpiler/gradient_merge.h"
 #include "transpiler/mixed_precision.h"
 #include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
 proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
                                  const proto::DistributedStrategy& strategy) {
   proto::TrainingJob out = job;
-  if (strategy.gradient_merge())
+  if (strategy.gradient_merge()) {
     RefuseSubBlocks(job.main(), "gradient merge",
                     "train the loop without gradient_merge");
+    FLUID_ENFORCE(TensorParallelDegree(strategy) == 1,
+                  "tensor parallelism does not compose with gradient_merge "
+                  "yet: turn one of them off");
+  }
   if (ShardStage(strategy) == 3)
     RefuseSubBlocks(job.main(), "sharding stage 3",
                     "shard the loop's job at stage 1 or 2");

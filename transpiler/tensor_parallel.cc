@@ -215,7 +215,6 @@ void RefuseWithTensorParallel(const proto::TrainingJob& job,
                   what, " yet: turn one of them off");
   };
   refuse(s.recompute(), "recompute");
-  refuse(s.gradient_merge(), "gradient_merge");
   refuse(s.amp() && s.amp_configs().dtype() == "fp16",
          "fp16 loss scaling (use amp_configs.dtype = bf16)");
   refuse(ShardStage(s) != 0, "optimizer-state sharding");

@@ -50,8 +50,7 @@ Communicator* Communicator::Group(int ring_id) {
               " is not a group of this communicator (rings made: ",
               made.tellp() > 0 ? made.str() : std::string("none"),
               "); groups are made by Communicator::CreateGroup (the "
-              "executor makes them from the strategy's "
-              "tensor_parallel_degree)");
+              "executor makes them for a tensor-parallel job)");
 }
 
 void Communicator::ShutdownGroups() {

@@ -877,6 +877,22 @@ void EvaluateAndReport(const proto::TrainingJob& job, const Dataset& test,
   log << "\n";
 }
 
+namespace {
+
+// The job's data as the options cut it, checked against the job.
+void LoadTrainerData(const TrainerOptions& o, const proto::TrainingJob& job,
+                     Dataset* train, Dataset* test,
+                     DataDescription* described) {
+  LoadJobData(job, o.data_dir, o.data_dir == TrainerOptions().data_dir, train,
+              test, described);
+  if (o.train_samples > 0) *train = TakeFirst(*train, o.train_samples);
+  if (o.test_samples > 0) *test = TakeFirst(*test, o.test_samples);
+  CheckFeedsMatchData(job, *train);
+  CheckJobTrains(job);
+}
+
+}  // namespace
+
 TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   if (!o.predict.empty()) return Predict(o, out);
   CheckOptions(o);
@@ -890,12 +906,7 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
 
   Dataset train, test;
   DataDescription described;
-  LoadJobData(job, o.data_dir, o.data_dir == TrainerOptions().data_dir, &train,
-              &test, &described);
-  if (o.train_samples > 0) train = TakeFirst(train, o.train_samples);
-  if (o.test_samples > 0) test = TakeFirst(test, o.test_samples);
-  CheckFeedsMatchData(job, train);
-  CheckJobTrains(job);
+  LoadTrainerData(o, job, &train, &test, &described);
 
   // One process, or one rank of many (started by mpirun).
   const int64_t memory_baseline = StartMemoryBaseline(place);
