@@ -21,7 +21,10 @@ have (I only follows B or I), which is what the CRF's transitions model.
 trains with fluid.Executor; --distributed trains with fluid.MPIExecutor,
 each rank on its share of every global batch (--batch-size sequences per
 rank). Prints the validation split's loss before and after training, the
-training loss as it falls, and the tagging accuracy of the decoded tags.
+training loss as it falls, the tagging accuracy of the decoded tags, and
+the precision, recall and F1 of the decoded chunks (fluid.layers.
+chunk_eval, summed over the validation batches by fluid.metrics.
+ChunkEvaluator).
 """
 import argparse
 import os
@@ -31,7 +34,8 @@ import numpy as np
 
 import fluid
 
-TAGS = ("O", "B", "I")
+# Fluid's IOB tag ids for one chunk type: B=0, I=1, O=2 (chunk_eval's).
+TAGS = ("B", "I", "O")
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[^\w\s]|_")
 
 
@@ -64,11 +68,11 @@ def parse_args():
 
 
 def tag(tokens):
-    """BIO tags of the runs of capitalised words among `tokens`."""
+    """IOB tag ids of the runs of capitalised words among `tokens`."""
     tags, prev = [], False
     for t in tokens:
         cap = t[0].isalpha() and t[0].isupper()
-        tags.append(0 if not cap else (2 if prev else 1))
+        tags.append(2 if not cap else (1 if prev else 0))
         prev = cap
     return tags
 
@@ -130,22 +134,32 @@ def build(vocab_size, a):
             emission, param_attr=fluid.ParamAttr(name="crfw"),
             label=feeds[3])
         accuracy = fluid.layers.mean(fluid.layers.cast(marks, "float32"))
+        path = fluid.layers.crf_decoding(
+            emission, param_attr=fluid.ParamAttr(name="crfw"))
+        chunks = fluid.layers.chunk_eval(path, feeds[3], chunk_scheme="IOB",
+                                         num_chunk_types=1)
         test = main.clone(for_test=True)
         fluid.optimizer.SGD(learning_rate=a.lr).minimize(avg_cost)
-    return main, startup, test, feeds, avg_cost, accuracy
+    # With the accuracy, the batch's chunk counts: inferred, labelled,
+    # correct.
+    return main, startup, test, feeds, avg_cost, [accuracy] + list(chunks[3:])
 
 
 def evaluate(exe, test, feeder, data, fetches):
-    """Token-weighted validation loss (per sequence) and tag accuracy."""
+    """Token-weighted validation loss (per sequence), tag accuracy, and
+    the chunks' (precision, recall, F1) over every batch."""
     loss = correct = tokens = 0.0
+    chunks = fluid.metrics.ChunkEvaluator()
     for start in range(0, len(data), 200):
         batch = data[start:start + 200]
-        c, acc = exe.run(test, feed=feeder.feed(batch), fetch_list=fetches)
+        c, acc, *counts = exe.run(test, feed=feeder.feed(batch),
+                                  fetch_list=fetches)
         n = sum(len(s[0]) for s in batch)
         loss += float(np.ravel(c)[0]) * len(batch)
         correct += float(np.ravel(acc)[0]) * n
         tokens += n
-    return loss / len(data), correct / tokens
+        chunks.update(*counts)
+    return loss / len(data), correct / tokens, chunks.eval()
 
 
 def main():
@@ -157,7 +171,7 @@ def main():
     vocab = fortunes.build_vocab("word", min_count=2)
     train = samples("train", a.samples, vocab, a.max_len)
     valid = samples("valid", max(1, a.samples // 4), vocab, a.max_len)
-    main_p, startup, test_p, feeds, avg_cost, accuracy = build(len(vocab), a)
+    main_p, startup, test_p, feeds, avg_cost, metrics = build(len(vocab), a)
     if a.distributed:
         exe = fluid.MPIExecutor(fluid.CPUPlace())
         rank, world = exe.rank, exe.world_size
@@ -166,7 +180,7 @@ def main():
     exe.run(startup)
     feeder = fluid.DataFeeder(feed_list=feeds, place=fluid.CPUPlace(),
                               program=main_p)
-    before = evaluate(exe, test_p, feeder, valid, [avg_cost, accuracy])
+    before = evaluate(exe, test_p, feeder, valid, [avg_cost] + metrics)
     if rank == 0:
         print(f"before training: valid loss {before[0]:.4f}, tagging "
               f"accuracy {before[1]:.4f}", flush=True)
@@ -185,12 +199,16 @@ def main():
                   flush=True)
     if a.distributed:
         exe.check_consistency()  # every rank holds the same parameters
-    after = evaluate(exe, test_p, feeder, valid, [avg_cost, accuracy])
+    after = evaluate(exe, test_p, feeder, valid, [avg_cost] + metrics)
     if rank == 0:
-        share = np.mean(np.concatenate([s[3] for s in valid]) == 0)
+        share = np.mean(np.concatenate([s[3] for s in valid]) == 2)
         print(f"after {steps} steps: valid loss {after[0]:.4f}, tagging "
               f"accuracy {after[1]:.4f} (all O: {share:.4f}); vocabulary "
               f"{len(vocab)} words", flush=True)
+        p, r, f1 = after[2]
+        print(f"chunks after {steps} steps: precision {p:.4f}, recall "
+              f"{r:.4f}, F1 {f1:.4f} (before training: F1 "
+              f"{before[2][2]:.4f})", flush=True)
     if a.save_params:
         names = sorted(v["name"] for v in main_p.desc.vars()
                        if v["persistable"] and v["trainable"])

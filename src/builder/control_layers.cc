@@ -1,6 +1,7 @@
 // The layers of control flow that live in one block: the compare and
-// logical ops (bool outputs), increment, and tensor arrays (create_array,
-// array_write, array_read, array_length). Python: layers_control.py.
+// logical ops (bool outputs), is_empty, increment, and tensor arrays
+// (create_array, array_write, array_read, array_length). Python:
+// layers_control.py.
 #include "src/builder/control_layers.h"
 
 #include <algorithm>
@@ -106,6 +107,14 @@ std::string Increment(ProgramBuilder* b, const std::string& x, double value,
   return out;
 }
 
+std::string IsEmpty(ProgramBuilder* b, const std::string& x,
+                    const std::string& cond) {
+  VarOf(b, "is_empty", "x", x);
+  const std::string out = BoolOutput(b, "is_empty", "cond", cond);
+  b->AppendOp(MakeOp("is_empty", {{"X", {x}}}, {{"Out", {out}}}));
+  return out;
+}
+
 std::string CreateArray(ProgramBuilder* b, DataType dtype) {
   const std::string out = b->CreateTmpVar("array", dtype);
   FindMutableVarDesc(b->main_block(), out)
@@ -191,6 +200,14 @@ REGISTER_LAYER(increment)
     .Bool("in_place", true)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
       return Increment(b, a.Var("x"), a.Float("value"), a.Bool("in_place"));
+    });
+
+REGISTER_LAYER(is_empty)
+    .Doc("Whether x has 0 elements: a bool [1] var (into cond when given).")
+    .Var("x")
+    .String("cond", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return IsEmpty(b, a.Var("x"), a.String("cond"));
     });
 
 REGISTER_LAYER(create_array)

@@ -26,6 +26,10 @@ std::string Logical(ProgramBuilder* b, const std::string& type,
 // x + value into x (in_place) or a new var.
 std::string Increment(ProgramBuilder* b, const std::string& x, double value,
                       bool in_place);
+// Whether x has 0 elements: a bool [1] var, `cond` when not empty (it
+// must be a bool var).
+std::string IsEmpty(ProgramBuilder* b, const std::string& x,
+                    const std::string& cond);
 // A new LOD_TENSOR_ARRAY var of `dtype`, emptied by create_array.
 std::string CreateArray(ProgramBuilder* b, DataType dtype);
 // array[i] = x; a new array when `array` is empty. Returns the array.

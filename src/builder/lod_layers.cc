@@ -1,8 +1,13 @@
 // The layers of a loop over a batch of sequences (lod_layers.h).
 #include "src/builder/lod_layers.h"
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include "src/builder/layer_registry.h"
 #include "src/builder/layers.h"
+#include "src/framework/lod.h"
 #include "src/framework/program_desc.h"
 
 namespace fluid {
@@ -114,6 +119,85 @@ std::string ReorderLoDTensorByRank(ProgramBuilder* b, const std::string& x,
                      {{"X", {x}}, {"RankTable", {table}}}, {{"Out", {out}}}));
   return out;
 }
+
+namespace {
+
+// The offsets as lod_reset's target_lod attr, checked where the build can.
+std::vector<int32_t> TargetLoDAttr(const std::string& layer,
+                                   const std::vector<int64_t>& lod) {
+  FLUID_ENFORCE(lod.size() >= 2 && lod.front() == 0, "layer ", Quote(layer),
+                ": the offsets ", LoDToString(lod),
+                " must start at 0 and hold at least [0, rows]");
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < lod.size(); ++i) {
+    FLUID_ENFORCE(i == 0 || lod[i] >= lod[i - 1], "layer ", Quote(layer),
+                  ": the offsets ", LoDToString(lod), " decrease at index ", i);
+    FLUID_ENFORCE(lod[i] <= INT32_MAX, "layer ", Quote(layer), ": offset ",
+                  lod[i], " exceeds int32 (the op's target_lod)");
+    out.push_back(static_cast<int32_t>(lod[i]));
+  }
+  return out;
+}
+
+std::string AppendLoDReset(ProgramBuilder* b, const std::string& layer,
+                           const std::string& x, const std::string& y,
+                           const std::vector<int64_t>& lod, bool append) {
+  LayerVar(b, layer, "x", x);
+  std::vector<std::pair<std::string, std::vector<std::string>>> in = {
+      {"X", {x}}};
+  AttributeMap attrs = {{"append", append}};
+  if (!y.empty()) {
+    LayerVar(b, layer, append ? "level" : "y", y);
+    in.push_back({"Y", {y}});
+  } else {
+    attrs["target_lod"] = TargetLoDAttr(layer, lod);
+  }
+  const std::string out = Tmp(b, layer, x);
+  b->AppendOp(MakeOp("lod_reset", in, {{"Out", {out}}}, attrs));
+  return out;
+}
+
+}  // namespace
+
+std::string LoDReset(ProgramBuilder* b, const std::string& x,
+                     const std::string& y,
+                     const std::vector<int64_t>& target_lod) {
+  FLUID_ENFORCE(!y.empty() || !target_lod.empty(),
+                "layer 'lod_reset': give y or target_lod (the new LoD)");
+  return AppendLoDReset(b, "lod_reset", x, y, target_lod, false);
+}
+
+std::string LoDAppend(ProgramBuilder* b, const std::string& x,
+                      const std::vector<int64_t>& level,
+                      const std::string& level_var) {
+  return AppendLoDReset(b, "lod_append", x, level_var, level, true);
+}
+
+REGISTER_LAYER(lod_reset)
+    .Doc("x's data with y's LoD, the offsets y holds, or target_lod.")
+    .Var("x")
+    .String("y", "")
+    .IntList("target_lod", {})
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return LoDReset(b, a.Var("x"), a.String("y"), a.IntList("target_lod"));
+    });
+
+REGISTER_LAYER(lod_append)
+    .Doc("x (without LoD) with the LoD offsets level.")
+    .Var("x")
+    .IntList("level")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return LoDAppend(b, a.Var("x"), a.IntList("level"));
+    });
+
+// lod_append with a var of offsets for level (Python's lod_append calls it).
+REGISTER_LAYER(_lod_append_var)
+    .Doc("x (without LoD) with the LoD offsets the var level holds.")
+    .Var("x")
+    .Var("level")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return LoDAppend(b, a.Var("x"), {}, a.Var("level"));
+    });
 
 REGISTER_LAYER(lod_rank_table)
     .Doc("The rank table of x's sequences: (index, length), longest first.")

@@ -1,13 +1,15 @@
 // The layers of a loop over a batch of sequences (Fluid 1.x's DynamicRNN
 // is built from them): lod_rank_table, max_sequence_len,
 // lod_tensor_to_array, array_to_lod_tensor, shrink_memory and
-// reorder_lod_tensor_by_rank (lod_layers.cc; Python: layers_lod.py). A
+// reorder_lod_tensor_by_rank (lod_layers.cc; Python: layers_lod.py); and
+// lod_reset and lod_append, which give a tensor new LoD offsets. A
 // rank table var is declared int64 [-1, 2] and holds a LoDRankTable at run
 // time (src/framework/lod_rank_table.h); the layers reading one check that
 // lod_rank_table wrote it.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "src/builder/program_builder.h"
 
@@ -31,6 +33,19 @@ std::string ShrinkMemory(ProgramBuilder* b, const std::string& x,
 // x's sequences (rows without LoD) in the table's order.
 std::string ReorderLoDTensorByRank(ProgramBuilder* b, const std::string& x,
                                    const std::string& table);
+
+// x's data with new LoD offsets: y's LoD, or y's data (int32/int64
+// offsets) when y has none, or `target_lod` when y is empty (Fluid's
+// lod_reset; one of the two must be given).
+std::string LoDReset(ProgramBuilder* b, const std::string& x,
+                     const std::string& y,
+                     const std::vector<int64_t>& target_lod);
+// x's data with the offsets `level` (lod_append; `level_var`, a var of
+// offsets, when not empty). x must have no LoD: a tensor carries one level
+// here.
+std::string LoDAppend(ProgramBuilder* b, const std::string& x,
+                      const std::vector<int64_t>& level,
+                      const std::string& level_var = "");
 
 }  // namespace layers
 }  // namespace fluid

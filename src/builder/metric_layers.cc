@@ -1,5 +1,7 @@
 #include "src/builder/metric_layers.h"
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "src/builder/layer_registry.h"
@@ -95,6 +97,65 @@ REGISTER_LAYER(auc)
       return std::vector<std::string>{
           v.auc,      v.batch_auc, v.batch_stat_pos, v.batch_stat_neg,
           v.stat_pos, v.stat_neg};
+    });
+
+ChunkEvalVars ChunkEval(ProgramBuilder* b, const std::string& input,
+                        const std::string& label,
+                        const std::string& chunk_scheme,
+                        int64_t num_chunk_types,
+                        const std::vector<int64_t>& excluded_chunk_types,
+                        const std::string& seq_length) {
+  FLUID_ENFORCE(num_chunk_types >= 1 && num_chunk_types <= INT32_MAX,
+                "layer 'chunk_eval': argument 'num_chunk_types' must be in "
+                "[1, 2^31), got ",
+                num_chunk_types);
+  ChunkEvalVars v;
+  v.precision = b->CreateTmpVar("chunk_eval.precision", DataType::kFloat32);
+  v.recall = b->CreateTmpVar("chunk_eval.recall", DataType::kFloat32);
+  v.f1_score = b->CreateTmpVar("chunk_eval.f1_score", DataType::kFloat32);
+  v.num_infer_chunks = b->CreateTmpVar("chunk_eval.infer", DataType::kInt64);
+  v.num_label_chunks = b->CreateTmpVar("chunk_eval.label", DataType::kInt64);
+  v.num_correct_chunks =
+      b->CreateTmpVar("chunk_eval.correct", DataType::kInt64);
+  std::vector<std::pair<std::string, std::vector<std::string>>> in = {
+      {"Inference", {input}}, {"Label", {label}}};
+  if (!seq_length.empty()) in.push_back({"SeqLength", {seq_length}});
+  b->AppendOp(
+      MakeOp("chunk_eval", in,
+             {{"Precision", {v.precision}},
+              {"Recall", {v.recall}},
+              {"F1-Score", {v.f1_score}},
+              {"NumInferChunks", {v.num_infer_chunks}},
+              {"NumLabelChunks", {v.num_label_chunks}},
+              {"NumCorrectChunks", {v.num_correct_chunks}}},
+             {{"num_chunk_types", static_cast<int32_t>(num_chunk_types)},
+              {"chunk_scheme", chunk_scheme},
+              {"excluded_chunk_types",
+               std::vector<int32_t>(excluded_chunk_types.begin(),
+                                    excluded_chunk_types.end())}}));
+  return v;
+}
+
+REGISTER_LAYER(chunk_eval)
+    .Doc(
+        "(precision, recall, f1_score, num_infer_chunks, num_label_chunks, "
+        "num_correct_chunks) of input's chunks against label's, tags in "
+        "chunk_scheme (IOB, IOE, IOBES or plain) of num_chunk_types types; "
+        "seq_length for padded [N, S] inputs.")
+    .Var("input")
+    .Var("label")
+    .String("chunk_scheme")
+    .Int("num_chunk_types")
+    .IntList("excluded_chunk_types", {})
+    .String("seq_length", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      ChunkEvalVars v =
+          ChunkEval(b, a.Var("input"), a.Var("label"), a.String("chunk_scheme"),
+                    a.Int("num_chunk_types"), a.IntList("excluded_chunk_types"),
+                    a.String("seq_length"));
+      return std::vector<std::string>{v.precision,        v.recall,
+                                      v.f1_score,         v.num_infer_chunks,
+                                      v.num_label_chunks, v.num_correct_chunks};
     });
 
 }  // namespace layers

@@ -1,10 +1,12 @@
 // Layers that evaluate a model over many batches (registered in
 // metric_layers.cc): auc, whose state lives in persistable variables that
-// every run of the program updates. accuracy, which needs no state, is in
-// layers.cc.
+// every run of the program updates, and chunk_eval, whose counts a
+// ChunkEvaluator sums over batches in Python. accuracy, which needs no state,
+// is in layers.cc.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "src/builder/program_builder.h"
 
@@ -34,6 +36,22 @@ AucVars Auc(ProgramBuilder* b, const std::string& input,
             const std::string& label, const std::string& curve = "ROC",
             int64_t num_thresholds = 4095, int64_t topk = 1,
             int64_t slide_steps = 1);
+
+// What the chunk_eval layer returns, in Fluid's order.
+struct ChunkEvalVars {
+  std::string precision, recall, f1_score;  // float32 [1]
+  std::string num_infer_chunks, num_label_chunks, num_correct_chunks;  // int64
+};
+
+// Fluid's chunk_eval layer: the chunks (IOB, IOE, IOBES or plain tags of
+// num_chunk_types types) of `input` against those of `label` (int64 tag
+// ids, one level of LoD; or padded [N, S] with seq_length, int64 [N]).
+ChunkEvalVars ChunkEval(ProgramBuilder* b, const std::string& input,
+                        const std::string& label,
+                        const std::string& chunk_scheme,
+                        int64_t num_chunk_types,
+                        const std::vector<int64_t>& excluded_chunk_types = {},
+                        const std::string& seq_length = "");
 
 }  // namespace layers
 }  // namespace fluid

@@ -79,11 +79,10 @@ TEST(LayerRegistry, UnknownLayerListsTheKnownOnes) {
   Built p;
   Error e = ErrorThrownBy([&] { BuildLayer(&p.b, "fully_connected", {}); });
   EXPECT_EQ(e.code(), ErrorCode::kNotFound);
-  EXPECT_NE(
-      std::string(e.what()).find(
-          "unknown layer 'fully_connected'; known layers: _assign_value, abs, "
-          "accuracy, "),
-      std::string::npos)
+  EXPECT_NE(std::string(e.what()).find(
+                "unknown layer 'fully_connected'; known layers: _assign_value, "
+                "_lod_append_var, abs, accuracy, "),
+            std::string::npos)
       << e.what();
   EXPECT_NE(std::string(e.what()).find(", fc, "), std::string::npos);
 }
@@ -703,6 +702,9 @@ std::vector<LayerCase> ControlLayerCases() {
   cases.push_back({"logical_not", {{"x", "mask"}}, [](ProgramBuilder* b) {
                      return layers::Logical(b, "logical_not", "mask", "", "");
                    }});
+  cases.push_back({"is_empty", {{"x", "x"}}, [](ProgramBuilder* b) {
+                     return layers::IsEmpty(b, "x", "");
+                   }});
   cases.push_back({"increment",
                    {{"x", "label"}, {"value", 2.0}, {"in_place", false}},
                    [](ProgramBuilder* b) {
@@ -754,6 +756,24 @@ std::vector<LayerCase> LoDLayerCases() {
        {{"x", "x"}, {"rank_table", "table"}},
        [](ProgramBuilder* b) {
          return layers::ReorderLoDTensorByRank(b, "x", "table");
+       }},
+      {"lod_reset",
+       {{"x", "x"}, {"target_lod", Ints{0, 2, 5}}},
+       [](ProgramBuilder* b) {
+         return layers::LoDReset(b, "x", "", {0, 2, 5});
+       }},
+      {"lod_reset",
+       {{"x", "x"}, {"y", "label"}},
+       [](ProgramBuilder* b) { return layers::LoDReset(b, "x", "label", {}); }},
+      {"lod_append",
+       {{"x", "x"}, {"level", Ints{0, 1, 3}}},
+       [](ProgramBuilder* b) {
+         return layers::LoDAppend(b, "x", {0, 1, 3});
+       }},
+      {"_lod_append_var",
+       {{"x", "x"}, {"level", "label"}},
+       [](ProgramBuilder* b) {
+         return layers::LoDAppend(b, "x", {}, "label");
        }},
   };
 }
@@ -827,6 +847,19 @@ std::vector<MultiOutputLayerCase> MultiOutputLayerCases() {
          return std::vector<std::string>{
              v.auc,      v.batch_auc, v.batch_stat_pos, v.batch_stat_neg,
              v.stat_pos, v.stat_neg};
+       }},
+      {"chunk_eval",
+       {{"input", "label"},
+        {"label", "label"},
+        {"chunk_scheme", "IOBES"},
+        {"num_chunk_types", int64_t{3}},
+        {"excluded_chunk_types", Ints{1}}},
+       [](ProgramBuilder* b) {
+         layers::ChunkEvalVars v =
+             layers::ChunkEval(b, "label", "label", "IOBES", 3, {1});
+         return std::vector<std::string>{
+             v.precision,        v.recall,           v.f1_score,
+             v.num_infer_chunks, v.num_label_chunks, v.num_correct_chunks};
        }},
       {"split",
        {{"input", "img"},

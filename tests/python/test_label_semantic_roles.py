@@ -4,7 +4,8 @@ fluid.MPIExecutor under `mpirun -np 2`. Both runs train on the same global
 batches (2 ranks x 4 sequences against one process on 8), in float64, so
 the np 2 run's parameters equal the single process's to 1e-6 (only the
 summation order differs) and are bitwise identical across the ranks; the
-validation loss falls and a tagging accuracy is printed."""
+validation loss falls and a tagging accuracy and chunk precision, recall
+and F1 (chunk_eval) are printed."""
 import os
 import re
 
@@ -36,6 +37,9 @@ def _run(repo_root, out_dir, world):
     assert len(before) == 1 and len(after) == 1, out  # rank 0 only
     assert float(after[0][0]) < float(before[0]), out
     assert 0.0 <= float(after[0][1]) <= 1.0, out
+    f1 = re.findall(r"chunks after 3 steps: precision ([0-9.]+), recall "
+                    r"([0-9.]+), F1 ([0-9.]+)", r.stdout)
+    assert len(f1) == 1 and all(0.0 <= float(v) <= 1.0 for v in f1[0]), out
     assert "nan" not in r.stdout, out
     return [dict(np.load(os.path.join(out_dir, f"rank{k}.npz")))
             for k in range(world)]

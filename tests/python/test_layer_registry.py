@@ -101,13 +101,15 @@ SAMPLES = {"var": "v", "var list": ["v", "w"], "int": 2, "int list": [2, 3],
 EITHER = {"conv2d_transpose": {"filter_size": [2, 3]},
           "image_resize": {"out_shape": [2, 3]},
           "resize_bilinear": {"out_shape": [2, 3]},
-          "resize_nearest": {"out_shape": [2, 3]}}
+          "resize_nearest": {"out_shape": [2, 3]},
+          "lod_reset": {"target_lod": [0, 2]}}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_python_layer_reaches_its_registered_layer(name, monkeypatch):
-    # auc builds six vars: (auc, batch_auc) and its four states.
-    recorder = _Recorder(outputs=6 if name == "auc" else 1)
+    # auc builds six vars: (auc, batch_auc) and its four states;
+    # chunk_eval six: its three rates and three counts.
+    recorder = _Recorder(outputs=6 if name in ("auc", "chunk_eval") else 1)
     monkeypatch.setattr(L, "current_builder",
                         lambda: (recorder, _Program()))
     args = SCHEMAS[name]["args"]
@@ -115,9 +117,9 @@ def test_python_layer_reaches_its_registered_layer(name, monkeypatch):
     given.update(EITHER.get(name, {}))
     out = getattr(L, name)(**given)
     # split returns its pieces as a list, as Fluid's does; auc returns
-    # (auc, batch_auc, [states]), as Fluid's does.
+    # (auc, batch_auc, [states]), as Fluid's does; chunk_eval a 6-tuple.
     v = "Variable(out)"
-    assert out in (v, [v], (v, v, [v] * 4))
+    assert out in (v, [v], (v, v, [v] * 4), (v,) * 6)
     assert len(recorder.calls) == 1
     layer, passed = recorder.calls[0]
     assert layer == name

@@ -1529,17 +1529,18 @@ from .layers_loss import hsigmoid, nce  # noqa: E402,F401
 from .layers_image import (  # noqa: E402,F401
     conv2d_transpose, image_resize, image_resize_short, resize_bilinear,
     resize_nearest)
-from .layers_crf import (crf_decoding, edit_distance,  # noqa: E402,F401
-                         linear_chain_crf)
+from .layers_crf import (chunk_eval, crf_decoding,  # noqa: E402,F401
+                         edit_distance, linear_chain_crf)
 from .layers_control import (  # noqa: E402,F401
     array_length, array_read, array_write, create_array, equal,
-    greater_equal, greater_than, increment, less_equal, less_than,
+    greater_equal, greater_than, increment, is_empty, less_equal, less_than,
     logical_and, logical_not, logical_or, logical_xor, not_equal)
 from .layers_while import While, while_loop  # noqa: E402,F401
 from .layers_rnn import StaticRNN  # noqa: E402,F401
 from .layers_lod import (  # noqa: E402,F401
-    array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
-    max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory)
+    _lod_append_var, array_to_lod_tensor, lod_append, lod_rank_table,
+    lod_reset, lod_tensor_to_array, max_sequence_len,
+    reorder_lod_tensor_by_rank, shrink_memory)
 from .layers_drnn import DynamicRNN  # noqa: E402,F401
 from .layers_cond import IfElse, Switch, cond  # noqa: E402,F401
 from .layers_decode import (  # noqa: E402,F401

@@ -1,6 +1,6 @@
 """Fluid 1.x's layers of control flow within one block: the compare ops
-(less_than, ... : bool Variables), the logical ops, increment, and tensor
-arrays (create_array, array_write, array_read, array_length).
+(less_than, ... : bool Variables), the logical ops, is_empty, increment,
+and tensor arrays (create_array, array_write, array_read, array_length).
 
     i = fluid.layers.fill_constant([1], "int64", 0)
     n = fluid.layers.fill_constant([1], "int64", 10)
@@ -17,7 +17,7 @@ from .layers import _dtype_name, _layer, _name
 
 __all__ = ["less_than", "less_equal", "greater_than", "greater_equal",
            "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
-           "logical_not", "increment", "create_array", "array_write",
+           "logical_not", "is_empty", "increment", "create_array", "array_write",
            "array_read", "array_length"]
 
 
@@ -128,6 +128,17 @@ def logical_not(x, out=None, name=None):
         >>> neither = fluid.layers.logical_not(fluid.layers.logical_or(a, b))
     """
     return _logical("logical_not", x, None, out, name)
+
+
+def is_empty(x, cond=None):
+    """Whether x has no element (a dim of 0): a bool [1] Variable, written
+    into `cond` when given (a bool Variable; a loop's or a branch's
+    condition).
+
+        >>> done = fluid.layers.is_empty(x)
+    """
+    return _layer("is_empty", x=_name(x, "is_empty", "x"),
+                  cond=_name_of(cond, "is_empty", "cond"))
 
 
 def increment(x, value=1.0, in_place=True):

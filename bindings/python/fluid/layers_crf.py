@@ -1,5 +1,5 @@
 """Fluid 1.x's sequence tagging layers: fluid.layers.linear_chain_crf,
-crf_decoding and edit_distance (chapter 07 of the Fluid book, label
+crf_decoding, chunk_eval and edit_distance (chapter 07 of the Fluid book, label
 semantic roles, and models evaluated by edit distance).
 
     emission = fluid.layers.fc(hidden, size=num_tags)      # a LoD batch
@@ -14,7 +14,7 @@ with their int64 lengths (`length`, `input_length`, `label_length`).
 """
 from . import layers as _layers
 
-__all__ = ["crf_decoding", "edit_distance", "linear_chain_crf"]
+__all__ = ["chunk_eval", "crf_decoding", "edit_distance", "linear_chain_crf"]
 
 
 def _optional(x, layer, arg):
@@ -102,3 +102,38 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None,
         ignored_tokens=list(ignored_tokens or []),
         input_length=_optional(input_length, "edit_distance", "input_length"),
         label_length=_optional(label_length, "edit_distance", "label_length"))
+
+
+def chunk_eval(input, label, chunk_scheme, num_chunk_types,
+               excluded_chunk_types=None, seq_length=None):
+    """The chunks of a tagging against its labels: (precision, recall,
+    f1_score) float32 [1] Variables and (num_infer_chunks,
+    num_label_chunks, num_correct_chunks) int64 [1] ones, for this batch
+    (fluid.metrics.ChunkEvaluator sums the counts over batches).
+
+    `input` (e.g. crf_decoding's path) and `label` hold int64 tag ids,
+    [rows, 1] with one level of LoD, the same for both (or padded [N, S]
+    with `seq_length`, int64 [N]). A tag id is type * T + tag, with T
+    tags per `chunk_scheme`: "IOB" (B=0, I=1), "IOE" (I=0, E=1), "IOBES"
+    (B=0, I=1, E=2, S=3) or "plain" (T=1: a run of one type is a chunk);
+    num_chunk_types * T is "outside". A chunk counts as correct when both
+    have it (same first and last row, same type). Types in
+    excluded_chunk_types (a list of ints) count nowhere.
+
+        >>> path = fluid.layers.crf_decoding(emission, param_attr="crfw")
+        >>> p, r, f1, n_infer, n_label, n_correct = \\
+        ...     fluid.layers.chunk_eval(path, target, "IOB", 1)
+    """
+    if excluded_chunk_types is not None and (
+            isinstance(excluded_chunk_types, (str, bytes)) or
+            not all(isinstance(t, int) and not isinstance(t, bool)
+                    for t in excluded_chunk_types)):
+        raise TypeError("chunk_eval(excluded_chunk_types="
+                        f"{excluded_chunk_types!r}): expected None or a list "
+                        "of ints")
+    return _layers._layer(
+        "chunk_eval", input=_layers._name(input, "chunk_eval"),
+        label=_layers._name(label, "chunk_eval", "label"),
+        chunk_scheme=chunk_scheme, num_chunk_types=num_chunk_types,
+        excluded_chunk_types=list(excluded_chunk_types or []),
+        seq_length=_optional(seq_length, "chunk_eval", "seq_length"))

@@ -12,13 +12,17 @@ back, the loop state shrunk as sequences end, and rows reordered by rank.
     # h_prev = shrink_memory(h, i, table) (one row per running sequence)
     out = fluid.layers.array_to_lod_tensor(steps, table)  # x again
 
-Tensors here carry one level of LoD: level is 0.
+lod_reset and lod_append give a tensor new LoD offsets (its data kept).
+
+Tensors here carry one level of LoD: level is 0, and lod_append takes a
+tensor without LoD.
 """
+from .framework import Variable
 from .layers import _layer, _name
 
 __all__ = ["lod_rank_table", "max_sequence_len", "lod_tensor_to_array",
            "array_to_lod_tensor", "shrink_memory",
-           "reorder_lod_tensor_by_rank"]
+           "reorder_lod_tensor_by_rank", "lod_reset", "lod_append"]
 
 
 def lod_rank_table(x, level=0):
@@ -90,3 +94,55 @@ def reorder_lod_tensor_by_rank(x, rank_table):
                   x=_name(x, "reorder_lod_tensor_by_rank", "x"),
                   rank_table=_name(rank_table, "reorder_lod_tensor_by_rank",
                                    "rank_table"))
+
+
+def _offsets(lod, layer, arg):
+    """A list of int offsets (Fluid takes a list or a tuple)."""
+    if not isinstance(lod, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in lod):
+        raise TypeError(f"{layer}({arg}={lod!r}): expected a list of int "
+                        "offsets, e.g. [0, 2, 5]")
+    return list(lod)
+
+
+def lod_reset(x, y=None, target_lod=None):
+    """x's data with new LoD offsets, [0, ..., rows of x]: y's LoD when y
+    (a Variable) has one, else the int32/int64 offsets y holds; without
+    y, `target_lod` (a list). One of y and target_lod must be given.
+
+        >>> out = fluid.layers.lod_reset(x, target_lod=[0, 2, 5])
+        >>> out = fluid.layers.lod_reset(x, y=words)   # words' LoD
+    """
+    if y is None and target_lod is None:
+        raise ValueError("lod_reset: y and target_lod should not be both "
+                         "None; give the new LoD")
+    if y is not None:
+        return _layer("lod_reset", x=_name(x, "lod_reset", "x"),
+                      y=_name(y, "lod_reset", "y"), target_lod=None)
+    return _layer("lod_reset", x=_name(x, "lod_reset", "x"), y=None,
+                  target_lod=_offsets(target_lod, "lod_reset", "target_lod"))
+
+
+def lod_append(x, level):
+    """x's data with the LoD offsets `level`, a list or a Variable of
+    int32/int64 offsets, [0, ..., rows of x]. x must carry no LoD (a
+    tensor here carries one level; Fluid appends a level below x's).
+
+        >>> seqs = fluid.layers.lod_append(x, [0, 1, 3])
+    """
+    if x is None:
+        raise ValueError("lod_append: x can't be None")
+    if isinstance(level, Variable):
+        return _lod_append_var(x, level)
+    if not isinstance(level, (list, tuple)):
+        raise ValueError(f"lod_append(level={level!r}): level must be a "
+                         "list, a tuple or a Variable")
+    return _layer("lod_append", x=_name(x, "lod_append", "x"),
+                  level=_offsets(level, "lod_append", "level"))
+
+
+def _lod_append_var(x, level):
+    """lod_append with the offsets a Variable holds (what lod_append
+    calls for a Variable `level`)."""
+    return _layer("_lod_append_var", x=_name(x, "lod_append", "x"),
+                  level=_name(level, "lod_append", "level"))
