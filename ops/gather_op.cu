@@ -1,8 +1,18 @@
 // CUDA kernels for gather and gather_grad (schemas, shape inference and
 // checks in gather_op.cc). An index outside X's rows gives a row of zeros
-// and no gradient (the device does not stop to check). The gradient is
-// computed per element of X@GRAD by walking Index in order, so repeated
-// rows sum (or, with overwrite, take the last) in a fixed order.
+// and no gradient (the device does not stop to check).
+//
+// The gradient groups the positions of Index by the row they name, on the
+// host (Index is copied there: O(N), no sort), each group in Index's order;
+// then one thread per (group, column) sums its group's Out@GRAD values (or,
+// with overwrite, takes the last). Work O(N x width) besides zeroing
+// X@GRAD, no atomics, and the additions run in the CPU kernel's order, so
+// the result equals the CPU's bit for bit, float32 included.
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
 #include "ops/cuda/cuda_helpers.cuh"
 #include "ops/gather_op.h"
 
@@ -23,22 +33,32 @@ struct GatherFill {
   }
 };
 
-template <typename T, typename I>
+// X@GRAD's rows named by Index: group g writes row rows[g] from the
+// Out@GRAD rows members[offsets[g]] .. members[offsets[g + 1] - 1].
+template <typename T>
 struct GatherGradFill {
   const T* dout;
-  const I* index;
-  int64_t count, width;
+  const int64_t* rows;     // [groups]
+  const int64_t* offsets;  // [groups + 1]
+  const int64_t* members;  // positions of Index, grouped, in order
+  int64_t width;
   bool overwrite;
   T* dx;
   __device__ void operator()(int64_t e) const {
-    const int64_t r = e / width, c = e - r * width;
+    const int64_t g = e / width, c = e - g * width;
     T acc = T(0);
-    for (int64_t i = 0; i < count; ++i) {
-      if (static_cast<int64_t>(index[i]) != r) continue;
-      acc = overwrite ? dout[i * width + c] : acc + dout[i * width + c];
+    for (int64_t k = offsets[g]; k < offsets[g + 1]; ++k) {
+      const T v = dout[members[k] * width + c];
+      acc = overwrite ? v : acc + v;
     }
-    dx[e] = acc;
+    dx[rows[g] * width + c] = acc;
   }
+};
+
+template <typename T>
+struct ZeroFill {
+  T* p;
+  __device__ void operator()(int64_t e) const { p[e] = T(0); }
 };
 
 template <typename T, typename I>
@@ -59,12 +79,62 @@ void GatherKernel(const ExecutionContext& ctx) {
   }
 }
 
-template <typename T, typename I>
+// Index's positions grouped by row: `groups` groups, in one int64 host
+// tensor holding the rows [G], the offsets [G + 1], then the members
+// (positions in Index's order). Rows outside [0, rows) get no group.
+struct RowGroups {
+  Tensor plan;
+  int64_t groups;
+};
+
+template <typename I>
+RowGroups GroupByRow(const Tensor& index_host, int64_t count, int64_t rows) {
+  const I* idx = index_host.data<I>();
+  std::unordered_map<int64_t, int64_t> group_of;
+  std::vector<int64_t> group_rows, sizes, group(count, -1);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t r = static_cast<int64_t>(idx[i]);
+    if (r < 0 || r >= rows) continue;
+    auto it = group_of.emplace(r, static_cast<int64_t>(group_rows.size()));
+    if (it.second) {
+      group_rows.push_back(r);
+      sizes.push_back(0);
+    }
+    group[i] = it.first->second;
+    ++sizes[group[i]];
+  }
+  const int64_t groups = static_cast<int64_t>(group_rows.size());
+  int64_t members = 0;
+  for (int64_t s : sizes) members += s;
+  Tensor out(DataType::kInt64, Shape{2 * groups + 1 + members});
+  int64_t* p = out.mutable_data<int64_t>();
+  std::copy(group_rows.begin(), group_rows.end(), p);
+  int64_t* offsets = p + groups;
+  offsets[0] = 0;
+  for (int64_t g = 0; g < groups; ++g) offsets[g + 1] = offsets[g] + sizes[g];
+  std::vector<int64_t> next(offsets, offsets + groups);
+  for (int64_t i = 0; i < count; ++i)
+    if (group[i] >= 0) offsets[groups + 1 + next[group[i]]++] = i;
+  return {std::move(out), groups};
+}
+
+template <typename T>
 void GatherGrad(const ExecutionContext& ctx, const GatherArgs& a, T* dx) {
-  cuda::ForEach(cuda::Dev(ctx), a.rows * a.width,
-                GatherGradFill<T, I>{ctx.Input(GradSlot("Out")).data<T>(),
-                                     a.index.data<I>(), a.count, a.width,
-                                     ctx.Attr<bool>("overwrite"), dx});
+  Tensor index_host;
+  index_host.CopyFrom(a.index, Place::CPU());
+  const RowGroups host = a.index.dtype() == DataType::kInt32
+                             ? GroupByRow<int32_t>(index_host, a.count, a.rows)
+                             : GroupByRow<int64_t>(index_host, a.count, a.rows);
+  cuda::ForEach(cuda::Dev(ctx), a.rows * a.width, ZeroFill<T>{dx});
+  if (host.groups == 0) return;
+  Tensor plan;
+  plan.CopyFrom(host.plan, ctx.place());
+  const int64_t* p = plan.data<int64_t>();
+  const int64_t g = host.groups;
+  cuda::ForEach(cuda::Dev(ctx), g * a.width,
+                GatherGradFill<T>{ctx.Input(GradSlot("Out")).data<T>(), p,
+                                  p + g, p + 2 * g + 1, a.width,
+                                  ctx.Attr<bool>("overwrite"), dx});
 }
 
 template <typename T>
@@ -76,12 +146,7 @@ void GatherGradKernel(const ExecutionContext& ctx) {
                 "gather_grad: Out@GRAD '", ctx.InputName(GradSlot("Out")), "' ",
                 ctx.Input(GradSlot("Out")).shape(),
                 " does not hold one row of X per index");
-  T* d = dx->mutable_data<T>(ctx.place());
-  if (a.index.dtype() == DataType::kInt32) {
-    GatherGrad<T, int32_t>(ctx, a, d);
-  } else {
-    GatherGrad<T, int64_t>(ctx, a, d);
-  }
+  GatherGrad<T>(ctx, a, dx->mutable_data<T>(ctx.place()));
 }
 
 }  // namespace

@@ -36,6 +36,29 @@ TEST(GatherOpCuda, MatchesCpu) {
   }
 }
 
+// Many positions naming few rows: the gradient adds (or overwrites) each
+// row's values in Index's order, as the CPU does, so float32 too matches
+// bit for bit (tolerance 0); rows 9, 10 and 11 get none.
+TEST(GatherOpCuda, RepeatedRowsBitwise) {
+  REQUIRE_GPU();
+  std::vector<int64_t> rows;
+  for (int i = 0; i < 300; ++i) rows.push_back((i * 7 + i / 13) % 9);
+  testing::CudaCheckOptions exact;
+  exact.tolerance = 0;
+  uint64_t seed = 11;
+  for (DataType dt : kFloatTypes) {
+    for (bool overwrite : {false, true}) {
+      auto op = MakeOp("gather", {{"X", {"x"}}, {"Index", {"i"}}},
+                       {{"Out", {"out"}}}, {{"overwrite", overwrite}});
+      EXPECT_TRUE(
+          CudaMatchesCpu(op,
+                         {{"x", RandomTensor(dt, {12, 5}, -1, 1, seed++)},
+                          {"i", MakeTensor<int64_t>({300}, rows)}},
+                         exact));
+    }
+  }
+}
+
 TEST(GatherOpCuda, Integers) {
   REQUIRE_GPU();
   testing::CudaCheckOptions o;
