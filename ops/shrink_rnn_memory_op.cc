@@ -1,7 +1,10 @@
 // shrink_rnn_memory (X, I, RankTable -> Out): the first rows of X, one per
 // sequence still running at loop step I (longer than I): a loop over
 // sequences sorted longest first keeps its state for those alone (Fluid's
-// DynamicRNN; Python: fluid.layers.shrink_memory). Out carries no LoD.
+// DynamicRNN; Python: fluid.layers.shrink_memory). Out carries no LoD;
+// but for an X with LoD (DynamicRNN's static_input of a sequence batch,
+// one sequence per sequence of the loop) Out is X's first sequences, one
+// per running sequence, with their LoD, as Fluid's op does.
 // Its gradient: dX = Out@GRAD in the first rows, zeros in the rest.
 // Kernels run on the host for every place (ops/lod_rank_table_op.h).
 #include "ops/lod_rank_table_op.h"
@@ -21,7 +24,7 @@ void ShrinkInferShape(InferShapeContext* ctx) {
   if (ctx->IsRuntime()) return;  // the kernel sets Out
   ctx->SetOutputShape("Out", ShapeWithRows(x, -1));
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
-  ctx->SetOutputLoDLevel("Out", 0);
+  ctx->SetOutputLoDLevel("Out", ctx->InputLoDLevel("X") > 0 ? 1 : 0);
 }
 
 void ShrinkKernel(const ExecutionContext& ctx) {
@@ -30,12 +33,19 @@ void ShrinkKernel(const ExecutionContext& ctx) {
   const int64_t n = table.RunningAt(step);
   Tensor x;
   x.CopyFrom(ctx.Input("X"), Place::CPU());
-  FLUID_ENFORCE(x.shape()[0] >= n, ctx.type(), ": X '", ctx.InputName("X"),
-                "' has ", x.shape()[0], " rows but ", n,
-                " sequences run at step ", step, "; X needs one row each");
-  Tensor out(x.dtype(), ShapeWithRows(x.shape(), n));
-  CopyHostRows(x, 0, &out, 0, n);
-  ctx.Output("Out")->CopyFrom(out, ctx.place());
+  const bool seqs = x.has_lod();
+  const int64_t units = seqs ? LoDCount(x.lod()) : x.shape()[0];
+  FLUID_ENFORCE(units >= n, ctx.type(), ": X '", ctx.InputName("X"), "' has ",
+                units, seqs ? " sequences" : " rows", " but ", n,
+                " sequences run at step ", step, "; X needs one ",
+                seqs ? "sequence" : "row", " each");
+  const int64_t rows = seqs ? x.lod()[n] : n;
+  Tensor out(x.dtype(), ShapeWithRows(x.shape(), rows));
+  CopyHostRows(x, 0, &out, 0, rows);
+  if (seqs) out.set_lod(LoD(x.lod().begin(), x.lod().begin() + n + 1));
+  Tensor* o = ctx.Output("Out");
+  o->CopyFrom(out, ctx.place());
+  o->set_lod(out.lod());
 }
 
 // dX: Out@GRAD in its rows, zeros below (and everywhere when no gradient

@@ -129,6 +129,38 @@ TEST(LoDRankTable, OpsAgainstLoops) {
             std::vector<double>(vm.begin(), vm.begin() + 9));
 }
 
+// X with LoD (DynamicRNN's static_input of a sequence batch): the first
+// sequences, one per running sequence, with their LoD, as Fluid's op does.
+TEST(LoDRankTable, ShrinkKeepsWholeSequencesOfXWithLoD) {
+  proto::ProgramDesc p = NewProgram();
+  proto::BlockDesc* b = p.mutable_blocks(0);
+  AddVarDesc(b, "x", DataType::kFloat64, {-1, kCols})->set_lod_level(1);
+  AddVarDesc(b, "c", DataType::kFloat64, {-1, kCols})->set_lod_level(1);
+  AddVarDesc(b, "i", DataType::kInt64, {1});
+  Op(b, MakeOp("lod_rank_table", {{"X", {"x"}}}, {{"Out", {"table"}}}));
+  Op(b, MakeOp("shrink_rnn_memory",
+               {{"X", {"c"}}, {"I", {"i"}}, {"RankTable", {"table"}}},
+               {{"Out", {"o"}}}));
+  EXPECT_EQ(GetVarDesc(*b, "o").lod_level(), 1);
+  const Tensor c = SeqBatch(4, {1, 2, 0, 3, 1});  // one per sequence of x
+  for (int64_t step : {0, 1, 2}) {
+    Executor exe;
+    Scope scope;
+    std::vector<Tensor> out;
+    exe.RunOnce(
+        p, &scope,
+        {{"x", SeqBatch(3)}, {"c", c}, {"i", MakeTensor<int64_t>({1}, {step})}},
+        {"o"}, &out);
+    // kLengths 2, 0, 3, 2, 1: 4, 3 and 1 sequences run at steps 0, 1, 2.
+    const int64_t n = step == 0 ? 4 : step == 1 ? 3 : 1;
+    const int64_t rows = c.lod()[n];
+    EXPECT_EQ(out[0].lod(), LoD(c.lod().begin(), c.lod().begin() + n + 1));
+    const std::vector<double> vc = ToVector<double>(c);
+    EXPECT_EQ(ToVector<double>(out[0]),
+              std::vector<double>(vc.begin(), vc.begin() + rows * kCols));
+  }
+}
+
 TEST(LoDRankTable, ReordersRowsWithoutLoD) {
   proto::ProgramDesc p = NewProgram();
   proto::BlockDesc* b = p.mutable_blocks(0);
