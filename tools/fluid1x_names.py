@@ -154,21 +154,29 @@ REASONS = [
     ("Imperative (dygraph) mode: this product runs static programs only; "
      "build the network with fluid.layers and run it with an executor.",
      "fluid.dygraph fluid.in_dygraph_mode"),
-    ("Control flow over sub-blocks, tensor arrays, decoding and CRF: not "
-     "built yet; they are the next large piece of the layer set (ops run by "
-     "sub-blocks with their own gradient blocks).", """
-     fluid.LoDTensorArray
-     fluid.layers.is_empty
-     fluid.layers.case fluid.layers.switch_case
-     fluid.layers.tensor_array_to_tensor
+    ("The cell and decoder API of Fluid 1.8 (fluid.layers.rnn over an "
+     "RNNCell, dynamic_decode with a BeamSearchDecoder) and the fused "
+     "lstm / dynamic_lstmp: not built yet. DynamicRNN, StaticRNN, "
+     "dynamic_lstm, dynamic_gru, gru_unit, lstm_unit and beam_search / "
+     "beam_search_decode in a While loop, which exist, build the same "
+     "networks (examples/machine_translation.py).", """
      fluid.layers.RNNCell fluid.layers.GRUCell fluid.layers.LSTMCell
      fluid.layers.Decoder fluid.layers.BeamSearchDecoder fluid.layers.rnn
-     fluid.layers.dynamic_decode fluid.layers.lstm fluid.layers.dynamic_lstmp
-     fluid.layers.chunk_eval fluid.layers.Print"""),
+     fluid.layers.dynamic_decode fluid.layers.lstm
+     fluid.layers.dynamic_lstmp"""),
+    ("Control-flow layers not built yet, with what to use instead: case and "
+     "switch_case (fluid.layers.Switch or cond, which exist, take the same "
+     "branches); tensor_array_to_tensor (array_to_lod_tensor, or "
+     "array_read per slot and concat); Print (fetch the var); "
+     "fluid.LoDTensorArray, the Python type of a fetched tensor array (read "
+     "the array into a tensor in the program and fetch that).", """
+     fluid.LoDTensorArray
+     fluid.layers.case fluid.layers.switch_case
+     fluid.layers.tensor_array_to_tensor fluid.layers.Print"""),
     ("Tensor, loss and sequence ops not built yet (each needs its CPU and "
-     "CUDA kernels, gradient checks and a reference); they come with the "
-     "control-flow work above. Most have a short equivalent in the layers "
-     "that exist (e.g. mse_loss: mean(square_error_cost)).", """
+     "CUDA kernels, gradient checks and a reference). Most have a short "
+     "equivalent in the layers that exist (e.g. mse_loss: "
+     "mean(square_error_cost)).", """
      fluid.layers.adaptive_pool2d
      fluid.layers.instance_norm fluid.layers.data_norm
      fluid.layers.reduce_all fluid.layers.reduce_any
@@ -176,7 +184,6 @@ REASONS = [
      fluid.layers.im2sequence fluid.layers.row_conv fluid.layers.multiplex
      fluid.layers.spectral_norm
      fluid.layers.autoincreased_step_counter
-     fluid.layers.lod_reset fluid.layers.lod_append
      fluid.layers.lrn fluid.layers.pad fluid.layers.pad_constant_like
      fluid.layers.label_smooth fluid.layers.dice_loss
      fluid.layers.gather_nd fluid.layers.scatter
