@@ -51,6 +51,9 @@ namespace {
 
 void ConcatInferShape(InferShapeContext* ctx) {
   if (!ctx->HasOutput("Out")) return;  // an unneeded gradient
+  // In place, Out's shape is X's until the kernel has read X whole: the
+  // kernel sets it.
+  if (ctx->InputName("X") == ctx->OutputName("Out")) return;
   Shape out = ctx->GetInputShape("X");
   const int axis = NormalizeAxis(ctx->Attr<int32_t>("axis"), out.rank(),
                                  "c_concat", ctx->InputName("X"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/distributed/communicator.h"
+#include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -290,7 +291,8 @@ TEST(CommunicatorGroupOps, ConcatJoinsInRingOrder) {
   });
 }
 
-// Out is X: a parameter initialised whole is sliced in place, any dtype.
+// Out is X: a parameter initialised whole is sliced in place, any dtype,
+// and joined again in place.
 TEST(CommunicatorGroupOps, SplitInPlace) {
   RunRanks(4, [](int rank, Communicator* comm) {
     MakeRings(rank, comm);
@@ -310,6 +312,19 @@ TEST(CommunicatorGroupOps, SplitInPlace) {
     const int64_t o = 2 * (rank % 2);
     EXPECT_EQ(ToVector<int64_t>(out),
               std::vector<int64_t>({o, o + 1, o + 4, o + 5}));
+    // And c_concat in place puts it back together (w declared as the
+    // block it now holds).
+    proto::ProgramDesc join =
+        Program({MakeOp("c_concat", {{"X", {"w"}}}, {{"Out", {"w"}}},
+                        RingAttrs(-1, 1, 2))},
+                {});
+    AddVarDesc(join.mutable_blocks(0), "w", DataType::kInt64, Shape{2, 2},
+               true);
+    RunWith(comm, join, &scope);
+    const Tensor& whole = scope.GetVar("w")->GetTensor();
+    EXPECT_EQ(whole.shape(), Shape({2, 4}));
+    EXPECT_EQ(ToVector<int64_t>(whole),
+              std::vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}));
   });
 }
 
@@ -350,6 +365,74 @@ TEST(CommunicatorGroupOps, SplitRefusesAnAxisNotDividingByTheRanks) {
     EXPECT_NE(err.find("not a multiple of nranks (2)"), std::string::npos)
         << err;
   });
+}
+
+// `values` as a tensor of `dtype` (float16, int32 or float64) and shape.
+Tensor Typed(const std::vector<double>& values, DataType dtype,
+             const Shape& shape) {
+  Tensor t(dtype, shape);
+  void* p = t.raw_mutable_data();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DataType::kFloat16)
+      static_cast<float16*>(p)[i] = FromFloat<float16>(float(values[i]));
+    if (dtype == DataType::kInt32)
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(values[i]);
+    if (dtype == DataType::kFloat64) static_cast<double*>(p)[i] = values[i];
+  }
+  return t;
+}
+
+// The elements of a host tensor Typed made, as doubles.
+std::vector<double> Values(const Tensor& t) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DataType::kFloat16)
+      out.push_back(ToFloat(t.data<float16>()[i]));
+    if (t.dtype() == DataType::kInt32) out.push_back(t.data<int32_t>()[i]);
+    if (t.dtype() == DataType::kFloat64) out.push_back(t.data<double>()[i]);
+  }
+  return out;
+}
+
+// On a CUDA device (the communicator stages the blocks through host
+// memory): elements of 2, 4 and 8 bytes, along the first and last axis.
+TEST(CommunicatorGroupOps, SplitThenConcatOnTheDevice) {
+  if (!BuiltWithCuda() || CudaDeviceCount() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  std::vector<double> whole;  // small integers: exact in every dtype
+  for (int i = 0; i < 24; ++i) whole.push_back(i - 12);
+  for (DataType dtype :
+       {DataType::kFloat16, DataType::kInt32, DataType::kFloat64}) {
+    for (int axis : {0, -1}) {
+      RunRanks(2, [&whole, dtype, axis](int rank, Communicator* comm) {
+        const Shape block = axis == 0 ? Shape{2, 6} : Shape{4, 3};
+        proto::ProgramDesc p = NewProgram();
+        auto* b = p.mutable_blocks(0);
+        AddVarDesc(b, "x", dtype, Shape{4, 6});
+        AddVarDesc(b, "y", dtype, block);
+        AddVarDesc(b, "z", dtype, Shape{4, 6});
+        *b->add_ops() = MakeOp("c_split", {{"X", {"x"}}}, {{"Out", {"y"}}},
+                               RingAttrs(axis, 0, 2));
+        *b->add_ops() = MakeOp("c_concat", {{"X", {"y"}}}, {{"Out", {"z"}}},
+                               RingAttrs(axis, 0, 2));
+        Executor exe(Place::CUDA(0));
+        exe.mutable_device_context()->set_communicator(comm);
+        Scope scope;
+        auto prepared = exe.Prepare(p, &scope);
+        std::vector<Tensor> out;
+        exe.Run(prepared.get(), {{"x", Typed(whole, dtype, Shape{4, 6})}},
+                {"y", "z"}, &out);
+        const int a = axis < 0 ? 1 : 0;
+        Tensor x = Typed(whole, DataType::kFloat64, Shape{4, 6});
+        EXPECT_EQ(out[0].shape(), block);
+        EXPECT_EQ(Values(out[0]),
+                  Slice(x, a, block[a] * rank, block[a] * (rank + 1)))
+            << DataTypeName(dtype) << " axis " << axis;
+        EXPECT_EQ(Values(out[1]), whole)
+            << DataTypeName(dtype) << " axis " << axis;
+      });
+    }
+  }
 }
 
 // One rank (no communicator at all): the numeric gradient in float64.
