@@ -94,9 +94,11 @@ def _run(seqs_inf, seqs_lab, scheme, num_types, excluded, padded):
             return fluid.create_lod_tensor(flat.reshape(-1, 1), [lengths])
         feed = {"inf": lod(seqs_inf), "lab": lod(seqs_lab)}
     exe = fluid.Executor(fluid.CPUPlace())
-    exe.run(startup)
+    scope = fluid.Scope()  # its own: the global one is other tests' too
+    exe.run(startup, scope=scope)
     return [np.asarray(v).ravel()[0]
-            for v in exe.run(main, feed=feed, fetch_list=list(outs))]
+            for v in exe.run(main, feed=feed, fetch_list=list(outs),
+                             scope=scope)]
 
 
 @pytest.mark.parametrize("scheme", sorted(TAGS))

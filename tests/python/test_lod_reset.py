@@ -17,9 +17,10 @@ def _run(build, feed, fetch_names=(), return_numpy=False):
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         fetch = build()
     exe = fluid.Executor(fluid.CPUPlace())
-    exe.run(startup)
+    scope = fluid.Scope()  # its own: the global one is other tests' too
+    exe.run(startup, scope=scope)
     return exe.run(main, feed=feed, fetch_list=list(fetch) + list(fetch_names),
-                   return_numpy=return_numpy)
+                   return_numpy=return_numpy, scope=scope)
 
 
 @pytest.mark.parametrize("rows", [0, 3])
@@ -104,7 +105,8 @@ def test_lod_append_gives_x_without_lod_its_level():
     def build():
         x = L.data("x", [2], dtype="float64")
         lv = L.data("lv", [-1], append_batch_size=False, dtype="int64")
-        return [L.lod_append(x, [0, 1, 5]), L.lod_append(x, (0, 5)),
+        return [L.lod_append(x, [0, 1, 5]),
+                L.lod_append(x, (np.int64(0), np.int64(5))),  # NumPy ints
                 L.lod_append(x, lv)]
     outs = _run(build, {"x": X, "lv": np.array([0, 2, 2, 5], np.int64)})
     for out, want in zip(outs, [[0, 1, 5], [0, 5], [0, 2, 2, 5]]):

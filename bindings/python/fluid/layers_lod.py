@@ -17,6 +17,8 @@ lod_reset and lod_append give a tensor new LoD offsets (its data kept).
 Tensors here carry one level of LoD: level is 0, and lod_append takes a
 tensor without LoD.
 """
+import numbers
+
 from .framework import Variable
 from .layers import _layer, _name
 
@@ -97,12 +99,14 @@ def reorder_lod_tensor_by_rank(x, rank_table):
 
 
 def _offsets(lod, layer, arg):
-    """A list of int offsets (Fluid takes a list or a tuple)."""
+    """A list of int offsets (Fluid takes a list or a tuple; NumPy ints
+    count as ints)."""
     if not isinstance(lod, (list, tuple)) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in lod):
+            isinstance(v, numbers.Integral) and not isinstance(v, bool)
+            for v in lod):
         raise TypeError(f"{layer}({arg}={lod!r}): expected a list of int "
                         "offsets, e.g. [0, 2, 5]")
-    return list(lod)
+    return [int(v) for v in lod]
 
 
 def lod_reset(x, y=None, target_lod=None):
