@@ -25,6 +25,7 @@ REGISTER_OP(shard_view)
     .Output("Out", "block rank of X, sharing its memory")
     .Attr<int32_t>("nranks", 1, "the number of ranks (blocks of X)")
     .InRange(1, kNoUpperBound)
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
     .SetInferShape([](InferShapeContext* ctx) {
       BlockInferShape(ctx, "shard_view");
     })

@@ -10,6 +10,7 @@
 #include "transpiler/shard_gradient_ops.h"
 #include "transpiler/shard_params.h"
 #include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -731,7 +732,10 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
   plan.scatter = NewProgram();
   proto::BlockDesc* gather = plan.gather.mutable_blocks(0);
   proto::BlockDesc* scatter = plan.scatter.mutable_blocks(0);
-  const int nranks = sharded.main().nranks();
+  // The state is sharded over a data-parallel group (all ranks, or the
+  // ranks holding one tensor-parallel slice).
+  const int nranks =
+      sharded.main().nranks() / TensorParallelDegree(sharded.strategy());
   const std::vector<std::string> stage3 = ParamShardBuffers(main);
   for (const ParamBufferLayout& layout : ParamBuffers(main)) {
     const proto::OpDesc& first = src.ops(updates.at(layout.params[0]));

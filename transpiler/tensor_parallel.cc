@@ -217,7 +217,15 @@ void RefuseWithTensorParallel(const proto::TrainingJob& job,
   refuse(s.recompute(), "recompute");
   refuse(s.amp() && s.amp_configs().dtype() == "fp16",
          "fp16 loss scaling (use amp_configs.dtype = bf16)");
-  refuse(ShardStage(s) != 0, "optimizer-state sharding");
+  refuse(ShardStage(s) == 3, "sharding stage 3");
+  // Sharded, a bucket's shard mixes split and replicated gradients, whose
+  // squared norms the group must sum apart.
+  bool clips = false;
+  for (const auto& op : job.main().blocks(0).ops())
+    clips |= op.type() == "squared_l2_norm" && HasRole(op, OpRole::kOptimize);
+  refuse(ShardStage(s) != 0 && clips,
+         "optimizer-state sharding and a global-norm gradient clip together "
+         "(either alone composes)");
   RefuseSubBlocks(job.main(), "tensor parallelism",
                   "train the loop without tensor_parallel_degree");
 }
@@ -394,9 +402,11 @@ proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job,
 }
 
 void UseDataParallelRing(proto::ProgramDesc* program) {
+  // The collectives, and shard_view, whose block is the rank's in its
+  // ring.
   static const std::set<std::string> collectives = {
-      "c_allreduce", "c_sparse_allreduce", "c_reducescatter",
-      "c_allgather", "c_broadcast",        "c_barrier"};
+      "c_allreduce", "c_sparse_allreduce", "c_reducescatter", "c_allgather",
+      "c_broadcast", "c_barrier",          "shard_view"};
   for (auto& block : *program->mutable_blocks())
     for (auto& op : *block.mutable_ops())
       if (collectives.count(op.type()) && !HasOpAttr(op, "ring_id"))

@@ -99,9 +99,10 @@ proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job, int tp);
 void RefuseWithTensorParallel(const proto::TrainingJob& job,
                               const proto::DistributedStrategy& s);
 
-// Sets ring_id = kDataParallelRing on every collective op of `program`
-// that names no ring (the data-parallel passes' reductions, gathers and
-// broadcasts run over the data-parallel group).
+// Sets ring_id = kDataParallelRing on every collective op (and
+// shard_view) of `program` that names no ring (the data-parallel passes'
+// reductions, gathers, broadcasts and shards are the data-parallel
+// group's).
 void UseDataParallelRing(proto::ProgramDesc* program);
 
 // Checks the rewritten job: every value a column-parallel mul splits

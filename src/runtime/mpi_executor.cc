@@ -141,6 +141,21 @@ proto::ProgramDesc WithoutParameterState(const proto::ProgramDesc& startup) {
   return out;
 }
 
+// What the ranks of a data-parallel group would run unsharded: the job
+// after the rewrites of what one rank computes (mixed precision's loss
+// scaling and gradient merge's accumulators are persistable state a
+// checkpoint must hold), split by tensor parallelism when it is asked for.
+proto::TrainingJob PlainJob(const proto::TrainingJob& job,
+                            const proto::DistributedStrategy& strategy) {
+  if (FormOf(job.main()) != JobForm::kLocal) return job;
+  const proto::DistributedStrategy s = CanonicalStrategy(strategy);
+  proto::TrainingJob plain = LocalRewrites(job, s);
+  const int tp = TensorParallelDegree(s);
+  if (tp == 1 || ShardStage(s) == 0) return plain;
+  *plain.mutable_strategy() = s;
+  return TensorParallelRewrite(plain, tp);
+}
+
 }  // namespace
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
@@ -211,12 +226,14 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   // What the ranks would run unsharded: the job after the rewrites of
   // what one rank computes (mixed precision's loss scaling and gradient
   // merge's accumulators are persistable state a checkpoint must hold).
-  const proto::TrainingJob plain =
-      FormOf(job.main()) == JobForm::kLocal
-          ? LocalRewrites(job, CanonicalStrategy(strategy))
-          : job;
+  // With tensor parallelism, what each rank of a data-parallel group runs
+  // unsharded is the split job.
+  const proto::TrainingJob plain = PlainJob(job, strategy);
   std::vector<std::pair<std::string, Tensor>> held;
-  tp_.Begin(job_, scope_);  // the rings, before the startup's c_split ops
+  // The rings, before the startup's c_split ops.
+  tp_.Begin(job_, plain, scope_);
+  shard_.SetGroup(tp_.active() ? comm_->Group(kDataParallelRing) : comm_,
+                  tp_.active());
   if (run_startup) {
     exe_.RunOnce(job_.startup(), scope_);
   } else {
@@ -359,8 +376,14 @@ void MPIExecutor::BroadcastPersistables() {
   const std::set<std::string> state(shard_.per_parameter_state().begin(),
                                     shard_.per_parameter_state().end());
   for (const auto& v : checkpoint_program().blocks(0).vars()) {
-    if (!v.persistable() || IsShardVar(v.name()) || state.count(v.name()))
+    if (!v.persistable() || IsShardVar(v.name())) continue;
+    // A sharded job's per-parameter state is ScatterLoaded's, unless the
+    // shards are of tensor-parallel slices: each data-parallel group's
+    // first rank then needs its slice of what rank 0 loaded first.
+    if (state.count(v.name())) {
+      if (tp_.active()) BroadcastLoadedState(v);
       continue;
+    }
     Variable* var = scope_->FindVar(v.name());
     if (var == nullptr || !var->HasValue() || !var->IsTensor()) continue;
     if (tp_.IsSplit(v.name())) {
@@ -371,6 +394,20 @@ void MPIExecutor::BroadcastPersistables() {
   }
   tp_.SliceWhole();
   shard_.ScatterLoaded();
+}
+
+void MPIExecutor::BroadcastLoadedState(const proto::VarDesc& v) {
+  Variable* var = scope_->Var(v.name());
+  const bool mine = var->IsTensor() && var->GetTensor().initialized();
+  if (comm_->AllGatherValue(mine ? 1 : 0)[0] == 0) return;  // not loaded
+  if (tp_.IsSplit(v.name())) return tp_.Broadcast(v.name());
+  Tensor* t = var->GetMutableTensor();
+  if (!t->initialized()) {
+    t->set_dtype(VarDtype(v));
+    t->Resize(VarShape(v));
+    t->raw_mutable_data();
+  }
+  comm_->Broadcast(*t, 0);
 }
 
 void MPIExecutor::CheckConsistency() {

@@ -142,6 +142,10 @@ class MPIExecutor {
   // Every rank passes the same strategy (CheckRunSettingsAgree over its
   // fields, so a new field is compared without code).
   void CheckStrategyAgrees(const proto::DistributedStrategy& strategy);
+  // BroadcastPersistables' part for the per-parameter state of a sharded
+  // tensor-parallel job: every rank takes what rank 0 loaded (nothing when
+  // it loaded none), whole, so that each cuts its slice.
+  void BroadcastLoadedState(const proto::VarDesc& v);
   // Ends with an error naming the ranks whose `mine` differs from rank 0's.
   void CheckSameProgram(uint64_t mine, const char* what);
 

@@ -7,6 +7,7 @@
 #include "src/framework/program_desc.h"
 #include "transpiler/buckets.h"
 #include "transpiler/sharding.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -85,6 +86,9 @@ void ShardState::Plan(const proto::TrainingJob& plain,
   if (!sharded_ || IsSharded(plain.main())) return;
   unsharded_main_ = plain.main();
   ShardCheckpointPlan plan = PlanShardCheckpoint(plain, prepared);
+  if (data_parallel_ring_)
+    for (auto* p : {&plan.gather, &plan.gather_parameters, &plan.scatter})
+      UseDataParallelRing(p);
   gather_ = exe_->Prepare(plan.gather, scope_);
   if (plan.gather_parameters.blocks(0).ops_size() > 0)
     gather_parameters_ = exe_->Prepare(plan.gather_parameters, scope_);

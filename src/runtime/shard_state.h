@@ -48,6 +48,14 @@ class ShardState {
   void Plan(const proto::TrainingJob& plain,
             const proto::TrainingJob& prepared);
 
+  // The ranks the state is sharded over, and whether they are a
+  // data-parallel ring (tensor parallelism: ring 2 of `comm`), whose id
+  // the checkpoint plan's collectives then carry. Call before Begin.
+  void SetGroup(Communicator* comm, bool data_parallel_ring) {
+    comm_ = comm;
+    data_parallel_ring_ = data_parallel_ring;
+  }
+
   // Whether a step leaves parameter gathers in flight.
   bool overlaps_gathers() const { return !gather_handles_.empty(); }
   // After a step that left gathers in flight: the scope's fence is this.
@@ -88,6 +96,7 @@ class ShardState {
 
   Executor* exe_;
   Communicator* comm_;
+  bool data_parallel_ring_ = false;
   Scope* scope_ = nullptr;
   bool sharded_ = false;
   // The persistable handles of overlapped parameter gathers, and whether

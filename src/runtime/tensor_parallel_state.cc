@@ -14,7 +14,7 @@ constexpr const char* kWholeSuffix = "@TP_WHOLE";
 }  // namespace
 
 void TensorParallelState::Begin(const proto::TrainingJob& prepared,
-                                Scope* scope) {
+                                const proto::TrainingJob& plain, Scope* scope) {
   scope_ = scope;
   slices_.clear();
   axis_.clear();
@@ -25,12 +25,14 @@ void TensorParallelState::Begin(const proto::TrainingJob& prepared,
   const int rank = comm_->rank();
   comm_->CreateGroup(kTensorParallelRing, DpRankOf(rank, tp_), rank);
   comm_->CreateGroup(kDataParallelRing, TpRankOf(rank, tp_), rank);
-  const proto::BlockDesc& startup = prepared.startup().blocks(0);
-  for (const auto& op : startup.ops()) {
-    if (op.type() != "c_split") continue;
-    const std::string name = OpInput(op, "X")[0];
-    axis_[name] = GetOpAttrAs<int32_t>(op, "axis");
-    sliced_shape_[name] = VarShape(GetVarDesc(startup, name));
+  for (const auto* program : {&prepared.startup(), &plain.startup()}) {
+    const proto::BlockDesc& startup = program->blocks(0);
+    for (const auto& op : startup.ops()) {
+      if (op.type() != "c_split") continue;
+      const std::string name = OpInput(op, "X")[0];
+      axis_[name] = GetOpAttrAs<int32_t>(op, "axis");
+      sliced_shape_[name] = VarShape(GetVarDesc(startup, name));
+    }
   }
 }
 

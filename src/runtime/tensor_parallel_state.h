@@ -34,7 +34,11 @@ class TensorParallelState {
   // Takes `prepared` (PrepareJob's job) on `scope`; with tensor
   // parallelism makes the rings (collective: every rank calls it). Call
   // before the job's startup program runs (its c_split ops need ring 1).
-  void Begin(const proto::TrainingJob& prepared, Scope* scope);
+  // The split vars are those the startup programs of `prepared` and
+  // `plain` (the split job before sharding, whose startup still slices
+  // the per-parameter state that sharding makes as shards) slice.
+  void Begin(const proto::TrainingJob& prepared,
+             const proto::TrainingJob& plain, Scope* scope);
   bool active() const { return tp_ > 1; }
 
   // Whether `name` is split across the group (ranks of one group hold

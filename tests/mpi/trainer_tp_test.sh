@@ -5,7 +5,8 @@
 # np 2 without it (each data-parallel group reads what one rank of np 2
 # reads), the parameters stay equal within each data-parallel group
 # (--check-consistency 1), and a tensor-parallel checkpoint (parameters
-# whole) resumes without tensor parallelism, and the other way round. The
+# whole) resumes without tensor parallelism, and the other way round, also
+# with the optimizer state sharded over the data-parallel ring. The
 # transformer (attention split by heads) trains on fortunes when present.
 #   trainer_tp_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
@@ -57,6 +58,27 @@ for run in "-np 1 $TRAINER --checkpoint-dir $work/tp2" \
   grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
 done
 echo "ok: tensor-parallel checkpoints resume without it, and the other way"
+
+# ZeRO on the data-parallel ring: np 4 --tp 2 --shard-optimizer 2 trained
+# for 2 epochs prints the same second epoch as the same job resumed from
+# its epoch-1 checkpoint, and as np 2 without either resumed from it.
+two=(--epochs 2 --tp 2 --shard-optimizer 2)
+full=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" "${two[@]}" \
+  2>&1) || fail "np 4 --tp 2 --shard-optimizer 2: $full"
+timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --tp 2 \
+  --shard-optimizer 2 --checkpoint-dir "$work/z" >/dev/null 2>&1 ||
+  fail "np 4 --tp 2 --shard-optimizer 2 checkpoint"
+cp -r "$work/z" "$work/z2"
+again=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" "${two[@]}" \
+  --resume --checkpoint-dir "$work/z" 2>&1) || fail "resuming sharded: $again"
+plain=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --resume --checkpoint-dir "$work/z2" 2>&1) || fail "resuming on np 2: $plain"
+epoch2() { grep "^epoch 2/2" <<<"$1"; }
+same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
+  "resumed np 4 --tp 2 --shard-optimizer 2 against uninterrupted"
+same_losses "$(epoch2 "$full")" "$(epoch2 "$plain")" \
+  "resumed on np 2 against uninterrupted np 4 --tp 2 --shard-optimizer 2"
+echo "ok: --tp 2 with --shard-optimizer 2 resumes exactly, also on np 2"
 
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 3 2>&1) &&
   fail "--tp 3 on 2 ranks was accepted: $out"

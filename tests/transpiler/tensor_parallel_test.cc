@@ -460,5 +460,34 @@ TEST(TensorParallelTraining, TransformerTp2Bf16MatchesOneProcessBf16) {
               2 * 20 * 1e-3, 1e-2);
 }
 
+// ZeRO on the data-parallel ring: the optimizer state of each tensor-
+// parallel slice sharded over the ranks holding that slice.
+proto::DistributedStrategy Sharded(int stage) {
+  proto::DistributedStrategy s;
+  s.set_sharding(true);
+  s.mutable_sharding_configs()->set_stage(stage);
+  return s;
+}
+
+TEST(TensorParallelTraining, MlpTp2Dp2ShardedMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  const Trained one = TrainOne(job, MlpBatches(), 20);
+  for (int stage : {1, 2}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    ExpectClose(one, TrainRanks(job, 4, 2, MlpBatches(), 20, Sharded(stage)));
+  }
+}
+
+TEST(TensorParallelRewrite, RefusesShardingWithAGlobalNormClip) {
+  proto::DistributedStrategy s = Sharded(2);
+  s.set_tensor_parallel_degree(2);
+  const std::string e =
+      ErrorOf([&] { CollectiveTranspile(MlpJob(/*clip=*/true), s, 4); });
+  EXPECT_NE(e.find("optimizer-state sharding and a global-norm gradient clip"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 4); }), "");
+}
+
 }  // namespace
 }  // namespace fluid
