@@ -58,9 +58,14 @@ DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
       attr_seed != 0
           ? static_cast<uint32_t>(attr_seed)
           : Fnv1a64(replay_of.empty() ? ctx.OutputName("Out") : replay_of);
-  const Communicator* comm = ctx.device_context().communicator();
+  // The rank in the op's ring: under tensor parallelism the data-parallel
+  // rank, so that the ranks of a group, which hold the same values, drop
+  // the same elements of them.
+  Communicator* comm = ctx.device_context().communicator();
   const uint64_t rank =
-      comm != nullptr ? static_cast<uint64_t>(comm->rank()) : 0;
+      comm != nullptr ? static_cast<uint64_t>(
+                            comm->Group(ctx.Attr<int32_t>("ring_id"))->rank())
+                      : 0;
   d.base = Mix64(Mix64(seed) ^ rank);
   return d;
 }
@@ -184,6 +189,9 @@ REGISTER_OP(dropout)
     .Attr<std::string>("replay_of", "",
                        "a recompute replay: the Out of the op it replays, "
                        "whose mask it draws (its seed, and Step - 1)")
+    .Attr<int32_t>("ring_id", 0,
+                   "the ring whose rank varies the mask (0: all ranks; "
+                   "tensor parallelism: the data-parallel ring)")
     .SetInferShape(DropoutInferShape)
     .SetGrad(GradSpec("dropout_grad")
                  .Outputs({"Mask"})

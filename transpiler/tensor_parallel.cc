@@ -180,6 +180,10 @@ void RewriteMain(const TensorParallelPlan& plan,
     if (plan.column.count(i))
       SetOpAttr(&op, kTpRoleAttr, std::string("column"));
     if (plan.row.count(i)) SetOpAttr(&op, kTpRoleAttr, std::string("row"));
+    // Dropout sees whole values only: the ranks of a group draw one mask
+    // (its gradient op carries the forward op's attrs).
+    if (op.type() == "dropout" || op.type() == "dropout_grad")
+      SetOpAttr(&op, "ring_id", int32_t{kDataParallelRing});
     *block->add_ops() = op;
     auto sum = sums.find(i);
     if (sum != sums.end()) *block->add_ops() = GroupSum(sum->second);

@@ -489,5 +489,24 @@ TEST(TensorParallelRewrite, RefusesShardingWithAGlobalNormClip) {
   EXPECT_EQ(ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 4); }), "");
 }
 
+// Dropout on the attention weights keeps the attention whole (each rank
+// would draw other masks than one process); the feed-forward pairs still
+// split, and the residual dropouts, on whole values, draw one process's
+// masks on every rank of the group.
+TEST(TensorParallelTraining, TransformerTp2WithDropoutMatchesOneProcess) {
+  TransformerSize s = SmallTransformer();
+  s.dropout = 0.1f;
+  const proto::TrainingJob job = TransformerJob(s);
+  const TensorParallelPlan plan = PlanTensorParallel(job.main(), 2);
+  EXPECT_EQ(plan.column.size(), static_cast<size_t>(s.layers));
+  EXPECT_EQ(plan.row.size(), static_cast<size_t>(s.layers));
+  std::string unsplit;
+  for (const auto& u : plan.unsplit) unsplit += u + "\n";
+  EXPECT_NE(unsplit.find("reaches op dropout"), std::string::npos) << unsplit;
+  ExpectClose(TrainOne(job, TransformerBatches(s), 20),
+              TrainRanks(job, 2, 2, TransformerBatches(s), 20), KeyBiases(s),
+              2 * 20 * 1e-3);
+}
+
 }  // namespace
 }  // namespace fluid
