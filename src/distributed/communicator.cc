@@ -194,14 +194,31 @@ void Communicator::Shutdown() {
 
 void Communicator::StartStallWatchdog(std::unique_ptr<ProgressChannel> channel,
                                       StallConfig config,
-                                      std::function<void()> end_job) {
+                                      std::function<void()> end_job,
+                                      RingChannels ring_channels) {
   FLUID_ENFORCE(watchdog_ == nullptr, "the stall watchdog is already running");
+  std::lock_guard<std::mutex> lock(groups_mu_);
+  ring_channels_ = std::move(ring_channels);
+  stall_end_job_ = end_job;
+  StallScope scope;
+  scope.others = [this] { return ActivityBesides(0); };
   watchdog_ = std::make_unique<StallWatchdog>(
-      rank_, size_, &recorder_, std::move(channel), config, std::move(end_job));
+      rank_, size_, &recorder_, std::move(channel), config, std::move(end_job),
+      std::move(scope));
 }
 
 void Communicator::ConfigureStallWatchdog(StallConfig config) {
   if (watchdog_) watchdog_->Configure(config);
+  // A ring made after this reads the config from watchdog_ under the same
+  // lock, so no ring keeps an older one.
+  std::lock_guard<std::mutex> lock(groups_mu_);
+  for (auto& ring : groups_) ring.second.comm->ConfigureStallWatchdog(config);
+}
+
+void Communicator::BeginStep() {
+  recorder_.BeginStep();
+  std::lock_guard<std::mutex> lock(groups_mu_);
+  for (auto& ring : groups_) ring.second.comm->BeginStep();
 }
 
 CommHandlePtr Communicator::Enqueue(const CollectiveDesc& desc, int64_t bytes,

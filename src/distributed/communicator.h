@@ -51,6 +51,7 @@ namespace fluid {
 class ProgressChannel;
 class StallWatchdog;
 struct StallConfig;
+struct ProcessActivity;
 
 class CommHandle {
  public:
@@ -163,13 +164,14 @@ class Communicator {
   // collectives issued before it, and waited for: the ranks that pass the
   // same `color` (>= 0) form ring `ring_id` (> 0), ranked in it by `key`,
   // ties by their rank here. The ring is a Communicator of its own (its own
-  // worker thread, collective check and flight recorder; no stall watchdog:
-  // a stall in a ring shows in the world's next collective), owned by this
-  // one and shut down before it. A ring_id already made with the same
-  // color returns that ring and issues nothing (every rank takes that path
-  // alike, since all make the same calls); another color is an error.
-  // Calls are serialised; the rings' transports must allow collectives on
-  // several threads at once (MPI_THREAD_MULTIPLE; see CommBackend::Split).
+  // worker thread, collective check and flight recorder; a stall watchdog
+  // of its own when this one's was started with ring channels, see
+  // StartStallWatchdog), owned by this one and shut down before it. A ring_id
+  // already made with the same color returns that ring and issues nothing
+  // (every rank takes that path alike, since all make the same calls); another
+  // color is an error. Calls are serialised; the rings' transports must allow
+  // collectives on several threads at once (MPI_THREAD_MULTIPLE; see
+  // CommBackend::Split).
   Communicator* CreateGroup(int ring_id, int color, int key);
   // Ring `ring_id`: this communicator for 0, else the one CreateGroup made;
   // an unknown ring is an error naming it. Thread-safe (ops call it from
@@ -183,13 +185,21 @@ class Communicator {
   // Stall detection (see stall_watchdog.h and flight_recorder.h): every
   // collective is recorded, with its kind and the bytes it moves (see
   // FlightRecorder::Record), and so is the timeline's; a step of the
-  // program begins with BeginStep.
-  // The watchdog runs once started (over `channel`) until Shutdown.
+  // program begins with BeginStep (in the rings too).
+  // The watchdog runs once started (over `channel`) until Shutdown. With
+  // `ring_channels`, given a ring id and the ring's members' world ranks
+  // (this communicator's ranks must then be the world's), every ring of 2
+  // or more ranks made afterwards gets a watchdog of its own over the
+  // channel it returns (none when it returns null), with this one's
+  // config and `end_job`, stopped when the ring shuts down.
+  using RingChannels = std::function<std::unique_ptr<ProgressChannel>(
+      int ring_id, const std::vector<int>& world_ranks)>;
   FlightRecorder* flight_recorder() { return &recorder_; }
-  void BeginStep() { recorder_.BeginStep(); }
+  void BeginStep();
   void StartStallWatchdog(std::unique_ptr<ProgressChannel> channel,
-                          StallConfig config, std::function<void()> end_job);
-  // No-op without a watchdog.
+                          StallConfig config, std::function<void()> end_job,
+                          RingChannels ring_channels = nullptr);
+  // This one's and the rings' watchdogs; no-op without one.
   void ConfigureStallWatchdog(StallConfig config);
   bool has_stall_watchdog() const { return watchdog_ != nullptr; }
 
@@ -247,6 +257,16 @@ class Communicator {
   // error when it was made with another color.
   Communicator* ExistingGroup(int ring_id, int color);
   void ShutdownGroups();
+  // Starts `ring`'s stall watchdog (ring `ring_id`, whose ranks are world
+  // ranks `world_ranks`). Called with groups_mu_ held.
+  void StartRingWatchdog(Communicator* ring, int ring_id,
+                         std::vector<int> world_ranks);
+  // The progress of this communicator and its rings but ring `ring_id`
+  // (0: this one), and a ring among them in a collective; for watchdogs.
+  ProcessActivity ActivityBesides(int ring_id);
+  // Writes the process's flight recorder and ring `ring_id`'s (next to it,
+  // in ring-<id>/) as a ring's watchdog ends the job; returns the paths.
+  std::string DumpWithRing(int ring_id, const char* reason);
 
   struct Ring {
     int color = 0;
@@ -274,8 +294,10 @@ class Communicator {
   std::vector<uint16_t> wire_in_, wire_out_;
   FlightRecorder recorder_;
   std::unique_ptr<StallWatchdog> watchdog_;
-  std::mutex create_mu_;  // one CreateGroup at a time
-  std::mutex groups_mu_;  // guards groups_
+  RingChannels ring_channels_;           // set once, by StartStallWatchdog
+  std::function<void()> stall_end_job_;  // the rings' watchdogs'
+  std::mutex create_mu_;                 // one CreateGroup at a time
+  std::mutex groups_mu_;                 // guards groups_
   std::map<int, Ring> groups_;
   std::thread worker_;
 };

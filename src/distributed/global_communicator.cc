@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "src/distributed/in_process_backend.h"
 #include "src/distributed/launcher.h"
@@ -46,7 +47,8 @@ std::string LauncherJobId() {
 // Every rank of an MPI job records its collectives (dumped on an abort, in
 // the job's directory under $TMPDIR until told otherwise, stamped with the
 // job's id) and watches for stalls with the default limits until the
-// trainer or MPIExecutor configures them.
+// trainer or MPIExecutor configures them; so does every ring of 2 or more
+// ranks (tensor parallelism), over a channel to its members only.
 void StartStallDetection(Communicator* comm) {
   const std::string job = LauncherJobId();
   comm->flight_recorder()->SetJobId(job);
@@ -54,8 +56,11 @@ void StartStallDetection(Communicator* comm) {
                                               comm->rank(), comm->size());
   SetFlightDumpTarget(comm->flight_recorder());
   if (auto channel = MakeMpiProgressChannel()) {
-    comm->StartStallWatchdog(std::move(channel), StallConfig(),
-                             [] { MPI_Abort(MPI_COMM_WORLD, 1); });
+    comm->StartStallWatchdog(
+        std::move(channel), StallConfig(), [] { MPI_Abort(MPI_COMM_WORLD, 1); },
+        [](int ring, const std::vector<int>& world_ranks) {
+          return MakeMpiProgressChannel(ring, world_ranks);
+        });
   }
 }
 

@@ -15,7 +15,10 @@ namespace fluid {
 
 namespace {
 
-constexpr int kProgressTag = 7302;  // MpiMembership's farewell is 7301
+// MpiMembership's farewell is 7301; ring r's reports go on kProgressTag + r
+// (the ranks of one ring id are in one group each, so a tag per ring id
+// keeps every ring's reports apart).
+constexpr int kProgressTag = 7302;
 
 double SecondsBetween(int64_t from_ns, int64_t to_ns) {
   return (to_ns - from_ns) * 1e-9;
@@ -42,11 +45,16 @@ bool MpiUsable() {
 //   port of its own between hosts, and its own failure handling: MPI
 //   already reaches every rank over the fabric the job uses.
 // At most one send per peer is in flight: a frozen peer never takes its
-// messages, and they must not pile up.
+// messages, and they must not pile up. A ring's channel sends peer p's
+// reports to world rank world_ranks[p] (on the world communicator too: a
+// ring's own communicator is busy in the very collective that stalls).
 class MpiProgressChannel : public ProgressChannel {
  public:
-  explicit MpiProgressChannel(int size)
-      : sends_(size, MPI_REQUEST_NULL), out_(size) {
+  MpiProgressChannel(int tag, std::vector<int> world_ranks)
+      : tag_(tag),
+        world_ranks_(std::move(world_ranks)),
+        sends_(world_ranks_.size(), MPI_REQUEST_NULL),
+        out_(world_ranks_.size()) {
     Post();
   }
   ~MpiProgressChannel() override {
@@ -68,8 +76,8 @@ class MpiProgressChannel : public ProgressChannel {
       if (!done) return;
     }
     out_[peer] = report;
-    MPI_Isend(&out_[peer], sizeof(ProgressReport), MPI_BYTE, peer, kProgressTag,
-              MPI_COMM_WORLD, &req);
+    MPI_Isend(&out_[peer], sizeof(ProgressReport), MPI_BYTE, world_ranks_[peer],
+              tag_, MPI_COMM_WORLD, &req);
   }
 
   bool Poll(ProgressReport* report) override {
@@ -83,10 +91,12 @@ class MpiProgressChannel : public ProgressChannel {
 
  private:
   void Post() {
-    MPI_Irecv(&in_, sizeof(ProgressReport), MPI_BYTE, MPI_ANY_SOURCE,
-              kProgressTag, MPI_COMM_WORLD, &recv_);
+    MPI_Irecv(&in_, sizeof(ProgressReport), MPI_BYTE, MPI_ANY_SOURCE, tag_,
+              MPI_COMM_WORLD, &recv_);
   }
 
+  const int tag_;
+  const std::vector<int> world_ranks_;  // of each peer
   std::vector<MPI_Request> sends_;
   std::vector<ProgressReport> out_;  // each live until its send completes
   MPI_Request recv_ = MPI_REQUEST_NULL;
@@ -132,7 +142,20 @@ bool Frozen(const RankView& v) {
   return v.silent_s >= std::max(1.0, 0.8 * v.idle_s);
 }
 
-// Where stuck rank `v` is (as of its last report, for a frozen one).
+// "ring 2", "the world communicator".
+std::string RingName(int ring) {
+  return ring > 0 ? "ring " + std::to_string(ring)
+                  : std::string("the world communicator");
+}
+
+// A live rank waiting in another ring's collective: that ring's watchdog
+// names whom it waits for.
+bool Away(const RankView& v, double threshold_s) {
+  return v.heard && v.last.elsewhere > 0 && v.silent_s < threshold_s / 2;
+}
+
+// Where stuck rank `v` (world rank `rank`) is (as of its last report, for
+// a frozen one).
 std::string Whereabouts(int rank, const RankView& v) {
   std::ostringstream os;
   os << "rank " << rank << " ";
@@ -141,6 +164,11 @@ std::string Whereabouts(int rank, const RankView& v) {
     return os.str();
   }
   const ProgressReport& r = v.last;
+  if (v.last.elsewhere > 0 && !Frozen(v)) {
+    os << "has waited " << Secs(v.idle_s) << " in a collective of "
+       << RingName(v.last.elsewhere - 1) << " (whose stall is the cause?)";
+    return os.str();
+  }
   std::ostringstream at;
   if (r.started > r.finished) {
     at << "in " << Collective(r.started, r);
@@ -156,6 +184,14 @@ std::string Whereabouts(int rank, const RankView& v) {
        << ", process alive (its main thread is hung?)";
   }
   return os.str();
+}
+
+// "rank 3", "ranks 0, 2" of ranks here, by their world ranks.
+std::string WorldList(const std::vector<int>& ranks, const StallScope& scope) {
+  std::vector<int> world;
+  for (int r : ranks) world.push_back(scope.WorldRank(r));
+  std::sort(world.begin(), world.end());
+  return FormatRankList(world);
 }
 
 }  // namespace
@@ -179,11 +215,24 @@ std::string FormatRankList(const std::vector<int>& ranks) {
 
 std::unique_ptr<ProgressChannel> MakeMpiProgressChannel() {
   if (!MpiUsable()) return nullptr;
-  int provided = MPI_THREAD_SINGLE, size = 1;
-  MPI_Query_thread(&provided);
+  int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (provided < MPI_THREAD_MULTIPLE || size < 2) return nullptr;
-  return std::make_unique<MpiProgressChannel>(size);
+  std::vector<int> world(size);
+  for (int r = 0; r < size; ++r) world[r] = r;
+  return MakeMpiProgressChannel(0, world);
+}
+
+std::unique_ptr<ProgressChannel> MakeMpiProgressChannel(
+    int ring, const std::vector<int>& world_ranks) {
+  if (!MpiUsable()) return nullptr;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE || world_ranks.size() < 2) return nullptr;
+  return std::make_unique<MpiProgressChannel>(kProgressTag + ring, world_ranks);
+}
+
+double AwayGraceSeconds(double threshold_s) {
+  return std::max(2.0, threshold_s / 4);
 }
 
 StallVerdict JudgeStall(const std::vector<RankView>& views,
@@ -219,7 +268,10 @@ StallVerdict JudgeStall(const std::vector<RankView>& views,
       }
     }
     const bool behind = !rv.heard || rv.last.started < v.collective;
-    if (rv.idle_s >= threshold_s && (behind || rv.silent_s >= threshold_s))
+    const double still = Away(rv, threshold_s)
+                             ? threshold_s + AwayGraceSeconds(threshold_s)
+                             : threshold_s;
+    if (rv.idle_s >= still && (behind || rv.silent_s >= threshold_s))
       v.stuck.push_back(r);
   }
   // Nobody stuck: either someone is slow but moving (no stall), or every
@@ -236,9 +288,15 @@ StallVerdict JudgeStall(const std::vector<RankView>& views,
 
 std::string DescribeStall(const StallVerdict& v,
                           const std::vector<RankView>& views, bool ending,
-                          double limit_s) {
+                          double limit_s, const StallScope& scope) {
   std::ostringstream os;
-  const std::string k = Collective(v.collective, v.where);
+  std::string k = Collective(v.collective, v.where);
+  if (scope.ring > 0) {
+    std::vector<int> all(views.size());
+    for (size_t r = 0; r < views.size(); ++r) all[r] = static_cast<int>(r);
+    k += " on ring " + std::to_string(scope.ring) + " (" +
+         WorldList(all, scope) + ")";
+  }
   std::vector<int> waiting;
   for (int r : v.waiting)
     if (!std::count(v.stuck.begin(), v.stuck.end(), r)) waiting.push_back(r);
@@ -248,12 +306,14 @@ std::string DescribeStall(const StallVerdict& v,
        << Secs(v.waited_s)
        << " and none is behind: the transport does not complete it";
   } else {
-    os << FormatRankList(v.stuck) << (v.stuck.size() == 1 ? " holds" : " hold")
-       << " up " << k << ", in which " << FormatRankList(waiting)
+    os << WorldList(v.stuck, scope)
+       << (v.stuck.size() == 1 ? " holds" : " hold") << " up " << k
+       << ", in which " << WorldList(waiting, scope)
        << (waiting.size() == 1 ? " has" : " have") << " waited "
        << Secs(v.waited_s) << ": ";
     for (size_t i = 0; i < v.stuck.size() && i < 8; ++i) {
-      os << (i ? "; " : "") << Whereabouts(v.stuck[i], views[v.stuck[i]]);
+      os << (i ? "; " : "")
+         << Whereabouts(scope.WorldRank(v.stuck[i]), views[v.stuck[i]]);
     }
     if (v.stuck.size() > 8) os << "; ...";
   }
@@ -267,12 +327,14 @@ std::string DescribeStall(const StallVerdict& v,
 
 StallWatchdog::StallWatchdog(int rank, int size, const FlightRecorder* recorder,
                              std::unique_ptr<ProgressChannel> channel,
-                             StallConfig config, std::function<void()> end_job)
+                             StallConfig config, std::function<void()> end_job,
+                             StallScope scope)
     : rank_(rank),
       size_(size),
       recorder_(recorder),
       channel_(std::move(channel)),
       end_job_(std::move(end_job)),
+      scope_(std::move(scope)),
       config_(config),
       peers_(size) {
   thread_ = std::thread([this] { Loop(); });
@@ -378,6 +440,11 @@ ProgressReport StallWatchdog::OwnReport(int64_t now) const {
   r.started = recorder_->started();
   r.issued = recorder_->issued();
   r.step = recorder_->step();
+  if (scope_.others) {
+    const ProcessActivity others = scope_.others();
+    r.progress += others.progress;
+    r.elsewhere = others.in_ring + 1;
+  }
   FlightRecorder::Record rec;
   const int64_t seq = r.started > r.finished ? r.started : r.finished;
   if (recorder_->Get(seq, &rec)) {
@@ -429,31 +496,7 @@ void StallWatchdog::Judge(int64_t now) {
     const double grace = std::max(2.0, c.timeout_s / 4);
     if (v.collective > 0 &&
         (v.speaker == rank_ || v.waited_s >= c.timeout_s + grace)) {
-      const std::string line = DescribeStall(v, views, true, c.timeout_s);
-      const char* dumped =
-          recorder_->Dump(line.c_str()) ? recorder_->dump_path() : nullptr;
-      if (dumped != nullptr) {
-        WriteErrorLine("fluid: rank " + std::to_string(rank_) +
-                       ": flight recorder written to " + dumped +
-                       " (every rank writes its own as the job ends; "
-                       "tools/flight_report.py reads them)");
-      }
-      WriteErrorLine("fluid: rank " + std::to_string(rank_) + ": " + line);
-      ended_ = true;
-      // What the timeline holds so far, before the job goes (rank 0 writes
-      // the file, the others their parts; see timeline_session.h).
-      DumpTimeline(line.c_str(), /*wait_for_others=*/false);
-      // MPI_Abort waits for the launcher; with the host mpirun runs on cut
-      // off it never returns, and this rank must still end.
-      char grace[16];
-      std::snprintf(grace, sizeof(grace), "%.0f", kAbortGraceSeconds);
-      ArmExitDeadline(kAbortGraceSeconds, 1,
-                      "fluid: rank " + std::to_string(rank_) +
-                          ": the job has not ended " + grace +
-                          " s after the stall ended it (mpirun cannot be "
-                          "reached: a lost host or a cut network?); exiting");
-      end_job_();
-      DisarmExitDeadline();  // an end_job that returns (tests)
+      EndJob(DescribeStall(v, views, true, c.timeout_s, scope_));
       return;
     }
   }
@@ -461,10 +504,43 @@ void StallWatchdog::Judge(int64_t now) {
     const StallVerdict v = JudgeStall(views, c.warn_s);
     if (v.collective > 0 && v.collective != warned_ && v.speaker == rank_) {
       warned_ = v.collective;
-      WriteErrorLine("fluid: rank " + std::to_string(rank_) + ": " +
-                     DescribeStall(v, views, false, c.warn_s));
+      WriteErrorLine(Prefix() +
+                     DescribeStall(v, views, false, c.warn_s, scope_));
     }
   }
+}
+
+std::string StallWatchdog::Prefix() const {
+  return "fluid: rank " + std::to_string(scope_.WorldRank(rank_)) + ": ";
+}
+
+void StallWatchdog::EndJob(const std::string& line) {
+  std::string dumped;
+  if (scope_.dump) {
+    dumped = scope_.dump(line.c_str());
+  } else if (recorder_->Dump(line.c_str())) {
+    dumped = recorder_->dump_path();
+  }
+  if (!dumped.empty()) {
+    WriteErrorLine(Prefix() + "flight recorder written to " + dumped +
+                   " (every rank writes its own as the job ends; "
+                   "tools/flight_report.py reads them)");
+  }
+  WriteErrorLine(Prefix() + line);
+  ended_ = true;
+  // What the timeline holds so far, before the job goes (rank 0 writes
+  // the file, the others their parts; see timeline_session.h).
+  DumpTimeline(line.c_str(), /*wait_for_others=*/false);
+  // MPI_Abort waits for the launcher; with the host mpirun runs on cut
+  // off it never returns, and this rank must still end.
+  char grace[16];
+  std::snprintf(grace, sizeof(grace), "%.0f", kAbortGraceSeconds);
+  ArmExitDeadline(kAbortGraceSeconds, 1,
+                  Prefix() + "the job has not ended " + grace +
+                      " s after the stall ended it (mpirun cannot be "
+                      "reached: a lost host or a cut network?); exiting");
+  end_job_();
+  DisarmExitDeadline();  // an end_job that returns (tests)
 }
 
 }  // namespace fluid

@@ -21,6 +21,14 @@
 // hears of it when rank 0 is the one frozen. All ranks in k and none stuck
 // for `timeout` seconds (the transport does not finish k) also ends it.
 //
+// A communicator's rings (groups of ranks, see Communicator::CreateGroup)
+// have watchdogs of their own over their members (a StallScope): a rank
+// that waits in a ring's collective is seen by that ring's watchdog only.
+// Their lines name ranks by world rank and say which ring. A rank counts
+// as moving when any communicator of its process moves; one that waits in
+// another ring's collective (for some rank there) is named here only a
+// grace later, so that the ring holding the rank truly behind speaks first.
+//
 // The channel (ProgressChannel) is a seam: MPI point-to-point in a job, an
 // in-process fake in tests. Thread-safe: Configure may be called while it
 // runs; Stop joins the thread (also in the destructor).
@@ -53,6 +61,10 @@ struct ProgressReport {
   int32_t index = 0;
   int64_t bytes = 0;
   int64_t coll_step = 0;
+  // 1 + the ring (0: the world) in whose collective this rank is, on
+  // another communicator of its process; 0: none (see StallScope).
+  int32_t elsewhere = 0;
+  int32_t unused = 0;
 };
 
 // Sends and receives ProgressReports; used by the watchdog thread only.
@@ -70,10 +82,44 @@ class ProgressChannel {
 // socket). Null when MPI lacks MPI_THREAD_MULTIPLE: the watchdog is then
 // off.
 std::unique_ptr<ProgressChannel> MakeMpiProgressChannel();
+// The same for ring `ring` (> 0): peer p is world rank world_ranks[p], and
+// the ring's tag is its own, so that the rings' watchdogs (and the
+// world's) never take each other's reports. Null as above, or for a ring
+// of fewer than 2 ranks.
+std::unique_ptr<ProgressChannel> MakeMpiProgressChannel(
+    int ring, const std::vector<int>& world_ranks);
 
 struct StallConfig {
   double warn_s = 60;      // 0: no warning
   double timeout_s = 300;  // 0: never ends the job
+};
+
+// What a process's other communicators are doing, for one watchdog of
+// several (the world's and each ring's).
+struct ProcessActivity {
+  int64_t progress = 0;  // their progress counters, summed
+  int32_t in_ring = -1;  // a ring (0: the world) one of them is in a
+                         // collective of; -1: none
+};
+
+// The ranks a watchdog watches: the world's (ring 0, the default), or a
+// ring's, whose lines name ranks by world rank and the ring.
+struct StallScope {
+  int ring = 0;
+  std::vector<int> world_ranks;  // of each rank here, ascending; empty: same
+  // The process's other communicators; called on the watchdog's thread,
+  // must be thread-safe and quick. Null: there are none.
+  std::function<ProcessActivity()> others;
+  // Writes this rank's flight recorders as the job ends with `reason` and
+  // returns what it wrote ("" when nothing). Null: the watchdog's
+  // recorder's own Dump.
+  std::function<std::string(const char* reason)> dump;
+
+  // World rank of rank `r` here.
+  int WorldRank(int r) const {
+    return r >= 0 && r < static_cast<int>(world_ranks.size()) ? world_ranks[r]
+                                                              : r;
+  }
 };
 
 // One rank as the judging rank sees it.
@@ -97,22 +143,28 @@ struct StallVerdict {
 // "rank 3", "ranks 0, 2, 5-9" (ranks ascending).
 std::string FormatRankList(const std::vector<int>& ranks);
 
-// The stall, if any, whose ranks have waited at least `threshold_s`.
+// The stall, if any, whose ranks have waited at least `threshold_s`. A
+// live rank in another ring's collective (ProgressReport::elsewhere) is
+// stuck here only after AwayGraceSeconds more.
 StallVerdict JudgeStall(const std::vector<RankView>& views, double threshold_s);
+double AwayGraceSeconds(double threshold_s);
 // One line naming the stuck ranks, the collective, and where each stuck
-// rank is (without the "fluid: rank R: " prefix).
+// rank is (without the "fluid: rank R: " prefix); ranks by world rank,
+// with the ring when `scope` is one.
 std::string DescribeStall(const StallVerdict& verdict,
                           const std::vector<RankView>& views, bool ending,
-                          double limit_s);
+                          double limit_s,
+                          const StallScope& scope = StallScope());
 
 class StallWatchdog {
  public:
   // `recorder` (this rank's, outliving the watchdog) is read, never
   // written. `end_job` is called once, after the final line, to end the
-  // job; it should not return.
+  // job; it should not return. `rank` and `size` are the communicator's
+  // (the ring's, for a ring's watchdog; see StallScope).
   StallWatchdog(int rank, int size, const FlightRecorder* recorder,
                 std::unique_ptr<ProgressChannel> channel, StallConfig config,
-                std::function<void()> end_job);
+                std::function<void()> end_job, StallScope scope = StallScope());
   ~StallWatchdog();
   StallWatchdog(const StallWatchdog&) = delete;
   StallWatchdog& operator=(const StallWatchdog&) = delete;
@@ -130,6 +182,10 @@ class StallWatchdog {
   ProgressReport OwnReport(int64_t now_ns) const;
   std::vector<RankView> Views(int64_t now_ns);
   void Judge(int64_t now_ns);
+  // Writes the flight recorders and the final line, then ends the job.
+  void EndJob(const std::string& line);
+  // "fluid: rank W: " for this rank's world rank W.
+  std::string Prefix() const;
   // Seconds between reports and between looks, from the config.
   double PeriodSeconds() const;
 
@@ -137,6 +193,7 @@ class StallWatchdog {
   const FlightRecorder* recorder_;
   std::unique_ptr<ProgressChannel> channel_;
   std::function<void()> end_job_;
+  const StallScope scope_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   StallConfig config_;

@@ -118,6 +118,43 @@ TEST(JudgeStallTest, LeavingRanksAreIgnored) {
   EXPECT_EQ(JudgeStall(views, 8).collective, 0);
 }
 
+// A ring's watchdog names ranks by world rank and says which ring.
+TEST(JudgeStallTest, ARingsLineNamesWorldRanksAndTheRing) {
+  // Ring 1 of world ranks 4, 6, 7: its rank 1 (world 6) is behind.
+  std::vector<RankView> views = {View(10, 9, 12, 0, 12), View(9, 9, 0, 12, 12),
+                                 View(10, 9, 11, 0.2, 11)};
+  StallVerdict v = JudgeStall(views, 8);
+  ASSERT_EQ(v.stuck, std::vector<int>({1}));
+  StallScope scope;
+  scope.ring = 1;
+  scope.world_ranks = {4, 6, 7};
+  const std::string line = DescribeStall(v, views, true, 8, scope);
+  EXPECT_NE(line.find("stall: rank 6 holds up collective 10 (allreduce, "
+                      "4.0 MiB, #2 of step 7) on ring 1 (ranks 4, 6, 7), in "
+                      "which ranks 4, 7 have waited 12 s: rank 6 has been "
+                      "silent for 12 s"),
+            std::string::npos)
+      << line;
+}
+
+TEST(JudgeStallTest, ARankWaitingInAnotherRingIsStuckOnlyAGraceLater) {
+  // Rank 1 is alive and waits in a collective of ring 1 (for a rank
+  // there): that ring's watchdog speaks first; this one waits a grace.
+  std::vector<RankView> views = {View(10, 9, 9, 0, 9), View(9, 9, 0, 0.2, 9)};
+  views[1].last.elsewhere = 2;
+  EXPECT_EQ(JudgeStall(views, 8).collective, 0);
+  views[0] = View(10, 9, 8 + AwayGraceSeconds(8), 0, 8 + AwayGraceSeconds(8));
+  views[1].idle_s = 8 + AwayGraceSeconds(8);
+  StallVerdict v = JudgeStall(views, 8);
+  EXPECT_EQ(v.stuck, std::vector<int>({1}));
+  EXPECT_NE(DescribeStall(v, views, true, 8).find("in a collective of ring 1"),
+            std::string::npos);
+  // A frozen rank is stuck whatever it last said.
+  views = {View(10, 9, 9, 0, 9), View(9, 9, 0, 9, 9)};
+  views[1].last.elsewhere = 2;
+  EXPECT_EQ(JudgeStall(views, 8).stuck, std::vector<int>({1}));
+}
+
 // Ranks as threads: reports go through shared queues; a frozen rank's
 // reports are dropped.
 struct FakeNet {
@@ -182,6 +219,63 @@ int WhoEndsTheJob(int victim) {
 TEST(StallWatchdogTest, TheLiveRankEndsTheJob) {
   EXPECT_EQ(WhoEndsTheJob(1), 0);
   EXPECT_EQ(WhoEndsTheJob(0), 1);
+}
+
+// A ring's channel over a FakeNet of world ranks: peer p of the ring is
+// world rank world_ranks[p].
+class RingChannel : public ProgressChannel {
+ public:
+  RingChannel(FakeNet* net, std::vector<int> world_ranks, int world_rank)
+      : world_ranks_(std::move(world_ranks)), inner_(net, world_rank) {}
+  void Send(int peer, const ProgressReport& r) override {
+    inner_.Send(world_ranks_[peer], r);
+  }
+  bool Poll(ProgressReport* r) override { return inner_.Poll(r); }
+
+ private:
+  std::vector<int> world_ranks_;
+  FakeChannel inner_;
+};
+
+// Four ranks, ring 1 = {0, 1} and {2, 3}; world rank 3 stops joining the
+// ring's collectives: the ring's watchdog on world rank 2 ends the job,
+// naming world rank 3 and the ring.
+TEST(StallWatchdogTest, ARingsWatchdogNamesTheWorldRankBehind) {
+  const int n = 4;
+  FakeNet world(n), rings(n);
+  std::atomic<int> ended{-1};
+  ::testing::internal::CaptureStderr();
+  testing::RunRanks(n, [&](int rank, Communicator* comm) {
+    comm->StartStallWatchdog(
+        std::make_unique<FakeChannel>(&world, rank), StallConfig{0, 0.5},
+        [&ended, rank] {
+          int none = -1;
+          ended.compare_exchange_strong(none, rank);
+        },
+        [&rings, rank](int ring, const std::vector<int>& world_ranks) {
+          EXPECT_EQ(ring, 1);
+          EXPECT_EQ(world_ranks, rank < 2 ? std::vector<int>({0, 1})
+                                          : std::vector<int>({2, 3}));
+          return std::make_unique<RingChannel>(&rings, world_ranks, rank);
+        });
+    Communicator* ring = comm->CreateGroup(1, rank / 2, rank);
+    EXPECT_TRUE(ring->has_stall_watchdog());
+    Tensor t(DataType::kFloat32, Shape{4});
+    t.raw_mutable_data();
+    ring->AllReduce(t, ReduceOp::kSum);
+    if (rank == 3) {
+      for (int i = 0; i < 60 && ended < 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ring->AllReduce(t, ReduceOp::kSum);
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ended, 2) << err;
+  EXPECT_NE(err.find("fluid: rank 2: stall: rank 3 holds up collective 2 "
+                     "(allreduce, 16 bytes, #2 before the first step) on "
+                     "ring 1 (ranks 2, 3), in which rank 2 has waited"),
+            std::string::npos)
+      << err;
 }
 
 // The backstop for an MPI_Abort that never returns (the launcher cut off):

@@ -5,7 +5,9 @@
 # (in --flight-dir, the checkpoint directory, else the job's directory under
 # $TMPDIR, never the working directory), and tools/flight_report.py names
 # the rank behind. A rank that is only
-# slow ends nothing.
+# slow ends nothing. Under tensor parallelism (--tp 2) the others wait for
+# a stuck rank in a ring's collective: that ring's watchdog ends the job
+# the same way, naming the rank by its world rank and the ring.
 #   trainer_stall_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -142,3 +144,36 @@ out=$(FLUID_TEST_SLOW_STEP_RANK=1 FLUID_TEST_SLOW_STEP_SECONDS=2 \
 grep -Eq "^fluid: rank [0-9]+: stall" <<<"$out" && fail "slow rank: a stall was reported: $out"
 grep -q "test accuracy" <<<"$out" || fail "slow rank: no test accuracy: $out"
 echo "ok: a rank 2 s slower per step (warn 6 s) finished without a stall line"
+
+# 6, 7. --tp 2: rank SLOW hangs before a step (its main thread sleeps, the
+# process lives), its ring partners wait in a ring's allreduce. The job ends
+# non-zero within seconds of --stall-timeout, the last stall line naming
+# world rank SLOW and the ring, and the speaker writes its flight recorder
+# and its ring's.
+tp_stall() {  # NP SLOW
+  local np=$1 slow=$2 name="tp2-np$1-rank$2" start line
+  dir="$work/$name"
+  mkdir -p "$dir"
+  start=$(date +%s)
+  out=$(FLUID_TEST_SLOW_STEP_RANK=$slow FLUID_TEST_SLOW_STEP_SECONDS=100 \
+        timeout 120 "${MPI[@]}" -x FLUID_TEST_SLOW_STEP_RANK \
+        -x FLUID_TEST_SLOW_STEP_SECONDS -np "$np" "$TRAINER" --model mlp \
+        --data "$work/data" --batch-size 16 --epochs 1 --log-every 1 \
+        --threads 1 --tp 2 --stall-warn "$WARN" --stall-timeout "$TIMEOUT" \
+        --flight-dir "$dir/flight" 2>&1)
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  [ "$rc" -ne 0 ] || fail "$name: the job exited 0: $out"
+  [ "$rc" -ne 124 ] || fail "$name: the job hung: $out"
+  [ "$took" -le $((TIMEOUT + 20)) ] || fail "$name: took ${took}s to end: $out"
+  line=$(grep -E "^fluid: rank [0-9]+: stall: " <<<"$out" | tail -1)
+  grep -Eq "stall: rank $slow holds up collective [0-9]+ \(allreduce[^)]*\) on ring [12] \(ranks [0-9, -]+\), in which rank [0-9]+ has waited" <<<"$line" \
+    || fail "$name: the stall line does not name rank $slow and its ring: $out"
+  grep -q "ending the job (--stall-timeout $TIMEOUT)" <<<"$line" \
+    || fail "$name: the stall line does not say the job ends: $out"
+  ls "$dir"/flight/ring-*/flight-rank-*.txt >/dev/null 2>&1 \
+    || fail "$name: no ring flight recorder in $dir/flight: $out"
+  echo "ok: $name: rank $slow hung, job ended in ${took}s (rc $rc): $line"
+}
+tp_stall 2 1
+tp_stall 4 3
