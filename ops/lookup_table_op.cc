@@ -8,11 +8,17 @@
 // SelectedRows holding one row per id (repeats kept, padding ids dropped)
 // with the matching rows of Out@GRAD: the optimizers apply it row-wise and
 // the collective transpiler gathers it instead of allreducing V * D values.
+//
+// c_embedding is the lookup of tensor parallelism's vocabulary-parallel
+// embedding: W is this rank's block of rows of the table, an id of another
+// rank's rows reads zeros (the group's sum of the outputs is the whole
+// lookup), and its gradient adds into this rank's rows only.
 #include "ops/lookup_table_op.h"
 
 #include <algorithm>
 #include <string>
 
+#include "ops/collective_helpers.h"
 #include "ops/op_helpers.h"
 
 namespace fluid {
@@ -34,6 +40,47 @@ LookupArgs CheckLookup(const ExecutionContext& ctx, const Tensor& host_ids) {
                   ", outside [0, ", a.height, ") (the rows of W '",
                   ctx.InputName("W"), "')");
   }
+  return a;
+}
+
+namespace {
+
+// The first row of the whole table W holds.
+int64_t StartRow(const ExecutionContext& ctx, int64_t height) {
+  const int64_t start = ctx.Attr<int64_t>("start_index");
+  if (start >= 0) return start;
+  const int nranks = ctx.Attr<int32_t>("nranks");
+  Communicator* ring = nranks > 1 ? CommunicatorOf(ctx) : nullptr;
+  if (ring == nullptr) return 0;
+  CheckRanks(ring, nranks, "c_embedding");
+  return ring->rank() * height;
+}
+
+}  // namespace
+
+LookupArgs LocalLookup(const ExecutionContext& ctx, const Tensor& host_ids,
+                       std::vector<int64_t>* local) {
+  const Tensor& w = ctx.Input("W");
+  LookupArgs a;
+  a.height = w.shape()[0];
+  a.width = w.shape().Product(1, w.shape().rank());
+  a.padding = a.height;  // a row W does not have: reads zeros
+  const int64_t start = StartRow(ctx, a.height);
+  const int64_t rows = a.height * ctx.Attr<int32_t>("nranks");
+  const int64_t pad = ctx.Attr<int64_t>("padding_idx");
+  const int64_t* ids = host_ids.data<int64_t>();
+  a.num_ids = host_ids.numel();
+  local->resize(static_cast<size_t>(a.num_ids));
+  for (int64_t i = 0; i < a.num_ids; ++i) {
+    const int64_t id = ids[i];
+    (*local)[i] = a.height;
+    if (pad != kNoPadding && id == pad) continue;
+    FLUID_ENFORCE(id >= 0 && id < rows, ctx.type(), ": Ids '",
+                  ctx.InputName("Ids"), "' holds id ", id, " at position ", i,
+                  ", outside [0, ", rows, ") (the rows of the whole table)");
+    if (id >= start && id < start + a.height) (*local)[i] = id - start;
+  }
+  a.ids = local->data();
   return a;
 }
 
@@ -93,8 +140,7 @@ void LookupTableGradInferShape(InferShapeContext* ctx) {
 }
 
 template <typename T>
-void LookupTableKernel(const ExecutionContext& ctx) {
-  const LookupArgs a = CheckLookup(ctx, ctx.Input("Ids"));
+void GatherLookup(const ExecutionContext& ctx, const LookupArgs& a) {
   const T* w = ctx.Input("W").data<T>();
   T* out = ctx.Output("Out")->mutable_data<T>();
   const int64_t d = a.width;
@@ -108,6 +154,17 @@ void LookupTableKernel(const ExecutionContext& ctx) {
       }
     }
   });
+}
+
+template <typename T>
+void LookupTableKernel(const ExecutionContext& ctx) {
+  GatherLookup<T>(ctx, CheckLookup(ctx, ctx.Input("Ids")));
+}
+
+template <typename T>
+void CEmbeddingKernel(const ExecutionContext& ctx) {
+  std::vector<int64_t> local;
+  GatherLookup<T>(ctx, LocalLookup(ctx, ctx.Input("Ids"), &local));
 }
 
 // Dense: W@GRAD = 0, then each kept id's row of Out@GRAD added to its row,
@@ -143,15 +200,42 @@ void SparseLookupGrad(const ExecutionContext& ctx, const LookupArgs& a,
 }
 
 template <typename T>
-void LookupTableGradKernel(const ExecutionContext& ctx) {
-  if (!ctx.HasOutput(GradVarName("W"))) return;
-  const LookupArgs a = CheckLookup(ctx, ctx.Input("Ids"));
+void LookupGrad(const ExecutionContext& ctx, const LookupArgs& a) {
   const T* dout = ctx.Input(GradVarName("Out")).data<T>();
   if (ctx.Attr<bool>("is_sparse")) {
     SparseLookupGrad<T>(ctx, a, dout);
   } else {
     DenseLookupGrad<T>(ctx, a, dout);
   }
+}
+
+template <typename T>
+void LookupTableGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradVarName("W"))) return;
+  LookupGrad<T>(ctx, CheckLookup(ctx, ctx.Input("Ids")));
+}
+
+template <typename T>
+void CEmbeddingGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradVarName("W"))) return;
+  std::vector<int64_t> local;
+  LookupGrad<T>(ctx, LocalLookup(ctx, ctx.Input("Ids"), &local));
+}
+
+void CEmbeddingInferShape(InferShapeContext* ctx) {
+  const Shape w = ctx->GetInputShape("W");
+  FLUID_ENFORCE(w.rank() == 2, "c_embedding: W '", ctx->InputName("W"),
+                "' must be a [rows, width] block of the table, got ", w);
+  ctx->SetOutputShape("Out", LookupOutShape(ctx, w));
+  ctx->SetOutputDtype("Out", ctx->GetInputDtype("W"));
+  ctx->ShareLoD("Ids", "Out");
+}
+
+void CEmbeddingGradInferShape(InferShapeContext* ctx) {
+  if (!ctx->HasOutput(GradVarName("W"))) return;
+  if (ctx->Attr<bool>("is_sparse"))
+    ctx->SetOutputSelectedRows(GradVarName("W"));
+  ctx->ShareShape("W", GradVarName("W"));
 }
 
 }  // namespace
@@ -185,6 +269,36 @@ REGISTER_GRAD_OP(lookup_table_grad)
     .SetInferShape(LookupTableGradInferShape)
     .CPUKernel<float>(LookupTableGradKernel<float>)
     .CPUKernel<double>(LookupTableGradKernel<double>);
+
+REGISTER_OP(c_embedding)
+    .Doc(
+        "A vocabulary-parallel lookup: Out = the rows of this rank's block W "
+        "of the table picked by the ids in it, zeros for the others (the "
+        "group's sum of Out is the whole table's lookup).")
+    .Input("W", "this rank's rows [start, start + rows) of the table")
+    .Input("Ids", "int64 ids [N], [N, 1] or [..., 1] in the whole table")
+    .Output("Out", "[N, D] or [..., D]: W's row for its ids, zeros else")
+    .Attr<bool>("is_sparse", false, "W@GRAD as sparse rows (SelectedRows)")
+    .Attr<bool>("is_distributed", false, "accepted for Fluid programs")
+    .Attr<int64_t>("padding_idx", kNoPadding,
+                   "the id that reads zeros on every rank; -1: none")
+    .Attr<int32_t>("ring_id", 0, RingIdDoc())
+    .Attr<int32_t>("nranks", 1, "the ranks holding the table's blocks")
+    .Attr<int64_t>("start_index", -1,
+                   "the table row W starts at; -1: the ring rank x W's rows")
+    .SetInferShape(CEmbeddingInferShape)
+    .SetGrad(GradSpec("c_embedding_grad")
+                 .Inputs({"W", "Ids"})
+                 .OutGrads({"Out"})
+                 .InGrads({"W"}))
+    .CPUKernel<float>(CEmbeddingKernel<float>)
+    .CPUKernel<double>(CEmbeddingKernel<double>);
+
+REGISTER_GRAD_OP(c_embedding_grad)
+    .Doc("W@GRAD: the rows of Out@GRAD whose ids are in W, added into them.")
+    .SetInferShape(CEmbeddingGradInferShape)
+    .CPUKernel<float>(CEmbeddingGradKernel<float>)
+    .CPUKernel<double>(CEmbeddingGradKernel<double>);
 
 }  // namespace ops
 }  // namespace fluid

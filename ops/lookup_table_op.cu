@@ -1,5 +1,6 @@
-// CUDA kernels for lookup_table and lookup_table_grad (schema, shape
-// inference and the host-side checks in lookup_table_op.cc). The ids are
+// CUDA kernels for lookup_table and c_embedding and their gradients
+// (schemas, shape inference and the host-side checks in
+// lookup_table_op.cc). The ids are
 // copied to the host and checked there before any row is read, so an id
 // out of range is the same error as on the CPU. The dense gradient sums
 // the copies of each row in the order of Ids (no atomics): the same bits
@@ -52,18 +53,35 @@ struct GatherPositions {
 };
 
 template <typename T>
-void LookupTableKernel(const ExecutionContext& ctx) {
-  const Tensor& ids = ctx.Input("Ids");
-  Tensor host_ids;
-  cuda::Download(ctx, ids, &host_ids);
-  const LookupArgs a = CheckLookup(ctx, host_ids);
+void Gather(const ExecutionContext& ctx, const LookupArgs& a,
+            const int64_t* device_ids) {
   GatherRows<T> f;
   f.w = ctx.Input("W").data<T>();
-  f.ids = ids.data<int64_t>();
+  f.ids = device_ids;
   f.out = cuda::OutputData<T>(ctx, "Out");
   f.width = a.width;
   f.padding = a.padding;
   cuda::ForEach(cuda::Dev(ctx), a.num_ids * a.width, f);
+}
+
+template <typename T>
+void LookupTableKernel(const ExecutionContext& ctx) {
+  const Tensor& ids = ctx.Input("Ids");
+  Tensor host_ids;
+  cuda::Download(ctx, ids, &host_ids);
+  Gather<T>(ctx, CheckLookup(ctx, host_ids), ids.data<int64_t>());
+}
+
+// c_embedding: the ids shifted into this rank's rows on the host, then
+// uploaded for the gather.
+template <typename T>
+void CEmbeddingKernel(const ExecutionContext& ctx) {
+  Tensor host_ids, holder;
+  cuda::Download(ctx, ctx.Input("Ids"), &host_ids);
+  std::vector<int64_t> local;
+  const LookupArgs a = LocalLookup(ctx, host_ids, &local);
+  Gather<T>(ctx, a, cuda::Upload(ctx, local, &holder));
+  cuda::Dev(ctx).Wait();  // the uploaded ids are freed on return
 }
 
 template <typename T>
@@ -105,11 +123,7 @@ void SparseLookupGrad(const ExecutionContext& ctx, const LookupArgs& a,
 }
 
 template <typename T>
-void LookupTableGradKernel(const ExecutionContext& ctx) {
-  if (!ctx.HasOutput(GradVarName("W"))) return;
-  Tensor host_ids;
-  cuda::Download(ctx, ctx.Input("Ids"), &host_ids);
-  const LookupArgs a = CheckLookup(ctx, host_ids);
+void LookupGrad(const ExecutionContext& ctx, const LookupArgs& a) {
   const T* dout = ctx.Input(GradVarName("Out")).data<T>();
   if (ctx.Attr<bool>("is_sparse")) {
     SparseLookupGrad<T>(ctx, a, dout);
@@ -118,10 +132,29 @@ void LookupTableGradKernel(const ExecutionContext& ctx) {
   }
 }
 
+template <typename T>
+void LookupTableGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradVarName("W"))) return;
+  Tensor host_ids;
+  cuda::Download(ctx, ctx.Input("Ids"), &host_ids);
+  LookupGrad<T>(ctx, CheckLookup(ctx, host_ids));
+}
+
+template <typename T>
+void CEmbeddingGradKernel(const ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradVarName("W"))) return;
+  Tensor host_ids;
+  cuda::Download(ctx, ctx.Input("Ids"), &host_ids);
+  std::vector<int64_t> local;
+  LookupGrad<T>(ctx, LocalLookup(ctx, host_ids, &local));
+}
+
 }  // namespace
 
 REGISTER_FLOAT_KERNELS(lookup_table, kCUDA, LookupTableKernel);
 REGISTER_FLOAT_KERNELS(lookup_table_grad, kCUDA, LookupTableGradKernel);
+REGISTER_FLOAT_KERNELS(c_embedding, kCUDA, CEmbeddingKernel);
+REGISTER_FLOAT_KERNELS(c_embedding_grad, kCUDA, CEmbeddingGradKernel);
 
 }  // namespace ops
 }  // namespace fluid

@@ -29,6 +29,15 @@ struct LookupArgs {
 // the offending id and its position.
 LookupArgs CheckLookup(const ExecutionContext& ctx, const Tensor& host_ids);
 
+// c_embedding's view of its ids (a vocabulary-parallel lookup: W holds
+// rows [start, start + height) of a table of height x nranks rows, start
+// being start_index, or the rank in ring ring_id times height when that is
+// -1): `local` receives each id shifted into W's rows, or `height` (the
+// returned args' padding row, which W does not have) for an id of another
+// rank's rows or the padding id; every id must lie in the whole table.
+LookupArgs LocalLookup(const ExecutionContext& ctx, const Tensor& host_ids,
+                       std::vector<int64_t>* local);
+
 // The positions of the ids that are not the padding row, and those ids
 // (the rows a sparse gradient touches, in the order of Ids).
 void KeptIds(const LookupArgs& a, std::vector<int64_t>* positions,

@@ -94,6 +94,24 @@ void CheckClip(const proto::OpDesc& op, const std::map<std::string, int>& split,
   *sum_after = true;
 }
 
+// The table a lookup_table (or its gradient op) reads, or "".
+std::string LookupTable(const proto::OpDesc& op) {
+  if (op.type() != "lookup_table" && op.type() != "lookup_table_grad")
+    return "";
+  return OpInput(op, "W")[0];
+}
+
+// A lookup (or its gradient) of a table split by rows: c_embedding over
+// the tensor-parallel ring.
+void ToVocabularyParallel(int tp, proto::OpDesc* op) {
+  op->set_type(op->type() == "lookup_table" ? "c_embedding"
+                                            : "c_embedding_grad");
+  SetOpAttr(op, "ring_id", int32_t{kTensorParallelRing});
+  SetOpAttr(op, "nranks", int32_t{tp});
+  SetOpAttr(op, "start_index", int64_t{-1});
+  SetOpAttr(op, kTpRoleAttr, std::string("embedding"));
+}
+
 // The input gradient of each column-parallel mul (partial on each rank),
 // by the index of the mul_grad op writing it.
 std::map<int, std::string> PartialGradients(const proto::BlockDesc& src,
@@ -140,7 +158,8 @@ std::map<int, std::string> GroupSums(const proto::BlockDesc& src,
     const proto::OpDesc& op = src.ops(i);
     bool clip_sum = false;
     CheckClip(op, split, &clip_sum);
-    if (plan.row.count(i) || clip_sum) after[i] = OpOutput(op, "Out")[0];
+    if (plan.row.count(i) || plan.embeddings.count(i) || clip_sum)
+      after[i] = OpOutput(op, "Out")[0];
     if (!SumsPartialsOnly(src, i, partial)) continue;
     const std::vector<std::string> xs = OpInput(op, "X");
     for (auto it = after.begin(); it != after.end();)
@@ -165,6 +184,8 @@ void RewriteMain(const TensorParallelPlan& plan,
   for (const auto& [i, change] : plan.reshapes)
     reshaped[OpInput(src.ops(i), "X")[0]] = change;
   const std::map<int, std::string> sums = GroupSums(src, plan, split);
+  std::set<std::string> split_tables;  // their gradient ops change too
+  for (int e : plan.embeddings) split_tables.insert(LookupTable(src.ops(e)));
   block->clear_ops();
   for (int i = 0; i < src.ops_size(); ++i) {
     proto::OpDesc op = src.ops(i);
@@ -180,6 +201,8 @@ void RewriteMain(const TensorParallelPlan& plan,
     if (plan.column.count(i))
       SetOpAttr(&op, kTpRoleAttr, std::string("column"));
     if (plan.row.count(i)) SetOpAttr(&op, kTpRoleAttr, std::string("row"));
+    if (plan.embeddings.count(i) || split_tables.count(LookupTable(op)))
+      ToVocabularyParallel(tp, &op);
     // Dropout sees whole values only: the ranks of a group draw one mask
     // (its gradient op carries the forward op's attrs).
     if (op.type() == "dropout" || op.type() == "dropout_grad")
@@ -311,6 +334,11 @@ void LintSplitMul(const proto::BlockDesc& block, int i,
       "' is not summed over the tensor-parallel group right after it");
 }
 
+// Whether op #i+1 sums `v` over the tensor-parallel group.
+bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
+  return i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), v);
+}
+
 // Forward: split values flow from the column muls to the row muls.
 void LintForward(const proto::BlockDesc& block,
                  const std::set<std::string>& params) {
@@ -320,6 +348,16 @@ void LintForward(const proto::BlockDesc& block,
     if (HasRole(op, OpRole::kBackward) || HasRole(op, OpRole::kOptimize))
       continue;
     const std::string role = TpRole(op);
+    if (op.type() == "c_embedding") {
+      const std::string out = OpOutput(op, "Out")[0];
+      FLUID_ENFORCE(SummedAfter(block, i, out),
+                    "the vocabulary-parallel "
+                    "lookup #",
+                    i, "'s output '", out,
+                    "' is not summed over the tensor-parallel group right "
+                    "after it");
+      continue;
+    }
     if (op.type() == "mul" && (role == "column" || role == "row")) {
       LintSplitMul(block, i, split);
       if (role == "column") split.insert(OpOutput(op, "Out")[0]);
@@ -340,9 +378,6 @@ void LintForward(const proto::BlockDesc& block,
 // Backward: each column mul's input gradient is summed over the group,
 // right after its mul_grad or after the one sum op adding it to other such
 // gradients only.
-bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
-  return i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), v);
-}
 
 void LintBackward(const proto::BlockDesc& block) {
   for (int c = 0; c < block.ops_size(); ++c) {

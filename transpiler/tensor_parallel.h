@@ -24,10 +24,14 @@
 //   - a split value that reaches any other op (a residual add, a layer
 //     norm, a loss) leaves the whole region unsplit: its layers stay
 //     replicated.
-// So an MLP's fc pairs and a transformer block's attention (by heads) and
-// feed-forward pairs are split; the logits layer and the embeddings stay
-// whole. In backward, a column-parallel mul's input gradient is partial on
-// each rank and is summed over the group right after its mul_grad; a
+//   - an embedding (lookup_table, dense gradient) whose table is read by
+//     nothing else splits by rows: each rank's c_embedding reads the ids in
+//     its block of the vocabulary, zeros for the others, and the group sums
+//     the lookups (c_allreduce, ring 1).
+// So an MLP's fc pairs, a transformer block's attention (by heads) and
+// feed-forward pairs, and its token embedding are split; the logits layer
+// stays whole. In backward, a column-parallel mul's input gradient is partial
+// on each rank and is summed over the group right after its mul_grad; a
 // global-norm clip sums the squared norms of split gradients over the
 // group. Each forward and backward of a pair thus costs one allreduce of
 // one activation.
@@ -72,8 +76,9 @@ struct TensorParallelPlan {
   // Every split value (activations, parameters and their casts) and the
   // axis it is split along.
   std::map<std::string, int> split;
-  // Forward op indices of the column- and row-parallel muls.
-  std::set<int> column, row;
+  // Forward op indices of the column- and row-parallel muls, and of the
+  // lookups whose tables split by rows (vocabulary-parallel embeddings).
+  std::set<int> column, row, embeddings;
   // Reshape ops whose shape attr changes: op index -> (position, value).
   std::map<int, std::pair<int, int64_t>> reshapes;
   // The parameters among `split`.

@@ -313,6 +313,31 @@ class RegionGrower {
   std::string why_;
 };
 
+// The embeddings that split by rows: a dense lookup of a parameter table
+// no other forward op reads, whose rows divide by tp.
+void PlanEmbeddings(const Graph& g, int tp, TensorParallelPlan* plan) {
+  for (int i = 0; i < g.block.ops_size(); ++i) {
+    const proto::OpDesc& op = g.Op(i);
+    if (op.type() != "lookup_table" || !IsForwardOp(op)) continue;
+    const std::string w = OpInput(op, "W")[0];
+    const Shape shape = g.ShapeOf(w);
+    const bool sparse =
+        HasOpAttr(op, "is_sparse") && GetOpAttrAs<bool>(op, "is_sparse");
+    if (!g.params.count(w) || shape.rank() != 2 || shape[0] % tp != 0 ||
+        sparse || plan->split.count(w) || g.readers.at(w).size() != 1) {
+      plan->unsplit.push_back("the embedding '" + w + "': " +
+                              (sparse ? "sparse gradients"
+                                      : "not a table of rows dividing by " +
+                                            std::to_string(tp) +
+                                            " read by this lookup only"));
+      continue;
+    }
+    plan->embeddings.insert(i);
+    plan->split[w] = 0;
+    plan->params.insert(w);
+  }
+}
+
 void Merge(const TensorParallelPlan& r, TensorParallelPlan* plan) {
   plan->split.insert(r.split.begin(), r.split.end());
   plan->column.insert(r.column.begin(), r.column.end());
@@ -348,7 +373,8 @@ TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp) {
         "the fc of '" + y + "': " +
         (grower.why().empty() ? "no row-parallel mul ends it" : grower.why()));
   }
-  if (plan.column.empty()) {
+  PlanEmbeddings(g, tp, &plan);
+  if (plan.column.empty() && plan.embeddings.empty()) {
     std::string why;
     for (const auto& u : plan.unsplit) why += "\n  " + u;
     FLUID_THROW(

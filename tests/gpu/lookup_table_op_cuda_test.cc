@@ -70,5 +70,24 @@ TEST(LookupTableOpCuda, IdOutOfRange) {
       << msg;
 }
 
+// c_embedding (a vocabulary-parallel block of rows 5-9 of a 20-row table):
+// the lookup and its dense gradient on CUDA against the CPU's.
+TEST(CEmbeddingOpCuda, ForwardAndDenseGrad) {
+  REQUIRE_GPU();
+  for (DataType dt : kFloatTypes) {
+    for (int64_t pad : {int64_t{-1}, int64_t{9}}) {
+      auto op = MakeOp("c_embedding", {{"W", {"w"}}, {"Ids", {"ids"}}},
+                       {{"Out", {"out"}}},
+                       {{"padding_idx", pad},
+                        {"nranks", int32_t{4}},
+                        {"start_index", int64_t{5}}});
+      TensorMap in = {
+          {"w", RandomTensor(dt, {5, 33}, -1, 1, 3)},
+          {"ids", MakeTensor<int64_t>({8, 1}, {6, 0, 9, 19, 5, 6, 12, 9})}};
+      EXPECT_TRUE(CudaMatchesCpu(op, in)) << DataTypeName(dt) << " " << pad;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fluid

@@ -148,5 +148,78 @@ TEST(LookupTableOp, BadShapesAndPadding) {
   EXPECT_NE(msg.find("padding_idx 7 of W 'w'"), std::string::npos) << msg;
 }
 
+// c_embedding: W holds rows [start, start + 3) of a 3 x 3 = 9-row table;
+// ids of the other rows (and the padding id) read zeros and send no
+// gradient. The reference is the whole table's lookup restricted to W's
+// rows, and the three blocks' outputs add up to the whole lookup.
+proto::OpDesc CEmbedding(int64_t start, int64_t pad = -1) {
+  return MakeOp(
+      "c_embedding", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"out"}}},
+      {{"padding_idx", pad}, {"nranks", int32_t{3}}, {"start_index", start}});
+}
+
+const std::vector<int64_t> kWholeIds = {3, 0, 8, 6, 1, 3, 5, 4};
+
+TEST(CEmbeddingOp, BlocksAddUpToTheWholeLookup) {
+  for (int64_t pad : {int64_t{-1}, int64_t{3}}) {
+    Tensor whole = RandomTensor<double>({9, 4}, -1, 1, 21);
+    const std::vector<double> all = ToVector<double>(whole);
+    Tensor ids = MakeTensor<int64_t>({8, 1}, kWholeIds);
+    std::vector<double> sum(8 * 4, 0.0);
+    for (int64_t block = 0; block < 3; ++block) {
+      std::vector<double> rows(all.begin() + block * 12,
+                               all.begin() + (block + 1) * 12);
+      Tensor w = MakeTensor<double>({3, 4}, rows);
+      Tensor out =
+          RunOp(CEmbedding(block * 3, pad), {{"w", w}, {"ids", ids}})["out"];
+      const std::vector<double> got = ToVector<double>(out);
+      for (size_t i = 0; i < kWholeIds.size(); ++i) {
+        const int64_t id = kWholeIds[i];
+        const bool mine = id != pad && id >= block * 3 && id < block * 3 + 3;
+        for (int j = 0; j < 4; ++j) {
+          EXPECT_EQ(got[i * 4 + j], mine ? all[id * 4 + j] : 0.0)
+              << "block " << block << " position " << i;
+          sum[i * 4 + j] += got[i * 4 + j];
+        }
+      }
+    }
+    EXPECT_EQ(sum, NaiveLookup(all, kWholeIds, 4, pad)) << "padding " << pad;
+  }
+}
+
+TEST(CEmbeddingOp, GradAddsIntoItsRowsOnly) {
+  Tensor w = RandomTensor<double>({3, 4}, -1, 1, 22);
+  Tensor dout = RandomTensor<double>({8, 4}, -1, 1, 23);
+  Tensor ids = MakeTensor<int64_t>({8, 1}, kWholeIds);
+  auto grad = MakeOp("c_embedding_grad",
+                     {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"dout"}}},
+                     {{"W@GRAD", {"dw"}}},
+                     {{"nranks", int32_t{3}}, {"start_index", int64_t{3}}});
+  Tensor dw = RunOp(grad, {{"w", w}, {"ids", ids}, {"dout", dout}})["dw"];
+  const std::vector<double> whole =
+      NaiveGrad(ToVector<double>(dout), kWholeIds, 9, 4, -1);
+  EXPECT_EQ(ToVector<double>(dw),
+            std::vector<double>(whole.begin() + 12, whole.begin() + 24));
+}
+
+TEST(CEmbeddingOp, NumericGradient) {
+  Tensor w = RandomTensor<double>({3, 3}, -1, 1, 24);
+  Tensor ids = MakeTensor<int64_t>({6, 1}, {4, 1, 5, 3, 8, 4});
+  GradCheckOptions opt;
+  opt.wrt = {"w"};
+  EXPECT_TRUE(CheckGradient(CEmbedding(3), {{"w", w}, {"ids", ids}}, opt));
+  EXPECT_TRUE(CheckGradient(CEmbedding(3, 4), {{"w", w}, {"ids", ids}}, opt));
+}
+
+TEST(CEmbeddingOp, AnIdOutsideTheWholeTableNamesIt) {
+  Tensor w = RandomTensor<float>({3, 2}, -1, 1, 1);
+  const std::string msg = ErrorOf(
+      CEmbedding(0), {{"w", w}, {"ids", MakeTensor<int64_t>({2, 1}, {1, 9})}});
+  EXPECT_NE(msg.find("c_embedding: Ids 'ids' holds id 9 at position 1, "
+                     "outside [0, 9)"),
+            std::string::npos)
+      << msg;
+}
+
 }  // namespace
 }  // namespace fluid

@@ -195,19 +195,25 @@ TEST(TensorParallelRewrite, TransformerSumsInputGradientsAndClipNorms) {
   const TransformerSize s = SmallTransformer();
   const proto::TrainingJob out =
       CollectiveTranspile(TransformerJob(s), Tp(2), 4);
-  // Forward: one sum per row-parallel mul; backward: one per block for
-  // the attention (q, k and v's input gradients are added first, then
-  // summed over the group once) and one for the feed-forward part (their
-  // input is a layer norm's); the clip: one per split gradient's squared
-  // norm.
+  // Forward: one sum per row-parallel mul and one for the embedding;
+  // backward: one per block for the attention (q, k and v's input
+  // gradients are added first, then summed over the group once) and one
+  // for the feed-forward part (their input is a layer norm's); the clip:
+  // one per split gradient's squared norm.
   const int split_grads = CountOps(out.startup(), "c_split") / 3;  // adam
   EXPECT_EQ(CountOps(out.main(), "c_allreduce", "reduce"),
-            2 * s.layers + 2 * s.layers + split_grads);
+            2 * s.layers + 1 + 2 * s.layers + split_grads);
   int after_sum = 0;
   const auto& ops = out.main().blocks(0).ops();
   for (int i = 1; i < ops.size(); ++i)
-    after_sum += HasOpAttr(ops[i], kTpRoleAttr) && ops[i - 1].type() == "sum";
+    after_sum += ops[i].type() == "c_allreduce" &&
+                 HasOpAttr(ops[i], kTpRoleAttr) && ops[i - 1].type() == "sum";
   EXPECT_EQ(after_sum, s.layers);
+  // The token embedding: a vocabulary-parallel lookup of half the rows.
+  EXPECT_EQ(CountOps(out.main(), "c_embedding"), 1);
+  EXPECT_EQ(CountOps(out.main(), "c_embedding_grad"), 1);
+  EXPECT_EQ(VarShape(GetVarDesc(out.main().blocks(0), "embedding_0.w_0")),
+            Shape({s.vocab / 2, s.width}));
 }
 
 TEST(TensorParallelRewrite, RefusesWhatDoesNotComposeYet) {
