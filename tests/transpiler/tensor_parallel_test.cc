@@ -23,6 +23,7 @@
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
 #include "src/runtime/mpi_executor.h"
+#include "tests/testing/gradient_checker.h"
 #include "tests/testing/in_process_ranks.h"
 #include "tests/transpiler/recompute_models.h"
 #include "transpiler/collective_transpiler.h"
@@ -33,18 +34,10 @@
 namespace fluid {
 namespace {
 
+using testing::ErrorOf;
 using testing::TransformerBatch;
 using testing::TransformerJob;
 using testing::TransformerSize;
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // x [16] -> fc 32 relu -> fc 32 relu -> fc 4 -> softmax cross entropy,
 // momentum; with `clip`, gradients clipped by their global norm.
