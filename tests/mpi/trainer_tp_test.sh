@@ -7,7 +7,8 @@
 # (--check-consistency 1), and a tensor-parallel checkpoint (parameters
 # whole) resumes without tensor parallelism, and the other way round, also
 # with the optimizer state sharded over the data-parallel ring. The
-# transformer (attention split by heads) trains on fortunes when present.
+# transformer (attention split by heads) trains on fortunes when present;
+# a rank killed inside the group ends the job in seconds.
 #   trainer_tp_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -79,6 +80,19 @@ same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
 same_losses "$(epoch2 "$full")" "$(epoch2 "$plain")" \
   "resumed on np 2 against uninterrupted np 4 --tp 2 --shard-optimizer 2"
 echo "ok: --tp 2 with --shard-optimizer 2 resumes exactly, also on np 2"
+
+# A rank killed inside the tensor-parallel group's collectives ends the job
+# in seconds (its partner waits in a ring allreduce).
+start=$(date +%s)
+out=$(FLUID_TEST_KILL_AT_STEP=3 FLUID_TEST_KILL_RANK=1 timeout 120 \
+  "${MPI[@]}" -x FLUID_TEST_KILL_AT_STEP -x FLUID_TEST_KILL_RANK -np 2 \
+  "$TRAINER" "${base[@]}" --tp 2 2>&1)
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] ||
+  fail "a rank killed under --tp 2: rc $rc after ${took}s: $out"
+[ "$took" -le 30 ] || fail "a rank killed under --tp 2: ${took}s to end"
+echo "ok: a rank killed under --tp 2 ended the job in ${took}s (rc $rc)"
 
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 3 2>&1) &&
   fail "--tp 3 on 2 ranks was accepted: $out"
