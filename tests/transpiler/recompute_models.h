@@ -70,6 +70,8 @@ struct TransformerSize {
   int64_t seq = 16;
   int64_t vocab = 32;
   float dropout = 0.1f;
+  // "adam" at 1e-3, or "momentum" at 0.05.
+  std::string optimizer = "adam";
 };
 
 // Causal multi-head self-attention of x [N, L, D] with dropout on the
@@ -137,8 +139,8 @@ inline proto::TrainingJob TransformerJob(const TransformerSize& s) {
       layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, next));
   RenameVar(job.mutable_main(), loss, "loss");
   OptimizerConfig opt;
-  opt.type = "adam";
-  opt.learning_rate = 1e-3f;
+  opt.type = s.optimizer;
+  opt.learning_rate = s.optimizer == "adam" ? 1e-3f : 0.05f;
   opt.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
   opt.gradient_clip.clip_norm = 1.0f;
   MakeOptimizer(opt)->Minimize(&b, "loss");

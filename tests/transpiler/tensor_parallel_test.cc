@@ -507,5 +507,21 @@ TEST(TensorParallelTraining, TransformerTp2WithDropoutMatchesOneProcess) {
               2 * 20 * 1e-3);
 }
 
+// Four ranks, one head each (a transformer of 4 heads), with momentum:
+// under Adam the weight elements whose gradient is near zero amplify the
+// four partial sums' rounding as the key biases do (measured: 2.7e-4
+// relative on fc_5.w_0 after 20 steps), with momentum 4.9e-7.
+TEST(TensorParallelTraining, TransformerTp4MatchesOneProcess) {
+  TransformerSize s = SmallTransformer();
+  s.heads = 4;
+  s.optimizer = "momentum";
+  const proto::TrainingJob job = TransformerJob(s);
+  const TensorParallelPlan plan = PlanTensorParallel(job.main(), 4);
+  EXPECT_EQ(plan.column.size(), 4u * s.layers);
+  EXPECT_EQ(plan.row.size(), 2u * s.layers);
+  ExpectClose(TrainOne(job, TransformerBatches(s), 20),
+              TrainRanks(job, 4, 4, TransformerBatches(s), 20));
+}
+
 }  // namespace
 }  // namespace fluid
