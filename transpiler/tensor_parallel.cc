@@ -282,34 +282,11 @@ bool IsGroupSumOf(const proto::OpDesc& op, const std::string& var) {
 
 // Ops a split value may pass through (the plan's rules, checked again).
 bool PassesSplit(const std::string& type) {
-  static const std::set<std::string> ops = {"relu",
-                                            "gelu",
-                                            "tanh",
-                                            "sigmoid",
-                                            "scale",
-                                            "cast",
-                                            "elu",
-                                            "relu6",
-                                            "leaky_relu",
-                                            "softsign",
-                                            "softplus",
-                                            "swish",
-                                            "silu",
-                                            "square",
-                                            "abs",
-                                            "exp",
-                                            "log",
-                                            "sqrt",
-                                            "assign",
-                                            "elementwise_add",
-                                            "elementwise_sub",
-                                            "elementwise_mul",
-                                            "elementwise_div",
-                                            "reshape",
-                                            "transpose",
-                                            "matmul",
-                                            "softmax"};
-  return ops.count(type) > 0;
+  static const std::set<std::string> ops = {
+      "elementwise_add", "elementwise_sub", "elementwise_mul",
+      "elementwise_div", "reshape",         "transpose",
+      "matmul",          "softmax"};
+  return IsSplitUnaryOp(type) || ops.count(type) > 0;
 }
 
 void LintSplitMul(const proto::BlockDesc& block, int i,

@@ -62,6 +62,11 @@ constexpr int32_t kDataParallelRing = 2;
 // "reduce" (the allreduces this rewrite adds).
 constexpr const char* kTpRoleAttr = "tp_role";
 
+// Whether `type` maps each element to one element of the same shape, so
+// that a split value passes through it split the same way (the plan's
+// rule and the lint's).
+bool IsSplitUnaryOp(const std::string& type);
+
 // tensor_parallel_degree, 1 when unset; with `nranks`, an error unless it
 // divides nranks.
 int TensorParallelDegree(const proto::DistributedStrategy& s);

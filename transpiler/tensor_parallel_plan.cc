@@ -14,16 +14,15 @@
 
 namespace fluid {
 
-namespace {
-
-// Ops that map each element to one element of the same shape.
-const std::set<std::string>& UnaryOps() {
+bool IsSplitUnaryOp(const std::string& type) {
   static const std::set<std::string> ops = {
       "relu",  "gelu",       "tanh",     "sigmoid",  "scale", "cast", "elu",
       "relu6", "leaky_relu", "softsign", "softplus", "swish", "silu", "square",
       "abs",   "exp",        "log",      "sqrt",     "assign"};
-  return ops;
+  return ops.count(type) > 0;
 }
+
+namespace {
 
 bool IsElementwise(const std::string& type) {
   return type == "elementwise_add" || type == "elementwise_sub" ||
@@ -268,7 +267,7 @@ class RegionGrower {
       if (a == axis) return Fail("a softmax along the split axis");
       return MarkSplit(OpOutput(d, "Out")[0], axis);
     }
-    if (UnaryOps().count(type) && OpInputNames(d).size() == 1)
+    if (IsSplitUnaryOp(type) && OpInputNames(d).size() == 1)
       return MarkSplit(OpOutput(d, "Out")[0], axis);
     return Fail("split '" + var + "' reaches op " + type);
   }
@@ -292,7 +291,7 @@ class RegionGrower {
       const Shape from = g_.ShapeOf(in);
       const int j = ReshapedAxis(ReshapeTarget(d, from), axis, from, tp_);
       if (j < 0 || !Pull(in, j)) return Fail("a reshape of '" + var + "'");
-    } else if (UnaryOps().count(type) ||
+    } else if (IsSplitUnaryOp(type) ||
                (IsElementwise(type) &&
                 !g_.ParamOf(OpInput(d, "Y")[0]).empty())) {
       if (!Pull(in, axis)) return false;
