@@ -47,6 +47,9 @@ struct DropoutParams {
   // Added to the Step counter: -1 for a recompute replay (replay_of), which
   // runs after the op it replays advanced the counter.
   int64_t step_offset;
+  // Added to each element's index (a pipeline's micro-batch: the elements
+  // of the micro-batches before it).
+  int64_t index_offset;
 };
 
 // Reads and checks dropout's attrs (dropout_op.cc): the scales of

@@ -50,14 +50,25 @@ DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
   d.test_scale = upscale ? 1.0 : 1.0 - p;
   d.is_test = ctx.Attr<bool>("is_test");
   d.step_offset = 0;
+  d.index_offset = 0;
   if (!forward) return d;
   const std::string& replay_of = ctx.Attr<std::string>("replay_of");
   if (!replay_of.empty()) d.step_offset = -1;
+  // A pipeline's micro-batch k (its Out named "<out>@MB<k>") draws rows
+  // k * numel.. of the whole batch's mask: its seed is the whole op's, its
+  // elements follow the micro-batches before it.
+  const int32_t micro_batch = ctx.Attr<int32_t>("micro_batch");
+  FLUID_ENFORCE(micro_batch >= -1, ctx.type(), ": micro_batch ", micro_batch,
+                " must be -1 (none) or a micro-batch number");
+  std::string seed_name = replay_of.empty() ? ctx.OutputName("Out") : replay_of;
+  if (micro_batch >= 0) {
+    const size_t at = seed_name.rfind("@MB");
+    if (at != std::string::npos) seed_name.resize(at);
+    d.index_offset = micro_batch * ctx.Input("X").numel();
+  }
   const int32_t attr_seed = ctx.Attr<int32_t>("seed");
   const uint64_t seed =
-      attr_seed != 0
-          ? static_cast<uint32_t>(attr_seed)
-          : Fnv1a64(replay_of.empty() ? ctx.OutputName("Out") : replay_of);
+      attr_seed != 0 ? static_cast<uint32_t>(attr_seed) : Fnv1a64(seed_name);
   // The rank in the op's ring: under tensor parallelism the data-parallel
   // rank, so that the ranks of a group, which hold the same values, drop
   // the same elements of them.
@@ -134,7 +145,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
   T* mp = mask->data<T>();
   ParallelFor(ctx.device(), x.numel(), 20, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const bool keep = DropoutKeeps(key, i, d.threshold);
+      const bool keep = DropoutKeeps(key, i + d.index_offset, d.threshold);
       mp[i] = keep ? T(1) : T(0);
       op[i] = keep ? FromCompute<T>(ToCompute(xp[i]) * scale) : T(0);
     }
@@ -191,7 +202,11 @@ REGISTER_OP(dropout)
                        "whose mask it draws (its seed, and Step - 1)")
     .Attr<int32_t>("ring_id", 0,
                    "the ring whose rank varies the mask (0: all ranks; "
-                   "tensor parallelism: the data-parallel ring)")
+                   "tensor or pipeline parallelism: the data-parallel ring)")
+    .Attr<int32_t>("micro_batch", -1,
+                   "a pipeline's micro-batch k (-1: none): the mask is rows "
+                   "k * numel(X).. of the whole batch's, the seed derived "
+                   "from Out's name without its @MB<k> suffix")
     .SetInferShape(DropoutInferShape)
     .SetGrad(GradSpec("dropout_grad")
                  .Outputs({"Mask"})

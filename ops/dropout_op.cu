@@ -17,14 +17,15 @@ struct DropoutMaskFn {
   const T* x;
   T* out;
   T* mask;
-  const int64_t* step;  // null: step 0
-  int64_t step_offset;  // added to *step (a recompute replay: -1)
+  const int64_t* step;   // null: step 0
+  int64_t step_offset;   // added to *step (a recompute replay: -1)
+  int64_t index_offset;  // added to i (a pipeline's micro-batch)
   uint64_t base, threshold;
   ComputeType<T> scale;
   __device__ void operator()(int64_t i) const {
     const uint64_t key =
         DropoutKey(base, step != nullptr ? *step + step_offset : 0);
-    const bool keep = DropoutKeeps(key, i, threshold);
+    const bool keep = DropoutKeeps(key, i + index_offset, threshold);
     mask[i] = keep ? T(1) : T(0);
     out[i] = keep ? FromCompute<T>(ToCompute(x[i]) * scale) : T(0);
   }
@@ -72,10 +73,10 @@ void DropoutKernel(const ExecutionContext& ctx) {
   }
   const int64_t* step =
       ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
-  cuda::ForEach(
-      dev, x.numel(),
-      DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.step_offset, d.base,
-                       d.threshold, static_cast<ComputeType<T>>(d.keep_scale)});
+  cuda::ForEach(dev, x.numel(),
+                DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.step_offset,
+                                 d.index_offset, d.base, d.threshold,
+                                 static_cast<ComputeType<T>>(d.keep_scale)});
   if (step != nullptr && ctx.HasOutput("StepOut")) {
     int64_t* step_out =
         ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1}, ctx.place());

@@ -112,7 +112,9 @@ REGISTER_OP(split)
     .CPUKernel<float>(SplitKernel<float>)
     .CPUKernel<double>(SplitKernel<double>)
     .CPUKernel<bfloat16>(SplitKernel<bfloat16>)
-    .CPUKernel<float16>(SplitKernel<float16>);
+    .CPUKernel<float16>(SplitKernel<float16>)
+    .CPUKernel<int32_t>(SplitKernel<int32_t>)
+    .CPUKernel<int64_t>(SplitKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -25,6 +25,9 @@ void SplitKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(split, kCUDA, SplitKernel);
 REGISTER_HALF_KERNELS(split, kCUDA, SplitKernel);
+// Integer pieces: a pipeline cuts its feeds (ids, labels) into micro-batches.
+REGISTER_KERNEL(split, kCUDA, int32_t, SplitKernel<int32_t>);
+REGISTER_KERNEL(split, kCUDA, int64_t, SplitKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

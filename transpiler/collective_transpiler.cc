@@ -13,6 +13,7 @@
 #include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
 #include "transpiler/passes/pass.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
 #include "transpiler/tensor_parallel.h"
@@ -47,7 +48,7 @@ std::vector<std::string> CollectivePassNames(
 
 proto::TrainingJob CollectiveTranspile(
     const proto::TrainingJob& job, const proto::DistributedStrategy& strategy,
-    int nranks) {
+    int nranks, int rank) {
   FLUID_ENFORCE(nranks >= 1, "nranks must be >= 1, got ", nranks);
   CheckJob(job, "job");
   const JobForm form = FormOf(job.main());
@@ -66,8 +67,13 @@ proto::TrainingJob CollectiveTranspile(
     *local.mutable_strategy() = canonical;
     local = TensorParallelRewrite(local, tp);
   }
+  const int pp = PipelineStages(canonical, nranks);
+  if (pp > 1) {
+    *local.mutable_strategy() = canonical;
+    local = PipelineStageJob(PipelineRewrite(local), StageOf(rank, nranks, pp));
+  }
   // The data-parallel passes see the data-parallel group.
-  PassContext ctx{local, canonical, nranks / tp, {}};
+  PassContext ctx{local, canonical, nranks / (tp * pp), {}};
   proto::TrainingJob out = local;
   std::vector<const Pass*> ran;
   for (const Pass* p : CollectivePasses()) {
@@ -77,7 +83,7 @@ proto::TrainingJob CollectiveTranspile(
   }
   *out.mutable_strategy() = canonical;
   for (proto::ProgramDesc* p : {out.mutable_main(), out.mutable_startup()}) {
-    if (tp > 1) UseDataParallelRing(p);
+    if (tp > 1 || pp > 1) UseDataParallelRing(p);
     SetForm(p, JobForm::kCollective);
     p->set_nranks(nranks);
     p->set_structure_hash(StructureHash(*p));

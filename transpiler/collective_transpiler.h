@@ -32,9 +32,13 @@ namespace fluid {
 // then each pass's lint, and both programs stamped with nranks and their
 // structure hash, the job with the strategy (canonical). The strategy is
 // validated first (ValidateStrategy). The input job is not modified.
+// With pipeline_stages, the program is cut into stages (after tensor
+// parallelism, before the data-parallel passes, transpiler/pipeline.h),
+// and the job returned is the one rank `rank`'s stage runs, its
+// data-parallel passes over the ranks of that stage.
 proto::TrainingJob CollectiveTranspile(
     const proto::TrainingJob& job, const proto::DistributedStrategy& strategy,
-    int nranks);
+    int nranks, int rank = 0);
 
 // The names of the passes CollectiveTranspile runs for `strategy`, in order.
 std::vector<std::string> CollectivePassNames(

@@ -2,6 +2,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/sharding.h"
 #include "transpiler/tensor_parallel.h"
 
@@ -74,12 +75,16 @@ void SetForm(proto::ProgramDesc* program, JobForm form) {
 proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
                               const proto::DistributedStrategy& strategy,
                               int nranks,
-                              const std::vector<PserverProgram>& pservers) {
+                              const std::vector<PserverProgram>& pservers,
+                              int rank) {
   CheckJob(job, "job");
   switch (FormOf(job.main())) {
     case JobForm::kLocal:
-      return CollectiveTranspile(job, strategy, nranks);
+      return CollectiveTranspile(job, strategy, nranks, rank);
     case JobForm::kCollective: {
+      FLUID_ENFORCE(PipelineStages(job.strategy()) == 1,
+                    "the job was transpiled for pipeline stages already; "
+                    "give the plain program (each rank cuts its own stage)");
       FLUID_ENFORCE(job.main().nranks() == nranks,
                     "the job was "
                     "transpiled for ",

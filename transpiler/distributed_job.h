@@ -38,9 +38,11 @@ void SetForm(proto::ProgramDesc* program, JobForm form);
 //  - a parameter-server trainer: converted with `pservers`, the programs of
 //    its servers (PserverToCollective); an error when none are given;
 //  - a server's program: an error (servers are not run here).
+// With pipeline stages (a local job only), the job of rank `rank`'s stage.
 proto::TrainingJob PrepareJob(const proto::TrainingJob& job,
                               const proto::DistributedStrategy& strategy,
                               int nranks,
-                              const std::vector<PserverProgram>& pservers = {});
+                              const std::vector<PserverProgram>& pservers = {},
+                              int rank = 0);
 
 }  // namespace fluid

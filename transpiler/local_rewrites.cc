@@ -4,6 +4,7 @@
 #include "transpiler/control_flow_lint.h"
 #include "transpiler/gradient_merge.h"
 #include "transpiler/mixed_precision.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
 #include "transpiler/tensor_parallel.h"
@@ -19,6 +20,10 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
     FLUID_ENFORCE(TensorParallelDegree(strategy) == 1,
                   "tensor parallelism does not compose with gradient_merge "
                   "yet: turn one of them off");
+    FLUID_ENFORCE(PipelineStages(strategy) == 1,
+                  "pipeline_stages does not compose with gradient_merge "
+                  "(pipeline_configs.micro_batches accumulates gradients "
+                  "already): turn one of them off");
   }
   if (ShardStage(strategy) == 3)
     RefuseSubBlocks(job.main(), "sharding stage 3",

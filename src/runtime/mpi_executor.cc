@@ -12,6 +12,7 @@
 #include "src/framework/program_desc.h"
 #include "transpiler/distributed_job.h"
 #include "transpiler/local_rewrites.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
 #include "transpiler/tensor_parallel.h"
@@ -150,6 +151,7 @@ proto::TrainingJob PlainJob(const proto::TrainingJob& job,
   if (FormOf(job.main()) != JobForm::kLocal) return job;
   const proto::DistributedStrategy s = CanonicalStrategy(strategy);
   proto::TrainingJob plain = LocalRewrites(job, s);
+  if (PipelineStages(s) > 1) *plain.mutable_strategy() = s;
   const int tp = TensorParallelDegree(s);
   if (tp == 1 || ShardStage(s) == 0) return plain;
   *plain.mutable_strategy() = s;
@@ -162,7 +164,8 @@ MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
     : comm_(comm != nullptr ? comm : GlobalCommunicator(place)),
       exe_(place, num_threads),
       shard_(&exe_, comm_),
-      tp_(&exe_, comm_) {
+      tp_(&exe_, comm_),
+      pp_(comm_) {
   exe_.mutable_device_context()->set_communicator(comm_);
 }
 
@@ -192,14 +195,17 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   FLUID_ENFORCE(scope != nullptr, "MPIExecutor::Init: null scope");
   WaitParameterGathers();  // of the job this executor ran before, if any
   CheckStrategyAgrees(strategy);
-  job_ = PrepareJob(job, strategy, comm_->size());
+  job_ = PrepareJob(job, strategy, comm_->size(), {}, comm_->rank());
   scope_ = scope;
 
   // Same program everywhere, checked before any other collective.
   // Hashed here, not read from the stamps: a program edited after it was
-  // stamped (or never stamped) must still be compared as it is.
+  // stamped (or never stamped) must still be compared as it is. The stages
+  // of a pipeline run different programs, cut from the same one.
+  const bool staged = PipelineStages(job_.strategy()) > 1;
+  const proto::TrainingJob& same = staged ? job : job_;
   CheckSameProgram(
-      StructureHash(job_.main()) ^ (StructureHash(job_.startup()) * 31),
+      StructureHash(same.main()) ^ (StructureHash(same.startup()) * 31),
       "programs");
   topology_ = GatherTopology(comm_);
 
@@ -232,8 +238,10 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   std::vector<std::pair<std::string, Tensor>> held;
   // The rings, before the startup's c_split ops.
   tp_.Begin(job_, plain, scope_);
-  shard_.SetGroup(tp_.active() ? comm_->Group(kDataParallelRing) : comm_,
-                  tp_.active());
+  pp_.Begin(plain, scope_);
+  shard_.SetGroup(
+      tp_.active() || pp_.active() ? comm_->Group(kDataParallelRing) : comm_,
+      tp_.active());
   if (run_startup) {
     exe_.RunOnce(job_.startup(), scope_);
   } else {
@@ -375,7 +383,10 @@ void MPIExecutor::BroadcastPersistables() {
   scope_->Settle();
   const std::set<std::string> state(shard_.per_parameter_state().begin(),
                                     shard_.per_parameter_state().end());
-  for (const auto& v : checkpoint_program().blocks(0).vars()) {
+  pp_.BroadcastLoaded();  // each stage's vars to it, then within it
+  const proto::ProgramDesc& saved =
+      pp_.active() ? job_.main() : checkpoint_program();
+  for (const auto& v : saved.blocks(0).vars()) {
     if (!v.persistable() || IsShardVar(v.name())) continue;
     // A sharded job's per-parameter state is ScatterLoaded's, unless the
     // shards are of tensor-parallel slices: each data-parallel group's
@@ -389,7 +400,7 @@ void MPIExecutor::BroadcastPersistables() {
     if (tp_.IsSplit(v.name())) {
       tp_.Broadcast(v.name());
     } else {
-      comm_->Broadcast(var->GetTensor(), 0);
+      pp_.data_parallel_group()->Broadcast(var->GetTensor(), 0);
     }
   }
   tp_.SliceWhole();
@@ -424,7 +435,8 @@ void MPIExecutor::CheckConsistency() {
     Tensor t;
     t.CopyFrom(v->GetTensor(), Place::CPU());  // device values come to host
     // A tensor-parallel slice is compared within its data-parallel group.
-    Communicator* group = tp_.ReplicaGroup(name);
+    Communicator* group =
+        pp_.active() ? pp_.data_parallel_group() : tp_.ReplicaGroup(name);
     const std::string differ = RanksDifferingFromRank0(
         group->AllGatherValue(Fnv1a64(t.raw_data(), t.bytes())));
     FLUID_ENFORCE_CODE(differ.empty(), ErrorCode::kAborted,

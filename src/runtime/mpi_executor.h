@@ -20,6 +20,7 @@
 #include "src/distributed/global_communicator.h"
 #include "src/distributed/topology.h"
 #include "src/framework/executor.h"
+#include "src/runtime/pipeline_state.h"
 #include "src/runtime/shard_state.h"
 #include "src/runtime/tensor_parallel_state.h"
 #include "transpiler/distributed_job.h"
@@ -86,7 +87,9 @@ class MPIExecutor {
   // main program, or for a sharded optimizer the unsharded one's, so that
   // its checkpoints resume sharded or not, on any number of ranks.
   // With tensor parallelism the split vars are whole in it.
+  // With pipeline stages it holds every stage's persistables.
   const proto::ProgramDesc& checkpoint_program() const {
+    if (pp_.active()) return pp_.checkpoint_program();
     return tp_.active() ? tp_.checkpoint_program()
                         : shard_.checkpoint_program(job_.main());
   }
@@ -96,15 +99,20 @@ class MPIExecutor {
   // unsharded job. `parameters_only`: stage 3's parameter shards only (an
   // evaluation's).
   // A tensor-parallel job's split parameters and their optimizer state
-  // are gathered whole too (checkpoints and evaluations read them whole).
+  // are gathered whole too (checkpoints and evaluations read them whole),
+  // and a pipeline's every stage's persistables reach every rank.
   void GatherShardState(bool parameters_only = false) {
     shard_.Gather(parameters_only);
     tp_.Gather();
+    pp_.Gather();
   }
   void DropGatheredState() {
+    pp_.DropGathered();
     tp_.DropGathered();
     shard_.DropGathered();
   }
+  // The pipeline stage this rank runs (0 without pipeline stages).
+  int pipeline_stage() const { return pp_.stage(); }
   // The checkpoint's vars that ranks hold split in training (a sharded
   // job's per-parameter optimizer state; none otherwise).
   const std::vector<std::string>& sharded_checkpoint_vars() const {
@@ -161,6 +169,8 @@ class MPIExecutor {
   ShardState shard_;
   // The rings and split vars of a tensor-parallel job.
   TensorParallelState tp_;
+  // The rings and the stages' persistables of a pipeline.
+  PipelineState pp_;
   // The c_allreduce buffers, each with the gradients it holds (empty when
   // it is a gradient itself).
   std::vector<std::pair<std::string, std::vector<std::string>>> averaged_;

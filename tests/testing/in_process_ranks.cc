@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,8 @@ void RunRanks(int n, const std::function<void(int, Communicator*)>& fn,
         fn(r, comms[r].get());
       } catch (const std::exception& e) {
         errors[r] = e.what();
+        // Said at once: a rank waiting for this one would hide it.
+        std::fprintf(stderr, "rank %d failed: %s\n", r, e.what());
       }
     });
   for (auto& t : threads) t.join();

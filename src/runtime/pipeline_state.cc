@@ -1,0 +1,98 @@
+#include "src/runtime/pipeline_state.h"
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
+#include "transpiler/tensor_parallel.h"
+
+namespace fluid {
+
+namespace {
+
+// Allocates `t` as `v` declares it, unless it holds a value.
+void Allocate(const proto::VarDesc& v, Tensor* t) {
+  if (t->initialized()) return;
+  t->set_dtype(VarDtype(v));
+  t->Resize(VarShape(v));
+  t->raw_mutable_data();
+}
+
+}  // namespace
+
+void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
+  scope_ = scope;
+  owner_.clear();
+  gathered_.clear();
+  pp_ = PipelineStages(plain.strategy());
+  if (pp_ <= 1) return;
+  const int n = comm_->size(), rank = comm_->rank();
+  PipelineStages(plain.strategy(), n);  // divides
+  const int width = n / pp_, pos = PositionInStage(rank, n, pp_);
+  stage_ = StageOf(rank, n, pp_);
+  comm_->CreateGroup(kDataParallelRing, stage_, rank);
+  comm_->CreateGroup(kPipelineRing, pos, rank);
+  for (int q = 0; q < 2; ++q) {
+    // The cut of parity q next to this stage, and whether there is one.
+    const int cut = stage_ % 2 == q ? stage_ : stage_ - 1;
+    const bool paired = cut >= 0 && cut < pp_ - 1;
+    const int color = paired ? cut * width + pos : pp_ * width + rank;
+    comm_->CreateGroup(kPipelineForwardRing + q, color, rank);
+    comm_->CreateGroup(kPipelineBackwardRing + q, color, rank);
+  }
+  const proto::TrainingJob all = PipelineRewrite(plain);
+  for (int s = 0; s < pp_; ++s) {
+    const proto::TrainingJob staged = PipelineStageJob(all, s);
+    for (const auto& v : staged.main().blocks(0).vars()) {
+      if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE)
+        continue;
+      auto [it, fresh] = owner_.emplace(v.name(), s);
+      if (!fresh && it->second != s) it->second = -1;
+    }
+  }
+  whole_ = plain.main();
+}
+
+Communicator* PipelineState::data_parallel_group() const {
+  return active() ? comm_->Group(kDataParallelRing) : comm_;
+}
+
+void PipelineState::Gather() {
+  if (!active()) return;
+  scope_->Settle();
+  Communicator* ring = comm_->Group(kPipelineRing);
+  for (const auto& [name, owner] : owner_) {
+    if (owner < 0) continue;
+    Variable* var = scope_->Var(name);
+    if (owner != stage_) {
+      Allocate(GetVarDesc(whole_.blocks(0), name), var->GetMutableTensor());
+      gathered_.push_back(name);
+    }
+    ring->Broadcast(var->GetTensor(), owner);
+  }
+}
+
+void PipelineState::DropGathered() {
+  for (const std::string& name : gathered_) scope_->Erase(name);
+  gathered_.clear();
+}
+
+void PipelineState::BroadcastLoaded() {
+  if (!active()) return;
+  scope_->Settle();
+  const int n = comm_->size();
+  // Rank 0's pipeline carries what it loaded to the owner stages.
+  if (PositionInStage(comm_->rank(), n, pp_) != 0) return;
+  Communicator* ring = comm_->Group(kPipelineRing);
+  for (const auto& [name, owner] : owner_) {
+    if (owner == 0) continue;
+    Variable* var = scope_->Var(name);
+    const bool loaded =
+        stage_ == 0 && var->IsTensor() && var->GetTensor().initialized();
+    if (ring->AllGatherValue(loaded ? 1 : 0)[0] == 0) continue;
+    Allocate(GetVarDesc(whole_.blocks(0), name), var->GetMutableTensor());
+    ring->Broadcast(var->GetTensor(), 0);
+    if (owner > 0 && owner != stage_) scope_->Erase(name);
+  }
+}
+
+}  // namespace fluid

@@ -1,0 +1,286 @@
+// Pipeline parallelism (transpiler/pipeline.h): the schedules, where the
+// cuts go, what each stage runs, what the lint refuses (a send with no
+// receive, a schedule mismatch, a deadlock), and that a pipeline over
+// in-process ranks (and pipeline x data parallel) trains like one process
+// on the same global batch, with 1F1B and FThenB, with dropout.
+//
+// Equality is to a relative 1e-5, not bitwise: each stage sums its
+// parameters' gradients over the micro-batches, where one process sums
+// the whole batch's rows in one matrix product; float32 addition is not
+// associative, so the last bits differ (the largest difference is
+// printed by each test).
+#include "transpiler/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "tests/transpiler/parallel_training.h"
+#include "transpiler/collective_transpiler.h"
+#include "transpiler/local_rewrites.h"
+#include "transpiler/pipeline_plan.h"
+#include "transpiler/strategy.h"
+
+namespace fluid {
+namespace {
+
+using testing::ErrorOf;
+using testing::ExpectClose;
+using testing::MlpBatches;
+using testing::MlpJob;
+using testing::TrainOne;
+using testing::TrainParallel;
+using testing::TransformerBatches;
+using testing::TransformerJob;
+using testing::TransformerSize;
+
+proto::DistributedStrategy Pp(int stages, int micro_batches,
+                              const std::string& schedule = "1F1B") {
+  proto::DistributedStrategy s;
+  s.set_pipeline_stages(stages);
+  s.mutable_pipeline_configs()->set_micro_batches(micro_batches);
+  s.mutable_pipeline_configs()->set_schedule(schedule);
+  return s;
+}
+
+// The all-stage program of `job` (PipelineRewrite after the local
+// rewrites, as CollectiveTranspile runs it).
+proto::TrainingJob AllStages(const proto::TrainingJob& job,
+                             const proto::DistributedStrategy& s) {
+  proto::TrainingJob local = LocalRewrites(job, CanonicalStrategy(s));
+  *local.mutable_strategy() = CanonicalStrategy(s);
+  return PipelineRewrite(local);
+}
+
+int Count(const proto::ProgramDesc& p, const std::string& type) {
+  int n = 0;
+  for (const auto& op : p.blocks(0).ops()) n += op.type() == type;
+  return n;
+}
+
+std::string Steps(const std::vector<PipelineStep>& steps) {
+  std::string out;
+  for (const PipelineStep& s : steps)
+    out += (s.forward ? "F" : "B") + std::to_string(s.micro_batch) + " ";
+  return out;
+}
+
+TEST(PipelineSchedule, OneForwardOneBackward) {
+  // Stage s of p runs p - s - 1 forwards first, then alternates.
+  EXPECT_EQ(Steps(StageSchedule(0, 4, 8, "1F1B")),
+            "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 ");
+  EXPECT_EQ(Steps(StageSchedule(3, 4, 8, "1F1B")),
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 ");
+  EXPECT_EQ(Steps(StageSchedule(1, 4, 2, "1F1B")), "F0 F1 B0 B1 ");
+  EXPECT_EQ(Steps(StageSchedule(1, 2, 3, "FThenB")), "F0 F1 F2 B0 B1 B2 ");
+  EXPECT_NE(ErrorOf([] { StageSchedule(0, 2, 2, "GPipe"); })
+                .find("unknown schedule"),
+            std::string::npos);
+}
+
+TEST(PipelinePlan, BalancesTransformerLayersAcrossStages) {
+  TransformerSize s;
+  s.layers = 4;
+  const proto::TrainingJob job = TransformerJob(s);
+  const PipelinePlan plan = PlanPipeline(job.main().blocks(0), 4);
+  // Every stage holds parameters; the causal mask (built from nothing)
+  // runs on every stage.
+  std::set<int> stages;
+  for (const auto& [name, stage] : plan.value_stage) {
+    const proto::VarDesc* v = FindVarDesc(job.main().blocks(0), name);
+    if (v != nullptr && v->persistable()) stages.insert(stage);
+  }
+  EXPECT_EQ(stages, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(plan.data_only.empty());
+}
+
+TEST(PipelineRewrite, EachStageSendsWhatTheNextReceives) {
+  const proto::TrainingJob job = MlpJob();
+  const proto::TrainingJob all = AllStages(job, Pp(2, 4));
+  const proto::TrainingJob s0 = PipelineStageJob(all, 0);
+  const proto::TrainingJob s1 = PipelineStageJob(all, 1);
+  // Per micro-batch: activations forward, their gradients back.
+  EXPECT_EQ(Count(s0.main(), "send_v2"), Count(s1.main(), "recv_v2"));
+  EXPECT_EQ(Count(s1.main(), "send_v2"), Count(s0.main(), "recv_v2"));
+  EXPECT_EQ(Count(s0.main(), "send_v2") % 4, 0);
+  EXPECT_GT(Count(s0.main(), "send_v2"), 0);
+  // Each stage updates its own parameters only.
+  std::set<std::string> p0, p1;
+  for (const auto& [p, g] : OptimizedParams(s0.main())) p0.insert(p);
+  for (const auto& [p, g] : OptimizedParams(s1.main())) p1.insert(p);
+  EXPECT_FALSE(p0.empty());
+  EXPECT_FALSE(p1.empty());
+  for (const std::string& p : p0) EXPECT_EQ(p1.count(p), 0u) << p;
+  EXPECT_EQ(p0.size() + p1.size(), OptimizedParams(job.main()).size());
+  // The loss reaches every stage.
+  for (const auto* st : {&s0, &s1}) {
+    bool broadcast = false;
+    for (const auto& op : st->main().blocks(0).ops())
+      broadcast = broadcast || (op.type() == "c_broadcast" &&
+                                OpOutput(op, "Out")[0] == "loss");
+    EXPECT_TRUE(broadcast);
+  }
+  // The startup makes only the stage's parameters.
+  for (const auto& v : s0.startup().blocks(0).vars())
+    EXPECT_EQ(p1.count(v.name()), 0u) << v.name();
+}
+
+TEST(PipelineRewrite, StageAttrsPlaceOpsAndAreChecked) {
+  proto::TrainingJob job = MlpJob();
+  auto* ops = job.mutable_main()->mutable_blocks(0)->mutable_ops();
+  // Everything from the second fc on runs on stage 1.
+  int muls = 0;
+  for (auto& op : *ops) {
+    if (op.type() == "mul" && ++muls == 2)
+      SetOpAttr(&op, kPipelineStageAttr, int32_t{1});
+  }
+  const PipelinePlan plan = PlanPipeline(job.main().blocks(0), 2);
+  EXPECT_EQ(plan.value_stage.at("fc_0.w_0"), 0);
+  EXPECT_EQ(plan.value_stage.at("fc_1.w_0"), 1);
+  EXPECT_EQ(plan.value_stage.at("fc_2.w_0"), 1);
+  for (auto& op : *ops)
+    if (op.type() == "mul") SetOpAttr(&op, kPipelineStageAttr, int32_t{2});
+  EXPECT_NE(ErrorOf([&] { PlanPipeline(job.main().blocks(0), 2); })
+                .find("stage 2 of a pipeline of 2 stages"),
+            std::string::npos);
+}
+
+TEST(PipelineRewrite, AValueSkippingAStageIsRefused) {
+  proto::TrainingJob job = MlpJob();
+  // The first fc on stage 0, the second (reading the first's relu) on 2.
+  int muls = 0;
+  for (auto& op : *job.mutable_main()->mutable_blocks(0)->mutable_ops())
+    if (op.type() == "mul")
+      SetOpAttr(&op, kPipelineStageAttr, int32_t{++muls == 1 ? 0 : 2});
+  const std::string error =
+      ErrorOf([&] { PlanPipeline(job.main().blocks(0), 3); });
+  EXPECT_NE(error.find("crosses one cut at a time"), std::string::npos)
+      << error;
+}
+
+TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
+  proto::DistributedStrategy s = Pp(2, 2);
+  s.set_gradient_merge(true);
+  EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("gradient_merge"),
+            std::string::npos);
+  s = Pp(2, 2);
+  s.set_tensor_parallel_degree(2);
+  EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); })
+                .find("tensor_parallel_degree"),
+            std::string::npos);
+}
+
+// A global-norm clip sums each stage's squared norms, then the stages'.
+TEST(PipelineRewrite, GlobalNormClipSumsOverTheStages) {
+  const proto::TrainingJob all = AllStages(MlpJob(/*clip=*/true), Pp(2, 2));
+  for (int stage = 0; stage < 2; ++stage) {
+    const proto::TrainingJob st = PipelineStageJob(all, stage);
+    int sums = 0;
+    for (const auto& op : st.main().blocks(0).ops())
+      sums += op.type() == "c_allreduce" &&
+              GetOpAttrAs<int32_t>(op, "ring_id") == kPipelineRing;
+    EXPECT_EQ(sums, 1) << "stage " << stage;
+  }
+}
+
+// The index of the first op of `type` on `stage` in `all`.
+int FirstOp(const proto::TrainingJob& all, int stage, const std::string& type) {
+  const auto& ops = all.main().blocks(0).ops();
+  for (int i = 0; i < ops.size(); ++i)
+    if (ops[i].type() == type &&
+        GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) == stage)
+      return i;
+  return -1;
+}
+
+TEST(PipelineLint, RejectsASendWithNoReceive) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
+  ops->erase(ops->begin() + FirstOp(all, 1, "recv_v2"));
+  const std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("has no matching recv_v2"), std::string::npos)
+      << error;
+}
+
+TEST(PipelineLint, RejectsAScheduleMismatch) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  // Stage 1 receives micro-batch 1's activations before micro-batch 0's.
+  auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
+  std::vector<int> recvs;
+  for (int i = 0; i < ops->size(); ++i)
+    if ((*ops)[i].type() == "recv_v2" &&
+        GetOpAttrAs<int32_t>((*ops)[i], kPipelineStageAttr) == 1 &&
+        !HasRole((*ops)[i], OpRole::kBackward))
+      recvs.push_back(i);
+  ASSERT_EQ(recvs.size(), 2u);
+  std::swap(*(*ops)[recvs[0]].mutable_outputs(),
+            *(*ops)[recvs[1]].mutable_outputs());
+  const std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("schedule mismatch"), std::string::npos) << error;
+}
+
+TEST(PipelineLint, RejectsADeadlock) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  // Stage 0 waits for micro-batch 0's gradient before sending its
+  // activations.
+  auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
+  const int recv = FirstOp(all, 0, "recv_v2");
+  const int send = FirstOp(all, 0, "send_v2");
+  ASSERT_LT(send, recv);
+  proto::OpDesc moved = (*ops)[recv];
+  ops->erase(ops->begin() + recv);
+  *ops->Add() = moved;
+  for (int i = ops->size() - 1; i > send; --i) ops->SwapElements(i, i - 1);
+  const std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("deadlocks"), std::string::npos) << error;
+  EXPECT_NE(error.find("stage 0 waits in recv_v2"), std::string::npos)
+      << error;
+}
+
+TEST(PipelineTraining, MlpPp2MatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  const auto one = TrainOne(job, MlpBatches(), 20);
+  for (const char* schedule : {"1F1B", "FThenB"}) {
+    SCOPED_TRACE(schedule);
+    ExpectClose(one, TrainParallel(job, 2, Pp(2, 4, schedule), MlpBatches(),
+                                   20));
+  }
+}
+
+TEST(PipelineTraining, MlpPp2Dp2WithClipMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/true);
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainParallel(job, 4, Pp(2, 2), MlpBatches(), 20));
+}
+
+TEST(PipelineTraining, TransformerPp2WithDropoutMatchesOneProcess) {
+  TransformerSize s;  // dropout 0.1
+  s.optimizer = "momentum";
+  const proto::TrainingJob job = TransformerJob(s);
+  const auto one = TrainOne(job, TransformerBatches(s), 20);
+  for (const char* schedule : {"1F1B", "FThenB"}) {
+    SCOPED_TRACE(schedule);
+    ExpectClose(one, TrainParallel(job, 2, Pp(2, 4, schedule),
+                                   TransformerBatches(s), 20));
+  }
+}
+
+TEST(PipelineTraining, TransformerPp4MatchesOneProcess) {
+  TransformerSize s;
+  s.layers = 4;
+  s.optimizer = "momentum";
+  const proto::TrainingJob job = TransformerJob(s);
+  const auto one = TrainOne(job, TransformerBatches(s, 8), 20);
+  for (const char* schedule : {"1F1B", "FThenB"}) {
+    SCOPED_TRACE(schedule);
+    ExpectClose(one, TrainParallel(job, 4, Pp(4, 8, schedule),
+                                   TransformerBatches(s, 8), 20));
+  }
+}
+
+}  // namespace
+}  // namespace fluid

@@ -1,0 +1,474 @@
+#include "transpiler/pipeline.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "src/framework/enforce.h"
+#include "src/framework/op_registry.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/control_flow_lint.h"
+#include "transpiler/pipeline_plan.h"
+#include "transpiler/program_query.h"
+#include "transpiler/strategy.h"
+#include "transpiler/tensor_parallel.h"
+
+namespace fluid {
+
+namespace {
+
+constexpr const char* kPrefix = "pipeline: ";
+
+std::string MbName(const std::string& name, int k) {
+  return name + "@MB" + std::to_string(k);
+}
+
+// One stage's ops of the plain program, by phase (indices into it).
+struct StageOps {
+  std::vector<int> forward, backward, optimize;
+};
+
+class Rewriter {
+ public:
+  Rewriter(const proto::TrainingJob& job, int stages)
+      : job_(job),
+        src_(job.main().blocks(0)),
+        stages_(stages),
+        m_(MicroBatches(job.strategy())),
+        schedule_(job.strategy().pipeline_configs().schedule()),
+        plan_(PlanPipeline(src_, stages)) {}
+
+  proto::TrainingJob Run();
+
+ private:
+  bool Persistable(const std::string& n) const {
+    const proto::VarDesc* v = FindVarDesc(src_, n);
+    return v != nullptr && v->persistable();
+  }
+  void Classify();
+  void FindCrossings();
+  void Declare(const std::string& name, const std::string& like);
+  std::string Rename(const std::string& n, int k, bool keep_grads) const;
+  void Emit(proto::OpDesc op, int stage);
+  void EmitCopy(int i, int stage, int k, bool keep_grads);
+  void EmitP2P(bool send, bool forward, int boundary, const std::string& v,
+               int k, int stage);
+  void EmitForward(int s, int k);
+  void EmitBackward(int s, int k, bool first);
+  void EmitMetrics(int s);
+  void EmitStage(int s);
+  void EmitSplitSum(int i, int s);
+
+  const proto::TrainingJob& job_;
+  const proto::BlockDesc& src_;
+  const int stages_, m_;
+  const std::string schedule_;
+  const PipelinePlan plan_;
+  std::vector<StageOps> ops_;
+  std::set<std::string> feeds_, param_grads_, metrics_;
+  // Per cut b: the values stage b sends forward, the gradients stage b + 1
+  // sends back.
+  std::vector<std::vector<std::string>> fwd_cross_, bwd_cross_;
+  std::vector<std::vector<std::string>> handles_;  // per stage: sends
+  proto::BlockDesc* out_ = nullptr;
+};
+
+void Rewriter::Classify() {
+  ops_.assign(stages_, StageOps{});
+  std::set<std::string> written;
+  for (int i = 0; i < src_.ops_size(); ++i) {
+    const proto::OpDesc& op = src_.ops(i);
+    for (const std::string& n : OpInputNames(op))
+      if (!written.count(n) && !Persistable(n) && n != kEmptyVarName)
+        feeds_.insert(n);
+    for (const std::string& n : OpOutputNames(op)) written.insert(n);
+  }
+  for (const auto& [param, grad] : OptimizedParams(job_.main()))
+    param_grads_.insert(grad);
+  // The data-only ops each stage needs, in program order.
+  std::vector<std::set<std::string>> needed(stages_);
+  for (const auto& [i, s] : plan_.stage) {
+    if (plan_.data_only.count(i) || s < 0) continue;
+    for (const std::string& n : OpInputNames(src_.ops(i))) needed[s].insert(n);
+  }
+  std::vector<std::set<int>> data_ops(stages_);
+  for (int i = src_.ops_size() - 1; i >= 0; --i) {
+    if (!plan_.data_only.count(i)) continue;
+    for (int s = 0; s < stages_; ++s) {
+      bool used = false;
+      for (const std::string& n : OpOutputNames(src_.ops(i)))
+        used = used || needed[s].count(n) > 0;
+      if (!used) continue;
+      data_ops[s].insert(i);
+      for (const std::string& n : OpInputNames(src_.ops(i)))
+        needed[s].insert(n);
+    }
+  }
+  for (int i = 0; i < src_.ops_size(); ++i) {
+    const proto::OpDesc& op = src_.ops(i);
+    for (int s = 0; s < stages_; ++s) {
+      const bool mine = plan_.data_only.count(i)
+                            ? data_ops[s].count(i) > 0
+                            : (plan_.stage.at(i) == s || plan_.stage.at(i) < 0);
+      if (!mine) continue;
+      if (HasRole(op, OpRole::kBackward)) {
+        ops_[s].backward.push_back(i);
+      } else if (HasRole(op, OpRole::kOptimize)) {
+        ops_[s].optimize.push_back(i);
+      } else {
+        ops_[s].forward.push_back(i);
+      }
+    }
+  }
+}
+
+// Values read on a stage but made on another: forward values from the
+// stage before, gradients from the stage after.
+void Rewriter::FindCrossings() {
+  fwd_cross_.assign(stages_, {});
+  bwd_cross_.assign(stages_, {});
+  std::map<std::string, int> grad_stage;  // gradient -> its writer's stage
+  for (int s = 0; s < stages_; ++s)
+    for (int i : ops_[s].backward)
+      for (const std::string& n : OpOutputNames(src_.ops(i)))
+        grad_stage.emplace(n, s);
+  auto add = [](std::vector<std::string>* list, const std::string& n) {
+    if (std::find(list->begin(), list->end(), n) == list->end())
+      list->push_back(n);
+  };
+  for (int s = 0; s < stages_; ++s) {
+    for (const auto* phase : {&ops_[s].forward, &ops_[s].backward}) {
+      for (int i : *phase) {
+        for (const std::string& n : OpInputNames(src_.ops(i))) {
+          if (Persistable(n) || n == kEmptyVarName) continue;
+          auto v = plan_.value_stage.find(n);
+          if (v != plan_.value_stage.end() && v->second >= 0 &&
+              v->second != s && !grad_stage.count(n)) {
+            FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s,
+                          " reads ", Quote(n), " made on stage ", v->second,
+                          "; a value crosses one cut at a time");
+            add(&fwd_cross_[s - 1], n);
+          }
+          auto g = grad_stage.find(n);
+          if (g == grad_stage.end() || g->second == s ||
+              phase == &ops_[s].forward)
+            continue;
+          FLUID_ENFORCE(g->second == s + 1, kPrefix, "stage ", s,
+                        " reads the gradient ", Quote(n), " made on stage ",
+                        g->second, "; a gradient crosses one cut at a time");
+          add(&bwd_cross_[s], n);
+        }
+      }
+    }
+  }
+  // The last stage's scalar results: averaged over the micro-batches (sums
+  // of integers), then broadcast to every stage.
+  std::set<std::string> read;
+  for (int i : ops_[stages_ - 1].forward)
+    for (const std::string& n : OpInputNames(src_.ops(i))) read.insert(n);
+  for (int i : ops_[stages_ - 1].forward) {
+    if (plan_.data_only.count(i)) continue;
+    for (const std::string& n : OpOutputNames(src_.ops(i))) {
+      const proto::VarDesc* v = FindVarDesc(src_, n);
+      if (v == nullptr || v->persistable() || read.count(n)) continue;
+      const Shape shape = VarShape(*v);
+      if (shape.rank() == 1 && shape[0] == 1) metrics_.insert(n);
+    }
+  }
+}
+
+void Rewriter::Declare(const std::string& name, const std::string& like) {
+  if (FindVarDesc(*out_, name) != nullptr) return;
+  const proto::VarDesc* v = FindVarDesc(src_, like);
+  if (v == nullptr) return;  // undeclared in the plain program too
+  proto::VarDesc* d = out_->add_vars();
+  *d = *v;
+  d->set_name(name);
+}
+
+// Micro-batch k's name of `n`: persistables keep theirs, and so do the
+// parameters' gradients of the first backward a stage runs (`keep_grads`);
+// the later ones' are summed into them.
+std::string Rewriter::Rename(const std::string& n, int k,
+                             bool keep_grads) const {
+  if (n == kEmptyVarName || Persistable(n)) return n;
+  if (keep_grads && param_grads_.count(n)) return n;
+  return MbName(n, k);
+}
+
+void Rewriter::Emit(proto::OpDesc op, int stage) {
+  SetOpAttr(&op, kPipelineStageAttr, static_cast<int32_t>(stage));
+  *out_->add_ops() = std::move(op);
+}
+
+void Rewriter::EmitCopy(int i, int stage, int k, bool keep_grads) {
+  proto::OpDesc op = src_.ops(i);
+  for (auto* slots : {op.mutable_inputs(), op.mutable_outputs()}) {
+    for (auto& slot : *slots) {
+      for (auto& name : *slot.mutable_arguments()) {
+        const std::string renamed = Rename(name, k, keep_grads);
+        Declare(renamed, name);
+        name = renamed;
+      }
+    }
+  }
+  if (op.type() == "dropout" || op.type() == "dropout_grad") {
+    SetOpAttr(&op, kMicroBatchAttr, static_cast<int32_t>(k));
+    // The mask varies with the data-parallel rank only: the stages of one
+    // pipeline drop what one process drops.
+    SetOpAttr(&op, "ring_id", kDataParallelRing);
+    // The step counter advances once per batch: on the last micro-batch.
+    if (op.type() == "dropout" && k != m_ - 1) SetOpOutput(&op, "StepOut", {});
+  }
+  if (HasRole(op, OpRole::kLoss) && HasRole(op, OpRole::kBackward) &&
+      op.type() == "fill_constant")
+    SetOpAttr(&op, "value", GetOpAttrAs<float>(op, "value") / m_);
+  Emit(std::move(op), stage);
+}
+
+void Rewriter::EmitP2P(bool send, bool forward, int boundary,
+                       const std::string& v, int k, int stage) {
+  const int32_t ring = (forward ? kPipelineForwardRing : kPipelineBackwardRing) +
+                       boundary % 2;
+  // In a cut's two-rank rings the earlier stage is rank 0.
+  const int32_t peer = stage == boundary ? 1 : 0;
+  const std::string name = MbName(v, k);
+  Declare(name, v);
+  proto::OpDesc op;
+  if (send) {
+    const std::string handle = name + "@SEND";
+    AddVarDesc(out_, handle, DataType::kFloat32, Shape{})
+        ->set_type(proto::VarDesc::COMM_HANDLE);
+    handles_[stage].push_back(handle);
+    op = MakeOp("send_v2", {{"X", {name}}}, {{"Handle", {handle}}},
+                {{"ring_id", ring},
+                 {"peer", peer},
+                 {kMicroBatchAttr, static_cast<int32_t>(k)}});
+  } else {
+    const proto::VarDesc& d = GetVarDesc(src_, v);
+    op = MakeOp("recv_v2", {}, {{"Out", {name}}},
+                {{"ring_id", ring},
+                 {"peer", peer},
+                 {kMicroBatchAttr, static_cast<int32_t>(k)},
+                 {"dtype", static_cast<int32_t>(VarDtype(d))},
+                 {"out_shape", VarShape(d).ToVector()}});
+  }
+  Emit(WithRole(std::move(op), forward ? OpRole::kForward : OpRole::kBackward),
+       stage);
+}
+
+void Rewriter::EmitForward(int s, int k) {
+  if (s > 0)
+    for (const std::string& v : fwd_cross_[s - 1])
+      EmitP2P(false, true, s - 1, v, k, s);
+  for (int i : ops_[s].forward) EmitCopy(i, s, k, false);
+  if (s + 1 < stages_)
+    for (const std::string& v : fwd_cross_[s]) EmitP2P(true, true, s, v, k, s);
+}
+
+void Rewriter::EmitBackward(int s, int k, bool first) {
+  if (s + 1 < stages_)
+    for (const std::string& g : bwd_cross_[s])
+      EmitP2P(false, false, s, g, k, s);
+  std::set<std::string> written;
+  for (int i : ops_[s].backward) {
+    EmitCopy(i, s, k, first);
+    for (const std::string& n : OpOutputNames(src_.ops(i)))
+      if (param_grads_.count(n)) written.insert(n);
+  }
+  if (s > 0)
+    for (const std::string& g : bwd_cross_[s - 1])
+      EmitP2P(true, false, s - 1, g, k, s);
+  if (first) return;
+  for (const std::string& g : written)
+    Emit(WithRole(MakeOp("elementwise_add", {{"X", {g}}, {"Y", {MbName(g, k)}}},
+                         {{"Out", {g}}}),
+                  OpRole::kBackward),
+         s);
+}
+
+void Rewriter::EmitMetrics(int s) {
+  for (const std::string& n : metrics_) {
+    const proto::VarDesc& v = GetVarDesc(src_, n);
+    const DataType t = VarDtype(v);
+    if (s == stages_ - 1) {
+      std::vector<std::string> parts;
+      for (int k = 0; k < m_; ++k) parts.push_back(MbName(n, k));
+      Emit(WithRole(MakeOp("sum", {{"X", parts}}, {{"Out", {n}}}),
+                    OpRole::kForward),
+           s);
+      if (t == DataType::kFloat32 || t == DataType::kFloat64)
+        Emit(WithRole(MakeOp("scale", {{"X", {n}}}, {{"Out", {n}}},
+                             {{"scale", 1.0f / m_}}),
+                      OpRole::kForward),
+             s);
+    } else {
+      Emit(WithRole(MakeOp("fill_constant", {}, {{"Out", {n}}},
+                           {{"shape", std::vector<int64_t>{1}},
+                            {"value", 0.0f},
+                            {"dtype", static_cast<int32_t>(t)}}),
+                    OpRole::kForward),
+           s);
+    }
+    Emit(WithRole(MakeOp("c_broadcast", {{"X", {n}}}, {{"Out", {n}}},
+                         {{"root", static_cast<int32_t>(stages_ - 1)},
+                          {"ring_id", kPipelineRing}}),
+                  OpRole::kForward),
+         s);
+  }
+}
+
+void Rewriter::EmitStage(int s) {
+  std::set<std::string> feeds;
+  for (const auto* phase : {&ops_[s].forward, &ops_[s].backward})
+    for (int i : *phase)
+      for (const std::string& n : OpInputNames(src_.ops(i)))
+        if (feeds_.count(n)) feeds.insert(n);
+  for (const std::string& f : feeds) {
+    std::vector<std::string> parts;
+    for (int k = 0; k < m_; ++k) {
+      parts.push_back(MbName(f, k));
+      Declare(parts.back(), f);
+    }
+    Emit(WithRole(MakeOp("split", {{"X", {f}}}, {{"Out", parts}},
+                         {{"axis", int32_t{0}}, {"num", int32_t{m_}}}),
+                  OpRole::kForward),
+         s);
+  }
+  bool first = true;
+  for (const PipelineStep& step : StageSchedule(s, stages_, m_, schedule_)) {
+    if (step.forward) {
+      EmitForward(s, step.micro_batch);
+    } else {
+      EmitBackward(s, step.micro_batch, first);
+      first = false;
+    }
+  }
+  EmitMetrics(s);
+  for (const std::string& h : handles_[s])
+    Emit(WithRole(MakeOp("c_wait", {{"Handle", {h}}}, {}), OpRole::kBackward),
+         s);
+  for (int i : ops_[s].optimize) {
+    if (plan_.stage.at(i) == kSplitSum) {
+      EmitSplitSum(i, s);
+    } else {
+      Emit(src_.ops(i), s);
+    }
+  }
+}
+
+// This stage's part of a sum over every stage's values, then the sum of
+// the parts over the pipeline.
+void Rewriter::EmitSplitSum(int i, int s) {
+  const proto::OpDesc& op = src_.ops(i);
+  std::vector<std::string> mine;
+  for (const std::string& n : OpInput(op, "X")) {
+    auto it = plan_.optimize_value_stage.find(n);
+    FLUID_ENFORCE(it != plan_.optimize_value_stage.end(), kPrefix,
+                  "the sum over stages (", op.type(), ") reads ", Quote(n),
+                  ", which no optimizer op of one stage writes");
+    if (it->second == s) mine.push_back(n);
+  }
+  const std::string out = OpOutput(op, "Out").at(0);
+  const proto::VarDesc& v = GetVarDesc(src_, out);
+  if (mine.empty()) {
+    Emit(WithRole(MakeOp("fill_constant", {}, {{"Out", {out}}},
+                         {{"shape", VarShape(v).ToVector()},
+                          {"value", 0.0f},
+                          {"dtype", static_cast<int32_t>(VarDtype(v))}}),
+                  OpRole::kOptimize),
+         s);
+  } else {
+    proto::OpDesc part = op;
+    SetOpInput(&part, "X", mine);
+    Emit(part, s);
+  }
+  Emit(WithRole(MakeOp("c_allreduce", {{"X", {out}}}, {{"Out", {out}}},
+                       {{"reduce_type", std::string("sum")},
+                        {"ring_id", kPipelineRing}}),
+                OpRole::kOptimize),
+       s);
+}
+
+proto::TrainingJob Rewriter::Run() {
+  Classify();
+  FindCrossings();
+  proto::TrainingJob out = job_;
+  out_ = out.mutable_main()->mutable_blocks(0);
+  out_->clear_ops();
+  handles_.assign(stages_, {});
+  for (int s = 0; s < stages_; ++s) EmitStage(s);
+  return out;
+}
+
+}  // namespace
+
+int PipelineStages(const proto::DistributedStrategy& s) {
+  return s.has_pipeline_stages() ? s.pipeline_stages() : 1;
+}
+
+int PipelineStages(const proto::DistributedStrategy& s, int nranks) {
+  const int pp = PipelineStages(s);
+  const int tp = TensorParallelDegree(s);
+  FLUID_ENFORCE(nranks % (pp * tp) == 0,
+                "DistributedStrategy.pipeline_stages (", pp,
+                ") times tensor_parallel_degree (", tp,
+                ") must divide the rank count (", nranks, ")");
+  return pp;
+}
+
+int MicroBatches(const proto::DistributedStrategy& s) {
+  return s.pipeline_configs().micro_batches();
+}
+
+std::vector<PipelineStep> StageSchedule(int stage, int stages,
+                                        int micro_batches,
+                                        const std::string& schedule) {
+  FLUID_ENFORCE(schedule == "1F1B" || schedule == "FThenB", kPrefix,
+                "unknown schedule ", Quote(schedule), " (1F1B or FThenB)");
+  std::vector<PipelineStep> out;
+  if (schedule == "FThenB") {
+    for (int k = 0; k < micro_batches; ++k) out.push_back({true, k});
+    for (int k = 0; k < micro_batches; ++k) out.push_back({false, k});
+    return out;
+  }
+  const int warmup = std::min(stages - stage - 1, micro_batches);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) out.push_back({true, f});
+  while (f < micro_batches) {
+    out.push_back({true, f++});
+    out.push_back({false, b++});
+  }
+  while (b < micro_batches) out.push_back({false, b++});
+  return out;
+}
+
+proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
+  const proto::DistributedStrategy& s = job.strategy();
+  const int pp = PipelineStages(s);
+  FLUID_ENFORCE(pp >= 2, kPrefix, "pipeline_stages is ", pp,
+                "; a pipeline has 2 or more");
+  auto refuse = [](bool set, const char* what) {
+    FLUID_ENFORCE_CODE(!set, ErrorCode::kUnimplemented, kPrefix,
+                       "pipeline_stages does not compose with ", what,
+                       " yet: turn one of them off");
+  };
+  refuse(TensorParallelDegree(s) > 1, "tensor_parallel_degree");
+  refuse(s.recompute(), "recompute");
+  refuse(s.sharding(), "sharding");
+  refuse(ShardStage(s) == 3, "sharding stage 3");
+  refuse(s.amp() && s.amp_configs().dtype() == "float16",
+         "fp16 loss scaling (amp with bf16 composes)");
+  RefuseSubBlocks(job.main(), "pipeline parallelism",
+                  "train the loop without pipeline_stages");
+  const std::string sparse = FirstSparseGradient(job.main());
+  FLUID_ENFORCE_CODE(sparse.empty(), ErrorCode::kUnimplemented, kPrefix,
+                     "the gradient ", Quote(sparse),
+                     " holds sparse rows; build that layer with "
+                     "is_sparse=False");
+  proto::TrainingJob out = Rewriter(job, pp).Run();
+  LintPipeline(out);
+  return out;
+}
+
+}  // namespace fluid

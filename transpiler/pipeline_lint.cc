@@ -1,0 +1,217 @@
+// LintPipeline and PipelineStageJob (transpiler/pipeline.h).
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
+#include "transpiler/program_query.h"
+
+namespace fluid {
+
+namespace {
+
+constexpr const char* kPrefix = "pipeline lint: ";
+
+int StageAttr(const proto::OpDesc& op) {
+  return HasOpAttr(op, kPipelineStageAttr)
+             ? GetOpAttrAs<int32_t>(op, kPipelineStageAttr)
+             : -1;
+}
+
+// One event of a stage's run that another stage takes part in.
+struct Event {
+  enum Kind { kSend, kRecv, kWaitSend, kPipelineCollective } kind;
+  int channel = -1;  // send / recv / wait: (ring, cut); collective: its number
+  int index = 0;     // the message's position on its channel
+  std::string what;  // "recv_v2 of 'x@MB1' (micro-batch 1)"
+};
+
+std::string Describe(const proto::OpDesc& op) {
+  std::ostringstream os;
+  os << op.type() << " of "
+     << Quote(op.type() == "send_v2" ? OpInput(op, "X").at(0)
+                                     : OpOutput(op, "Out").at(0));
+  if (HasOpAttr(op, kMicroBatchAttr))
+    os << " (micro-batch " << GetOpAttrAs<int32_t>(op, kMicroBatchAttr) << ")";
+  return os.str();
+}
+
+// The channel of a send or receive on stage `stage`: a ring and the cut it
+// spans (the ring's id alone repeats every other cut).
+int Channel(const proto::OpDesc& op, int stage) {
+  const int ring = GetOpAttrAs<int32_t>(op, "ring_id");
+  const int peer = GetOpAttrAs<int32_t>(op, "peer");
+  const int cut = peer == 1 ? stage : stage - 1;
+  return ring * 4096 + cut;
+}
+
+struct StageRun {
+  std::vector<Event> events;
+  std::vector<std::string> sent_names, received_names;  // per event order
+};
+
+// Every stage's events, checking the pairing of sends and receives.
+std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
+  std::vector<StageRun> runs(stages);
+  std::map<int, std::vector<std::pair<std::string, std::string>>> sends, recvs;
+  std::map<std::string, std::pair<int, int>> handle_of;  // -> channel, index
+  std::vector<int> collectives(stages, 0);
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    const int s = StageAttr(op);
+    FLUID_ENFORCE(s >= 0 && s < stages, kPrefix, "op #", i, " (", op.type(),
+                  ") has no stage (pipeline_stage attr) in 0..", stages - 1);
+    StageRun& run = runs[s];
+    if (op.type() == "send_v2" || op.type() == "recv_v2") {
+      const bool send = op.type() == "send_v2";
+      const int ch = Channel(op, s);
+      auto& list = send ? sends[ch] : recvs[ch];
+      const std::string name =
+          send ? OpInput(op, "X").at(0) : OpOutput(op, "Out").at(0);
+      list.push_back({name, Describe(op) + " on stage " + std::to_string(s)});
+      run.events.push_back({send ? Event::kSend : Event::kRecv, ch,
+                            static_cast<int>(list.size()) - 1,
+                            Describe(op)});
+      if (send)
+        handle_of[OpOutput(op, "Handle").at(0)] = {
+            ch, static_cast<int>(list.size()) - 1};
+    } else if (op.type() == "c_wait") {
+      auto it = handle_of.find(OpInput(op, "Handle").at(0));
+      if (it != handle_of.end())
+        run.events.push_back({Event::kWaitSend, it->second.first,
+                              it->second.second,
+                              "c_wait for the send of its channel's message " +
+                                  std::to_string(it->second.second)});
+    } else if (HasOpAttr(op, "ring_id") &&
+               GetOpAttrAs<int32_t>(op, "ring_id") == kPipelineRing) {
+      run.events.push_back({Event::kPipelineCollective, collectives[s]++, 0,
+                            op.type() + " over the pipeline"});
+    }
+  }
+  std::set<int> channels;
+  for (const auto& [ch, l] : sends) channels.insert(ch);
+  for (const auto& [ch, l] : recvs) channels.insert(ch);
+  for (int ch : channels) {
+    const auto& s = sends[ch];
+    const auto& r = recvs[ch];
+    // The first message the two ends disagree on: one more on one end is
+    // a message with no partner, else the orders differ.
+    size_t k = 0;
+    while (k < s.size() && k < r.size() && s[k].first == r[k].first) ++k;
+    if (s.size() > r.size())
+      FLUID_THROW(ErrorCode::kInvalidArgument, kPrefix, s[k].second,
+                  " has no matching recv_v2 on the stage it sends to");
+    if (r.size() > s.size())
+      FLUID_THROW(ErrorCode::kInvalidArgument, kPrefix, r[k].second,
+                  " has no matching send_v2 on the stage it receives from");
+    FLUID_ENFORCE(k == s.size(), kPrefix, "schedule mismatch: ", s[k].second,
+                  " is received as ", r[k].second);
+  }
+  for (int s = 1; s < stages; ++s)
+    FLUID_ENFORCE(collectives[s] == collectives[0], kPrefix, "stage ", s,
+                  " runs ", collectives[s],
+                  " collectives over the pipeline, stage 0 runs ",
+                  collectives[0]);
+  return runs;
+}
+
+// Runs the stages' events against each other: sends never wait, receives
+// wait for their send, c_wait for its send's receive, a collective over the
+// pipeline for every stage.
+void Simulate(const std::vector<StageRun>& runs) {
+  const int stages = static_cast<int>(runs.size());
+  std::vector<size_t> pc(stages, 0);
+  std::map<int, int> sent, received;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int s = 0; s < stages; ++s) {
+      while (pc[s] < runs[s].events.size()) {
+        const Event& e = runs[s].events[pc[s]];
+        if (e.kind == Event::kRecv && sent[e.channel] <= e.index) break;
+        if (e.kind == Event::kWaitSend && received[e.channel] <= e.index) break;
+        if (e.kind == Event::kPipelineCollective) {
+          bool all = true;
+          for (int t = 0; t < stages; ++t) {
+            const bool there =
+                pc[t] < runs[t].events.size() &&
+                runs[t].events[pc[t]].kind == Event::kPipelineCollective &&
+                runs[t].events[pc[t]].channel == e.channel;
+            all = all && there;
+          }
+          if (!all) break;
+          for (int t = 0; t < stages; ++t) ++pc[t];
+          progress = true;
+          continue;
+        }
+        if (e.kind == Event::kSend) ++sent[e.channel];
+        if (e.kind == Event::kRecv) ++received[e.channel];
+        ++pc[s];
+        progress = true;
+      }
+    }
+  }
+  std::ostringstream stuck;
+  for (int s = 0; s < stages; ++s)
+    if (pc[s] < runs[s].events.size())
+      stuck << (stuck.tellp() > 0 ? "; " : "") << "stage " << s
+            << " waits in " << runs[s].events[pc[s]].what;
+  FLUID_ENFORCE(stuck.str().empty(), kPrefix,
+                "the schedule deadlocks: ", stuck.str());
+}
+
+// The names `op` reads and writes.
+void AddNames(const proto::OpDesc& op, std::set<std::string>* names) {
+  for (const std::string& n : OpInputNames(op)) names->insert(n);
+  for (const std::string& n : OpOutputNames(op)) names->insert(n);
+}
+
+}  // namespace
+
+void LintPipeline(const proto::TrainingJob& job) {
+  const int stages = PipelineStages(job.strategy());
+  Simulate(CollectEvents(job.main().blocks(0), stages));
+}
+
+proto::TrainingJob PipelineStageJob(const proto::TrainingJob& job, int stage) {
+  const int stages = PipelineStages(job.strategy());
+  FLUID_ENFORCE(stage >= 0 && stage < stages, "pipeline: stage ", stage,
+                " of ", stages);
+  proto::TrainingJob out = job;
+  const proto::BlockDesc& src = job.main().blocks(0);
+  proto::BlockDesc* main = out.mutable_main()->mutable_blocks(0);
+  main->clear_ops();
+  main->clear_vars();
+  std::set<std::string> used;
+  for (const auto& op : src.ops()) {
+    if (StageAttr(op) != stage) continue;
+    *main->add_ops() = op;
+    AddNames(op, &used);
+  }
+  // Every stage declares the feeds, whether or not it reads them.
+  std::set<std::string> written;
+  for (const auto& op : src.ops())
+    for (const std::string& n : OpOutputNames(op)) written.insert(n);
+  for (const auto& v : src.vars())
+    if (used.count(v.name()) || (!v.persistable() && !written.count(v.name()) &&
+                                 v.type() != proto::VarDesc::COMM_HANDLE &&
+                                 v.name().find("@MB") == std::string::npos))
+      *main->add_vars() = v;
+  // The startup makes this stage's persistables only.
+  const proto::BlockDesc& st = job.startup().blocks(0);
+  proto::BlockDesc* startup = out.mutable_startup()->mutable_blocks(0);
+  startup->clear_ops();
+  startup->clear_vars();
+  for (const auto& op : st.ops()) {
+    bool mine = true;
+    for (const std::string& n : OpOutputNames(op)) mine = mine && used.count(n);
+    if (mine) *startup->add_ops() = op;
+  }
+  for (const auto& v : st.vars())
+    if (used.count(v.name())) *startup->add_vars() = v;
+  return out;
+}
+
+}  // namespace fluid

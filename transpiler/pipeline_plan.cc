@@ -1,0 +1,276 @@
+// Which stage each op of a program runs on (transpiler/pipeline.h): the
+// cuts, by attr or balanced, and the stages of backward and optimizer ops.
+#include "transpiler/pipeline_plan.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "src/framework/enforce.h"
+#include "src/framework/program_desc.h"
+#include "transpiler/program_query.h"
+
+namespace fluid {
+
+namespace {
+
+constexpr const char* kPrefix = "pipeline: ";
+
+bool IsForwardOp(const proto::OpDesc& op) {
+  return !HasRole(op, OpRole::kBackward) && !HasRole(op, OpRole::kOptimize) &&
+         !HasRole(op, OpRole::kCollective);
+}
+
+std::string OpName(const proto::BlockDesc& block, int i) {
+  return "op #" + std::to_string(i) + " (" + block.ops(i).type() + ")";
+}
+
+// The forward var `name` of a gradient name ("x@GRAD@RENAME@0" -> "x"),
+// "" for a name that is no gradient.
+std::string GradBase(const std::string& name) {
+  const size_t at = name.find(kGradSuffix);
+  return at == std::string::npos ? std::string() : name.substr(0, at);
+}
+
+int64_t Numel(const proto::VarDesc& v) {
+  int64_t n = 1;
+  for (int64_t d : VarShape(v)) n *= d > 0 ? d : 1;
+  return n;
+}
+
+// Forward ops that read no parameter and nothing computed from one.
+void FindDataOnly(const proto::BlockDesc& block, PipelinePlan* plan) {
+  std::set<std::string> derived;  // values computed from parameters
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsForwardOp(op)) continue;
+    bool data = !HasRole(op, OpRole::kLoss);
+    for (const std::string& n : OpInputNames(op)) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (derived.count(n) || (v != nullptr && v->persistable())) data = false;
+    }
+    for (const std::string& n : OpOutputNames(op)) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (v != nullptr && v->persistable()) data = false;
+    }
+    if (data) {
+      plan->data_only.insert(i);
+    } else {
+      for (const std::string& n : OpOutputNames(op)) derived.insert(n);
+    }
+  }
+}
+
+// The values computed left of forward op `cut` (among `ops`) and read at
+// or right of it.
+int Crossing(const proto::BlockDesc& block, const std::vector<int>& ops,
+             size_t cut) {
+  std::set<std::string> made, crossing;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const proto::OpDesc& op = block.ops(ops[k]);
+    if (k < cut) {
+      for (const std::string& n : OpOutputNames(op)) made.insert(n);
+    } else {
+      for (const std::string& n : OpInputNames(op))
+        if (made.count(n)) crossing.insert(n);
+    }
+  }
+  return static_cast<int>(crossing.size());
+}
+
+// Cuts `ops` (forward, not data-only) into `stages` runs of about equal
+// cost (parameter elements read, plus one per op), each cut moved within a
+// tenth of a stage's cost to where the fewest values cross it.
+std::vector<int> BalancedStages(const proto::BlockDesc& block,
+                                const std::vector<int>& ops, int stages) {
+  std::vector<double> cum(ops.size() + 1, 0.0);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    double cost = 1;
+    for (const std::string& n : OpInputNames(block.ops(ops[k]))) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (v != nullptr && v->persistable()) cost += Numel(*v);
+    }
+    cum[k + 1] = cum[k] + cost;
+  }
+  const double per = cum.back() / stages;
+  std::vector<size_t> cuts;
+  size_t prev = 0;
+  for (int b = 1; b < stages; ++b) {
+    const double target = per * b;
+    size_t best = 0;
+    int best_cross = std::numeric_limits<int>::max();
+    double best_dist = 0;
+    for (size_t c = prev + 1; c + (stages - b) <= ops.size(); ++c) {
+      const double dist = std::abs(cum[c] - target);
+      if (dist > per * 0.1) continue;
+      const int cross = Crossing(block, ops, c);
+      if (best == 0 || cross < best_cross ||
+          (cross == best_cross && dist < best_dist)) {
+        best = c, best_cross = cross, best_dist = dist;
+      }
+    }
+    if (best == 0) {  // no op within the window: the nearest
+      best = prev + 1;
+      for (size_t c = prev + 1; c + (stages - b) <= ops.size(); ++c)
+        if (std::abs(cum[c] - target) < std::abs(cum[best] - target))
+          best = c;
+    }
+    cuts.push_back(best);
+    prev = best;
+  }
+  std::vector<int> stage(ops.size(), 0);
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (size_t c : cuts)
+      if (k >= c) ++stage[k];
+  return stage;
+}
+
+void PlaceForward(const proto::BlockDesc& block, int stages,
+                  PipelinePlan* plan) {
+  std::vector<int> ops;
+  bool marked = false;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    if (!IsForwardOp(block.ops(i)) || plan->data_only.count(i)) continue;
+    ops.push_back(i);
+    marked = marked || HasOpAttr(block.ops(i), kPipelineStageAttr);
+  }
+  FLUID_ENFORCE(static_cast<int>(ops.size()) >= stages, kPrefix, "the program "
+                "has ", ops.size(), " forward ops to cut into ", stages,
+                " stages");
+  if (!marked) {
+    const std::vector<int> s = BalancedStages(block, ops, stages);
+    for (size_t k = 0; k < ops.size(); ++k) plan->stage[ops[k]] = s[k];
+    return;
+  }
+  int current = 0;
+  for (int i : ops) {
+    if (HasOpAttr(block.ops(i), kPipelineStageAttr))
+      current = GetOpAttrAs<int32_t>(block.ops(i), kPipelineStageAttr);
+    FLUID_ENFORCE(current >= 0 && current < stages, kPrefix,
+                  OpName(block, i), " is placed on stage ", current,
+                  " of a pipeline of ", stages,
+                  " stages (fluid.pipeline_stage takes 0 to ", stages - 1,
+                  ")");
+    plan->stage[i] = current;
+  }
+}
+
+// Each value's stage: its forward writer's (-1: every stage's, for
+// data-only values and feeds); a parameter's: its forward readers', which
+// must agree.
+void PlaceValues(const proto::BlockDesc& block, PipelinePlan* plan) {
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsForwardOp(op)) continue;
+    const int s = plan->data_only.count(i) ? -1 : plan->stage.at(i);
+    for (const std::string& n : OpOutputNames(op)) plan->value_stage[n] = s;
+    if (s < 0) continue;
+    for (const std::string& n : OpInputNames(op)) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (v == nullptr || !v->persistable()) continue;
+      auto [it, fresh] = plan->value_stage.emplace(n, s);
+      FLUID_ENFORCE(fresh || it->second == s, kPrefix, "the parameter ",
+                    Quote(n), " is read on stages ", it->second, " and ", s,
+                    " (", OpName(block, i),
+                    "); a parameter lives on one stage: move the ops that "
+                    "share it onto one stage with fluid.pipeline_stage");
+    }
+  }
+}
+
+int ValueStage(const PipelinePlan& plan, const std::string& name) {
+  auto it = plan.value_stage.find(name);
+  return it == plan.value_stage.end() ? -1 : it->second;
+}
+
+// A backward op runs where the values whose gradients it reads (else
+// writes) were made.
+int BackwardStage(const proto::BlockDesc& block, const PipelinePlan& plan,
+                  int i) {
+  const proto::OpDesc& op = block.ops(i);
+  for (const auto& names : {OpInputNames(op), OpOutputNames(op)}) {
+    for (const std::string& n : names) {
+      const std::string base = GradBase(n);
+      if (base.empty()) continue;
+      const int s = ValueStage(plan, base);
+      if (s >= 0) return s;
+    }
+  }
+  FLUID_THROW(ErrorCode::kInvalidArgument, kPrefix, "cannot place backward ",
+              OpName(block, i),
+              ": it reads and writes no gradient of a value made on a stage");
+}
+
+// An optimizer op runs on its parameter's stage; one that touches no
+// stage's parameter or gradient (a learning-rate schedule) on every stage.
+int OptimizeStage(const proto::BlockDesc& block, const PipelinePlan& plan,
+                  int i) {
+  const proto::OpDesc& op = block.ops(i);
+  std::set<int> stages;
+  for (const auto& names : {OpInputNames(op), OpOutputNames(op)}) {
+    for (const std::string& n : names) {
+      const std::string base = GradBase(n);
+      const int s = ValueStage(plan, base.empty() ? n : base);
+      const proto::VarDesc* v = FindVarDesc(block, base.empty() ? n : base);
+      if (s >= 0 && (!base.empty() || (v != nullptr && v->persistable())))
+        stages.insert(s);
+    }
+  }
+  for (const std::string& n : OpInputNames(op)) {
+    auto it = plan.optimize_value_stage.find(n);
+    if (it != plan.optimize_value_stage.end()) stages.insert(it->second);
+  }
+  if (stages.empty()) return -1;
+  if (stages.size() > 1 && op.type() == "sum") return kSplitSum;
+  FLUID_ENFORCE_CODE(
+      stages.size() == 1, ErrorCode::kUnimplemented, kPrefix,
+      OpName(block, i), " reads the parameters or gradients of stages ",
+      *stages.begin(), " and ", *stages.rbegin(),
+      " (fp16's check of every gradient?), which pipelines do not compose "
+      "with yet: turn one of them off");
+  return *stages.begin();
+}
+
+}  // namespace
+
+PipelinePlan PlanPipeline(const proto::BlockDesc& block, int stages) {
+  PipelinePlan plan;
+  FindDataOnly(block, &plan);
+  PlaceForward(block, stages, &plan);
+  PlaceValues(block, &plan);
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (HasRole(op, OpRole::kBackward)) {
+      plan.stage[i] = BackwardStage(block, plan, i);
+    } else if (HasRole(op, OpRole::kOptimize)) {
+      const int s = plan.stage[i] = OptimizeStage(block, plan, i);
+      if (s >= 0)
+        for (const std::string& n : OpOutputNames(op))
+          if (!FindVarDesc(block, n) || !FindVarDesc(block, n)->persistable())
+            plan.optimize_value_stage[n] = s;
+    } else if (HasRole(op, OpRole::kCollective)) {
+      FLUID_THROW(ErrorCode::kInvalidArgument, kPrefix, OpName(block, i),
+                  " is a collective: cut the plain program into stages");
+    }
+  }
+  // A forward op reads its own stage's values, or the stage's just before.
+  for (const auto& [i, s] : plan.stage) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsForwardOp(op)) continue;
+    for (const std::string& n : OpInputNames(op)) {
+      const int from = ValueStage(plan, n);
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      if (from < 0 || from == s || (v != nullptr && v->persistable())) continue;
+      FLUID_ENFORCE(from < s, kPrefix, OpName(block, i), " on stage ", s,
+                    " reads ", Quote(n), ", made later on stage ", from,
+                    ": stages must follow the forward pass");
+      FLUID_ENFORCE(from == s - 1, kPrefix, OpName(block, i), " on stage ", s,
+                    " reads ", Quote(n), " made on stage ", from,
+                    ": a value crosses one cut at a time; move the cut "
+                    "(fluid.pipeline_stage) so that it does not skip stage ",
+                    from + 1);
+    }
+  }
+  return plan;
+}
+
+}  // namespace fluid
