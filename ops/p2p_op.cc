@@ -36,8 +36,9 @@ void SendKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   FLUID_ENFORCE(x.initialized(), "send_v2: ", Quote(ctx.InputName("X")),
                 " holds no value");
-  FLUID_ENFORCE(x.shape().rank() <= Shape::kMaxRank, "send_v2: ",
-                Quote(ctx.InputName("X")), " has rank ", x.shape().rank());
+  FLUID_ENFORCE(x.shape().rank() <= Shape::kMaxRank,
+                "send_v2: ", Quote(ctx.InputName("X")), " has rank ",
+                x.shape().rank());
   Tensor header;
   int64_t* h = header.mutable_data<int64_t>(Shape{kHeader});
   h[0] = static_cast<int64_t>(x.dtype());
@@ -61,8 +62,10 @@ void RecvKernel(const ExecutionContext& ctx) {
   FLUID_ENFORCE(dtype == want, "recv_v2: ", Quote(ctx.OutputName("Out")),
                 " arrives as ", DataTypeName(dtype), ", declared ",
                 DataTypeName(want));
-  FLUID_ENFORCE(h[1] >= 0 && h[1] <= Shape::kMaxRank, "recv_v2: a header of "
-                "rank ", h[1], " arrived for ", Quote(ctx.OutputName("Out")));
+  FLUID_ENFORCE(h[1] >= 0 && h[1] <= Shape::kMaxRank,
+                "recv_v2: a header of "
+                "rank ",
+                h[1], " arrived for ", Quote(ctx.OutputName("Out")));
   std::vector<int64_t> dims(h + 2, h + 2 + h[1]);
   const Shape shape(dims);
   const Shape declared(ctx.Attr<std::vector<int64_t>>("out_shape"));

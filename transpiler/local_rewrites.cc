@@ -22,7 +22,7 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
                   "yet: turn one of them off");
     FLUID_ENFORCE(PipelineStages(strategy) == 1,
                   "pipeline_stages does not compose with gradient_merge "
-                  "(pipeline_configs.micro_batches accumulates gradients "
+                  "(a pipeline's micro-batches accumulate gradients "
                   "already): turn one of them off");
   }
   if (ShardStage(strategy) == 3)

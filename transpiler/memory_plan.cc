@@ -43,8 +43,21 @@ std::map<std::string, VarInfo> ClassifyVars(const proto::BlockDesc& block,
                                             int64_t batch_size) {
   std::map<std::string, VarInfo> info;
   std::set<std::string> trainable, updated, state;
+  // A pipeline stage's micro-batch k values ("x@MB<k>", see
+  // transpiler/pipeline.h) hold batch / micro-batches rows.
+  int64_t pieces = 1;
   for (const auto& v : block.vars()) {
-    info[v.name()].bytes = DeclaredBytes(v, batch_size);
+    const size_t at = v.name().rfind("@MB");
+    if (at == std::string::npos) continue;
+    const std::string k = v.name().substr(at + 3);
+    if (!k.empty() && k.size() < 6 &&
+        std::all_of(k.begin(), k.end(), [](char c) { return std::isdigit(c); }))
+      pieces = std::max<int64_t>(pieces, std::stoll(k) + 1);
+  }
+  for (const auto& v : block.vars()) {
+    const bool piece = v.name().find("@MB") != std::string::npos;
+    info[v.name()].bytes = DeclaredBytes(
+        v, piece ? std::max<int64_t>(batch_size / pieces, 1) : batch_size);
     if (v.trainable()) trainable.insert(v.name());
   }
   for (const auto& op : block.ops()) {

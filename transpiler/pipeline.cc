@@ -25,7 +25,7 @@ std::string MbName(const std::string& name, int k) {
 
 // One stage's ops of the plain program, by phase (indices into it).
 struct StageOps {
-  std::vector<int> forward, backward, optimize;
+  std::vector<int> step, forward, backward, optimize;
 };
 
 class Rewriter {
@@ -35,7 +35,7 @@ class Rewriter {
         src_(job.main().blocks(0)),
         stages_(stages),
         m_(MicroBatches(job.strategy())),
-        schedule_(job.strategy().pipeline_configs().schedule()),
+        schedule_(PipelineSchedule(job.strategy())),
         plan_(PlanPipeline(src_, stages)) {}
 
   proto::TrainingJob Run();
@@ -111,7 +111,9 @@ void Rewriter::Classify() {
                             ? data_ops[s].count(i) > 0
                             : (plan_.stage.at(i) == s || plan_.stage.at(i) < 0);
       if (!mine) continue;
-      if (HasRole(op, OpRole::kBackward)) {
+      if (plan_.step_ops.count(i)) {
+        ops_[s].step.push_back(i);
+      } else if (HasRole(op, OpRole::kBackward)) {
         ops_[s].backward.push_back(i);
       } else if (HasRole(op, OpRole::kOptimize)) {
         ops_[s].optimize.push_back(i);
@@ -144,8 +146,8 @@ void Rewriter::FindCrossings() {
           auto v = plan_.value_stage.find(n);
           if (v != plan_.value_stage.end() && v->second >= 0 &&
               v->second != s && !grad_stage.count(n)) {
-            FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s,
-                          " reads ", Quote(n), " made on stage ", v->second,
+            FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s, " reads ",
+                          Quote(n), " made on stage ", v->second,
                           "; a value crosses one cut at a time");
             add(&fwd_cross_[s - 1], n);
           }
@@ -161,8 +163,9 @@ void Rewriter::FindCrossings() {
       }
     }
   }
-  // The last stage's scalar results: averaged over the micro-batches (sums
-  // of integers), then broadcast to every stage.
+  // The last stage's float scalar results: averaged over the
+  // micro-batches, then broadcast to every stage. (Integer counts stay on
+  // the last stage, per micro-batch.)
   std::set<std::string> read;
   for (int i : ops_[stages_ - 1].forward)
     for (const std::string& n : OpInputNames(src_.ops(i))) read.insert(n);
@@ -172,7 +175,10 @@ void Rewriter::FindCrossings() {
       const proto::VarDesc* v = FindVarDesc(src_, n);
       if (v == nullptr || v->persistable() || read.count(n)) continue;
       const Shape shape = VarShape(*v);
-      if (shape.rank() == 1 && shape[0] == 1) metrics_.insert(n);
+      const DataType t = VarDtype(*v);
+      if (shape.rank() == 1 && shape[0] == 1 &&
+          (t == DataType::kFloat32 || t == DataType::kFloat64))
+        metrics_.insert(n);
     }
   }
 }
@@ -228,8 +234,8 @@ void Rewriter::EmitCopy(int i, int stage, int k, bool keep_grads) {
 
 void Rewriter::EmitP2P(bool send, bool forward, int boundary,
                        const std::string& v, int k, int stage) {
-  const int32_t ring = (forward ? kPipelineForwardRing : kPipelineBackwardRing) +
-                       boundary % 2;
+  const int32_t ring =
+      (forward ? kPipelineForwardRing : kPipelineBackwardRing) + boundary % 2;
   // In a cut's two-rank rings the earlier stage is rank 0.
   const int32_t peer = stage == boundary ? 1 : 0;
   const std::string name = MbName(v, k);
@@ -297,11 +303,10 @@ void Rewriter::EmitMetrics(int s) {
       Emit(WithRole(MakeOp("sum", {{"X", parts}}, {{"Out", {n}}}),
                     OpRole::kForward),
            s);
-      if (t == DataType::kFloat32 || t == DataType::kFloat64)
-        Emit(WithRole(MakeOp("scale", {{"X", {n}}}, {{"Out", {n}}},
-                             {{"scale", 1.0f / m_}}),
-                      OpRole::kForward),
-             s);
+      Emit(WithRole(MakeOp("scale", {{"X", {n}}}, {{"Out", {n}}},
+                           {{"scale", 1.0f / m_}}),
+                    OpRole::kForward),
+           s);
     } else {
       Emit(WithRole(MakeOp("fill_constant", {}, {{"Out", {n}}},
                            {{"shape", std::vector<int64_t>{1}},
@@ -335,6 +340,7 @@ void Rewriter::EmitStage(int s) {
                   OpRole::kForward),
          s);
   }
+  for (int i : ops_[s].step) Emit(src_.ops(i), s);
   bool first = true;
   for (const PipelineStep& step : StageSchedule(s, stages_, m_, schedule_)) {
     if (step.forward) {
@@ -417,29 +423,41 @@ int PipelineStages(const proto::DistributedStrategy& s, int nranks) {
   return pp;
 }
 
+const std::string& PipelineSchedule(const proto::DistributedStrategy& s) {
+  return s.pipeline_configs().schedule();
+}
+
+int DataParallelWorld(const proto::DistributedStrategy& s, int nranks) {
+  return nranks / (PipelineStages(s, nranks) * TensorParallelDegree(s));
+}
+
+int DataParallelRank(const proto::DistributedStrategy& s, int rank,
+                     int nranks) {
+  return (rank / TensorParallelDegree(s)) % DataParallelWorld(s, nranks);
+}
+
 int MicroBatches(const proto::DistributedStrategy& s) {
   return s.pipeline_configs().micro_batches();
 }
 
-std::vector<PipelineStep> StageSchedule(int stage, int stages,
-                                        int micro_batches,
+std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
                                         const std::string& schedule) {
   FLUID_ENFORCE(schedule == "1F1B" || schedule == "FThenB", kPrefix,
                 "unknown schedule ", Quote(schedule), " (1F1B or FThenB)");
   std::vector<PipelineStep> out;
   if (schedule == "FThenB") {
-    for (int k = 0; k < micro_batches; ++k) out.push_back({true, k});
-    for (int k = 0; k < micro_batches; ++k) out.push_back({false, k});
+    for (int k = 0; k < pieces; ++k) out.push_back({true, k});
+    for (int k = 0; k < pieces; ++k) out.push_back({false, k});
     return out;
   }
-  const int warmup = std::min(stages - stage - 1, micro_batches);
+  const int warmup = std::min(stages - stage - 1, pieces);
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back({true, f});
-  while (f < micro_batches) {
+  while (f < pieces) {
     out.push_back({true, f++});
     out.push_back({false, b++});
   }
-  while (b < micro_batches) out.push_back({false, b++});
+  while (b < pieces) out.push_back({false, b++});
   return out;
 }
 

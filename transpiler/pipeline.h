@@ -18,15 +18,16 @@
 // parameter's. A value crosses one cut at a time: a stage reads only its
 // own values and those of the stage just before it.
 //
-// What each stage runs per batch: its feeds cut into micro_batches pieces
+// What each stage runs per batch: its feeds cut into that many micro-batches
 // (split, axis 0); then, in the order of the schedule, the forward of
 // micro-batch k (recv_v2 of the values crossing the cut before it, its ops
 // on names suffixed @MB<k>, send_v2 of the values crossing the cut after
 // it) and its backward (the same with the gradients, the other way); the
 // gradients of its parameters summed over the micro-batches, the loss
-// seeded with 1 / micro_batches, so that the update is the one the whole
-// batch gives (a mean loss); the last stage's scalar results (the loss, an
-// accuracy) averaged over the micro-batches and broadcast to every stage
+// seeded with 1 / (micro-batches), so that the update is the one the whole
+// batch gives (a mean loss); the last stage's float scalar results (the
+// loss, an accuracy) averaged over the micro-batches and broadcast to every
+// stage
 // (ring kPipelineRing), so every rank fetches them; then its optimizer
 // ops. Dropout's mask of micro-batch k is the whole batch's rows of it, so
 // a pipeline drops exactly the elements one process drops.
@@ -66,6 +67,8 @@ constexpr const char* kMicroBatchAttr = "micro_batch";
 int PipelineStages(const proto::DistributedStrategy& s);
 int PipelineStages(const proto::DistributedStrategy& s, int nranks);
 int MicroBatches(const proto::DistributedStrategy& s);
+// "1F1B" or "FThenB".
+const std::string& PipelineSchedule(const proto::DistributedStrategy& s);
 
 // Where rank `rank` of `nranks` sits: its stage, and its position in the
 // stage (the same position of every stage is one pipeline).
@@ -76,14 +79,18 @@ inline int PositionInStage(int rank, int nranks, int pp) {
   return rank % (nranks / pp);
 }
 
+// The ranks that read distinct data ([pp][dp][tp]: one per data-parallel
+// position), and which of them rank `rank` reads as.
+int DataParallelWorld(const proto::DistributedStrategy& s, int nranks);
+int DataParallelRank(const proto::DistributedStrategy& s, int rank, int nranks);
+
 // One step of a stage's schedule: the forward or backward of a micro-batch.
 struct PipelineStep {
   bool forward;
   int micro_batch;
 };
 // Stage `stage`'s order of forwards and backwards (1F1B or FThenB).
-std::vector<PipelineStep> StageSchedule(int stage, int stages,
-                                        int micro_batches,
+std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
                                         const std::string& schedule);
 
 // The job cut into pipeline_stages stages as described above: one program

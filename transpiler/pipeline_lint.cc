@@ -72,8 +72,7 @@ std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
           send ? OpInput(op, "X").at(0) : OpOutput(op, "Out").at(0);
       list.push_back({name, Describe(op) + " on stage " + std::to_string(s)});
       run.events.push_back({send ? Event::kSend : Event::kRecv, ch,
-                            static_cast<int>(list.size()) - 1,
-                            Describe(op)});
+                            static_cast<int>(list.size()) - 1, Describe(op)});
       if (send)
         handle_of[OpOutput(op, "Handle").at(0)] = {
             ch, static_cast<int>(list.size()) - 1};
@@ -156,8 +155,8 @@ void Simulate(const std::vector<StageRun>& runs) {
   std::ostringstream stuck;
   for (int s = 0; s < stages; ++s)
     if (pc[s] < runs[s].events.size())
-      stuck << (stuck.tellp() > 0 ? "; " : "") << "stage " << s
-            << " waits in " << runs[s].events[pc[s]].what;
+      stuck << (stuck.tellp() > 0 ? "; " : "") << "stage " << s << " waits in "
+            << runs[s].events[pc[s]].what;
   FLUID_ENFORCE(stuck.str().empty(), kPrefix,
                 "the schedule deadlocks: ", stuck.str());
 }
@@ -177,8 +176,8 @@ void LintPipeline(const proto::TrainingJob& job) {
 
 proto::TrainingJob PipelineStageJob(const proto::TrainingJob& job, int stage) {
   const int stages = PipelineStages(job.strategy());
-  FLUID_ENFORCE(stage >= 0 && stage < stages, "pipeline: stage ", stage,
-                " of ", stages);
+  FLUID_ENFORCE(stage >= 0 && stage < stages, "pipeline: stage ", stage, " of ",
+                stages);
   proto::TrainingJob out = job;
   const proto::BlockDesc& src = job.main().blocks(0);
   proto::BlockDesc* main = out.mutable_main()->mutable_blocks(0);

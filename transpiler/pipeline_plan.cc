@@ -37,12 +37,47 @@ int64_t Numel(const proto::VarDesc& v) {
   return n;
 }
 
+// Forward ops off the data's path: reading nothing computed from a feed,
+// read by no op that is on it.
+void FindStepOps(const proto::BlockDesc& block, PipelinePlan* plan) {
+  std::set<std::string> written, from_data;
+  std::vector<bool> reads_data(block.ops_size(), false);
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsForwardOp(op)) continue;
+    for (const std::string& n : OpInputNames(op)) {
+      const proto::VarDesc* v = FindVarDesc(block, n);
+      const bool feed =
+          !written.count(n) && (v == nullptr || !v->persistable());
+      reads_data[i] = reads_data[i] || feed || from_data.count(n) > 0;
+    }
+    for (const std::string& n : OpOutputNames(op)) {
+      written.insert(n);
+      if (reads_data[i]) from_data.insert(n);
+    }
+  }
+  // Backwards: an op whose result an op on the data's path reads is on it.
+  std::set<std::string> needed;
+  for (int i = block.ops_size() - 1; i >= 0; --i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsForwardOp(op)) continue;
+    bool on_path = reads_data[i] || HasRole(op, OpRole::kLoss);
+    for (const std::string& n : OpOutputNames(op))
+      on_path = on_path || needed.count(n) > 0;
+    if (!on_path) {
+      plan->step_ops.insert(i);
+      continue;
+    }
+    for (const std::string& n : OpInputNames(op)) needed.insert(n);
+  }
+}
+
 // Forward ops that read no parameter and nothing computed from one.
 void FindDataOnly(const proto::BlockDesc& block, PipelinePlan* plan) {
   std::set<std::string> derived;  // values computed from parameters
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
-    if (!IsForwardOp(op)) continue;
+    if (!IsForwardOp(op) || plan->step_ops.count(i)) continue;
     bool data = !HasRole(op, OpRole::kLoss);
     for (const std::string& n : OpInputNames(op)) {
       const proto::VarDesc* v = FindVarDesc(block, n);
@@ -111,8 +146,7 @@ std::vector<int> BalancedStages(const proto::BlockDesc& block,
     if (best == 0) {  // no op within the window: the nearest
       best = prev + 1;
       for (size_t c = prev + 1; c + (stages - b) <= ops.size(); ++c)
-        if (std::abs(cum[c] - target) < std::abs(cum[best] - target))
-          best = c;
+        if (std::abs(cum[c] - target) < std::abs(cum[best] - target)) best = c;
     }
     cuts.push_back(best);
     prev = best;
@@ -129,13 +163,16 @@ void PlaceForward(const proto::BlockDesc& block, int stages,
   std::vector<int> ops;
   bool marked = false;
   for (int i = 0; i < block.ops_size(); ++i) {
-    if (!IsForwardOp(block.ops(i)) || plan->data_only.count(i)) continue;
+    if (!IsForwardOp(block.ops(i)) || plan->data_only.count(i) ||
+        plan->step_ops.count(i))
+      continue;
     ops.push_back(i);
     marked = marked || HasOpAttr(block.ops(i), kPipelineStageAttr);
   }
-  FLUID_ENFORCE(static_cast<int>(ops.size()) >= stages, kPrefix, "the program "
-                "has ", ops.size(), " forward ops to cut into ", stages,
-                " stages");
+  FLUID_ENFORCE(static_cast<int>(ops.size()) >= stages, kPrefix,
+                "the program "
+                "has ",
+                ops.size(), " forward ops to cut into ", stages, " stages");
   if (!marked) {
     const std::vector<int> s = BalancedStages(block, ops, stages);
     for (size_t k = 0; k < ops.size(); ++k) plan->stage[ops[k]] = s[k];
@@ -145,11 +182,9 @@ void PlaceForward(const proto::BlockDesc& block, int stages,
   for (int i : ops) {
     if (HasOpAttr(block.ops(i), kPipelineStageAttr))
       current = GetOpAttrAs<int32_t>(block.ops(i), kPipelineStageAttr);
-    FLUID_ENFORCE(current >= 0 && current < stages, kPrefix,
-                  OpName(block, i), " is placed on stage ", current,
-                  " of a pipeline of ", stages,
-                  " stages (fluid.pipeline_stage takes 0 to ", stages - 1,
-                  ")");
+    FLUID_ENFORCE(current >= 0 && current < stages, kPrefix, OpName(block, i),
+                  " is placed on stage ", current, " of a pipeline of ", stages,
+                  " stages (fluid.pipeline_stage takes 0 to ", stages - 1, ")");
     plan->stage[i] = current;
   }
 }
@@ -161,6 +196,11 @@ void PlaceValues(const proto::BlockDesc& block, PipelinePlan* plan) {
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
     if (!IsForwardOp(op)) continue;
+    if (plan->step_ops.count(i)) {
+      plan->stage[i] = -1;
+      for (const std::string& n : OpOutputNames(op)) plan->value_stage[n] = -1;
+      continue;
+    }
     const int s = plan->data_only.count(i) ? -1 : plan->stage.at(i);
     for (const std::string& n : OpOutputNames(op)) plan->value_stage[n] = s;
     if (s < 0) continue;
@@ -222,9 +262,9 @@ int OptimizeStage(const proto::BlockDesc& block, const PipelinePlan& plan,
   if (stages.empty()) return -1;
   if (stages.size() > 1 && op.type() == "sum") return kSplitSum;
   FLUID_ENFORCE_CODE(
-      stages.size() == 1, ErrorCode::kUnimplemented, kPrefix,
-      OpName(block, i), " reads the parameters or gradients of stages ",
-      *stages.begin(), " and ", *stages.rbegin(),
+      stages.size() == 1, ErrorCode::kUnimplemented, kPrefix, OpName(block, i),
+      " reads the parameters or gradients of stages ", *stages.begin(), " and ",
+      *stages.rbegin(),
       " (fp16's check of every gradient?), which pipelines do not compose "
       "with yet: turn one of them off");
   return *stages.begin();
@@ -234,6 +274,7 @@ int OptimizeStage(const proto::BlockDesc& block, const PipelinePlan& plan,
 
 PipelinePlan PlanPipeline(const proto::BlockDesc& block, int stages) {
   PipelinePlan plan;
+  FindStepOps(block, &plan);
   FindDataOnly(block, &plan);
   PlaceForward(block, stages, &plan);
   PlaceValues(block, &plan);

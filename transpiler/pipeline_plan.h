@@ -21,6 +21,10 @@ struct PipelinePlan {
   std::map<int, int> stage;
   // Forward ops that read no parameter and nothing computed from one.
   std::set<int> data_only;
+  // Forward ops once per step, not per micro-batch, on every stage: those
+  // that read nothing computed from the data and whose results no op on
+  // the data's path reads (a learning-rate schedule and its step counter).
+  std::set<int> step_ops;
   // The stage of each value made by a forward op (-1: data-only) and of
   // each parameter read in the forward pass.
   std::map<std::string, int> value_stage;

@@ -17,6 +17,13 @@ void Allocate(const proto::VarDesc& v, Tensor* t) {
   t->raw_mutable_data();
 }
 
+// Frees another stage's var held here: its memory, not the variable, which
+// programs prepared while it was gathered (an evaluation) still point at.
+void Free(Scope* scope, const std::string& name) {
+  Variable* v = scope->FindVar(name);
+  if (v != nullptr && v->IsTensor()) *v->GetMutableTensor() = Tensor();
+}
+
 }  // namespace
 
 void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
@@ -43,8 +50,7 @@ void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
   for (int s = 0; s < pp_; ++s) {
     const proto::TrainingJob staged = PipelineStageJob(all, s);
     for (const auto& v : staged.main().blocks(0).vars()) {
-      if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE)
-        continue;
+      if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE) continue;
       auto [it, fresh] = owner_.emplace(v.name(), s);
       if (!fresh && it->second != s) it->second = -1;
     }
@@ -72,7 +78,7 @@ void PipelineState::Gather() {
 }
 
 void PipelineState::DropGathered() {
-  for (const std::string& name : gathered_) scope_->Erase(name);
+  for (const std::string& name : gathered_) Free(scope_, name);
   gathered_.clear();
 }
 
@@ -91,7 +97,7 @@ void PipelineState::BroadcastLoaded() {
     if (ring->AllGatherValue(loaded ? 1 : 0)[0] == 0) continue;
     Allocate(GetVarDesc(whole_.blocks(0), name), var->GetMutableTensor());
     ring->Broadcast(var->GetTensor(), 0);
-    if (owner > 0 && owner != stage_) scope_->Erase(name);
+    if (owner > 0 && owner != stage_) Free(scope_, name);
   }
 }
 

@@ -119,6 +119,9 @@ constexpr char kAllreduceHierarchy[] = "allreduce_hierarchy";
 constexpr char kGradCompression[] = "grad_compression";
 constexpr char kSparseDenseRatio[] = "sparse_dense_ratio";
 constexpr char kTensorParallelDegree[] = "tensor_parallel_degree";
+constexpr char kPipelineStages[] = "pipeline_stages";
+constexpr char kMicroBatches[] = "pipeline_configs.micro_batches";
+constexpr char kSchedule[] = "pipeline_configs.schedule";
 
 std::string ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path);
@@ -129,86 +132,10 @@ std::string ReadFile(const std::string& path, const char* flag) {
   return text.str();
 }
 
-}  // namespace
-
-const std::vector<StrategyFlag>& StrategyFlags() {
+// The flags that split the model across ranks.
+std::vector<StrategyFlag> ModelParallelFlags() {
   using Arg = StrategyFlag::Arg;
-  static const std::vector<StrategyFlag> flags = {
-      {"--bucket-mb",
-       {"bucket_bytes"},
-       "gradient bucket size in MiB (default 4)",
-       Arg::kValue,
-       SetBucketMb},
-      {"--no-overlap",
-       {"overlap_allreduce"},
-       "allreduce all buckets after the backward pass",
-       Arg::kNone,
-       SetNoOverlap},
-      {"--allreduce",
-       {kAllreduceHierarchy},
-       "flat (default), hier (reduce within each host first, then between "
-       "hosts) or auto (hier when ranks share hosts)",
-       Arg::kValue,
-       SetField<kAllreduceHierarchy>},
-      {"--grad-compression",
-       {kGradCompression},
-       "none (default), bf16 or fp16: float32 gradients travel as 16-bit "
-       "values, added in float32",
-       Arg::kValue,
-       SetField<kGradCompression>},
-      {"--sync-batch-norm",
-       {"sync_batch_norm"},
-       "batch norm statistics over the global batch",
-       Arg::kNone,
-       SetSyncBatchNorm},
-      {"--shard-optimizer",
-       {"sharding", "sharding_configs.stage"},
-       "each rank updates and stores 1/N of the optimizer state: 1 (ZeRO "
-       "stage 1: after an allreduce), 2 (stage 2: after a reduce-scatter; "
-       "the default when no value is given), 3 (stage 3: the parameters "
-       "too, gathered where the step reads them) or 0 (off, the default)",
-       Arg::kOptional,
-       SetShardOptimizer},
-      {"--shard-overlap-gather",
-       {"sharding_configs.overlap_gather"},
-       "with --shard-optimizer: wait for each step's parameter all-gather "
-       "in the next step, just before the first op that reads the bucket, "
-       "so that it overlaps the forward pass",
-       Arg::kNone,
-       SetOverlapGather},
-      {"--sparse-dense-ratio",
-       {kSparseDenseRatio},
-       "sparse gradients are gathered unless all ranks' rows exceed this "
-       "fraction of the table (default 0.25), then allreduced dense",
-       Arg::kValue,
-       SetField<kSparseDenseRatio>},
-      {"--amp",
-       {"amp", "amp_configs.dtype"},
-       "mixed precision: bf16 or fp16 (the matrix ops and those between "
-       "them in 16 bits, float32 master weights; fp16 with dynamic loss "
-       "scaling), or none (the default)",
-       Arg::kValue,
-       SetAmp},
-      {"--amp-lists",
-       {"amp_configs.custom_white_list", "amp_configs.custom_black_list"},
-       "with --amp: a file of op lists, lines \"white: op ...\" (run in 16 "
-       "bits) and \"black: op ...\" (run in float32)",
-       Arg::kValue,
-       SetAmpLists},
-      {"--gradient-merge",
-       {"gradient_merge", "gradient_merge_configs.k_steps"},
-       "K: run the optimizer (and the gradients' collectives) once every K "
-       "batches, on their averaged gradients: batch K x --batch-size with "
-       "the activation memory of one (default 1: every batch)",
-       Arg::kValue,
-       SetGradientMerge},
-      {"--recompute",
-       {"recompute", "recompute_configs.checkpoints"},
-       "recompute activations in the backward pass from checkpoints: auto "
-       "(alone: the outputs of residual adds and lstm/gru layers), a "
-       "comma-separated list of variables, or none (the default)",
-       Arg::kOptional,
-       SetRecompute},
+  return {
       {"--tp",
        {kTensorParallelDegree},
        "tensor parallelism: groups of N consecutive ranks split the paired "
@@ -217,7 +144,115 @@ const std::vector<StrategyFlag>& StrategyFlags() {
        "must be a multiple of N (default 1: off)",
        Arg::kValue,
        SetField<kTensorParallelDegree>},
+      {"--pp",
+       {kPipelineStages},
+       "pipeline parallelism: the model cut into N stages (by the ops' "
+       "pipeline_stage attrs, else by parameter count), each run by "
+       "nranks / N ranks, activations passed from stage to stage; the rank "
+       "count must be a multiple of N (default 1: off)",
+       Arg::kValue,
+       SetField<kPipelineStages>},
+      {"--micro-batches",
+       {kMicroBatches},
+       "with --pp: each batch cut into M micro-batches that fill the "
+       "pipeline, gradients averaged over them (default 1)",
+       Arg::kValue,
+       SetField<kMicroBatches>},
+      {"--schedule",
+       {kSchedule},
+       "with --pp: 1F1B (default: one forward, one backward, at most N "
+       "micro-batches' activations held) or FThenB (every forward, then "
+       "every backward)",
+       Arg::kValue,
+       SetField<kSchedule>},
   };
+}
+
+}  // namespace
+
+const std::vector<StrategyFlag>& StrategyFlags() {
+  using Arg = StrategyFlag::Arg;
+  static const std::vector<StrategyFlag> flags = [] {
+    std::vector<StrategyFlag> all = {
+        {"--bucket-mb",
+         {"bucket_bytes"},
+         "gradient bucket size in MiB (default 4)",
+         Arg::kValue,
+         SetBucketMb},
+        {"--no-overlap",
+         {"overlap_allreduce"},
+         "allreduce all buckets after the backward pass",
+         Arg::kNone,
+         SetNoOverlap},
+        {"--allreduce",
+         {kAllreduceHierarchy},
+         "flat (default), hier (reduce within each host first, then between "
+         "hosts) or auto (hier when ranks share hosts)",
+         Arg::kValue,
+         SetField<kAllreduceHierarchy>},
+        {"--grad-compression",
+         {kGradCompression},
+         "none (default), bf16 or fp16: float32 gradients travel as 16-bit "
+         "values, added in float32",
+         Arg::kValue,
+         SetField<kGradCompression>},
+        {"--sync-batch-norm",
+         {"sync_batch_norm"},
+         "batch norm statistics over the global batch",
+         Arg::kNone,
+         SetSyncBatchNorm},
+        {"--shard-optimizer",
+         {"sharding", "sharding_configs.stage"},
+         "each rank updates and stores 1/N of the optimizer state: 1 (ZeRO "
+         "stage 1: after an allreduce), 2 (stage 2: after a reduce-scatter; "
+         "the default when no value is given), 3 (stage 3: the parameters "
+         "too, gathered where the step reads them) or 0 (off, the default)",
+         Arg::kOptional,
+         SetShardOptimizer},
+        {"--shard-overlap-gather",
+         {"sharding_configs.overlap_gather"},
+         "with --shard-optimizer: wait for each step's parameter all-gather "
+         "in the next step, just before the first op that reads the bucket, "
+         "so that it overlaps the forward pass",
+         Arg::kNone,
+         SetOverlapGather},
+        {"--sparse-dense-ratio",
+         {kSparseDenseRatio},
+         "sparse gradients are gathered unless all ranks' rows exceed this "
+         "fraction of the table (default 0.25), then allreduced dense",
+         Arg::kValue,
+         SetField<kSparseDenseRatio>},
+        {"--amp",
+         {"amp", "amp_configs.dtype"},
+         "mixed precision: bf16 or fp16 (the matrix ops and those between "
+         "them in 16 bits, float32 master weights; fp16 with dynamic loss "
+         "scaling), or none (the default)",
+         Arg::kValue,
+         SetAmp},
+        {"--amp-lists",
+         {"amp_configs.custom_white_list", "amp_configs.custom_black_list"},
+         "with --amp: a file of op lists, lines \"white: op ...\" (run in 16 "
+         "bits) and \"black: op ...\" (run in float32)",
+         Arg::kValue,
+         SetAmpLists},
+        {"--gradient-merge",
+         {"gradient_merge", "gradient_merge_configs.k_steps"},
+         "K: run the optimizer (and the gradients' collectives) once every K "
+         "batches, on their averaged gradients: batch K x --batch-size with "
+         "the activation memory of one (default 1: every batch)",
+         Arg::kValue,
+         SetGradientMerge},
+        {"--recompute",
+         {"recompute", "recompute_configs.checkpoints"},
+         "recompute activations in the backward pass from checkpoints: auto "
+         "(alone: the outputs of residual adds and lstm/gru layers), a "
+         "comma-separated list of variables, or none (the default)",
+         Arg::kOptional,
+         SetRecompute},
+    };
+    for (StrategyFlag& f : ModelParallelFlags()) all.push_back(std::move(f));
+    return all;
+  }();
   return flags;
 }
 

@@ -34,6 +34,7 @@
 #include "transpiler/distributed_job.h"
 #include "transpiler/gradient_merge.h"
 #include "transpiler/local_rewrites.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/shard_params.h"
 #include "transpiler/sharding.h"
 #include "transpiler/strategy.h"
@@ -296,7 +297,8 @@ void CheckTestSet(const TrainerOptions& o, const proto::TrainingJob& job,
 bool KeepsParameterShards(MPIExecutor* dist) {
   return dist != nullptr &&
          (!ParamShardBuffers(dist->job().main().blocks(0)).empty() ||
-          TensorParallelDegree(dist->job().strategy()) > 1);
+          TensorParallelDegree(dist->job().strategy()) > 1 ||
+          PipelineStages(dist->job().strategy()) > 1);
 }
 
 // Collective, before rank 0 evaluates after training: the running
@@ -367,10 +369,22 @@ std::string EvaluationLine(const proto::TrainingJob& job, double metric,
   return line;
 }
 
+// A pipeline cuts each batch into equal micro-batches.
+void CheckMicroBatches(const TrainerOptions& o, const proto::TrainingJob& job,
+                       const MPIExecutor* dist) {
+  if (dist == nullptr || PipelineStages(job.strategy()) == 1) return;
+  FLUID_ENFORCE(o.batch_size % MicroBatches(job.strategy()) == 0,
+                "--batch-size ", o.batch_size,
+                " is not a multiple of "
+                "--micro-batches ",
+                MicroBatches(job.strategy()),
+                ": each micro-batch must hold as many samples");
+}
+
 // The ranks that read samples of their own: all of them, or one per
-// tensor-parallel group.
+// tensor-parallel group and pipeline.
 int DataWorld(const proto::TrainingJob& job, int world) {
-  return world / TensorParallelDegree(job.strategy(), world);
+  return DataParallelWorld(job.strategy(), world);
 }
 
 // The line that opens training: what runs where.
@@ -387,6 +401,11 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
       log << " (" << world / tp << " data-parallel x " << tp
           << " tensor-parallel: each batch is split over " << tp
           << " ranks' layers)";
+    if (const int pp = PipelineStages(dist->job().strategy()); pp > 1)
+      log << " (pipeline of " << pp << " stages, "
+          << MicroBatches(dist->job().strategy()) << " micro-batches "
+          << PipelineSchedule(dist->job().strategy())
+          << "; this rank runs stage " << dist->pipeline_stage() << ")";
     const std::string launch = DetectLaunch().Describe();
     if (!launch.empty()) log << ", " << launch;
   }
@@ -654,8 +673,9 @@ std::vector<RunSetting> CollectiveSettings(
     const TrainerOptions& o, const proto::DistributedStrategy& strategy,
     const Dataset& train, const Dataset& test, const DataDescription& described,
     int world) {
-  // Ranks of one tensor-parallel group read the same samples.
-  const int data_world = world / TensorParallelDegree(strategy, world);
+  // Ranks of one tensor-parallel group (and pipeline) read the same
+  // samples.
+  const int data_world = DataParallelWorld(strategy, world);
   const int64_t per_rank = (train.size() + data_world - 1) / data_world;
   std::vector<RunSetting> data = DataSettings(described, train, test);
   std::vector<RunSetting> settings = {
@@ -917,10 +937,10 @@ TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
   PreparedProgram* main = run.main;
   MPIExecutor* dist = run.dist.get();
   const int rank = result.rank, world = result.world_size;
-  // The ranks that read their own samples: a tensor-parallel group reads
-  // one shard of the data together.
+  // The ranks that read their own samples (a group splitting the model).
   const int data_world = DataWorld(job, world);
-  const int data_rank = rank / (world / data_world);
+  const int data_rank = DataParallelRank(job.strategy(), rank, world);
+  CheckMicroBatches(o, job, dist);
   // Only rank 0 speaks.
   std::ostringstream muted;
   std::ostream& log = rank == 0 ? out : muted;

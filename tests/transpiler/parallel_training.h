@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/builder/lr_schedules.h"
 #include "src/builder/models.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
@@ -29,7 +30,9 @@ namespace testing {
 
 // x [16] -> fc 32 relu -> fc 32 relu -> fc 4 -> softmax cross entropy,
 // momentum; with `clip`, gradients clipped by their global norm.
-inline proto::TrainingJob MlpJob(bool clip = false) {
+// With `decay`, the learning rate decays exponentially (halved every 2
+// steps), a schedule of forward ops on a step counter.
+inline proto::TrainingJob MlpJob(bool clip = false, bool decay = false) {
   proto::TrainingJob job;
   job.set_version(kProgramVersion);
   *job.mutable_main() = NewProgram();
@@ -47,6 +50,14 @@ inline proto::TrainingJob MlpJob(bool clip = false) {
   OptimizerConfig opt;
   opt.type = "momentum";
   opt.learning_rate = 0.05f;
+  if (decay) {
+    LrSchedule schedule;
+    schedule.kind = "exponential_decay";
+    schedule.learning_rate = 0.05f;
+    schedule.decay_steps = 2;
+    schedule.decay_rate = 0.5f;
+    opt.learning_rate_var = BuildLrSchedule(&b, schedule);
+  }
   if (clip) {
     opt.gradient_clip.kind = GradientClip::Kind::kByGlobalNorm;
     opt.gradient_clip.clip_norm = 0.5f;
@@ -81,8 +92,8 @@ struct Trained {
   std::map<std::string, std::vector<float>> params;
 };
 
-inline std::map<std::string, std::vector<float>> Params(const proto::TrainingJob& job,
-                                                 const Scope& scope) {
+inline std::map<std::string, std::vector<float>> Params(
+    const proto::TrainingJob& job, const Scope& scope) {
   std::map<std::string, std::vector<float>> out;
   for (const auto& pg : OptimizedParams(job.main())) {
     const Tensor& t = scope.FindVar(pg.first)->GetTensor();
@@ -93,7 +104,8 @@ inline std::map<std::string, std::vector<float>> Params(const proto::TrainingJob
 
 using Batch = std::function<FeedList(int step, int part, int parts)>;
 
-inline Trained TrainOne(const proto::TrainingJob& job, const Batch& batch, int steps) {
+inline Trained TrainOne(const proto::TrainingJob& job, const Batch& batch,
+                        int steps) {
   Executor exe;
   Scope scope;
   exe.RunOnce(job.startup(), &scope);
@@ -117,7 +129,8 @@ inline Trained TrainParallel(const proto::TrainingJob& job, int nranks,
   const int tp = strategy.has_tensor_parallel_degree()
                      ? strategy.tensor_parallel_degree()
                      : 1;
-  const int pp = strategy.has_pipeline_stages() ? strategy.pipeline_stages() : 1;
+  const int pp =
+      strategy.has_pipeline_stages() ? strategy.pipeline_stages() : 1;
   const int dp = nranks / (tp * pp);
   auto data_rank = [&](int rank) { return (rank / tp) % dp; };
   std::vector<std::vector<float>> losses(nranks);
@@ -160,8 +173,8 @@ inline Trained TrainParallel(const proto::TrainingJob& job, int nranks,
 // ("*": every parameter, for bf16, whose rounding makes every gradient noisy at
 // that scale).
 inline void ExpectClose(const Trained& one, const Trained& split,
-                 const std::set<std::string>& noise = {},
-                 double noise_bound = 0, double tolerance = 1e-5) {
+                        const std::set<std::string>& noise = {},
+                        double noise_bound = 0, double tolerance = 1e-5) {
   ASSERT_EQ(one.losses.size(), split.losses.size());
   for (size_t i = 0; i < one.losses.size(); ++i)
     EXPECT_NEAR(split.losses[i], one.losses[i],

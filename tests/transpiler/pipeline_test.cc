@@ -77,9 +77,9 @@ TEST(PipelineSchedule, OneForwardOneBackward) {
             "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 ");
   EXPECT_EQ(Steps(StageSchedule(1, 4, 2, "1F1B")), "F0 F1 B0 B1 ");
   EXPECT_EQ(Steps(StageSchedule(1, 2, 3, "FThenB")), "F0 F1 F2 B0 B1 B2 ");
-  EXPECT_NE(ErrorOf([] { StageSchedule(0, 2, 2, "GPipe"); })
-                .find("unknown schedule"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf([] { StageSchedule(0, 2, 2, "GPipe"); }).find("unknown schedule"),
+      std::string::npos);
 }
 
 TEST(PipelinePlan, BalancesTransformerLayersAcrossStages) {
@@ -144,8 +144,9 @@ TEST(PipelineRewrite, StageAttrsPlaceOpsAndAreChecked) {
   EXPECT_EQ(plan.value_stage.at("fc_2.w_0"), 1);
   for (auto& op : *ops)
     if (op.type() == "mul") SetOpAttr(&op, kPipelineStageAttr, int32_t{2});
-  EXPECT_NE(ErrorOf([&] { PlanPipeline(job.main().blocks(0), 2); })
-                .find("stage 2 of a pipeline of 2 stages"),
+  EXPECT_NE(ErrorOf([&] {
+              PlanPipeline(job.main().blocks(0), 2);
+            }).find("stage 2 of a pipeline of 2 stages"),
             std::string::npos);
 }
 
@@ -169,9 +170,9 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
             std::string::npos);
   s = Pp(2, 2);
   s.set_tensor_parallel_degree(2);
-  EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); })
-                .find("tensor_parallel_degree"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf([&] { AllStages(MlpJob(), s); }).find("tensor_parallel_degree"),
+      std::string::npos);
 }
 
 // A global-norm clip sums each stage's squared norms, then the stages'.
@@ -202,8 +203,7 @@ TEST(PipelineLint, RejectsASendWithNoReceive) {
   auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
   ops->erase(ops->begin() + FirstOp(all, 1, "recv_v2"));
   const std::string error = ErrorOf([&] { LintPipeline(all); });
-  EXPECT_NE(error.find("has no matching recv_v2"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("has no matching recv_v2"), std::string::npos) << error;
 }
 
 TEST(PipelineLint, RejectsAScheduleMismatch) {
@@ -237,8 +237,7 @@ TEST(PipelineLint, RejectsADeadlock) {
   for (int i = ops->size() - 1; i > send; --i) ops->SwapElements(i, i - 1);
   const std::string error = ErrorOf([&] { LintPipeline(all); });
   EXPECT_NE(error.find("deadlocks"), std::string::npos) << error;
-  EXPECT_NE(error.find("stage 0 waits in recv_v2"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("stage 0 waits in recv_v2"), std::string::npos) << error;
 }
 
 TEST(PipelineTraining, MlpPp2MatchesOneProcess) {
@@ -246,8 +245,8 @@ TEST(PipelineTraining, MlpPp2MatchesOneProcess) {
   const auto one = TrainOne(job, MlpBatches(), 20);
   for (const char* schedule : {"1F1B", "FThenB"}) {
     SCOPED_TRACE(schedule);
-    ExpectClose(one, TrainParallel(job, 2, Pp(2, 4, schedule), MlpBatches(),
-                                   20));
+    ExpectClose(one,
+                TrainParallel(job, 2, Pp(2, 4, schedule), MlpBatches(), 20));
   }
 }
 
@@ -255,6 +254,19 @@ TEST(PipelineTraining, MlpPp2Dp2WithClipMatchesOneProcess) {
   const proto::TrainingJob job = MlpJob(/*clip=*/true);
   ExpectClose(TrainOne(job, MlpBatches(), 20),
               TrainParallel(job, 4, Pp(2, 2), MlpBatches(), 20));
+}
+
+// The schedule's step counter advances once per batch on every stage, not
+// once per micro-batch.
+TEST(PipelineTraining, MlpPp2WithALearningRateScheduleMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/false, /*decay=*/true);
+  const PipelinePlan plan = PlanPipeline(job.main().blocks(0), 2);
+  bool counted = false;
+  for (int i : plan.step_ops)
+    counted = counted || job.main().blocks(0).ops(i).type() == "increment";
+  EXPECT_TRUE(counted);
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainParallel(job, 2, Pp(2, 4), MlpBatches(), 20));
 }
 
 TEST(PipelineTraining, TransformerPp2WithDropoutMatchesOneProcess) {

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Pipeline parallelism through the trainer (--pp, --micro-batches,
+# --schedule): `mpirun -np 2 trainer --pp 2 --micro-batches 4` prints the
+# per-step losses of one process with the same seed and batch (to the
+# printed 4 decimals, rounding aside), with either schedule; np 4 --pp 2
+# those of np 2 without it (each pipeline reads what one rank of np 2
+# reads), with the parameters equal within each stage's data-parallel
+# group (--check-consistency 1); a pipeline's checkpoint (every stage's
+# parameters) resumes without it, and a plain one with it; a rank killed
+# inside the pipeline ends the job in seconds; the transformer runs as a
+# pipeline of 4 stages and 8 micro-batches.
+#   trainer_pp_test.sh MPIRUN TRAINER
+source "$(dirname "$0")/trainer_common.sh" "$@"
+MPI=("$MPIRUN" --oversubscribe)
+
+make_idx "$work/data" 256 64
+base=(--model mlp --optimizer adam --data "$work/data" --log-every 1
+      --threads 1 --batch-size 16 --epochs 1 --check-consistency 1)
+
+# The progress lines' losses, one per line.
+losses() { grep "^epoch" <<<"$1" | grep -o "loss [0-9.]*" | cut -d' ' -f2; }
+# Equal to the printed precision: a last digit may round the other way.
+same_losses() {
+  paste <(losses "$1") <(losses "$2") | awk -v what="$3" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 0.00011) bad = bad " " $1 "/" $2 }
+    END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
+    fail "$3: the losses differ: $1 ---- $2"
+}
+
+one=$(timeout 300 "$TRAINER" "${base[@]}" 2>&1) || fail "np 1: $one"
+for schedule in 1F1B FThenB; do
+  pp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 2 \
+    --micro-batches 4 --schedule "$schedule" --checkpoint-dir "$work/pp2" \
+    2>&1) || fail "np 2 --pp 2 $schedule: $pp2"
+  grep -q "pipeline of 2 stages, 4 micro-batches $schedule" <<<"$pp2" ||
+    fail "np 2 --pp 2: no layout in the banner: $pp2"
+  same_losses "$one" "$pp2" "np 2 --pp 2 --schedule $schedule against np 1"
+  grep -q "test accuracy" <<<"$pp2" || fail "np 2 --pp 2: not evaluated: $pp2"
+  echo "ok: np 2 --pp 2 --schedule $schedule prints np 1's losses;" \
+    "$(grep "^test accuracy" <<<"$pp2")"
+done
+
+dp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" 2>&1) ||
+  fail "np 2: $dp2"
+pp2dp2=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 2 2>&1) || fail "np 4 --pp 2: $pp2dp2"
+same_losses "$dp2" "$pp2dp2" "np 4 --pp 2 against np 2"
+echo "ok: np 4 --pp 2 prints np 2's losses"
+
+# The pipeline's checkpoint resumes on one process and on np 2 without
+# stages; a plain np 2 checkpoint resumes with --pp 2.
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" \
+  --checkpoint-dir "$work/dp2" >/dev/null 2>&1 || fail "np 2 checkpoint"
+cp -r "$work/pp2" "$work/pp2b"
+for run in "-np 1 $TRAINER --checkpoint-dir $work/pp2" \
+           "-np 2 $TRAINER --checkpoint-dir $work/pp2b" \
+           "-np 2 $TRAINER --pp 2 --micro-batches 2 --checkpoint-dir $work/dp2"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 300 "${MPI[@]}" $run "${base[@]:0:12}" --epochs 2 --resume \
+    2>&1) || fail "resuming ($run): $out"
+  grep -q "resumed from .* at epoch 1" <<<"$out" ||
+    fail "did not resume ($run): $out"
+  grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
+done
+echo "ok: pipeline checkpoints resume without it, and the other way"
+
+# A pipeline resumed from its own checkpoint prints the second epoch of an
+# uninterrupted run.
+full=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --pp 2 --micro-batches 4 2>&1) || fail "np 2 --pp 2, 2 epochs: $full"
+timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 4 --checkpoint-dir "$work/pp3" >/dev/null 2>&1 ||
+  fail "np 2 --pp 2 checkpoint"
+again=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --pp 2 --micro-batches 4 --resume --checkpoint-dir "$work/pp3" 2>&1) ||
+  fail "resuming --pp 2: $again"
+epoch2() { grep "^epoch 2/2" <<<"$1"; }
+same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
+  "resumed np 2 --pp 2 against uninterrupted"
+echo "ok: --pp 2 resumes exactly"
+
+# A rank killed inside the pipeline ends the job in seconds (its
+# neighbour waits in a receive).
+start=$(date +%s)
+out=$(FLUID_TEST_KILL_AT_STEP=3 FLUID_TEST_KILL_RANK=1 timeout 120 \
+  "${MPI[@]}" -x FLUID_TEST_KILL_AT_STEP -x FLUID_TEST_KILL_RANK -np 2 \
+  "$TRAINER" "${base[@]}" --pp 2 --micro-batches 4 2>&1)
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] ||
+  fail "a rank killed under --pp 2: rc $rc after ${took}s: $out"
+[ "$took" -le 30 ] || fail "a rank killed under --pp 2: ${took}s to end"
+echo "ok: a rank killed under --pp 2 ended the job in ${took}s (rc $rc)"
+
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 3 2>&1) &&
+  fail "--pp 3 on 2 ranks was accepted: $out"
+grep -q "must divide the rank count (2)" <<<"$out" ||
+  fail "--pp 3 on 2 ranks: $out"
+out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 3 2>&1) && fail "batch 16 in 3 micro-batches: $out"
+grep -q "batch-size 16 is not a multiple of --micro-batches 3" <<<"$out" ||
+  fail "batch 16 in 3 micro-batches: $out"
+echo "ok: --pp 3 on 2 ranks and 3 micro-batches of 16 are refused"
+
+if [ ! -d /usr/share/games/fortunes ]; then
+  echo "skipped: the transformer (Debian's 'fortunes' package is missing)"
+  exit 0
+fi
+text=(--model transformer --train-samples 48 --test-samples 8 --batch-size 8
+      --epochs 1 --log-every 1 --threads 1 --lr 0.003 --warmup-steps 2
+      --decay-steps 12)
+lm1=$(timeout 300 "$TRAINER" "${text[@]}" 2>&1) || fail "transformer np 1: $lm1"
+lm4=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${text[@]}" --pp 4 \
+  --micro-batches 8 2>&1) || fail "transformer --pp 4: $lm4"
+same_losses "$lm1" "$lm4" "transformer np 4 --pp 4 --micro-batches 8 against np 1"
+echo "ok: the transformer as 4 stages of 8 micro-batches prints np 1's losses;" \
+  "$(grep "^validation" <<<"$lm4")"
