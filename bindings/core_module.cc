@@ -36,6 +36,7 @@
 #include "transpiler/gradient_merge.h"
 #include "transpiler/memory_plan.h"
 #include "transpiler/mixed_precision.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/pserver_transpiler.h"
 #include "transpiler/recompute.h"
 #include "transpiler/shard_params.h"
@@ -292,6 +293,13 @@ std::string& CurrentNameScope() {
   return scope;
 }
 
+// The fluid.pipeline_stage Python is in (-1 outside any), set by
+// fluid.framework.pipeline_stage.
+int& CurrentPipelineStage() {
+  static int stage = -1;
+  return stage;
+}
+
 // Gives the ops of `block` from index `from` on that record no callstack
 // `stack` as their op_callstack (kOpCallstackAttr), and the current name
 // scope, if any, as their op_namescope.
@@ -329,6 +337,16 @@ class PyBuilder {
     if (!stack.empty() || !CurrentNameScope().empty()) {
       SetCallstacks(main_block, main_before, stack);
       SetCallstacks(startup_block, startup_before, stack);
+    }
+    // Only the main program's ops run on stages; an op placed already (a
+    // pipeline rewrite's) keeps its stage.
+    if (CurrentPipelineStage() >= 0) {
+      for (int i = main_before; i < main_block->ops_size(); ++i) {
+        proto::OpDesc* op = main_block->mutable_ops(i);
+        if (!HasOpAttr(*op, kPipelineStageAttr))
+          SetOpAttr(op, kPipelineStageAttr,
+                    static_cast<int32_t>(CurrentPipelineStage()));
+      }
     }
     return result;
   }
@@ -607,8 +625,9 @@ class PyMPIExecutor {
   // that saving them is collective (SaveVars).
   bool InShards(const std::vector<std::string>& names) const {
     if (scope_ == nullptr) return false;
-    // Tensor parallelism: the parameters are split across the group.
-    if (TensorParallelDegree(exe_.job().strategy()) > 1) return true;
+    // Tensor parallelism or a pipeline: the parameters are spread over
+    // the ranks.
+    if (SplitsParameters()) return true;
     if (!IsSharded(exe_.job().main())) return false;
     const proto::BlockDesc& block = exe_.job().main().blocks(0);
     for (const auto& name : names) {
@@ -688,14 +707,13 @@ class PyMPIExecutor {
     py::gil_scoped_release release;
     exe_.WaitParameterGathers();
   }
-  // Whether the job keeps its parameters as shards between steps
-  // (sharding stage 3), so that a program reading them whole needs them
-  // gathered first.
-  // Stage 3's shards, or tensor parallelism's slices.
+  // Whether no rank holds every parameter whole between steps (stage 3's
+  // shards, tensor parallelism's slices, a pipeline's stages), so that a
+  // program reading them whole needs them gathered first.
   bool KeepsParameterShards() const {
     return scope_ != nullptr &&
            (!ParamShardBuffers(exe_.job().main().blocks(0)).empty() ||
-            TensorParallelDegree(exe_.job().strategy()) > 1);
+            SplitsParameters());
   }
   // Collective: every parameter whole in the scope (GatherParameters)
   // until DropGathered frees the copies again.
@@ -710,6 +728,13 @@ class PyMPIExecutor {
   ProgramPtr TranspiledMain() { return Wrap(exe_.job().main()); }
 
  private:
+  // Whether no rank holds every parameter: tensor parallelism splits them
+  // across its group, a pipeline keeps each stage's on its own ranks.
+  bool SplitsParameters() const {
+    const proto::DistributedStrategy& s = exe_.job().strategy();
+    return TensorParallelDegree(s) > 1 || PipelineStages(s) > 1;
+  }
+
   ScopeRefs scopes_;  // first: outlives exe_
   MPIExecutor exe_;
   Scope* scope_ = nullptr;  // Init's
@@ -1016,6 +1041,8 @@ void BindBuilder(py::module_& m) {
   // (fluid.unique_name).
   m.def("set_name_scope",
         [](const std::string& scope) { CurrentNameScope() = scope; });
+  m.def("set_pipeline_stage",
+        [](int stage) { CurrentPipelineStage() = stage; });
   py::class_<ProgramBuilder::NameCounters,
              std::shared_ptr<ProgramBuilder::NameCounters>>(m, "NameCounters")
       .def(py::init<>())

@@ -45,9 +45,10 @@ void SendKernel(const ExecutionContext& ctx) {
   h[1] = x.shape().rank();
   for (int i = 0; i < x.shape().rank(); ++i) h[2 + i] = x.shape()[i];
   for (int i = x.shape().rank(); i < Shape::kMaxRank; ++i) h[2 + i] = 0;
-  comm->BroadcastAsync(header, comm->rank());
-  HandOffOrWait(ctx, comm->BroadcastAsync(x, comm->rank(),
-                                          ctx.device_context().ReadyFence()));
+  const int32_t mb = ctx.Attr<int32_t>("micro_batch");
+  comm->BroadcastAsync(header, comm->rank(), nullptr, mb);
+  HandOffOrWait(ctx, comm->BroadcastAsync(
+                         x, comm->rank(), ctx.device_context().ReadyFence(), mb));
 }
 
 void RecvKernel(const ExecutionContext& ctx) {
@@ -56,7 +57,8 @@ void RecvKernel(const ExecutionContext& ctx) {
   const auto start = std::chrono::steady_clock::now();
   Tensor header;
   int64_t* h = header.mutable_data<int64_t>(Shape{kHeader});
-  comm->BroadcastAsync(header, peer)->Wait();
+  const int32_t mb = ctx.Attr<int32_t>("micro_batch");
+  comm->BroadcastAsync(header, peer, nullptr, mb)->Wait();
   const auto dtype = static_cast<DataType>(h[0]);
   const auto want = static_cast<DataType>(ctx.Attr<int32_t>("dtype"));
   FLUID_ENFORCE(dtype == want, "recv_v2: ", Quote(ctx.OutputName("Out")),
@@ -76,7 +78,8 @@ void RecvKernel(const ExecutionContext& ctx) {
   out->set_dtype(dtype);
   out->Resize(shape);
   out->raw_mutable_data(ctx.place());
-  comm->BroadcastAsync(*out, peer, ctx.device_context().ReadyFence())->Wait();
+  comm->BroadcastAsync(*out, peer, ctx.device_context().ReadyFence(), mb)
+      ->Wait();
   comm->AddExposedWait(std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count());

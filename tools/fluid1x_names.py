@@ -243,10 +243,6 @@ REASONS = [
      fluid.layers.retinanet_detection_output
      fluid.layers.distribute_fpn_proposals
      fluid.layers.collect_fpn_proposals"""),
-    ("Pipeline parallelism: planned as a program rewrite selected by "
-     "fluid.DistributedStrategy, as recompute and gradient merge are, not "
-     "built yet.", """
-     fluid.optimizer.PipelineOptimizer fluid.device_guard"""),
     ("Optimizers and parameter averaging not built yet (SGD, Momentum, "
      "Adam, Adamax, Adagrad, DecayedAdagrad, RMSProp, Adadelta and "
      "LarsMomentum exist).", """

@@ -54,13 +54,16 @@ struct CheckedDesc {
   int32_t wire = 0;
   int32_t device = 0;
   int32_t check = 0;  // the sender checks every collective
+  int32_t micro_batch = -1;
+  int32_t unused = 0;
 };
-static_assert(sizeof(CheckedDesc) == 56, "CheckedDesc must have no padding");
+static_assert(sizeof(CheckedDesc) == 64, "CheckedDesc must have no padding");
 
 // What the ranks compare: everything but where it was issued.
 uint64_t Signature(const CheckedDesc& d) {
-  const int64_t fields[] = {d.seq,  d.count, d.kind,   d.dtype, d.op,
-                            d.root, d.wire,  d.device, d.check};
+  const int64_t fields[] = {d.seq,  d.count,  d.kind,  d.dtype,
+                            d.op,   d.root,   d.wire,  d.device,
+                            d.check, d.micro_batch};
   return Fnv1a64(fields, sizeof(fields));
 }
 
@@ -73,6 +76,7 @@ CollectiveDesc ToDesc(const CheckedDesc& d) {
   c.root = d.root;
   c.wire = d.wire;
   c.device = d.device;
+  c.micro_batch = d.micro_batch;
   return c;
 }
 
@@ -309,6 +313,7 @@ void Communicator::CheckCollective(const Pending& item) {
   mine.root = item.desc.root;
   mine.wire = item.desc.wire;
   mine.device = item.desc.device;
+  mine.micro_batch = item.desc.micro_batch;
   mine.check = check_ ? 1 : 0;
   FlightRecorder::Record rec;
   if (recorder_.Get(item.seq, &rec)) {
@@ -408,12 +413,13 @@ CommHandlePtr Communicator::AllReduceAsync(const Tensor& tensor, ReduceOp op,
 }
 
 CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
-                                           ReadyFn ready) {
+                                           ReadyFn ready, int32_t micro_batch) {
   FLUID_ENFORCE(tensor.initialized(), "broadcast of a tensor with no data");
   FLUID_ENFORCE(root >= 0 && root < size_, "broadcast root ", root,
                 " out of range for ", size_, " ranks");
   CollectiveDesc desc = DescOf(CollectiveKind::kBroadcast, tensor);
   desc.root = root;
+  desc.micro_batch = micro_batch;
   const int64_t bytes = static_cast<int64_t>(tensor.bytes());
   DenseCollective c{tensor, tensor, std::move(ready), nullptr, nullptr};
   c.host = [bytes, root](CommBackend* b, const void*, void* data) {

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -98,8 +99,11 @@ class Communicator {
   CommHandlePtr AllReduceAsync(const Tensor& tensor, ReduceOp op,
                                ReadyFn ready = nullptr,
                                WireFormat wire = WireFormat::kNative);
+  // `micro_batch` (>= 0) tags a pipeline's send or receive: the ranks
+  // compare it, and the flight recorder and stall messages name it.
   CommHandlePtr BroadcastAsync(const Tensor& tensor, int root,
-                               ReadyFn ready = nullptr);
+                               ReadyFn ready = nullptr,
+                               int32_t micro_batch = -1);
   // `out` must hold size() times `in`'s elements, rank r's at r * numel.
   // Both in host memory or both on one device.
   CommHandlePtr AllGatherAsync(const Tensor& in, const Tensor& out,
@@ -172,7 +176,10 @@ class Communicator {
   // color is an error. Calls are serialised; the rings' transports must allow
   // collectives on several threads at once (MPI_THREAD_MULTIPLE; see
   // CommBackend::Split).
-  Communicator* CreateGroup(int ring_id, int color, int key);
+  // `label` says what the ring is for in the stall watchdog's messages
+  // ("pipeline stages 0 -> 1, activations").
+  Communicator* CreateGroup(int ring_id, int color, int key,
+                            const std::string& label = "");
   // Ring `ring_id`: this communicator for 0, else the one CreateGroup made;
   // an unknown ring is an error naming it. Thread-safe (ops call it from
   // the executor's thread while the worker runs).
@@ -260,7 +267,8 @@ class Communicator {
   // Starts `ring`'s stall watchdog (ring `ring_id`, whose ranks are world
   // ranks `world_ranks`). Called with groups_mu_ held.
   void StartRingWatchdog(Communicator* ring, int ring_id,
-                         std::vector<int> world_ranks);
+                         std::vector<int> world_ranks,
+                         const std::string& label);
   // The progress of this communicator and its rings but ring `ring_id`
   // (0: this one), and a ring among them in a collective; for watchdogs.
   ProcessActivity ActivityBesides(int ring_id);

@@ -6,7 +6,8 @@
 
 namespace fluid {
 
-Communicator* Communicator::CreateGroup(int ring_id, int color, int key) {
+Communicator* Communicator::CreateGroup(int ring_id, int color, int key,
+                                        const std::string& label) {
   FLUID_ENFORCE(ring_id > 0, "CreateGroup: ring ", ring_id,
                 " is not a group id; ring 0 is the communicator itself and "
                 "groups take ids > 0");
@@ -42,17 +43,19 @@ Communicator* Communicator::CreateGroup(int ring_id, int color, int key) {
   groups_[ring_id] = Ring{color, std::move(ring)};
   if (!members.empty())
     StartRingWatchdog(made, ring_id,
-                      std::vector<int>(members.begin(), members.end()));
+                      std::vector<int>(members.begin(), members.end()), label);
   return made;
 }
 
 void Communicator::StartRingWatchdog(Communicator* ring, int ring_id,
-                                     std::vector<int> world_ranks) {
+                                     std::vector<int> world_ranks,
+                                     const std::string& label) {
   std::unique_ptr<ProgressChannel> channel =
       ring_channels_(ring_id, world_ranks);
   if (channel == nullptr) return;
   StallScope scope;
   scope.ring = ring_id;
+  scope.label = label;
   scope.world_ranks = std::move(world_ranks);
   scope.others = [this, ring_id] { return ActivityBesides(ring_id); };
   scope.dump = [this, ring_id](const char* reason) {

@@ -176,6 +176,7 @@ std::string DescribeCollective(const CollectiveDesc& d) {
   if (d.root >= 0) os << " from rank " << d.root;
   if (const char* wire = WireNameOf(d.wire)) os << " as " << wire;
   if (d.device) os << " on the device transport";
+  if (d.micro_batch >= 0) os << " (micro-batch " << d.micro_batch << ")";
   return os.str();
 }
 
@@ -195,6 +196,7 @@ int64_t FlightRecorder::Issue(const CollectiveDesc& desc, int64_t bytes) {
   s.root.store(desc.root, std::memory_order_relaxed);
   s.wire.store(desc.wire, std::memory_order_relaxed);
   s.device.store(desc.device, std::memory_order_relaxed);
+  s.micro_batch.store(desc.micro_batch, std::memory_order_relaxed);
   s.count.store(desc.count, std::memory_order_relaxed);
   s.index.store(++step_index_, std::memory_order_relaxed);
   s.state.store(kIssued, std::memory_order_relaxed);
@@ -265,6 +267,7 @@ bool FlightRecorder::Get(int64_t seq, Record* out) const {
   out->desc.root = s.root.load();
   out->desc.wire = s.wire.load();
   out->desc.device = s.device.load();
+  out->desc.micro_batch = s.micro_batch.load();
   out->desc.count = s.count.load();
   out->index = s.index.load();
   out->state = static_cast<State>(s.state.load());
@@ -382,6 +385,7 @@ bool FlightRecorder::Dump(const char* reason) const {
     if (r.desc.root >= 0) b.Str(" root ").Int(r.desc.root);
     if (const char* wire = WireNameOf(r.desc.wire)) b.Str(" wire ").Str(wire);
     if (r.desc.device) b.Str(" device 1");
+    if (r.desc.micro_batch >= 0) b.Str(" micro_batch ").Int(r.desc.micro_batch);
     b.Str("\n");
   }
   bool ok = false;

@@ -49,6 +49,9 @@ struct CollectiveDesc {
   int32_t root = -1;   // broadcast's root; -1: none
   int32_t wire = 0;    // WireFormat the values travel in
   int32_t device = 0;  // 1: on the transport's own device path (NCCL)
+  // The pipeline micro-batch it carries (send_v2 / recv_v2); -1: none.
+  // Compared like the rest: ranks at different micro-batches disagree.
+  int32_t micro_batch = -1;
 };
 // "allreduce(avg) float32 x 4096", "broadcast int64 x 3 from rank 0",
 // "allreduce(sum) float32 x 512 as bf16", "barrier".
@@ -145,6 +148,7 @@ class FlightRecorder {
     std::atomic<int32_t> root{-1};
     std::atomic<int32_t> wire{0};
     std::atomic<int32_t> device{0};
+    std::atomic<int32_t> micro_batch{-1};
     std::atomic<int64_t> count{0};
     std::atomic<int64_t> bytes{0};
     std::atomic<int64_t> step{0};

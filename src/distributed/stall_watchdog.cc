@@ -128,6 +128,7 @@ std::string Collective(int64_t seq, const ProgressReport& r) {
   os << "collective " << seq << " ("
      << CollectiveKindName(static_cast<CollectiveKind>(r.kind)) << ", "
      << Bytes(r.bytes) << ", ";
+  if (r.micro_batch > 0) os << "micro-batch " << r.micro_batch - 1 << ", ";
   if (r.coll_step > 0) {
     os << "#" << r.index << " of step " << r.coll_step << ")";
   } else {
@@ -295,6 +296,7 @@ std::string DescribeStall(const StallVerdict& v,
     std::vector<int> all(views.size());
     for (size_t r = 0; r < views.size(); ++r) all[r] = static_cast<int>(r);
     k += " on ring " + std::to_string(scope.ring) + " (" +
+         (scope.label.empty() ? "" : scope.label + "; ") +
          WorldList(all, scope) + ")";
   }
   std::vector<int> waiting;
@@ -452,6 +454,7 @@ ProgressReport StallWatchdog::OwnReport(int64_t now) const {
     r.index = rec.index;
     r.bytes = rec.bytes;
     r.coll_step = rec.step;
+    r.micro_batch = rec.desc.micro_batch + 1;
     if (r.started > r.finished && rec.start_ns > 0)
       r.waited_ms = (now - rec.start_ns) / 1000000;
   }

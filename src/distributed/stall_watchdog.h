@@ -64,7 +64,7 @@ struct ProgressReport {
   // 1 + the ring (0: the world) in whose collective this rank is, on
   // another communicator of its process; 0: none (see StallScope).
   int32_t elsewhere = 0;
-  int32_t unused = 0;
+  int32_t micro_batch = 0;  // 1 + the pipeline micro-batch; 0: none
 };
 
 // Sends and receives ProgressReports; used by the watchdog thread only.
@@ -106,6 +106,7 @@ struct ProcessActivity {
 // ring's, whose lines name ranks by world rank and the ring.
 struct StallScope {
   int ring = 0;
+  std::string label;  // what the ring is for; "" when it says nothing
   std::vector<int> world_ranks;  // of each rank here, ascending; empty: same
   // The process's other communicators; called on the watchdog's thread,
   // must be thread-safe and quick. Null: there are none.

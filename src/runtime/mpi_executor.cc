@@ -266,6 +266,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   tp_.Plan(shard_.checkpoint_program(job_.main()));
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();
+  pp_.DropOtherStages();
   const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)

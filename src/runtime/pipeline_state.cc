@@ -36,15 +36,20 @@ void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
   PipelineStages(plain.strategy(), n);  // divides
   const int width = n / pp_, pos = PositionInStage(rank, n, pp_);
   stage_ = StageOf(rank, n, pp_);
-  comm_->CreateGroup(kDataParallelRing, stage_, rank);
-  comm_->CreateGroup(kPipelineRing, pos, rank);
+  comm_->CreateGroup(kDataParallelRing, stage_, rank,
+                     "data-parallel, stage " + std::to_string(stage_));
+  comm_->CreateGroup(kPipelineRing, pos, rank, "pipeline, every stage");
   for (int q = 0; q < 2; ++q) {
     // The cut of parity q next to this stage, and whether there is one.
     const int cut = stage_ % 2 == q ? stage_ : stage_ - 1;
     const bool paired = cut >= 0 && cut < pp_ - 1;
     const int color = paired ? cut * width + pos : pp_ * width + rank;
-    comm_->CreateGroup(kPipelineForwardRing + q, color, rank);
-    comm_->CreateGroup(kPipelineBackwardRing + q, color, rank);
+    const std::string between = "pipeline stages " + std::to_string(cut) +
+                                " -> " + std::to_string(cut + 1);
+    comm_->CreateGroup(kPipelineForwardRing + q, color, rank,
+                       between + ", activations");
+    comm_->CreateGroup(kPipelineBackwardRing + q, color, rank,
+                       between + ", gradients");
   }
   const proto::TrainingJob all = PipelineRewrite(plain);
   for (int s = 0; s < pp_; ++s) {
@@ -80,6 +85,12 @@ void PipelineState::Gather() {
 void PipelineState::DropGathered() {
   for (const std::string& name : gathered_) Free(scope_, name);
   gathered_.clear();
+}
+
+void PipelineState::DropOtherStages() {
+  if (!active()) return;
+  for (const auto& [name, owner] : owner_)
+    if (owner >= 0 && owner != stage_) Free(scope_, name);
 }
 
 void PipelineState::BroadcastLoaded() {

@@ -51,6 +51,10 @@ class PipelineState {
   // checkpoint it loaded) reaches the owner stage's first rank, then the
   // rest of that stage; vars rank 0 did not load are left alone.
   void BroadcastLoaded();
+  // Frees the other stages' persistables this rank holds (a plain startup
+  // run before the job was known makes every stage's): between steps a
+  // rank holds its own stage's only, and stale copies are never read.
+  void DropOtherStages();
 
  private:
   Communicator* comm_;

@@ -177,3 +177,24 @@ tp_stall() {  # NP SLOW
 }
 tp_stall 2 1
 tp_stall 4 3
+
+# 8. --pp 2 --micro-batches 4: rank 1 (stage 1) hangs before a step; stage
+# 0 waits for its gradients (or for it to take its activations). The job
+# ends non-zero within seconds of --stall-timeout, the stall line naming
+# world rank 1, the cut's ring by its stages and the micro-batch.
+start=$(date +%s)
+out=$(FLUID_TEST_SLOW_STEP_RANK=1 FLUID_TEST_SLOW_STEP_SECONDS=100 \
+      timeout 120 "${MPI[@]}" -x FLUID_TEST_SLOW_STEP_RANK \
+      -x FLUID_TEST_SLOW_STEP_SECONDS -np 2 "$TRAINER" --model mlp \
+      --data "$work/data" --batch-size 16 --epochs 1 --log-every 1 \
+      --threads 1 --pp 2 --micro-batches 4 --stall-warn "$WARN" \
+      --stall-timeout "$TIMEOUT" --flight-dir "$work/pp2/flight" 2>&1)
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || fail "pp2: the job exited 0: $out"
+[ "$rc" -ne 124 ] || fail "pp2: the job hung: $out"
+[ "$took" -le $((TIMEOUT + 20)) ] || fail "pp2: took ${took}s to end: $out"
+line=$(grep -E "^fluid: rank [0-9]+: stall: " <<<"$out" | tail -1)
+grep -Eq "stall: rank 1 holds up collective [0-9]+ \(broadcast, [^)]*micro-batch [0-9]+, [^)]*\) on ring [4-7] \(pipeline stages 0 -> 1, (activations|gradients); ranks 0, 1\)" <<<"$line" \
+  || fail "pp2: the stall line does not name rank 1, the stages and the micro-batch: $out"
+echo "ok: pp2: rank 1 hung, job ended in ${took}s (rc $rc): $line"

@@ -11,7 +11,8 @@ from . import _core
 from . import _job  # noqa: F401  (the job policy under mpirun; see _job.py)
 from ._core import CollectiveError
 from .framework import (Program, Variable, default_main_program,
-                        default_startup_program, name_scope, program_guard,
+                        default_startup_program, device_guard, name_scope,
+                        pipeline_stage, program_guard,
                         reset_default_programs)
 from .executor import (CPUPlace, CUDAPlace, Executor, IndependentRanksWarning,
                        MPIExecutor, Scope, cuda_device_count, global_scope,
@@ -51,5 +52,6 @@ __all__ = [
     "average", "install_check", "profiler", "data", "embedding", "one_hot",
     "load", "load_program_state", "save", "set_program_state",
     "create_random_int_lodtensor", "memory_optimize", "release_memory",
-    "name_scope", "contrib", "memory", "memory_plan",
+    "name_scope", "contrib", "memory", "memory_plan", "pipeline_stage",
+    "device_guard",
 ]

@@ -12,7 +12,9 @@ Each field of the message is an attribute of the same name; a group of
 fields (sharding_configs) reads as a dict and is set from one, key by key.
 Fleet's names for the same settings are properties: fuse_grad_size_in_MB
 (bucket_bytes in MiB), fp16_allreduce (grad_compression "fp16"),
-hierarchical_allreduce (allreduce_hierarchy "hier"). A field is checked
+hierarchical_allreduce (allreduce_hierarchy "hier"); a group also takes
+Fleet's keys (pipeline_configs: "accumulate_steps" for micro_batches,
+"schedule_mode" with "1F1B" or "F-then-B" for schedule). A field is checked
 against its declared range when it is set; an unknown name is an
 AttributeError, a bad value a ValueError, each naming the field. Two fields
 that do not combine are refused when the strategy is used (`validate()`
@@ -68,8 +70,10 @@ class DistributedStrategy:
                              f"settings: set it from a dict, e.g. "
                              f"{{'{group[0][len(name) + 1:]}': ...}}")
         for key, v in value.items():
+            key, v = _fleet_key(name, key, v)
             if f"{name}.{key}" not in group:
-                keys = ", ".join(p[len(name) + 1:] for p in group)
+                keys = ", ".join([p[len(name) + 1:] for p in group] +
+                                 list(_FLEET_KEYS.get(name, {})))
                 raise ValueError(f"DistributedStrategy.{name} has no key "
                                  f"'{key}'; its keys: {keys}")
             self._set(f"{name}.{key}", v)
@@ -118,6 +122,38 @@ class DistributedStrategy:
         self.allreduce_hierarchy = "hier" if _flag(
             "hierarchical_allreduce", on) else "flat"
 
+    # -- the pipeline, for the modules that run one ------------------------
+
+    def _pipeline(self):
+        """(stages, micro-batches per batch) of the pipeline this strategy
+        asks for; (1, ...) without one."""
+        return (self.pipeline_stages,
+                self.pipeline_configs["micro_batches"])
+
+    def _with_pipeline(self, stages, micro_batches, where):
+        """This strategy with the pipeline a program was built for
+        (`where` says by what, e.g. PipelineOptimizer): each of the two
+        counts that the strategy leaves at 1 is taken from the program;
+        one it sets otherwise is a ValueError naming both values."""
+        mine, my_micro = self._pipeline()
+        if mine not in (1, stages):
+            raise ValueError(
+                f"the program is a pipeline of {stages} stage(s) ({where}) "
+                f"but DistributedStrategy.pipeline_stages is {mine}: set "
+                f"the strategy's pipeline_stages to {stages}, or leave it "
+                f"at 1 and the program's stages are used")
+        if my_micro not in (1, micro_batches):
+            raise ValueError(
+                f"{where} asks for {micro_batches} micro-batch(es) but "
+                "DistributedStrategy.pipeline_configs['micro_batches'] is "
+                f"{my_micro}: make them equal, or leave the strategy's at 1")
+        if (mine, my_micro) == (stages, micro_batches):
+            return self
+        s = self.copy()
+        s.pipeline_stages = stages
+        s.pipeline_configs = {"micro_batches": micro_batches}
+        return s
+
     # -- whole-message operations -----------------------------------------
 
     def validate(self, program=None):
@@ -164,6 +200,30 @@ class DistributedStrategy:
 
     def __repr__(self):
         return "DistributedStrategy(\n" + str(self) + ")"
+
+
+# Fleet's keys of a group of settings: {group: {key: (ours, {value:
+# ours})}}; a value not in the map passes as it is.
+_FLEET_KEYS = {
+    "pipeline_configs": {
+        "accumulate_steps": ("micro_batches", {}),
+        "schedule_mode": ("schedule", {"F-then-B": "FThenB"}),
+    },
+}
+
+
+def _fleet_key(group, key, value):
+    """(key, value) of group `group` with Fleet's names taken to ours."""
+    if group == "pipeline_configs" and key == "micro_batch_size":
+        raise ValueError(
+            "DistributedStrategy.pipeline_configs: 'micro_batch_size' (the "
+            "rows of one micro-batch) is not taken; give their count, "
+            "'micro_batches' (or Fleet's 'accumulate_steps') = batch size / "
+            "micro-batch size")
+    ours, values = _FLEET_KEYS.get(group, {}).get(key, (key, {}))
+    if isinstance(value, str):
+        value = values.get(value, value)
+    return ours, value
 
 
 def _flag(name, on):

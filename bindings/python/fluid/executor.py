@@ -451,10 +451,12 @@ class MPIExecutor:
       the work: gradient buckets and their overlap with the backward pass,
       compression, the allreduce across hosts, batch norm over the global
       batch, optimizer-state sharding (`state_bytes(program)` tells what
-      one rank holds), sparse gradients. Every rank passes the same
-      (compared field by field on the first run, a difference naming the
-      field). The keyword arguments of earlier releases (bucket_mb=4.0,
-      overlap=True, allreduce="flat", ...) still
+      one rank holds), sparse gradients, tensor parallelism, a pipeline
+      (the program cut into stages where fluid.pipeline_stage placed its
+      ops, or as fluid.optimizer.PipelineOptimizer recorded it). Every
+      rank passes the same (compared field by field on the first run, a
+      difference naming the field). The keyword arguments of earlier
+      releases (bucket_mb=4.0, overlap=True, allreduce="flat", ...) still
       work and override the strategy's fields. With sharding's
       overlapped gathers, reads of the parameters between steps (fetching
       one, `scope.find_var(...).get_tensor()`, fluid.io saves, another
@@ -482,8 +484,11 @@ class MPIExecutor:
                  timeline=None, **settings):
         self._strategy = _strategy_from_legacy("MPIExecutor", strategy,
                                                **settings)
-        # A tensor-parallel group's ranks read the same batches.
+        # A tensor-parallel group's ranks read the same batches, as do the
+        # stages of a pipeline.
         _reader._set_tensor_parallel(self._strategy.tensor_parallel_degree)
+        if self._strategy._pipeline()[0] > 1:
+            _reader._set_pipeline(self._strategy._pipeline()[0])
         why = _job.launch_refusal(place)  # the launch before the place
         if why:
             raise ValueError(why)
@@ -622,9 +627,10 @@ class MPIExecutor:
             self._init_missing_state(main, startup, scope)
         run = self._probe if not self._runs else _core.MPIExecutor(
             self._threads, self._device)
+        strategy = _optimizer._merged_strategy(self._strategy, main)
+        _reader._set_pipeline(strategy._pipeline()[0])
         run.init(main.desc, startup.desc, scope._core,
-                 _optimizer._merged_strategy(self._strategy,
-                                             main).serialize(), False)
+                 strategy.serialize(), False)
         self._runs[key] = run
         _TRAINING[(program.desc.id, id(scope))] = self
         return run
@@ -692,8 +698,9 @@ class MPIExecutor:
         for (_, _, sid), run in self._runs.items():
             if sid == id(scope) and run.keeps_parameter_shards():
                 raise ValueError(
-                    "MPIExecutor.run: under sharding stage 3 or tensor "
-                    "parallelism each rank holds part of the parameters "
+                    "MPIExecutor.run: under sharding stage 3, tensor "
+                    "parallelism or a pipeline each rank holds part of the "
+                    "parameters "
                     "between steps, so a program without optimizer ops (an "
                     "evaluation) finds no whole parameter: run it inside "
                     "`with "
@@ -705,10 +712,11 @@ class MPIExecutor:
     def gathered_parameters(self):
         """Collective, on every rank: inside the block the scope holds
         every parameter whole (under sharding stage 3, where each rank
-        keeps 1/N of each between steps, they are all-gathered on entry and
-        freed on exit), so that evaluation programs, fetches and reads of
-        the parameters see them; training steps are not allowed inside.
-        Without stage 3 it gathers nothing.
+        keeps 1/N of each between steps, under tensor parallelism, where
+        it keeps a slice, and in a pipeline, where it keeps its stage's,
+        they are gathered on entry and freed on exit), so that evaluation
+        programs, fetches and reads of the parameters see them; training
+        steps are not allowed inside. Otherwise it gathers nothing.
 
             with exe.gathered_parameters():
                 if exe.rank == 0:

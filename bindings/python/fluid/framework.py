@@ -537,6 +537,76 @@ def name_scope(prefix=None):
         _core.set_name_scope("" if outer == "/" else outer)
 
 
+# fluid.pipeline_stage's stack of stages (the innermost last).
+_pipeline_stages = []
+
+
+def _check_stage(stage, where):
+    if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) \
+            or stage < 0:
+        raise ValueError(f"{where}: a stage is an int >= 0 (0 for the "
+                         f"first stage), got {stage!r}")
+    return int(stage)
+
+
+@contextlib.contextmanager
+def pipeline_stage(stage):
+    """Ops appended to the main program inside the block get the int attr
+    pipeline_stage = `stage`, which places them on that stage of a
+    pipeline (fluid.MPIExecutor with a DistributedStrategy that cuts the
+    program into stages, or fluid.optimizer.PipelineOptimizer): stage 0
+    runs first. An op without the attr runs on the stage of the
+    op before it; backward and optimizer ops follow their forward ops and
+    parameters wherever they are built. Blocks nest (the innermost wins).
+    Without a pipeline the attr changes nothing: one process runs the
+    whole program.
+
+        >>> with fluid.pipeline_stage(0):
+        ...     hidden = fluid.layers.fc(x, 64, act="relu")
+        >>> with fluid.pipeline_stage(1):
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(
+        ...         fluid.layers.fc(hidden, 1), y))
+    """
+    stage = _check_stage(stage, f"pipeline_stage({stage!r})")
+    _pipeline_stages.append(stage)
+    _core.set_pipeline_stage(stage)
+    try:
+        yield
+    finally:
+        _pipeline_stages.pop()
+        _core.set_pipeline_stage(
+            _pipeline_stages[-1] if _pipeline_stages else -1)
+
+
+@contextlib.contextmanager
+def device_guard(device=None):
+    """Fluid's device_guard, for PipelineOptimizer programs: the index of
+    "gpu:k" is the pipeline stage of the ops built inside the block (as
+    `with fluid.pipeline_stage(k)`), so that a Fluid 1.8 pipeline built
+    with device_guard("gpu:0") ... device_guard("gpu:1") cuts the same
+    way here. "cpu", "gpu" and None name no stage and leave the
+    enclosing one in force. The device itself is not changed: every op
+    runs on the executor's place (under MPIExecutor, each rank's), so
+    "cpu" does not move an op to the host.
+
+        >>> with fluid.device_guard("gpu:0"):
+        ...     hidden = fluid.layers.fc(x, 64)
+        >>> with fluid.device_guard("gpu:1"):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(hidden, 1))
+    """
+    if device is None or device in ("cpu", "gpu"):
+        yield
+        return
+    kind, _, index = device.partition(":") if isinstance(device, str) \
+        else ("", "", "")
+    if kind != "gpu" or not index.isdigit():
+        raise ValueError(f"device_guard({device!r}): give 'cpu', 'gpu' or "
+                         "'gpu:k' (k, an int >= 0, is the pipeline stage of "
+                         "the ops built inside)")
+    with pipeline_stage(int(index)):
+        yield
+
+
 def current_builder():
     """(builder, program): the C++ builder of the current main and startup
     programs (those of the enclosing program_guard, else the defaults),

@@ -478,10 +478,101 @@ class RecomputeOptimizer(_MinimizeOnly):
         raise _refused("backward")
 
 
+class PipelineOptimizer(_MinimizeOnly):
+    """Pipeline parallelism, Fluid 1.8's: the program, built in stages
+    (`with fluid.pipeline_stage(k):` or `with fluid.device_guard("gpu:k"):`
+    around its layers), runs under fluid.MPIExecutor as a pipeline of as
+    many stages as it uses, each batch cut into `num_microbatches`
+    micro-batches (along the first axis; the batch size must be a multiple
+    of it) that flow through the stages in turn, with the gradients
+    summed over them and one update per batch, as the whole batch gives.
+
+    optimizer: the optimizer whose minimize builds the training program
+    (SGD, Momentum, Adam, ...); num_microbatches: an int >= 1;
+    start_cpu_core_id: accepted for Fluid's signature (Fluid pinned each
+    section's threads from that core); it places nothing here.
+
+    Under mpirun the ranks are laid out [stage][data parallel][tensor
+    parallel]: with N ranks, each stage runs on N / stages of them, and
+    the ranks at one position of every stage read the same batches (as
+    fluid.reader and DataLoader shard them). The MPIExecutor's
+    DistributedStrategy may leave its pipeline unset (the program's is
+    used) or ask for the same one; a different one is a ValueError naming
+    both. On a plain fluid.Executor (one process) the program runs
+    unpipelined: the same updates, the whole batch at once.
+
+        >>> with fluid.pipeline_stage(0):
+        ...     hidden = fluid.layers.fc(x, 64, act="relu")
+        >>> with fluid.pipeline_stage(1):
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(
+        ...         fluid.layers.fc(hidden, 1), y))
+        >>> opt = fluid.optimizer.PipelineOptimizer(
+        ...     fluid.optimizer.Momentum(0.1, 0.9), num_microbatches=4)
+        >>> opt.minimize(loss)
+    """
+
+    def __init__(self, optimizer, num_microbatches=1, start_cpu_core_id=0):
+        if optimizer is None or not hasattr(optimizer, "minimize"):
+            raise TypeError("PipelineOptimizer: optimizer must be an "
+                            "optimizer (fluid.optimizer.SGD, Adam, ...), "
+                            f"got {type(optimizer).__name__}")
+        for name, value, least in (("num_microbatches", num_microbatches, 1),
+                                   ("start_cpu_core_id", start_cpu_core_id,
+                                    0)):
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    value < least:
+                raise ValueError(f"PipelineOptimizer: {name} must be an "
+                                 f"int >= {least}, got {value!r}")
+        self._optimizer = optimizer
+        self._num_microbatches = num_microbatches
+        self._start_cpu_core_id = start_cpu_core_id
+        self.type = "pipeline"
+
+    def minimize(self, loss, startup_program=None, parameter_list=None,
+                 no_grad_set=None):
+        """The optimizer's minimize (its arguments), then records on loss's
+        program that it is a pipeline of (highest stage + 1) stages with
+        num_microbatches micro-batches, for fluid.MPIExecutor. Returns what
+        the optimizer's minimize returns (optimize_ops, params_grads). A
+        program with no op placed on a stage, or with a stage below its
+        highest that no op uses, is a ValueError saying so."""
+        out = self._optimizer.minimize(loss, startup_program, parameter_list,
+                                       no_grad_set)
+        _, program = current_builder()
+        used = {op.attr("pipeline_stage")
+                for op in program.global_block().ops
+                if op.has_attr("pipeline_stage")}
+        if not used:
+            raise ValueError(
+                "PipelineOptimizer.minimize: no op of the program is placed "
+                "on a stage; build its layers inside `with "
+                "fluid.pipeline_stage(k):` (or fluid.device_guard('gpu:k')) "
+                "blocks, k = 0, 1, ... in the order the stages run")
+        stages = max(used) + 1
+        empty = sorted(set(range(stages)) - used)
+        if empty:
+            raise ValueError(
+                f"PipelineOptimizer.minimize: the program uses stages up to "
+                f"{stages - 1} but no op is on stage(s) "
+                f"{', '.join(map(str, empty))}; number the stages 0 to "
+                f"{len(used) - 1} without gaps")
+        program._pipeline = (stages, self._num_microbatches)
+        from . import reader
+        reader._set_pipeline(stages)
+        return out
+
+
 def _merged_strategy(strategy, program):
     """`strategy`, with gradient_merge set as GradientMergeOptimizer
-    rewrote `program` (so that its collectives skip with its updates): for
-    MPIExecutor."""
+    rewrote `program` (so that its collectives skip with its updates), and
+    the pipeline PipelineOptimizer recorded on it: for MPIExecutor."""
+    pipeline = getattr(program, "_pipeline", None)
+    if pipeline is not None:
+        strategy = strategy._with_pipeline(*pipeline, "PipelineOptimizer")
+    return _gradient_merged(strategy, program)
+
+
+def _gradient_merged(strategy, program):
     from .distributed_strategy import DistributedStrategy
     for op in program.global_block().ops:
         if op.type != "gradient_merge_step":

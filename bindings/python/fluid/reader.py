@@ -281,22 +281,31 @@ def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
     return xmap_reader
 
 
-# Ranks per tensor-parallel group: the ranks of one group split each
-# batch's layers, not the batches, so they read the same data
-# (MPIExecutor sets it from its strategy).
+# Ranks per tensor-parallel group, and stages of a pipeline: the ranks of
+# one group split each batch's layers, the stages of one pipeline its
+# model, not the batches, so they read the same data (MPIExecutor sets
+# both from its strategy, PipelineOptimizer the stages from its program).
 _tensor_parallel = [1]
+_pipeline = [1]
 
 
 def _set_tensor_parallel(ranks):
     _tensor_parallel[0] = max(int(ranks), 1)
 
 
+def _set_pipeline(stages):
+    _pipeline[0] = max(int(stages), 1)
+
+
 def _data_ranks():
     """(rank, world) of this process among the readers of distinct data:
-    the launcher's, one per tensor-parallel group."""
-    group = _tensor_parallel[0]
-    return (_core.launcher_rank() // group,
-            max(_core.launcher_world_size() // group, 1))
+    one per data-parallel position. Ranks are laid out [stage][data
+    parallel][tensor parallel] (transpiler/pipeline.h), so the launcher's
+    rank r reads as data-parallel rank (r // tp) % dp of dp = world //
+    (tp * stages)."""
+    tp = _tensor_parallel[0]
+    world = max(_core.launcher_world_size() // (tp * _pipeline[0]), 1)
+    return (_core.launcher_rank() // tp) % world, world
 
 
 def shard(reader, rank=None, world_size=None):

@@ -400,6 +400,11 @@ FLUID_18 = {
     "optimizer.RecomputeOptimizer.backward": [
         ("loss", R), ("startup_program", None), ("parameter_list", None),
         ("no_grad_set", None), ("callbacks", None), ("checkpoints", None)],
+    "optimizer.PipelineOptimizer": [
+        ("optimizer", R), ("num_microbatches", 1), ("start_cpu_core_id", 0)],
+    "optimizer.PipelineOptimizer.minimize": [
+        ("loss", R), ("startup_program", None), ("parameter_list", None),
+        ("no_grad_set", None)],
     # ---- fluid.regularizer ----
     "regularizer.L1DecayRegularizer": [("regularization_coeff", 0.0)],
     "regularizer.L2DecayRegularizer": [("regularization_coeff", 0.0)],
@@ -488,7 +493,6 @@ MISSING = {
     "optimizer.FtrlOptimizer", "optimizer.LambOptimizer",
     "optimizer.DGCMomentumOptimizer", "optimizer.ModelAverage",
     "optimizer.ExponentialMovingAverage", "optimizer.LookaheadOptimizer",
-    "optimizer.PipelineOptimizer",
     "optimizer.DpsgdOptimizer",
 }
 

@@ -1,0 +1,165 @@
+"""Run under `mpirun -np 2` by test_mpi_pipeline.py.
+
+A Fluid MLP built in two pipeline stages (`with fluid.pipeline_stage(k):`)
+trained with momentum by fluid.MPIExecutor, one stage per rank:
+
+1. strategy: DistributedStrategy.pipeline_stages = 2 with 4 micro-batches
+   (Fleet's key accumulate_steps): each step's loss, fetched on both
+   ranks, equals a plain fluid.Executor's on the same seed and global
+   batches, to 1e-5 relative; both ranks read the same batches
+   (fluid.reader's data-parallel rank 0 of 1);
+2. optimizer: the same model through fluid.optimizer.PipelineOptimizer
+   (num_microbatches=4, stages from the program, a plain strategy) gives
+   the same losses;
+3. parameters: outside `with exe.gathered_parameters():` an evaluation
+   program is refused naming it; inside, every parameter of both stages
+   is on both ranks and equals the plain executor's to 1e-5 relative;
+4. checkpoint: fluid.io.save_persistables writes both stages' parameters;
+   a plain fluid.Executor loads them and evaluates the same loss.
+Prints "all 4 checks passed on N rank(s)" on rank 0."""
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+import fluid
+
+STEPS = 10
+BATCH = 16
+MICRO = 4
+
+
+def build(pipeline_optimizer=False):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data("x", [12])
+        y = fluid.layers.data("y", [1], dtype="int64")
+        with fluid.pipeline_stage(0):
+            h = fluid.layers.fc(x, 24, act="relu")
+            h = fluid.layers.fc(h, 20, act="tanh")
+        with fluid.pipeline_stage(1):
+            logits = fluid.layers.fc(h, 4)
+            loss = fluid.layers.mean(
+                fluid.layers.softmax_with_cross_entropy(logits, y))
+        test = main.clone(for_test=True)
+        opt = fluid.optimizer.Momentum(learning_rate=0.1, momentum=0.9)
+        if pipeline_optimizer:
+            opt = fluid.optimizer.PipelineOptimizer(opt,
+                                                    num_microbatches=MICRO)
+        opt.minimize(loss)
+    return main, startup, test, loss
+
+
+def batches():
+    rng = np.random.RandomState(7)
+    for _ in range(STEPS):
+        yield {"x": rng.rand(BATCH, 12).astype("float32"),
+               "y": rng.randint(0, 4, (BATCH, 1)).astype("int64")}
+
+
+def plain_run():
+    # The reference: one process's training, on every rank alike.
+    os.environ["FLUID_INDEPENDENT_RANKS"] = "1"
+    main, startup, _, loss = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = [first(exe.run(main, feed=feed, fetch_list=[loss],
+                            scope=scope)) for feed in batches()]
+    params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+              for p in main.global_block().all_parameters()}
+    return losses, params
+
+
+def first(fetched):
+    return float(np.asarray(fetched[0]).ravel()[0])
+
+
+def close(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and \
+        np.abs(a - b).max() <= 1e-5 * max(np.abs(b).max(), 1e-30)
+
+
+def train(exe, main, startup, loss):
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = [first(exe.run(main, feed=feed, fetch_list=[loss],
+                            scope=scope)) for feed in batches()]
+    return scope, losses
+
+
+def main_():
+    want_losses, want_params = plain_run()
+    results = []
+
+    main, startup, test, loss = build()
+    strategy = fluid.DistributedStrategy()
+    strategy.pipeline_stages = 2
+    strategy.pipeline_configs = {"accumulate_steps": MICRO}
+    exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
+    data_ranks = fluid.reader._data_ranks()
+    scope, losses = train(exe, main, startup, loss)
+    ok = close(losses, want_losses) and data_ranks == (0, 1)
+    results.append(("strategy", ok, f"data ranks {data_ranks}, losses "
+                    f"{losses} vs {want_losses}"))
+
+    p_main, p_startup, _, p_loss = build(pipeline_optimizer=True)
+    p_exe = fluid.MPIExecutor(fluid.CPUPlace())
+    _, p_losses = train(p_exe, p_main, p_startup, p_loss)
+    ok = close(p_losses, want_losses)
+    results.append(("optimizer", ok, f"{p_losses} vs {want_losses}"))
+
+    feed = next(batches())
+    try:
+        exe.run(test, feed=feed, fetch_list=[loss], scope=scope)
+        refused = False
+    except ValueError as e:
+        refused = "gathered_parameters" in str(e)
+    with exe.gathered_parameters():
+        got = {n: np.array(scope.find_var(n).get_tensor())
+               for n in want_params if scope.find_var(n) is not None}
+        eval_loss = first(exe.run(test, feed=feed, fetch_list=[loss],
+                                  scope=scope))
+    ok = refused and set(got) == set(want_params) and all(
+        close(got[n], want_params[n]) for n in want_params)
+    results.append(("parameters", ok,
+                    f"refused {refused}, on rank {exe.rank}: "
+                    f"{sorted(got)} of {sorted(want_params)}"))
+
+    # One directory for both ranks (rank 0 writes it): named after the
+    # launcher's job, which both ranks share.
+    path = os.path.join(tempfile.gettempdir(),
+                        f"fluid_pp_{os.environ.get('PMIX_NAMESPACE', 'x')}")
+    fluid.io.save_persistables(exe, path, main_program=main, scope=scope)
+    plain = fluid.Executor(fluid.CPUPlace())
+    pscope = fluid.Scope()
+    plain.run(startup, scope=pscope)
+    fluid.io.load_persistables(plain, path, main_program=main, scope=pscope)
+    loaded = {n: np.array(pscope.find_var(n).get_tensor())
+              for n in want_params}
+    loaded_loss = first(plain.run(test, feed=feed, fetch_list=[loss],
+                                  scope=pscope))
+    with exe.gathered_parameters():  # collective: every rank has loaded
+        pass
+    if exe.rank == 0:
+        shutil.rmtree(path)
+    ok = close(loaded_loss, eval_loss) and all(
+        close(loaded[n], want_params[n]) for n in want_params)
+    results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
+
+    for name, ok, detail in results:
+        if exe.rank == 0 or not ok:
+            print(f"{'PASS' if ok else 'FAIL'} {name}"
+                  + ("" if ok else f": {detail}"), flush=True)
+    if all(ok for _, ok, _ in results) and exe.rank == 0:
+        print(f"all {len(results)} checks passed on {exe.world_size} "
+              "rank(s)", flush=True)
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main_())
