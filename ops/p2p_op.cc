@@ -47,8 +47,9 @@ void SendKernel(const ExecutionContext& ctx) {
   for (int i = x.shape().rank(); i < Shape::kMaxRank; ++i) h[2 + i] = 0;
   const int32_t mb = ctx.Attr<int32_t>("micro_batch");
   comm->BroadcastAsync(header, comm->rank(), nullptr, mb);
-  HandOffOrWait(ctx, comm->BroadcastAsync(
-                         x, comm->rank(), ctx.device_context().ReadyFence(), mb));
+  HandOffOrWait(ctx,
+                comm->BroadcastAsync(x, comm->rank(),
+                                     ctx.device_context().ReadyFence(), mb));
 }
 
 void RecvKernel(const ExecutionContext& ctx) {

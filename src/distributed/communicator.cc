@@ -61,9 +61,8 @@ static_assert(sizeof(CheckedDesc) == 64, "CheckedDesc must have no padding");
 
 // What the ranks compare: everything but where it was issued.
 uint64_t Signature(const CheckedDesc& d) {
-  const int64_t fields[] = {d.seq,  d.count,  d.kind,  d.dtype,
-                            d.op,   d.root,   d.wire,  d.device,
-                            d.check, d.micro_batch};
+  const int64_t fields[] = {d.seq,  d.count, d.kind,   d.dtype, d.op,
+                            d.root, d.wire,  d.device, d.check, d.micro_batch};
   return Fnv1a64(fields, sizeof(fields));
 }
 
