@@ -207,6 +207,7 @@ void Timeline::RecordSpan(TimelineTrack track, const char* name,
 }
 
 void Timeline::RecordCollective(const Collective& c) {
+  std::lock_guard<std::mutex> lock(comm_mu_);
   TimelineEvent* e = comm_.Next();
   if (e == nullptr) return;
   e->name = c.kind;

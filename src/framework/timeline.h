@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace fluid {
@@ -161,6 +162,8 @@ class Timeline {
     int32_t index;  // within its step
     int64_t enqueue_ns, start_ns, end_ns;
   };
+  // Called by every communicator's worker (a job with rings has several):
+  // serialised, since the collectives' log has one writer at a time.
   void RecordCollective(const Collective& c);
 
   // Events recorded so far (published ones), both lanes.
@@ -183,6 +186,7 @@ class Timeline {
   ClockSync clock_;
   std::atomic<int64_t> step_{0};
   TimelineLog<TimelineEvent> main_, comm_;
+  std::mutex comm_mu_;           // RecordCollective's writers
   TimelineLog<int64_t> shapes_;  // main lane
 };
 

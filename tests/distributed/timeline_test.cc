@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "src/distributed/communicator.h"
 #include "src/distributed/in_process_backend.h"
@@ -142,6 +143,28 @@ TEST(Timeline, CollectivesShowQueueRunAndBucketOnRankZerosClock) {
       << text;
   EXPECT_NE(text.find("\"offset_ns\":1500,\"uncertainty_ns\":10"),
             std::string::npos);
+}
+
+// A job with rings records collectives from several communicators' worker
+// threads at once: every one is kept, none torn.
+TEST(Timeline, CollectivesFromSeveralThreadsAreAllKept) {
+  Timeline timeline(0, 1, ClockSync{});
+  constexpr int kThreads = 4, kEach = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&timeline, t] {
+      for (int i = 0; i < kEach; ++i)
+        timeline.RecordCollective(Timeline::Collective{
+            t % 2 ? "broadcast" : "allreduce", 64, 1, i + 1, 1, 10, 20, 30});
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(timeline.num_events(), static_cast<size_t>(kThreads * kEach));
+  const std::string text = timeline.Format();
+  size_t collectives = 0;
+  for (size_t at = text.find("\"cat\":\"collective\""); at != std::string::npos;
+       at = text.find("\"cat\":\"collective\"", at + 1))
+    ++collectives;
+  EXPECT_EQ(collectives, static_cast<size_t>(kThreads * kEach));
 }
 
 // The flight recorder's hook: every collective, numbered within its step.
