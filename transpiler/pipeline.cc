@@ -407,6 +407,25 @@ proto::TrainingJob Rewriter::Run() {
   return out;
 }
 
+// Tensor parallelism's group sums (tp_role, role kCollective) with the
+// role of the phase they sit in, so that they are cut and unrolled with
+// it: before the first backward op forward, then backward, then with the
+// optimizer.
+proto::TrainingJob WithPhaseRoles(const proto::TrainingJob& job) {
+  proto::TrainingJob out = job;
+  OpRole phase = OpRole::kForward;
+  for (auto& op : *out.mutable_main()->mutable_blocks(0)->mutable_ops()) {
+    if (HasRole(op, OpRole::kOptimize)) {
+      phase = OpRole::kOptimize;
+    } else if (HasRole(op, OpRole::kBackward) && phase == OpRole::kForward) {
+      phase = OpRole::kBackward;
+    }
+    if (HasRole(op, OpRole::kCollective) && HasOpAttr(op, kTpRoleAttr))
+      op = WithRole(std::move(op), phase);
+  }
+  return out;
+}
+
 }  // namespace
 
 int PipelineStages(const proto::DistributedStrategy& s) {
@@ -429,6 +448,12 @@ const std::string& PipelineSchedule(const proto::DistributedStrategy& s) {
 
 int DataParallelWorld(const proto::DistributedStrategy& s, int nranks) {
   return nranks / (PipelineStages(s, nranks) * TensorParallelDegree(s));
+}
+
+int DataParallelColor(const proto::DistributedStrategy& s, int rank,
+                      int nranks) {
+  const int pp = PipelineStages(s, nranks), tp = TensorParallelDegree(s);
+  return StageOf(rank, nranks, pp) * tp + rank % tp;
 }
 
 int DataParallelRank(const proto::DistributedStrategy& s, int rank,
@@ -471,7 +496,6 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
                        "pipeline_stages does not compose with ", what,
                        " yet: turn one of them off");
   };
-  refuse(TensorParallelDegree(s) > 1, "tensor_parallel_degree");
   refuse(s.recompute(), "recompute");
   refuse(s.sharding(), "sharding");
   refuse(ShardStage(s) == 3, "sharding stage 3");
@@ -484,7 +508,7 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
                      "the gradient ", Quote(sparse),
                      " holds sparse rows; build that layer with "
                      "is_sparse=False");
-  proto::TrainingJob out = Rewriter(job, pp).Run();
+  proto::TrainingJob out = Rewriter(WithPhaseRoles(job), pp).Run();
   LintPipeline(out);
   return out;
 }

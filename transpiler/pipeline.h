@@ -57,6 +57,9 @@ namespace fluid {
 constexpr int32_t kPipelineRing = 3;
 constexpr int32_t kPipelineForwardRing = 4;
 constexpr int32_t kPipelineBackwardRing = 6;
+// Every rank of one stage (its tensor- and data-parallel groups together):
+// the startup's broadcasts of whole parameters under tensor parallelism.
+constexpr int32_t kStageRing = 8;
 // The int attr placing an op on a stage.
 constexpr const char* kPipelineStageAttr = "pipeline_stage";
 // The attr naming a micro-batch (send_v2, recv_v2, dropout).
@@ -83,6 +86,11 @@ inline int PositionInStage(int rank, int nranks, int pp) {
 // position), and which of them rank `rank` reads as.
 int DataParallelWorld(const proto::DistributedStrategy& s, int nranks);
 int DataParallelRank(const proto::DistributedStrategy& s, int rank, int nranks);
+
+// The color of rank `rank`'s data-parallel ring (kDataParallelRing): the
+// ranks of its stage at its position in the tensor-parallel group.
+int DataParallelColor(const proto::DistributedStrategy& s, int rank,
+                      int nranks);
 
 // One step of a stage's schedule: the forward or backward of a micro-batch.
 struct PipelineStep {

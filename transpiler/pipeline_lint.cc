@@ -206,7 +206,15 @@ proto::TrainingJob PipelineStageJob(const proto::TrainingJob& job, int stage) {
   for (const auto& op : st.ops()) {
     bool mine = true;
     for (const std::string& n : OpOutputNames(op)) mine = mine && used.count(n);
-    if (mine) *startup->add_ops() = op;
+    if (!mine) continue;
+    proto::OpDesc* kept = startup->add_ops();
+    *kept = op;
+    // Tensor parallelism broadcasts whole parameters over every rank
+    // (ring 0) before each keeps its slice: here over the stage's ranks,
+    // which alone hold them.
+    if (op.type() == "c_broadcast" && HasOpAttr(op, "ring_id") &&
+        GetOpAttrAs<int32_t>(op, "ring_id") == 0)
+      SetOpAttr(kept, "ring_id", kStageRing);
   }
   for (const auto& v : st.vars())
     if (used.count(v.name())) *startup->add_vars() = v;

@@ -8,6 +8,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/program_query.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -68,6 +69,8 @@ void FindStepOps(const proto::BlockDesc& block, PipelinePlan* plan) {
       plan->step_ops.insert(i);
       continue;
     }
+    if (!reads_data[i] && !HasOpAttr(op, kPipelineStageAttr))
+      plan->weight_ops.insert(i);  // data-only ones are taken out later
     for (const std::string& n : OpInputNames(op)) needed.insert(n);
   }
 }
@@ -89,16 +92,39 @@ void FindDataOnly(const proto::BlockDesc& block, PipelinePlan* plan) {
     }
     if (data) {
       plan->data_only.insert(i);
+      plan->weight_ops.erase(i);
     } else {
       for (const std::string& n : OpOutputNames(op)) derived.insert(n);
     }
   }
 }
 
+// The values tensor parallelism split (transpiler/tensor_parallel.h): from
+// a column-parallel mul's output to the row-parallel mul reading them. A
+// cut there would send each rank's slice to the next stage, where the
+// split's lint no longer sees it: cuts go between the pairs.
+std::set<std::string> SplitValues(const proto::BlockDesc& block) {
+  std::set<std::string> split;
+  for (const auto& op : block.ops()) {
+    if (HasRole(op, OpRole::kBackward) || HasRole(op, OpRole::kOptimize))
+      continue;
+    const std::string role = HasOpAttr(op, kTpRoleAttr)
+                                 ? GetOpAttrAs<std::string>(op, kTpRoleAttr)
+                                 : std::string();
+    if (role == "row" || role == "reduce") continue;
+    bool reads = role == "column";
+    for (const std::string& n : OpInputNames(op))
+      reads = reads || split.count(n);
+    if (reads)
+      for (const std::string& n : OpOutputNames(op)) split.insert(n);
+  }
+  return split;
+}
+
 // The values computed left of forward op `cut` (among `ops`) and read at
-// or right of it.
+// or right of it; -1 when one of them is in `split`.
 int Crossing(const proto::BlockDesc& block, const std::vector<int>& ops,
-             size_t cut) {
+             size_t cut, const std::set<std::string>& split) {
   std::set<std::string> made, crossing;
   for (size_t k = 0; k < ops.size(); ++k) {
     const proto::OpDesc& op = block.ops(ops[k]);
@@ -109,6 +135,14 @@ int Crossing(const proto::BlockDesc& block, const std::vector<int>& ops,
         if (made.count(n)) crossing.insert(n);
     }
   }
+  for (const std::string& n : crossing)
+    if (split.count(n)) return -1;
+  // Nor between a row-parallel mul and the group sum of its partial
+  // product.
+  const proto::OpDesc& next = block.ops(ops[cut]);
+  if (HasOpAttr(next, kTpRoleAttr) &&
+      GetOpAttrAs<std::string>(next, kTpRoleAttr) == "reduce")
+    return -1;
   return static_cast<int>(crossing.size());
 }
 
@@ -127,6 +161,7 @@ std::vector<int> BalancedStages(const proto::BlockDesc& block,
     cum[k + 1] = cum[k] + cost;
   }
   const double per = cum.back() / stages;
+  const std::set<std::string> split = SplitValues(block);
   std::vector<size_t> cuts;
   size_t prev = 0;
   for (int b = 1; b < stages; ++b) {
@@ -137,16 +172,21 @@ std::vector<int> BalancedStages(const proto::BlockDesc& block,
     for (size_t c = prev + 1; c + (stages - b) <= ops.size(); ++c) {
       const double dist = std::abs(cum[c] - target);
       if (dist > per * 0.1) continue;
-      const int cross = Crossing(block, ops, c);
+      const int cross = Crossing(block, ops, c, split);
+      if (cross < 0) continue;
       if (best == 0 || cross < best_cross ||
           (cross == best_cross && dist < best_dist)) {
         best = c, best_cross = cross, best_dist = dist;
       }
     }
-    if (best == 0) {  // no op within the window: the nearest
-      best = prev + 1;
+    if (best == 0) {  // no cut within the window: the nearest
       for (size_t c = prev + 1; c + (stages - b) <= ops.size(); ++c)
-        if (std::abs(cum[c] - target) < std::abs(cum[best] - target)) best = c;
+        if (Crossing(block, ops, c, split) >= 0 &&
+            (best == 0 ||
+             std::abs(cum[c] - target) < std::abs(cum[best] - target)))
+          best = c;
+      FLUID_ENFORCE(best != 0, kPrefix, "no place for cut ", b, " of ",
+                    stages - 1, " outside the tensor-parallel pairs");
     }
     cuts.push_back(best);
     prev = best;
@@ -158,13 +198,32 @@ std::vector<int> BalancedStages(const proto::BlockDesc& block,
   return stage;
 }
 
+// Each weight op on the stage of its first reader (last ones first, so
+// that a chain of them follows its end); stage 0 when nothing reads it.
+void PlaceWeightOps(const proto::BlockDesc& block, PipelinePlan* plan) {
+  for (auto it = plan->weight_ops.rbegin(); it != plan->weight_ops.rend();
+       ++it) {
+    const std::set<std::string> made = [&] {
+      const auto outs = OpOutputNames(block.ops(*it));
+      return std::set<std::string>(outs.begin(), outs.end());
+    }();
+    int stage = -1;
+    for (int j = *it + 1; j < block.ops_size() && stage < 0; ++j) {
+      if (!plan->stage.count(j) || plan->stage.at(j) < 0) continue;
+      for (const std::string& n : OpInputNames(block.ops(j)))
+        if (made.count(n)) stage = plan->stage.at(j);
+    }
+    plan->stage[*it] = stage < 0 ? 0 : stage;
+  }
+}
+
 void PlaceForward(const proto::BlockDesc& block, int stages,
                   PipelinePlan* plan) {
   std::vector<int> ops;
   bool marked = false;
   for (int i = 0; i < block.ops_size(); ++i) {
     if (!IsForwardOp(block.ops(i)) || plan->data_only.count(i) ||
-        plan->step_ops.count(i))
+        plan->step_ops.count(i) || plan->weight_ops.count(i))
       continue;
     ops.push_back(i);
     marked = marked || HasOpAttr(block.ops(i), kPipelineStageAttr);
@@ -176,6 +235,7 @@ void PlaceForward(const proto::BlockDesc& block, int stages,
   if (!marked) {
     const std::vector<int> s = BalancedStages(block, ops, stages);
     for (size_t k = 0; k < ops.size(); ++k) plan->stage[ops[k]] = s[k];
+    PlaceWeightOps(block, plan);
     return;
   }
   int current = 0;
@@ -187,6 +247,7 @@ void PlaceForward(const proto::BlockDesc& block, int stages,
                   " stages (fluid.pipeline_stage takes 0 to ", stages - 1, ")");
     plan->stage[i] = current;
   }
+  PlaceWeightOps(block, plan);
 }
 
 // Each value's stage: its forward writer's (-1: every stage's, for

@@ -25,6 +25,10 @@ struct PipelinePlan {
   // that read nothing computed from the data and whose results no op on
   // the data's path reads (a learning-rate schedule and its step counter).
   std::set<int> step_ops;
+  // Forward ops that read parameters but not the data (mixed precision's
+  // casts of weights, placed before the ops that read them): each runs on
+  // the stage of its first reader.
+  std::set<int> weight_ops;
   // The stage of each value made by a forward op (-1: data-only) and of
   // each parameter read in the forward pass.
   std::map<std::string, int> value_stage;

@@ -10,6 +10,7 @@
 #include "src/framework/program_desc.h"
 #include "transpiler/collective_transpiler.h"
 #include "transpiler/control_flow_lint.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/program_query.h"
 #include "transpiler/strategy.h"
 
@@ -381,7 +382,9 @@ void LintBackward(const proto::BlockDesc& block) {
 
 void LintTensorParallel(const proto::TrainingJob& job, int tp) {
   const std::set<std::string> params = SlicedParams(job.startup());
-  FLUID_ENFORCE(!params.empty(), "tensor_parallel_degree is ", tp,
+  // (A pipeline stage may hold none of the split layers.)
+  FLUID_ENFORCE(!params.empty() || PipelineStages(job.strategy()) > 1,
+                "tensor_parallel_degree is ", tp,
                 " but the startup program slices no parameter");
   for (const auto& op : job.startup().blocks(0).ops())
     if (op.type() == "c_split")

@@ -384,10 +384,13 @@ void MPIExecutor::BroadcastPersistables() {
   scope_->Settle();
   const std::set<std::string> state(shard_.per_parameter_state().begin(),
                                     shard_.per_parameter_state().end());
-  pp_.BroadcastLoaded();  // each stage's vars to it, then within it
-  const proto::ProgramDesc& saved =
-      pp_.active() ? job_.main() : checkpoint_program();
-  for (const auto& v : saved.blocks(0).vars()) {
+  if (pp_.active()) {       // sharding is refused with pipelines
+    pp_.BroadcastLoaded();  // each stage's vars to it, then within it
+    pp_.BroadcastWithinStage(job_.main());
+    tp_.SliceWhole();
+    return;
+  }
+  for (const auto& v : checkpoint_program().blocks(0).vars()) {
     if (!v.persistable() || IsShardVar(v.name())) continue;
     // A sharded job's per-parameter state is ScatterLoaded's, unless the
     // shards are of tensor-parallel slices: each data-parallel group's
@@ -401,7 +404,7 @@ void MPIExecutor::BroadcastPersistables() {
     if (tp_.IsSplit(v.name())) {
       tp_.Broadcast(v.name());
     } else {
-      pp_.data_parallel_group()->Broadcast(var->GetTensor(), 0);
+      comm_->Broadcast(var->GetTensor(), 0);
     }
   }
   tp_.SliceWhole();

@@ -36,8 +36,11 @@ void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
   PipelineStages(plain.strategy(), n);  // divides
   const int width = n / pp_, pos = PositionInStage(rank, n, pp_);
   stage_ = StageOf(rank, n, pp_);
-  comm_->CreateGroup(kDataParallelRing, stage_, rank,
+  comm_->CreateGroup(kDataParallelRing,
+                     DataParallelColor(plain.strategy(), rank, n), rank,
                      "data-parallel, stage " + std::to_string(stage_));
+  comm_->CreateGroup(kStageRing, stage_, rank,
+                     "stage " + std::to_string(stage_));
   comm_->CreateGroup(kPipelineRing, pos, rank, "pipeline, every stage");
   for (int q = 0; q < 2; ++q) {
     // The cut of parity q next to this stage, and whether there is one.
@@ -51,7 +54,11 @@ void PipelineState::Begin(const proto::TrainingJob& plain, Scope* scope) {
     comm_->CreateGroup(kPipelineBackwardRing + q, color, rank,
                        between + ", gradients");
   }
-  const proto::TrainingJob all = PipelineRewrite(plain);
+  // Cut as the transpiler cuts: after tensor parallelism's split, whose
+  // pairs the cuts keep whole.
+  const int tp = TensorParallelDegree(plain.strategy());
+  const proto::TrainingJob all =
+      PipelineRewrite(tp > 1 ? TensorParallelRewrite(plain, tp) : plain);
   for (int s = 0; s < pp_; ++s) {
     const proto::TrainingJob staged = PipelineStageJob(all, s);
     for (const auto& v : staged.main().blocks(0).vars()) {
@@ -85,6 +92,31 @@ void PipelineState::Gather() {
 void PipelineState::DropGathered() {
   for (const std::string& name : gathered_) Free(scope_, name);
   gathered_.clear();
+}
+
+void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main) {
+  if (!active()) return;
+  Communicator* ring = comm_->Group(kStageRing);
+  for (const auto& v : stage_main.blocks(0).vars()) {
+    if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE) continue;
+    Variable* var = scope_->Var(v.name());
+    const bool held = var->IsTensor() && var->GetTensor().initialized();
+    const int64_t mine = held ? var->GetTensor().numel() : 0;
+    const auto root = static_cast<int64_t>(
+        ring->AllGatherValue(static_cast<uint64_t>(mine))[0]);
+    if (root == 0) continue;  // the first rank holds none: nothing to give
+    Tensor* t = var->GetMutableTensor();
+    if (mine != root) {  // it holds it whole, this rank a slice or nothing
+      const proto::VarDesc* whole = FindVarDesc(whole_.blocks(0), v.name());
+      const Shape shape = VarShape(whole != nullptr ? *whole : v);
+      FLUID_ENFORCE(shape.numel() == root, "pipeline: stage ", stage_,
+                    "'s first rank holds ", root, " elements of ",
+                    Quote(v.name()), ", declared ", shape);
+      *t = Tensor();
+      Allocate(whole != nullptr ? *whole : v, t);
+    }
+    ring->Broadcast(*t, 0);
+  }
 }
 
 void PipelineState::DropOtherStages() {

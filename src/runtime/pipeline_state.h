@@ -51,6 +51,11 @@ class PipelineState {
   // checkpoint it loaded) reaches the owner stage's first rank, then the
   // rest of that stage; vars rank 0 did not load are left alone.
   void BroadcastLoaded();
+  // Collective over this rank's stage, after BroadcastLoaded: every
+  // persistable of `stage_main` takes the value of the stage's first rank
+  // (whole, when it holds it whole: a tensor-parallel slice is cut from it
+  // afterwards).
+  void BroadcastWithinStage(const proto::ProgramDesc& stage_main);
   // Frees the other stages' persistables this rank holds (a plain startup
   // run before the job was known makes every stage's): between steps a
   // rank holds its own stage's only, and stale copies are never read.

@@ -2,6 +2,7 @@
 
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/program_query.h"
 #include "transpiler/tensor_parallel.h"
 
@@ -24,7 +25,9 @@ void TensorParallelState::Begin(const proto::TrainingJob& prepared,
   TensorParallelDegree(prepared.strategy(), comm_->size());  // divides
   const int rank = comm_->rank();
   comm_->CreateGroup(kTensorParallelRing, DpRankOf(rank, tp_), rank);
-  comm_->CreateGroup(kDataParallelRing, TpRankOf(rank, tp_), rank);
+  comm_->CreateGroup(
+      kDataParallelRing,
+      DataParallelColor(prepared.strategy(), rank, comm_->size()), rank);
   for (const auto* program : {&prepared.startup(), &plain.startup()}) {
     const proto::BlockDesc& startup = program->blocks(0);
     for (const auto& op : startup.ops()) {

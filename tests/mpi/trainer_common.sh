@@ -1,8 +1,9 @@
 # What the trainer's shell tests share; each sources it first:
 #   source "$(dirname "$0")/trainer_common.sh" MPIRUN TRAINER
 # Sets MPIRUN and TRAINER, lets mpirun run as root, makes $work (removed at
-# exit), and defines fail, make_idx (see make_idx.py) and save_mlp (the
-# built-in mlp's job, written to $work/mlp.pb).
+# exit), and defines fail, make_idx (see make_idx.py), save_mlp (the
+# built-in mlp's job, written to $work/mlp.pb), losses and same_losses
+# (two runs' progress lines print the same losses).
 set -u
 MPIRUN=$1
 TRAINER=$2
@@ -17,4 +18,14 @@ make_idx() {
 }
 save_mlp() {
   "$TRAINER" --model mlp --save "$work/mlp.pb" >/dev/null || fail "save"
+}
+# The progress lines' losses, one per line.
+losses() { grep "^epoch" <<<"$1" | grep -o "loss [0-9.]*" | cut -d' ' -f2; }
+# Equal to the printed precision (a last digit may round the other way),
+# over 5 lines or more: same_losses OUT1 OUT2 WHAT.
+same_losses() {
+  paste <(losses "$1") <(losses "$2") | awk -v what="$3" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 0.00011) bad = bad " " $1 "/" $2 }
+    END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
+    fail "$3: the losses differ: $1 ---- $2"
 }

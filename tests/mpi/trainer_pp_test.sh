@@ -17,16 +17,6 @@ make_idx "$work/data" 256 64
 base=(--model mlp --optimizer adam --data "$work/data" --log-every 1
       --threads 1 --batch-size 16 --epochs 1 --check-consistency 1)
 
-# The progress lines' losses, one per line.
-losses() { grep "^epoch" <<<"$1" | grep -o "loss [0-9.]*" | cut -d' ' -f2; }
-# Equal to the printed precision: a last digit may round the other way.
-same_losses() {
-  paste <(losses "$1") <(losses "$2") | awk -v what="$3" '
-    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 0.00011) bad = bad " " $1 "/" $2 }
-    END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
-    fail "$3: the losses differ: $1 ---- $2"
-}
-
 one=$(timeout 300 "$TRAINER" "${base[@]}" 2>&1) || fail "np 1: $one"
 for schedule in 1F1B FThenB; do
   pp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 2 \
@@ -78,6 +68,23 @@ epoch2() { grep "^epoch 2/2" <<<"$1"; }
 same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
   "resumed np 2 --pp 2 against uninterrupted"
 echo "ok: --pp 2 resumes exactly"
+
+# Hybrid: np 4 --tp 2 --pp 2 (tensor parallelism inside each stage) prints
+# np 1's losses; its checkpoint resumes the same second epoch as one
+# process resumed from it.
+hyb=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --tp 2 --pp 2 \
+  --micro-batches 4 --checkpoint-dir "$work/hyb" 2>&1) ||
+  fail "np 4 --tp 2 --pp 2: $hyb"
+same_losses "$one" "$hyb" "np 4 --tp 2 --pp 2 against np 1"
+cp -r "$work/hyb" "$work/hyb1"
+solo=$(timeout 300 "$TRAINER" "${base[@]:0:12}" --epochs 2 --resume \
+  --checkpoint-dir "$work/hyb1" 2>&1) || fail "np 1 resuming the hybrid: $solo"
+again=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --tp 2 --pp 2 --micro-batches 4 --resume --checkpoint-dir "$work/hyb" \
+  2>&1) || fail "resuming np 4 --tp 2 --pp 2: $again"
+same_losses "$(epoch2 "$solo")" "$(epoch2 "$again")" \
+  "resumed np 4 --tp 2 --pp 2 against np 1 resumed"
+echo "ok: np 4 --tp 2 --pp 2 prints np 1's losses and resumes exactly"
 
 # A rank killed inside the pipeline ends the job in seconds (its
 # neighbour waits in a receive).

@@ -17,16 +17,6 @@ make_idx "$work/data" 256 64
 base=(--model mlp --optimizer adam --data "$work/data" --log-every 1
       --threads 1 --batch-size 16 --epochs 1 --check-consistency 1)
 
-# The progress lines' losses, one per line.
-losses() { grep "^epoch" <<<"$1" | grep -o "loss [0-9.]*" | cut -d' ' -f2; }
-# Equal to the printed precision: a last digit may round the other way.
-same_losses() {
-  paste <(losses "$1") <(losses "$2") | awk -v what="$3" '
-    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 0.00011) bad = bad " " $1 "/" $2 }
-    END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
-    fail "$3: the losses differ: $1 ---- $2"
-}
-
 one=$(timeout 300 "$TRAINER" "${base[@]}" 2>&1) || fail "np 1: $one"
 tp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 2 \
   --checkpoint-dir "$work/tp2" 2>&1) || fail "np 2 --tp 2: $tp2"

@@ -18,13 +18,12 @@ trained with momentum by fluid.MPIExecutor, one stage per rank:
    a plain fluid.Executor loads them and evaluates the same loss.
 Prints "all 4 checks passed on N rank(s)" on rank 0."""
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 
 import fluid
+from mpi_model_parallel import report, saved_and_loaded
 
 STEPS = 10
 BATCH = 16
@@ -130,35 +129,12 @@ def main_():
                     f"refused {refused}, on rank {exe.rank}: "
                     f"{sorted(got)} of {sorted(want_params)}"))
 
-    # One directory for both ranks (rank 0 writes it): named after the
-    # launcher's job, which both ranks share.
-    path = os.path.join(tempfile.gettempdir(),
-                        f"fluid_pp_{os.environ.get('PMIX_NAMESPACE', 'x')}")
-    fluid.io.save_persistables(exe, path, main_program=main, scope=scope)
-    plain = fluid.Executor(fluid.CPUPlace())
-    pscope = fluid.Scope()
-    plain.run(startup, scope=pscope)
-    fluid.io.load_persistables(plain, path, main_program=main, scope=pscope)
-    loaded = {n: np.array(pscope.find_var(n).get_tensor())
-              for n in want_params}
-    loaded_loss = first(plain.run(test, feed=feed, fetch_list=[loss],
-                                  scope=pscope))
-    with exe.gathered_parameters():  # collective: every rank has loaded
-        pass
-    if exe.rank == 0:
-        shutil.rmtree(path)
+    loaded, loaded_loss = saved_and_loaded(
+        exe, (main, startup, test), scope, feed, loss, want_params, "pp")
     ok = close(loaded_loss, eval_loss) and all(
         close(loaded[n], want_params[n]) for n in want_params)
     results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
-
-    for name, ok, detail in results:
-        if exe.rank == 0 or not ok:
-            print(f"{'PASS' if ok else 'FAIL'} {name}"
-                  + ("" if ok else f": {detail}"), flush=True)
-    if all(ok for _, ok, _ in results) and exe.rank == 0:
-        print(f"all {len(results)} checks passed on {exe.world_size} "
-              "rank(s)", flush=True)
-    return 0 if all(ok for _, ok, _ in results) else 1
+    return report(exe, results)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ Fluid MLP (its first fc pair splits across the two ranks):
    plain fluid.Executor loads them and evaluates the same loss.
 Prints "all 3 checks passed on N rank(s)" on rank 0."""
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 
 import fluid
+from mpi_model_parallel import report, saved_and_loaded
 
 STEPS = 12
 BATCH = 16
@@ -109,32 +108,11 @@ def main_():
                     f"refused {refused}, shapes "
                     f"{[(n, got[n].shape) for n in got]}"))
 
-    # One directory for both ranks (rank 0 writes it): named after the
-    # launcher's job, which both ranks share.
-    path = os.path.join(tempfile.gettempdir(),
-                        f"fluid_tp_{os.environ.get('PMIX_NAMESPACE', 'x')}")
-    fluid.io.save_persistables(exe, path, main_program=main, scope=scope)
-    plain = fluid.Executor(fluid.CPUPlace())
-    pscope = fluid.Scope()
-    plain.run(startup, scope=pscope)
-    fluid.io.load_persistables(plain, path, main_program=main, scope=pscope)
-    loaded_loss, = plain.run(test, feed={"x": x, "y": y}, fetch_list=[loss],
-                             scope=pscope)
-    with exe.gathered_parameters():  # collective: every rank has loaded
-        pass
-    if exe.rank == 0:
-        shutil.rmtree(path)
+    _, loaded_loss = saved_and_loaded(
+        exe, (main, startup, test), scope, {"x": x, "y": y}, loss, [], "tp")
     ok = close(loaded_loss, eval_loss)
     results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
-
-    for name, ok, detail in results:
-        if exe.rank == 0 or not ok:
-            print(f"{'PASS' if ok else 'FAIL'} {name}"
-                  + ("" if ok else f": {detail}"), flush=True)
-    if all(ok for _, ok, _ in results) and exe.rank == 0:
-        print(f"all {len(results)} checks passed on {exe.world_size} "
-              "rank(s)", flush=True)
-    return 0 if all(ok for _, ok, _ in results) else 1
+    return report(exe, results)
 
 
 if __name__ == "__main__":
