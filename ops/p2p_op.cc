@@ -4,8 +4,9 @@
 // sender, its dtype and shape first, so the receiver needs to know neither
 // beforehand, and the ring's collective check, flight recorder and stall
 // watchdog see every message (a mismatch is an error, a stuck peer is
-// named). The send does not wait unless it has no Handle (c_wait it); the
-// receive does.
+// named). A batch of sequences' offsets (LoD) travel after the header. The
+// send does not wait unless it has no Handle (c_wait it); the receive does.
+#include <algorithm>
 #include <chrono>
 
 #include "ops/collective_helpers.h"
@@ -14,8 +15,10 @@ namespace fluid {
 namespace ops {
 namespace {
 
-// dtype, rank, then the dims.
-constexpr int kHeader = 2 + Shape::kMaxRank;
+// dtype, rank, the dims, then the number of sequence offsets (LoD) that
+// follow as a message of their own (0: none).
+constexpr int kHeader = 3 + Shape::kMaxRank;
+constexpr int kLoDSlot = 2 + Shape::kMaxRank;
 
 Communicator* PairOf(const ExecutionContext& ctx, int* peer) {
   Communicator* comm = CommunicatorOf(ctx);
@@ -45,8 +48,16 @@ void SendKernel(const ExecutionContext& ctx) {
   h[1] = x.shape().rank();
   for (int i = 0; i < x.shape().rank(); ++i) h[2 + i] = x.shape()[i];
   for (int i = x.shape().rank(); i < Shape::kMaxRank; ++i) h[2 + i] = 0;
+  h[kLoDSlot] = static_cast<int64_t>(x.lod().size());
   const int32_t mb = ctx.Attr<int32_t>("micro_batch");
   comm->BroadcastAsync(header, comm->rank(), nullptr, mb);
+  if (x.has_lod()) {  // a batch of sequences: its offsets travel too
+    Tensor offsets;
+    std::copy(x.lod().begin(), x.lod().end(),
+              offsets.mutable_data<int64_t>(
+                  Shape{static_cast<int64_t>(x.lod().size())}));
+    comm->BroadcastAsync(offsets, comm->rank(), nullptr, mb);
+  }
   HandOffOrWait(ctx,
                 comm->BroadcastAsync(x, comm->rank(),
                                      ctx.device_context().ReadyFence(), mb));
@@ -69,6 +80,16 @@ void RecvKernel(const ExecutionContext& ctx) {
                 "recv_v2: a header of "
                 "rank ",
                 h[1], " arrived for ", Quote(ctx.OutputName("Out")));
+  FLUID_ENFORCE(h[kLoDSlot] >= 0 && h[kLoDSlot] < (int64_t{1} << 31),
+                "recv_v2: a header of ", h[kLoDSlot],
+                " sequence offsets "
+                "arrived for ",
+                Quote(ctx.OutputName("Out")));
+  Tensor offsets;
+  if (h[kLoDSlot] > 0) {
+    offsets.mutable_data<int64_t>(Shape{h[kLoDSlot]});
+    comm->BroadcastAsync(offsets, peer, nullptr, mb)->Wait();
+  }
   std::vector<int64_t> dims(h + 2, h + 2 + h[1]);
   const Shape shape(dims);
   const Shape declared(ctx.Attr<std::vector<int64_t>>("out_shape"));
@@ -79,6 +100,12 @@ void RecvKernel(const ExecutionContext& ctx) {
   out->set_dtype(dtype);
   out->Resize(shape);
   out->raw_mutable_data(ctx.place());
+  if (offsets.initialized()) {
+    const int64_t* o = offsets.data<int64_t>();
+    out->set_lod(LoD(o, o + offsets.numel()));
+  } else {
+    out->clear_lod();
+  }
   comm->BroadcastAsync(*out, peer, ctx.device_context().ReadyFence(), mb)
       ->Wait();
   comm->AddExposedWait(std::chrono::duration_cast<std::chrono::nanoseconds>(

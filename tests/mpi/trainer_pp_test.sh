@@ -7,8 +7,10 @@
 # reads), with the parameters equal within each stage's data-parallel
 # group (--check-consistency 1); a pipeline's checkpoint (every stage's
 # parameters) resumes without it, and a plain one with it; a rank killed
-# inside the pipeline ends the job in seconds; the transformer runs as a
-# pipeline of 4 stages and 8 micro-batches.
+# inside the pipeline ends the job in seconds; np 4 --tp 2 --pp 2 prints
+# np 1's losses and resumes exactly; the transformer runs as a pipeline of
+# 4 stages and 8 micro-batches, and the LSTM (sequences crossing the cut)
+# as 2 stages.
 #   trainer_pp_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -122,3 +124,13 @@ lm4=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${text[@]}" --pp 4 \
 same_losses "$lm1" "$lm4" "transformer np 4 --pp 4 --micro-batches 8 against np 1"
 echo "ok: the transformer as 4 stages of 8 micro-batches prints np 1's losses;" \
   "$(grep "^validation" <<<"$lm4")"
+
+# The LSTM classifier: a batch of sequences (LoD) crosses the cut, its
+# offsets travel with it.
+seq=(--model lstm --train-samples 64 --test-samples 16 --batch-size 8
+     --epochs 1 --log-every 1 --threads 1)
+ls1=$(timeout 300 "$TRAINER" "${seq[@]}" 2>&1) || fail "lstm np 1: $ls1"
+ls2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${seq[@]}" --pp 2 \
+  --micro-batches 2 2>&1) || fail "lstm --pp 2: $ls2"
+same_losses "$ls1" "$ls2" "lstm np 2 --pp 2 against np 1"
+echo "ok: the LSTM (sequences crossing the cut) with --pp 2 prints np 1's losses"

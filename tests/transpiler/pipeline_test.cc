@@ -169,6 +169,13 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
   s.set_gradient_merge(true);
   EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("gradient_merge"),
             std::string::npos);
+  proto::TrainingJob sequences = MlpJob();
+  FindMutableVarDesc(sequences.mutable_main()->mutable_blocks(0), "x")
+      ->set_lod_level(1);
+  EXPECT_NE(ErrorOf([&] {
+              AllStages(sequences, Pp(2, 2));
+            }).find("is a batch of sequences (lod_level 1)"),
+            std::string::npos);
   s = Pp(2, 2);
   s.set_sharding(true);
   EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("sharding"),
