@@ -29,3 +29,17 @@ same_losses() {
     END { if (n < 5 || bad != "") { print what ": " n " lines," bad; exit 1 } }' ||
     fail "$3: the losses differ: $1 ---- $2"
 }
+# Each "-np N TRAINER FLAGS... --checkpoint-dir DIR" run resumes its epoch-1
+# checkpoint for a second epoch and evaluates; $MPI and $base as the
+# caller's (the first 12 words of base: without --check-consistency).
+resumes_each() {
+  local run out
+  for run in "$@"; do
+    # shellcheck disable=SC2086
+    out=$(timeout 300 "${MPI[@]}" $run "${base[@]:0:12}" --epochs 2 --resume \
+      2>&1) || fail "resuming ($run): $out"
+    grep -q "resumed from .* at epoch 1" <<<"$out" ||
+      fail "did not resume ($run): $out"
+    grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
+  done
+}

@@ -44,16 +44,9 @@ echo "ok: np 4 --pp 2 prints np 2's losses"
 timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" \
   --checkpoint-dir "$work/dp2" >/dev/null 2>&1 || fail "np 2 checkpoint"
 cp -r "$work/pp2" "$work/pp2b"
-for run in "-np 1 $TRAINER --checkpoint-dir $work/pp2" \
-           "-np 2 $TRAINER --checkpoint-dir $work/pp2b" \
-           "-np 2 $TRAINER --pp 2 --micro-batches 2 --checkpoint-dir $work/dp2"; do
-  # shellcheck disable=SC2086
-  out=$(timeout 300 "${MPI[@]}" $run "${base[@]:0:12}" --epochs 2 --resume \
-    2>&1) || fail "resuming ($run): $out"
-  grep -q "resumed from .* at epoch 1" <<<"$out" ||
-    fail "did not resume ($run): $out"
-  grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
-done
+resumes_each "-np 1 $TRAINER --checkpoint-dir $work/pp2" \
+  "-np 2 $TRAINER --checkpoint-dir $work/pp2b" \
+  "-np 2 $TRAINER --pp 2 --micro-batches 2 --checkpoint-dir $work/dp2"
 echo "ok: pipeline checkpoints resume without it, and the other way"
 
 # A pipeline resumed from its own checkpoint prints the second epoch of an
