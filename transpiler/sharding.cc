@@ -6,6 +6,7 @@
 
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/program_query.h"
 #include "transpiler/shard_gradient_ops.h"
 #include "transpiler/shard_params.h"
@@ -733,9 +734,9 @@ ShardCheckpointPlan PlanShardCheckpoint(const proto::TrainingJob& original,
   proto::BlockDesc* gather = plan.gather.mutable_blocks(0);
   proto::BlockDesc* scatter = plan.scatter.mutable_blocks(0);
   // The state is sharded over a data-parallel group (all ranks, or the
-  // ranks holding one tensor-parallel slice).
+  // ranks of one pipeline stage holding one tensor-parallel slice).
   const int nranks =
-      sharded.main().nranks() / TensorParallelDegree(sharded.strategy());
+      DataParallelWorld(sharded.strategy(), sharded.main().nranks());
   const std::vector<std::string> stage3 = ParamShardBuffers(main);
   for (const ParamBufferLayout& layout : ParamBuffers(main)) {
     const proto::OpDesc& first = src.ops(updates.at(layout.params[0]));

@@ -158,6 +158,20 @@ proto::TrainingJob PlainJob(const proto::TrainingJob& job,
   return TensorParallelRewrite(plain, tp);
 }
 
+// What this rank's stage runs unsharded (`plain` itself without pipeline
+// stages): its part of the pipeline cut of `plain` (split first by tensor
+// parallelism), before the data-parallel passes.
+proto::TrainingJob StagePlainJob(const proto::TrainingJob& plain, int rank,
+                                 int nranks) {
+  const proto::DistributedStrategy& s = plain.strategy();
+  const int pp = PipelineStages(s);
+  if (pp == 1) return plain;
+  const int tp = TensorParallelDegree(s);
+  return PipelineStageJob(
+      PipelineRewrite(tp > 1 ? TensorParallelRewrite(plain, tp) : plain),
+      StageOf(rank, nranks, pp));
+}
+
 }  // namespace
 
 MPIExecutor::MPIExecutor(Place place, int num_threads, Communicator* comm)
@@ -235,13 +249,15 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   // With tensor parallelism, what each rank of a data-parallel group runs
   // unsharded is the split job.
   const proto::TrainingJob plain = PlainJob(job, strategy);
+  // A pipeline stage's: what its data-parallel ring runs unsharded.
+  const proto::TrainingJob stage =
+      StagePlainJob(plain, comm_->rank(), comm_->size());
   std::vector<std::pair<std::string, Tensor>> held;
   // The rings, before the startup's c_split ops.
-  tp_.Begin(job_, plain, scope_);
+  tp_.Begin(job_, stage, scope_);
   pp_.Begin(plain, scope_);
-  shard_.SetGroup(
-      tp_.active() || pp_.active() ? comm_->Group(kDataParallelRing) : comm_,
-      tp_.active());
+  const bool split = tp_.active() || pp_.active();
+  shard_.SetGroup(split ? comm_->Group(kDataParallelRing) : comm_, split);
   if (run_startup) {
     exe_.RunOnce(job_.startup(), scope_);
   } else {
@@ -251,7 +267,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     if (missing.blocks(0).ops_size() > 0) exe_.RunOnce(missing, scope_);
     tp_.SliceWhole();  // values a plain startup or a checkpoint left whole
   }
-  shard_.Begin(plain, job_, scope_, /*create=*/!run_startup);
+  shard_.Begin(stage, job_, scope_, /*create=*/!run_startup);
   main_ = exe_.Prepare(job_.main(), scope_);
   main_->set_fence_owner(&shard_);  // its ops wait for its gathers themselves
   // NonFiniteGradient scans the averaged gradients after a run: eager
@@ -262,7 +278,7 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
     scanned.insert(scanned.end(), members.begin(), members.end());
   }
   main_->KeepAfterRun(scanned);
-  shard_.Plan(plain, job_);
+  shard_.Plan(stage, job_);
   tp_.Plan(shard_.checkpoint_program(job_.main()));
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();
@@ -384,10 +400,11 @@ void MPIExecutor::BroadcastPersistables() {
   scope_->Settle();
   const std::set<std::string> state(shard_.per_parameter_state().begin(),
                                     shard_.per_parameter_state().end());
-  if (pp_.active()) {       // sharding is refused with pipelines
+  if (pp_.active()) {
     pp_.BroadcastLoaded();  // each stage's vars to it, then within it
     pp_.BroadcastWithinStage(job_.main());
     tp_.SliceWhole();
+    shard_.ScatterLoaded();  // from each stage's first rank
     return;
   }
   for (const auto& v : checkpoint_program().blocks(0).vars()) {

@@ -81,6 +81,11 @@ void PipelineState::Gather() {
   for (const auto& [name, owner] : owner_) {
     if (owner < 0) continue;
     Variable* var = scope_->Var(name);
+    // What the owner holds (a sharded job's optimizer state is held whole
+    // only while its own gather lasts: an evaluation's gathers none).
+    const bool mine =
+        owner == stage_ && var->IsTensor() && var->GetTensor().initialized();
+    if (ring->AllGatherValue(mine ? 1 : 0)[owner] == 0) continue;
     if (owner != stage_) {
       Allocate(GetVarDesc(whole_.blocks(0), name), var->GetMutableTensor());
       gathered_.push_back(name);

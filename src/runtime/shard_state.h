@@ -49,8 +49,8 @@ class ShardState {
             const proto::TrainingJob& prepared);
 
   // The ranks the state is sharded over, and whether they are a
-  // data-parallel ring (tensor parallelism: ring 2 of `comm`), whose id
-  // the checkpoint plan's collectives then carry. Call before Begin.
+  // data-parallel ring (tensor or pipeline parallelism: ring 2 of `comm`),
+  // whose id the checkpoint plan's collectives then carry. Call before Begin.
   void SetGroup(Communicator* comm, bool data_parallel_ring) {
     comm_ = comm;
     data_parallel_ring_ = data_parallel_ring;

@@ -64,6 +64,30 @@ same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
   "resumed np 2 --pp 2 against uninterrupted"
 echo "ok: --pp 2 resumes exactly"
 
+# ZeRO on each stage's data-parallel ring: np 4 --pp 2 --shard-optimizer 2
+# prints np 2's losses, resumes its own checkpoint exactly, and np 2
+# without either resumes it too.
+z=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --check-consistency 1 --pp 2 --micro-batches 2 --shard-optimizer 2 2>&1) ||
+  fail "np 4 --pp 2 zero: $z"
+dp2e=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  2>&1) || fail "np 2, 2 epochs: $dp2e"
+same_losses "$dp2e" "$z" "np 4 --pp 2 --shard-optimizer 2 against np 2"
+timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 2 --shard-optimizer 2 --checkpoint-dir "$work/z" \
+  >/dev/null 2>&1 || fail "np 4 --pp 2 --shard-optimizer 2 checkpoint"
+cp -r "$work/z" "$work/z2"
+again=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --pp 2 --micro-batches 2 --shard-optimizer 2 --resume \
+  --checkpoint-dir "$work/z" 2>&1) || fail "resuming zero: $again"
+plain=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --resume --checkpoint-dir "$work/z2" 2>&1) || fail "np 2 resuming: $plain"
+same_losses "$(epoch2 "$z")" "$(epoch2 "$again")" \
+  "resumed np 4 --pp 2 --shard-optimizer 2 against uninterrupted"
+same_losses "$(epoch2 "$z")" "$(epoch2 "$plain")" \
+  "np 2 resuming np 4 --pp 2 --shard-optimizer 2 against uninterrupted"
+echo "ok: --pp 2 --shard-optimizer 2 prints np 2's losses and resumes exactly"
+
 # Hybrid: np 4 --tp 2 --pp 2 (tensor parallelism inside each stage) prints
 # np 1's losses; its checkpoint resumes the same second epoch as one
 # process resumed from it.

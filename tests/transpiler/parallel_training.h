@@ -153,6 +153,12 @@ inline Trained TrainParallel(const proto::TrainingJob& job, int nranks,
     }
     dist.DropGatheredState();
   });
+  for (int r = 0; r < nranks; ++r)  // a failed rank fetched fewer
+    if (static_cast<int>(losses[r].size()) != steps) {
+      ADD_FAILURE() << "rank " << r << " ran " << losses[r].size() << " of "
+                    << steps << " steps";
+      return t;
+    }
   for (int step = 0; step < steps; ++step) {
     float sum = 0;
     for (int d = 0; d < dp; ++d) sum += losses[d * tp][step];

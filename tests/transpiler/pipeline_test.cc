@@ -48,6 +48,14 @@ proto::DistributedStrategy Pp(int stages, int micro_batches,
   return s;
 }
 
+// Hybrid: tensor parallelism inside each stage, stages, data parallelism
+// across: [pp][dp][tp].
+proto::DistributedStrategy Hybrid(int tp, int pp, int micro_batches) {
+  proto::DistributedStrategy s = Pp(pp, micro_batches);
+  s.set_tensor_parallel_degree(tp);
+  return s;
+}
+
 // The all-stage program of `job` (PipelineRewrite after the local
 // rewrites, as CollectiveTranspile runs it).
 proto::TrainingJob AllStages(const proto::TrainingJob& job,
@@ -178,7 +186,15 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
             std::string::npos);
   s = Pp(2, 2);
   s.set_sharding(true);
-  EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("sharding"),
+  s.mutable_sharding_configs()->set_stage(3);
+  EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("sharding stage 3"),
+            std::string::npos);
+  s = Hybrid(2, 2, 2);
+  s.set_sharding(true);
+  s.mutable_sharding_configs()->set_stage(1);
+  EXPECT_NE(ErrorOf([&] {
+              AllStages(MlpJob(), s);
+            }).find("sharding and tensor parallelism together"),
             std::string::npos);
 }
 
@@ -263,6 +279,20 @@ TEST(PipelineTraining, MlpPp2Dp2WithClipMatchesOneProcess) {
               TrainParallel(job, 4, Pp(2, 2), MlpBatches(), 20));
 }
 
+// ZeRO on each stage's data-parallel ring: each rank keeps 1/dp of its
+// stage's optimizer state.
+TEST(PipelineTraining, MlpPp2Dp2ShardedMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  const auto one = TrainOne(job, MlpBatches(), 20);
+  for (int stage : {1, 2}) {
+    SCOPED_TRACE("sharding stage " + std::to_string(stage));
+    proto::DistributedStrategy s = Pp(2, 2);
+    s.set_sharding(true);
+    s.mutable_sharding_configs()->set_stage(stage);
+    ExpectClose(one, TrainParallel(job, 4, s, MlpBatches(), 20));
+  }
+}
+
 // The schedule's step counter advances once per batch on every stage, not
 // once per micro-batch.
 TEST(PipelineTraining, MlpPp2WithALearningRateScheduleMatchesOneProcess) {
@@ -299,14 +329,6 @@ TEST(PipelineTraining, TransformerPp4MatchesOneProcess) {
     ExpectClose(one, TrainParallel(job, 4, Pp(4, 8, schedule),
                                    TransformerBatches(s, 8), 20));
   }
-}
-
-// Hybrid: tensor parallelism inside each stage, stages, data parallelism
-// across: [pp][dp][tp].
-proto::DistributedStrategy Hybrid(int tp, int pp, int micro_batches) {
-  proto::DistributedStrategy s = Pp(pp, micro_batches);
-  s.set_tensor_parallel_degree(tp);
-  return s;
 }
 
 TEST(PipelineTraining, TransformerTp2Pp2MatchesOneProcess) {
