@@ -43,3 +43,20 @@ resumes_each() {
     grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
   done
 }
+# Rank 1 of np 2, killed at step 3 of a run with `$base` and FLAGS, ends the
+# job non-zero within 30 s (its partner waits in a collective):
+# killed_rank_ends WHAT FLAGS...
+killed_rank_ends() {
+  local what=$1 start out rc took
+  shift
+  start=$(date +%s)
+  out=$(FLUID_TEST_KILL_AT_STEP=3 FLUID_TEST_KILL_RANK=1 timeout 120 \
+    "${MPI[@]}" -x FLUID_TEST_KILL_AT_STEP -x FLUID_TEST_KILL_RANK -np 2 \
+    "$TRAINER" "${base[@]}" "$@" 2>&1)
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] ||
+    fail "a rank killed under $what: rc $rc after ${took}s: $out"
+  [ "$took" -le 30 ] || fail "a rank killed under $what: ${took}s to end"
+  echo "ok: a rank killed under $what ended the job in ${took}s (rc $rc)"
+}

@@ -66,16 +66,7 @@ echo "ok: --tp 2 with --shard-optimizer 2 resumes exactly, also on np 2"
 
 # A rank killed inside the tensor-parallel group's collectives ends the job
 # in seconds (its partner waits in a ring allreduce).
-start=$(date +%s)
-out=$(FLUID_TEST_KILL_AT_STEP=3 FLUID_TEST_KILL_RANK=1 timeout 120 \
-  "${MPI[@]}" -x FLUID_TEST_KILL_AT_STEP -x FLUID_TEST_KILL_RANK -np 2 \
-  "$TRAINER" "${base[@]}" --tp 2 2>&1)
-rc=$?
-took=$(( $(date +%s) - start ))
-[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] ||
-  fail "a rank killed under --tp 2: rc $rc after ${took}s: $out"
-[ "$took" -le 30 ] || fail "a rank killed under --tp 2: ${took}s to end"
-echo "ok: a rank killed under --tp 2 ended the job in ${took}s (rc $rc)"
+killed_rank_ends "--tp 2" --tp 2
 
 out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 3 2>&1) &&
   fail "--tp 3 on 2 ranks was accepted: $out"
