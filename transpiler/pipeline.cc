@@ -509,8 +509,6 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
   };
   refuse(s.recompute(), "recompute");
   refuse(ShardStage(s) == 3, "sharding stage 3");
-  refuse(ShardStage(s) > 0 && TensorParallelDegree(s) > 1,
-         "sharding and tensor parallelism together (either alone composes)");
   refuse(s.amp() && s.amp_configs().dtype() == "float16",
          "fp16 loss scaling (amp with bf16 composes)");
   RefuseSubBlocks(job.main(), "pipeline parallelism",

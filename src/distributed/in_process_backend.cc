@@ -161,6 +161,7 @@ std::unique_ptr<CommBackend> InProcessBackend::Split(int color, int key) {
   const void* created = nullptr;
   if (index == 0) {
     auto group = InProcessGroup::Create(static_cast<int>(members.size()));
+    group_->Adopt(group);
     backend = group->Backend(0);
     created = group.get();
   }
@@ -205,9 +206,25 @@ void InProcessGroup::Arrive() {
 }
 
 void InProcessGroup::AbortAll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  aborted_ = true;
-  cv_.notify_all();
+  std::vector<std::weak_ptr<InProcessGroup>> children;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+    children = children_;
+  }
+  for (const auto& c : children)
+    if (auto child = c.lock()) child->AbortAll();
+}
+
+void InProcessGroup::Adopt(const std::shared_ptr<InProcessGroup>& child) {
+  bool aborted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.push_back(child);
+    aborted = aborted_;
+  }
+  if (aborted) child->AbortAll();
 }
 
 }  // namespace fluid

@@ -26,7 +26,11 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
   void Arrive();
   void Post(int rank, const void* ptr) { posted_[rank] = ptr; }
   const void* Posted(int rank) const { return posted_[rank]; }
+  // Aborts this group and every group split from it, so that a rank
+  // waiting in any of them throws.
   void AbortAll();
+  // Makes `child` (split from this group) abort with it.
+  void Adopt(const std::shared_ptr<InProcessGroup>& child);
 
  private:
   explicit InProcessGroup(int size);
@@ -37,6 +41,7 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
   uint64_t generation_ = 0;
   bool aborted_ = false;
   std::vector<const void*> posted_;
+  std::vector<std::weak_ptr<InProcessGroup>> children_;
 };
 
 }  // namespace fluid

@@ -145,13 +145,17 @@ proto::ProgramDesc WithoutParameterState(const proto::ProgramDesc& startup) {
 // What the ranks of a data-parallel group would run unsharded: the job
 // after the rewrites of what one rank computes (mixed precision's loss
 // scaling and gradient merge's accumulators are persistable state a
-// checkpoint must hold), split by tensor parallelism when it is asked for.
+// checkpoint must hold), split by tensor parallelism when it is asked for
+// with sharding (a pipeline's stage job splits it: StagePlainJob).
 proto::TrainingJob PlainJob(const proto::TrainingJob& job,
                             const proto::DistributedStrategy& strategy) {
   if (FormOf(job.main()) != JobForm::kLocal) return job;
   const proto::DistributedStrategy s = CanonicalStrategy(strategy);
   proto::TrainingJob plain = LocalRewrites(job, s);
-  if (PipelineStages(s) > 1) *plain.mutable_strategy() = s;
+  if (PipelineStages(s) > 1) {
+    *plain.mutable_strategy() = s;
+    return plain;
+  }
   const int tp = TensorParallelDegree(s);
   if (tp == 1 || ShardStage(s) == 0) return plain;
   *plain.mutable_strategy() = s;
@@ -403,8 +407,14 @@ void MPIExecutor::BroadcastPersistables() {
   if (pp_.active()) {
     pp_.BroadcastLoaded();  // each stage's vars to it, then within it
     pp_.BroadcastWithinStage(job_.main());
+    // The sharded state, whole on the stage's first rank, reaches the
+    // first rank of each data-parallel ring (its tensor-parallel group),
+    // to be cut to that ring's slice and scattered.
+    if (tp_.active())
+      pp_.BroadcastWithinStage(checkpoint_program(), kTensorParallelRing,
+                               &state);
     tp_.SliceWhole();
-    shard_.ScatterLoaded();  // from each stage's first rank
+    shard_.ScatterLoaded();  // from each data-parallel ring's first rank
     return;
   }
   for (const auto& v : checkpoint_program().blocks(0).vars()) {

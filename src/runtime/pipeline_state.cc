@@ -99,11 +99,14 @@ void PipelineState::DropGathered() {
   gathered_.clear();
 }
 
-void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main) {
+void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main,
+                                         int ring_id,
+                                         const std::set<std::string>* only) {
   if (!active()) return;
-  Communicator* ring = comm_->Group(kStageRing);
+  Communicator* ring = comm_->Group(ring_id);
   for (const auto& v : stage_main.blocks(0).vars()) {
     if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE) continue;
+    if (only != nullptr && !only->count(v.name())) continue;
     Variable* var = scope_->Var(v.name());
     const bool held = var->IsTensor() && var->GetTensor().initialized();
     const int64_t mine = held ? var->GetTensor().numel() : 0;
@@ -111,9 +114,18 @@ void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main) {
         ring->AllGatherValue(static_cast<uint64_t>(mine))[0]);
     if (root == 0) continue;  // the first rank holds none: nothing to give
     Tensor* t = var->GetMutableTensor();
+    const proto::VarDesc* whole = FindVarDesc(whole_.blocks(0), v.name());
+    const Shape shape = VarShape(whole != nullptr ? *whole : v);
+    if (root < shape.numel()) {
+      // A tensor-parallel slice (a split startup's): every rank holds its
+      // own, the same as its data-parallel ring's.
+      FLUID_ENFORCE(mine == root, "pipeline: stage ", stage_, "'s rank ",
+                    comm_->rank(), " holds ", mine, " elements of ",
+                    Quote(v.name()), ", its first rank a slice of ", root);
+      comm_->Group(kDataParallelRing)->Broadcast(*t, 0);
+      continue;
+    }
     if (mine != root) {  // it holds it whole, this rank a slice or nothing
-      const proto::VarDesc* whole = FindVarDesc(whole_.blocks(0), v.name());
-      const Shape shape = VarShape(whole != nullptr ? *whole : v);
       FLUID_ENFORCE(shape.numel() == root, "pipeline: stage ", stage_,
                     "'s first rank holds ", root, " elements of ",
                     Quote(v.name()), ", declared ", shape);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "proto/framework.pb.h"
 #include "src/distributed/communicator.h"
 #include "src/framework/scope.h"
+#include "transpiler/pipeline.h"
 
 namespace fluid {
 
@@ -54,8 +56,11 @@ class PipelineState {
   // Collective over this rank's stage, after BroadcastLoaded: every
   // persistable of `stage_main` takes the value of the stage's first rank
   // (whole, when it holds it whole: a tensor-parallel slice is cut from it
-  // afterwards).
-  void BroadcastWithinStage(const proto::ProgramDesc& stage_main);
+  // afterwards). With `only`, over ring `ring_id` (a ring inside the
+  // stage), and only those of the persistables.
+  void BroadcastWithinStage(const proto::ProgramDesc& stage_main,
+                            int ring_id = kStageRing,
+                            const std::set<std::string>* only = nullptr);
   // Frees the other stages' persistables this rank holds (a plain startup
   // run before the job was known makes every stage's): between steps a
   // rank holds its own stage's only, and stale copies are never read.

@@ -398,7 +398,8 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
     log << " per rank x " << world << " ranks on "
         << dist->topology().Describe();
     if (const int tp = TensorParallelDegree(dist->job().strategy()); tp > 1)
-      log << " (" << world / tp << " data-parallel x " << tp
+      log << " (" << DataParallelWorld(dist->job().strategy(), world)
+          << " data-parallel x " << tp
           << " tensor-parallel: each batch is split over " << tp
           << " ranks' layers)";
     if (const int pp = PipelineStages(dist->job().strategy()); pp > 1)

@@ -5,11 +5,14 @@
 // {0, 2} and {1, 3}.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "src/distributed/communicator.h"
+#include "src/distributed/in_process_backend.h"
 #include "src/framework/device.h"
 #include "src/framework/executor.h"
 #include "src/framework/op_registry.h"
@@ -101,6 +104,29 @@ TEST(CommunicatorGroups, KeysOrderTheRanks) {
     reversed->Broadcast(b, 0);
     EXPECT_EQ(b.data<double>()[0], 3);
   });
+}
+
+// Aborting an in-process group aborts the rings split from it: a rank
+// waiting in a ring collective throws instead of waiting for a rank that
+// failed (RunRanks aborts the group when a rank throws).
+TEST(CommunicatorGroups, AbortReachesTheRingsSplitFromTheGroup) {
+  auto group = InProcessGroup::Create(2);
+  std::vector<std::unique_ptr<CommBackend>> world, rings(2);
+  for (int r = 0; r < 2; ++r) world.push_back(group->Backend(r));
+  std::vector<std::thread> split;
+  for (int r = 0; r < 2; ++r)
+    split.emplace_back([&, r] { rings[r] = world[r]->Split(0, r); });
+  for (auto& t : split) t.join();
+  std::string error;
+  std::thread waiting([&] {
+    error = ErrorOf([&] {
+      double x = 1;
+      rings[1]->AllReduce(&x, 1, DataType::kFloat64, ReduceOp::kSum);
+    });
+  });
+  group->AbortAll();
+  waiting.join();
+  EXPECT_NE(error.find("aborted"), std::string::npos) << error;
 }
 
 // Collectives on two rings, issued in a different order on different

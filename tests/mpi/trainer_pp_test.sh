@@ -105,6 +105,24 @@ same_losses "$(epoch2 "$solo")" "$(epoch2 "$again")" \
   "resumed np 4 --tp 2 --pp 2 against np 1 resumed"
 echo "ok: np 4 --tp 2 --pp 2 prints np 1's losses and resumes exactly"
 
+# All three with ZeRO: np 8 --tp 2 --pp 2 --shard-optimizer 2 (each
+# stage's slices sharded over their data-parallel ring of 2) prints np 2's
+# losses and resumes its own checkpoint exactly.
+hz=(--tp 2 --pp 2 --micro-batches 2 --shard-optimizer 2)
+out=$(timeout 300 "${MPI[@]}" -np 8 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  --check-consistency 1 "${hz[@]}" 2>&1) || fail "np 8 ${hz[*]}: $out"
+grep -q "2 data-parallel x 2 tensor-parallel" <<<"$out" ||
+  fail "np 8 ${hz[*]}: the banner's layout: $out"
+same_losses "$dp2e" "$out" "np 8 ${hz[*]} against np 2"
+timeout 300 "${MPI[@]}" -np 8 "$TRAINER" "${base[@]}" "${hz[@]}" \
+  --checkpoint-dir "$work/hz" >/dev/null 2>&1 || fail "np 8 ${hz[*]} checkpoint"
+again=$(timeout 300 "${MPI[@]}" -np 8 "$TRAINER" "${base[@]:0:12}" --epochs 2 \
+  "${hz[@]}" --resume --checkpoint-dir "$work/hz" 2>&1) ||
+  fail "resuming np 8 ${hz[*]}: $again"
+same_losses "$(epoch2 "$dp2e")" "$(epoch2 "$again")" \
+  "resumed np 8 ${hz[*]} against uninterrupted np 2"
+echo "ok: np 8 ${hz[*]} prints np 2's losses and resumes exactly"
+
 # A rank killed inside the pipeline ends the job in seconds (its
 # neighbour waits in a receive).
 killed_rank_ends "--pp 2" --pp 2 --micro-batches 4

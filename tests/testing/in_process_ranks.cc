@@ -31,6 +31,8 @@ void RunRanks(int n, const std::function<void(int, Communicator*)>& fn,
         errors[r] = e.what();
         // Said at once: a rank waiting for this one would hide it.
         std::fprintf(stderr, "rank %d failed: %s\n", r, e.what());
+        // The ranks waiting for this one (in any ring) throw too.
+        group->AbortAll();
       }
     });
   for (auto& t : threads) t.join();

@@ -189,13 +189,6 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
   s.mutable_sharding_configs()->set_stage(3);
   EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("sharding stage 3"),
             std::string::npos);
-  s = Hybrid(2, 2, 2);
-  s.set_sharding(true);
-  s.mutable_sharding_configs()->set_stage(1);
-  EXPECT_NE(ErrorOf([&] {
-              AllStages(MlpJob(), s);
-            }).find("sharding and tensor parallelism together"),
-            std::string::npos);
 }
 
 // A global-norm clip sums each stage's squared norms, then the stages'.
@@ -346,6 +339,20 @@ TEST(PipelineTraining, MlpTp2Pp2Dp2MatchesOneProcess) {
   const proto::TrainingJob job = MlpJob(/*clip=*/true);
   ExpectClose(TrainOne(job, MlpBatches(), 20),
               TrainParallel(job, 8, Hybrid(2, 2, 2), MlpBatches(), 20));
+}
+
+// ZeRO on the data-parallel ring of each (stage, tensor-parallel slice):
+// 2 x 2 x 2 with optimizer state sharded over dp 2.
+TEST(PipelineTraining, MlpTp2Pp2Dp2ShardedMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  const auto one = TrainOne(job, MlpBatches(), 20);
+  for (int stage : {1, 2}) {
+    SCOPED_TRACE("sharding stage " + std::to_string(stage));
+    proto::DistributedStrategy s = Hybrid(2, 2, 2);
+    s.set_sharding(true);
+    s.mutable_sharding_configs()->set_stage(stage);
+    ExpectClose(one, TrainParallel(job, 8, s, MlpBatches(), 20));
+  }
 }
 
 // The same in bf16, against one process in bf16. Two bf16 runs that round
