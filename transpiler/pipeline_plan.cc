@@ -100,7 +100,8 @@ void FindDataOnly(const proto::BlockDesc& block, PipelinePlan* plan) {
 }
 
 // The values tensor parallelism split (transpiler/tensor_parallel.h): from
-// a column-parallel mul's output to the row-parallel mul reading them. A
+// a column-parallel mul's output to the row-parallel mul (or the loss)
+// reading them. A
 // cut there would send each rank's slice to the next stage, where the
 // split's lint no longer sees it: cuts go between the pairs.
 std::set<std::string> SplitValues(const proto::BlockDesc& block) {
@@ -111,7 +112,8 @@ std::set<std::string> SplitValues(const proto::BlockDesc& block) {
     const std::string role = HasOpAttr(op, kTpRoleAttr)
                                  ? GetOpAttrAs<std::string>(op, kTpRoleAttr)
                                  : std::string();
-    if (role == "row" || role == "reduce") continue;
+    // (A vocabulary-parallel loss gives each rank the whole loss.)
+    if (role == "row" || role == "reduce" || role == "loss") continue;
     bool reads = role == "column";
     for (const std::string& n : OpInputNames(op))
       reads = reads || split.count(n);

@@ -113,6 +113,18 @@ void ToVocabularyParallel(int tp, proto::OpDesc* op) {
   SetOpAttr(op, kTpRoleAttr, std::string("embedding"));
 }
 
+// A cross entropy over split logits (or its gradient op):
+// c_softmax_with_cross_entropy over the tensor-parallel ring.
+void ToVocabularyParallelLoss(int tp, proto::OpDesc* op) {
+  op->set_type("c_" + op->type());
+  auto* attrs = op->mutable_attrs();  // soft_label false: the plan's rule
+  for (int k = attrs->size() - 1; k >= 0; --k)
+    if (attrs->Get(k).name() == "soft_label") attrs->DeleteSubrange(k, 1);
+  SetOpAttr(op, "ring_id", int32_t{kTensorParallelRing});
+  SetOpAttr(op, "nranks", int32_t{tp});
+  SetOpAttr(op, kTpRoleAttr, std::string("loss"));
+}
+
 // The input gradient of each column-parallel mul (partial on each rank),
 // by the index of the mul_grad op writing it.
 std::map<int, std::string> PartialGradients(const proto::BlockDesc& src,
@@ -187,6 +199,9 @@ void RewriteMain(const TensorParallelPlan& plan,
   const std::map<int, std::string> sums = GroupSums(src, plan, split);
   std::set<std::string> split_tables;  // their gradient ops change too
   for (int e : plan.embeddings) split_tables.insert(LookupTable(src.ops(e)));
+  std::set<std::string> split_softmax;  // a split loss's, read by its grad
+  for (int l : plan.losses)
+    split_softmax.insert(OpOutput(src.ops(l), "Softmax")[0]);
   block->clear_ops();
   for (int i = 0; i < src.ops_size(); ++i) {
     proto::OpDesc op = src.ops(i);
@@ -204,6 +219,10 @@ void RewriteMain(const TensorParallelPlan& plan,
     if (plan.row.count(i)) SetOpAttr(&op, kTpRoleAttr, std::string("row"));
     if (plan.embeddings.count(i) || split_tables.count(LookupTable(op)))
       ToVocabularyParallel(tp, &op);
+    if (plan.losses.count(i) ||
+        (op.type() == "softmax_with_cross_entropy_grad" &&
+         split_softmax.count(OpInput(op, "Softmax")[0])))
+      ToVocabularyParallelLoss(tp, &op);
     // Dropout sees whole values only: the ranks of a group draw one mask
     // (its gradient op carries the forward op's attrs).
     if (op.type() == "dropout" || op.type() == "dropout_grad")
@@ -317,7 +336,8 @@ bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
   return i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), v);
 }
 
-// Forward: split values flow from the column muls to the row muls.
+// Forward: split values flow from the column muls to the row muls (or to
+// a vocabulary-parallel loss).
 void LintForward(const proto::BlockDesc& block,
                  const std::set<std::string>& params) {
   std::set<std::string> split = params;
@@ -334,6 +354,15 @@ void LintForward(const proto::BlockDesc& block,
                     i, "'s output '", out,
                     "' is not summed over the tensor-parallel group right "
                     "after it");
+      continue;
+    }
+    if (op.type() == "c_softmax_with_cross_entropy") {
+      const std::string logits = OpInput(op, "Logits")[0];
+      FLUID_ENFORCE(split.count(logits), "the vocabulary-parallel loss #", i,
+                    " reads '", logits,
+                    "', which is not split: each rank would take the whole "
+                    "row for its block of the classes");
+      for (const auto& n : OpOutput(op, "Softmax")) split.insert(n);
       continue;
     }
     if (op.type() == "mul" && (role == "column" || role == "row")) {
@@ -411,7 +440,9 @@ int TensorParallelDegree(const proto::DistributedStrategy& s, int nranks) {
 proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job,
                                          int tp) {
   RefuseWithTensorParallel(job, job.strategy());
-  const TensorParallelPlan plan = PlanTensorParallel(job.main(), tp);
+  const auto& whole = job.strategy().tensor_parallel_configs().keep_whole();
+  const TensorParallelPlan plan = PlanTensorParallel(
+      job.main(), tp, std::set<std::string>(whole.begin(), whole.end()));
   proto::TrainingJob out = job;
   proto::BlockDesc* main = out.mutable_main()->mutable_blocks(0);
   const std::map<std::string, int> split = SplitVars(*main, plan);

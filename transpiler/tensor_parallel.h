@@ -8,7 +8,9 @@
 // data-parallel group (ring kDataParallelRing), over which the gradients
 // are averaged and the data is sharded.
 //
-// Which layers are split is decided by rules over the forward pass:
+// Which layers are split is decided by rules over the forward pass (a
+// parameter named in tensor_parallel_configs.keep_whole overrides them:
+// its layers stay whole):
 //   - a column-parallel mul has an unsplit input and a parameter weight
 //     [K, N] (or a cast of one) split by columns; its output is split along
 //     its last axis;
@@ -21,17 +23,22 @@
 //   - it ends in a row-parallel mul, whose weight is split by rows and whose
 //     partial product is summed over the group (c_allreduce, ring 1) before
 //     anything reads it;
+//   - or it ends in a softmax_with_cross_entropy over its split (last)
+//     axis, whose softmax nothing else reads: the logits layer splits by
+//     vocabulary and the loss becomes c_softmax_with_cross_entropy, which
+//     reduces the row maxima and sums over the group (two allreduces of a
+//     value per row) and gives every rank the whole loss;
 //   - a split value that reaches any other op (a residual add, a layer
-//     norm, a loss) leaves the whole region unsplit: its layers stay
+//     norm, another loss) leaves the whole region unsplit: its layers stay
 //     replicated.
 //   - an embedding (lookup_table, dense gradient) whose table is read by
 //     nothing else splits by rows: each rank's c_embedding reads the ids in
 //     its block of the vocabulary, zeros for the others, and the group sums
 //     the lookups (c_allreduce, ring 1).
 // So an MLP's fc pairs, a transformer block's attention (by heads) and
-// feed-forward pairs, and its token embedding are split; the logits layer
-// stays whole. In backward, a column-parallel mul's input gradient is partial
-// on each rank and is summed over the group right after its mul_grad; a
+// feed-forward pairs, its token embedding and its logits layer (with the
+// loss) are split. In backward, a column-parallel mul's input gradient is
+// partial on each rank and is summed over the group right after its mul_grad; a
 // global-norm clip sums the squared norms of split gradients over the
 // group. Each forward and backward of a pair thus costs one allreduce of
 // one activation.
@@ -81,9 +88,11 @@ struct TensorParallelPlan {
   // Every split value (activations, parameters and their casts) and the
   // axis it is split along.
   std::map<std::string, int> split;
-  // Forward op indices of the column- and row-parallel muls, and of the
-  // lookups whose tables split by rows (vocabulary-parallel embeddings).
-  std::set<int> column, row, embeddings;
+  // Forward op indices of the column- and row-parallel muls, of the
+  // lookups whose tables split by rows (vocabulary-parallel embeddings),
+  // and of the cross entropies over split logits (vocabulary-parallel
+  // losses).
+  std::set<int> column, row, embeddings, losses;
   // Reshape ops whose shape attr changes: op index -> (position, value).
   std::map<int, std::pair<int, int64_t>> reshapes;
   // The parameters among `split`.
@@ -93,9 +102,13 @@ struct TensorParallelPlan {
   std::vector<std::string> unsplit;
 };
 
-// The plan for `main` (block 0) with `tp` ranks per group. Throws when tp
-// < 2 or when no layer can be split.
-TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp);
+// The plan for `main` (block 0) with `tp` ranks per group, leaving the
+// layers of the parameters in `keep_whole` whole (strategy field
+// tensor_parallel_configs.keep_whole). Throws when tp < 2, when a name in
+// keep_whole is no parameter of `main`, or when no layer can be split.
+TensorParallelPlan PlanTensorParallel(
+    const proto::ProgramDesc& main, int tp,
+    const std::set<std::string>& keep_whole = {});
 
 // The job with its split layers rewritten for groups of `tp` ranks (main and
 // startup programs), as described above. Refuses (naming the setting)

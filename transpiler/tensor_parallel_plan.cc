@@ -45,8 +45,10 @@ struct Graph {
   std::map<std::string, std::vector<int>> readers;
   std::map<std::string, int> writer;
   std::set<std::string> params;
+  std::set<std::string> keep_whole;  // the user's overrides
 
-  explicit Graph(const proto::ProgramDesc& main) : block(main.blocks(0)) {
+  Graph(const proto::ProgramDesc& main, const std::set<std::string>& whole)
+      : block(main.blocks(0)), keep_whole(whole) {
     for (const auto& pg : OptimizedParams(main)) params.insert(pg.first);
     for (int i = 0; i < block.ops_size(); ++i) {
       const proto::OpDesc& op = block.ops(i);
@@ -149,6 +151,8 @@ class RegionGrower {
     if (!MarkSplit(var, axis)) return false;
     const std::string p = g_.ParamOf(var);
     if (p == var) {
+      if (g_.keep_whole.count(p))
+        return Fail("'" + p + "' is kept whole (keep_whole)");
       r_.params.insert(p);
       return true;
     }
@@ -241,6 +245,25 @@ class RegionGrower {
     return MarkSplit(OpOutput(d, "Out")[0], j);
   }
 
+  // A softmax cross entropy over logits split along their classes (the
+  // last axis): the region's end, the loss whole on every rank.
+  bool VisitLoss(int op, const std::string& var, int axis) {
+    const proto::OpDesc& d = g_.Op(op);
+    if (var != OpInput(d, "Logits")[0])
+      return Fail("split '" + var + "' is the label of a cross entropy");
+    if (HasOpAttr(d, "soft_label") && GetOpAttrAs<bool>(d, "soft_label"))
+      return Fail("split '" + var + "' reaches a cross entropy of soft labels");
+    if (axis != g_.ShapeOf(var).rank() - 1)
+      return Fail("split '" + var + "' reaches a cross entropy along a kept " +
+                  "axis");
+    const auto softmax = OpOutput(d, "Softmax");
+    if (!softmax.empty() && g_.readers.count(softmax[0]))
+      return Fail("the softmax of split '" + var + "' is read by op " +
+                  g_.Op(g_.readers.at(softmax[0])[0]).type());
+    r_.losses.insert(op);
+    return softmax.empty() || MarkSplit(softmax[0], axis);
+  }
+
   bool VisitTranspose(int op, int axis) {
     const proto::OpDesc& d = g_.Op(op);
     const auto perm = GetOpAttrAs<std::vector<int32_t>>(d, "axis");
@@ -261,6 +284,7 @@ class RegionGrower {
     if (type == "matmul") return VisitMatmul(op, var, axis);
     if (type == "reshape") return VisitReshape(op, var, axis);
     if (type == "transpose") return VisitTranspose(op, axis);
+    if (type == "softmax_with_cross_entropy") return VisitLoss(op, var, axis);
     if (type == "softmax") {
       int a = IntAttr(d, "axis", -1);
       if (a < 0) a += g_.ShapeOf(var).rank();
@@ -322,13 +346,15 @@ void PlanEmbeddings(const Graph& g, int tp, TensorParallelPlan* plan) {
     const Shape shape = g.ShapeOf(w);
     const bool sparse =
         HasOpAttr(op, "is_sparse") && GetOpAttrAs<bool>(op, "is_sparse");
+    const bool kept = g.keep_whole.count(w) > 0;
     if (!g.params.count(w) || shape.rank() != 2 || shape[0] % tp != 0 ||
-        sparse || plan->split.count(w) || g.readers.at(w).size() != 1) {
+        sparse || kept || plan->split.count(w) || g.readers.at(w).size() != 1) {
       plan->unsplit.push_back("the embedding '" + w + "': " +
-                              (sparse ? "sparse gradients"
-                                      : "not a table of rows dividing by " +
-                                            std::to_string(tp) +
-                                            " read by this lookup only"));
+                              (kept     ? std::string("kept whole (keep_whole)")
+                               : sparse ? std::string("sparse gradients")
+                                        : "not a table of rows dividing by " +
+                                              std::to_string(tp) +
+                                              " read by this lookup only"));
       continue;
     }
     plan->embeddings.insert(i);
@@ -341,15 +367,22 @@ void Merge(const TensorParallelPlan& r, TensorParallelPlan* plan) {
   plan->split.insert(r.split.begin(), r.split.end());
   plan->column.insert(r.column.begin(), r.column.end());
   plan->row.insert(r.row.begin(), r.row.end());
+  plan->losses.insert(r.losses.begin(), r.losses.end());
   plan->reshapes.insert(r.reshapes.begin(), r.reshapes.end());
   plan->params.insert(r.params.begin(), r.params.end());
 }
 
 }  // namespace
 
-TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp) {
+TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp,
+                                      const std::set<std::string>& keep_whole) {
   FLUID_ENFORCE(tp >= 2, "tensor parallelism needs tp >= 2, got ", tp);
-  const Graph g(main);
+  const Graph g(main, keep_whole);
+  for (const std::string& p : keep_whole)
+    FLUID_ENFORCE(g.params.count(p),
+                  "DistributedStrategy.tensor_parallel_configs.keep_whole "
+                  "names '",
+                  p, "', which is no parameter the program trains");
   TensorParallelPlan plan;
   std::set<int> tried;
   for (int i = 0; i < g.block.ops_size(); ++i) {
@@ -362,15 +395,17 @@ TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp) {
         plan.split.count(OpInput(op, "X")[0]))
       continue;
     RegionGrower grower(g, tp, plan);
-    if (grower.Grow(i) && !grower.region().row.empty()) {
+    const TensorParallelPlan& region = grower.region();
+    if (grower.Grow(i) && (!region.row.empty() || !region.losses.empty())) {
       Merge(grower.region(), &plan);
       continue;
     }
     tried.insert(grower.region().column.begin(), grower.region().column.end());
     tried.insert(i);
-    plan.unsplit.push_back(
-        "the fc of '" + y + "': " +
-        (grower.why().empty() ? "no row-parallel mul ends it" : grower.why()));
+    plan.unsplit.push_back("the fc of '" + y + "': " +
+                           (grower.why().empty()
+                                ? "no row-parallel mul or loss ends it"
+                                : grower.why()));
   }
   PlanEmbeddings(g, tp, &plan);
   if (plan.column.empty() && plan.embeddings.empty()) {

@@ -1,7 +1,8 @@
 """Run under `mpirun -np 2` by test_mpi_tensor_parallel.py.
 
 fluid.MPIExecutor with DistributedStrategy.tensor_parallel_degree = 2 on a
-Fluid MLP (its first fc pair splits across the two ranks):
+Fluid MLP (its first fc pair splits across the two ranks, and its logits
+layer by classes, with a vocabulary-parallel loss):
 
 1. losses: each step's loss equals a plain fluid.Executor's on the same
    seed and batches, to 1e-5 relative (the batches come through a
@@ -11,8 +12,11 @@ Fluid MLP (its first fc pair splits across the two ranks):
    whole and equals the plain executor's to 1e-5 relative; outside it an
    evaluation program is refused naming gathered_parameters;
 3. checkpoints: fluid.io.save_persistables writes the parameters whole; a
-   plain fluid.Executor loads them and evaluates the same loss.
-Prints "all 3 checks passed on N rank(s)" on rank 0."""
+   plain fluid.Executor loads them and evaluates the same loss;
+4. keep_whole: with tensor_parallel_configs = {"keep_whole": ["fc_2.w_0"]}
+   the logits layer stays whole on each rank (the first pair still
+   splits), and the losses still equal the plain executor's.
+Prints "all 4 checks passed on N rank(s)" on rank 0."""
 import os
 import sys
 
@@ -23,6 +27,7 @@ from mpi_model_parallel import report, saved_and_loaded
 
 STEPS = 12
 BATCH = 16
+CLASSES = 4
 
 
 def build():
@@ -33,7 +38,7 @@ def build():
         y = fluid.layers.data("y", [1], dtype="int64")
         h = fluid.layers.fc(x, 64, act="relu")
         h = fluid.layers.fc(h, 48, act="relu")
-        logits = fluid.layers.fc(h, 5)
+        logits = fluid.layers.fc(h, CLASSES)
         loss = fluid.layers.mean(
             fluid.layers.softmax_with_cross_entropy(logits, y))
         test = main.clone(for_test=True)
@@ -45,7 +50,7 @@ def batches():
     rng = np.random.RandomState(11)
     for _ in range(STEPS):
         x = rng.rand(BATCH, 32).astype("float32")
-        y = rng.randint(0, 5, (BATCH, 1)).astype("int64")
+        y = rng.randint(0, CLASSES, (BATCH, 1)).astype("int64")
         yield x, y
 
 
@@ -71,11 +76,9 @@ def close(a, b):
     return np.abs(a - b).max() <= 1e-5 * max(np.abs(b).max(), 1e-30)
 
 
-def main_():
-    want_losses, want_params = plain_run()
+def split_run(strategy):
+    """(executor, programs, scope, losses) of a tensor-parallel run."""
     main, startup, test, loss = build()
-    strategy = fluid.DistributedStrategy()
-    strategy.tensor_parallel_degree = 2
     exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
@@ -87,6 +90,18 @@ def main_():
     for feed in loader():
         out, = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
         losses.append(float(np.asarray(out).ravel()[0]))
+    return exe, (main, startup, test, loss), scope, losses
+
+
+def shape_of(scope, name):
+    return tuple(np.array(scope.find_var(name).get_tensor()).shape)
+
+
+def main_():
+    want_losses, want_params = plain_run()
+    strategy = fluid.DistributedStrategy()
+    strategy.tensor_parallel_degree = 2
+    exe, (main, startup, test, loss), scope, losses = split_run(strategy)
     results = []
     ok = len(losses) == STEPS and close(losses, want_losses)
     results.append(("losses", ok, f"{losses} vs {want_losses}"))
@@ -112,6 +127,16 @@ def main_():
         exe, (main, startup, test), scope, {"x": x, "y": y}, loss, [], "tp")
     ok = close(loaded_loss, eval_loss)
     results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
+
+    split = (shape_of(scope, "fc_0.w_0"), shape_of(scope, "fc_2.w_0"))
+    strategy.tensor_parallel_configs = {"keep_whole": ["fc_2.w_0"]}
+    _, _, kept_scope, kept_losses = split_run(strategy)
+    kept = (shape_of(kept_scope, "fc_0.w_0"), shape_of(kept_scope, "fc_2.w_0"))
+    ok = (split == ((32, 32), (48, CLASSES // 2)) and
+          kept == ((32, 32), (48, CLASSES)) and
+          close(kept_losses, want_losses))
+    results.append(("keep_whole", ok,
+                    f"slices {split}, kept {kept}, losses {kept_losses}"))
     return report(exe, results)
 
 

@@ -70,17 +70,79 @@ int CountOps(const proto::ProgramDesc& p, const std::string& type,
   return n;
 }
 
-TEST(TensorParallelPlan, MlpSplitsItsFirstPair) {
+// The first pair, and the logits layer by classes with its loss.
+TEST(TensorParallelPlan, MlpSplitsItsFirstPairAndItsLogits) {
   const TensorParallelPlan plan = PlanTensorParallel(MlpJob().main(), 2);
-  EXPECT_EQ(plan.column.size(), 1u);
+  EXPECT_EQ(plan.column.size(), 2u);
   EXPECT_EQ(plan.row.size(), 1u);
+  EXPECT_EQ(plan.losses.size(), 1u);
   EXPECT_EQ(plan.params,
-            (std::set<std::string>{"fc_0.w_0", "fc_0.b_0", "fc_1.w_0"}));
+            (std::set<std::string>{"fc_0.w_0", "fc_0.b_0", "fc_1.w_0",
+                                   "fc_2.w_0", "fc_2.b_0"}));
   EXPECT_EQ(plan.split.at("fc_0.w_0"), 1);
   EXPECT_EQ(plan.split.at("fc_1.w_0"), 0);
-  ASSERT_EQ(plan.unsplit.size(), 1u);  // the logits layer
-  EXPECT_NE(plan.unsplit[0].find("fc_2.w_0"), std::string::npos)
+  EXPECT_EQ(plan.split.at("fc_2.w_0"), 1);
+  EXPECT_TRUE(plan.unsplit.empty()) << plan.unsplit[0];
+}
+
+// A loss whose softmax another op reads (an accuracy) keeps the logits
+// layer whole.
+TEST(TensorParallelPlan, LogitsStayWholeWhenTheSoftmaxIsRead) {
+  proto::TrainingJob job;
+  job.set_version(kProgramVersion);
+  *job.mutable_main() = NewProgram();
+  *job.mutable_startup() = NewProgram();
+  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
+  const std::string x = layers::Data(&b, "x", Shape{16});
+  const std::string label =
+      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  const std::string h = layers::Fc(&b, layers::Fc(&b, x, 8, "relu"), 8);
+  const std::string logits = layers::Fc(&b, h, 4);
+  const std::string probs = b.CreateTmpVar("softmax", DataType::kFloat32);
+  const std::string per_row = b.CreateTmpVar("ce", DataType::kFloat32);
+  b.AppendOp(MakeOp("softmax_with_cross_entropy",
+                    {{"Logits", {logits}}, {"Label", {label}}},
+                    {{"Softmax", {probs}}, {"Loss", {per_row}}}));
+  layers::Accuracy(&b, probs, label);
+  RenameVar(job.mutable_main(), layers::Mean(&b, per_row), "loss");
+  MakeOptimizer(OptimizerConfig())->Minimize(&b, "loss");
+  const TensorParallelPlan plan = PlanTensorParallel(job.main(), 2);
+  EXPECT_TRUE(plan.losses.empty());
+  ASSERT_EQ(plan.unsplit.size(), 1u);
+  EXPECT_NE(plan.unsplit[0].find("is read by op"), std::string::npos)
       << plan.unsplit[0];
+}
+
+// A parameter named in keep_whole keeps its layers whole; a name that is no
+// parameter is an error.
+TEST(TensorParallelPlan, KeepWholeOverridesTheRules) {
+  const TensorParallelPlan pair =
+      PlanTensorParallel(MlpJob().main(), 2, {"fc_1.w_0"});
+  EXPECT_EQ(pair.column.size(), 1u);  // the logits layer only
+  EXPECT_TRUE(pair.row.empty());
+  EXPECT_EQ(pair.losses.size(), 1u);
+  ASSERT_FALSE(pair.unsplit.empty());
+  EXPECT_NE(pair.unsplit[0].find("'fc_1.w_0' is kept whole (keep_whole)"),
+            std::string::npos)
+      << pair.unsplit[0];
+  const TensorParallelPlan logits =
+      PlanTensorParallel(MlpJob().main(), 2, {"fc_2.b_0"});
+  EXPECT_EQ(logits.column.size(), 1u);  // the first pair only
+  EXPECT_EQ(logits.row.size(), 1u);
+  EXPECT_TRUE(logits.losses.empty());
+  ASSERT_EQ(logits.unsplit.size(), 1u);
+  EXPECT_NE(logits.unsplit[0].find("'fc_2.b_0' is kept whole"),
+            std::string::npos)
+      << logits.unsplit[0];
+  TransformerSize t = SmallTransformer();
+  const TensorParallelPlan lm =
+      PlanTensorParallel(TransformerJob(t).main(), 2, {"embedding_0.w_0"});
+  EXPECT_TRUE(lm.embeddings.empty());
+  const std::string e =
+      ErrorOf([&] { PlanTensorParallel(MlpJob().main(), 2, {"fc_9.w_0"}); });
+  EXPECT_NE(e.find("keep_whole names 'fc_9.w_0', which is no parameter"),
+            std::string::npos)
+      << e;
 }
 
 TEST(TensorParallelPlan, TransformerSplitsAttentionByHeadsAndFeedForward) {
@@ -88,17 +150,20 @@ TEST(TensorParallelPlan, TransformerSplitsAttentionByHeadsAndFeedForward) {
   const TensorParallelPlan plan =
       PlanTensorParallel(TransformerJob(s).main(), 2);
   // Per block: q, k, v and the first feed-forward fc column-parallel; the
-  // output projection and the second feed-forward fc row-parallel.
-  EXPECT_EQ(plan.column.size(), 4u * s.layers);
+  // output projection and the second feed-forward fc row-parallel; the
+  // logits layer column-parallel.
+  EXPECT_EQ(plan.column.size(), 4u * s.layers + 1);
   EXPECT_EQ(plan.row.size(), 2u * s.layers);
   // Per block: the two head splits of q, k, v and the merge of the heads.
   EXPECT_EQ(plan.reshapes.size(), 4u * s.layers);
   for (const auto& [op, change] : plan.reshapes)
     EXPECT_TRUE(change.second * 2 == s.heads || change.second * 2 == s.width)
         << "reshape op #" << op << " to " << change.second;
+  // The logits layer by vocabulary, with its loss.
+  EXPECT_EQ(plan.losses.size(), 1u);
   std::string unsplit;
   for (const auto& u : plan.unsplit) unsplit += u + "\n";
-  EXPECT_EQ(plan.unsplit.size(), 1u) << unsplit;  // the logits
+  EXPECT_TRUE(plan.unsplit.empty()) << unsplit;
 }
 
 TEST(TensorParallelPlan, NothingToSplitIsAnError) {
@@ -110,29 +175,34 @@ TEST(TensorParallelPlan, NothingToSplitIsAnError) {
   const std::string x = layers::Data(&b, "x", Shape{16});
   const std::string label =
       layers::Data(&b, "label", Shape{1}, DataType::kInt64);
-  const std::string loss = layers::Mean(
-      &b, layers::SoftmaxWithCrossEntropy(&b, layers::Fc(&b, x, 4), label));
+  const std::string probs = layers::Softmax(&b, layers::Fc(&b, x, 4));
+  const std::string loss =
+      layers::Mean(&b, layers::CrossEntropy(&b, probs, label));
   RenameVar(job.mutable_main(), loss, "loss");
   MakeOptimizer(OptimizerConfig())->Minimize(&b, "loss");
   const std::string e = ErrorOf([&] { PlanTensorParallel(job.main(), 2); });
   EXPECT_NE(e.find("no layer of the program can be split"), std::string::npos)
       << e;
-  EXPECT_NE(e.find("reaches op softmax_with_cross_entropy"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("a softmax along the split axis"), std::string::npos) << e;
 }
 
 TEST(TensorParallelRewrite, MlpOpsAndStartup) {
   const proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
   const proto::ProgramDesc& main = out.main();
-  EXPECT_EQ(CountOps(main, "mul", "column"), 1);
+  EXPECT_EQ(CountOps(main, "mul", "column"), 2);
   EXPECT_EQ(CountOps(main, "mul", "row"), 1);
-  // The row mul's partial product; the column mul's input is data (no
-  // gradient to sum).
-  EXPECT_EQ(CountOps(main, "c_allreduce", "reduce"), 1);
-  // Split: both weights, the first bias, their velocities.
-  EXPECT_EQ(CountOps(out.startup(), "c_split"), 6);
+  // The row mul's partial product and the logits mul's input gradient (the
+  // first column mul's input is data: no gradient to sum).
+  EXPECT_EQ(CountOps(main, "c_allreduce", "reduce"), 2);
+  // The loss over the logits' classes, and its gradient.
+  EXPECT_EQ(CountOps(main, "c_softmax_with_cross_entropy", "loss"), 1);
+  EXPECT_EQ(CountOps(main, "c_softmax_with_cross_entropy_grad", "loss"), 1);
+  EXPECT_EQ(CountOps(main, "softmax_with_cross_entropy"), 0);
+  // Split: three weights, two biases, their velocities.
+  EXPECT_EQ(CountOps(out.startup(), "c_split"), 10);
   EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_0.w_0")), Shape({16, 16}));
   EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_1.w_0")), Shape({16, 32}));
+  EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_2.w_0")), Shape({32, 2}));
   EXPECT_EQ(VarShape(GetVarDesc(main.blocks(0), "fc_0.w_0@GRAD")),
             Shape({16, 16}));
   // The gradients' reductions run over the data-parallel ring.
@@ -149,12 +219,12 @@ TEST(TensorParallelRewrite, TransformerSumsInputGradientsAndClipNorms) {
       CollectiveTranspile(TransformerJob(s), Tp(2), 4);
   // Forward: one sum per row-parallel mul and one for the embedding;
   // backward: one per block for the attention (q, k and v's input
-  // gradients are added first, then summed over the group once) and one
-  // for the feed-forward part (their input is a layer norm's); the clip:
-  // one per split gradient's squared norm.
+  // gradients are added first, then summed over the group once), one for
+  // the feed-forward part (their input is a layer norm's) and one for the
+  // logits layer's; the clip: one per split gradient's squared norm.
   const int split_grads = CountOps(out.startup(), "c_split") / 3;  // adam
   EXPECT_EQ(CountOps(out.main(), "c_allreduce", "reduce"),
-            2 * s.layers + 1 + 2 * s.layers + split_grads);
+            2 * s.layers + 1 + 2 * s.layers + 1 + split_grads);
   int after_sum = 0;
   const auto& ops = out.main().blocks(0).ops();
   for (int i = 1; i < ops.size(); ++i)
@@ -194,6 +264,16 @@ TEST(TensorParallelLint, RejectsARowMulFedAnUnsplitInput) {
   EXPECT_NE(e.find("which is not split"), std::string::npos) << e;
 }
 
+TEST(TensorParallelLint, RejectsAVocabularyParallelLossOfWholeLogits) {
+  proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
+  for (auto& op : *out.mutable_main()->mutable_blocks(0)->mutable_ops())
+    if (op.type() == "c_softmax_with_cross_entropy")
+      SetOpInput(&op, "Logits", {"x"});
+  const std::string e = ErrorOf([&] { LintTensorParallel(out, 2); });
+  EXPECT_NE(e.find("the vocabulary-parallel loss"), std::string::npos) << e;
+  EXPECT_NE(e.find("reads 'x', which is not split"), std::string::npos) << e;
+}
+
 TEST(TensorParallelLint, RejectsAMissingGroupSum) {
   proto::TrainingJob out = CollectiveTranspile(MlpJob(), Tp(2), 2);
   auto* ops = out.mutable_main()->mutable_blocks(0)->mutable_ops();
@@ -223,6 +303,26 @@ TEST(TensorParallelTraining, MlpTp2MatchesOneProcess) {
   const proto::TrainingJob job = MlpJob();
   ExpectClose(TrainOne(job, MlpBatches(), 20),
               TrainRanks(job, 2, 2, MlpBatches(), 20));
+}
+
+// keep_whole overrides the rules: the logits layer (and its loss) stays
+// whole, and training still equals one process.
+TEST(TensorParallelTraining, MlpTp2KeepingTheLogitsWholeMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  proto::DistributedStrategy s;
+  s.mutable_tensor_parallel_configs()->add_keep_whole("fc_2.w_0");
+  const proto::TrainingJob out = CollectiveTranspile(
+      job,
+      [&] {
+        proto::DistributedStrategy t = s;
+        t.set_tensor_parallel_degree(2);
+        return t;
+      }(),
+      2);
+  EXPECT_EQ(CountOps(out.main(), "c_softmax_with_cross_entropy"), 0);
+  EXPECT_EQ(CountOps(out.main(), "mul", "column"), 1);
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainRanks(job, 2, 2, MlpBatches(), 20, s));
 }
 
 TEST(TensorParallelTraining, MlpTp2Dp2WithClipMatchesOneProcess) {
@@ -328,8 +428,11 @@ TEST(TensorParallelTraining, TransformerTp2WithDropoutMatchesOneProcess) {
   s.dropout = 0.1f;
   const proto::TrainingJob job = TransformerJob(s);
   const TensorParallelPlan plan = PlanTensorParallel(job.main(), 2);
-  EXPECT_EQ(plan.column.size(), static_cast<size_t>(s.layers));
+  // The feed-forward pairs and the logits layer (the attention meets the
+  // dropout of its output).
+  EXPECT_EQ(plan.column.size(), static_cast<size_t>(s.layers) + 1);
   EXPECT_EQ(plan.row.size(), static_cast<size_t>(s.layers));
+  EXPECT_EQ(plan.losses.size(), 1u);
   std::string unsplit;
   for (const auto& u : plan.unsplit) unsplit += u + "\n";
   EXPECT_NE(unsplit.find("reaches op dropout"), std::string::npos) << unsplit;
@@ -348,7 +451,7 @@ TEST(TensorParallelTraining, TransformerTp4MatchesOneProcess) {
   s.optimizer = "momentum";
   const proto::TrainingJob job = TransformerJob(s);
   const TensorParallelPlan plan = PlanTensorParallel(job.main(), 4);
-  EXPECT_EQ(plan.column.size(), 4u * s.layers);
+  EXPECT_EQ(plan.column.size(), 4u * s.layers + 1);  // and the logits
   EXPECT_EQ(plan.row.size(), 2u * s.layers);
   ExpectClose(TrainOne(job, TransformerBatches(s), 20),
               TrainRanks(job, 4, 4, TransformerBatches(s), 20));
