@@ -208,6 +208,13 @@ void AddDiagnosticOptions(CLI::App& app, fluid::TrainerOptions& o) {
   app.add_option("--memory-limit", o.memory_limit,
                  "refuse, before training, a job whose memory plan needs "
                  "more than BYTES per rank (K, M, G suffixes: 512M, 2G)");
+  app.add_option("--layout", o.layout,
+                 "multi-rank, with --memory-limit: 'auto' chooses how the "
+                 "model is split so that each rank's plan fits: data "
+                 "parallelism when it fits, else tensor parallelism inside "
+                 "each host (2, 4, ... of its ranks), else that with "
+                 "pipeline stages across hosts (give neither --tp nor --pp)")
+      ->check(CLI::IsMember({"auto"}));
 }
 
 // Runs the trainer; on failure, one line naming the cause (and the rank,

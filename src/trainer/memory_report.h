@@ -32,6 +32,21 @@ void CheckMemoryLimit(const TrainerOptions& o, const MemoryPlan& plan);
 bool PlanOrLimitMemory(const TrainerOptions& o, const proto::TrainingJob& job,
                        std::ostream& out);
 
+// --layout auto (without it: `o` as it is): sets the job's
+// tensor_parallel_degree and pipeline_stages (with micro-batches) to the
+// first layout whose plan fits --memory-limit, and returns `o` with the
+// batch of each data-parallel group (--batch-size x tp x pp: the global
+// batch stays that of data parallelism over every rank, so the layout does
+// not change what is trained). The layouts are tried by the ranks k = tp x
+// pp that split the model (1, 2, 4, ...), for each k first with its
+// pipeline stages across the hosts and tensor parallelism inside them
+// (benchmarks/layout_table.sh measured this order fastest on 2 hosts).
+// Prints the choice and what each layout tried needs (rank 0); an error
+// listing them when none fits. The ranks per host are the launcher's (all
+// on one host when it does not say).
+TrainerOptions FitLayout(const TrainerOptions& o, proto::TrainingJob* job,
+                         std::ostream& out);
+
 // Measures the memory a run's steps hold at `place` against the plan of
 // `main` (the program the rank runs): made just before the first step (it
 // restarts the allocator's high-water mark), given the bytes in use before

@@ -914,17 +914,17 @@ void LoadTrainerData(const TrainerOptions& o, const proto::TrainingJob& job,
 
 }  // namespace
 
-TrainerResult RunTrainer(const TrainerOptions& o, std::ostream& out) {
-  if (!o.predict.empty()) return Predict(o, out);
-  CheckOptions(o);
-  const Place place = ParsePlace(o.place);
-
-  proto::TrainingJob job = ObtainJob(o);
-  *job.mutable_strategy() = EffectiveStrategy(job, o.strategy_file, o.strategy);
+TrainerResult RunTrainer(const TrainerOptions& asked, std::ostream& out) {
+  if (!asked.predict.empty()) return Predict(asked, out);
+  CheckOptions(asked);
+  const Place place = ParsePlace(asked.place);
+  proto::TrainingJob job = ObtainJob(asked);
+  *job.mutable_strategy() =
+      EffectiveStrategy(job, asked.strategy_file, asked.strategy);
+  const TrainerOptions o = FitLayout(asked, &job, out);  // --layout auto
   TrainerResult result;
   if (PrintOrSave(o, job, out)) return result;
   if (PlanOrLimitMemory(o, job, out)) return result;
-
   Dataset train, test;
   DataDescription described;
   LoadTrainerData(o, job, &train, &test, &described);

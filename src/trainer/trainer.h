@@ -87,6 +87,9 @@ struct TrainerOptions {
   // Refuse, before training, a job whose plan needs more than this many
   // bytes per rank: digits with an optional K, M or G suffix ("" : none).
   std::string memory_limit;
+  // "auto": choose tensor parallelism and pipeline stages so that the
+  // job's plan fits memory_limit (FitLayout); "": as the strategy says.
+  std::string layout;
 };
 
 struct TrainerResult {

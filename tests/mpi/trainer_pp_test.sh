@@ -10,7 +10,7 @@
 # inside the pipeline ends the job in seconds; np 4 --tp 2 --pp 2 prints
 # np 1's losses and resumes exactly; the transformer runs as a pipeline of
 # 4 stages and 8 micro-batches, and the LSTM (sequences crossing the cut)
-# as 2 stages.
+# as 2 stages; --layout auto chooses the layout by the memory plan.
 #   trainer_pp_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -150,6 +150,40 @@ lm4=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${text[@]}" --pp 4 \
 same_losses "$lm1" "$lm4" "transformer np 4 --pp 4 --micro-batches 8 against np 1"
 echo "ok: the transformer as 4 stages of 8 micro-batches prints np 1's losses;" \
   "$(grep "^validation" <<<"$lm4")"
+
+# --layout auto picks the first layout whose plan fits --memory-limit, the
+# global batch that of data parallelism over every rank: the transformer's
+# activations dominate (tensor parallelism of a doubled batch needs more),
+# so pipelines fit it; the MLP's parameters dominate, so tensor parallelism
+# fits it, and np 2 then trains np 2's global batch of 32 as one group.
+auto() {  # auto LIMIT: the layout line of --plan-memory for 4 ranks
+  timeout 300 "$TRAINER" "${text[@]}" --layout auto --memory-limit "$1" \
+    --transpile-for 4 --plan-memory 2>&1 | grep -E "^layout|error"
+}
+for want in "1G:tp 1 x pp 1 x dp 4" "50M:tp 1 x pp 2 x dp 2" \
+    "47M:tp 1 x pp 4 x dp 1"; do
+  grep -q "^layout: ${want#*:}, batch" <<<"$(auto "${want%%:*}")" ||
+    fail "--layout auto at ${want%%:*}: $(auto "${want%%:*}")"
+done
+grep -q "no layout of 4 rank(s) (4 per host) fits --memory-limit 1M" \
+  <<<"$(auto 1M)" || fail "--layout auto, 1M: $(auto 1M)"
+out=$(timeout 300 "$TRAINER" "${text[@]}" --layout auto 2>&1) &&
+  fail "--layout auto without --memory-limit was accepted: $out"
+grep -q "give it" <<<"$out" || fail "--layout auto without a limit: $out"
+out=$(timeout 300 "$TRAINER" "${text[@]}" --layout auto --memory-limit 20M \
+  --tp 2 2>&1) && fail "--layout auto with --tp was accepted: $out"
+grep -q "chooses --tp and --pp itself" <<<"$out" ||
+  fail "--layout auto with --tp: $out"
+fit=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --layout auto \
+  --memory-limit 6M 2>&1) || fail "np 2 --layout auto: $fit"
+grep -q "^layout: tp 2 x pp 1 x dp 1, batch 32 per data-parallel group" \
+  <<<"$fit" || fail "np 2 --layout auto at 6M: $fit"
+# (The tensor-parallel group reads the global batch of 32: np 1's at 32.)
+one32=$(timeout 300 "$TRAINER" "${base[@]:0:10}" --batch-size 32 --epochs 1 \
+  2>&1) || fail "np 1 at batch 32: $one32"
+same_losses "$one32" "$fit" "mlp np 2 --layout auto (tp 2) against np 1 at 32"
+echo "ok: --layout auto picks by the memory plan: pipelines for the" \
+  "transformer, tp 2 for the mlp (np 2 prints np 1's losses at batch 32)"
 
 # The LSTM classifier: a batch of sequences (LoD) crosses the cut, its
 # offsets travel with it.
