@@ -9,6 +9,7 @@
 #include "src/framework/program_desc.h"
 #include "transpiler/program_query.h"
 #include "transpiler/sharding.h"
+#include "transpiler/tensor_parallel.h"
 
 namespace fluid {
 
@@ -344,6 +345,10 @@ void LintGradientMerge(const proto::ProgramDesc& main) {
 }
 
 bool IsDataCollective(const proto::OpDesc& op) {
+  // Tensor parallelism's sums of activations and of their gradients belong
+  // to each micro-step's passes (its sums of a clip's norms are optimize
+  // ops, which skip as such).
+  if (HasOpAttr(op, kTpRoleAttr)) return false;
   const std::string& t = op.type();
   if (t == "c_wait")
     return !HasOpAttr(op, "idle_ok") || !GetOpAttrAs<bool>(op, "idle_ok");

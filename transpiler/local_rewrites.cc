@@ -17,9 +17,6 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
   if (strategy.gradient_merge()) {
     RefuseSubBlocks(job.main(), "gradient merge",
                     "train the loop without gradient_merge");
-    FLUID_ENFORCE(TensorParallelDegree(strategy) == 1,
-                  "tensor parallelism does not compose with gradient_merge "
-                  "yet: turn one of them off");
     FLUID_ENFORCE(PipelineStages(strategy) == 1,
                   "pipeline_stages does not compose with gradient_merge "
                   "(a pipeline's micro-batches accumulate gradients "

@@ -18,12 +18,19 @@ namespace fluid {
 
 namespace {
 
-proto::OpDesc GroupSum(const std::string& var) {
+// The group sum of `var`, written by `after`: a collective, and an
+// optimize op too after one (a clip's squared norm), so that it runs when
+// the optimizer runs (gradient merge skips both on its micro-steps).
+proto::OpDesc GroupSum(const std::string& var, const proto::OpDesc& after) {
+  const int role =
+      static_cast<int>(OpRole::kCollective) |
+      (HasRole(after, OpRole::kOptimize) ? static_cast<int>(OpRole::kOptimize)
+                                         : 0);
   proto::OpDesc op =
       WithRole(MakeOp("c_allreduce", {{"X", {var}}}, {{"Out", {var}}},
                       {{"reduce_type", std::string("sum")},
                        {"ring_id", kTensorParallelRing}}),
-               OpRole::kCollective);
+               static_cast<OpRole>(role));
   SetOpAttr(&op, kTpRoleAttr, std::string("reduce"));
   return op;
 }
@@ -229,7 +236,7 @@ void RewriteMain(const TensorParallelPlan& plan,
       SetOpAttr(&op, "ring_id", int32_t{kDataParallelRing});
     *block->add_ops() = op;
     auto sum = sums.find(i);
-    if (sum != sums.end()) *block->add_ops() = GroupSum(sum->second);
+    if (sum != sums.end()) *block->add_ops() = GroupSum(sum->second, op);
   }
 }
 

@@ -112,7 +112,7 @@ TensorParallelPlan PlanTensorParallel(
 
 // The job with its split layers rewritten for groups of `tp` ranks (main and
 // startup programs), as described above. Refuses (naming the setting)
-// what does not compose yet: recompute, gradient merge, fp16 loss
+// what does not compose yet: recompute, fp16 loss
 // scaling, clip_by_norm of a split gradient, sub-blocks.
 proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job, int tp);
 

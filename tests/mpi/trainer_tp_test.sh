@@ -74,6 +74,15 @@ grep -q "must divide the rank count (2)" <<<"$out" ||
   fail "--tp 3 on 2 ranks: $out"
 echo "ok: --tp 3 on 2 ranks is refused"
 
+# Gradient merge: np 2 --tp 2 --gradient-merge 2 prints np 1's losses with
+# the same merge.
+gm1=$(timeout 300 "$TRAINER" "${base[@]}" --gradient-merge 2 2>&1) ||
+  fail "np 1 --gradient-merge 2: $gm1"
+gm2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --tp 2 \
+  --gradient-merge 2 2>&1) || fail "np 2 --tp 2 --gradient-merge 2: $gm2"
+same_losses "$gm1" "$gm2" "np 2 --tp 2 --gradient-merge 2 against np 1"
+echo "ok: --tp 2 --gradient-merge 2 prints np 1's losses"
+
 if [ ! -d /usr/share/games/fortunes ]; then
   echo "skipped: the transformer (Debian's 'fortunes' package is missing)"
   exit 0

@@ -325,6 +325,20 @@ TEST(TensorParallelTraining, MlpTp2KeepingTheLogitsWholeMatchesOneProcess) {
               TrainRanks(job, 2, 2, MlpBatches(), 20, s));
 }
 
+// Gradient merge over 2 micro-steps at tp 2 x dp 2: the split layers'
+// group sums run every micro-step, the accumulators are split like the
+// gradients, the optimizer (and the clip's sums of norms) once per merged
+// step; against one process merging the same micro-steps.
+TEST(TensorParallelTraining, MlpTp2Dp2WithGradientMergeMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/true);
+  proto::DistributedStrategy gm;
+  gm.set_gradient_merge(true);
+  gm.mutable_gradient_merge_configs()->set_k_steps(2);
+  const proto::TrainingJob merged = LocalRewrites(job, CanonicalStrategy(gm));
+  ExpectClose(TrainOne(merged, MlpBatches(), 20),
+              TrainRanks(job, 4, 2, MlpBatches(), 20, gm));
+}
+
 TEST(TensorParallelTraining, MlpTp2Dp2WithClipMatchesOneProcess) {
   const proto::TrainingJob job = MlpJob(/*clip=*/true);
   ExpectClose(TrainOne(job, MlpBatches(), 20),
