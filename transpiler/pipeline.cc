@@ -509,7 +509,7 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
   };
   refuse(s.recompute(), "recompute");
   refuse(ShardStage(s) == 3, "sharding stage 3");
-  refuse(s.amp() && s.amp_configs().dtype() == "float16",
+  refuse(s.amp() && s.amp_configs().dtype() == "fp16",
          "fp16 loss scaling (amp with bf16 composes)");
   RefuseSubBlocks(job.main(), "pipeline parallelism",
                   "train the loop without pipeline_stages");

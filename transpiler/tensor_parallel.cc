@@ -18,19 +18,20 @@ namespace fluid {
 
 namespace {
 
-// The group sum of `var`, written by `after`: a collective, and an
-// optimize op too after one (a clip's squared norm), so that it runs when
-// the optimizer runs (gradient merge skips both on its micro-steps).
-proto::OpDesc GroupSum(const std::string& var, const proto::OpDesc& after) {
+// The group sum (or max) of `var`, written by `after`: a collective, and
+// an optimize op too after one (a clip's squared norm, fp16's overflow
+// flag), so that it runs when the optimizer runs (gradient merge skips
+// both on its micro-steps).
+proto::OpDesc GroupSum(const std::string& var, const proto::OpDesc& after,
+                       const std::string& reduce = "sum") {
   const int role =
       static_cast<int>(OpRole::kCollective) |
       (HasRole(after, OpRole::kOptimize) ? static_cast<int>(OpRole::kOptimize)
                                          : 0);
-  proto::OpDesc op =
-      WithRole(MakeOp("c_allreduce", {{"X", {var}}}, {{"Out", {var}}},
-                      {{"reduce_type", std::string("sum")},
-                       {"ring_id", kTensorParallelRing}}),
-               static_cast<OpRole>(role));
+  proto::OpDesc op = WithRole(
+      MakeOp("c_allreduce", {{"X", {var}}}, {{"Out", {var}}},
+             {{"reduce_type", reduce}, {"ring_id", kTensorParallelRing}}),
+      static_cast<OpRole>(role));
   SetOpAttr(&op, kTpRoleAttr, std::string("reduce"));
   return op;
 }
@@ -237,6 +238,10 @@ void RewriteMain(const TensorParallelPlan& plan,
     *block->add_ops() = op;
     auto sum = sums.find(i);
     if (sum != sums.end()) *block->add_ops() = GroupSum(sum->second, op);
+    // fp16's overflow check sees this rank's slices: every rank of the
+    // group takes the group's verdict, so that all skip the same steps.
+    if (op.type() == "check_finite_and_unscale")
+      *block->add_ops() = GroupSum(OpOutput(op, "FoundInfinite")[0], op, "max");
   }
 }
 
@@ -269,8 +274,9 @@ void RefuseWithTensorParallel(const proto::TrainingJob& job,
                   what, " yet: turn one of them off");
   };
   refuse(s.recompute(), "recompute");
-  refuse(s.amp() && s.amp_configs().dtype() == "fp16",
-         "fp16 loss scaling (use amp_configs.dtype = bf16)");
+  refuse(s.amp() && s.amp_configs().dtype() == "fp16" && ShardStage(s) != 0,
+         "fp16 loss scaling and optimizer-state sharding together (either "
+         "alone composes)");
   refuse(ShardStage(s) == 3, "sharding stage 3");
   // Sharded, a bucket's shard mixes split and replicated gradients, whose
   // squared norms the group must sum apart.

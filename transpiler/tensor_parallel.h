@@ -112,8 +112,9 @@ TensorParallelPlan PlanTensorParallel(
 
 // The job with its split layers rewritten for groups of `tp` ranks (main and
 // startup programs), as described above. Refuses (naming the setting)
-// what does not compose yet: recompute, fp16 loss
-// scaling, clip_by_norm of a split gradient, sub-blocks.
+// what does not compose yet: recompute, fp16 loss scaling with sharding,
+// clip_by_norm of a split gradient, sub-blocks. With fp16 the overflow
+// flag is maxed over the group right after check_finite_and_unscale.
 proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job, int tp);
 
 // Refuses (naming both settings) what `s` asks for beside tensor

@@ -177,6 +177,13 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
   s.set_gradient_merge(true);
   EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("gradient_merge"),
             std::string::npos);
+  s = Pp(2, 2);
+  s.set_amp(true);
+  s.mutable_amp_configs()->set_dtype("fp16");
+  const std::string fp16 = ErrorOf([&] { AllStages(MlpJob(), s); });
+  EXPECT_NE(fp16.find("does not compose with fp16 loss scaling"),
+            std::string::npos)
+      << fp16;
   proto::TrainingJob sequences = MlpJob();
   FindMutableVarDesc(sequences.mutable_main()->mutable_blocks(0), "x")
       ->set_lod_level(1);

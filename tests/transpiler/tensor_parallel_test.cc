@@ -243,6 +243,14 @@ TEST(TensorParallelRewrite, RefusesWhatDoesNotComposeYet) {
   s.set_recompute(true);
   const std::string r = ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 2); });
   EXPECT_NE(r.find("does not compose with recompute"), std::string::npos) << r;
+  s = Tp(2);
+  s.set_amp(true);
+  s.mutable_amp_configs()->set_dtype("fp16");
+  s.set_sharding(true);
+  const std::string f = ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 4); });
+  EXPECT_NE(f.find("fp16 loss scaling and optimizer-state sharding together"),
+            std::string::npos)
+      << f;
   const std::string e =
       ErrorOf([&] { CollectiveTranspile(MlpJob(), Tp(2), 3); });
   EXPECT_NE(e.find("must divide the rank count (3)"), std::string::npos) << e;
@@ -385,6 +393,49 @@ TEST(TensorParallelTraining, MlpTp2Bf16MatchesOneProcessBf16) {
   amp.set_amp(true);
   amp.mutable_amp_configs()->set_dtype("bf16");
   const proto::TrainingJob one = LocalRewrites(job, CanonicalStrategy(amp));
+  ExpectClose(TrainOne(one, MlpBatches(), 20),
+              TrainRanks(job, 2, 2, MlpBatches(), 20, amp), {}, 0, 1e-2);
+}
+
+// fp16 with dynamic loss scaling: each rank checks its slices for
+// overflow, the group takes the maximum of the flags before the loss
+// scaling is updated, so all ranks skip the same steps. Started at a scale
+// of 2^20, the first steps overflow and are skipped (decr_every 1), as
+// they are in one process: the runs agree only if every rank skipped
+// exactly those (measured: 4.3e-4 relative after 20 steps, fp16's
+// rounding of the split products).
+TEST(TensorParallelTraining, MlpTp2Fp16SkipsTheStepsOneProcessSkips) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/true);
+  proto::DistributedStrategy amp;
+  amp.set_amp(true);
+  amp.mutable_amp_configs()->set_dtype("fp16");
+  amp.mutable_amp_configs()->set_init_loss_scaling(1048576.0f);
+  amp.mutable_amp_configs()->set_decr_every_n_nan_or_inf(1);
+  amp.mutable_amp_configs()->set_decr_ratio(0.5f);
+  proto::DistributedStrategy tp = amp;
+  tp.set_tensor_parallel_degree(2);
+  const proto::TrainingJob out = CollectiveTranspile(job, tp, 2);
+  int check = -1, agree = -1, update = -1;
+  const proto::BlockDesc& main = out.main().blocks(0);
+  for (int i = 0; i < main.ops_size(); ++i) {
+    const proto::OpDesc& op = main.ops(i);
+    if (op.type() == "check_finite_and_unscale") check = i;
+    if (op.type() == "update_loss_scaling") update = i;
+    if (op.type() == "c_allreduce" && check >= 0 && agree < 0 &&
+        OpInput(op, "X") == OpOutput(main.ops(check), "FoundInfinite")) {
+      agree = i;
+      EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "max");
+      EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kTensorParallelRing);
+    }
+  }
+  ASSERT_GE(check, 0);
+  EXPECT_EQ(agree, check + 1);
+  EXPECT_LT(agree, update);
+  const proto::TrainingJob one = LocalRewrites(job, CanonicalStrategy(amp));
+  // Overflowing at that scale, one process's second step is skipped: the
+  // parameters after two steps are those after one.
+  EXPECT_EQ(TrainOne(one, MlpBatches(), 2).params,
+            TrainOne(one, MlpBatches(), 1).params);
   ExpectClose(TrainOne(one, MlpBatches(), 20),
               TrainRanks(job, 2, 2, MlpBatches(), 20, amp), {}, 0, 1e-2);
 }
