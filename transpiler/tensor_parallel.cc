@@ -273,7 +273,6 @@ void RefuseWithTensorParallel(const proto::TrainingJob& job,
     FLUID_ENFORCE(!set, "tensor_parallel_degree > 1 does not compose with ",
                   what, " yet: turn one of them off");
   };
-  refuse(s.recompute(), "recompute");
   refuse(s.amp() && s.amp_configs().dtype() == "fp16" && ShardStage(s) != 0,
          "fp16 loss scaling and optimizer-state sharding together (either "
          "alone composes)");

@@ -43,6 +43,9 @@
 // group. Each forward and backward of a pair thus costs one allreduce of
 // one activation.
 //
+// With recompute (which runs first), each replay of a split op splits as
+// its original does: a replayed row mul is summed over the group again.
+//
 // The startup program initialises every parameter whole, broadcasts it
 // from rank 0 over all ranks, then keeps this rank's slice (c_split, ring
 // 1), optimizer state included, so that a split job starts from exactly
@@ -112,7 +115,7 @@ TensorParallelPlan PlanTensorParallel(
 
 // The job with its split layers rewritten for groups of `tp` ranks (main and
 // startup programs), as described above. Refuses (naming the setting)
-// what does not compose yet: recompute, fp16 loss scaling with sharding,
+// what does not compose yet: fp16 loss scaling with sharding,
 // clip_by_norm of a split gradient, sub-blocks. With fp16 the overflow
 // flag is maxed over the group right after check_finite_and_unscale.
 proto::TrainingJob TensorParallelRewrite(const proto::TrainingJob& job, int tp);

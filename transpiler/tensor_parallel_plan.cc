@@ -10,6 +10,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/program_query.h"
+#include "transpiler/recompute.h"
 #include "transpiler/tensor_parallel.h"
 
 namespace fluid {
@@ -363,6 +364,38 @@ void PlanEmbeddings(const Graph& g, int tp, TensorParallelPlan* plan) {
   }
 }
 
+// Recompute's replays (transpiler/recompute.h) of split ops split as their
+// originals do: each replay op (it writes <var>@RECOMPUTE copies) joins
+// its original's set, a replayed reshape changes its shape attr alike, and
+// each copy of a split value is split along the same axis.
+void AddReplays(const Graph& g, TensorParallelPlan* plan) {
+  const std::string suffix = kRecomputeSuffix;
+  auto original = [&](const std::string& n) {
+    const bool copy =
+        n.size() > suffix.size() &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return copy ? n.substr(0, n.size() - suffix.size()) : std::string();
+  };
+  for (int i = 0; i < g.block.ops_size(); ++i) {
+    const proto::OpDesc& op = g.Op(i);
+    if (!HasOpAttr(op, kRecomputeSegmentAttr)) continue;
+    const auto outs = OpOutputNames(op);
+    const std::string base = outs.empty() ? "" : original(outs[0]);
+    auto w = g.writer.find(base);
+    if (w == g.writer.end()) continue;
+    const int o = w->second;
+    for (std::set<int>* set :
+         {&plan->column, &plan->row, &plan->embeddings, &plan->losses})
+      if (set->count(o)) set->insert(i);
+    auto rs = plan->reshapes.find(o);
+    if (rs != plan->reshapes.end()) plan->reshapes[i] = rs->second;
+  }
+  for (const auto& v : g.block.vars()) {
+    auto it = plan->split.find(original(v.name()));
+    if (it != plan->split.end()) plan->split[v.name()] = it->second;
+  }
+}
+
 void Merge(const TensorParallelPlan& r, TensorParallelPlan* plan) {
   plan->split.insert(r.split.begin(), r.split.end());
   plan->column.insert(r.column.begin(), r.column.end());
@@ -408,6 +441,7 @@ TensorParallelPlan PlanTensorParallel(const proto::ProgramDesc& main, int tp,
                                 : grower.why()));
   }
   PlanEmbeddings(g, tp, &plan);
+  AddReplays(g, &plan);
   if (plan.column.empty() && plan.embeddings.empty()) {
     std::string why;
     for (const auto& u : plan.unsplit) why += "\n  " + u;

@@ -96,3 +96,10 @@ lm2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${text[@]}" --tp 2 \
 same_losses "$lm1" "$lm2" "transformer np 2 --tp 2 against np 1"
 echo "ok: the transformer with --tp 2 prints np 1's losses;" \
   "$(grep "^validation" <<<"$lm2")"
+
+# Recompute: the replays of the split layers split as they do.
+lmr=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${text[@]}" --tp 2 \
+  --recompute 2>&1) || fail "transformer --tp 2 --recompute: $lmr"
+same_losses "$lm1" "$lmr" "transformer np 2 --tp 2 --recompute against np 1"
+echo "ok: the transformer with --tp 2 --recompute prints np 1's losses;" \
+  "$(grep "^memory per rank" <<<"$lmr")"

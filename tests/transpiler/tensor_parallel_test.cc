@@ -240,10 +240,6 @@ TEST(TensorParallelRewrite, TransformerSumsInputGradientsAndClipNorms) {
 
 TEST(TensorParallelRewrite, RefusesWhatDoesNotComposeYet) {
   proto::DistributedStrategy s = Tp(2);
-  s.set_recompute(true);
-  const std::string r = ErrorOf([&] { CollectiveTranspile(MlpJob(), s, 2); });
-  EXPECT_NE(r.find("does not compose with recompute"), std::string::npos) << r;
-  s = Tp(2);
   s.set_amp(true);
   s.mutable_amp_configs()->set_dtype("fp16");
   s.set_sharding(true);
@@ -357,6 +353,29 @@ TEST(TensorParallelTraining, MlpTp4MatchesOneProcess) {
   const proto::TrainingJob job = MlpJob();
   ExpectClose(TrainOne(job, MlpBatches(), 20),
               TrainRanks(job, 4, 4, MlpBatches(), 20));
+}
+
+// Recompute: the replays of split layers split as the layers do (a
+// replayed row mul's partial product is summed over the group again), so
+// the values, and the training, are those of one process.
+TEST(TensorParallelTraining, TransformerTp2WithRecomputeMatchesOneProcess) {
+  TransformerSize s = SmallTransformer();
+  s.optimizer = "momentum";
+  const proto::TrainingJob job = TransformerJob(s);
+  proto::DistributedStrategy r;
+  r.set_recompute(true);
+  proto::DistributedStrategy t = r;
+  t.set_tensor_parallel_degree(2);
+  const proto::TrainingJob out = CollectiveTranspile(job, t, 2);
+  int replayed_sums = 0;
+  const auto& ops = out.main().blocks(0).ops();
+  for (int i = 1; i < ops.size(); ++i)
+    replayed_sums += ops[i].type() == "c_allreduce" &&
+                     HasOpAttr(ops[i], kTpRoleAttr) &&
+                     HasOpAttr(ops[i - 1], "recompute_segment");
+  EXPECT_GT(replayed_sums, 0);
+  ExpectClose(TrainOne(job, TransformerBatches(s), 20),
+              TrainRanks(job, 2, 2, TransformerBatches(s), 20, r));
 }
 
 // The key projections' biases (the second of each block's six fc layers);
