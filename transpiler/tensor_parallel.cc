@@ -276,7 +276,6 @@ void RefuseWithTensorParallel(const proto::TrainingJob& job,
   refuse(s.amp() && s.amp_configs().dtype() == "fp16" && ShardStage(s) != 0,
          "fp16 loss scaling and optimizer-state sharding together (either "
          "alone composes)");
-  refuse(ShardStage(s) == 3, "sharding stage 3");
   // Sharded, a bucket's shard mixes split and replicated gradients, whose
   // squared norms the group must sum apart.
   bool clips = false;
@@ -321,6 +320,15 @@ bool PassesSplit(const std::string& type) {
   return IsSplitUnaryOp(type) || ops.count(type) > 0;
 }
 
+// Whether the op after #i sums `v` over the tensor-parallel group (the
+// delete_var ops sharding stage 3 puts between, freeing a gathered
+// parameter, aside).
+bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
+  int j = i + 1;
+  while (j < block.ops_size() && block.ops(j).type() == "delete_var") ++j;
+  return j < block.ops_size() && IsGroupSumOf(block.ops(j), v);
+}
+
 void LintSplitMul(const proto::BlockDesc& block, int i,
                   const std::set<std::string>& split) {
   const proto::OpDesc& op = block.ops(i);
@@ -338,14 +346,9 @@ void LintSplitMul(const proto::BlockDesc& block, int i,
                 "') reads '", x,
                 "', which is not split: its rows would be summed twice");
   FLUID_ENFORCE(
-      i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), out),
-      "the row-parallel mul #", i, "'s partial product '", out,
+      SummedAfter(block, i, out), "the row-parallel mul #", i,
+      "'s partial product '", out,
       "' is not summed over the tensor-parallel group right after it");
-}
-
-// Whether op #i+1 sums `v` over the tensor-parallel group.
-bool SummedAfter(const proto::BlockDesc& block, int i, const std::string& v) {
-  return i + 1 < block.ops_size() && IsGroupSumOf(block.ops(i + 1), v);
 }
 
 // Forward: split values flow from the column muls to the row muls (or to
@@ -385,7 +388,8 @@ void LintForward(const proto::BlockDesc& block,
     std::string read;
     for (const auto& n : OpInputNames(op))
       if (split.count(n)) read = n;
-    if (read.empty() || role == "reduce") continue;
+    // (Sharding stage 3 frees a gathered parameter after its last reader.)
+    if (read.empty() || role == "reduce" || op.type() == "delete_var") continue;
     FLUID_ENFORCE(
         PassesSplit(op.type()), "op #", i, " (", op.type(), ") reads '", read,
         "', which tensor parallelism split; only the split muls and "

@@ -486,7 +486,7 @@ proto::DistributedStrategy Sharded(int stage) {
 TEST(TensorParallelTraining, MlpTp2Dp2ShardedMatchesOneProcess) {
   const proto::TrainingJob job = MlpJob();
   const Trained one = TrainOne(job, MlpBatches(), 20);
-  for (int stage : {1, 2}) {
+  for (int stage : {1, 2, 3}) {
     SCOPED_TRACE("stage " + std::to_string(stage));
     ExpectClose(one, TrainRanks(job, 4, 2, MlpBatches(), 20, Sharded(stage)));
   }
