@@ -15,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -70,6 +71,25 @@ int CountOps(const proto::ProgramDesc& p, const std::string& type,
   return n;
 }
 
+// An empty job with a builder over its programs, a float input x [16] and
+// an int64 label [1], for programs built in a test.
+struct SmallJob {
+  proto::TrainingJob job;
+  std::unique_ptr<ProgramBuilder> b;
+  std::string x, label;
+  SmallJob() {
+    job.set_version(kProgramVersion);
+    *job.mutable_main() = NewProgram();
+    *job.mutable_startup() = NewProgram();
+    b = std::make_unique<ProgramBuilder>(job.mutable_main(),
+                                         job.mutable_startup(), 5);
+    x = layers::Data(b.get(), "x", Shape{16});
+    label = layers::Data(b.get(), "label", Shape{1}, DataType::kInt64);
+  }
+  SmallJob(const SmallJob&) = delete;
+  SmallJob& operator=(const SmallJob&) = delete;
+};
+
 // The first pair, and the logits layer by classes with its loss.
 TEST(TensorParallelPlan, MlpSplitsItsFirstPairAndItsLogits) {
   const TensorParallelPlan plan = PlanTensorParallel(MlpJob().main(), 2);
@@ -88,14 +108,10 @@ TEST(TensorParallelPlan, MlpSplitsItsFirstPairAndItsLogits) {
 // A loss whose softmax another op reads (an accuracy) keeps the logits
 // layer whole.
 TEST(TensorParallelPlan, LogitsStayWholeWhenTheSoftmaxIsRead) {
-  proto::TrainingJob job;
-  job.set_version(kProgramVersion);
-  *job.mutable_main() = NewProgram();
-  *job.mutable_startup() = NewProgram();
-  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
-  const std::string x = layers::Data(&b, "x", Shape{16});
-  const std::string label =
-      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  SmallJob small;
+  proto::TrainingJob& job = small.job;
+  ProgramBuilder& b = *small.b;
+  const std::string &x = small.x, &label = small.label;
   const std::string h = layers::Fc(&b, layers::Fc(&b, x, 8, "relu"), 8);
   const std::string logits = layers::Fc(&b, h, 4);
   const std::string probs = b.CreateTmpVar("softmax", DataType::kFloat32);
@@ -167,14 +183,10 @@ TEST(TensorParallelPlan, TransformerSplitsAttentionByHeadsAndFeedForward) {
 }
 
 TEST(TensorParallelPlan, NothingToSplitIsAnError) {
-  proto::TrainingJob job;
-  job.set_version(kProgramVersion);
-  *job.mutable_main() = NewProgram();
-  *job.mutable_startup() = NewProgram();
-  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
-  const std::string x = layers::Data(&b, "x", Shape{16});
-  const std::string label =
-      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  SmallJob small;
+  proto::TrainingJob& job = small.job;
+  ProgramBuilder& b = *small.b;
+  const std::string &x = small.x, &label = small.label;
   const std::string probs = layers::Softmax(&b, layers::Fc(&b, x, 4));
   const std::string loss =
       layers::Mean(&b, layers::CrossEntropy(&b, probs, label));
