@@ -211,9 +211,10 @@ void AddDiagnosticOptions(CLI::App& app, fluid::TrainerOptions& o) {
   app.add_option("--layout", o.layout,
                  "multi-rank, with --memory-limit: 'auto' chooses how the "
                  "model is split so that each rank's plan fits: data "
-                 "parallelism when it fits, else tensor parallelism inside "
-                 "each host (2, 4, ... of its ranks), else that with "
-                 "pipeline stages across hosts (give neither --tp nor --pp)")
+                 "parallelism when it fits, else the fewest ranks splitting "
+                 "it (2, 4, ...), pipeline stages across the hosts and "
+                 "tensor parallelism inside them first; the global batch "
+                 "stays --batch-size x ranks (give neither --tp nor --pp)")
       ->check(CLI::IsMember({"auto"}));
 }
 
