@@ -508,7 +508,6 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
                        " yet: turn one of them off");
   };
   refuse(s.recompute(), "recompute");
-  refuse(ShardStage(s) == 3, "sharding stage 3");
   refuse(s.amp() && s.amp_configs().dtype() == "fp16",
          "fp16 loss scaling (amp with bf16 composes)");
   RefuseSubBlocks(job.main(), "pipeline parallelism",

@@ -2,6 +2,7 @@
 
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/buckets.h"
 #include "transpiler/pipeline.h"
 #include "transpiler/tensor_parallel.h"
 
@@ -107,6 +108,8 @@ void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main,
   for (const auto& v : stage_main.blocks(0).vars()) {
     if (!v.persistable() || v.type() == proto::VarDesc::COMM_HANDLE) continue;
     if (only != nullptr && !only->count(v.name())) continue;
+    // A shard is this rank's own (the sharded state scatters its own).
+    if (IsShardVar(v.name())) continue;
     Variable* var = scope_->Var(v.name());
     const bool held = var->IsTensor() && var->GetTensor().initialized();
     const int64_t mine = held ? var->GetTensor().numel() : 0;
