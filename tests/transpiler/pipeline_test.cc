@@ -284,6 +284,8 @@ TEST(PipelineTraining, MlpPp2Dp2ShardedMatchesOneProcess) {
     proto::DistributedStrategy s = Pp(2, 2);
     s.set_sharding(true);
     s.mutable_sharding_configs()->set_stage(stage);
+    // (Stage 3 shards every parameter, however small.)
+    s.mutable_sharding_configs()->set_param_persistence_threshold(0);
     ExpectClose(one, TrainParallel(job, 4, s, MlpBatches(), 20));
   }
 }
@@ -353,6 +355,8 @@ TEST(PipelineTraining, MlpTp2Pp2Dp2ShardedMatchesOneProcess) {
     proto::DistributedStrategy s = Hybrid(2, 2, 2);
     s.set_sharding(true);
     s.mutable_sharding_configs()->set_stage(stage);
+    // (Stage 3 shards every parameter, however small.)
+    s.mutable_sharding_configs()->set_param_persistence_threshold(0);
     ExpectClose(one, TrainParallel(job, 8, s, MlpBatches(), 20));
   }
 }

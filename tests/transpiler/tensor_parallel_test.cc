@@ -487,11 +487,14 @@ TEST(TensorParallelTraining, TransformerTp2Bf16MatchesOneProcessBf16) {
 }
 
 // ZeRO on the data-parallel ring: the optimizer state of each tensor-
-// parallel slice sharded over the ranks holding that slice.
+// parallel slice sharded over the ranks holding that slice (at stage 3 the
+// slices too: every one of them, however small, so that the test's small
+// layers are sharded).
 proto::DistributedStrategy Sharded(int stage) {
   proto::DistributedStrategy s;
   s.set_sharding(true);
   s.mutable_sharding_configs()->set_stage(stage);
+  s.mutable_sharding_configs()->set_param_persistence_threshold(0);
   return s;
 }
 
