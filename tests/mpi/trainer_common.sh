@@ -43,6 +43,34 @@ resumes_each() {
     grep -q "test accuracy" <<<"$out" || fail "no accuracy ($run): $out"
   done
 }
+# The second epoch's progress lines of a 2-epoch run's output.
+epoch2() { grep "^epoch 2/2" <<<"$1"; }
+# An NP-rank run with FLAGS trained for 2 epochs (its parameters compared
+# within their groups every step) prints the same second epoch as the same
+# job resumed from its epoch-1 checkpoint, and as np 2 without FLAGS
+# resumed from that checkpoint; the uninterrupted run's output is left in
+# $full. $MPI, $base and $work as the caller's:
+# resumes_exactly NP FLAGS...
+resumes_exactly() {
+  local np=$1 dir again plain
+  shift
+  dir=$(mktemp -d "$work/resume.XXXXXX")
+  full=$(timeout 300 "${MPI[@]}" -np "$np" "$TRAINER" "${base[@]:0:12}" \
+    --epochs 2 --check-consistency 1 "$@" 2>&1) || fail "np $np $*: $full"
+  timeout 300 "${MPI[@]}" -np "$np" "$TRAINER" "${base[@]}" "$@" \
+    --checkpoint-dir "$dir/a" >/dev/null 2>&1 || fail "np $np $* checkpoint"
+  cp -r "$dir/a" "$dir/b"
+  again=$(timeout 300 "${MPI[@]}" -np "$np" "$TRAINER" "${base[@]:0:12}" \
+    --epochs 2 "$@" --resume --checkpoint-dir "$dir/a" 2>&1) ||
+    fail "resuming np $np $*: $again"
+  plain=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" \
+    --epochs 2 --resume --checkpoint-dir "$dir/b" 2>&1) ||
+    fail "np 2 resuming np $np $*: $plain"
+  same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
+    "resumed np $np $* against uninterrupted"
+  same_losses "$(epoch2 "$full")" "$(epoch2 "$plain")" \
+    "np 2 resuming np $np $* against uninterrupted"
+}
 # Rank 1 of np 2, killed at step 3 of a run with `$base` and FLAGS, ends the
 # job non-zero within 30 s (its partner waits in a collective):
 # killed_rank_ends WHAT FLAGS...

@@ -47,25 +47,8 @@ echo "ok: tensor-parallel checkpoints resume without it, and the other way"
 # optimizer state and gradients sharded; 3: the parameters' slices too)
 # trained for 2 epochs prints the same second epoch as the same job resumed
 # from its epoch-1 checkpoint, and as np 2 without either resumed from it.
-epoch2() { grep "^epoch 2/2" <<<"$1"; }
 for z in 2 3; do
-  two=(--epochs 2 --tp 2 --shard-optimizer "$z")
-  full=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" \
-    "${two[@]}" 2>&1) || fail "np 4 --tp 2 --shard-optimizer $z: $full"
-  timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --tp 2 \
-    --shard-optimizer "$z" --checkpoint-dir "$work/z$z" >/dev/null 2>&1 ||
-    fail "np 4 --tp 2 --shard-optimizer $z checkpoint"
-  cp -r "$work/z$z" "$work/z${z}b"
-  again=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]:0:12}" \
-    "${two[@]}" --resume --checkpoint-dir "$work/z$z" 2>&1) ||
-    fail "resuming sharded ($z): $again"
-  plain=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]:0:12}" \
-    --epochs 2 --resume --checkpoint-dir "$work/z${z}b" 2>&1) ||
-    fail "resuming on np 2 ($z): $plain"
-  same_losses "$(epoch2 "$full")" "$(epoch2 "$again")" \
-    "resumed np 4 --tp 2 --shard-optimizer $z against uninterrupted"
-  same_losses "$(epoch2 "$full")" "$(epoch2 "$plain")" \
-    "resumed on np 2 against uninterrupted np 4 --tp 2 --shard-optimizer $z"
+  resumes_exactly 4 --tp 2 --shard-optimizer "$z"
   echo "ok: --tp 2 with --shard-optimizer $z resumes exactly, also on np 2;" \
     "$(grep "^per rank:" <<<"$full")"
 done
