@@ -153,7 +153,8 @@ Tensor FromArray(const py::array& a, const std::string& what) {
 }
 
 // A feed value: an array, or (for a batch of sequences) a tuple (array,
-// offsets) whose offsets become the tensor's level-1 LoD.
+// offsets) whose offsets become the tensor's LoD: a list of offsets (one
+// level) or a list of such lists (several levels, coarsest first).
 Tensor FeedValue(const py::handle& value, const std::string& what) {
   if (!py::isinstance<py::tuple>(value))
     return FromArray(py::array::ensure(value), what);
@@ -162,7 +163,12 @@ Tensor FeedValue(const py::handle& value, const std::string& what) {
                 ": a tuple feed is (values, LoD offsets), got ", pair.size(),
                 " items");
   Tensor t = FromArray(py::array::ensure(pair[0]), what);
-  t.set_lod(pair[1].cast<std::vector<int64_t>>());
+  auto levels = py::reinterpret_borrow<py::sequence>(pair[1]);
+  if (levels.size() > 0 && py::isinstance<py::sequence>(levels[0])) {
+    t.set_all_lod(pair[1].cast<LoDLevels>());
+  } else {
+    t.set_lod(pair[1].cast<LoD>());
+  }
   return t;
 }
 
@@ -176,11 +182,14 @@ FeedList Feeds(const py::dict& feed) {
 }
 
 // Each fetched value as an array, or (array, LoD offsets) for a batch of
-// sequences.
+// sequences: a list of offsets for one level, a list of lists (coarsest
+// first) for several.
 py::list Fetches(const std::vector<Tensor>& fetched) {
   py::list out;
   for (const auto& t : fetched) {
-    if (t.has_lod()) {
+    if (t.lod_levels() > 1) {
+      out.append(py::make_tuple(ToNumpy(t), t.all_lod()));
+    } else if (t.has_lod()) {
       out.append(py::make_tuple(ToNumpy(t), t.lod()));
     } else {
       out.append(ToNumpy(t));

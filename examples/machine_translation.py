@@ -14,15 +14,23 @@ the far end of the source rather than copy along the diagonal.
 
 Words are lower-cased, the --vocab most common words kept (the others
 become <unk>). The encoder is an embedding and a bidirectional
-dynamic_gru; the decoder a GRU cell of layers (fc + gru_unit) with
-dot-product attention over the encoder's states. DynamicRNN's
-static_input here takes one row per sequence (not a sequence per
-sequence), so the encoder's states are padded (sequence_pad) to
---max-len rows and flattened into one row per source, with a mask of the
-padding; the attention is a batched matmul and a softmax over the masked
-positions. The same cell, with the same parameters, runs in the decoding
-loop, where the states and the encoder rows are repeated per hypothesis
-with sequence_expand by the beam's scores, as chapter 08 does.
+dynamic_gru; its states (forward and backward concatenated, one row per
+source word) and their projection are LoD tensors, one sequence per
+source. The decoder is a GRU cell of layers (fc + gru_unit) with
+chapter 08's simple_attention: the decoder state, projected, is
+sequence_expand-ed over the source's words, joined to their projections
+and scored by an fc of size 1 (tanh); sequence_softmax weights the
+words' states within each source and sequence_pool sums them into the
+context. In the training DynamicRNN the encoder's tensors are
+static_inputs: at each step they hold the whole source sentences of the
+targets still running, in the rank order of the step's rows, with their
+LoD. The same cell, with the same parameters, runs in the decoding loop,
+where the state rows and the source sentences are repeated per
+hypothesis with sequence_expand by the beam's scores, as chapter 08
+does: the starts are fed with the beam's two LoD levels (source ->
+prefixes -> rows), the loop ends once is_empty finds every source
+finished, and the sentences are read from their two levels (lod()[0]
+source -> hypotheses, lod()[1] hypothesis -> tokens).
 
     /usr/bin/python3 examples/machine_translation.py
     mpirun -np 2 -x PYTHONPATH /usr/bin/python3 \\
@@ -110,9 +118,10 @@ def load(a):
 
 
 def encoder(src, vocab_size, a):
-    """The bidirectional GRU encoder: (states padded to max_len and
-    flattened [N, max_len * hidden], the mask's additive bias [N, max_len],
-    the decoder's first state [N, hidden])."""
+    """The bidirectional GRU encoder: (encoded_vector, the states of the
+    source words [words, 2 * hidden], and encoded_proj, their projection
+    for the attention [words, hidden], both with the sources' LoD; the
+    decoder's first state [N, hidden])."""
     h = a.hidden
     emb = L.embedding(src, size=[vocab_size, a.emb], dtype=a.dtype,
                       param_attr=fluid.ParamAttr(name="src_emb"))
@@ -125,31 +134,39 @@ def encoder(src, vocab_size, a):
         L.fc(emb, 3 * h, param_attr=P(name="enc_bw_x"),
              bias_attr=P(name="enc_bw_xb")), size=h, is_reverse=True,
         param_attr=P(name="enc_bw_w"), bias_attr=P(name="enc_bw_b"))
-    # fc of the concatenation: an fc of both (concat drops the LoD).
-    proj = L.fc([fwd, bwd], h, bias_attr=False,
-                param_attr=[P(name="enc_proj_f"), P(name="enc_proj_b")])
-    zero = L.fill_constant([1], a.dtype, 0.0)
-    padded, length = L.sequence_pad(proj, zero, maxlen=a.max_len)
-    flat = L.reshape(padded, [-1, a.max_len * h])
-    mask = L.sequence_mask(length, maxlen=a.max_len, dtype=a.dtype)
-    bias = L.scale(mask, scale=1e4, bias=-1e4)  # 0 on words, -1e4 padding
+    encoded_vector = L.concat([fwd, bwd], axis=1)  # keeps fwd's LoD
+    encoded_proj = L.fc(encoded_vector, h, bias_attr=False,
+                        param_attr=P(name="att_enc"))
     boot = L.fc(L.sequence_pool(bwd, "first"), h, act="tanh",
                 param_attr=P(name="boot_w"), bias_attr=P(name="boot_b"))
-    return flat, L.reshape(bias, [-1, a.max_len]), boot
+    return encoded_vector, encoded_proj, boot
 
 
-def cell(word_emb, prev, enc_flat, enc_bias, a):
-    """One decoder step: dot-product attention of the state over the
-    encoder's states, then a GRU step on the word and the context."""
-    h, s = a.hidden, a.max_len
-    query = L.fc(prev, h, bias_attr=False,
-                 param_attr=fluid.ParamAttr(name="att_q"))
-    states = L.reshape(enc_flat, [-1, s, h])
-    scores = L.reshape(L.matmul(states, L.reshape(query, [-1, h, 1])),
-                       [-1, s])
-    weights = L.softmax(L.elementwise_add(scores, enc_bias))
-    context = L.reshape(L.matmul(L.reshape(weights, [-1, 1, s]), states),
-                        [-1, h])
+def attention(encoder_vec, encoder_proj, decoder_state, a):
+    """Chapter 08's simple_attention: score each source word by an fc of
+    its projection and the (projected) decoder state, softmax the scores
+    over each source sentence, and sum the words' states by the weights.
+    encoder_vec and encoder_proj hold one source sentence (a LoD
+    sequence) per row of decoder_state."""
+    decoder_state_proj = L.fc(decoder_state, a.hidden, bias_attr=False,
+                              param_attr=fluid.ParamAttr(name="att_q"))
+    decoder_state_expand = L.sequence_expand(x=decoder_state_proj,
+                                             y=encoder_proj)
+    # encoder_proj first: concat keeps X[0]'s LoD, the source sentences.
+    concated = L.concat([encoder_proj, decoder_state_expand], axis=1)
+    attention_weights = L.fc(concated, 1, act="tanh", bias_attr=False,
+                             param_attr=fluid.ParamAttr(name="att_v"))
+    attention_weights = L.sequence_softmax(attention_weights)
+    weights_reshape = L.reshape(attention_weights, shape=[-1])
+    scaled = L.elementwise_mul(x=encoder_vec, y=weights_reshape, axis=0)
+    return L.sequence_pool(scaled, pool_type="sum")
+
+
+def cell(word_emb, prev, encoder_vec, encoder_proj, a):
+    """One decoder step: attention of the state over the encoder's
+    states, then a GRU step on the word and the context."""
+    h = a.hidden
+    context = attention(encoder_vec, encoder_proj, prev, a)
     gates = L.fc([word_emb, context], 3 * h, bias_attr=False,
                  param_attr=[fluid.ParamAttr(name="dec_x"),
                              fluid.ParamAttr(name="dec_c")])
@@ -180,15 +197,18 @@ def build_train(vocab_size, a):
     with fluid.program_guard(main, startup):
         feeds = [L.data(n, shape=[1], dtype="int64", lod_level=1)
                  for n in ("src", "trg_in", "trg_out")]
-        enc_flat, enc_bias, boot = encoder(feeds[0], vocab_size, a)
+        encoded_vector, encoded_proj, boot = encoder(feeds[0], vocab_size,
+                                                     a)
         trg = target_emb(feeds[1], vocab_size, a)
         rnn = L.DynamicRNN()
         with rnn.block():
             word = rnn.step_input(trg)
-            flat_t = rnn.static_input(enc_flat)
-            bias_t = rnn.static_input(enc_bias)
+            # The source sentences of the running targets, ranked as
+            # their rows, each a whole LoD sequence.
+            encoder_vec = rnn.static_input(encoded_vector)
+            encoder_proj = rnn.static_input(encoded_proj)
             prev = rnn.memory(init=boot, need_reorder=True)
-            new = cell(word, prev, flat_t, bias_t, a)
+            new = cell(word, prev, encoder_vec, encoder_proj, a)
             rnn.update_memory(prev, new)
             rnn.output(word_probs(new, vocab_size))
         probs = rnn()
@@ -207,30 +227,35 @@ def build_decoder(vocab_size, a, beam_size):
     prog, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(prog, startup):
         src = L.data("src", shape=[1], dtype="int64", lod_level=1)
-        init_ids = L.data("init_ids", [1], dtype="int64", lod_level=1)
+        # The beam's two LoD levels, as the book feeds them: source ->
+        # prefixes -> rows (one start per source at first).
+        init_ids = L.data("init_ids", [1], dtype="int64", lod_level=2)
         init_scores = L.data("init_scores", [1], dtype="float32",
-                             lod_level=1)
-        enc_flat, enc_bias, boot = encoder(src, vocab_size, a)
+                             lod_level=2)
+        encoded_vector, encoded_proj, boot = encoder(src, vocab_size, a)
         counter = L.fill_constant([1], "int64", 0)
         limit = L.fill_constant([1], "int64", a.max_len + 1)
         arrays = {k: L.create_array(t) for k, t in (
             ("ids", "int64"), ("scores", "float32"), ("state", a.dtype),
-            ("flat", a.dtype), ("bias", a.dtype))}
+            ("vec", a.dtype), ("proj", a.dtype))}
         for k, v in (("ids", init_ids), ("scores", init_scores),
-                     ("state", boot), ("flat", enc_flat), ("bias", enc_bias)):
+                     ("state", boot), ("vec", encoded_vector),
+                     ("proj", encoded_proj)):
             L.array_write(v, i=counter, array=arrays[k])
         cond = L.less_than(counter, limit)
         loop = L.While(cond, is_test=True)
         with loop.block():
             pre_ids = L.array_read(arrays["ids"], counter)
             pre_score = L.array_read(arrays["scores"], counter)
-            # Rows per hypothesis: each previous row repeated as often as
-            # the last beam_search extended it (pre_score's LoD).
+            # Per hypothesis: each previous hypothesis's state row and
+            # source sentence (a LoD sequence of the encoder's states)
+            # repeated as often as the last beam_search extended it
+            # (pre_score's LoD).
             rows = {k: L.sequence_expand(L.array_read(arrays[k], counter),
                                          pre_score)
-                    for k in ("state", "flat", "bias")}
+                    for k in ("state", "vec", "proj")}
             new = cell(target_emb(pre_ids, vocab_size, a), rows["state"],
-                       rows["flat"], rows["bias"], a)
+                       rows["vec"], rows["proj"], a)
             probs = word_probs(new, vocab_size)
             if a.dtype != "float32":
                 probs = L.cast(probs, "float32")
@@ -241,10 +266,12 @@ def build_decoder(vocab_size, a, beam_size):
                 pre_ids, pre_score, top_ids, accu, beam_size, end_id=END)
             L.increment(counter, value=1, in_place=True)
             for k, v in (("ids", sel_ids), ("scores", sel_scores),
-                         ("state", new), ("flat", rows["flat"]),
-                         ("bias", rows["bias"])):
+                         ("state", new), ("vec", rows["vec"]),
+                         ("proj", rows["proj"])):
                 L.array_write(v, i=counter, array=arrays[k])
-            L.less_than(counter, limit, cond=cond)
+            # On while below the limit and some source still searching.
+            L.logical_and(L.less_than(counter, limit),
+                          L.logical_not(L.is_empty(sel_ids)), out=cond)
         sent_ids, sent_scores = L.beam_search_decode(
             arrays["ids"], arrays["scores"], beam_size, end_id=END)
     return prog, sent_ids, sent_scores
@@ -259,20 +286,23 @@ def lod_feed(seqs, place):
 def beam_decode(exe, prog, fetches, sources, place):
     """The best hypothesis of each source, <s> and <e> stripped."""
     n = len(sources)
+    starts = [[1] * n, [1] * n]  # two levels: one start per source
     feed = {"src": lod_feed(sources, place),
-            "init_ids": lod_feed([[START]] * n, place),
+            "init_ids": fluid.create_lod_tensor(
+                np.full((n, 1), START, "int64"), starts, place),
             "init_scores": fluid.create_lod_tensor(
-                np.zeros((n, 1), "float32"), [[1] * n], place)}
-    ids, scores = exe.run(prog, feed=feed, fetch_list=fetches,
-                          return_numpy=False)
-    tokens, by_source = np.array(ids).ravel(), ids.lod()[0]
-    hyps = list(scores.lod()[0])
+                np.zeros((n, 1), "float32"), starts, place)}
+    ids, _ = exe.run(prog, feed=feed, fetch_list=fetches,
+                     return_numpy=False)
+    # As the book reads them: lod()[0] source -> hypotheses (best first),
+    # lod()[1] hypothesis -> tokens.
+    tokens = np.array(ids).ravel()
+    by_source, by_hyp = ids.lod()
     best = []
     for s in range(n):
-        # Hypotheses come best first: the first one of the source's rows.
-        stop = min(h for h in hyps if h > by_source[s]) \
-            if by_source[s + 1] > by_source[s] else by_source[s]
-        best.append(strip(tokens[by_source[s]:stop]))
+        h = by_source[s]  # the source's first hypothesis, if it has any
+        best.append(strip(tokens[by_hyp[h]:by_hyp[h + 1]])
+                    if by_source[s + 1] > h else [])
     return best
 
 

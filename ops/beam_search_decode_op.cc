@@ -97,8 +97,31 @@ void BeamSearchDecodeInferShape(InferShapeContext* ctx) {
 
 }  // namespace
 
+// A step of Fluid's two levels ([source -> rows of the step before, row of
+// the step before -> rows]) in the one-level form: Ids the sources' rows,
+// Scores the parents'. Every step must have the first step's form.
+void ToOneLevel(const std::string& what, bool two_levels, Tensor* ids,
+                Tensor* scores) {
+  FLUID_ENFORCE((ids->lod_levels() >= 2) == two_levels, what, ": Ids carries ",
+                ids->lod_levels(), " LoD level(s) but step 0 ",
+                two_levels ? "2" : "1",
+                "; every step must carry the same (beam_search's outputs)");
+  if (!two_levels) return;
+  const LoDLevels levels = ids->all_lod();
+  FLUID_ENFORCE(levels.size() == 2, what, ": Ids carries ", levels.size(),
+                " LoD levels ", LoDToString(levels),
+                "; a beam carries 2 (source -> prefix -> rows)");
+  CheckLoDLevels(levels, ids->shape()[0], what + ": Ids");
+  FLUID_ENFORCE(scores->lod_levels() < 2 || scores->all_lod() == levels, what,
+                ": Scores' LoD ", LoDToString(scores->all_lod()),
+                " differs from Ids' ", LoDToString(levels),
+                " (beam_search gives both the same)");
+  ids->set_lod(AbsoluteLoD(levels, 0));
+  scores->set_lod(levels[1]);
+}
+
 std::vector<Tensor> BeamDecodeHostSteps(const ExecutionContext& ctx,
-                                        DataType score_type) {
+                                        DataType score_type, bool* two_levels) {
   const LoDTensorArray& ids = StepArray(ctx, "Ids");
   const LoDTensorArray& scores = StepArray(ctx, "Scores");
   FLUID_ENFORCE(!ids.empty() && ids.size() == scores.size(),
@@ -110,6 +133,9 @@ std::vector<Tensor> BeamDecodeHostSteps(const ExecutionContext& ctx,
   for (size_t t = 0; t < ids.size(); ++t) {
     host.push_back(HostStep(ctx, "Ids", ids, t, DataType::kInt64));
     host.push_back(HostStep(ctx, "Scores", scores, t, score_type));
+    if (t == 0) *two_levels = host[0].lod_levels() >= 2;
+    ToOneLevel("beam_search_decode: step " + std::to_string(t), *two_levels,
+               &host[2 * t], &host[2 * t + 1]);
     CheckStepLoDs("beam_search_decode: step " + std::to_string(t), host[2 * t],
                   host[2 * t + 1], t > 0 ? &host[2 * t - 2] : nullptr);
   }
@@ -120,8 +146,12 @@ REGISTER_OP(beam_search_decode)
     .Doc("The sentences of a beam search, walked back from its steps.")
     .Input("Ids", "array of the steps' selected ids (LoD: sources)")
     .Input("Scores", "array of the steps' scores (LoD: parent rows)")
-    .Output("SentenceIds", "int64 [tokens], LoD: source -> tokens")
-    .Output("SentenceScores", "[tokens], LoD: hypothesis -> tokens")
+    .Output("SentenceIds",
+            "int64 [tokens], LoD: source -> hypotheses -> tokens (steps of "
+            "one level: source -> tokens)")
+    .Output("SentenceScores",
+            "[tokens], LoD: as SentenceIds (steps of one level: hypothesis -> "
+            "tokens)")
     .Attr<int32_t>("beam_size", 1, "the beam width of the search")
     .InRange(1, std::numeric_limits<int32_t>::max())
     .Attr<int32_t>("end_id", 0, "the id that ends a sentence")

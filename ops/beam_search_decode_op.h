@@ -2,8 +2,13 @@
 // (beam_search_decode_op.cc) and its CUDA kernel (.cu), which copies the
 // steps to the host and the sentences back. The steps are beam_search's
 // outputs: step t's ids carry the sources' LoD (source -> its rows) and its
-// scores the prefixes' (row p of step t - 1 -> the rows extending it); see
-// beam_search_op.h. Free of Eigen so that nvcc compiles it.
+// scores the prefixes' (row p of step t - 1 -> the rows extending it), or
+// both Fluid's two levels (source -> rows of step t - 1 -> rows of step t),
+// which the host steps are converted from; see beam_search_op.h. Steps of
+// two levels give sentences of two (source -> hypotheses -> tokens) on both
+// outputs, as in Fluid; steps of one level give SentenceIds the sources'
+// tokens and SentenceScores the hypotheses'. Free of Eigen so that nvcc
+// compiles it.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +39,7 @@ struct BeamHypotheses {
   std::vector<T> scores;
   LoD source_lod{0};    // source -> its tokens
   LoD sentence_lod{0};  // hypothesis -> its tokens
+  LoD source_hyps{0};   // source -> its hypotheses
 };
 
 // The row of step t - 1 that row `row` of step t extends.
@@ -95,21 +101,24 @@ BeamHypotheses<T> BeamBacktrack(const std::vector<BeamStepView<T>>& steps,
       out.sentence_lod.push_back(static_cast<int64_t>(out.ids.size()));
     }
     out.source_lod.push_back(static_cast<int64_t>(out.ids.size()));
+    out.source_hyps.push_back(LoDCount(out.sentence_lod));
   }
   return out;
 }
 
-// The steps of arrays Ids and Scores copied to the host and checked (their
-// lengths, dtypes, rows and LoDs, naming the step at fault).
+// The steps of arrays Ids and Scores copied to the host, in the one-level
+// form, and checked (their lengths, dtypes, rows and LoDs, naming the step
+// at fault); *two_levels tells whether they came in Fluid's two levels.
 std::vector<Tensor> BeamDecodeHostSteps(const ExecutionContext& ctx,
-                                        DataType score_type);
+                                        DataType score_type, bool* two_levels);
 
 // The kernel for any place: steps read on the host, sentences written at
 // the kernel's place.
 template <typename T>
 void BeamSearchDecodeKernel(const ExecutionContext& ctx) {
+  bool two_levels = false;
   const std::vector<Tensor> host =
-      BeamDecodeHostSteps(ctx, DataTypeOf<T>::value);
+      BeamDecodeHostSteps(ctx, DataTypeOf<T>::value, &two_levels);
   std::vector<BeamStepView<T>> steps;
   for (size_t t = 0; t < host.size(); t += 2) {
     steps.push_back({host[t].data<int64_t>(), host[t + 1].data<T>(),
@@ -123,8 +132,13 @@ void BeamSearchDecodeKernel(const ExecutionContext& ctx) {
             ids.mutable_data<int64_t>(Shape({n})));
   std::copy(hyp.scores.begin(), hyp.scores.end(),
             scores.mutable_data<T>(Shape({n})));
-  ids.set_lod(hyp.source_lod);
-  scores.set_lod(hyp.sentence_lod);
+  if (two_levels) {
+    ids.set_all_lod({hyp.source_hyps, hyp.sentence_lod});
+    scores.set_all_lod({hyp.source_hyps, hyp.sentence_lod});
+  } else {
+    ids.set_lod(hyp.source_lod);
+    scores.set_lod(hyp.sentence_lod);
+  }
   ctx.Output("SentenceIds")->CopyFrom(ids, ctx.place());
   ctx.Output("SentenceScores")->CopyFrom(scores, ctx.place());
 }

@@ -90,31 +90,55 @@ void BeamSearchInferShape(InferShapeContext* ctx) {
 
 }  // namespace
 
-LoD BeamSearchGroups(const ExecutionContext& ctx, const Tensor& pre_ids,
-                     const Tensor& pre_scores) {
-  const bool by_source = ctx.Attr<int32_t>("level") == 0;
-  const char* slot = by_source ? "pre_ids" : "pre_scores";
+BeamGroups BeamSearchGroups(const ExecutionContext& ctx, const Tensor& pre_ids,
+                            const Tensor& pre_scores, const Tensor& scores) {
+  const int level = ctx.Attr<int32_t>("level");
+  const int64_t rows = pre_ids.shape()[0];
+  BeamGroups out;
+  // Fluid's two levels: from scores, as Fluid reads them, else pre_ids.
+  const char* slot = scores.lod_levels() >= 2 ? "scores" : "pre_ids";
+  const Tensor& two = scores.lod_levels() >= 2 ? scores : pre_ids;
+  if (two.lod_levels() >= 2) {
+    const std::string what =
+        std::string("beam_search: ") + slot + " " + Quote(ctx.InputName(slot));
+    FLUID_ENFORCE(two.lod_levels() == 2, what, " carries ", two.lod_levels(),
+                  " LoD levels ", LoDToString(two.all_lod()),
+                  "; a beam carries 2 (source -> prefix -> candidates)");
+    CheckLoDLevels(two.all_lod(), rows, what);
+    out.groups = AbsoluteLoD(two.all_lod(), static_cast<size_t>(level));
+    out.two_levels = true;
+    return out;
+  }
+  const bool by_source = level == 0;
+  slot = by_source ? "pre_ids" : "pre_scores";
   const LoD& lod = by_source ? pre_ids.lod() : pre_scores.lod();
   FLUID_ENFORCE(!lod.empty(), "beam_search: ", slot, " ",
-                Quote(ctx.InputName(slot)), " carries no LoD; at level ",
-                ctx.Attr<int32_t>("level"),
+                Quote(ctx.InputName(slot)), " carries no LoD; at level ", level,
                 " its offsets group the prefixes into beams (feed the first "
-                "step's ids with one sequence per source sentence, [0, 1, "
-                "..., N], and pass the previous step's outputs after it)");
+                "step's ids with lod [[1] * N, [1] * N] lengths, one start per "
+                "source sentence, and pass the previous step's outputs after "
+                "it)");
   CheckLoD(
-      lod, pre_ids.shape()[0],
+      lod, rows,
       std::string("beam_search: ") + slot + " " + Quote(ctx.InputName(slot)));
-  return lod;
+  out.groups = lod;
+  return out;
 }
 
 REGISTER_OP(beam_search)
     .Doc("One step of beam search: the beam_size best candidates per source.")
-    .Input("pre_ids", "int64 [rows, 1]: the prefixes' last ids, LoD: sources")
+    .Input("pre_ids",
+           "int64 [rows, 1]: the prefixes' last ids, LoD: sources (2 levels: "
+           "source -> prefix -> rows)")
     .Input("pre_scores", "[rows, 1]: the prefixes' accumulated scores")
     .OptionalInput("ids", "int64 [rows, K]: candidate ids (none: 0 to K-1)")
     .Input("scores", "[rows, K]: the candidates' scores")
-    .Output("selected_ids", "int64 [n, 1], LoD: source -> selected rows")
-    .Output("selected_scores", "[n, 1], LoD: pre_ids row -> selected rows")
+    .Output("selected_ids",
+            "int64 [n, 1], LoD: source -> pre_ids rows -> selected rows (one "
+            "level: source -> selected rows)")
+    .Output("selected_scores",
+            "[n, 1], LoD: as selected_ids (one level: pre_ids row -> "
+            "selected rows)")
     .OptionalOutput("parent_idx", "int32 [n]: the pre_ids row each extends")
     .Attr<int32_t>("level", 0, "0: a beam per source; 1: per prefix")
     .Attr<int32_t>("beam_size", 1, "how many candidates each source keeps")

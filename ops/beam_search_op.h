@@ -4,12 +4,17 @@
 // bookkeeping over a few rows, as in Fluid, which runs it on the CPU only.
 // Free of Eigen so that nvcc compiles it.
 //
-// Fluid's beam tensors carry a two-level LoD (source -> prefix -> selected);
-// a tensor here holds one level, so the two outputs carry one level each:
-// SelectedIds the sources' (source s owns rows [lod[s], lod[s + 1])),
-// SelectedScores the prefixes' (row p of PreIds was extended by the rows
-// [lod[p], lod[p + 1])). beam_search reads the sources from PreIds and
-// beam_search_decode reads both (docs/python.md, "Beam search").
+// Fluid's beam tensors carry a two-level LoD: level 0 groups the rows of
+// pre_ids by source (offsets over those rows), level 1 gives each row of
+// pre_ids the selected rows extending it. Inputs of two levels (the first
+// step fed with lod [[1] * N, [1] * N] lengths, as Fluid's book does) give
+// both outputs those two levels. The groups come from scores' two levels,
+// as in Fluid, else pre_ids'. Inputs of one level keep this product's
+// earlier form, each output one level: SelectedIds the sources' (source s
+// owns rows [lod[s], lod[s + 1])), SelectedScores the prefixes' (row p of
+// PreIds was extended by the rows [lod[p], lod[p + 1])); beam_search reads
+// the sources from PreIds. beam_search_decode reads either form
+// (docs/python.md, "Beam search").
 #pragma once
 
 #include <algorithm>
@@ -139,10 +144,17 @@ BeamSelection<T> BeamSearchSelect(const BeamCandidates<T>& in,
   return out;
 }
 
+// The prefixes' grouping the `level` attr picks, checked against the rows,
+// and whether the inputs carry Fluid's two levels.
+struct BeamGroups {
+  LoD groups;  // offsets over pre_ids' rows
+  bool two_levels = false;
+};
+
 // Checks the kernel's inputs at run time (the LoD and the rows), naming the
-// input at fault; returns the groups the `level` attr picks.
-LoD BeamSearchGroups(const ExecutionContext& ctx, const Tensor& pre_ids,
-                     const Tensor& pre_scores);
+// input at fault.
+BeamGroups BeamSearchGroups(const ExecutionContext& ctx, const Tensor& pre_ids,
+                            const Tensor& pre_scores, const Tensor& scores);
 
 // The kernel for any place: inputs read on the host, outputs written at the
 // kernel's place.
@@ -154,7 +166,8 @@ void BeamSearchKernel(const ExecutionContext& ctx) {
   scores.CopyFrom(ctx.Input("scores"), Place::CPU());
   const bool has_ids = ctx.HasInput("ids");
   if (has_ids) ids.CopyFrom(ctx.Input("ids"), Place::CPU());
-  const LoD groups = BeamSearchGroups(ctx, pre_ids, pre_scores);
+  const BeamGroups g = BeamSearchGroups(ctx, pre_ids, pre_scores, scores);
+  const LoD& groups = g.groups;
   const int64_t rows = pre_ids.shape()[0];
   const BeamCandidates<T> in{pre_ids.data<int64_t>(),
                              pre_scores.data<T>(),
@@ -173,8 +186,13 @@ void BeamSearchKernel(const ExecutionContext& ctx) {
             host_scores.mutable_data<T>(Shape({n, 1})));
   std::copy(sel.parent.begin(), sel.parent.end(),
             host_parent.mutable_data<int32_t>(Shape({n})));
-  host_ids.set_lod(sel.source_lod);
-  host_scores.set_lod(sel.parent_lod);
+  if (g.two_levels) {
+    host_ids.set_all_lod({groups, sel.parent_lod});
+    host_scores.set_all_lod({groups, sel.parent_lod});
+  } else {
+    host_ids.set_lod(sel.source_lod);
+    host_scores.set_lod(sel.parent_lod);
+  }
   ctx.Output("selected_ids")->CopyFrom(host_ids, ctx.place());
   ctx.Output("selected_scores")->CopyFrom(host_scores, ctx.place());
   if (ctx.HasOutput("parent_idx"))

@@ -3,11 +3,12 @@
 //   Y's LoD, when Y is given and carries one;
 //   Y's data (int32 or int64 offsets), when Y is given without LoD;
 //   attr target_lod otherwise.
-// They must start at 0, never decrease and end at X's row count.
-// append=true (lod_append) adds the offsets as a level below X's LoD. A
-// tensor here carries one level of LoD (src/framework/lod.h), so appending
-// to an X that already has LoD is refused (kUnimplemented) rather than
-// dropping a level.
+// They must start at 0, never decrease and end at X's row count. Y's LoD
+// is taken whole, every level of it, as Fluid does (beam search resets a
+// step's state to the two levels of the beam's scores).
+// append=true (lod_append) adds the offsets as a new last level below X's
+// LoD: X's finest level then indexes the new level's sequences, and must
+// end at their count (an error naming both otherwise).
 // The gradient is Out@GRAD's data with X's LoD. The kernels move no
 // arithmetic: one kernel serves every place, reading offsets on the host;
 // Out is a copy of X, not a view, so that a later op reusing X's memory
@@ -20,14 +21,6 @@
 namespace fluid {
 namespace ops {
 namespace {
-
-void CheckAppend(const std::string& op, bool append, const std::string& x,
-                 bool x_has_lod) {
-  FLUID_ENFORCE_CODE(!append || !x_has_lod, ErrorCode::kUnimplemented, op,
-                     ": append=true on X '", x,
-                     "', which already has LoD: a tensor carries one level of "
-                     "LoD here, so a second level cannot be appended");
-}
 
 void LoDResetInferShape(InferShapeContext* ctx) {
   const bool has_y = ctx->HasInput("Y");
@@ -42,11 +35,15 @@ void LoDResetInferShape(InferShapeContext* ctx) {
                   "' has no LoD, so its data are the offsets; it is ",
                   DataTypeName(t), ", not int32 or int64");
   }
-  CheckAppend(ctx->op_type(), ctx->Attr<bool>("append"), ctx->InputName("X"),
-              ctx->InputLoDLevel("X") > 0);
   ctx->SetOutputShape("Out", ctx->GetInputShape("X"));
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
-  ctx->SetOutputLoDLevel("Out", 1);
+  int level = 1;
+  if (has_y && ctx->InputLoDLevel("Y") > 0) {
+    level = ctx->InputLoDLevel("Y");
+  } else if (ctx->Attr<bool>("append")) {
+    level = ctx->InputLoDLevel("X") + 1;
+  }
+  ctx->SetOutputLoDLevel("Out", level);
 }
 
 // Y's data as offsets (any place; int32 or int64).
@@ -65,28 +62,38 @@ LoD OffsetsOf(const ExecutionContext& ctx, const Tensor& y) {
   return lod;
 }
 
-// The new offsets, from Y's LoD, Y's data or target_lod.
-LoD TargetLoD(const ExecutionContext& ctx) {
-  if (ctx.HasInput("Y")) {
-    const Tensor& y = ctx.Input("Y");
-    return y.has_lod() ? y.lod() : OffsetsOf(ctx, y);
-  }
+// The new offsets, from Y's data or target_lod.
+LoD TargetOffsets(const ExecutionContext& ctx) {
+  if (ctx.HasInput("Y")) return OffsetsOf(ctx, ctx.Input("Y"));
   const auto& attr = ctx.Attr<std::vector<int32_t>>("target_lod");
   return LoD(attr.begin(), attr.end());
 }
 
+// Out's levels: Y's LoD whole, else the new offsets alone or (append)
+// below X's levels.
+LoDLevels TargetLoD(const ExecutionContext& ctx, const Tensor& x) {
+  if (ctx.HasInput("Y") && ctx.Input("Y").has_lod())
+    return ctx.Input("Y").all_lod();
+  LoD offsets = TargetOffsets(ctx);
+  CheckLoD(offsets, x.shape()[0],
+           ctx.type() + ": the new LoD of X '" + ctx.InputName("X") + "'");
+  LoDLevels levels;
+  if (ctx.Attr<bool>("append")) levels = x.all_lod();
+  levels.push_back(std::move(offsets));
+  return levels;
+}
+
 void LoDResetKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
-  CheckAppend(ctx.type(), ctx.Attr<bool>("append"), ctx.InputName("X"),
-              x.has_lod());
   FLUID_ENFORCE(x.shape().rank() >= 1, ctx.type(), ": X '", ctx.InputName("X"),
                 "' has no row dim (shape ", x.shape(), ")");
-  LoD lod = TargetLoD(ctx);
-  CheckLoD(lod, x.shape()[0],
-           ctx.type() + ": the new LoD of X '" + ctx.InputName("X") + "'");
+  LoDLevels levels = TargetLoD(ctx, x);
+  CheckLoDLevels(
+      levels, x.shape()[0],
+      ctx.type() + ": the new LoD of X '" + ctx.InputName("X") + "'");
   Tensor* out = ctx.Output("Out");
   out->CopyFrom(x, ctx.place());
-  out->set_lod(std::move(lod));
+  out->set_all_lod(std::move(levels));
 }
 
 void LoDResetGradKernel(const ExecutionContext& ctx) {
@@ -98,7 +105,7 @@ void LoDResetGradKernel(const ExecutionContext& ctx) {
                 " is not shaped as X '", ctx.InputName("X"), "' ", x.shape());
   Tensor* dx = ctx.Output(GradSlot("X"));
   dx->CopyFrom(dout, ctx.place());
-  dx->set_lod(x.lod());
+  dx->set_all_lod(x.all_lod());
 }
 
 }  // namespace
@@ -111,7 +118,8 @@ REGISTER_OP(lod_reset)
     .Attr<std::vector<int32_t>>("target_lod", {},
                                 "the new offsets when Y is not given")
     .Attr<bool>("append", false,
-                "add the offsets as a level below X's LoD (lod_append)")
+                "add the offsets as a new last level below X's LoD "
+                "(lod_append)")
     .SetInferShape(LoDResetInferShape)
     .SetGrad(GradSpec("lod_reset_grad")
                  .Inputs({"X"})

@@ -1,7 +1,10 @@
-// sequence_expand (ref_level -1): X's sequences (or rows, for X without a
-// LoD) repeated as many times as the matching sequence of Y is long, as
-// Fluid's op does. Out's LoD: one sequence per repetition when X has a
-// LoD, Y's LoD when it has none (row i of X spread over Y's sequence i).
+// sequence_expand: X's sequences (or rows, for X without a LoD) repeated
+// as many times as the matching sequence of Y is long, as Fluid's op does.
+// The sequences of Y are those of its LoD level ref_level (-1: the last,
+// the rows' offsets; for a Y of several levels, 0 counts the sequences of
+// the level below, as Fluid reads the level's offsets as they are). Out's
+// LoD: one sequence per repetition when X has a LoD, that level of Y when X
+// has none (row i of X spread over Y's sequence i).
 #include "ops/sequence_expand_op.h"
 
 #include "ops/op_helpers.h"
@@ -11,17 +14,34 @@ namespace ops {
 
 namespace {
 
-void CheckRefLevel(InferShapeContext* ctx) {
-  const int level = ctx->Attr<int32_t>("ref_level");
-  FLUID_ENFORCE(level == -1 || level == 0,
+// The level ref_level picks among `levels` of Y (-1: the last).
+LoD RefLevel(const LoDLevels& levels, int ref_level, const std::string& y) {
+  const int n = static_cast<int>(levels.size());
+  FLUID_ENFORCE(ref_level >= -1 && ref_level < n,
                 "sequence_expand: attr "
                 "'ref_level' is ",
-                level,
-                "; Y has one level of sequences, "
-                "so it must be -1 or 0");
+                ref_level, " but Y ", Quote(y), " has ", n,
+                " LoD level(s); it must be -1 (the last) or in [0, ", n - 1,
+                "]");
+  return levels[ref_level == -1 ? n - 1 : ref_level];
+}
+
+void CheckRefLevel(InferShapeContext* ctx) {
+  const int level = ctx->Attr<int32_t>("ref_level");
+  const int y_levels = ctx->InputLoDLevel("Y");
+  FLUID_ENFORCE(
+      level >= -1 && (y_levels <= 0 || level < y_levels),
+      "sequence_expand: attr 'ref_level' is ", level, " but Y ",
+      Quote(ctx->InputName("Y")), " has ", y_levels,
+      " LoD level(s); it must be -1 (the last) or a level of Y's LoD");
 }
 
 }  // namespace
+
+LoD ExpandRefLoD(const ExecutionContext& ctx) {
+  return RefLevel(ctx.Input("Y").all_lod(), ctx.Attr<int32_t>("ref_level"),
+                  ctx.InputName("Y"));
+}
 
 // Out's LoD at run time (X with a LoD: one sequence per repetition).
 LoD ExpandedLoD(const LoD& x_lod, const LoD& y_lod) {
@@ -37,7 +57,11 @@ namespace {
 
 void SequenceExpandInferShape(InferShapeContext* ctx) {
   CheckRefLevel(ctx);
-  const LoD y_lod = SequenceInputLoD(ctx, "Y");
+  SequenceInputLoD(ctx, "Y");
+  const LoD y_lod = ctx->IsRuntime() ? RefLevel(ctx->InputAllLoD("Y"),
+                                                ctx->Attr<int32_t>("ref_level"),
+                                                ctx->InputName("Y"))
+                                     : LoD();
   Shape out = ctx->GetInputShape("X");
   FLUID_ENFORCE(out.rank() >= 1, "sequence_expand: X ",
                 Quote(ctx->InputName("X")), " must have a row dim");
@@ -66,7 +90,7 @@ template <typename T>
 void SequenceExpandKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
-  const LoD& y_lod = ctx.Input("Y").lod();
+  const LoD y_lod = ExpandRefLoD(ctx);
   const ExpandMap m{x.has_lod(), x.lod().data(), y_lod.data(),
                     out->lod().data(), LoDCount(y_lod)};
   const int64_t width = RowWidth(x.shape());
@@ -91,7 +115,7 @@ void SequenceExpandGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
   const Tensor& x = ctx.Input("X");
-  const LoD& y_lod = ctx.Input("Y").lod();
+  const LoD y_lod = ExpandRefLoD(ctx);
   const LoD out_lod = ExpandedLoD(x.lod(), y_lod);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   const int64_t width = RowWidth(x.shape());
@@ -115,7 +139,7 @@ void SequenceExpandGradKernel(const ExecutionContext& ctx) {
 REGISTER_OP(sequence_expand)
     .Doc("Repeats X's sequences (or rows) as Y's sequences are long.")
     .Input("X", "[rows, ...], with or without level-1 LoD")
-    .Input("Y", "a batch of sequences with level-1 LoD (only its LoD is read)")
+    .Input("Y", "a batch of sequences (only its LoD is read)")
     .Output("Out", "[expanded rows, ...] with level-1 LoD")
     .Attr<int32_t>("ref_level", -1, "Y's LoD level to expand by (-1: last)")
     .SetInferShape(SequenceExpandInferShape)

@@ -50,7 +50,7 @@ void SequenceExpandKernel(const ExecutionContext& ctx) {
   f.x = x.data<T>();
   f.out = out->mutable_data<T>(ctx.place());
   if (out->numel() == 0) return;
-  f.m = DeviceMap(dev, x, ctx.Input("Y").lod(), out->lod());
+  f.m = DeviceMap(dev, x, ExpandRefLoD(ctx), out->lod());
   cuda::ForEach(dev, out->numel(), f);
 }
 
@@ -58,7 +58,7 @@ template <typename T>
 void SequenceExpandGradKernel(const ExecutionContext& ctx) {
   if (!ctx.HasOutput(GradSlot("X"))) return;
   const Tensor& x = ctx.Input("X");
-  const LoD& y_lod = ctx.Input("Y").lod();
+  const LoD y_lod = ExpandRefLoD(ctx);
   const LoD out_lod = ExpandedLoD(x.lod(), y_lod);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   const auto& dev = cuda::Dev(ctx);

@@ -1,6 +1,7 @@
-// sequence_pool: one row per sequence of a level-1 LoD batch, pooling each
-// column over the sequence's rows (AVERAGE, SUM, SQRT: sum / sqrt(length),
-// MAX, LAST, FIRST), as Fluid's op does. An empty sequence pools to
+// sequence_pool: one row per sequence of X's finest LoD level, pooling
+// each column over the sequence's rows (AVERAGE, SUM, SQRT: sum /
+// sqrt(length), MAX, LAST, FIRST), as Fluid's op does; the levels above
+// stay on Out. An empty sequence pools to
 // pad_value and receives no gradient. MaxIndex records, for MAX, the row
 // of X each output element came from (what the gradient routes to).
 #include "ops/sequence_pool_op.h"
@@ -35,7 +36,16 @@ void SequencePoolInferShape(InferShapeContext* ctx) {
   out[0] = ctx->IsRuntime() ? LoDCount(lod) : -1;
   ctx->SetOutputShape("Out", out);
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
-  ctx->SetOutputLoDLevel("Out", 0);
+  // Pooling X's finest level leaves the levels above it on Out, as Fluid
+  // does: words pooled into sentences are still grouped into paragraphs
+  // (and can be pooled again).
+  const int levels = ctx->InputLoDLevel("X");
+  ctx->SetOutputLoDLevel("Out", levels > 1 ? levels - 1 : 0);
+  if (ctx->IsRuntime() && levels > 1) {
+    LoDLevels upper = ctx->InputAllLoD("X");
+    upper.pop_back();
+    ctx->SetOutputAllLoD("Out", upper);
+  }
   if (ctx->HasOutput("MaxIndex")) {
     ctx->SetOutputShape("MaxIndex", out);
     ctx->SetOutputDtype("MaxIndex", DataType::kInt32);

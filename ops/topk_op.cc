@@ -26,6 +26,12 @@ void TopKInferShape(InferShapeContext* ctx) {
   ctx->SetOutputDtype("Out", ctx->GetInputDtype("X"));
   ctx->SetOutputShape("Indices", x);
   ctx->SetOutputDtype("Indices", DataType::kInt64);
+  // A row of each output per row of X: X's LoD, every level (beam search
+  // reads the beams' grouping from the scores' LoD).
+  if (x.rank() > 1) {
+    ctx->ShareLoD("X", "Out");
+    ctx->ShareLoD("X", "Indices");
+  }
 }
 
 template <typename T>

@@ -595,20 +595,21 @@ REGISTER_LAYER(data)
       FLUID_ENFORCE_CODE(a.String("type") == "LOD_TENSOR",
                          ErrorCode::kUnimplemented,
                          "layer 'data': argument 'type': only LOD_TENSOR (a "
-                         "dense tensor, or a LoD batch with lod_level=1) is "
+                         "dense tensor, or a LoD batch) is "
                          "fed here, got ",
                          Quote(a.String("type")));
       const std::string name =
           Data(b, a.String("name"), Shape(a.IntList("shape")),
                DtypeArg(a, "dtype"), a.Bool("append_batch_size"));
-      // 1: a batch of variable-length sequences (docs/python.md).
+      // 1: a batch of variable-length sequences; 2 or more: sequences of
+      // sequences (docs/python.md).
       const int64_t lod_level = a.Int("lod_level");
-      FLUID_ENFORCE(lod_level == 0 || lod_level == 1,
-                    "layer 'data': argument 'lod_level': 0 or 1 (one level "
-                    "of sequences) is supported, got ",
-                    lod_level);
+      FLUID_ENFORCE(lod_level >= 0 && lod_level <= 8,
+                    "layer 'data': argument 'lod_level' is ", lod_level,
+                    "; it must be 0 (dense), 1 (a batch of sequences) or "
+                    "more (nested sequences, at most 8 levels)");
       proto::VarDesc* v = FindMutableVarDesc(b->main_block(), name);
-      if (lod_level != 0) v->set_lod_level(1);
+      if (lod_level != 0) v->set_lod_level(static_cast<int32_t>(lod_level));
       if (!a.Bool("stop_gradient")) v->set_stop_gradient(false);
       return name;
     });

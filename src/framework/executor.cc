@@ -59,7 +59,13 @@ void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
   if (value.has_lod()) {
     FLUID_ENFORCE(value.shape().rank() >= 1, "feed ", Quote(var.name()),
                   " carries LoD offsets but is a scalar");
-    CheckLoD(value.lod(), value.shape()[0], "feed " + Quote(var.name()));
+    CheckLoDLevels(value.all_lod(), value.shape()[0],
+                   "feed " + Quote(var.name()));
+    FLUID_ENFORCE(var.lod_level() <= 1 || value.lod_levels() == var.lod_level(),
+                  "feed ", Quote(var.name()), " is declared with lod_level ",
+                  var.lod_level(), " but was fed ", value.lod_levels(),
+                  " level(s) of sequence lengths ",
+                  LoDToString(value.all_lod()));
   }
 }
 

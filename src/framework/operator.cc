@@ -216,7 +216,21 @@ void RuntimeInferShapeContext::SetOutputShape(const std::string& slot,
 
 int RuntimeInferShapeContext::InputLoDLevel(const std::string& slot,
                                             size_t i) const {
-  return InputTensor(slot, i).has_lod() ? 1 : 0;
+  return InputTensor(slot, i).lod_levels();
+}
+
+LoDLevels RuntimeInferShapeContext::InputAllLoD(const std::string& slot,
+                                                size_t i) const {
+  return InputTensor(slot, i).all_lod();
+}
+
+void RuntimeInferShapeContext::SetOutputAllLoD(const std::string& slot,
+                                               const LoDLevels& levels,
+                                               size_t i) {
+  const BoundSlot* s = op_.FindOutput(slot);
+  if (s == nullptr || i >= s->vars.size() || s->vars[i] == nullptr) return;
+  if (s->vars[i]->IsSelectedRows()) return;  // sparse rows carry no offsets
+  s->vars[i]->GetMutableTensor()->set_all_lod(levels);
 }
 
 LoD RuntimeInferShapeContext::InputLoD(const std::string& slot,

@@ -47,8 +47,8 @@ class InferShapeContext {
                                    size_t i = 0) const = 0;
   virtual void SetOutputSelectedRows(const std::string& slot, size_t i = 0) = 0;
 
-  // Level-1 LoD (src/framework/lod.h). At compile time a var has a
-  // lod_level (0 or 1) and no offsets; at run time a tensor has offsets or
+  // LoD (src/framework/lod.h). At compile time a var has a lod_level (0,
+  // 1, or more levels) and no offsets; at run time a tensor has offsets or
   // none. InputLoDLevel answers both ways; InputLoD is empty at compile
   // time. Setting the level is a no-op at run time, setting offsets one at
   // compile time. Setting an output's shape at run time drops its offsets:
@@ -59,11 +59,24 @@ class InferShapeContext {
                                  size_t i = 0) = 0;
   virtual void SetOutputLoD(const std::string& slot, const LoD& lod,
                             size_t i = 0) = 0;
-  // Out's rows are In's rows: Out takes In's LoD (level and offsets).
+  // Every level of a multi-level LoD, coarsest first, InputLoD last (empty
+  // at compile time, or for a tensor without LoD); setting them is a no-op
+  // at compile time.
+  virtual LoDLevels InputAllLoD(const std::string& slot, size_t i = 0) const {
+    LoD lod = InputLoD(slot, i);
+    if (lod.empty()) return {};
+    return {std::move(lod)};
+  }
+  virtual void SetOutputAllLoD(const std::string& slot, const LoDLevels& levels,
+                               size_t i = 0) {
+    SetOutputLoD(slot, levels.empty() ? LoD() : levels.back(), i);
+  }
+  // Out's rows are In's rows: Out takes In's LoD (level and offsets, every
+  // level of a multi-level LoD).
   void ShareLoD(const std::string& in, const std::string& out, size_t i = 0) {
     if (!HasOutput(out)) return;
     const int level = InputLoDLevel(in, i);
-    SetOutputLoD(out, InputLoD(in, i), i);
+    SetOutputAllLoD(out, InputAllLoD(in, i), i);
     SetOutputLoDLevel(out, level, i);
   }
 
@@ -75,11 +88,11 @@ class InferShapeContext {
   // Its rows being In's, it takes In's LoD too (read first: Out may be In).
   void ShareShape(const std::string& in, const std::string& out, size_t i = 0) {
     if (!HasOutput(out)) return;
-    const LoD lod = InputLoD(in, i);
+    const LoDLevels lod = InputAllLoD(in, i);
     const int level = InputLoDLevel(in, i);
     SetOutputShape(out, GetInputShape(in, i), i);
     SetOutputDtype(out, GetInputDtype(in, i), i);
-    SetOutputLoD(out, lod, i);
+    SetOutputAllLoD(out, lod, i);
     SetOutputLoDLevel(out, level, i);
   }
 };
@@ -156,6 +169,9 @@ class RuntimeInferShapeContext : public InferShapeContext {
   void SetOutputLoDLevel(const std::string& slot, int level,
                          size_t i) override {}
   void SetOutputLoD(const std::string& slot, const LoD& lod, size_t i) override;
+  LoDLevels InputAllLoD(const std::string& slot, size_t i) const override;
+  void SetOutputAllLoD(const std::string& slot, const LoDLevels& levels,
+                       size_t i) override;
   bool IsSelectedRowsInput(const std::string& slot, size_t i) const override;
   void SetOutputSelectedRows(const std::string& slot, size_t i) override;
 

@@ -76,6 +76,21 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   return t;
 }
 
+LoDLevels Tensor::all_lod() const {
+  if (!has_lod()) return {};
+  LoDLevels levels = outer_lod_;
+  levels.push_back(lod_);
+  return levels;
+}
+
+void Tensor::set_all_lod(LoDLevels levels) {
+  clear_lod();
+  if (levels.empty()) return;
+  lod_ = std::move(levels.back());
+  levels.pop_back();
+  outer_lod_ = std::move(levels);
+}
+
 void Tensor::CopyFrom(const Tensor& src) { CopyFrom(src, src.place()); }
 
 void Tensor::CopyFrom(const Tensor& src, const Place& place) {
@@ -83,6 +98,7 @@ void Tensor::CopyFrom(const Tensor& src, const Place& place) {
   dtype_ = src.dtype_;
   shape_ = src.shape_;
   lod_ = src.lod_;
+  outer_lod_ = src.outer_lod_;
   if (src.bytes() == 0) {
     raw_mutable_data(place);
     return;

@@ -83,14 +83,35 @@ class Tensor {
     return static_cast<T*>(const_cast<void*>(raw_data()));
   }
 
-  // Level-1 LoD (src/framework/lod.h): the offsets of the sequences packed
-  // along dim 0, empty for a tensor that is no sequence batch. Copies
-  // (CopyFrom) carry it; views (ShareDataWith, Slice) do not: whoever makes
-  // a view of a sequence batch decides whether its rows are the same.
+  // LoD (src/framework/lod.h): lod() is the offsets of the sequences
+  // packed along dim 0 (the finest level), empty for a tensor that is no
+  // sequence batch. A tensor of several levels (Fluid's multi-level LoD:
+  // sources -> sentences -> words) also holds the levels above it,
+  // coarsest first, each indexing the sequences of the level below. Copies
+  // (CopyFrom) carry every level; views (ShareDataWith, Slice) none: whoever
+  // makes a view of a sequence batch decides whether its rows are the same.
   const LoD& lod() const { return lod_; }
   bool has_lod() const { return !lod_.empty(); }
-  void set_lod(LoD lod) { lod_ = std::move(lod); }
-  void clear_lod() { lod_.clear(); }
+  // set_lod sets one level (dropping any above it).
+  void set_lod(LoD lod) {
+    lod_ = std::move(lod);
+    outer_lod_.clear();
+  }
+  void clear_lod() {
+    lod_.clear();
+    outer_lod_.clear();
+  }
+  // The levels above lod(), coarsest first (empty for one level or none).
+  const LoDLevels& outer_lod() const { return outer_lod_; }
+  // How many levels: 0 (no LoD), 1, or more.
+  int lod_levels() const {
+    return has_lod() ? 1 + static_cast<int>(outer_lod_.size()) : 0;
+  }
+  // Every level, coarsest first, lod() last (Fluid's LoDTensor::lod()).
+  LoDLevels all_lod() const;
+  // Sets every level, coarsest first (empty: no LoD). Checked with
+  // CheckLoDLevels by whoever takes them from outside.
+  void set_all_lod(LoDLevels levels);
 
   // Makes this tensor a view of `other`'s memory (same buffer and offset)
   // with other's dtype and shape.
@@ -115,6 +136,7 @@ class Tensor {
   Shape shape_;
   Place place_;
   LoD lod_;
+  LoDLevels outer_lod_;
 };
 
 }  // namespace fluid

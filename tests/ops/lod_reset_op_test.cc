@@ -2,7 +2,8 @@
 // LoD each source gives: Y's LoD, Y's data as offsets (int32, int64),
 // target_lod; Out's data is X's. The gradient (fp64, numeric) is
 // Out@GRAD with X's LoD. Errors: offsets that do not describe X's rows,
-// no source, a second level appended, Y's dtype.
+// no source, an appended level that does not fit under X's, Y's dtype.
+// Several levels: lod_append below X's LoD, Y's two levels taken whole.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,9 +75,52 @@ TEST(LoDResetOp, AppendGivesATensorWithoutLoDItsLevel) {
   Tensor out = RunOp(LoDReset(false, {0, 1, 3}, true), {{"x", x}})["out"];
   EXPECT_EQ(out.lod(), LoD({0, 1, 3}));
   EXPECT_EQ(ToVector<int64_t>(out), (std::vector<int64_t>{7, 8, 9}));
-  const std::string msg =
-      ErrorOf(LoDReset(false, {0, 1, 3}, true), {{"x", WithLoD(x, {0, 3})}});
-  EXPECT_NE(msg.find("one level of LoD"), std::string::npos) << msg;
+}
+
+// Fluid's lod_append on a tensor with LoD: the offsets become a new finest
+// level, and X's old finest level now counts the new level's sequences, so
+// it fits only a level of one sequence per row (Fluid's own example); any
+// other is refused, naming both levels, rather than left inconsistent.
+TEST(LoDResetOp, AppendAddsALevelBelowXsLoD) {
+  const Tensor x =
+      WithLoD(MakeTensor<int64_t>({4, 1}, {1, 2, 3, 4}), {0, 3, 4});
+  Tensor out = RunOp(LoDReset(false, {0, 1, 2, 3, 4}, true), {{"x", x}})["out"];
+  EXPECT_EQ(out.all_lod(), LoDLevels({{0, 3, 4}, {0, 1, 2, 3, 4}}));
+  EXPECT_EQ(out.lod(), LoD({0, 1, 2, 3, 4}));
+  EXPECT_EQ(out.lod_levels(), 2);
+  EXPECT_EQ(ToVector<int64_t>(out), (std::vector<int64_t>{1, 2, 3, 4}));
+  const std::string msg = ErrorOf(LoDReset(false, {0, 1, 4}, true), {{"x", x}});
+  EXPECT_NE(msg.find("(LoD level 0 of 2): LoD offsets [0, 3, 4] end at 4 but "
+                     "the level below has 2 sequences"),
+            std::string::npos)
+      << msg;
+}
+
+// Y's LoD is taken whole: every level, as beam search's scores carry two.
+TEST(LoDResetOp, YsLoDOfTwoLevelsIsTakenWhole) {
+  const Tensor x = RandomTensor<double>({4, 2}, -1, 1, 4);
+  Tensor y = MakeTensor<int64_t>({4, 1}, {0, 0, 0, 0});
+  y.set_all_lod({{0, 2, 3}, {0, 1, 1, 4}});
+  Tensor out = RunOp(LoDReset(true), {{"x", x}, {"y", y}})["out"];
+  EXPECT_EQ(out.all_lod(), y.all_lod());
+  EXPECT_EQ(ToVector<double>(out), ToVector<double>(x));
+  GradCheckOptions o;
+  o.wrt = {"x"};
+  Tensor x2 = x;
+  x2.set_all_lod({{0, 1, 2}, {0, 3, 4}});
+  EXPECT_TRUE(CheckGradient(LoDReset(true), {{"x", x2}, {"y", y}}, o));
+  auto grad =
+      RunOp(MakeOp("lod_reset_grad", {{"X", {"x"}}, {"Out@GRAD", {"g"}}},
+                   {{"X@GRAD", {"dx"}}},
+                   {{"target_lod", std::vector<int32_t>{0, 4}}}),
+            {{"x", x2}, {"g", out}});
+  EXPECT_EQ(grad["dx"].all_lod(), x2.all_lod());
+  Tensor bad = y;
+  bad.set_all_lod({{0, 2, 4}, {0, 1, 1, 4}});
+  const std::string msg = ErrorOf(LoDReset(true), {{"x", x}, {"y", bad}});
+  EXPECT_NE(msg.find("end at 4 but the level below has 3 sequences"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(LoDResetOp, GradientIsOutGradWithXsLoD) {

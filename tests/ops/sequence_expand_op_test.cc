@@ -83,5 +83,33 @@ TEST(SequenceExpandOp, CountMismatchIsAnErrorNamingBoth) {
   EXPECT_NE(err.find("'y' holds 3 sequences"), std::string::npos) << err;
 }
 
+// A Y of two levels (beam search's scores): ref_level -1 expands by the
+// last level (row offsets), 0 by the first as its offsets stand, as Fluid
+// reads them; a level Y lacks is an error naming Y's levels.
+TEST(SequenceExpandOp, RefLevelPicksALevelOfAMultiLevelY) {
+  Tensor y = RandomTensor<double>({5, 1}, -1, 1, 5);
+  y.set_all_lod({{0, 1, 3}, {0, 2, 2, 5}});
+  for (int level : {-1, 0, 1}) {
+    const LoD ref = level == 0 ? LoD{0, 1, 3} : LoD{0, 2, 2, 5};
+    const int64_t rows = LoDCount(ref);
+    Tensor x = RandomTensor<double>({rows, 2}, -1, 1, 6);
+    proto::OpDesc op = Expand();
+    SetOpAttr(&op, "ref_level", int32_t{level});
+    Tensor out = RunOp(op, {{"x", x}, {"y", y}})["out"];
+    std::vector<double> want;
+    LoD want_lod;
+    NaiveExpand(ToVector<double>(x), 2, {}, ref, &want, &want_lod);
+    EXPECT_EQ(ToVector<double>(out), want) << level;
+    EXPECT_EQ(out.lod(), want_lod) << level;
+  }
+  proto::OpDesc op = Expand();
+  SetOpAttr(&op, "ref_level", int32_t{2});
+  const std::string err =
+      ErrorOf(op, {{"x", RandomTensor<double>({2, 2}, -1, 1, 7)}, {"y", y}});
+  EXPECT_NE(err.find("'ref_level' is 2 but Y 'y' has 2 LoD level(s)"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace fluid

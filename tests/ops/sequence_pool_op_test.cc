@@ -130,5 +130,26 @@ TEST(SequencePoolOp, UnknownPoolTypeIsAnError) {
   EXPECT_NE(err.find("MEDIAN"), std::string::npos) << err;
 }
 
+// X of two levels (paragraphs -> sentences -> words): pooling the words
+// gives one row per sentence with the paragraphs' level on it, and pooling
+// that gives one row per paragraph, equal to summing each paragraph's
+// words at once.
+TEST(SequencePoolOp, TwoLevelsPoolTwiceIntoTheUpperLevel) {
+  Tensor x = RandomTensor<double>({6, 2}, -2, 2, 9);
+  x.set_all_lod({{0, 2, 3}, {0, 1, 4, 6}});
+  Tensor sentences = RunOp(Pool("SUM"), {{"x", x}})["out"];
+  EXPECT_EQ(sentences.shape(), Shape({3, 2}));
+  EXPECT_EQ(sentences.all_lod(), LoDLevels({{0, 2, 3}}));
+  Tensor paragraphs = RunOp(Pool("SUM"), {{"x", sentences}})["out"];
+  EXPECT_FALSE(paragraphs.has_lod());
+  Tensor flat = x;
+  flat.set_lod({0, 4, 6});  // the paragraphs' rows
+  const std::vector<double> want =
+      ToVector<double>(RunOp(Pool("SUM"), {{"x", flat}})["out"]);
+  const std::vector<double> got = ToVector<double>(paragraphs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12);
+}
+
 }  // namespace
 }  // namespace fluid

@@ -4,7 +4,10 @@ arrays, topk, the accumulated log-probabilities, beam_search, then
 beam_search_decode), on a fixed bigram table of probabilities (no
 training): beam_size 1 decodes greedily, a beam wider than every
 hypothesis finds the brute-force best (and every hypothesis, best first);
-and the layers' errors."""
+and the layers' errors. Each check runs with the starts fed as Fluid's book
+feeds them (two LoD levels, [[1] * N, [1] * N], the sentences read from
+lod()[0] source -> hypotheses and lod()[1] hypothesis -> tokens) and in
+this package's one-level form; both decode the same."""
 import itertools
 
 import numpy as np
@@ -25,12 +28,13 @@ def bigram(seed, end_weight=1.0):
     return (p / p.sum(1, keepdims=True)).astype("float32")
 
 
-def build_decoder(beam_size, max_len, logits=False):
+def build_decoder(beam_size, max_len, logits=False, levels=2):
     """Chapter 08's loop, the decoder's softmax replaced by a table lookup
     (embedding of the last id into the table "lm": probabilities, or with
     logits=True logits that a softmax turns into them)."""
-    init_ids = L.data("init_ids", [1], dtype="int64", lod_level=1)
-    init_scores = L.data("init_scores", [1], dtype="float32", lod_level=1)
+    init_ids = L.data("init_ids", [1], dtype="int64", lod_level=levels)
+    init_scores = L.data("init_scores", [1], dtype="float32",
+                         lod_level=levels)
     counter = L.fill_constant([1], "int64", 0)
     array_len = L.fill_constant([1], "int64", max_len)
     ids_array = L.create_array("int64")
@@ -59,11 +63,12 @@ def build_decoder(beam_size, max_len, logits=False):
                                 end_id=END)
 
 
-def decode(table, starts, beam_size, max_len, place=None):
+def decode(table, starts, beam_size, max_len, place=None, levels=2):
     """[(sentences, final scores)] per source, as the program decodes."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
-        sent_ids, sent_scores = build_decoder(beam_size, max_len)
+        sent_ids, sent_scores = build_decoder(beam_size, max_len,
+                                              levels=levels)
     place = place or fluid.CPUPlace()
     exe = fluid.Executor(place)
     scope = fluid.Scope()
@@ -71,15 +76,22 @@ def decode(table, starts, beam_size, max_len, place=None):
         exe.run(startup)
         scope.find_var("lm").get_tensor().set(table, place)
         n = len(starts)
+        lengths = [[1] * n] * levels
         feed = {
             "init_ids": fluid.create_lod_tensor(
-                np.array(starts, "int64").reshape(n, 1), [[1] * n], place),
+                np.array(starts, "int64").reshape(n, 1), lengths, place),
             "init_scores": fluid.create_lod_tensor(
-                np.zeros((n, 1), "float32"), [[1] * n], place)}
+                np.zeros((n, 1), "float32"), lengths, place)}
         ids, scores = exe.run(main, feed=feed,
                               fetch_list=[sent_ids, sent_scores],
                               return_numpy=False)
     tokens, values = np.array(ids), np.array(scores)
+    if levels == 2:   # Fluid's form: both carry the same two levels
+        assert ids.lod() == scores.lod() and len(ids.lod()) == 2
+        return [([list(tokens[a:b]) for a, b in zip(ids.lod()[1][h0:h1],
+                                                      ids.lod()[1][h0 + 1:])],
+                 [float(values[b - 1]) for b in ids.lod()[1][h0 + 1:h1 + 1]])
+                for h0, h1 in zip(ids.lod()[0], ids.lod()[0][1:])]
     sources, hyps = ids.lod()[0], scores.lod()[0]
     out = [([], []) for _ in starts]
     for a, b in zip(hyps, hyps[1:]):
@@ -105,11 +117,12 @@ def brute_force(table, start, max_len):
     return found
 
 
+@pytest.mark.parametrize("levels", [1, 2])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_beam_of_one_is_greedy(seed):
+def test_beam_of_one_is_greedy(seed, levels):
     table = bigram(seed, end_weight=0.2)
     starts, max_len = [0, 1, 2, 3], 5
-    got = decode(table, starts, 1, max_len)
+    got = decode(table, starts, 1, max_len, levels=levels)
     assert max(len(sentences[0]) for sentences, _ in got) > 3
     for s, start in enumerate(starts):
         want, score = [start], 0.0
@@ -121,11 +134,12 @@ def test_beam_of_one_is_greedy(seed):
         assert got[s][1][0] == pytest.approx(score, abs=1e-5)
 
 
+@pytest.mark.parametrize("levels", [1, 2])
 @pytest.mark.parametrize("seed", [3, 4])
-def test_wide_beam_finds_the_brute_force_best(seed):
+def test_wide_beam_finds_the_brute_force_best(seed, levels):
     table = bigram(seed)
     starts, max_len = [0, 2, 3], 3
-    got = decode(table, starts, V ** max_len, max_len)
+    got = decode(table, starts, V ** max_len, max_len, levels=levels)
     for s, start in enumerate(starts):
         want = brute_force(table, start, max_len)
         best = max(want, key=want.get)
@@ -139,9 +153,11 @@ def test_wide_beam_finds_the_brute_force_best(seed):
         assert scores == sorted(scores, reverse=True)
 
 
-def test_a_middle_beam_keeps_its_best_within_the_brute_force():
+@pytest.mark.parametrize("levels", [1, 2])
+def test_a_middle_beam_keeps_its_best_within_the_brute_force(levels):
     table = bigram(5)
-    got = decode(table, [1], 3, 4)
+    got = decode(table, [1], 3, 4, levels=levels)
+    assert got == decode(table, [1], 3, 4, levels=3 - levels)
     want = brute_force(table, 1, 4)
     sentences, scores = got[0]
     assert 1 <= len(sentences) <= 3

@@ -2,8 +2,8 @@
 each output checked against what it must be, computed here (the element
 count; X's data with the offsets given by target_lod, y's LoD, y's data,
 or level), the gradient of lod_reset (Out@GRAD's data with X's LoD), and
-the errors Fluid raises (and the one this package adds: a second LoD
-level)."""
+the errors Fluid raises; lod_append on x with LoD adds a level below it,
+and lod_reset takes y's two levels whole."""
 import numpy as np
 import pytest
 
@@ -114,10 +114,36 @@ def test_lod_append_gives_x_without_lod_its_level():
         assert out.lod() == [want]
 
 
+def test_lod_append_adds_a_level_below_x_lod():
+    # As Fluid's example: x's level then counts the new level's sequences,
+    # here one per row; a level that does not fit under x's is refused.
+    def build(level):
+        return lambda: [L.lod_append(L.data("x", [2], dtype="float64",
+                                            lod_level=1), level)]
+    x = fluid.create_lod_tensor(X, [[2, 3]])
+    out, = _run(build([0, 1, 2, 3, 4, 5]), {"x": x})
+    np.testing.assert_array_equal(np.array(out), X)
+    assert out.lod() == [[0, 2, 5], [0, 1, 2, 3, 4, 5]]
+    assert out.recursive_sequence_lengths() == [[2, 3], [1] * 5]
+    with pytest.raises(ValueError, match="level below has 2 sequences"):
+        _run(build([0, 1, 5]), {"x": x})
+
+
+def test_lod_reset_takes_y_two_levels_whole():
+    def build():
+        x = L.data("x", [2], dtype="float64")
+        y = L.data("y", [1], dtype="float32", lod_level=2)
+        return [L.lod_reset(x, y=y)]
+    y = fluid.create_lod_tensor(np.zeros((5, 1), np.float32),
+                                [[2, 1], [1, 3, 1]])
+    out, = _run(build, {"x": X, "y": y})
+    np.testing.assert_array_equal(np.array(out), X)
+    assert out.lod() == [[0, 2, 3], [0, 1, 4, 5]]
+
+
 def test_errors():
     with fluid.program_guard(fluid.Program(), fluid.Program()):
         x = L.data("x", [2], dtype="float64")
-        seq = L.data("seq", [2], dtype="float64", lod_level=1)
         with pytest.raises(ValueError, match="both None"):
             L.lod_reset(x)
         with pytest.raises(ValueError, match="must be a list"):
@@ -126,8 +152,6 @@ def test_errors():
             L.lod_reset(x, target_lod=[0, 1.5])
         with pytest.raises(ValueError, match="start at 0"):
             L.lod_reset(x, target_lod=[1, 2])
-        with pytest.raises(NotImplementedError, match="one level of LoD"):
-            L.lod_append(seq, [0, 1, 2])
     def build():
         x = L.data("x", [2], dtype="float64")
         return [L.lod_reset(x, target_lod=[0, 2, 4])]

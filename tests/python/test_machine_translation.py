@@ -62,8 +62,8 @@ def test_np1_executor_equals_np2_mpi_executor(repo_root, tmp_path):
     (tmp_path / "np2").mkdir()
     single, = _run(repo_root, tmp_path / "np1", 1)
     ranks = _run(repo_root, tmp_path / "np2", NP)
-    assert {"src_emb", "trg_emb", "att_q", "dec_gru_w", "out_w",
-            "enc_fw_w", "enc_bw_w"} <= set(single)
+    assert {"src_emb", "trg_emb", "att_q", "att_enc", "att_v",
+            "dec_gru_w", "out_w", "enc_fw_w", "enc_bw_w"} <= set(single)
     assert set(ranks[0]) == set(single)
     for name, want in single.items():
         for k in range(1, NP):  # the same bits on every rank
