@@ -339,13 +339,9 @@ BackwardPath WhileBodyPath(const proto::ProgramDesc& program, int body,
       writes_needed = writes_needed || path.needed.count(n);
     for (const auto& n : OpInputNames(op)) any_in = any_in || rg->count(n);
     if (!writes_needed || !any_in) continue;
-    FLUID_ENFORCE_CODE(
-        op.type() != "while" && op.type() != "conditional_block",
-        ErrorCode::kUnimplemented, "a ", op.type(),
-        " nested in the body (block ", body, ") of a ", what,
-        " lies on the gradient's path; nested control flow is not "
-        "differentiable here");
-    FLUID_ENFORCE_CODE(OpRegistry::Global().Get(op.type()).has_grad(),
+    const bool nested =
+        op.type() == "while" || op.type() == "conditional_block";
+    FLUID_ENFORCE_CODE(nested || OpRegistry::Global().Get(op.type()).has_grad(),
                        ErrorCode::kUnimplemented, "op '", op.type(),
                        "' in the body (block ", body, ") of a ", what,
                        " lies on the gradient's path but has no gradient");
@@ -401,8 +397,17 @@ int BuildGradBlock(proto::ProgramDesc* program, int body,
   }
   std::vector<proto::OpDesc> grad_ops;
   for (int i : path.ops) {
-    const proto::OpDesc& op = program->blocks(body).ops(i);
-    for (auto& g : OpRegistry::Global().Get(op.type()).grad_maker()(op)) {
+    // A copy: a nested loop's or block's gradient adds blocks.
+    const proto::OpDesc op = program->blocks(body).ops(i);
+    std::vector<proto::OpDesc> made;
+    if (op.type() == "while") {  // nested: its own gradient block, a kid
+      made = {MakeWhileGrad(program, op, body_rg, grads_written)};
+    } else if (op.type() == "conditional_block") {
+      made = {MakeCondBlockGrad(program, op, body_rg, grads_written)};
+    } else {
+      made = OpRegistry::Global().Get(op.type()).grad_maker()(op);
+    }
+    for (auto& g : made) {
       SetOpAttr(&g, kOpRoleAttr, static_cast<int32_t>(OpRole::kBackward));
       BlankUnneededGrads(path.needed, &g);
       ZeroFillMissingGrads(gblock, find, g, &grads_written, &grad_ops);

@@ -11,6 +11,8 @@ those one fluid.Executor reaches on the full batch (relative 1e-6), and
 every persistable must be bitwise identical across ranks
 (MPIExecutor.check_consistency). In the transpiled program the loop's
 shared weight has one gradient, written by while_grad and reduced once.
+The same with nested loops: each outer step runs an inner loop of 2 steps
+(the inner loop's gradient runs inside the outer's).
 Rank 0 prints one line per check; exits non-zero if one fails.
 """
 
@@ -23,7 +25,24 @@ STEPS = 3
 LOOP = 3
 
 
-def build():
+def inner_loop(h):
+    """h's copy through 2 steps of tanh(fc(loop_w)), in a loop of its own;
+    then tanh(fc(loop_u)) of it, written to h."""
+    hl = L.assign(h)
+    j = L.fill_constant([1], "int64", 0)
+    m = L.fill_constant([1], "int64", 2)
+    c = L.less_than(j, m)
+    loop = L.While(c)
+    with loop.block():
+        L.assign(L.fc(hl, 16, act="tanh",
+                      param_attr=fluid.ParamAttr(name="loop_w")), hl)
+        L.increment(j)
+        L.less_than(j, m, cond=c)
+    L.assign(L.fc(hl, 16, act="tanh",
+                  param_attr=fluid.ParamAttr(name="loop_u")), h)
+
+
+def build(nested=False):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 5
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
@@ -35,8 +54,11 @@ def build():
         cond = L.less_than(i, n)
         loop = L.While(cond)
         with loop.block():
-            L.assign(L.fc(h, 16, act="tanh",
-                          param_attr=fluid.ParamAttr(name="loop_w")), h)
+            if nested:
+                inner_loop(h)
+            else:
+                L.assign(L.fc(h, 16, act="tanh",
+                              param_attr=fluid.ParamAttr(name="loop_w")), h)
             L.increment(i)
             L.less_than(i, n, cond=cond)
         logits = L.fc(h, 10)
@@ -72,6 +94,9 @@ def run_checks():
     c.check("(a) a while loop == Executor on the full batch, ranks bitwise "
             "equal", equivalence)
     c.check("(b) the loop's shared weight has one gradient", one_reduction)
+    c.check("(c) nested loops == Executor on the full batch, ranks bitwise "
+            "equal", lambda: equals_one_process(
+                exe, lambda: build(nested=True), train, keep))
     exe = None  # noqa: F841 - the executor goes before the scopes
     return summary(c)
 

@@ -1,8 +1,9 @@
 """fluid.layers.While in Fluid 1.x's form: a loop of T steps h = tanh(fc(h))
 with one shared weight against the same layers unrolled (the loss, the
 weight's gradient and the input's gradient equal to 1e-10 in float64), a
-loop filling a tensor array, inference mode, clone(for_test=True), and the
-errors of a malformed loop."""
+loop filling a tensor array, inference mode, clone(for_test=True), the
+errors of a malformed loop, and the gradients of nested loops and of a
+cond inside a loop against the same layers unrolled."""
 import numpy as np
 import pytest
 
@@ -207,7 +208,7 @@ def _nested(acc_init, steps):
     return acc
 
 
-def test_nested_loops_run_and_refuse_their_gradient():
+def test_nested_loops_run():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = L.data("x", [1], dtype="float32", append_batch_size=False,
@@ -221,9 +222,121 @@ def test_nested_loops_run_and_refuse_their_gradient():
         main, feed={"x": np.array([1.0], "float32")}, fetch_list=[acc],
         scope=fluid.Scope())
     assert got.tolist() == [2.0 ** 9]
-    with fluid.program_guard(main, startup):
-        with pytest.raises(NotImplementedError, match="nested"):
-            fluid.optimizer.SGD(0.1).minimize(L.mean(acc))
+
+
+OUTER, INNER = 3, 2
+
+
+def _fc_u(h):
+    return L.fc(h, size=3, act="tanh", bias_attr=False,
+                param_attr=fluid.ParamAttr(
+                    name="u", initializer=fluid.initializer.UniformInitializer(
+                        -1.0, 1.0, seed=8)))
+
+
+def _nested_net(loop):
+    """OUTER times: a copy of the state through INNER steps of tanh(fc_w),
+    then the state = tanh(fc_u(copy)); as nested While loops or unrolled."""
+    x = L.data("x", [3], dtype="float64", stop_gradient=False)
+    if not loop:
+        h = x
+        for _ in range(OUTER):
+            for _ in range(INNER):
+                h = _fc(h)
+            h = _fc_u(h)
+        return L.mean(h)
+    h = L.assign(x)
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", OUTER)
+    c1 = L.less_than(i, n)
+    outer = L.While(c1)
+    with outer.block():
+        hl = L.assign(h)  # the outer step's own copy, carried inside
+        j = L.fill_constant([1], "int64", 0)
+        m = L.fill_constant([1], "int64", INNER)
+        c2 = L.less_than(j, m)
+        inner = L.While(c2)
+        with inner.block():
+            L.assign(_fc(hl), hl)
+            L.increment(j)
+            L.less_than(j, m, cond=c2)
+        L.assign(_fc_u(hl), h)
+        L.increment(i)
+        L.less_than(i, n, cond=c1)
+    return L.mean(h)
+
+
+def test_nested_loops_gradient_matches_unrolled():
+    """The inner loop's gradient block runs inside the outer's: each outer
+    step replays its inner steps in reverse. Loss and the gradients of
+    both weights and of x equal the unrolled network's to 1e-10 (float64),
+    and an SGD step updates the weights the same."""
+    def run(loop):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            loss = _nested_net(loop)
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        scope = fluid.Scope()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        x = np.random.RandomState(6).uniform(-1, 1, (4, 3))
+        out = exe.run(main, feed={"x": x}, scope=scope,
+                      fetch_list=[loss, "w@GRAD", "u@GRAD", "x@GRAD"])
+        out += exe.run(main, feed={"x": x}, scope=scope, fetch_list=[loss])
+        return main, out
+    main, got = run(True)
+    _, want = run(False)
+    for g, w, what in zip(got, want, ["loss", "w@GRAD", "u@GRAD", "x@GRAD",
+                                      "loss after a step"]):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
+    assert np.abs(got[1]).max() > 1e-3 and np.abs(got[2]).max() > 1e-3
+    # Both loops' gradient blocks: the inner's a kid of the inner body.
+    types = [op["type"] for op in main.ops()]
+    assert types.count("while_grad") == 1
+    parents = [main.block(b).parent_idx for b in range(main.num_blocks)]
+    assert len(parents) == 5 and parents[4] == 1 and parents[3] == 2, parents
+
+
+def test_cond_inside_a_loop_gradient_matches_unrolled():
+    """fluid.layers.cond in a While body, branching on the step: tanh(fc_w)
+    on the first step, tanh(fc_u) on the others; against the branches
+    unrolled."""
+    def net(loop):
+        x = L.data("x", [3], dtype="float64", stop_gradient=False)
+        if not loop:
+            h = x
+            for t in range(OUTER):
+                h = _fc(h) if t == 0 else _fc_u(h)
+            return L.mean(h)
+        h = L.assign(x)
+        i = L.fill_constant([1], "int64", 0)
+        n = L.fill_constant([1], "int64", OUTER)
+        one = L.fill_constant([1], "int64", 1)
+        c1 = L.less_than(i, n)
+        loop_op = L.While(c1)
+        with loop_op.block():
+            hl = L.assign(h)
+            first = L.less_than(i, one)
+            out = L.cond(first, lambda: _fc(hl), lambda: _fc_u(hl))
+            L.assign(out, h)
+            L.increment(i)
+            L.less_than(i, n, cond=c1)
+        return L.mean(h)
+
+    def run(loop):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            loss = net(loop)
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        scope = fluid.Scope()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        x = np.random.RandomState(7).uniform(-1, 1, (4, 3))
+        return exe.run(main, feed={"x": x}, scope=scope,
+                       fetch_list=[loss, "w@GRAD", "u@GRAD", "x@GRAD"])
+    for g, w, what in zip(run(True), run(False),
+                          ["loss", "w@GRAD", "u@GRAD", "x@GRAD"]):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
 
 
 def _shrinking(loop):
