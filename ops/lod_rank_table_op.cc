@@ -2,8 +2,9 @@
 //
 //   lod_rank_table   X (with LoD) -> Out: a LoDRankTable, the (index,
 //                    length) of X's sequences, longest first, sequences of
-//                    one length in their order (attr level: 0 only, the
-//                    one level of LoD tensors carry here)
+//                    one length in their order (attr level: 0 only, over
+//                    an X of one LoD level; an X of several, whose level 0
+//                    Fluid ranks by its sub-sequences, is refused)
 //   max_sequence_len RankTable -> Out: int64 [1], the longest length (0
 //                    for no sequences)
 //   reorder_lod_tensor_by_rank  X, RankTable -> Out: X's sequences (or,
@@ -23,8 +24,7 @@ namespace {
 void RankTableInferShape(InferShapeContext* ctx) {
   const int level = ctx->Attr<int32_t>("level");
   FLUID_ENFORCE(level == 0, ctx->op_type(), ": attr level is ", level,
-                "; only level 0 is supported (tensors here carry one level "
-                "of LoD)");
+                "; only level 0 of a one-level X is ranked here");
   if (ctx->IsRuntime()) return;  // Out holds a table, not a tensor
   ctx->SetOutputShape("Out", Shape{-1, 2});
   ctx->SetOutputDtype("Out", DataType::kInt64);
@@ -34,6 +34,12 @@ void RankTableKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   FLUID_ENFORCE(x.has_lod(), ctx.type(), ": X '", ctx.InputName("X"),
                 "' has no LoD; it must be a batch of sequences (lod_level=1)");
+  FLUID_ENFORCE_CODE(
+      x.lod_levels() == 1, ErrorCode::kUnimplemented, ctx.type(), ": X '",
+      ctx.InputName("X"), "' has ", x.lod_levels(), " LoD levels ",
+      LoDToString(x.all_lod()),
+      "; a rank table (and DynamicRNN) ranks a one-level batch here. Pool "
+      "or lod_reset it to the level to run over first");
   const std::vector<int64_t> lengths = LoDLengths(x.lod());
   LoDRankTable* table = MutableRankTable(ctx.OutputVar("Out"));
   table->items.clear();

@@ -3,7 +3,8 @@ sentences -> words) through the Python API and the executor: the
 LoDTensor's levels, their checks, a feed of lod_level 2 fetched back with
 both levels after ops that keep rows, sequence_pool pooling the finest
 level and keeping the one above (twice pooled, against NumPy),
-sequence_expand by a chosen level, and the errors naming the feed."""
+sequence_expand by a chosen level, the errors naming the feed, and a
+rank table refusing several levels."""
 import numpy as np
 import pytest
 
@@ -98,3 +99,15 @@ def test_a_feed_with_the_wrong_number_of_levels_is_named():
         _run(build, {"words": one})
     with pytest.raises(ValueError, match="level below has 3 sequences"):
         _run(build, {"words": (np.zeros((6, 3)), [[2, 2], [1, 3, 2]])})
+
+
+def test_a_rank_table_of_several_levels_is_refused():
+    # Fluid ranks level 0 of such an x by its sub-sequences; here a rank
+    # table (and DynamicRNN) runs over a one-level batch, and says so.
+    def build():
+        x = L.data("x", [1], dtype="float32", lod_level=2)
+        return [L.max_sequence_len(L.lod_rank_table(x))]
+    x = fluid.create_lod_tensor(np.zeros((6, 1), "float32"), LENGTHS,
+                                fluid.CPUPlace())
+    with pytest.raises(NotImplementedError, match="has 2 LoD levels"):
+        _run(build, {"x": x})
