@@ -5,6 +5,7 @@
 #include <set>
 
 #include "src/framework/enforce.h"
+#include "src/framework/loss_scaling_state.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/control_flow_lint.h"
@@ -58,6 +59,7 @@ class Rewriter {
   void EmitMetrics(int s);
   void EmitStage(int s);
   void EmitSplitSum(int i, int s);
+  void EmitSplitStages(int i, int s);
 
   const proto::TrainingJob& job_;
   const proto::BlockDesc& src_;
@@ -66,6 +68,7 @@ class Rewriter {
   const PipelinePlan plan_;
   std::vector<StageOps> ops_;
   std::set<std::string> feeds_, param_grads_, metrics_;
+  std::map<std::string, int> grad_stage_;  // gradient -> its writer's stage
   // Per cut b: the values stage b sends forward, the gradients stage b + 1
   // sends back.
   std::vector<std::vector<std::string>> fwd_cross_, bwd_cross_;
@@ -140,7 +143,8 @@ void Rewriter::Classify() {
 void Rewriter::FindCrossings() {
   fwd_cross_.assign(stages_, {});
   bwd_cross_.assign(stages_, {});
-  std::map<std::string, int> grad_stage;  // gradient -> its writer's stage
+  std::map<std::string, int>& grad_stage = grad_stage_;
+  grad_stage.clear();
   for (int s = 0; s < stages_; ++s)
     for (int i : ops_[s].backward)
       for (const std::string& n : OpOutputNames(src_.ops(i)))
@@ -177,9 +181,15 @@ void Rewriter::FindCrossings() {
   // The last stage's float scalar results: averaged over the
   // micro-batches, then broadcast to every stage. (Integer counts stay on
   // the last stage, per micro-batch.)
+  // (The loss read by fp16's scaling of it is still a result.)
   std::set<std::string> read;
-  for (int i : ops_[stages_ - 1].forward)
-    for (const std::string& n : OpInputNames(src_.ops(i))) read.insert(n);
+  for (int i : ops_[stages_ - 1].forward) {
+    const proto::OpDesc& op = src_.ops(i);
+    if (op.type() == "elementwise_mul" && OpInput(op, "Y").size() == 1 &&
+        OpInput(op, "Y")[0] == kLossScalingVar)
+      continue;
+    for (const std::string& n : OpInputNames(op)) read.insert(n);
+  }
   for (int i : ops_[stages_ - 1].forward) {
     if (plan_.data_only.count(i)) continue;
     for (const std::string& n : OpOutputNames(src_.ops(i))) {
@@ -368,6 +378,8 @@ void Rewriter::EmitStage(int s) {
   for (int i : ops_[s].optimize) {
     if (plan_.stage.at(i) == kSplitSum) {
       EmitSplitSum(i, s);
+    } else if (plan_.stage.at(i) == kSplitStages) {
+      EmitSplitStages(i, s);
     } else {
       Emit(src_.ops(i), s);
     }
@@ -402,6 +414,33 @@ void Rewriter::EmitSplitSum(int i, int s) {
   }
   Emit(WithRole(MakeOp("c_allreduce", {{"X", {out}}}, {{"Out", {out}}},
                        {{"reduce_type", std::string("sum")},
+                        {"ring_id", kPipelineRing}}),
+                OpRole::kOptimize),
+       s);
+}
+
+// fp16's check or loss-scale update over this stage's gradients only; the
+// check's overflow flag then taken as the pipeline's maximum, so that every
+// stage skips the same steps and updates its copy of the loss scale alike.
+void Rewriter::EmitSplitStages(int i, int s) {
+  proto::OpDesc op = src_.ops(i);
+  std::vector<std::string> mine;
+  for (const std::string& g : OpInput(op, "X")) {
+    auto it = grad_stage_.find(g);
+    if (it != grad_stage_.end() && it->second == s) mine.push_back(g);
+  }
+  FLUID_ENFORCE_CODE(!mine.empty(), ErrorCode::kUnimplemented, kPrefix,
+                     "stage ", s, " updates no parameter, so fp16's ",
+                     op.type(),
+                     " has no gradient of it to check: give every stage a "
+                     "parameter, or train in bf16");
+  SetOpInput(&op, "X", mine);
+  SetOpOutput(&op, "Out", mine);
+  Emit(op, s);
+  if (op.type() != "check_finite_and_unscale") return;
+  const std::string found = OpOutput(op, "FoundInfinite").at(0);
+  Emit(WithRole(MakeOp("c_allreduce", {{"X", {found}}}, {{"Out", {found}}},
+                       {{"reduce_type", std::string("max")},
                         {"ring_id", kPipelineRing}}),
                 OpRole::kOptimize),
        s);
@@ -508,8 +547,6 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
                        " yet: turn one of them off");
   };
   refuse(s.recompute(), "recompute");
-  refuse(s.amp() && s.amp_configs().dtype() == "fp16",
-         "fp16 loss scaling (amp with bf16 composes)");
   RefuseSubBlocks(job.main(), "pipeline parallelism",
                   "train the loop without pipeline_stages");
   const std::string sparse = FirstSparseGradient(job.main());

@@ -104,9 +104,12 @@ std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
 // The job cut into pipeline_stages stages as described above: one program
 // holding every stage's ops, each with its pipeline_stage attr, in the
 // order that stage runs them (stage 0's first). Not runnable as it is:
-// PipelineStageJob takes one stage's part. Refuses what does not compose
-// yet (naming the setting): sub-blocks, sparse gradients, fp16 loss
-// scaling, a clip or an op that reads several stages' gradients.
+// PipelineStageJob takes one stage's part. fp16's check of the gradients
+// and its loss-scale update run on every stage over its own gradients, the
+// stages agreeing on the overflow flag (a max over kPipelineRing) first.
+// Refuses what does not compose yet (naming the setting): sub-blocks,
+// sparse gradients, an op other than a sum or fp16's that reads several
+// stages' gradients.
 proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job);
 
 // The part of PipelineRewrite's job that stage `stage` runs: its ops, the

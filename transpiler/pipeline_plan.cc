@@ -308,6 +308,11 @@ int BackwardStage(const proto::BlockDesc& block, const PipelinePlan& plan,
 int OptimizeStage(const proto::BlockDesc& block, const PipelinePlan& plan,
                   int i) {
   const proto::OpDesc& op = block.ops(i);
+  // On every stage, whichever stages' gradients it reads: the loss scale
+  // it keeps is read by the last stage's forward pass.
+  if (op.type() == "check_finite_and_unscale" ||
+      op.type() == "update_loss_scaling")
+    return kSplitStages;
   std::set<int> stages;
   for (const auto& names : {OpInputNames(op), OpOutputNames(op)}) {
     for (const std::string& n : names) {
@@ -328,8 +333,7 @@ int OptimizeStage(const proto::BlockDesc& block, const PipelinePlan& plan,
       stages.size() == 1, ErrorCode::kUnimplemented, kPrefix, OpName(block, i),
       " reads the parameters or gradients of stages ", *stages.begin(), " and ",
       *stages.rbegin(),
-      " (fp16's check of every gradient?), which pipelines do not compose "
-      "with yet: turn one of them off");
+      ", which pipelines do not compose with yet: turn one of them off");
   return *stages.begin();
 }
 

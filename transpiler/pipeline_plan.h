@@ -14,10 +14,16 @@ namespace fluid {
 // The stage of a sum over every stage's values (a global norm's squares):
 // each stage sums its own, then the pipeline sums the stages' sums.
 constexpr int kSplitSum = -2;
+// The stage of fp16's check of the gradients and its loss-scale update
+// (check_finite_and_unscale, update_loss_scaling): every stage runs its
+// own on its own gradients, and the stages agree on the overflow flag
+// before the update, so that every stage skips the same steps and keeps
+// the same loss scale.
+constexpr int kSplitStages = -3;
 
 struct PipelinePlan {
   // Op index -> stage; -1: every stage (data-only forward ops, optimizer
-  // ops of no stage); kSplitSum. Collective ops are refused.
+  // ops of no stage); kSplitSum; kSplitStages. Collective ops are refused.
   std::map<int, int> stage;
   // Forward ops that read no parameter and nothing computed from one.
   std::set<int> data_only;

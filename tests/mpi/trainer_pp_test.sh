@@ -5,7 +5,8 @@
 # printed 4 decimals, rounding aside), with either schedule; np 4 --pp 2
 # those of np 2 without it (each pipeline reads what one rank of np 2
 # reads), with the parameters equal within each stage's data-parallel
-# group (--check-consistency 1); a pipeline's checkpoint (every stage's
+# group (--check-consistency 1); --amp fp16 prints one fp16 process's
+# losses (to fp16's rounding); a pipeline's checkpoint (every stage's
 # parameters) resumes without it, and a plain one with it; a rank killed
 # inside the pipeline ends the job in seconds; np 4 --tp 2 --pp 2 prints
 # np 1's losses and resumes exactly; the transformer runs as a pipeline of
@@ -31,6 +32,25 @@ for schedule in 1F1B FThenB; do
   echo "ok: np 2 --pp 2 --schedule $schedule prints np 1's losses;" \
     "$(grep "^test accuracy" <<<"$pp2")"
 done
+
+# fp16 loss scaling: each stage checks its own gradients and the stages
+# agree on the overflow flag (tests/transpiler/pipeline_test.cc checks the
+# agreement), so np 2 --pp 2 --amp fp16 prints one fp16 process's losses
+# up to fp16's rounding of the micro-batches' products (measured: 6e-4 on
+# losses of 2.3 after 16 steps; 3e-3 allowed).
+one16=$(timeout 300 "$TRAINER" "${base[@]}" --amp fp16 2>&1) ||
+  fail "np 1 --amp fp16: $one16"
+pp16=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --amp fp16 \
+  --pp 2 --micro-batches 4 2>&1) || fail "np 2 --pp 2 --amp fp16: $pp16"
+same_losses "$one16" "$pp16" "np 2 --pp 2 --amp fp16 against np 1 --amp fp16" \
+  0.003
+hyb16=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --amp fp16 \
+  --tp 2 --pp 2 --micro-batches 4 2>&1) ||
+  fail "np 4 --tp 2 --pp 2 --amp fp16: $hyb16"
+same_losses "$one16" "$hyb16" \
+  "np 4 --tp 2 --pp 2 --amp fp16 against np 1 --amp fp16" 0.003
+echo "ok: np 2 --pp 2 and np 4 --tp 2 --pp 2 with --amp fp16 print np 1" \
+  "--amp fp16's losses"
 
 dp2=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" 2>&1) ||
   fail "np 2: $dp2"

@@ -14,10 +14,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "src/framework/enforce.h"
+#include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/parallel_training.h"
 #include "transpiler/collective_transpiler.h"
@@ -177,13 +179,6 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
   s.set_gradient_merge(true);
   EXPECT_NE(ErrorOf([&] { AllStages(MlpJob(), s); }).find("gradient_merge"),
             std::string::npos);
-  s = Pp(2, 2);
-  s.set_amp(true);
-  s.mutable_amp_configs()->set_dtype("fp16");
-  const std::string fp16 = ErrorOf([&] { AllStages(MlpJob(), s); });
-  EXPECT_NE(fp16.find("does not compose with fp16 loss scaling"),
-            std::string::npos)
-      << fp16;
   proto::TrainingJob sequences = MlpJob();
   FindMutableVarDesc(sequences.mutable_main()->mutable_blocks(0), "x")
       ->set_lod_level(1);
@@ -191,6 +186,59 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
               AllStages(sequences, Pp(2, 2));
             }).find("is a batch of sequences (lod_level 1)"),
             std::string::npos);
+}
+
+proto::DistributedStrategy Fp16() {
+  proto::DistributedStrategy amp;
+  amp.set_amp(true);
+  amp.mutable_amp_configs()->set_dtype("fp16");
+  // Overflowing at first: the first steps are skipped and the scale
+  // halves each time (decr_every 1).
+  amp.mutable_amp_configs()->set_init_loss_scaling(1048576.0f);
+  amp.mutable_amp_configs()->set_decr_every_n_nan_or_inf(1);
+  amp.mutable_amp_configs()->set_decr_ratio(0.5f);
+  return amp;
+}
+
+// fp16 loss scaling: each stage checks its own gradients, the pipeline
+// takes the maximum of the stages' overflow flags, then each stage updates
+// its copy of the loss scale.
+TEST(PipelineRewrite, Fp16StagesCheckTheirOwnGradientsAndAgree) {
+  proto::DistributedStrategy s = Pp(2, 2);
+  s.MergeFrom(Fp16());
+  const proto::TrainingJob all = AllStages(MlpJob(/*clip=*/true), s);
+  std::set<std::string> checked;
+  for (int stage = 0; stage < 2; ++stage) {
+    SCOPED_TRACE(stage);
+    const proto::TrainingJob st = PipelineStageJob(all, stage);
+    const proto::BlockDesc& b = st.main().blocks(0);
+    int check = -1, agree = -1, update = -1;
+    for (int i = 0; i < b.ops_size(); ++i) {
+      const proto::OpDesc& op = b.ops(i);
+      if (op.type() == "check_finite_and_unscale") {
+        check = i;
+        for (const std::string& g : OpInput(op, "X")) {
+          EXPECT_TRUE(checked.insert(g).second) << g << " checked twice";
+          EXPECT_NE(FindVarDesc(b, g), nullptr) << g;
+        }
+      }
+      if (op.type() == "update_loss_scaling") {
+        update = i;
+        EXPECT_EQ(OpInput(op, "X"), OpInput(b.ops(check), "X"));
+      }
+      if (op.type() == "c_allreduce" && check >= 0 && agree < 0 &&
+          OpInput(op, "X") == OpOutput(b.ops(check), "FoundInfinite")) {
+        agree = i;
+        EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "max");
+        EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kPipelineRing);
+      }
+    }
+    ASSERT_GE(check, 0);
+    EXPECT_EQ(agree, check + 1);
+    EXPECT_LT(agree, update);
+  }
+  // Every parameter's gradient is checked, on one stage.
+  EXPECT_EQ(checked.size(), OptimizedParams(MlpJob(true).main()).size());
 }
 
 // A global-norm clip sums each stage's squared norms, then the stages'.
@@ -408,6 +456,58 @@ void ExpectHybridBf16LikeOneBf16Process(int shard) {
   EXPECT_LT(drift, own);
   for (size_t i = 0; i < bf16.losses.size(); ++i)
     EXPECT_NEAR(hybrid.losses[i], bf16.losses[i], 1e-2 * bf16.losses[i]);
+}
+
+// fp16 with dynamic loss scaling, started at a scale that overflows (the
+// first steps are skipped, the scale halving each time): every rank of
+// every stage ends with the same loss scale and the same counts of good
+// and skipped steps, because the stages agree on each step's overflow flag
+// (without the agreement, a stage whose own gradients stayed finite would
+// update and keep its scale while another skipped and halved its own).
+// Against one fp16 process the runs may skip different steps: the
+// pipeline's weight gradients are sums over micro-batches, each a 1/m of
+// the rows one process's fp16 products sum, so they overflow at a scale m
+// times larger; both train (the losses fall).
+TEST(PipelineTraining, MlpPp2Fp16StagesSkipTheSameSteps) {
+  const proto::TrainingJob job = MlpJob(/*clip=*/true);
+  for (const auto& [nranks, shard] : {std::pair{2, 0}, {4, 0}, {4, 2}}) {
+    SCOPED_TRACE(std::to_string(nranks) + " ranks, ZeRO " +
+                 std::to_string(shard));
+    proto::DistributedStrategy s = Pp(2, 4 / (nranks / 2));
+    s.MergeFrom(Fp16());
+    if (shard > 0) {  // each stage's optimizer state over its dp ring
+      s.set_sharding(true);
+      s.mutable_sharding_configs()->set_stage(shard);
+    }
+    std::vector<std::vector<double>> state(nranks);
+    std::vector<std::vector<float>> losses(nranks);
+    testing::RunRanks(nranks, [&](int rank, Communicator* comm) {
+      Scope scope;
+      MPIExecutor dist(Place::CPU(), 1, comm);
+      dist.Init(job, &scope, s);
+      std::vector<Tensor> fetched;
+      const int dp = nranks / 2, data_rank = rank % dp;
+      for (int step = 0; step < 20; ++step) {
+        dist.Run(MlpBatches()(step, data_rank, dp), {"loss"}, &fetched);
+        losses[rank].push_back(fetched[0].data<float>()[0]);
+      }
+      dist.CheckConsistency();
+      state[rank] = {
+          scope.FindVar(kLossScalingVar)->GetTensor().data<float>()[0],
+          double(scope.FindVar(kGoodStepsVar)->GetTensor().data<int32_t>()[0]),
+          double(scope.FindVar(kBadStepsVar)->GetTensor().data<int32_t>()[0])};
+    });
+    for (int r = 0; r < nranks; ++r) {
+      ASSERT_EQ(losses[r].size(), 20u) << "rank " << r;
+      EXPECT_EQ(state[r], state[0]) << "rank " << r;
+    }
+    std::printf(
+        "np %d, ZeRO %d: loss scale %g after 20 steps (good %g, bad %g)\n",
+        nranks, shard, state[0][0], state[0][1], state[0][2]);
+    EXPECT_LT(state[0][0], 1048576.0);  // some steps overflowed
+    EXPECT_GT(state[0][1], 0.0);        // and some trained
+    EXPECT_LT(losses[0].back(), losses[0].front());
+  }
 }
 
 TEST(PipelineTraining, MlpTp2Pp2Dp2Bf16MatchesOneProcessBf16) {
