@@ -18,8 +18,9 @@
 // again in the backward pass, writing other variables: its replay_of attr
 // names the replayed op's Out, so that it derives the same seed, and it
 // reads its Step counter as that op read it, one before the value the op
-// left there (Step - 1); it has no StepOut, so the counter advances once
-// per step whether or not the op is replayed.
+// left there (Step - 1; attr replay_step, 0 in a pipeline whose replayed
+// micro-batch has not advanced the counter yet); it has no StepOut, so the
+// counter advances once per step whether or not the op is replayed.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -53,7 +54,7 @@ DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
   d.index_offset = 0;
   if (!forward) return d;
   const std::string& replay_of = ctx.Attr<std::string>("replay_of");
-  if (!replay_of.empty()) d.step_offset = -1;
+  if (!replay_of.empty()) d.step_offset = ctx.Attr<int32_t>("replay_step");
   // A pipeline's micro-batch k (its Out named "<out>@MB<k>") draws rows
   // k * numel.. of the whole batch's mask: its seed is the whole op's, its
   // elements follow the micro-batches before it.
@@ -200,6 +201,11 @@ REGISTER_OP(dropout)
     .Attr<std::string>("replay_of", "",
                        "a recompute replay: the Out of the op it replays, "
                        "whose mask it draws (its seed, and Step - 1)")
+    .Attr<int32_t>("replay_step", -1,
+                   "a replay's Step offset: -1 when the replayed op has "
+                   "advanced the counter since it drew (the usual case), 0 "
+                   "when not yet (a pipeline's earlier micro-batches)")
+    .InRange(-1, 0)
     .Attr<int32_t>("ring_id", 0,
                    "the ring whose rank varies the mask (0: all ranks; "
                    "tensor or pipeline parallelism: the data-parallel ring)")

@@ -1,6 +1,7 @@
 #include "transpiler/pipeline.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "transpiler/control_flow_lint.h"
 #include "transpiler/pipeline_plan.h"
 #include "transpiler/program_query.h"
+#include "transpiler/recompute.h"
 #include "transpiler/strategy.h"
 #include "transpiler/tensor_parallel.h"
 
@@ -66,6 +68,9 @@ class Rewriter {
   const int stages_, m_;
   const std::string schedule_;
   const PipelinePlan plan_;
+  // Whether the stage being emitted has run its last micro-batch's
+  // forward, which advances the dropout counters.
+  bool advanced_ = false;
   std::vector<StageOps> ops_;
   std::set<std::string> feeds_, param_grads_, metrics_;
   std::map<std::string, int> grad_stage_;  // gradient -> its writer's stage
@@ -246,6 +251,16 @@ void Rewriter::EmitCopy(int i, int stage, int k, bool keep_grads) {
     SetOpAttr(&op, "ring_id", kDataParallelRing);
     // The step counter advances once per batch: on the last micro-batch.
     if (op.type() == "dropout" && k != m_ - 1) SetOpOutput(&op, "StepOut", {});
+    // A recompute replay draws its forward op's mask: Step as that op read
+    // it, which is one back once the last micro-batch's forward has run.
+    // (Its gradient op, reading the replay's mask, carries the same attrs.)
+    const bool replay =
+        op.type() == "dropout"
+            ? HasOpAttr(op, "replay_of") &&
+                  !GetOpAttrAs<std::string>(op, "replay_of").empty()
+            : OpInput(src_.ops(i), "Mask").at(0).rfind(kRecomputeSuffix) !=
+                  std::string::npos;
+    if (replay && !advanced_) SetOpAttr(&op, "replay_step", int32_t{0});
   }
   if (HasRole(op, OpRole::kLoss) && HasRole(op, OpRole::kBackward) &&
       op.type() == "fill_constant")
@@ -363,9 +378,11 @@ void Rewriter::EmitStage(int s) {
   }
   for (int i : ops_[s].step) Emit(src_.ops(i), s);
   bool first = true;
+  advanced_ = false;
   for (const PipelineStep& step : StageSchedule(s, stages_, m_, schedule_)) {
     if (step.forward) {
       EmitForward(s, step.micro_batch);
+      advanced_ = advanced_ || step.micro_batch == m_ - 1;
     } else {
       EmitBackward(s, step.micro_batch, first);
       first = false;
@@ -536,17 +553,44 @@ std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
   return out;
 }
 
+namespace {
+
+// Recompute's backward ops read <v>@RECOMPUTE, a replay's copy of v. One on
+// a stage other than v's reads v itself instead: v crossed the cut in the
+// forward pass and is kept on this stage until the backward, while the
+// replay's copy would have to cross the cut against the backward's
+// direction.
+proto::TrainingJob ReadCutValuesForReplays(const proto::TrainingJob& job,
+                                           int stages) {
+  proto::TrainingJob out = job;
+  proto::BlockDesc* block = out.mutable_main()->mutable_blocks(0);
+  const PipelinePlan plan = PlanPipeline(*block, stages);
+  for (int i = 0; i < block->ops_size(); ++i) {
+    proto::OpDesc* op = block->mutable_ops(i);
+    if (!HasRole(*op, OpRole::kBackward)) continue;
+    const int s = plan.stage.at(i);
+    for (auto& slot : *op->mutable_inputs()) {
+      for (auto& name : *slot.mutable_arguments()) {
+        const size_t at = name.rfind(kRecomputeSuffix);
+        if (at == std::string::npos ||
+            at + std::strlen(kRecomputeSuffix) != name.size())
+          continue;
+        auto v = plan.value_stage.find(name.substr(0, at));
+        if (v != plan.value_stage.end() && v->second >= 0 && v->second != s)
+          name = name.substr(0, at);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
   const proto::DistributedStrategy& s = job.strategy();
   const int pp = PipelineStages(s);
   FLUID_ENFORCE(pp >= 2, kPrefix, "pipeline_stages is ", pp,
                 "; a pipeline has 2 or more");
-  auto refuse = [](bool set, const char* what) {
-    FLUID_ENFORCE_CODE(!set, ErrorCode::kUnimplemented, kPrefix,
-                       "pipeline_stages does not compose with ", what,
-                       " yet: turn one of them off");
-  };
-  refuse(s.recompute(), "recompute");
   RefuseSubBlocks(job.main(), "pipeline parallelism",
                   "train the loop without pipeline_stages");
   const std::string sparse = FirstSparseGradient(job.main());
@@ -554,7 +598,9 @@ proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
                      "the gradient ", Quote(sparse),
                      " holds sparse rows; build that layer with "
                      "is_sparse=False");
-  proto::TrainingJob out = Rewriter(WithPhaseRoles(job), pp).Run();
+  proto::TrainingJob phased = WithPhaseRoles(job);
+  if (s.recompute()) phased = ReadCutValuesForReplays(phased, pp);
+  proto::TrainingJob out = Rewriter(phased, pp).Run();
   LintPipeline(out);
   return out;
 }

@@ -107,6 +107,9 @@ std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
 // PipelineStageJob takes one stage's part. fp16's check of the gradients
 // and its loss-scale update run on every stage over its own gradients, the
 // stages agreeing on the overflow flag (a max over kPipelineRing) first.
+// Recompute's replays run on the stage of the ops they replay; a backward
+// op reading a replayed copy of a value made on another stage reads the
+// value itself (it crossed the cut in the forward pass).
 // Refuses what does not compose yet (naming the setting): sub-blocks,
 // sparse gradients, an op other than a sum or fp16's that reads several
 // stages' gradients.

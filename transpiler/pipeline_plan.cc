@@ -8,6 +8,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/program_query.h"
+#include "transpiler/recompute.h"
 #include "transpiler/tensor_parallel.h"
 
 namespace fluid {
@@ -290,6 +291,16 @@ int ValueStage(const PipelinePlan& plan, const std::string& name) {
 int BackwardStage(const proto::BlockDesc& block, const PipelinePlan& plan,
                   int i) {
   const proto::OpDesc& op = block.ops(i);
+  // A recompute replay runs where the ops it replays ran: where the values
+  // it writes copies of were made.
+  if (HasOpAttr(op, kRecomputeSegmentAttr)) {
+    for (const std::string& n : OpOutputNames(op)) {
+      const size_t at = n.rfind(kRecomputeSuffix);
+      const int s =
+          at == std::string::npos ? -1 : ValueStage(plan, n.substr(0, at));
+      if (s >= 0) return s;
+    }
+  }
   for (const auto& names : {OpInputNames(op), OpOutputNames(op)}) {
     for (const std::string& n : names) {
       const std::string base = GradBase(n);

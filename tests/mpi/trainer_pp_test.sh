@@ -10,8 +10,9 @@
 # parameters) resumes without it, and a plain one with it; a rank killed
 # inside the pipeline ends the job in seconds; np 4 --tp 2 --pp 2 prints
 # np 1's losses and resumes exactly; the transformer runs as a pipeline of
-# 4 stages and 8 micro-batches, and the LSTM (sequences crossing the cut)
-# as 2 stages; --layout auto chooses the layout by the memory plan.
+# 4 stages and 8 micro-batches, and of 2 with recompute, and the LSTM
+# (sequences crossing the cut) as 2 stages; --layout auto chooses the
+# layout by the memory plan.
 #   trainer_pp_test.sh MPIRUN TRAINER
 source "$(dirname "$0")/trainer_common.sh" "$@"
 MPI=("$MPIRUN" --oversubscribe)
@@ -154,6 +155,14 @@ lm4=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${text[@]}" --pp 4 \
 same_losses "$lm1" "$lm4" "transformer np 4 --pp 4 --micro-batches 8 against np 1"
 echo "ok: the transformer as 4 stages of 8 micro-batches prints np 1's losses;" \
   "$(grep "^validation" <<<"$lm4")"
+# Recompute inside the stages (each block replayed in its micro-batch's
+# backward, dropout's masks drawn again) prints the same losses.
+lmr=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${text[@]}" --pp 2 \
+  --micro-batches 4 --recompute auto 2>&1) ||
+  fail "transformer --pp 2 --recompute auto: $lmr"
+same_losses "$lm1" "$lmr" "transformer np 2 --pp 2 --recompute auto against np 1"
+echo "ok: the transformer at --pp 2 --recompute auto prints np 1's losses;" \
+  "$(grep "^memory per rank" <<<"$lmr")"
 
 # --layout auto picks the first layout whose plan fits --memory-limit, the
 # global batch that of data parallelism over every rank: the transformer's

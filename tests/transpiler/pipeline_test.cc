@@ -363,6 +363,57 @@ TEST(PipelineTraining, TransformerPp2WithDropoutMatchesOneProcess) {
   }
 }
 
+// Recompute inside the stages: each stage replays its own blocks in the
+// backward of each micro-batch; a replayed value whose original was made
+// on the stage before reads that original (it crossed the cut forward and
+// is kept), and a replayed dropout draws its micro-batch's mask whether or
+// not the last micro-batch's forward has advanced the counter (1F1B runs
+// backwards before it, FThenB after). Equal to one process without
+// recompute.
+TEST(PipelineTraining, TransformerPp2WithRecomputeAndDropoutMatchesOneProcess) {
+  TransformerSize s;  // dropout 0.1
+  s.optimizer = "momentum";
+  const proto::TrainingJob job = TransformerJob(s);
+  const auto one = TrainOne(job, TransformerBatches(s), 20);
+  for (const char* schedule : {"1F1B", "FThenB"}) {
+    SCOPED_TRACE(schedule);
+    proto::DistributedStrategy p = Pp(2, 4, schedule);
+    p.set_recompute(true);
+    const proto::TrainingJob all = AllStages(job, p);
+    for (int stage = 0; stage < 2; ++stage) {
+      int replays = 0;
+      const proto::TrainingJob st = PipelineStageJob(all, stage);
+      for (const auto& op : st.main().blocks(0).ops())
+        replays += HasOpAttr(op, "recompute_segment");
+      EXPECT_GT(replays, 0) << "stage " << stage;
+    }
+    ExpectClose(one, TrainParallel(job, 2, p, TransformerBatches(s), 20));
+  }
+}
+
+// A recompute segment across the cut (the MLP's one checkpoint, its
+// logits, on the last stage): stage 1's replays and backward ops read the
+// cut's values themselves, as received in the forward pass, not replayed
+// copies from stage 0, which would have to cross the cut backwards.
+TEST(PipelineTraining, MlpPp2WithASegmentAcrossTheCutMatchesOneProcess) {
+  const proto::TrainingJob job = MlpJob();
+  std::string logits;
+  for (const auto& op : job.main().blocks(0).ops())
+    if (op.type() == "softmax_with_cross_entropy")
+      logits = OpInput(op, "Logits").at(0);
+  proto::DistributedStrategy p = Pp(2, 4);
+  p.set_recompute(true);
+  p.mutable_recompute_configs()->add_checkpoints(logits);
+  const PipelinePlan plan = PlanPipeline(
+      LocalRewrites(job, CanonicalStrategy(p)).main().blocks(0), 2);
+  EXPECT_EQ(plan.value_stage.at(logits), 1);
+  EXPECT_EQ(
+      plan.value_stage.at(OpOutput(job.main().blocks(0).ops(0), "Out").at(0)),
+      0);
+  ExpectClose(TrainOne(job, MlpBatches(), 20),
+              TrainParallel(job, 2, p, MlpBatches(), 20));
+}
+
 TEST(PipelineTraining, TransformerPp4MatchesOneProcess) {
   TransformerSize s;
   s.layers = 4;
