@@ -287,7 +287,12 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   // Then every rank takes rank 0's values, and its shard of the state.
   if (shard_.Restore(&held)) BroadcastPersistables();
   pp_.DropOtherStages();
-  const proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
+  proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
+  // Under tensor or pipeline parallelism each data-parallel group averages
+  // its own (a stage's batch norms and accumulators are its own).
+  if (TensorParallelDegree(job_.strategy()) > 1 ||
+      PipelineStages(job_.strategy()) > 1)
+    UseDataParallelRing(&stat_sync);
   stat_sync_ = stat_sync.blocks(0).ops_size() > 0
                    ? exe_.Prepare(stat_sync, scope_)
                    : nullptr;
