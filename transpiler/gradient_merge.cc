@@ -7,6 +7,7 @@
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
+#include "transpiler/pipeline.h"
 #include "transpiler/program_query.h"
 #include "transpiler/sharding.h"
 #include "transpiler/tensor_parallel.h"
@@ -349,6 +350,9 @@ bool IsDataCollective(const proto::OpDesc& op) {
   // to each micro-step's passes (its sums of a clip's norms are optimize
   // ops, which skip as such).
   if (HasOpAttr(op, kTpRoleAttr)) return false;
+  // A pipeline's waits for its sends and its broadcast of the last stage's
+  // results belong to every step too.
+  if (IsPipelineStepCollective(op)) return false;
   const std::string& t = op.type();
   if (t == "c_wait")
     return !HasOpAttr(op, "idle_ok") || !GetOpAttrAs<bool>(op, "idle_ok");

@@ -17,10 +17,6 @@ proto::TrainingJob LocalRewrites(const proto::TrainingJob& job,
   if (strategy.gradient_merge()) {
     RefuseSubBlocks(job.main(), "gradient merge",
                     "train the loop without gradient_merge");
-    FLUID_ENFORCE(PipelineStages(strategy) == 1,
-                  "pipeline_stages does not compose with gradient_merge "
-                  "(a pipeline's micro-batches accumulate gradients "
-                  "already): turn one of them off");
   }
   if (ShardStage(strategy) == 3)
     RefuseSubBlocks(job.main(), "sharding stage 3",

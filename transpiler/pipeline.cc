@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/framework/enforce.h"
+#include "src/framework/gradient_merge_state.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/op_registry.h"
 #include "src/framework/program_desc.h"
@@ -28,8 +29,19 @@ std::string MbName(const std::string& name, int k) {
 
 // One stage's ops of the plain program, by phase (indices into it).
 struct StageOps {
-  std::vector<int> step, forward, backward, optimize;
+  // merge: gradient merge's ops on a gradient's accumulator (its
+  // accumulation, scaling and reset), once per step after the
+  // micro-batches' sum.
+  std::vector<int> step, forward, backward, merge, optimize;
 };
+
+// Whether a backward op is gradient merge's, on an accumulator.
+bool IsMergeOp(const proto::OpDesc& op) {
+  for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
+    for (const std::string& n : names)
+      if (IsGradMergeAccumulatorName(n)) return true;
+  return false;
+}
 
 class Rewriter {
  public:
@@ -133,7 +145,7 @@ void Rewriter::Classify() {
       if (plan_.step_ops.count(i)) {
         ops_[s].step.push_back(i);
       } else if (HasRole(op, OpRole::kBackward)) {
-        ops_[s].backward.push_back(i);
+        (IsMergeOp(op) ? ops_[s].merge : ops_[s].backward).push_back(i);
       } else if (HasRole(op, OpRole::kOptimize)) {
         ops_[s].optimize.push_back(i);
       } else {
@@ -278,7 +290,7 @@ void Rewriter::EmitP2P(bool send, bool forward, int boundary,
   Declare(name, v);
   proto::OpDesc op;
   if (send) {
-    const std::string handle = name + "@SEND";
+    const std::string handle = name + kSendHandleSuffix;
     AddVarDesc(out_, handle, DataType::kFloat32, Shape{})
         ->set_type(proto::VarDesc::COMM_HANDLE);
     handles_[stage].push_back(handle);
@@ -392,6 +404,7 @@ void Rewriter::EmitStage(int s) {
   for (const std::string& h : handles_[s])
     Emit(WithRole(MakeOp("c_wait", {{"Handle", {h}}}, {}), OpRole::kBackward),
          s);
+  for (int i : ops_[s].merge) Emit(src_.ops(i), s);
   for (int i : ops_[s].optimize) {
     if (plan_.stage.at(i) == kSplitSum) {
       EmitSplitSum(i, s);
@@ -494,6 +507,20 @@ proto::TrainingJob WithPhaseRoles(const proto::TrainingJob& job) {
 }
 
 }  // namespace
+
+bool IsPipelineStepCollective(const proto::OpDesc& op) {
+  if (!HasOpAttr(op, kPipelineStageAttr)) return false;
+  if (op.type() == "c_wait") {
+    const std::vector<std::string> h = OpInput(op, "Handle");
+    const std::string suffix = kSendHandleSuffix;
+    return h.size() == 1 && h[0].size() > suffix.size() &&
+           h[0].compare(h[0].size() - suffix.size(), suffix.size(), suffix) ==
+               0;
+  }
+  return op.type() == "c_broadcast" && HasOpAttr(op, "ring_id") &&
+         GetOpAttrAs<int32_t>(op, "ring_id") == kPipelineRing &&
+         !HasRole(op, OpRole::kBackward) && !HasRole(op, OpRole::kOptimize);
+}
 
 int PipelineStages(const proto::DistributedStrategy& s) {
   return s.has_pipeline_stages() ? s.pipeline_stages() : 1;

@@ -64,6 +64,13 @@ constexpr int32_t kStageRing = 8;
 constexpr const char* kPipelineStageAttr = "pipeline_stage";
 // The attr naming a micro-batch (send_v2, recv_v2, dropout).
 constexpr const char* kMicroBatchAttr = "micro_batch";
+// The suffix of a send's handle, which c_wait waits for at the step's end.
+constexpr const char* kSendHandleSuffix = "@SEND";
+
+// Whether `op` is one of a stage's own collectives that run on every step
+// of the pipeline, whatever gradient merge skips: the waits for its sends
+// and the broadcast of the last stage's results to the other stages.
+bool IsPipelineStepCollective(const proto::OpDesc& op);
 
 // pipeline_stages, 1 when unset; with `nranks`, an error unless
 // pipeline_stages x tensor_parallel_degree divides nranks.

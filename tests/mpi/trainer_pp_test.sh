@@ -5,8 +5,9 @@
 # printed 4 decimals, rounding aside), with either schedule; np 4 --pp 2
 # those of np 2 without it (each pipeline reads what one rank of np 2
 # reads), with the parameters equal within each stage's data-parallel
-# group (--check-consistency 1); --amp fp16 prints one fp16 process's
-# losses (to fp16's rounding); a pipeline's checkpoint (every stage's
+# group (--check-consistency 1), also with --gradient-merge 2; resnet's
+# batch norms checkpoint and evaluate under --pp 2; --amp fp16
+# prints one fp16 process's losses (to fp16's rounding); a pipeline's checkpoint (every stage's
 # parameters) resumes without it, and a plain one with it; a rank killed
 # inside the pipeline ends the job in seconds; np 4 --tp 2 --pp 2 prints
 # np 1's losses and resumes exactly; the transformer runs as a pipeline of
@@ -59,6 +60,25 @@ pp2dp2=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --pp 2 \
   --micro-batches 2 2>&1) || fail "np 4 --pp 2: $pp2dp2"
 same_losses "$dp2" "$pp2dp2" "np 4 --pp 2 against np 2"
 echo "ok: np 4 --pp 2 prints np 2's losses"
+# Batch norm's running statistics (and gradient merge's accumulators) are
+# averaged over each stage's data-parallel group before a checkpoint and
+# the evaluation: a stage's are its own (over the world they mismatched).
+rn=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" --model resnet --data \
+  "$work/data" --train-samples 64 --batch-size 8 --epochs 1 --threads 1 \
+  --log-every 0 --pp 2 --micro-batches 2 --checkpoint-dir "$work/rn" 2>&1) ||
+  fail "resnet np 4 --pp 2: $rn"
+grep -q "test accuracy" <<<"$rn" || fail "resnet np 4 --pp 2: not evaluated: $rn"
+echo "ok: resnet (batch norm) at np 4 --pp 2 checkpoints and evaluates"
+# Gradient merge over pipelined steps: one update per 2 steps of 2
+# micro-batches each, as np 2 merging 2 steps.
+dp2gm=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" \
+  --gradient-merge 2 2>&1) || fail "np 2 --gradient-merge 2: $dp2gm"
+ppgm=$(timeout 300 "${MPI[@]}" -np 4 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 2 --gradient-merge 2 2>&1) ||
+  fail "np 4 --pp 2 --gradient-merge 2: $ppgm"
+same_losses "$dp2gm" "$ppgm" "np 4 --pp 2 --gradient-merge 2 against np 2"
+echo "ok: np 4 --pp 2 --gradient-merge 2 prints np 2 --gradient-merge 2's" \
+  "losses"
 
 # The pipeline's checkpoint resumes on one process and on np 2 without
 # stages; a plain np 2 checkpoint resumes with --pp 2.
