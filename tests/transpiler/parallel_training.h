@@ -178,6 +178,41 @@ inline Trained TrainParallel(const proto::TrainingJob& job, int nranks,
 // at most 2 x steps x learning rate apart. They are held to that bound instead
 // ("*": every parameter, for bf16, whose rounding makes every gradient noisy at
 // that scale).
+// fp16 with dynamic loss scaling started at 2^20, which overflows: the
+// first steps are skipped and the scale halves each time (decr_every 1).
+inline proto::DistributedStrategy OverflowingFp16() {
+  proto::DistributedStrategy amp;
+  amp.set_amp(true);
+  amp.mutable_amp_configs()->set_dtype("fp16");
+  amp.mutable_amp_configs()->set_init_loss_scaling(1048576.0f);
+  amp.mutable_amp_configs()->set_decr_every_n_nan_or_inf(1);
+  amp.mutable_amp_configs()->set_decr_ratio(0.5f);
+  return amp;
+}
+
+// fp16's overflow check in `block`: check_finite_and_unscale, right after
+// it a max of its flag over ring `ring` (so that the ranks that checked
+// different gradients agree), then update_loss_scaling. Returns the check's
+// index (-1: none, a failure).
+inline int ExpectOverflowFlagAgreed(const proto::BlockDesc& block, int ring) {
+  int check = -1, agree = -1, update = -1;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (op.type() == "check_finite_and_unscale") check = i;
+    if (op.type() == "update_loss_scaling") update = i;
+    if (op.type() == "c_allreduce" && check >= 0 && agree < 0 &&
+        OpInput(op, "X") == OpOutput(block.ops(check), "FoundInfinite")) {
+      agree = i;
+      EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "max");
+      EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), ring);
+    }
+  }
+  EXPECT_GE(check, 0);
+  EXPECT_EQ(agree, check + 1);
+  EXPECT_LT(agree, update);
+  return check;
+}
+
 inline void ExpectClose(const Trained& one, const Trained& split,
                         const std::set<std::string>& noise = {},
                         double noise_bound = 0, double tolerance = 1e-5) {

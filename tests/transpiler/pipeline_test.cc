@@ -184,54 +184,29 @@ TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
             std::string::npos);
 }
 
-proto::DistributedStrategy Fp16() {
-  proto::DistributedStrategy amp;
-  amp.set_amp(true);
-  amp.mutable_amp_configs()->set_dtype("fp16");
-  // Overflowing at first: the first steps are skipped and the scale
-  // halves each time (decr_every 1).
-  amp.mutable_amp_configs()->set_init_loss_scaling(1048576.0f);
-  amp.mutable_amp_configs()->set_decr_every_n_nan_or_inf(1);
-  amp.mutable_amp_configs()->set_decr_ratio(0.5f);
-  return amp;
-}
-
 // fp16 loss scaling: each stage checks its own gradients, the pipeline
 // takes the maximum of the stages' overflow flags, then each stage updates
 // its copy of the loss scale.
 TEST(PipelineRewrite, Fp16StagesCheckTheirOwnGradientsAndAgree) {
   proto::DistributedStrategy s = Pp(2, 2);
-  s.MergeFrom(Fp16());
+  s.MergeFrom(testing::OverflowingFp16());
   const proto::TrainingJob all = AllStages(MlpJob(/*clip=*/true), s);
   std::set<std::string> checked;
   for (int stage = 0; stage < 2; ++stage) {
     SCOPED_TRACE(stage);
     const proto::TrainingJob st = PipelineStageJob(all, stage);
     const proto::BlockDesc& b = st.main().blocks(0);
-    int check = -1, agree = -1, update = -1;
-    for (int i = 0; i < b.ops_size(); ++i) {
-      const proto::OpDesc& op = b.ops(i);
-      if (op.type() == "check_finite_and_unscale") {
-        check = i;
-        for (const std::string& g : OpInput(op, "X")) {
-          EXPECT_TRUE(checked.insert(g).second) << g << " checked twice";
-          EXPECT_NE(FindVarDesc(b, g), nullptr) << g;
-        }
-      }
+    const int check = testing::ExpectOverflowFlagAgreed(b, kPipelineRing);
+    ASSERT_GE(check, 0);
+    for (const std::string& g : OpInput(b.ops(check), "X")) {
+      EXPECT_TRUE(checked.insert(g).second) << g << " checked twice";
+      EXPECT_NE(FindVarDesc(b, g), nullptr) << g;
+    }
+    for (const auto& op : b.ops()) {
       if (op.type() == "update_loss_scaling") {
-        update = i;
         EXPECT_EQ(OpInput(op, "X"), OpInput(b.ops(check), "X"));
       }
-      if (op.type() == "c_allreduce" && check >= 0 && agree < 0 &&
-          OpInput(op, "X") == OpOutput(b.ops(check), "FoundInfinite")) {
-        agree = i;
-        EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "max");
-        EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kPipelineRing);
-      }
     }
-    ASSERT_GE(check, 0);
-    EXPECT_EQ(agree, check + 1);
-    EXPECT_LT(agree, update);
   }
   // Every parameter's gradient is checked, on one stage.
   EXPECT_EQ(checked.size(), OptimizedParams(MlpJob(true).main()).size());
@@ -347,43 +322,33 @@ TEST(PipelineTraining, MlpPp2WithALearningRateScheduleMatchesOneProcess) {
               TrainParallel(job, 2, Pp(2, 4), MlpBatches(), 20));
 }
 
+// With recompute too: each stage replays its own blocks in the backward
+// of each micro-batch; a replayed value whose original was made on the
+// stage before reads that original (it crossed the cut forward and is
+// kept), and a replayed dropout draws its micro-batch's mask whether or
+// not the last micro-batch's forward has advanced the counter (1F1B runs
+// backwards before it, FThenB after). Equal to one process without
+// recompute.
 TEST(PipelineTraining, TransformerPp2WithDropoutMatchesOneProcess) {
   TransformerSize s;  // dropout 0.1
   s.optimizer = "momentum";
   const proto::TrainingJob job = TransformerJob(s);
   const auto one = TrainOne(job, TransformerBatches(s), 20);
-  for (const char* schedule : {"1F1B", "FThenB"}) {
-    SCOPED_TRACE(schedule);
-    ExpectClose(one, TrainParallel(job, 2, Pp(2, 4, schedule),
-                                   TransformerBatches(s), 20));
-  }
-}
-
-// Recompute inside the stages: each stage replays its own blocks in the
-// backward of each micro-batch; a replayed value whose original was made
-// on the stage before reads that original (it crossed the cut forward and
-// is kept), and a replayed dropout draws its micro-batch's mask whether or
-// not the last micro-batch's forward has advanced the counter (1F1B runs
-// backwards before it, FThenB after). Equal to one process without
-// recompute.
-TEST(PipelineTraining, TransformerPp2WithRecomputeAndDropoutMatchesOneProcess) {
-  TransformerSize s;  // dropout 0.1
-  s.optimizer = "momentum";
-  const proto::TrainingJob job = TransformerJob(s);
-  const auto one = TrainOne(job, TransformerBatches(s), 20);
-  for (const char* schedule : {"1F1B", "FThenB"}) {
-    SCOPED_TRACE(schedule);
-    proto::DistributedStrategy p = Pp(2, 4, schedule);
-    p.set_recompute(true);
-    const proto::TrainingJob all = AllStages(job, p);
-    for (int stage = 0; stage < 2; ++stage) {
-      int replays = 0;
-      const proto::TrainingJob st = PipelineStageJob(all, stage);
-      for (const auto& op : st.main().blocks(0).ops())
-        replays += HasOpAttr(op, "recompute_segment");
-      EXPECT_GT(replays, 0) << "stage " << stage;
+  for (bool recompute : {false, true}) {
+    for (const char* schedule : {"1F1B", "FThenB"}) {
+      SCOPED_TRACE(std::string(schedule) + (recompute ? ", recompute" : ""));
+      proto::DistributedStrategy p = Pp(2, 4, schedule);
+      p.set_recompute(recompute);
+      const proto::TrainingJob all = AllStages(job, p);
+      for (int stage = 0; stage < 2 && recompute; ++stage) {
+        int replays = 0;
+        const proto::TrainingJob st = PipelineStageJob(all, stage);
+        for (const auto& op : st.main().blocks(0).ops())
+          replays += HasOpAttr(op, "recompute_segment");
+        EXPECT_GT(replays, 0) << "stage " << stage;
+      }
+      ExpectClose(one, TrainParallel(job, 2, p, TransformerBatches(s), 20));
     }
-    ExpectClose(one, TrainParallel(job, 2, p, TransformerBatches(s), 20));
   }
 }
 
@@ -553,7 +518,7 @@ TEST(PipelineTraining, MlpPp2Fp16StagesSkipTheSameSteps) {
     SCOPED_TRACE(std::to_string(nranks) + " ranks, ZeRO " +
                  std::to_string(shard));
     proto::DistributedStrategy s = Pp(2, 4 / (nranks / 2));
-    s.MergeFrom(Fp16());
+    s.MergeFrom(testing::OverflowingFp16());
     if (shard > 0) {  // each stage's optimizer state over its dp ring
       s.set_sharding(true);
       s.mutable_sharding_configs()->set_stage(shard);

@@ -437,31 +437,11 @@ TEST(TensorParallelTraining, MlpTp2Bf16MatchesOneProcessBf16) {
 // rounding of the split products).
 TEST(TensorParallelTraining, MlpTp2Fp16SkipsTheStepsOneProcessSkips) {
   const proto::TrainingJob job = MlpJob(/*clip=*/true);
-  proto::DistributedStrategy amp;
-  amp.set_amp(true);
-  amp.mutable_amp_configs()->set_dtype("fp16");
-  amp.mutable_amp_configs()->set_init_loss_scaling(1048576.0f);
-  amp.mutable_amp_configs()->set_decr_every_n_nan_or_inf(1);
-  amp.mutable_amp_configs()->set_decr_ratio(0.5f);
+  const proto::DistributedStrategy amp = testing::OverflowingFp16();
   proto::DistributedStrategy tp = amp;
   tp.set_tensor_parallel_degree(2);
   const proto::TrainingJob out = CollectiveTranspile(job, tp, 2);
-  int check = -1, agree = -1, update = -1;
-  const proto::BlockDesc& main = out.main().blocks(0);
-  for (int i = 0; i < main.ops_size(); ++i) {
-    const proto::OpDesc& op = main.ops(i);
-    if (op.type() == "check_finite_and_unscale") check = i;
-    if (op.type() == "update_loss_scaling") update = i;
-    if (op.type() == "c_allreduce" && check >= 0 && agree < 0 &&
-        OpInput(op, "X") == OpOutput(main.ops(check), "FoundInfinite")) {
-      agree = i;
-      EXPECT_EQ(GetOpAttrAs<std::string>(op, "reduce_type"), "max");
-      EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kTensorParallelRing);
-    }
-  }
-  ASSERT_GE(check, 0);
-  EXPECT_EQ(agree, check + 1);
-  EXPECT_LT(agree, update);
+  testing::ExpectOverflowFlagAgreed(out.main().blocks(0), kTensorParallelRing);
   const proto::TrainingJob one = LocalRewrites(job, CanonicalStrategy(amp));
   // Overflowing at that scale, one process's second step is skipped: the
   // parameters after two steps are those after one.

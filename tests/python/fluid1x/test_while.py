@@ -13,11 +13,11 @@ L = fluid.layers
 STEPS = 5
 
 
-def _fc(h):
+def _fc(h, name="w", seed=7):
     return L.fc(h, size=3, act="tanh", bias_attr=False,
                 param_attr=fluid.ParamAttr(
-                    name="w", initializer=fluid.initializer.UniformInitializer(
-                        -1.0, 1.0, seed=7)))
+                    name=name, initializer=fluid.initializer.
+                    UniformInitializer(-1.0, 1.0, seed=seed)))
 
 
 def _net(loop):
@@ -228,10 +228,7 @@ OUTER, INNER = 3, 2
 
 
 def _fc_u(h):
-    return L.fc(h, size=3, act="tanh", bias_attr=False,
-                param_attr=fluid.ParamAttr(
-                    name="u", initializer=fluid.initializer.UniformInitializer(
-                        -1.0, 1.0, seed=8)))
+    return _fc(h, name="u", seed=8)
 
 
 def _nested_net(loop):
@@ -266,29 +263,37 @@ def _nested_net(loop):
     return L.mean(h)
 
 
+def _two_weight_step(net, seed):
+    """(program, [loss, w@GRAD, u@GRAD, x@GRAD, the loss after one SGD
+    step]) of the network net() builds, on a random x."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        loss = net()
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    x = np.random.RandomState(seed).uniform(-1, 1, (4, 3))
+    out = exe.run(main, feed={"x": x}, scope=scope,
+                  fetch_list=[loss, "w@GRAD", "u@GRAD", "x@GRAD"])
+    out += exe.run(main, feed={"x": x}, scope=scope, fetch_list=[loss])
+    return main, out
+
+
+def _expect_equal_steps(got, want):
+    for g, w, what in zip(got, want, ["loss", "w@GRAD", "u@GRAD", "x@GRAD",
+                                      "loss after a step"]):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
+
+
 def test_nested_loops_gradient_matches_unrolled():
     """The inner loop's gradient block runs inside the outer's: each outer
     step replays its inner steps in reverse. Loss and the gradients of
     both weights and of x equal the unrolled network's to 1e-10 (float64),
     and an SGD step updates the weights the same."""
-    def run(loop):
-        main, startup = fluid.Program(), fluid.Program()
-        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
-            loss = _nested_net(loop)
-            fluid.optimizer.SGD(0.1).minimize(loss)
-        scope = fluid.Scope()
-        exe = fluid.Executor(fluid.CPUPlace())
-        exe.run(startup, scope=scope)
-        x = np.random.RandomState(6).uniform(-1, 1, (4, 3))
-        out = exe.run(main, feed={"x": x}, scope=scope,
-                      fetch_list=[loss, "w@GRAD", "u@GRAD", "x@GRAD"])
-        out += exe.run(main, feed={"x": x}, scope=scope, fetch_list=[loss])
-        return main, out
-    main, got = run(True)
-    _, want = run(False)
-    for g, w, what in zip(got, want, ["loss", "w@GRAD", "u@GRAD", "x@GRAD",
-                                      "loss after a step"]):
-        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
+    main, got = _two_weight_step(lambda: _nested_net(True), 6)
+    _, want = _two_weight_step(lambda: _nested_net(False), 6)
+    _expect_equal_steps(got, want)
     assert np.abs(got[1]).max() > 1e-3 and np.abs(got[2]).max() > 1e-3
     # Both loops' gradient blocks: the inner's a kid of the inner body.
     types = [op["type"] for op in main.ops()]
@@ -323,20 +328,8 @@ def test_cond_inside_a_loop_gradient_matches_unrolled():
             L.less_than(i, n, cond=c1)
         return L.mean(h)
 
-    def run(loop):
-        main, startup = fluid.Program(), fluid.Program()
-        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
-            loss = net(loop)
-            fluid.optimizer.SGD(0.1).minimize(loss)
-        scope = fluid.Scope()
-        exe = fluid.Executor(fluid.CPUPlace())
-        exe.run(startup, scope=scope)
-        x = np.random.RandomState(7).uniform(-1, 1, (4, 3))
-        return exe.run(main, feed={"x": x}, scope=scope,
-                       fetch_list=[loss, "w@GRAD", "u@GRAD", "x@GRAD"])
-    for g, w, what in zip(run(True), run(False),
-                          ["loss", "w@GRAD", "u@GRAD", "x@GRAD"]):
-        np.testing.assert_allclose(g, w, rtol=0, atol=1e-10, err_msg=what)
+    _expect_equal_steps(_two_weight_step(lambda: net(True), 7)[1],
+                        _two_weight_step(lambda: net(False), 7)[1])
 
 
 def _shrinking(loop):
