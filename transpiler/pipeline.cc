@@ -103,17 +103,6 @@ void Rewriter::Classify() {
         feeds_.insert(n);
     for (const std::string& n : OpOutputNames(op)) written.insert(n);
   }
-  // Micro-batches are cut along the first axis, which a batch of
-  // sequences (LoD) does not have as its batch.
-  for (const std::string& f : feeds_) {
-    const proto::VarDesc* v = FindVarDesc(src_, f);
-    FLUID_ENFORCE_CODE(v == nullptr || v->lod_level() == 0,
-                       ErrorCode::kUnimplemented, kPrefix, "the feed ",
-                       Quote(f), " is a batch of sequences (lod_level ",
-                       v->lod_level(),
-                       "), which micro-batches cannot cut yet: train this "
-                       "model without pipeline_stages");
-  }
   for (const auto& [param, grad] : OptimizedParams(job_.main()))
     param_grads_.insert(grad);
   // The data-only ops each stage needs, in program order.
@@ -383,8 +372,14 @@ void Rewriter::EmitStage(int s) {
       parts.push_back(MbName(f, k));
       Declare(parts.back(), f);
     }
-    Emit(WithRole(MakeOp("split", {{"X", {f}}}, {{"Out", parts}},
-                         {{"axis", int32_t{0}}, {"num", int32_t{m_}}}),
+    // A batch of sequences is cut into whole sequences, m equal groups.
+    const proto::VarDesc* v = FindVarDesc(src_, f);
+    const bool sequences = v != nullptr && v->lod_level() > 0;
+    Emit(WithRole(sequences
+                      ? MakeOp("split_lod_batch", {{"X", {f}}},
+                               {{"Out", parts}}, {{"num", int32_t{m_}}})
+                      : MakeOp("split", {{"X", {f}}}, {{"Out", parts}},
+                               {{"axis", int32_t{0}}, {"num", int32_t{m_}}}),
                   OpRole::kForward),
          s);
   }

@@ -1,5 +1,6 @@
-// The CUDA kernels of is_empty, lod_reset (forward and gradient) and
-// chunk_eval against their CPU kernels (one host-side kernel serves both
+// The CUDA kernels of is_empty, lod_reset (forward and gradient),
+// split_lod_batch (forward and gradient) and chunk_eval against their CPU
+// kernels (one host-side kernel serves both
 // places; these check that inputs and outputs cross to and from the
 // device). Every test skips, saying why, without a CUDA build or a visible
 // device.
@@ -37,6 +38,15 @@ TEST(LoDResetOpsCuda, LoDReset) {
       MakeOp("lod_reset", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
   EXPECT_TRUE(CudaMatchesCpu(
       by_y, {{"x", x}, {"y", MakeTensor<int64_t>({3}, {0, 1, 5})}}));
+}
+
+TEST(LoDResetOpsCuda, SplitLoDBatch) {
+  REQUIRE_GPU();
+  Tensor x = RandomTensor(DataType::kFloat64, {6, 2}, -1, 1, 3);
+  x.set_lod({0, 1, 3, 3, 6});
+  auto op = MakeOp("split_lod_batch", {{"X", {"x"}}},
+                   {{"Out", {"out0", "out1"}}}, {{"num", int32_t{2}}});
+  EXPECT_TRUE(CudaMatchesCpu(op, {{"x", x}}));
 }
 
 TEST(LoDResetOpsCuda, ChunkEval) {

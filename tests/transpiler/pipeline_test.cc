@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "src/builder/embedding_layers.h"
+#include "src/builder/sequence_ops_layers.h"
 #include "src/framework/enforce.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
@@ -174,14 +176,67 @@ TEST(PipelineRewrite, AValueSkippingAStageIsRefused) {
       << error;
 }
 
-TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
-  proto::TrainingJob sequences = MlpJob();
-  FindMutableVarDesc(sequences.mutable_main()->mutable_blocks(0), "x")
+// Word ids (a batch of sequences, lod_level 1) embedded (`sparse`: the
+// table's gradient as sparse rows), through an fc per word, averaged per
+// sequence, classified; momentum.
+proto::TrainingJob SequenceJob(bool sparse = false) {
+  proto::TrainingJob job;
+  job.set_version(kProgramVersion);
+  *job.mutable_main() = NewProgram();
+  *job.mutable_startup() = NewProgram();
+  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
+  const std::string words =
+      layers::Data(&b, "words", Shape{1}, DataType::kInt64);
+  FindMutableVarDesc(job.mutable_main()->mutable_blocks(0), words)
       ->set_lod_level(1);
-  EXPECT_NE(ErrorOf([&] {
-              AllStages(sequences, Pp(2, 2));
-            }).find("is a batch of sequences (lod_level 1)"),
-            std::string::npos);
+  const std::string label =
+      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
+  layers::EmbeddingOptions emb;
+  emb.is_sparse = sparse;
+  std::string h = layers::Embedding(&b, words, {20, 8}, emb);
+  h = layers::Fc(&b, h, 16, "relu");
+  h = layers::SequencePool(&b, h, "average");
+  const std::string loss = layers::Mean(
+      &b, layers::SoftmaxWithCrossEntropy(&b, layers::Fc(&b, h, 4), label));
+  RenameVar(job.mutable_main(), loss, "loss");
+  OptimizerConfig opt;
+  opt.type = "momentum";
+  opt.learning_rate = 0.05f;
+  MakeOptimizer(opt)->Minimize(&b, "loss");
+  job.set_loss_name("loss");
+  return job;
+}
+
+// Step `step`'s 8 sentences of 1 to 4 words (one of none), sentences
+// [8 * part / parts, 8 * (part + 1) / parts) of them.
+testing::Batch SequenceBatches() {
+  return [](int step, int part, int parts) {
+    std::vector<int64_t> ids, labels;
+    LoD lod{0};
+    for (int i = 8 * part / parts; i < 8 * (part + 1) / parts; ++i) {
+      const int len = (step * 3 + i) % 5 == 4 ? 0 : 1 + (step + i) % 4;
+      for (int j = 0; j < len; ++j) ids.push_back((step * 7 + i * 3 + j) % 20);
+      lod.push_back(lod.back() + len);
+      labels.push_back((i + step) % 4);
+    }
+    Tensor w, l;
+    std::copy(
+        ids.begin(), ids.end(),
+        w.mutable_data<int64_t>(Shape({static_cast<int64_t>(ids.size()), 1})));
+    w.set_lod(lod);
+    std::copy(labels.begin(), labels.end(),
+              l.mutable_data<int64_t>(
+                  Shape({static_cast<int64_t>(labels.size()), 1})));
+    return FeedList{{"words", w}, {"label", l}};
+  };
+}
+
+TEST(PipelineRewrite, RefusesWhatDoesNotComposeYet) {
+  const std::string e =
+      ErrorOf([] { AllStages(SequenceJob(/*sparse=*/true), Pp(2, 2)); });
+  EXPECT_NE(e.find("holds sparse rows; build that layer with is_sparse=False"),
+            std::string::npos)
+      << e;
 }
 
 // fp16 loss scaling: each stage checks its own gradients, the pipeline
@@ -405,6 +460,21 @@ TEST(PipelineTraining, MlpPp2WithGradientMergeMatchesOneProcessMerging) {
   ExpectClose(
       TrainOne(LocalRewrites(job, CanonicalStrategy(gm)), MlpBatches(), 20),
       TrainParallel(job, 4, s, MlpBatches(), 20), {}, 0, 1e-2);
+}
+
+// A feed that is a batch of sequences is cut into micro-batches of whole
+// sequences (split_lod_batch); the loss averages over sentences, so the
+// pipeline equals one process on the same batch.
+TEST(PipelineTraining, SequenceFeedPp2MatchesOneProcess) {
+  const proto::TrainingJob job = SequenceJob();
+  const Trained one = TrainOne(job, SequenceBatches(), 20);
+  for (int nranks : {2, 4}) {
+    SCOPED_TRACE(nranks);
+    const proto::DistributedStrategy s = Pp(2, 4 / (nranks / 2));
+    // (The words are read on stage 0 only; the labels are cut by rows.)
+    EXPECT_EQ(Count(AllStages(job, s).main(), "split_lod_batch"), 1);
+    ExpectClose(one, TrainParallel(job, nranks, s, SequenceBatches(), 20));
+  }
 }
 
 TEST(PipelineTraining, TransformerPp4MatchesOneProcess) {
