@@ -196,14 +196,10 @@ proto::TrainingJob SequenceJob(bool sparse = false) {
   std::string h = layers::Embedding(&b, words, {20, 8}, emb);
   h = layers::Fc(&b, h, 16, "relu");
   h = layers::SequencePool(&b, h, "average");
-  const std::string loss = layers::Mean(
-      &b, layers::SoftmaxWithCrossEntropy(&b, layers::Fc(&b, h, 4), label));
-  RenameVar(job.mutable_main(), loss, "loss");
-  OptimizerConfig opt;
-  opt.type = "momentum";
-  opt.learning_rate = 0.05f;
-  MakeOptimizer(opt)->Minimize(&b, "loss");
-  job.set_loss_name("loss");
+  testing::MinimizeWithMomentum(
+      &b, &job,
+      layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, layers::Fc(&b, h, 4),
+                                                       label)));
   return job;
 }
 

@@ -22,6 +22,17 @@
 namespace fluid {
 namespace testing {
 
+// Names `loss` "loss", the job's loss, minimized by momentum at 0.05.
+inline void MinimizeWithMomentum(ProgramBuilder* b, proto::TrainingJob* job,
+                                 const std::string& loss) {
+  RenameVar(job->mutable_main(), loss, "loss");
+  OptimizerConfig opt;
+  opt.type = "momentum";
+  opt.learning_rate = 0.05f;
+  MakeOptimizer(opt)->Minimize(b, "loss");
+  job->set_loss_name("loss");
+}
+
 // x [16] -> (fc 32, relu, dropout 0.3) x 3 -> fc 4 -> softmax cross
 // entropy; `hidden` receives each layer's relu output.
 inline proto::TrainingJob MlpDropoutJob(std::vector<std::string>* hidden) {
@@ -39,14 +50,9 @@ inline proto::TrainingJob MlpDropoutJob(std::vector<std::string>* hidden) {
     h = layers::Dropout(&b, h, 0.3f);
   }
   const std::string logits = layers::Fc(&b, h, 4);
-  const std::string loss =
-      layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label));
-  RenameVar(job.mutable_main(), loss, "loss");
-  OptimizerConfig opt;
-  opt.type = "momentum";
-  opt.learning_rate = 0.05f;
-  MakeOptimizer(opt)->Minimize(&b, "loss");
-  job.set_loss_name("loss");
+  MinimizeWithMomentum(
+      &b, &job,
+      layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label)));
   return job;
 }
 
