@@ -14,18 +14,6 @@ namespace ops {
 
 namespace {
 
-// The level ref_level picks among `levels` of Y (-1: the last).
-LoD RefLevel(const LoDLevels& levels, int ref_level, const std::string& y) {
-  const int n = static_cast<int>(levels.size());
-  FLUID_ENFORCE(ref_level >= -1 && ref_level < n,
-                "sequence_expand: attr "
-                "'ref_level' is ",
-                ref_level, " but Y ", Quote(y), " has ", n,
-                " LoD level(s); it must be -1 (the last) or in [0, ", n - 1,
-                "]");
-  return levels[ref_level == -1 ? n - 1 : ref_level];
-}
-
 void CheckRefLevel(InferShapeContext* ctx) {
   const int level = ctx->Attr<int32_t>("ref_level");
   const int y_levels = ctx->InputLoDLevel("Y");
@@ -38,9 +26,16 @@ void CheckRefLevel(InferShapeContext* ctx) {
 
 }  // namespace
 
-LoD ExpandRefLoD(const ExecutionContext& ctx) {
-  return RefLevel(ctx.Input("Y").all_lod(), ctx.Attr<int32_t>("ref_level"),
-                  ctx.InputName("Y"));
+const LoD& ExpandRefLoD(const ExecutionContext& ctx) {
+  const Tensor& y = ctx.Input("Y");
+  const int n = y.lod_levels();
+  const int ref = ctx.Attr<int32_t>("ref_level");
+  FLUID_ENFORCE(ref >= -1 && ref < n, "sequence_expand: attr 'ref_level' is ",
+                ref, " but Y ", Quote(ctx.InputName("Y")), " has ", n,
+                " LoD level(s); it must be -1 (the last) or in [0, ", n - 1,
+                "]");
+  // A reference into Y: the kernels run every step.
+  return ref == -1 || ref == n - 1 ? y.lod() : y.outer_lod()[ref];
 }
 
 // Out's LoD at run time (X with a LoD: one sequence per repetition).
@@ -57,11 +52,11 @@ namespace {
 
 void SequenceExpandInferShape(InferShapeContext* ctx) {
   CheckRefLevel(ctx);
-  SequenceInputLoD(ctx, "Y");
-  const LoD y_lod = ctx->IsRuntime() ? RefLevel(ctx->InputAllLoD("Y"),
-                                                ctx->Attr<int32_t>("ref_level"),
-                                                ctx->InputName("Y"))
-                                     : LoD();
+  // The last level (SequenceInputLoD checks it), or the one ref_level picks.
+  LoD y_lod = SequenceInputLoD(ctx, "Y");
+  const int ref = ctx->Attr<int32_t>("ref_level");
+  if (ctx->IsRuntime() && ref >= 0 && ref < ctx->InputLoDLevel("Y") - 1)
+    y_lod = ctx->InputAllLoD("Y")[ref];
   Shape out = ctx->GetInputShape("X");
   FLUID_ENFORCE(out.rank() >= 1, "sequence_expand: X ",
                 Quote(ctx->InputName("X")), " must have a row dim");
@@ -90,7 +85,7 @@ template <typename T>
 void SequenceExpandKernel(const ExecutionContext& ctx) {
   const Tensor& x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
-  const LoD y_lod = ExpandRefLoD(ctx);
+  const LoD& y_lod = ExpandRefLoD(ctx);
   const ExpandMap m{x.has_lod(), x.lod().data(), y_lod.data(),
                     out->lod().data(), LoDCount(y_lod)};
   const int64_t width = RowWidth(x.shape());
@@ -115,7 +110,7 @@ void SequenceExpandGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradSlot("X"));
   if (dx == nullptr) return;
   const Tensor& x = ctx.Input("X");
-  const LoD y_lod = ExpandRefLoD(ctx);
+  const LoD& y_lod = ExpandRefLoD(ctx);
   const LoD out_lod = ExpandedLoD(x.lod(), y_lod);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   const int64_t width = RowWidth(x.shape());

@@ -58,7 +58,7 @@ template <typename T>
 void SequenceExpandGradKernel(const ExecutionContext& ctx) {
   if (!ctx.HasOutput(GradSlot("X"))) return;
   const Tensor& x = ctx.Input("X");
-  const LoD y_lod = ExpandRefLoD(ctx);
+  const LoD& y_lod = ExpandRefLoD(ctx);
   const LoD out_lod = ExpandedLoD(x.lod(), y_lod);
   const Tensor& dout = ctx.Input(GradSlot("Out"));
   const auto& dev = cuda::Dev(ctx);

@@ -15,8 +15,9 @@ namespace ops {
 
 // Out's LoD at run time (defined in sequence_expand_op.cc).
 LoD ExpandedLoD(const LoD& x_lod, const LoD& y_lod);
-// The offsets of Y's level that attr ref_level picks, checked.
-LoD ExpandRefLoD(const ExecutionContext& ctx);
+// The offsets of Y's level that attr ref_level picks, checked (a reference
+// into Y).
+const LoD& ExpandRefLoD(const ExecutionContext& ctx);
 
 struct ExpandMap {
   bool x_has_lod;

@@ -149,12 +149,11 @@ void Rewriter::Classify() {
 void Rewriter::FindCrossings() {
   fwd_cross_.assign(stages_, {});
   bwd_cross_.assign(stages_, {});
-  std::map<std::string, int>& grad_stage = grad_stage_;
-  grad_stage.clear();
+  grad_stage_.clear();
   for (int s = 0; s < stages_; ++s)
     for (int i : ops_[s].backward)
       for (const std::string& n : OpOutputNames(src_.ops(i)))
-        grad_stage.emplace(n, s);
+        grad_stage_.emplace(n, s);
   auto add = [](std::vector<std::string>* list, const std::string& n) {
     if (std::find(list->begin(), list->end(), n) == list->end())
       list->push_back(n);
@@ -166,14 +165,14 @@ void Rewriter::FindCrossings() {
           if (Persistable(n) || n == kEmptyVarName) continue;
           auto v = plan_.value_stage.find(n);
           if (v != plan_.value_stage.end() && v->second >= 0 &&
-              v->second != s && !grad_stage.count(n)) {
+              v->second != s && !grad_stage_.count(n)) {
             FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s, " reads ",
                           Quote(n), " made on stage ", v->second,
                           "; a value crosses one cut at a time");
             add(&fwd_cross_[s - 1], n);
           }
-          auto g = grad_stage.find(n);
-          if (g == grad_stage.end() || g->second == s ||
+          auto g = grad_stage_.find(n);
+          if (g == grad_stage_.end() || g->second == s ||
               phase == &ops_[s].forward)
             continue;
           FLUID_ENFORCE(g->second == s + 1, kPrefix, "stage ", s,

@@ -59,8 +59,12 @@ void CheckFeed(const proto::VarDesc& var, const Tensor& value) {
   if (value.has_lod()) {
     FLUID_ENFORCE(value.shape().rank() >= 1, "feed ", Quote(var.name()),
                   " carries LoD offsets but is a scalar");
-    CheckLoDLevels(value.all_lod(), value.shape()[0],
-                   "feed " + Quote(var.name()));
+    if (value.lod_levels() > 1) {
+      CheckLoDLevels(value.all_lod(), value.shape()[0],
+                     "feed " + Quote(var.name()));
+    } else {  // one level: no copy of the offsets each step
+      CheckLoD(value.lod(), value.shape()[0], "feed " + Quote(var.name()));
+    }
     FLUID_ENFORCE(var.lod_level() <= 1 || value.lod_levels() == var.lod_level(),
                   "feed ", Quote(var.name()), " is declared with lod_level ",
                   var.lod_level(), " but was fed ", value.lod_levels(),
