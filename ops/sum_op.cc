@@ -1,7 +1,8 @@
 // sum: Out = X[0] + X[1] + ... + X[n-1], inputs of equal shape. The
 // autodiff accumulates every gradient with more than one contribution with
 // this op, so it runs once per such gradient per step and is written to
-// stream each input exactly once.
+// stream each input exactly once. int32 and int64 terms (counts, such as a
+// pipeline's accuracy counts summed over its micro-batches) add exactly.
 //
 // Sparse terms (SelectedRows, from lookup_table with is_sparse): when every
 // input is sparse, Out is sparse too, the concatenation of their rows (a
@@ -45,6 +46,10 @@ template int CheckSumInputs<bfloat16>(const ExecutionContext&, const Tensor&,
                                       const bfloat16*);
 template int CheckSumInputs<float16>(const ExecutionContext&, const Tensor&,
                                      const float16*);
+template int CheckSumInputs<int32_t>(const ExecutionContext&, const Tensor&,
+                                     const int32_t*);
+template int CheckSumInputs<int64_t>(const ExecutionContext&, const Tensor&,
+                                     const int64_t*);
 
 bool AnySparseInput(const ExecutionContext& ctx) {
   for (size_t i = 0; i < ctx.InputSize("X"); ++i)
@@ -198,7 +203,7 @@ void HalfSum(const ExecutionContext& ctx) {
               });
 }
 
-// The dense sum of float or double terms.
+// The dense sum of float, double or integer terms.
 template <typename T>
 void DenseSum(const ExecutionContext& ctx) {
   const size_t num = ctx.InputSize("X");
@@ -288,7 +293,9 @@ REGISTER_OP(sum)
     .CPUKernel<float>(SumKernel<float>)
     .CPUKernel<double>(SumKernel<double>)
     .CPUKernel<bfloat16>(SumKernel<bfloat16>)
-    .CPUKernel<float16>(SumKernel<float16>);
+    .CPUKernel<float16>(SumKernel<float16>)
+    .CPUKernel<int32_t>(SumKernel<int32_t>)
+    .CPUKernel<int64_t>(SumKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

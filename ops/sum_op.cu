@@ -26,6 +26,12 @@ __device__ __forceinline__ float MulRounded(float a, float b) {
 __device__ __forceinline__ double MulRounded(double a, double b) {
   return __dmul_rn(a, b);
 }
+__device__ __forceinline__ int32_t MulRounded(int32_t a, int32_t b) {
+  return a * b;
+}
+__device__ __forceinline__ int64_t MulRounded(int64_t a, int64_t b) {
+  return a * b;
+}
 
 // How the first group starts from Out.
 enum class Start {
@@ -101,8 +107,9 @@ void HalfSum(const ExecutionContext& ctx) {
   }
 }
 
+// Terms added in their own type: float, double, int32 or int64.
 template <typename T>
-void FloatSum(const ExecutionContext& ctx) {
+void NativeSum(const ExecutionContext& ctx) {
   if (AnySparseInput(ctx)) {
     FLUID_ENFORCE_CODE(ctx.OutputVar("Out")->IsSelectedRows(),
                        ErrorCode::kUnimplemented, "sum: Out '",
@@ -153,7 +160,7 @@ void SumKernel(const ExecutionContext& ctx) {
                        DataTypeName(DataTypeOf<T>::value));
     HalfSum<T>(ctx);
   } else {
-    FloatSum<T>(ctx);
+    NativeSum<T>(ctx);
   }
 }
 
@@ -161,6 +168,8 @@ void SumKernel(const ExecutionContext& ctx) {
 
 REGISTER_FLOAT_KERNELS(sum, kCUDA, SumKernel);
 REGISTER_HALF_KERNELS(sum, kCUDA, SumKernel);
+REGISTER_KERNEL(sum, kCUDA, int32_t, SumKernel<int32_t>);
+REGISTER_KERNEL(sum, kCUDA, int64_t, SumKernel<int64_t>);
 
 }  // namespace ops
 }  // namespace fluid

@@ -1,6 +1,6 @@
 // What sum's CPU kernel (sum_op.cc) and CUDA kernel (sum_op.cu) check on the
-// host, defined once in sum_op.cc (for float and double). Free of Eigen so
-// that nvcc can compile the CUDA kernel that includes it.
+// host, defined once in sum_op.cc (for every dtype sum has kernels of).
+// Free of Eigen so that nvcc can compile the CUDA kernel that includes it.
 #pragma once
 
 #include "src/framework/operator.h"

@@ -58,6 +58,16 @@ std::string CreateGlobalVar(ProgramBuilder* b,
   return var;
 }
 
+std::string CreateTensor(ProgramBuilder* b, DataType dtype,
+                         const std::string& name) {
+  const std::string var = name.empty() ? b->UniqueName("create_tensor") : name;
+  FLUID_ENFORCE(FindVarDesc(*b->main_block(), var) == nullptr,
+                "layer 'create_tensor': argument 'name': a variable ",
+                Quote(var), " exists already");
+  AddVarDesc(b->main_block(), var, dtype, Shape{})->set_stop_gradient(true);
+  return var;
+}
+
 REGISTER_LAYER(create_parameter)
     .Doc(
         "A parameter of the given shape and dtype, initialised in the "
@@ -95,6 +105,16 @@ REGISTER_LAYER(create_global_var)
       return CreateGlobalVar(
           b, a.IntList("shape"), static_cast<float>(a.Float("value")),
           DtypeArg(a, "dtype"), a.Bool("persistable"), a.String("name"));
+    });
+
+REGISTER_LAYER(create_tensor)
+    .Doc(
+        "A var of the given dtype with no value yet, written by a later op "
+        "(accuracy's total, assign's output); not persistable.")
+    .String("dtype")
+    .String("name", "")
+    .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
+      return CreateTensor(b, DtypeArg(a, "dtype"), a.String("name"));
     });
 
 }  // namespace layers

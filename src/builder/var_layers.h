@@ -1,5 +1,5 @@
 // Layers that declare variables rather than compute (registered in
-// var_layers.cc as create_parameter and create_global_var).
+// var_layers.cc as create_parameter, create_global_var and create_tensor).
 #pragma once
 
 #include <string>
@@ -30,6 +30,13 @@ std::string CreateGlobalVar(ProgramBuilder* b,
                             const std::vector<int64_t>& shape, float value,
                             DataType dtype, bool persistable = false,
                             const std::string& name = "");
+
+// A var of `dtype` with no value yet, for a later op to write (accuracy's
+// `total`, assign's `output`), named `name` or create_tensor_N. Its shape
+// is the writer's. Not persistable: a var kept across runs needs a
+// starting value (CreateGlobalVar).
+std::string CreateTensor(ProgramBuilder* b, DataType dtype,
+                         const std::string& name = "");
 
 }  // namespace layers
 }  // namespace fluid

@@ -397,6 +397,16 @@ std::vector<LayerCase> ConfiguredLayerCases() {
        [](ProgramBuilder* b) {
          return layers::CreateGlobalVar(b, {2}, 0.5f, DataType::kFloat32);
        }},
+      {"create_tensor",
+       {{"dtype", "int64"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateTensor(b, DataType::kInt64);
+       }},
+      {"create_tensor",
+       {{"dtype", "float32"}, {"name", "t"}},
+       [](ProgramBuilder* b) {
+         return layers::CreateTensor(b, DataType::kFloat32, "t");
+       }},
   };
 }
 

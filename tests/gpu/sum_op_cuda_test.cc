@@ -1,5 +1,6 @@
 // The CUDA kernels of sum against its CPU kernels: input counts around the
-// kernel's group of 8, and Out bound to inputs. float32 and float64. Every
+// kernel's group of 8, and Out bound to inputs. float32 and float64, and
+// int32 and int64 (exactly). Every
 // test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 namespace fluid {
 namespace {
 
+using testing::CudaCheckOptions;
 using testing::CudaMatchesCpu;
 using testing::kFloatTypes;
 using testing::RandomTensor;
@@ -56,6 +58,40 @@ TEST(SumOpCuda, InPlace) {
         if (x == "b") in["b"] = RandomTensor(dt, {3, 700}, -1, 1, 6);
       auto op = MakeOp("sum", {{"X", xs}}, {{"Out", {"a"}}});
       EXPECT_TRUE(CudaMatchesCpu(op, in))
+          << DataTypeName(dt) << " " << xs.size() << " inputs";
+    }
+  }
+}
+
+// Integer terms: the same bits as the CPU's, with Out bound to inputs too.
+TEST(SumOpCuda, Integers) {
+  REQUIRE_GPU();
+  for (DataType dt : {DataType::kInt32, DataType::kInt64}) {
+    for (const std::vector<std::string>& xs :
+         std::vector<std::vector<std::string>>{
+             {"b", "c"},
+             {"a", "b", "c", "b", "c", "b", "c", "b", "c", "b"},
+             {"b", "a", "a"}}) {
+      TensorMap in;
+      for (const char* name : {"a", "b", "c"}) {
+        Tensor t;
+        t.set_dtype(dt);
+        t.Resize({5, 600});
+        t.raw_mutable_data(Place::CPU());
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          const int64_t v = (i * 31 + name[0] * 977) % 4001 - 2000;
+          if (dt == DataType::kInt32) {
+            t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v);
+          } else {
+            t.mutable_data<int64_t>()[i] = v;
+          }
+        }
+        in[name] = t;
+      }
+      auto op = MakeOp("sum", {{"X", xs}}, {{"Out", {"a"}}});
+      CudaCheckOptions exact;
+      exact.tolerance = 0;
+      EXPECT_TRUE(CudaMatchesCpu(op, in, exact))
           << DataTypeName(dt) << " " << xs.size() << " inputs";
     }
   }

@@ -93,6 +93,49 @@ TEST(SumOp, OutMayBeAnInput) {
   }
 }
 
+// Integer terms (counts) add exactly, in place too, past the 8-input group
+// and across tiles; checked against a naive loop.
+template <typename T>
+Tensor IntTensor(const Shape& shape, int64_t seed) {
+  Tensor t;
+  T* p = t.mutable_data<T>(shape);
+  for (int64_t i = 0; i < shape.numel(); ++i)
+    p[i] = static_cast<T>((i * 7919 + seed * 104729) % 2001 - 1000);
+  return t;
+}
+
+template <typename T>
+void ExpectIntSums() {
+  for (int n : {1, 3, 9}) {
+    TensorMap in;
+    std::vector<std::string> names;
+    std::vector<T> want(3000, 0);
+    for (int i = 0; i < n; ++i) {
+      names.push_back("x" + std::to_string(i));
+      in[names.back()] = IntTensor<T>({3, 1000}, i);
+      const auto v = ToVector<T>(in[names.back()]);
+      for (size_t j = 0; j < v.size(); ++j) want[j] += v[j];
+    }
+    EXPECT_EQ(ToVector<T>(RunOp(MakeOp("sum", {{"X", names}}, {{"Out", {"o"}}}),
+                                in)["o"]),
+              want)
+        << n << " inputs";
+    // Out bound to x0 twice: x0 counted twice.
+    names.push_back("x0");
+    for (size_t j = 0; j < want.size(); ++j)
+      want[j] += ToVector<T>(in["x0"])[j];
+    EXPECT_EQ(ToVector<T>(RunOp(
+                  MakeOp("sum", {{"X", names}}, {{"Out", {"x0"}}}), in)["x0"]),
+              want)
+        << n << " inputs, in place";
+  }
+}
+
+TEST(SumOp, IntegersAddExactly) {
+  ExpectIntSums<int32_t>();
+  ExpectIntSums<int64_t>();
+}
+
 TEST(SumOp, FloatMatchesDouble) {
   SumCase c = MakeCase(4, {6, 7}, 9);
   TensorMap fin;

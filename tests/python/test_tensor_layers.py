@@ -376,6 +376,30 @@ def test_accuracy_top_k(k):
     np.testing.assert_allclose(got_acc, [hits / 40], rtol=1e-15)
 
 
+def test_accuracy_counts_into_create_tensor():
+    # Fluid's book form: the batch size counted into a create_tensor.
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = L.data("x", [5], dtype="float64")
+        label = L.data("label", [1], dtype="int64")
+        batch_size = fluid.layers.create_tensor(dtype="int64")
+        correct = fluid.layers.create_tensor("int64", name="hits")
+        acc = L.accuracy(input=x, label=label, correct=correct,
+                         total=batch_size)
+        with pytest.raises(NotImplementedError, match="create_global_var"):
+            fluid.layers.create_tensor("float32", persistable=True)
+        with pytest.raises(ValueError, match="'hits' exists already"):
+            fluid.layers.create_tensor("int64", name="hits")
+    assert correct.name == "hits" and batch_size.dtype == "int64"
+    rng = np.random.RandomState(3)
+    xv, lv = rng.uniform(-1, 1, (24, 5)), rng.randint(0, 5, (24, 1))
+    got_acc, got_c, got_n = _run(main, startup, {"x": xv, "label": lv},
+                                 [acc, correct, batch_size])
+    hits = int((xv.argmax(1)[:, None] == lv).sum())
+    assert got_n.tolist() == [24] and got_c.tolist() == [hits]
+    np.testing.assert_allclose(got_acc, [hits / 24], rtol=1e-15)
+
+
 def test_cross_entropy_soft_label():
     rng = np.random.RandomState(5)
     zv = rng.uniform(0.1, 1, (4, 6))

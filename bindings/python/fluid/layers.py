@@ -864,6 +864,25 @@ def create_global_var(shape, value, dtype, persistable=False,
                   name=name)
 
 
+def create_tensor(dtype, name=None, persistable=False):
+    """A Variable of `dtype` with no value yet, for a later layer to write:
+    accuracy's `correct` and `total`, assign's `output`. Its shape is what
+    the writer gives it. persistable=True is refused: a variable kept
+    across runs needs a starting value, which create_global_var gives.
+
+        >>> total = fluid.layers.create_tensor(dtype="int64")
+        >>> acc = fluid.layers.accuracy(predict, label, total=total)
+    """
+    if persistable:
+        raise NotImplementedError(
+            "create_tensor(persistable=True) is not supported: a variable "
+            "kept across runs needs a starting value; use "
+            "fluid.layers.create_global_var(shape, value, dtype, "
+            "persistable=True)")
+    return _layer("create_tensor", dtype=_dtype_name(dtype, "create_tensor"),
+                  name=name)
+
+
 def _shape(shape, layer):
     if isinstance(shape, int) and not isinstance(shape, bool):
         return [shape]
