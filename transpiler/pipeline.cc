@@ -22,9 +22,17 @@ namespace fluid {
 namespace {
 
 constexpr const char* kPrefix = "pipeline: ";
+constexpr const char* kSubBlockAttr = "sub_block";
 
+// Micro-batch k's name of `name`: "x@MB<k>", and "x@MB<k>@GRAD" for x's
+// gradient, so that a renamed var's gradient is named as the autodiff
+// names gradients (GradVarName): while_grad and conditional_block_grad
+// find the gradients of their inputs by that name in their blocks.
 std::string MbName(const std::string& name, int k) {
-  return name + "@MB" + std::to_string(k);
+  const size_t at = name.find(kGradSuffix);
+  const std::string mb = "@MB" + std::to_string(k);
+  if (at == std::string::npos) return name + mb;
+  return name.substr(0, at) + mb + name.substr(at);
 }
 
 // One stage's ops of the plain program, by phase (indices into it).
@@ -64,12 +72,16 @@ class Rewriter {
   void FindCrossings();
   void Declare(const std::string& name, const std::string& like);
   std::string Rename(const std::string& n, int k, bool keep_grads) const;
+  bool LocalTo(int block, const std::string& n) const;
+  std::string RenameInner(int block, const std::string& n, int k) const;
+  int CloneBlock(int block, int k);
   void Emit(proto::OpDesc op, int stage);
   void EmitCopy(int i, int stage, int k, bool keep_grads);
   void EmitP2P(bool send, bool forward, int boundary, const std::string& v,
                int k, int stage);
   void EmitForward(int s, int k);
   void EmitBackward(int s, int k, bool first);
+  void EmitSparseSums(int s);
   void EmitMetrics(int s);
   void EmitStage(int s);
   void EmitSplitSum(int i, int s);
@@ -85,12 +97,19 @@ class Rewriter {
   bool advanced_ = false;
   std::vector<StageOps> ops_;
   std::set<std::string> feeds_, param_grads_, metrics_;
+  // Parameters' gradients that hold sparse rows (an embedding's with
+  // is_sparse): every micro-batch's are kept apart and concatenated after
+  // the last backward (`sum`), since rows cannot be added in place.
+  std::set<std::string> sparse_grads_;
   std::map<std::string, int> grad_stage_;  // gradient -> its writer's stage
   // Per cut b: the values stage b sends forward, the gradients stage b + 1
   // sends back.
   std::vector<std::vector<std::string>> fwd_cross_, bwd_cross_;
   std::vector<std::vector<std::string>> handles_;  // per stage: sends
+  proto::ProgramDesc* program_ = nullptr;
   proto::BlockDesc* out_ = nullptr;
+  // (sub-block, micro-batch) -> its copy for that micro-batch.
+  std::map<std::pair<int, int>, int> clones_;
 };
 
 void Rewriter::Classify() {
@@ -103,8 +122,12 @@ void Rewriter::Classify() {
         feeds_.insert(n);
     for (const std::string& n : OpOutputNames(op)) written.insert(n);
   }
-  for (const auto& [param, grad] : OptimizedParams(job_.main()))
+  for (const auto& [param, grad] : OptimizedParams(job_.main())) {
     param_grads_.insert(grad);
+    const proto::VarDesc* g = FindVarDesc(src_, grad);
+    if (g != nullptr && g->type() == proto::VarDesc::SELECTED_ROWS)
+      sparse_grads_.insert(grad);
+  }
   // The data-only ops each stage needs, in program order.
   std::vector<std::set<std::string>> needed(stages_);
   for (const auto& [i, s] : plan_.stage) {
@@ -158,34 +181,42 @@ void Rewriter::FindCrossings() {
     if (std::find(list->begin(), list->end(), n) == list->end())
       list->push_back(n);
   };
+  // In program order: a gradient read is the latest write of it before
+  // the reader (a loop-carried var's gradient flows in as Out@GRAD and
+  // out as X@GRAD under one name, written on two stages).
+  std::map<int, std::vector<std::pair<int, bool>>> runs;  // op -> (stage, bwd)
   for (int s = 0; s < stages_; ++s) {
-    for (const auto* phase : {&ops_[s].forward, &ops_[s].backward}) {
-      for (int i : *phase) {
-        for (const std::string& n : OpInputNames(src_.ops(i))) {
-          if (Persistable(n) || n == kEmptyVarName) continue;
-          auto v = plan_.value_stage.find(n);
-          if (v != plan_.value_stage.end() && v->second >= 0 &&
-              v->second != s && !grad_stage_.count(n)) {
-            FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s, " reads ",
-                          Quote(n), " made on stage ", v->second,
-                          "; a value crosses one cut at a time");
-            add(&fwd_cross_[s - 1], n);
-          }
-          auto g = grad_stage_.find(n);
-          if (g == grad_stage_.end() || g->second == s ||
-              phase == &ops_[s].forward)
-            continue;
-          FLUID_ENFORCE(g->second == s + 1, kPrefix, "stage ", s,
-                        " reads the gradient ", Quote(n), " made on stage ",
-                        g->second, "; a gradient crosses one cut at a time");
-          add(&bwd_cross_[s], n);
+    for (int i : ops_[s].forward) runs[i].push_back({s, false});
+    for (int i : ops_[s].backward) runs[i].push_back({s, true});
+  }
+  std::map<std::string, int> written;  // gradient -> its latest writer's stage
+  for (const auto& [i, stages] : runs) {
+    for (const auto& [s, backward] : stages) {
+      for (const std::string& n : OpInputNames(src_.ops(i))) {
+        if (Persistable(n) || n == kEmptyVarName) continue;
+        auto v = plan_.value_stage.find(n);
+        if (v != plan_.value_stage.end() && v->second >= 0 && v->second != s &&
+            !grad_stage_.count(n)) {
+          FLUID_ENFORCE(v->second == s - 1, kPrefix, "stage ", s, " reads ",
+                        Quote(n), " made on stage ", v->second,
+                        "; a value crosses one cut at a time");
+          add(&fwd_cross_[s - 1], n);
         }
+        auto g = written.find(n);
+        if (!backward || g == written.end() || g->second == s) continue;
+        FLUID_ENFORCE(g->second == s + 1, kPrefix, "stage ", s,
+                      " reads the gradient ", Quote(n), " made on stage ",
+                      g->second, "; a gradient crosses one cut at a time");
+        add(&bwd_cross_[s], n);
       }
     }
+    for (const auto& [s, backward] : stages)
+      if (backward)
+        for (const std::string& n : OpOutputNames(src_.ops(i))) written[n] = s;
   }
-  // The last stage's float scalar results: averaged over the
-  // micro-batches, then broadcast to every stage. (Integer counts stay on
-  // the last stage, per micro-batch.)
+  // The last stage's scalar results: floats (a loss, an accuracy)
+  // averaged over the micro-batches, integers (an accuracy's counts)
+  // summed, then broadcast to every stage.
   // (The loss read by fp16's scaling of it is still a result.)
   std::set<std::string> read;
   for (int i : ops_[stages_ - 1].forward) {
@@ -203,7 +234,8 @@ void Rewriter::FindCrossings() {
       const Shape shape = VarShape(*v);
       const DataType t = VarDtype(*v);
       if (shape.rank() == 1 && shape[0] == 1 &&
-          (t == DataType::kFloat32 || t == DataType::kFloat64))
+          (t == DataType::kFloat32 || t == DataType::kFloat64 ||
+           t == DataType::kInt32 || t == DataType::kInt64))
         metrics_.insert(n);
     }
   }
@@ -224,8 +256,61 @@ void Rewriter::Declare(const std::string& name, const std::string& like) {
 std::string Rewriter::Rename(const std::string& n, int k,
                              bool keep_grads) const {
   if (n == kEmptyVarName || Persistable(n)) return n;
-  if (keep_grads && param_grads_.count(n)) return n;
+  if (keep_grads && param_grads_.count(n) && !sparse_grads_.count(n)) return n;
   return MbName(n, k);
+}
+
+// Whether `n` is declared in sub-block `block` or an enclosing sub-block
+// (a var of the loop's own, in its step scopes), not in block 0.
+bool Rewriter::LocalTo(int block, const std::string& n) const {
+  const proto::ProgramDesc& p = job_.main();
+  for (int b = block; b > 0; b = p.blocks(b).parent_idx())
+    if (FindVarDesc(p.blocks(b), n) != nullptr) return true;
+  return false;
+}
+
+// Micro-batch k's name of `n` in a copy of sub-block `block`: the block's
+// own vars keep theirs (each run of the loop has its step scopes); a var
+// of block 0, and the gradient of one ("x@GRAD", the block's own
+// declaration of the gradient that flows into x), take the names block
+// 0's ops give them. Persistables keep theirs.
+std::string Rewriter::RenameInner(int block, const std::string& n,
+                                  int k) const {
+  const std::string base = n.substr(0, n.find(kGradSuffix));
+  if (n == kEmptyVarName || LocalTo(block, base) || Persistable(base) ||
+      FindVarDesc(src_, base) == nullptr)
+    return n;
+  return MbName(n, k);
+}
+
+// A copy of sub-block `block` (and of the blocks its ops run) for
+// micro-batch k, renamed as RenameInner says; returns its index. A
+// gradient block's copy is a kid of its loop body's copy for the same
+// micro-batch (made first: a forward precedes its backward).
+int Rewriter::CloneBlock(int block, int k) {
+  auto it = clones_.find({block, k});
+  if (it != clones_.end()) return it->second;
+  const proto::BlockDesc& orig = job_.main().blocks(block);
+  const int idx = program_->blocks_size();
+  clones_[{block, k}] = idx;
+  proto::BlockDesc* copy = program_->add_blocks();
+  *copy = orig;
+  copy->set_idx(idx);
+  auto parent = clones_.find({orig.parent_idx(), k});
+  if (parent != clones_.end()) copy->set_parent_idx(parent->second);
+  for (auto& v : *copy->mutable_vars())
+    v.set_name(RenameInner(block, v.name(), k));
+  for (auto& op : *copy->mutable_ops()) {
+    for (auto* slots : {op.mutable_inputs(), op.mutable_outputs()})
+      for (auto& slot : *slots)
+        for (auto& name : *slot.mutable_arguments())
+          name = RenameInner(block, name, k);
+    if (HasOpAttr(op, kSubBlockAttr))
+      SetOpAttr(&op, kSubBlockAttr,
+                static_cast<int32_t>(
+                    CloneBlock(GetOpAttrAs<int32_t>(op, kSubBlockAttr), k)));
+  }
+  return idx;
 }
 
 void Rewriter::Emit(proto::OpDesc op, int stage) {
@@ -262,6 +347,11 @@ void Rewriter::EmitCopy(int i, int stage, int k, bool keep_grads) {
                   std::string::npos;
     if (replay && !advanced_) SetOpAttr(&op, "replay_step", int32_t{0});
   }
+  // A loop or a conditional block runs its block's copy for micro-batch k.
+  if (HasOpAttr(op, kSubBlockAttr))
+    SetOpAttr(&op, kSubBlockAttr,
+              static_cast<int32_t>(
+                  CloneBlock(GetOpAttrAs<int32_t>(op, kSubBlockAttr), k)));
   if (HasRole(op, OpRole::kLoss) && HasRole(op, OpRole::kBackward) &&
       op.type() == "fill_constant")
     SetOpAttr(&op, "value", GetOpAttrAs<float>(op, "value") / m_);
@@ -316,7 +406,7 @@ void Rewriter::EmitBackward(int s, int k, bool first) {
   for (int i : ops_[s].backward) {
     EmitCopy(i, s, k, first);
     for (const std::string& n : OpOutputNames(src_.ops(i)))
-      if (param_grads_.count(n)) written.insert(n);
+      if (param_grads_.count(n) && !sparse_grads_.count(n)) written.insert(n);
   }
   if (s > 0)
     for (const std::string& g : bwd_cross_[s - 1])
@@ -329,6 +419,20 @@ void Rewriter::EmitBackward(int s, int k, bool first) {
          s);
 }
 
+// A sparse gradient's micro-batches' rows, concatenated in micro-batch
+// order: the rows one process's lookup of the whole batch yields.
+void Rewriter::EmitSparseSums(int s) {
+  for (const std::string& g : sparse_grads_) {
+    auto it = grad_stage_.find(g);
+    if (it == grad_stage_.end() || it->second != s) continue;
+    std::vector<std::string> parts;
+    for (int k = 0; k < m_; ++k) parts.push_back(MbName(g, k));
+    Emit(WithRole(MakeOp("sum", {{"X", parts}}, {{"Out", {g}}}),
+                  OpRole::kBackward),
+         s);
+  }
+}
+
 void Rewriter::EmitMetrics(int s) {
   for (const std::string& n : metrics_) {
     const proto::VarDesc& v = GetVarDesc(src_, n);
@@ -339,10 +443,11 @@ void Rewriter::EmitMetrics(int s) {
       Emit(WithRole(MakeOp("sum", {{"X", parts}}, {{"Out", {n}}}),
                     OpRole::kForward),
            s);
-      Emit(WithRole(MakeOp("scale", {{"X", {n}}}, {{"Out", {n}}},
-                           {{"scale", 1.0f / m_}}),
-                    OpRole::kForward),
-           s);
+      if (t == DataType::kFloat32 || t == DataType::kFloat64)
+        Emit(WithRole(MakeOp("scale", {{"X", {n}}}, {{"Out", {n}}},
+                             {{"scale", 1.0f / m_}}),
+                      OpRole::kForward),
+             s);
     } else {
       Emit(WithRole(MakeOp("fill_constant", {}, {{"Out", {n}}},
                            {{"shape", std::vector<int64_t>{1}},
@@ -394,6 +499,7 @@ void Rewriter::EmitStage(int s) {
       first = false;
     }
   }
+  EmitSparseSums(s);
   EmitMetrics(s);
   for (const std::string& h : handles_[s])
     Emit(WithRole(MakeOp("c_wait", {{"Handle", {h}}}, {}), OpRole::kBackward),
@@ -474,7 +580,8 @@ proto::TrainingJob Rewriter::Run() {
   Classify();
   FindCrossings();
   proto::TrainingJob out = job_;
-  out_ = out.mutable_main()->mutable_blocks(0);
+  program_ = out.mutable_main();
+  out_ = program_->mutable_blocks(0);
   out_->clear_ops();
   handles_.assign(stages_, {});
   for (int s = 0; s < stages_; ++s) EmitStage(s);
@@ -607,18 +714,48 @@ proto::TrainingJob ReadCutValuesForReplays(const proto::TrainingJob& job,
 
 }  // namespace
 
+// A loop or conditional block runs whole on its op's stage, once per
+// micro-batch: refuses a block whose ops were placed on another stage, and
+// dropout inside one (its mask would not be cut per micro-batch).
+void CheckSubBlocks(const proto::ProgramDesc& main, int block, int stage,
+                    const proto::OpDesc& owner) {
+  for (const proto::OpDesc& op : main.blocks(block).ops()) {
+    if (HasOpAttr(op, kPipelineStageAttr) &&
+        GetOpAttrAs<int32_t>(op, kPipelineStageAttr) != stage)
+      FLUID_THROW(ErrorCode::kUnimplemented, kPrefix, "op '", op.type(),
+                  "' of block ", block, " is placed on stage ",
+                  GetOpAttrAs<int32_t>(op, kPipelineStageAttr), " but its '",
+                  owner.type(), "' on stage ", stage,
+                  "; a loop or conditional block runs whole on one stage: "
+                  "place the whole loop in one fluid.pipeline_stage");
+    FLUID_ENFORCE_CODE(op.type() != "dropout", ErrorCode::kUnimplemented,
+                       kPrefix, "dropout in block ", block, " (run by '",
+                       owner.type(),
+                       "'): a pipeline draws dropout masks per micro-batch "
+                       "in block 0 only; apply dropout outside the loop");
+    if (HasOpAttr(op, kSubBlockAttr))
+      CheckSubBlocks(main, GetOpAttrAs<int32_t>(op, kSubBlockAttr), stage,
+                     owner);
+  }
+}
+
+void CheckSubBlocks(const proto::ProgramDesc& main) {
+  int stage = 0;  // an op without the attr takes the stage of the one before
+  for (const proto::OpDesc& op : main.blocks(0).ops()) {
+    if (HasOpAttr(op, kPipelineStageAttr))
+      stage = GetOpAttrAs<int32_t>(op, kPipelineStageAttr);
+    if (!HasOpAttr(op, kSubBlockAttr) || HasRole(op, OpRole::kBackward))
+      continue;
+    CheckSubBlocks(main, GetOpAttrAs<int32_t>(op, kSubBlockAttr), stage, op);
+  }
+}
+
 proto::TrainingJob PipelineRewrite(const proto::TrainingJob& job) {
   const proto::DistributedStrategy& s = job.strategy();
   const int pp = PipelineStages(s);
   FLUID_ENFORCE(pp >= 2, kPrefix, "pipeline_stages is ", pp,
                 "; a pipeline has 2 or more");
-  RefuseSubBlocks(job.main(), "pipeline parallelism",
-                  "train the loop without pipeline_stages");
-  const std::string sparse = FirstSparseGradient(job.main());
-  FLUID_ENFORCE_CODE(sparse.empty(), ErrorCode::kUnimplemented, kPrefix,
-                     "the gradient ", Quote(sparse),
-                     " holds sparse rows; build that layer with "
-                     "is_sparse=False");
+  CheckSubBlocks(job.main());
   proto::TrainingJob phased = WithPhaseRoles(job);
   if (s.recompute()) phased = ReadCutValuesForReplays(phased, pp);
   proto::TrainingJob out = Rewriter(phased, pp).Run();

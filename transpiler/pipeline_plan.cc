@@ -74,6 +74,31 @@ void FindStepOps(const proto::BlockDesc& block, PipelinePlan* plan) {
       plan->weight_ops.insert(i);  // data-only ones are taken out later
     for (const std::string& n : OpInputNames(op)) needed.insert(n);
   }
+  // A step op runs once per step on the plain names, and a value an op on
+  // the path writes is renamed per micro-batch: an op reading one (a
+  // DynamicRNN's unused arrays, filled at its start index) joins the path,
+  // and is dropped if no stage reads what it writes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> on_path;
+    for (int i = 0; i < block.ops_size(); ++i)
+      if (IsForwardOp(block.ops(i)) && !plan->step_ops.count(i))
+        for (const std::string& n : OpOutputNames(block.ops(i)))
+          on_path.insert(n);
+    for (auto it = plan->step_ops.begin(); it != plan->step_ops.end();) {
+      const proto::OpDesc& op = block.ops(*it);
+      bool reads = false;
+      for (const std::string& n : OpInputNames(op))
+        reads = reads || on_path.count(n) > 0;
+      if (!reads) {
+        ++it;
+        continue;
+      }
+      if (!HasOpAttr(op, kPipelineStageAttr)) plan->weight_ops.insert(*it);
+      it = plan->step_ops.erase(it);
+      changed = true;
+    }
+  }
 }
 
 // Forward ops that read no parameter and nothing computed from one.

@@ -285,7 +285,8 @@ void MPIExecutor::Init(const proto::TrainingJob& job, Scope* scope,
   shard_.Plan(stage, job_);
   tp_.Plan(shard_.checkpoint_program(job_.main()));
   // Then every rank takes rank 0's values, and its shard of the state.
-  if (shard_.Restore(&held)) BroadcastPersistables();
+  // (A pipeline's broadcasts are every stage's, sharded or not.)
+  if (pp_.AnyRank(shard_.Restore(&held))) BroadcastPersistables();
   pp_.DropOtherStages();
   proto::ProgramDesc stat_sync = StatSyncProgram(job_.main());
   // Under tensor or pipeline parallelism each data-parallel group averages

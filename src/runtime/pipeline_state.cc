@@ -1,5 +1,7 @@
 #include "src/runtime/pipeline_state.h"
 
+#include <algorithm>
+
 #include "src/framework/enforce.h"
 #include "src/framework/program_desc.h"
 #include "transpiler/buckets.h"
@@ -137,6 +139,12 @@ void PipelineState::BroadcastWithinStage(const proto::ProgramDesc& stage_main,
     }
     ring->Broadcast(*t, 0);
   }
+}
+
+bool PipelineState::AnyRank(bool mine) {
+  if (!active()) return mine;
+  const std::vector<uint64_t> all = comm_->AllGatherValue(mine ? 1 : 0);
+  return std::find(all.begin(), all.end(), 1u) != all.end();
 }
 
 void PipelineState::DropOtherStages() {

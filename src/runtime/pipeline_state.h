@@ -65,6 +65,11 @@ class PipelineState {
   // run before the job was known makes every stage's): between steps a
   // rank holds its own stage's only, and stale copies are never read.
   void DropOtherStages();
+  // Whether any rank's `mine` is true (without a pipeline: `mine`). The
+  // stages plan apart (one whose parameters all stay whole, an embedding's
+  // sparse table, shards nothing), but some steps are the whole
+  // pipeline's, which every rank joins if any needs them.
+  bool AnyRank(bool mine);
 
  private:
   Communicator* comm_;

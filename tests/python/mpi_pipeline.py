@@ -15,8 +15,19 @@ trained with momentum by fluid.MPIExecutor, one stage per rank:
    program is refused naming it; inside, every parameter of both stages
    is on both ranks and equals the plain executor's to 1e-5 relative;
 4. checkpoint: fluid.io.save_persistables writes both stages' parameters;
-   a plain fluid.Executor loads them and evaluates the same loss.
-Prints "all 4 checks passed on N rank(s)" on rank 0."""
+   a plain fluid.Executor loads them and evaluates the same loss;
+5. sparse: sentences of word ids (lod_level 1) through an embedding with
+   is_sparse=True on stage 0, averaged per sentence and classified on
+   stage 1, cut into micro-batches of whole sentences: the losses, the
+   accuracy and its counts (fluid.layers.accuracy's correct and total,
+   summed over the micro-batches) fetched on both ranks equal a plain
+   fluid.Executor's, the counts exactly;
+6. control flow: a While loop with a cond inside on stage 0 (two weights
+   shared by the steps) and a DynamicRNN over sentences (a LoD feed) on
+   stage 1 run once per micro-batch each, on their own copies of their
+   blocks; the losses equal a plain fluid.Executor's.
+Prints "all 6 checks passed on N rank(s)" on rank 0."""
+import contextlib
 import os
 import sys
 
@@ -57,6 +68,118 @@ def batches():
     for _ in range(STEPS):
         yield {"x": rng.rand(BATCH, 12).astype("float32"),
                "y": rng.randint(0, 4, (BATCH, 1)).astype("int64")}
+
+
+def build_sparse():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        words = fluid.layers.data("words", [1], dtype="int64", lod_level=1)
+        y = fluid.layers.data("y", [1], dtype="int64")
+        with fluid.pipeline_stage(0):
+            emb = fluid.layers.embedding(words, size=[30, 8], is_sparse=True)
+            h = fluid.layers.fc(emb, 16, act="relu")
+        with fluid.pipeline_stage(1):
+            h = fluid.layers.sequence_pool(h, "average")
+            logits = fluid.layers.fc(h, 3)
+            loss = fluid.layers.mean(
+                fluid.layers.softmax_with_cross_entropy(logits, y))
+            correct = fluid.layers.create_tensor("int64")
+            total = fluid.layers.create_tensor("int64")
+            acc = fluid.layers.accuracy(logits, y, correct=correct,
+                                        total=total)
+        fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    return main, startup, [loss, acc, correct, total]
+
+
+def sparse_batches():
+    rng = np.random.RandomState(11)
+    for _ in range(STEPS):
+        lengths = rng.randint(1, 5, BATCH)
+        ids = rng.randint(0, 30, (int(lengths.sum()), 1)).astype("int64")
+        yield {"words": fluid.create_lod_tensor(ids, [lengths.tolist()],
+                                                fluid.CPUPlace()),
+               "y": rng.randint(0, 3, (BATCH, 1)).astype("int64")}
+
+
+def sparse_run(exe):
+    main, startup, fetch = build_sparse()
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return [[float(np.asarray(v).ravel()[0])
+             for v in exe.run(main, feed=feed, fetch_list=fetch, scope=scope)]
+            for feed in sparse_batches()]
+
+
+def build_loops():
+    L = fluid.layers
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data("x", [12])
+        words = L.data("words", [1], dtype="int64", lod_level=1)
+        y = L.data("y", [1], dtype="int64")
+        with fluid.pipeline_stage(0):
+            h = L.fc(x, 10, act="tanh")
+            i = L.fill_constant([1], "int64", 0)
+            n = L.fill_constant([1], "int64", 3)
+            one = L.fill_constant([1], "int64", 1)
+            c = L.less_than(i, n)
+            loop = L.While(c)
+            with loop.block():
+                first = L.less_than(i, one)
+                out = L.cond(first,
+                             lambda: L.fc(h, 10, act="tanh",
+                                          param_attr=fluid.ParamAttr("w")),
+                             lambda: L.fc(h, 10, act="tanh",
+                                          param_attr=fluid.ParamAttr("u")))
+                L.assign(out, h)
+                L.increment(i)
+                L.less_than(i, n, cond=c)
+        with fluid.pipeline_stage(1):
+            emb = L.embedding(words, size=[30, 6])
+            rnn = L.DynamicRNN()
+            with rnn.block():
+                w = rnn.step_input(emb)
+                mem = rnn.memory(shape=[8])
+                state = L.fc([w, mem], 8, act="tanh")
+                rnn.update_memory(mem, state)
+                rnn.output(state)
+            last = L.sequence_last_step(rnn())
+            logits = L.fc(L.concat([h, last], axis=1), 3)
+            loss = L.mean(L.softmax_with_cross_entropy(logits, y))
+        fluid.optimizer.SGD(learning_rate=0.3).minimize(loss)
+    return main, startup, loss
+
+
+def loop_batches():
+    rng = np.random.RandomState(13)
+    for _ in range(STEPS):
+        lengths = rng.randint(1, 5, BATCH)
+        ids = rng.randint(0, 30, (int(lengths.sum()), 1)).astype("int64")
+        yield {"x": rng.rand(BATCH, 12).astype("float32"),
+               "words": fluid.create_lod_tensor(ids, [lengths.tolist()],
+                                                fluid.CPUPlace()),
+               "y": rng.randint(0, 3, (BATCH, 1)).astype("int64")}
+
+
+def loops_run(exe):
+    """The losses, and each parameter's (start, end) values."""
+    main, startup, loss = build_loops()
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    names = [p.name for p in main.global_block().all_parameters()]
+
+    def params():
+        gathered = getattr(exe, "gathered_parameters", None)
+        with gathered() if gathered else contextlib.nullcontext():
+            return {n: np.array(scope.find_var(n).get_tensor())
+                    for n in names}
+    start = params()
+    losses = [first(exe.run(main, feed=feed, fetch_list=[loss], scope=scope))
+              for feed in loop_batches()]
+    end = params()
+    return losses, {n: (start[n], end[n]) for n in names}
 
 
 def plain_run():
@@ -134,6 +257,24 @@ def main_():
     ok = close(loaded_loss, eval_loss) and all(
         close(loaded[n], want_params[n]) for n in want_params)
     results.append(("checkpoint", ok, f"{loaded_loss} vs {eval_loss}"))
+
+    want = sparse_run(fluid.Executor(fluid.CPUPlace()))
+    got = sparse_run(fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy))
+    ok = len(got) == len(want) and all(
+        close(g[:2], w[:2]) and g[2:] == w[2:] for g, w in zip(got, want)) \
+        and all(w[3] == BATCH for w in want) and sum(w[2] for w in want) > 0
+    results.append(("sparse", ok, f"{got} vs {want}"))
+
+    want, want_p = loops_run(fluid.Executor(fluid.CPUPlace()))
+    got, got_p = loops_run(
+        fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy))
+    # Every parameter trained (the loop's weights, the cond's and the
+    # DynamicRNN's among them) ends as one process's.
+    moved = [n for n, (a, b) in want_p.items() if np.abs(a - b).max() > 1e-4]
+    ok = close(got, want) and set(got_p) == set(want_p) and all(
+        close(got_p[n][1], want_p[n][1]) for n in want_p) and \
+        {"w", "u"} <= set(moved) and len(moved) == len(want_p)
+    results.append(("control flow", ok, f"{got} vs {want}; moved {moved}"))
     return report(exe, results)
 
 

@@ -12,4 +12,4 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_mpi_pipeline_script():
-    check_equivalence_script(os.path.join(HERE, "mpi_pipeline.py"), 4)
+    check_equivalence_script(os.path.join(HERE, "mpi_pipeline.py"), 6)

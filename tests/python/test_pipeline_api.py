@@ -214,3 +214,65 @@ def test_mpi_executor_names_both_pipelines():
         exe.run(main, feed={"x": np.zeros((4, 6), "float32"),
                             "y": np.zeros((4, 1), "int64")},
                 fetch_list=[loss], scope=scope)
+
+
+def _transpile_pp2(main, startup):
+    strategy = fluid.DistributedStrategy()
+    strategy.pipeline_stages = 2
+    strategy.pipeline_configs = {"micro_batches": 2}
+    staged, _ = fluid._core.collective_transpile(main.desc, startup.desc, 2,
+                                                 strategy.serialize())
+    return fluid.Program(staged)
+
+
+def _loop_program(body_stage=0, dropout=False):
+    """x -> fc on stage 0 -> a While of 2 steps h = fc_w(h) placed on
+    stage 0 (its body ops on `body_stage`) -> loss on stage 1."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data("x", [4])
+        y = L.data("y", [1], dtype="int64")
+        with fluid.pipeline_stage(0):
+            h = L.fc(x, 4, act="tanh")
+            i = L.fill_constant([1], "int64", 0)
+            n = L.fill_constant([1], "int64", 2)
+            c = L.less_than(i, n)
+            loop = L.While(c)
+            with loop.block():
+                with fluid.pipeline_stage(body_stage):
+                    g = L.fc(h, 4, act="tanh", param_attr="w")
+                    if dropout:
+                        g = L.dropout(g, 0.5)
+                    L.assign(g, h)
+                    L.increment(i)
+                    L.less_than(i, n, cond=c)
+        with fluid.pipeline_stage(1):
+            loss = L.mean(L.softmax_with_cross_entropy(L.fc(h, 3), y))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    return main, startup
+
+
+def test_pipeline_cuts_around_a_loop():
+    # The loop runs whole on stage 0, once per micro-batch on its own
+    # copy of its block (and of its gradient block); trains under mpirun
+    # in mpi_pipeline.py check 6.
+    main, startup = _loop_program()
+    blocks_before = main.num_blocks
+    staged = _transpile_pp2(main, startup)
+    loops = [op for op in staged.global_block().ops
+             if op.type in ("while", "while_grad")]
+    assert [op.type for op in loops] == ["while", "while", "while_grad",
+                                         "while_grad"]
+    copies = {op.attr("sub_block") for op in loops}
+    assert len(copies) == 4 and min(copies) >= blocks_before
+    assert staged.num_blocks == blocks_before + 4
+
+
+@pytest.mark.parametrize("body_stage,dropout,message", [
+    (1, False, "a loop or conditional block runs whole on one stage"),
+    (0, True, "apply dropout outside the loop"),
+])
+def test_pipeline_refuses_what_a_loop_cannot_do(body_stage, dropout, message):
+    main, startup = _loop_program(body_stage, dropout)
+    with pytest.raises(Exception, match=message):
+        _transpile_pp2(main, startup)
