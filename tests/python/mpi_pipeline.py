@@ -163,8 +163,23 @@ def loop_batches():
                "y": rng.randint(0, 3, (BATCH, 1)).astype("int64")}
 
 
-def loops_run(exe):
-    """The losses, and each parameter's (start, end) values."""
+def data_part(feed, rank, ranks):
+    """Data-parallel rank `rank` of `ranks`'s rows (whole sentences) of a
+    loop_batches() batch."""
+    if ranks == 1:
+        return feed
+    rows = slice(rank * BATCH // ranks, (rank + 1) * BATCH // ranks)
+    lengths = feed["words"].recursive_sequence_lengths()[0]
+    offsets = np.cumsum([0] + lengths)
+    ids = np.array(feed["words"])[offsets[rows.start]:offsets[rows.stop]]
+    return {"x": feed["x"][rows], "y": feed["y"][rows],
+            "words": fluid.create_lod_tensor(ids, [lengths[rows]],
+                                             fluid.CPUPlace())}
+
+
+def loops_run(exe, part=(0, 1)):
+    """The losses (of data-parallel part `part`, (rank, ranks), of each
+    batch), and each parameter's (start, end) values."""
     main, startup, loss = build_loops()
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
@@ -176,7 +191,8 @@ def loops_run(exe):
             return {n: np.array(scope.find_var(n).get_tensor())
                     for n in names}
     start = params()
-    losses = [first(exe.run(main, feed=feed, fetch_list=[loss], scope=scope))
+    losses = [first(exe.run(main, feed=data_part(feed, *part),
+                            fetch_list=[loss], scope=scope))
               for feed in loop_batches()]
     end = params()
     return losses, {n: (start[n], end[n]) for n in names}
@@ -278,5 +294,31 @@ def main_():
     return report(exe, results)
 
 
+def loops_main():
+    """--loops, under mpirun -np 4: check 6 at pp 2 x dp 2, with and
+    without ZeRO 2 on each stage's data-parallel pair: each pair feeds its
+    half of every batch, and every parameter ends as one process's
+    trained on the whole batches."""
+    os.environ["FLUID_INDEPENDENT_RANKS"] = "1"
+    _, want = loops_run(fluid.Executor(fluid.CPUPlace()))
+    results = []
+    for stage in (0, 2):
+        strategy = fluid.DistributedStrategy()
+        strategy.pipeline_stages = 2
+        strategy.pipeline_configs = {"micro_batches": 2}
+        if stage:
+            strategy.sharding = True
+            strategy.sharding_configs = {"stage": stage}
+        exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
+        part = fluid.reader._data_ranks()
+        _, got = loops_run(exe, part)
+        diff = max(float(np.abs(got[n][1] - want[n][1]).max()
+                         / np.abs(want[n][1]).max()) for n in want)
+        ok = part[1] == 2 and set(got) == set(want) and diff <= 1e-5
+        results.append((f"control flow, dp 2, ZeRO {stage}", ok,
+                        f"data ranks {part}, largest difference {diff:.2e}"))
+    return report(exe, results)
+
+
 if __name__ == "__main__":
-    sys.exit(main_())
+    sys.exit(loops_main() if "--loops" in sys.argv else main_())
