@@ -212,7 +212,7 @@ REASONS = [
      fluid.layers.sampled_softmax_with_cross_entropy fluid.layers.rank_loss
      fluid.layers.margin_rank_loss fluid.layers.huber_loss
      fluid.layers.kldiv_loss fluid.layers.npair_loss fluid.layers.mse_loss
-     fluid.layers.create_tensor fluid.layers.argmin fluid.layers.argsort
+     fluid.layers.argmin fluid.layers.argsort
      fluid.layers.reverse
      fluid.layers.triu fluid.layers.atan fluid.layers.tanh_shrink
      fluid.layers.softshrink fluid.layers.rsqrt fluid.layers.ceil

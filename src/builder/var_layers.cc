@@ -59,7 +59,12 @@ std::string CreateGlobalVar(ProgramBuilder* b,
 }
 
 std::string CreateTensor(ProgramBuilder* b, DataType dtype,
-                         const std::string& name) {
+                         const std::string& name, bool persistable) {
+  FLUID_ENFORCE_CODE(!persistable, ErrorCode::kUnimplemented,
+                     "layer 'create_tensor': persistable=True is not "
+                     "supported: a variable kept across runs needs a starting "
+                     "value; use create_global_var(shape, value, dtype, "
+                     "persistable=True)");
   const std::string var = name.empty() ? b->UniqueName("create_tensor") : name;
   FLUID_ENFORCE(FindVarDesc(*b->main_block(), var) == nullptr,
                 "layer 'create_tensor': argument 'name': a variable ",
@@ -113,8 +118,10 @@ REGISTER_LAYER(create_tensor)
         "(accuracy's total, assign's output); not persistable.")
     .String("dtype")
     .String("name", "")
+    .Bool("persistable", false)
     .SetBuild([](ProgramBuilder* b, const LayerArgs& a) {
-      return CreateTensor(b, DtypeArg(a, "dtype"), a.String("name"));
+      return CreateTensor(b, DtypeArg(a, "dtype"), a.String("name"),
+                          a.Bool("persistable"));
     });
 
 }  // namespace layers

@@ -33,10 +33,11 @@ std::string CreateGlobalVar(ProgramBuilder* b,
 
 // A var of `dtype` with no value yet, for a later op to write (accuracy's
 // `total`, assign's `output`), named `name` or create_tensor_N. Its shape
-// is the writer's. Not persistable: a var kept across runs needs a
-// starting value (CreateGlobalVar).
+// is the writer's. `persistable` is refused: a var kept across runs needs
+// a starting value (CreateGlobalVar).
 std::string CreateTensor(ProgramBuilder* b, DataType dtype,
-                         const std::string& name = "");
+                         const std::string& name = "",
+                         bool persistable = false);
 
 }  // namespace layers
 }  // namespace fluid

@@ -873,14 +873,8 @@ def create_tensor(dtype, name=None, persistable=False):
         >>> total = fluid.layers.create_tensor(dtype="int64")
         >>> acc = fluid.layers.accuracy(predict, label, total=total)
     """
-    if persistable:
-        raise NotImplementedError(
-            "create_tensor(persistable=True) is not supported: a variable "
-            "kept across runs needs a starting value; use "
-            "fluid.layers.create_global_var(shape, value, dtype, "
-            "persistable=True)")
     return _layer("create_tensor", dtype=_dtype_name(dtype, "create_tensor"),
-                  name=name)
+                  name=name, persistable=bool(persistable))
 
 
 def _shape(shape, layer):

@@ -166,6 +166,8 @@ FLUID_18 = {
     "layers.create_global_var": [("shape", R), ("value", R), ("dtype", R),
                                  ("persistable", False),
                                  ("force_cpu", False), ("name", None)],
+    "layers.create_tensor": [("dtype", R), ("name", None),
+                             ("persistable", False)],
     "layers.concat": [("input", R), ("axis", 0), ("name", None)],
     "layers.split": [("input", R), ("num_or_sections", R), ("dim", -1),
                      ("name", None)],
