@@ -9,6 +9,7 @@
 //       [--allreduce flat|hier|auto] [--grad-compression none|bf16|fp16]
 //       [--optimizer sgd|momentum|adam|...] [--shard-optimizer 0|1|2|3]
 //       [--sync-batch-norm 0|1] [--overlap-gather 0|1]
+//       [--max-reuse-distance ELEMENTS]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -27,6 +28,7 @@ int Main(int argc, char** argv) {
   int64_t batch = 64;
   double bucket_mb = 4;
   bool overlap = true, sync_bn = false, overlap_gather = false;
+  int64_t max_reuse = 0;
   std::string allreduce = "flat", compression = "none", optimizer;
   int shard = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -57,6 +59,8 @@ int Main(int argc, char** argv) {
       sync_bn = v != "0";
     else if (k == "--overlap-gather")
       overlap_gather = v != "0";
+    else if (k == "--max-reuse-distance")
+      max_reuse = std::stoll(v);
     else
       FLUID_THROW(ErrorCode::kInvalidArgument, "unknown flag ", k);
   }
@@ -71,6 +75,7 @@ int Main(int argc, char** argv) {
   strategy.set_sharding(shard != 0);
   if (shard != 0) strategy.mutable_sharding_configs()->set_stage(shard);
   strategy.mutable_sharding_configs()->set_overlap_gather(overlap_gather);
+  strategy.mutable_sharding_configs()->set_max_reuse_distance(max_reuse);
   ModelOptions mo;
   if (!optimizer.empty()) {
     mo.default_optimizer = false;

@@ -179,10 +179,29 @@ std::vector<int> GradientWaits(const std::vector<ParamShardBucket>& buckets,
   return out;
 }
 
+// The elements of the other buckets that ops strictly between `from` and
+// `to` read: how much would be gathered while bucket `self` waits for its
+// next reader.
+int64_t ReadBetween(const std::vector<ParamShardBucket>& buckets, size_t self,
+                    const proto::BlockDesc& main, int from, int to) {
+  int64_t elements = 0;
+  for (size_t j = 0; j < buckets.size(); ++j) {
+    if (j == self) continue;
+    const std::set<std::string> vars = Readable(buckets[j]);
+    for (int i = from + 1; i < to; ++i) {
+      if (!ReadsAny(main.ops(i), vars)) continue;
+      for (int64_t n : buckets[j].numels) elements += n;
+      break;
+    }
+  }
+  return elements;
+}
+
 }  // namespace
 
 void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
-                       int prefetch, int nranks, proto::BlockDesc* main) {
+                       int prefetch, int64_t max_reuse_distance, int nranks,
+                       proto::BlockDesc* main) {
   Insertions at;
   const std::vector<int> waits = GradientWaits(buckets, *main);
   for (size_t k = 0; k < buckets.size(); ++k)
@@ -196,9 +215,13 @@ void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
   for (size_t k = 0; k < buckets.size(); ++k) {
     const ParamShardBucket& b = buckets[k];
     // A bucket whose backward gather would start before its forward
-    // readers end keeps its forward copy for the backward pass.
+    // readers end keeps its forward copy for the backward pass, and so
+    // does one whose backward pass reads it again before more than
+    // max_reuse_distance elements of other buckets are read.
     const bool keep = fwd[k].first >= 0 && bwd[k].first >= 0 &&
-                      bwd_issue.at(k) <= fwd[k].last;
+                      (bwd_issue.at(k) <= fwd[k].last ||
+                       ReadBetween(buckets, k, *main, fwd[k].last,
+                                   bwd[k].first) <= max_reuse_distance);
     if (fwd[k].first >= 0) {
       for (auto& op : Gather(b, nranks))
         at.before[fwd_issue.at(k)].push_back(op);

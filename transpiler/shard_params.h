@@ -13,8 +13,11 @@
 //
 // once for the forward pass and once for the backward pass (a bucket read
 // in both whose backward gather would be issued before its last forward
-// reader keeps its copy instead). Gathers are issued `prefetch` buckets
-// ahead, in the order the pass first reads the buckets. The gradients of
+// reader keeps its copy instead, and so does one whose backward pass reads
+// it again before more than `max_reuse_distance` elements of other
+// buckets are read: re-gathering it would cost more than keeping it).
+// Gathers are issued `prefetch` buckets ahead, in the order the pass first
+// reads the buckets. The gradients of
 // such a bucket are coalesced just before the backward pass first writes
 // one of them and freed once their reduce-scatter is waited for.
 #pragma once
@@ -47,7 +50,8 @@ struct ParamShardBucket {
 // updates already read the shards), and moves its gradients' coalesce to
 // the backward pass.
 void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
-                       int prefetch, int nranks, proto::BlockDesc* main);
+                       int prefetch, int64_t max_reuse_distance, int nranks,
+                       proto::BlockDesc* main);
 
 // The startup ops that make `b`'s shard from its parameters (initialised
 // and broadcast before them) and free the parameters.

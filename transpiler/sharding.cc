@@ -520,7 +520,8 @@ void ShardUpdates(const proto::TrainingJob& job,
   for (const auto& s : shards)
     if (s.shards_params()) sharded.push_back(s.ParamShards());
   if (sharded.empty()) return;
-  PlaceParamGathers(sharded, config.prefetch_distance(), nranks, main);
+  PlaceParamGathers(sharded, config.prefetch_distance(),
+                    config.max_reuse_distance(), nranks, main);
   for (const auto& b : sharded)
     for (auto& op : ShardParamsStartup(b, nranks)) *startup->add_ops() = op;
 }

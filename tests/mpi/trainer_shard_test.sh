@@ -145,19 +145,30 @@ echo "ok: stage 3 holds $(params_mib "$s3") MiB of parameters per rank" \
 # Stage 3 at np 2 computes what stage 2 does (two ranks' sums have one
 # order): lenet, and resnet with sync batch norm in bf16, log the same
 # losses and test accuracy.
+# (lenet also at stage 3 keeping every gathered bucket from the forward to
+# the backward pass, sharding_configs.max_reuse_distance.)
+reuse=(--strategy-set sharding_configs.max_reuse_distance=1000000000)
 for model in "lenet" "resnet --sync-batch-norm --amp bf16"; do
-  for stage in 2 3; do
+  for stage in 2 3 3r; do
+    [ "$stage" = 3r ] && [ "$model" != lenet ] && continue
+    extra=()
+    [ "$stage" = 3r ] && extra=("${reuse[@]}")
     # shellcheck disable=SC2086
     out=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" --model $model \
       --optimizer momentum --data "$work/data" --log-every 2 --threads 1 \
       --batch-size 16 --epochs 1 --train-samples 128 --seed 3 \
-      --shard-optimizer $stage 2>&1) || fail "$model stage $stage: $out"
+      --shard-optimizer "${stage%r}" "${extra[@]}" 2>&1) ||
+      fail "$model stage $stage: $out"
     numbers "$out" >"$work/stage$stage.txt"
   done
   grep -q "test accuracy" "$work/stage3.txt" ||
     fail "$model stage 3: no numbers: $(cat "$work/stage3.txt")"
   cmp -s "$work/stage2.txt" "$work/stage3.txt" ||
     fail "$model stage 3 differs: $(diff "$work/stage2.txt" "$work/stage3.txt")"
+  [ "$model" != lenet ] || cmp -s "$work/stage2.txt" "$work/stage3r.txt" ||
+    fail "$model stage 3 with reuse differs: $(diff "$work/stage2.txt" \
+      "$work/stage3r.txt")"
 done
-echo "ok: lenet and resnet (sync batch norm, bf16) train alike at stages 2 and 3"
+echo "ok: lenet and resnet (sync batch norm, bf16) train alike at stages 2" \
+  "and 3 (lenet also with max_reuse_distance)"
 echo "PASS: sharded optimizer through the trainer"

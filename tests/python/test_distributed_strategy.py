@@ -32,7 +32,8 @@ def test_defaults_come_from_the_proto():
     assert s.sharding is False
     assert s.sharding_configs == {"stage": 2, "overlap_gather": False,
                                   "prefetch_distance": 1,
-                                  "param_persistence_threshold": 10000}
+                                  "param_persistence_threshold": 10000,
+                                  "max_reuse_distance": 0}
     assert s.grad_compression == "none"
     assert s.passes() == ["bucketing", "allreduce", "startup_broadcast"]
 

@@ -270,12 +270,14 @@ std::string ErrorOf(const std::function<void()>& f) {
 
 // Stage 3 with one bucket per parameter: those of `threshold` elements or
 // more are sharded.
-proto::TrainingJob Stage3(int64_t threshold = 100, int prefetch = 1) {
+proto::TrainingJob Stage3(int64_t threshold = 100, int prefetch = 1,
+                          int64_t reuse = 0) {
   proto::DistributedStrategy cfg;
   cfg.set_sharding(true);
   cfg.mutable_sharding_configs()->set_stage(3);
   cfg.mutable_sharding_configs()->set_param_persistence_threshold(threshold);
   cfg.mutable_sharding_configs()->set_prefetch_distance(prefetch);
+  cfg.mutable_sharding_configs()->set_max_reuse_distance(reuse);
   cfg.set_bucket_bytes(1);
   return CollectiveTranspile(testing::LoadTestJob("mlp"), cfg, 4);
 }
@@ -333,6 +335,43 @@ int FirstOp(const proto::BlockDesc& block, const std::string& type,
         (ReadsVar(block.ops(i), var) || WritesVar(block.ops(i), var)))
       return i;
   return -1;
+}
+
+// max_reuse_distance: a bucket whose backward pass reads it again before
+// more than that many elements of other buckets are read keeps its
+// gathered copy: gathered and freed once a step instead of twice. The
+// last layer's buckets are read again at once; the earlier a layer, the
+// more of the other buckets its backward reader waits behind (of the test
+// mlp's six buckets: 2 kept at 0, 4 at 4000 elements, all 6 unlimited).
+TEST(ShardParams, ABucketReusedSoonKeepsItsGatheredCopy) {
+  auto gathers = [](const proto::TrainingJob& out) {
+    std::map<std::string, int> n;
+    const proto::BlockDesc& main = out.main().blocks(0);
+    for (const auto& b : ParamShardBuffers(main)) n[b] = 0;
+    for (const auto& op : main.ops())
+      if (op.type() == "c_allgather") ++n[OpOutput(op, "Out")[0]];
+    return n;
+  };
+  const auto none = gathers(Stage3(100, 0, 0));
+  const auto all = gathers(Stage3(100, 0, int64_t{1} << 40));
+  ASSERT_EQ(none.size(), all.size());
+  int twice = 0;
+  for (const auto& [b, n] : none) {
+    SCOPED_TRACE(b);
+    twice += n == 2;
+    EXPECT_EQ(all.at(b), 1);  // every bucket: once a step
+  }
+  EXPECT_GE(twice, 2);  // without reuse, the early layers' twice
+  // The limit counts elements: one just under what the first bucket waits
+  // behind keeps the later buckets but not it.
+  const auto some = gathers(Stage3(100, 0, 4000));
+  int kept = 0;
+  for (const auto& [b, n] : some) kept += n == 1;
+  EXPECT_GT(kept, static_cast<int>(none.size()) - twice);
+  EXPECT_LT(kept, static_cast<int>(all.size()));
+  // The lint accepts each: every read follows a gather, none a free.
+  for (int64_t reuse : {int64_t{0}, int64_t{4000}, int64_t{1} << 40})
+    EXPECT_NO_THROW(LintParamShards(Stage3(100, 0, reuse).main().blocks(0)));
 }
 
 TEST(ShardParams, GathersArePrefetchedOneBucketAhead) {
