@@ -2,6 +2,7 @@
 // elementwise_op_function.h). The bias add of fc and conv layers; in
 // bfloat16 and float16 too (computed in float, rounded once).
 #include "ops/elementwise_op_function.h"
+#include "src/framework/shape_only_inputs.h"
 
 namespace fluid {
 namespace ops {
@@ -75,6 +76,9 @@ REGISTER_GRAD_OP(elementwise_add_grad)
     .CPUKernel<double>(ElementwiseAddGradKernel<double>)
     .CPUKernel<bfloat16>(ElementwiseAddGradKernel<bfloat16>)
     .CPUKernel<float16>(ElementwiseAddGradKernel<float16>);
+// So X, an fc layer's product before its bias, is freed after the
+// forward add instead of living until the backward pass.
+REGISTER_SHAPE_ONLY_INPUTS(elementwise_add_grad, "X", "Y");
 
 }  // namespace ops
 }  // namespace fluid

@@ -110,7 +110,11 @@ void DropMemory(Variable* var) {
   }
   if (!var->IsTensor()) return;
   Tensor* t = var->GetMutableTensor();
-  if (t->initialized()) *t = Tensor(t->dtype(), t->shape());
+  if (!t->initialized()) return;
+  // What a shape-only reader after the last use still asks for.
+  Tensor freed(t->dtype(), t->shape());
+  if (t->has_lod()) freed.set_all_lod(t->all_lod());
+  *t = std::move(freed);
 }
 
 // Where the user's code built `op`, for an error leaving it: the first

@@ -1,5 +1,7 @@
 #include "src/framework/operator.h"
 
+#include "src/framework/shape_only_inputs.h"
+
 namespace fluid {
 
 namespace {
@@ -168,8 +170,11 @@ const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
   Variable* v = InputVariable(slot, i);
   const Tensor& t =
       v->IsSelectedRows() ? v->Get<SelectedRows>().value() : v->GetTensor();
-  FLUID_ENFORCE(t.initialized() || v->IsSelectedRows(), "variable ",
-                Quote(InputName(slot, i)), " (input ", slot,
+  // (A var freed after its last read of values keeps its shape for the
+  // ops that read that alone.)
+  FLUID_ENFORCE(t.initialized() || v->IsSelectedRows() ||
+                    (t.shape().rank() > 0 && IsShapeOnlyInput(op_type(), slot)),
+                "variable ", Quote(InputName(slot, i)), " (input ", slot,
                 ") holds no value: feed it, or run the startup program first");
   return t;
 }
@@ -389,8 +394,10 @@ Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
 
 const Tensor& ExecutionContext::Input(const std::string& slot, size_t i) const {
   const Tensor& t = InputVar(slot, i)->GetTensor();
-  FLUID_ENFORCE(t.initialized(), "variable ", Quote(InputName(slot, i)),
-                " (input ", slot, ") holds no value");
+  FLUID_ENFORCE(t.initialized() ||
+                    (t.shape().rank() > 0 && IsShapeOnlyInput(type(), slot)),
+                "variable ", Quote(InputName(slot, i)), " (input ", slot,
+                ") holds no value");
   return t;
 }
 

@@ -45,6 +45,27 @@ TEST(Liveness, EachTemporaryDiesAfterItsLastReader) {
   EXPECT_EQ(s[2], (Names{"b", "c"}));  // c is written and never read
 }
 
+// elementwise_add_grad reads the shapes of X and Y only
+// (REGISTER_SHAPE_ONLY_INPUTS): the product before a bias dies after the
+// forward add, not after the backward pass; the executor keeps its shape.
+TEST(Liveness, AShapeOnlyReaderDoesNotKeepAVarAlive) {
+  proto::BlockDesc b = Chain();
+  for (const char* n : {"c@GRAD", "b@GRAD", "a@GRAD"}) Var(&b, n);
+  Op(&b, "fill_constant", {}, {{"Out", {"c@GRAD"}}});
+  Op(&b, "scale", {{"X", {"c@GRAD"}}}, {{"Out", {"b@GRAD"}}});
+  Op(&b, "elementwise_add_grad",
+     {{"X", {"a"}}, {"Y", {"w"}}, {"Out@GRAD", {"b@GRAD"}}},
+     {{"X@GRAD", {"a@GRAD"}}});
+  const auto s = ReleaseSchedule(b);
+  ASSERT_EQ(s.size(), 6u);
+  EXPECT_EQ(s[1], Names{"a"});  // after the forward add, its last value read
+  // A reader of values keeps it: the same with scale reading a instead.
+  b.mutable_ops(5)->set_type("elementwise_sub_grad");
+  const auto t = ReleaseSchedule(b);
+  EXPECT_EQ(t[1], Names{});
+  EXPECT_EQ(t[5], (Names{"a", "a@GRAD", "b@GRAD"}));
+}
+
 TEST(Liveness, FedPersistableAndKeptVarsStay) {
   const auto s = ReleaseSchedule(Chain(), {"b"});
   EXPECT_EQ(s[2], Names{"c"});

@@ -194,7 +194,7 @@ auto() {  # auto LIMIT: the layout line of --plan-memory for 4 ranks
     --transpile-for 4 --plan-memory 2>&1 | grep -E "^layout|error"
 }
 for want in "1G:tp 1 x pp 1 x dp 4" "50M:tp 1 x pp 2 x dp 2" \
-    "47M:tp 1 x pp 4 x dp 1"; do
+    "33M:tp 1 x pp 4 x dp 1"; do
   grep -q "^layout: ${want#*:}, batch" <<<"$(auto "${want%%:*}")" ||
     fail "--layout auto at ${want%%:*}: $(auto "${want%%:*}")"
 done
