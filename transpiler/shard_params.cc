@@ -250,6 +250,64 @@ void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
   }
 }
 
+void PlaceShardStartup(const std::vector<ParamShardBucket>& buckets, int nranks,
+                       proto::BlockDesc* startup) {
+  google::protobuf::RepeatedPtrField<proto::OpDesc> old;
+  old.Swap(startup->mutable_ops());
+  std::map<std::string, size_t> bucket_of;  // parameter -> its bucket
+  for (size_t k = 0; k < buckets.size(); ++k)
+    for (const auto& v : buckets[k].views) bucket_of[v] = k;
+  // Each var's last writer (its initialiser: not its broadcast, nor what
+  // lays it out or keeps a slice of it), and each bucket's ops left.
+  std::map<std::string, int> last_write;
+  std::vector<std::vector<int>> broadcasts(old.size());  // by that writer
+  std::vector<bool> moved(old.size(), false);
+  std::vector<int> left(buckets.size(), 0);
+  for (int i = 0; i < old.size(); ++i) {
+    const proto::OpDesc& op = old.Get(i);
+    if (op.type() == "c_broadcast") continue;
+    if (op.type() != "coalesce_tensor" && op.type() != "c_split")
+      for (const auto& n : OpOutputNames(op)) last_write[n] = i;
+  }
+  for (int i = 0; i < old.size(); ++i) {
+    const proto::OpDesc& op = old.Get(i);
+    std::set<size_t> mine;
+    for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
+      for (const auto& n : names)
+        if (bucket_of.count(n)) mine.insert(bucket_of.at(n));
+    for (size_t k : mine) ++left[k];
+    if (op.type() != "c_broadcast") continue;
+    auto w = last_write.find(OpInput(op, "X")[0]);
+    if (w == last_write.end() || w->second > i) continue;
+    broadcasts[w->second].push_back(i);
+    moved[i] = true;
+  }
+  std::vector<bool> placed(buckets.size(), false);
+  auto emit = [&](int i) {
+    const proto::OpDesc& op = old.Get(i);
+    *startup->add_ops() = op;
+    std::set<size_t> mine;
+    for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
+      for (const auto& n : names)
+        if (bucket_of.count(n)) mine.insert(bucket_of.at(n));
+    for (size_t k : mine) {
+      if (--left[k] > 0 || placed[k]) continue;
+      placed[k] = true;
+      for (auto& s : ShardParamsStartup(buckets[k], nranks))
+        *startup->add_ops() = std::move(s);
+    }
+  };
+  for (int i = 0; i < old.size(); ++i) {
+    if (moved[i]) continue;
+    emit(i);
+    for (int b : broadcasts[i]) emit(b);
+  }
+  for (size_t k = 0; k < buckets.size(); ++k)  // none of its ops: at the end
+    if (!placed[k])
+      for (auto& s : ShardParamsStartup(buckets[k], nranks))
+        *startup->add_ops() = std::move(s);
+}
+
 std::vector<proto::OpDesc> ShardParamsStartup(const ParamShardBucket& b,
                                               int nranks) {
   const std::string view = b.fused + "@VIEW";

@@ -53,6 +53,16 @@ void PlaceParamGathers(const std::vector<ParamShardBucket>& buckets,
                        int prefetch, int64_t max_reuse_distance, int nranks,
                        proto::BlockDesc* main);
 
+// Appends each bucket's ShardParamsStartup to `startup` right after the
+// last op that touches one of its parameters, and moves each broadcast of
+// a var up to just after its initialiser: a bucket is made whole,
+// broadcast, sharded and freed before the next one is made, so the
+// startup holds one bucket whole at a time (plus what stays whole), not
+// every parameter, and a model whose parameters together exceed a rank
+// can start.
+void PlaceShardStartup(const std::vector<ParamShardBucket>& buckets, int nranks,
+                       proto::BlockDesc* startup);
+
 // The startup ops that make `b`'s shard from its parameters (initialised
 // and broadcast before them) and free the parameters.
 std::vector<proto::OpDesc> ShardParamsStartup(const ParamShardBucket& b,

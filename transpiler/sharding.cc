@@ -522,8 +522,7 @@ void ShardUpdates(const proto::TrainingJob& job,
   if (sharded.empty()) return;
   PlaceParamGathers(sharded, config.prefetch_distance(),
                     config.max_reuse_distance(), nranks, main);
-  for (const auto& b : sharded)
-    for (auto& op : ShardParamsStartup(b, nranks)) *startup->add_ops() = op;
+  PlaceShardStartup(sharded, nranks, startup);
 }
 
 namespace {

@@ -374,6 +374,43 @@ TEST(ShardParams, ABucketReusedSoonKeepsItsGatheredCopy) {
     EXPECT_NO_THROW(LintParamShards(Stage3(100, 0, reuse).main().blocks(0)));
 }
 
+// The startup makes one sharded bucket whole at a time: its parameters
+// initialised, broadcast, cut to the shard and freed before the next
+// bucket's are initialised (a model whose parameters together exceed a
+// rank can start); every broadcast still follows its initialiser.
+TEST(ShardParams, TheStartupHoldsOneShardedBucketWholeAtATime) {
+  const proto::TrainingJob out = Stage3();
+  const proto::BlockDesc& startup = out.startup().blocks(0);
+  std::map<std::string, std::string> bucket_of;  // parameter -> buffer
+  for (const auto& op : startup.ops())
+    if (op.type() == "coalesce_tensor")
+      for (const auto& p : OpOutput(op, "Output"))
+        bucket_of[p] = OpOutput(op, "FusedOutput")[0];
+  ASSERT_GE(ParamShardBuffers(out.main().blocks(0)).size(), 3u);
+  std::set<std::string> whole;  // buckets with a parameter made, not freed
+  size_t most = 0;
+  std::set<std::string> initialised;
+  for (const auto& op : startup.ops()) {
+    if (op.type() == "c_broadcast") {
+      EXPECT_TRUE(initialised.count(OpInput(op, "X")[0]))
+          << OpInput(op, "X")[0] << " broadcast before its initialiser";
+    } else if (op.type() == "delete_var") {
+      for (const auto& n : OpInput(op, "X"))
+        if (bucket_of.count(n)) whole.erase(bucket_of.at(n));
+    } else if (op.type() != "coalesce_tensor") {
+      for (const auto& n : OpOutputNames(op)) {
+        initialised.insert(n);
+        if (bucket_of.count(n)) whole.insert(bucket_of.at(n));
+      }
+    }
+    most = std::max(most, whole.size());
+  }
+  EXPECT_EQ(most, 1u);
+  EXPECT_TRUE(whole.empty());
+  EXPECT_NO_THROW(CollectiveTranspile(testing::LoadTestJob("mlp"),
+                                      out.strategy(), 4));  // the lints
+}
+
 TEST(ShardParams, GathersArePrefetchedOneBucketAhead) {
   for (int prefetch : {0, 1}) {
     const proto::TrainingJob out = Stage3(100, prefetch);
