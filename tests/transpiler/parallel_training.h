@@ -31,8 +31,10 @@ namespace testing {
 // x [16] -> fc 32 relu -> fc 32 relu -> fc 4 -> softmax cross entropy,
 // momentum; with `clip`, gradients clipped by their global norm.
 // With `decay`, the learning rate decays exponentially (halved every 2
-// steps), a schedule of forward ops on a step counter.
-inline proto::TrainingJob MlpJob(bool clip = false, bool decay = false) {
+// steps), a schedule of forward ops on a step counter. With `accuracy`,
+// the logits' accuracy "acc" and its counts "correct" and "total".
+inline proto::TrainingJob MlpJob(bool clip = false, bool decay = false,
+                                 bool accuracy = false) {
   proto::TrainingJob job;
   job.set_version(kProgramVersion);
   *job.mutable_main() = NewProgram();
@@ -44,6 +46,14 @@ inline proto::TrainingJob MlpJob(bool clip = false, bool decay = false) {
   h = layers::Fc(&b, h, 32, "relu");
   h = layers::Fc(&b, h, 32, "relu");
   const std::string logits = layers::Fc(&b, h, 4);
+  if (accuracy) {
+    for (const char* count : {"correct", "total"})
+      AddVarDesc(job.mutable_main()->mutable_blocks(0), count,
+                 DataType::kInt64, Shape{1});
+    RenameVar(job.mutable_main(),
+              layers::Accuracy(&b, logits, label, 1, "correct", "total"),
+              "acc");
+  }
   const std::string loss =
       layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label));
   RenameVar(job.mutable_main(), loss, "loss");

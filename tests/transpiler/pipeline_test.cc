@@ -501,35 +501,11 @@ TEST(PipelineTraining, SparseEmbeddingPp2MatchesOneProcess) {
   ExpectClose(one, TrainParallel(job, 4, s, SequenceBatches(), 20));
 }
 
-// The MLP with an accuracy whose counts are named: the last stage's
-// results.
-proto::TrainingJob MlpAccuracyJob() {
-  proto::TrainingJob job;
-  job.set_version(kProgramVersion);
-  *job.mutable_main() = NewProgram();
-  *job.mutable_startup() = NewProgram();
-  ProgramBuilder b(job.mutable_main(), job.mutable_startup(), 5);
-  std::string h = layers::Data(&b, "x", Shape{16});
-  const std::string label =
-      layers::Data(&b, "label", Shape{1}, DataType::kInt64);
-  h = layers::Fc(&b, h, 32, "relu");
-  const std::string logits = layers::Fc(&b, layers::Fc(&b, h, 32, "relu"), 4);
-  for (const char* count : {"correct", "total"})
-    AddVarDesc(job.mutable_main()->mutable_blocks(0), count, DataType::kInt64,
-               Shape{1});
-  RenameVar(job.mutable_main(),
-            layers::Accuracy(&b, logits, label, 1, "correct", "total"), "acc");
-  testing::MinimizeWithMomentum(
-      &b, &job,
-      layers::Mean(&b, layers::SoftmaxWithCrossEntropy(&b, logits, label)));
-  return job;
-}
-
 // The last stage's results reach every stage once per step: the accuracy
 // averaged over the micro-batches (equal parts: the batch's), its integer
 // counts summed (the batch's, exactly), as one process computes them.
 TEST(PipelineTraining, ResultsAreTheWholeBatchsOnEveryStage) {
-  const proto::TrainingJob job = MlpAccuracyJob();
+  const proto::TrainingJob job = MlpJob(false, false, /*accuracy=*/true);
   const std::vector<std::string> fetch = {"loss", "acc", "correct", "total"};
   std::vector<std::vector<double>> want;
   {
