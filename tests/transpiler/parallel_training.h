@@ -48,8 +48,8 @@ inline proto::TrainingJob MlpJob(bool clip = false, bool decay = false,
   const std::string logits = layers::Fc(&b, h, 4);
   if (accuracy) {
     for (const char* count : {"correct", "total"})
-      AddVarDesc(job.mutable_main()->mutable_blocks(0), count,
-                 DataType::kInt64, Shape{1});
+      AddVarDesc(job.mutable_main()->mutable_blocks(0), count, DataType::kInt64,
+                 Shape{1});
     RenameVar(job.mutable_main(),
               layers::Accuracy(&b, logits, label, 1, "correct", "total"),
               "acc");
