@@ -1,5 +1,6 @@
 // c_wait: blocks until the collective behind Handle has finished; Out (the
-// tensor that collective writes) is then complete.
+// tensor that collective writes) is then complete. A receive's (recv_v2
+// with a Handle) tensor is put in Out here.
 #include <chrono>
 
 #include "ops/collective_helpers.h"
@@ -25,6 +26,9 @@ void WaitKernel(const ExecutionContext& ctx) {
   handle.reset();
   const auto start = std::chrono::steady_clock::now();
   h->Wait();
+  // A receive's tensor (recv_v2 with a Handle) goes in Out now.
+  if (h->received() != nullptr && ctx.HasOutput("Out"))
+    *ctx.Output("Out") = std::move(*h->received());
   CommunicatorOf(ctx)->AddExposedWait(
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now() - start)

@@ -1,12 +1,15 @@
 // send_v2 / recv_v2: a tensor from one rank to another, the pipeline's
 // activations and gradients (transpiler/pipeline.h). Both run on a ring of
-// two ranks (one per cut and direction): a send is a broadcast from the
-// sender, its dtype and shape first, so the receiver needs to know neither
-// beforehand, and the ring's collective check, flight recorder and stall
-// watchdog see every message (a mismatch is an error, a stuck peer is
-// named). A batch of sequences' offsets (LoD) travel after the header. The
-// send does not wait unless it has no Handle (c_wait it); the receive does.
-#include <algorithm>
+// two ranks (one per cut and direction). A message is one collective of the
+// ring (Communicator::SendTensorAsync): the dtype and shape first, so the
+// receiver needs to know neither beforehand, a batch of sequences' offsets
+// (LoD), then the values; the ring's collective check, flight recorder and
+// stall watchdog see every message (a mismatch is an error, a stuck peer is
+// named). A send or receive with a Handle output runs in the background
+// until its c_wait: a receive issued early (the pipeline issues each one
+// right after the previous message of its channel arrived) moves its
+// values while this rank computes, and its c_wait puts them in Out.
+// Without a Handle, either op waits.
 #include <chrono>
 
 #include "ops/collective_helpers.h"
@@ -14,11 +17,6 @@
 namespace fluid {
 namespace ops {
 namespace {
-
-// dtype, rank, the dims, then the number of sequence offsets (LoD) that
-// follow as a message of their own (0: none).
-constexpr int kHeader = 3 + Shape::kMaxRank;
-constexpr int kLoDSlot = 2 + Shape::kMaxRank;
 
 Communicator* PairOf(const ExecutionContext& ctx, int* peer) {
   Communicator* comm = CommunicatorOf(ctx);
@@ -42,72 +40,37 @@ void SendKernel(const ExecutionContext& ctx) {
   FLUID_ENFORCE(x.shape().rank() <= Shape::kMaxRank,
                 "send_v2: ", Quote(ctx.InputName("X")), " has rank ",
                 x.shape().rank());
-  Tensor header;
-  int64_t* h = header.mutable_data<int64_t>(Shape{kHeader});
-  h[0] = static_cast<int64_t>(x.dtype());
-  h[1] = x.shape().rank();
-  for (int i = 0; i < x.shape().rank(); ++i) h[2 + i] = x.shape()[i];
-  for (int i = x.shape().rank(); i < Shape::kMaxRank; ++i) h[2 + i] = 0;
-  h[kLoDSlot] = static_cast<int64_t>(x.lod().size());
-  const int32_t mb = ctx.Attr<int32_t>("micro_batch");
-  comm->BroadcastAsync(header, comm->rank(), nullptr, mb);
-  if (x.has_lod()) {  // a batch of sequences: its offsets travel too
-    Tensor offsets;
-    std::copy(x.lod().begin(), x.lod().end(),
-              offsets.mutable_data<int64_t>(
-                  Shape{static_cast<int64_t>(x.lod().size())}));
-    comm->BroadcastAsync(offsets, comm->rank(), nullptr, mb);
-  }
-  HandOffOrWait(ctx,
-                comm->BroadcastAsync(x, comm->rank(),
-                                     ctx.device_context().ReadyFence(), mb));
+  HandOffOrWait(ctx, comm->SendTensorAsync(x, ctx.device_context().ReadyFence(),
+                                           ctx.Attr<int32_t>("micro_batch")));
 }
 
 void RecvKernel(const ExecutionContext& ctx) {
   int peer = 0;
   Communicator* comm = PairOf(ctx, &peer);
   const auto start = std::chrono::steady_clock::now();
-  Tensor header;
-  int64_t* h = header.mutable_data<int64_t>(Shape{kHeader});
-  const int32_t mb = ctx.Attr<int32_t>("micro_batch");
-  comm->BroadcastAsync(header, peer, nullptr, mb)->Wait();
-  const auto dtype = static_cast<DataType>(h[0]);
   const auto want = static_cast<DataType>(ctx.Attr<int32_t>("dtype"));
-  FLUID_ENFORCE(dtype == want, "recv_v2: ", Quote(ctx.OutputName("Out")),
-                " arrives as ", DataTypeName(dtype), ", declared ",
-                DataTypeName(want));
-  FLUID_ENFORCE(h[1] >= 0 && h[1] <= Shape::kMaxRank,
-                "recv_v2: a header of "
-                "rank ",
-                h[1], " arrived for ", Quote(ctx.OutputName("Out")));
-  FLUID_ENFORCE(h[kLoDSlot] >= 0 && h[kLoDSlot] < (int64_t{1} << 31),
-                "recv_v2: a header of ", h[kLoDSlot],
-                " sequence offsets "
-                "arrived for ",
-                Quote(ctx.OutputName("Out")));
-  Tensor offsets;
-  if (h[kLoDSlot] > 0) {
-    offsets.mutable_data<int64_t>(Shape{h[kLoDSlot]});
-    comm->BroadcastAsync(offsets, peer, nullptr, mb)->Wait();
-  }
-  std::vector<int64_t> dims(h + 2, h + 2 + h[1]);
-  const Shape shape(dims);
   const Shape declared(ctx.Attr<std::vector<int64_t>>("out_shape"));
-  FLUID_ENFORCE(declared.rank() == 0 || ShapeMatches(declared, shape),
-                "recv_v2: ", Quote(ctx.OutputName("Out")), " arrives as ",
-                shape, ", declared ", declared);
-  Tensor* out = ctx.Output("Out");
-  out->set_dtype(dtype);
-  out->Resize(shape);
-  out->raw_mutable_data(ctx.place());
-  if (offsets.initialized()) {
-    const int64_t* o = offsets.data<int64_t>();
-    out->set_lod(LoD(o, o + offsets.numel()));
-  } else {
-    out->clear_lod();
+  // Runs on the ring's worker, once the header has arrived.
+  auto accept = [name = ctx.OutputName("Out"), want, declared](
+                    DataType dtype, const Shape& shape) {
+    FLUID_ENFORCE(dtype == want, "recv_v2: ", Quote(name), " arrives as ",
+                  DataTypeName(dtype), ", declared ", DataTypeName(want));
+    FLUID_ENFORCE(declared.rank() == 0 || ShapeMatches(declared, shape),
+                  "recv_v2: ", Quote(name), " arrives as ", shape,
+                  ", declared ", declared);
+  };
+  Communicator::FenceFn fence;
+  if (!ctx.place().is_cpu())
+    fence = [dc = &ctx.device_context()] { return dc->ReadyFence(); };
+  CommHandlePtr handle =
+      comm->RecvTensorAsync(peer, want, ctx.place(), std::move(accept),
+                            std::move(fence), ctx.Attr<int32_t>("micro_batch"));
+  if (ctx.HasOutput("Handle")) {
+    *ctx.OutputVar("Handle")->GetMutable<CommHandlePtr>() = std::move(handle);
+    return;  // its c_wait puts the tensor in Out
   }
-  comm->BroadcastAsync(*out, peer, ctx.device_context().ReadyFence(), mb)
-      ->Wait();
+  handle->Wait();
+  *ctx.Output("Out") = std::move(*handle->received());
   comm->AddExposedWait(std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count());
@@ -138,6 +101,9 @@ REGISTER_OP(recv_v2)
     .Output("Out")
     .Attr<int32_t>("ring_id", 0, RingIdDoc())
     .InRange(0, kNoUpperBound)
+    .OptionalOutput("Handle",
+                    "the receive in flight; its c_wait (with Out) puts the "
+                    "tensor in Out")
     .Attr<int32_t>("peer", 0, "the sending rank in the ring (0 or 1)")
     .InRange(0, 1)
     .Attr<int32_t>("micro_batch", -1, "the pipeline micro-batch it carries")

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "src/framework/enforce.h"
 #include "src/framework/gradient_merge_state.h"
@@ -86,6 +87,7 @@ class Rewriter {
   void EmitStage(int s);
   void EmitSplitSum(int i, int s);
   void EmitSplitStages(int i, int s);
+  void PlaceEarlyReceives();
 
   const proto::TrainingJob& job_;
   const proto::BlockDesc& src_;
@@ -106,6 +108,18 @@ class Rewriter {
   // sends back.
   std::vector<std::vector<std::string>> fwd_cross_, bwd_cross_;
   std::vector<std::vector<std::string>> handles_;  // per stage: sends
+  // The stage being emitted's receives, issued ahead of their waits: each
+  // goes before op `at` of out_ (PlaceEarlyReceives). A value's receive
+  // of micro-batch k is issued right after its wait of micro-batch k - 1
+  // (recv_at_, per direction, cut and value); micro-batch 0's where the
+  // stage's schedule begins.
+  struct EarlyReceive {
+    int at;
+    proto::OpDesc op;
+  };
+  std::vector<EarlyReceive> early_;
+  std::map<std::tuple<bool, int, std::string>, int> recv_at_;
+  int schedule_begin_ = 0;
   proto::ProgramDesc* program_ = nullptr;
   proto::BlockDesc* out_ = nullptr;
   // (sub-block, micro-batch) -> its copy for that micro-batch.
@@ -366,6 +380,7 @@ void Rewriter::EmitP2P(bool send, bool forward, int boundary,
   const int32_t peer = stage == boundary ? 1 : 0;
   const std::string name = MbName(v, k);
   Declare(name, v);
+  const OpRole role = forward ? OpRole::kForward : OpRole::kBackward;
   proto::OpDesc op;
   if (send) {
     const std::string handle = name + kSendHandleSuffix;
@@ -378,15 +393,46 @@ void Rewriter::EmitP2P(bool send, bool forward, int boundary,
                  {kMicroBatchAttr, static_cast<int32_t>(k)}});
   } else {
     const proto::VarDesc& d = GetVarDesc(src_, v);
-    op = MakeOp("recv_v2", {}, {{"Out", {name}}},
-                {{"ring_id", ring},
-                 {"peer", peer},
-                 {kMicroBatchAttr, static_cast<int32_t>(k)},
-                 {"dtype", static_cast<int32_t>(VarDtype(d))},
-                 {"out_shape", VarShape(d).ToVector()}});
+    const std::string handle = name + kRecvHandleSuffix;
+    AddVarDesc(out_, handle, DataType::kFloat32, Shape{})
+        ->set_type(proto::VarDesc::COMM_HANDLE);
+    proto::OpDesc recv =
+        MakeOp("recv_v2", {}, {{"Out", {name}}, {"Handle", {handle}}},
+               {{"ring_id", ring},
+                {"peer", peer},
+                {kMicroBatchAttr, static_cast<int32_t>(k)},
+                {"dtype", static_cast<int32_t>(VarDtype(d))},
+                {"out_shape", VarShape(d).ToVector()}});
+    SetOpAttr(&recv, kPipelineStageAttr, static_cast<int32_t>(stage));
+    const auto key = std::make_tuple(forward, boundary, v);
+    auto it = recv_at_.find(key);
+    early_.push_back({it == recv_at_.end() ? schedule_begin_ : it->second,
+                      WithRole(std::move(recv), role)});
+    op = MakeOp("c_wait", {{"Handle", {handle}}}, {{"Out", {name}}});
+    Emit(WithRole(std::move(op), role), stage);
+    recv_at_[key] = out_->ops_size();
+    return;
   }
-  Emit(WithRole(std::move(op), forward ? OpRole::kForward : OpRole::kBackward),
-       stage);
+  Emit(WithRole(std::move(op), role), stage);
+}
+
+// Inserts the stage's early receives (EmitP2P) before the ops they precede;
+// receives before one op keep the order they were emitted in, which is
+// their channel's message order.
+void Rewriter::PlaceEarlyReceives() {
+  std::stable_sort(
+      early_.begin(), early_.end(),
+      [](const EarlyReceive& a, const EarlyReceive& b) { return a.at < b.at; });
+  google::protobuf::RepeatedPtrField<proto::OpDesc> ops;
+  ops.Swap(out_->mutable_ops());
+  size_t next = 0;
+  for (int i = 0; i <= ops.size(); ++i) {
+    while (next < early_.size() && early_[next].at == i)
+      *out_->add_ops() = std::move(early_[next++].op);
+    if (i < ops.size()) *out_->add_ops() = std::move(*ops.Mutable(i));
+  }
+  early_.clear();
+  recv_at_.clear();
 }
 
 void Rewriter::EmitForward(int s, int k) {
@@ -490,6 +536,7 @@ void Rewriter::EmitStage(int s) {
   for (int i : ops_[s].step) Emit(src_.ops(i), s);
   bool first = true;
   advanced_ = false;
+  schedule_begin_ = out_->ops_size();
   for (const PipelineStep& step : StageSchedule(s, stages_, m_, schedule_)) {
     if (step.forward) {
       EmitForward(s, step.micro_batch);
@@ -499,6 +546,7 @@ void Rewriter::EmitStage(int s) {
       first = false;
     }
   }
+  PlaceEarlyReceives();
   EmitSparseSums(s);
   EmitMetrics(s);
   for (const std::string& h : handles_[s])
@@ -613,10 +661,12 @@ bool IsPipelineStepCollective(const proto::OpDesc& op) {
   if (!HasOpAttr(op, kPipelineStageAttr)) return false;
   if (op.type() == "c_wait") {
     const std::vector<std::string> h = OpInput(op, "Handle");
-    const std::string suffix = kSendHandleSuffix;
-    return h.size() == 1 && h[0].size() > suffix.size() &&
-           h[0].compare(h[0].size() - suffix.size(), suffix.size(), suffix) ==
-               0;
+    if (h.size() != 1) return false;
+    for (const std::string suffix : {kSendHandleSuffix, kRecvHandleSuffix})
+      if (h[0].size() > suffix.size() &&
+          h[0].compare(h[0].size() - suffix.size(), suffix.size(), suffix) == 0)
+        return true;
+    return false;
   }
   return op.type() == "c_broadcast" && HasOpAttr(op, "ring_id") &&
          GetOpAttrAs<int32_t>(op, "ring_id") == kPipelineRing &&

@@ -35,7 +35,11 @@
 // Activations travel on one ring per cut and direction (two ranks: the
 // send is a broadcast from the sender, shape first), so each ring carries
 // micro-batches 0, 1, ... in order whatever the schedule. Sends do not
-// wait (c_wait at the end of the step); receives do. Every stage's
+// wait (c_wait at the end of the step). A receive is issued ahead
+// (recv_v2 with a Handle), right after the previous message of its value
+// and cut arrived (the first one where the stage's schedule begins), and
+// waited for (c_wait, which writes the value) where it is first read, so
+// the values move while the stage computes. Every stage's
 // sequence of sends and receives is in its program, and LintPipeline
 // checks that they pair up and that the schedule cannot deadlock.
 #pragma once
@@ -66,10 +70,14 @@ constexpr const char* kPipelineStageAttr = "pipeline_stage";
 constexpr const char* kMicroBatchAttr = "micro_batch";
 // The suffix of a send's handle, which c_wait waits for at the step's end.
 constexpr const char* kSendHandleSuffix = "@SEND";
+// The suffix of a receive's handle, which c_wait waits for where the value
+// is first read.
+constexpr const char* kRecvHandleSuffix = "@RECV";
 
 // Whether `op` is one of a stage's own collectives that run on every step
 // of the pipeline, whatever gradient merge skips: the waits for its sends
-// and the broadcast of the last stage's results to the other stages.
+// and receives and the broadcast of the last stage's results to the other
+// stages.
 bool IsPipelineStepCollective(const proto::OpDesc& op);
 
 // pipeline_stages, 1 when unset; with `nranks`, an error unless

@@ -22,7 +22,16 @@ int StageAttr(const proto::OpDesc& op) {
 
 // One event of a stage's run that another stage takes part in.
 struct Event {
-  enum Kind { kSend, kRecv, kWaitSend, kPipelineCollective } kind;
+  // kRecv waits for its message; kRecvStart (a recv_v2 with a Handle) is
+  // issued without waiting, and its c_wait (kWaitRecv) waits.
+  enum Kind {
+    kSend,
+    kRecv,
+    kRecvStart,
+    kWaitRecv,
+    kWaitSend,
+    kPipelineCollective
+  } kind;
   int channel = -1;  // send / recv / wait: (ring, cut); collective: its number
   int index = 0;     // the message's position on its channel
   std::string what;  // "recv_v2 of 'x@MB1' (micro-batch 1)"
@@ -52,11 +61,61 @@ struct StageRun {
   std::vector<std::string> sent_names, received_names;  // per event order
 };
 
+// A received value is read only after its receive's c_wait, and every
+// receive issued ahead is waited for: checked per stage in op order.
+class InFlight {
+ public:
+  void Start(const std::string& handle, const std::string& value,
+             const std::string& what) {
+    values_[handle] = {value, what};
+  }
+  // Whether `handle` is a receive's; ends it.
+  bool Wait(const std::string& handle) { return values_.erase(handle) > 0; }
+  void CheckReads(const proto::OpDesc& op, int stage) const {
+    for (const std::string& n : OpInputNames(op))
+      for (const auto& [h, v] : values_)
+        FLUID_ENFORCE(n != v.first, kPrefix, op.type(), " on stage ", stage,
+                      " reads ", Quote(n), " before the c_wait of its ",
+                      v.second);
+  }
+  void CheckAllWaited(int stage) const {
+    for (const auto& [h, v] : values_)
+      FLUID_THROW(ErrorCode::kInvalidArgument, kPrefix, v.second, " on stage ",
+                  stage, " is never waited for (no c_wait on ", Quote(h), ")");
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::string>> values_;
+};
+
+// The receives' in-flight check over `block` (see InFlight).
+void CheckReceivesWaited(const proto::BlockDesc& block, int stages) {
+  std::vector<InFlight> flight(stages);
+  for (const auto& op : block.ops()) {
+    const int s = StageAttr(op);
+    if (op.type() == "c_wait") {
+      flight[s].Wait(OpInput(op, "Handle").at(0));
+      continue;
+    }
+    flight[s].CheckReads(op, s);
+    if (op.type() == "recv_v2" && !OpOutput(op, "Handle").empty())
+      flight[s].Start(OpOutput(op, "Handle").at(0), OpOutput(op, "Out").at(0),
+                      Describe(op));
+  }
+  for (int s = 0; s < stages; ++s) flight[s].CheckAllWaited(s);
+}
+
 // Every stage's events, checking the pairing of sends and receives.
 std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
   std::vector<StageRun> runs(stages);
   std::map<int, std::vector<std::pair<std::string, std::string>>> sends, recvs;
-  std::map<std::string, std::pair<int, int>> handle_of;  // -> channel, index
+  // handle -> channel, index, and whether it is a send's
+  struct Pending {
+    int channel, index;
+    bool send;
+    std::string what;
+  };
+  std::map<std::string, Pending> handle_of;
   std::vector<int> collectives(stages, 0);
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
@@ -71,18 +130,26 @@ std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
       const std::string name =
           send ? OpInput(op, "X").at(0) : OpOutput(op, "Out").at(0);
       list.push_back({name, Describe(op) + " on stage " + std::to_string(s)});
-      run.events.push_back({send ? Event::kSend : Event::kRecv, ch,
-                            static_cast<int>(list.size()) - 1, Describe(op)});
-      if (send)
-        handle_of[OpOutput(op, "Handle").at(0)] = {
-            ch, static_cast<int>(list.size()) - 1};
+      const int index = static_cast<int>(list.size()) - 1;
+      const bool early = !send && !OpOutput(op, "Handle").empty();
+      run.events.push_back(
+          {send ? Event::kSend : (early ? Event::kRecvStart : Event::kRecv), ch,
+           index, Describe(op)});
+      if (send || early)
+        handle_of[OpOutput(op, "Handle").at(0)] = {ch, index, send,
+                                                   Describe(op)};
     } else if (op.type() == "c_wait") {
       auto it = handle_of.find(OpInput(op, "Handle").at(0));
-      if (it != handle_of.end())
-        run.events.push_back({Event::kWaitSend, it->second.first,
-                              it->second.second,
+      if (it == handle_of.end()) continue;
+      const Pending& p = it->second;
+      if (p.send) {
+        run.events.push_back({Event::kWaitSend, p.channel, p.index,
                               "c_wait for the send of its channel's message " +
-                                  std::to_string(it->second.second)});
+                                  std::to_string(p.index)});
+      } else {
+        run.events.push_back(
+            {Event::kWaitRecv, p.channel, p.index, "c_wait for " + p.what});
+      }
     } else if (HasOpAttr(op, "ring_id") &&
                GetOpAttrAs<int32_t>(op, "ring_id") == kPipelineRing) {
       run.events.push_back({Event::kPipelineCollective, collectives[s]++, 0,
@@ -113,23 +180,28 @@ std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
                   " runs ", collectives[s],
                   " collectives over the pipeline, stage 0 runs ",
                   collectives[0]);
+  CheckReceivesWaited(block, stages);
   return runs;
 }
 
-// Runs the stages' events against each other: sends never wait, receives
-// wait for their send, c_wait for its send's receive, a collective over the
-// pipeline for every stage.
+// Runs the stages' events against each other: sends and receives issued
+// ahead never wait, a receive's wait (or a receive without a handle) waits
+// for its send, a send's c_wait for its receive to be issued, a collective
+// over the pipeline for every stage. Each ring's messages move in order on
+// its own thread, so a message moves once both ends have issued it.
 void Simulate(const std::vector<StageRun>& runs) {
   const int stages = static_cast<int>(runs.size());
   std::vector<size_t> pc(stages, 0);
-  std::map<int, int> sent, received;
+  std::map<int, int> sent, received;  // issued, per channel
   bool progress = true;
   while (progress) {
     progress = false;
     for (int s = 0; s < stages; ++s) {
       while (pc[s] < runs[s].events.size()) {
         const Event& e = runs[s].events[pc[s]];
-        if (e.kind == Event::kRecv && sent[e.channel] <= e.index) break;
+        if ((e.kind == Event::kRecv || e.kind == Event::kWaitRecv) &&
+            sent[e.channel] <= e.index)
+          break;
         if (e.kind == Event::kWaitSend && received[e.channel] <= e.index) break;
         if (e.kind == Event::kPipelineCollective) {
           bool all = true;
@@ -146,7 +218,8 @@ void Simulate(const std::vector<StageRun>& runs) {
           continue;
         }
         if (e.kind == Event::kSend) ++sent[e.channel];
-        if (e.kind == Event::kRecv) ++received[e.channel];
+        if (e.kind == Event::kRecv || e.kind == Event::kRecvStart)
+          ++received[e.channel];
         ++pc[s];
         progress = true;
       }

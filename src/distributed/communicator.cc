@@ -225,14 +225,15 @@ void Communicator::BeginStep() {
 }
 
 CommHandlePtr Communicator::Enqueue(const CollectiveDesc& desc, int64_t bytes,
-                                    Work work) {
+                                    Work work, Exchange exchange) {
   auto handle = std::make_shared<CommHandle>();
   {
     std::lock_guard<std::mutex> lock(mu_);
     FLUID_ENFORCE_CODE(!stopping_, ErrorCode::kAborted,
                        "collective issued after the communicator shut down");
     const int64_t seq = recorder_.Issue(desc, bytes);
-    queue_.push_back(Pending{std::move(work), handle, seq, desc});
+    queue_.push_back(
+        Pending{std::move(work), handle, seq, desc, std::move(exchange)});
   }
   cv_.notify_one();
   return handle;
@@ -302,7 +303,13 @@ void Communicator::CheckCollective(const Pending& item) {
   FLUID_ENFORCE_CODE(
       mismatch_.empty(), ErrorCode::kAborted, "collective #", item.seq,
       " not run: the ranks' collectives no longer match: ", mismatch_);
-  if (size_ == 1 || (exchanged_ && !check_)) return;
+  const int extra = item.exchange ? static_cast<int>(item.exchange->size()) : 0;
+  if (size_ == 1 || (exchanged_ && !check_)) {
+    if (extra > 0 && size_ > 1)
+      backend_->CheckExchange(item.exchange->data(), extra,
+                              CollectiveKindName(item.desc.kind), 0);
+    return;
+  }
   CheckedDesc mine;
   mine.seq = item.seq;
   mine.count = item.desc.count;
@@ -322,11 +329,18 @@ void Communicator::CheckCollective(const Pending& item) {
   // max(signature) and ~min(signature): equal to the signature and its
   // complement on every rank exactly when all ranks agree. The third value
   // is rank 0's token (the others send -1): the job's name when the
-  // launcher gives none.
+  // launcher gives none. The item's exchange words follow.
   const auto sig = static_cast<int64_t>(Signature(mine));
-  int64_t words[3] = {sig, ~sig, rank_ == 0 ? job_token_ : -1};
-  backend_->CheckExchange(words, 3, CollectiveKindName(item.desc.kind),
+  constexpr int kMaxExchange = 29;
+  FLUID_ENFORCE(extra <= kMaxExchange, "a collective's exchange of ", extra,
+                " words; at most ", kMaxExchange);
+  int64_t words[3 + kMaxExchange] = {sig, ~sig, rank_ == 0 ? job_token_ : -1};
+  if (extra > 0)
+    std::copy(item.exchange->begin(), item.exchange->end(), words + 3);
+  backend_->CheckExchange(words, 3 + extra, CollectiveKindName(item.desc.kind),
                           rec.bytes);
+  if (extra > 0)
+    std::copy(words + 3, words + 3 + extra, item.exchange->begin());
   if (!exchanged_ && !recorder_.has_job_id() && words[2] >= 0) {
     char job[32];
     std::snprintf(job, sizeof(job), "fluid-%016llx",
@@ -419,16 +433,8 @@ CommHandlePtr Communicator::BroadcastAsync(const Tensor& tensor, int root,
   CollectiveDesc desc = DescOf(CollectiveKind::kBroadcast, tensor);
   desc.root = root;
   desc.micro_batch = micro_batch;
-  const int64_t bytes = static_cast<int64_t>(tensor.bytes());
-  DenseCollective c{tensor, tensor, std::move(ready), nullptr, nullptr};
-  c.host = [bytes, root](CommBackend* b, const void*, void* data) {
-    b->Broadcast(data, bytes, root);
-  };
-  c.device = [bytes, root](CommBackend* b, const void*, void* data,
-                           int device) {
-    b->DeviceBroadcast(data, bytes, root, device);
-  };
-  return EnqueueDense(desc, bytes, std::move(c));
+  return EnqueueDense(desc, static_cast<int64_t>(tensor.bytes()),
+                      BroadcastOf(tensor, root, std::move(ready)));
 }
 
 CommHandlePtr Communicator::AllGatherAsync(const Tensor& in, const Tensor& out,

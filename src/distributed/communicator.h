@@ -59,10 +59,14 @@ class CommHandle {
   // Blocks until the collective is done; rethrows its error.
   void Wait();
   bool done() const;
+  // A received tensor message (RecvTensorAsync): the tensor, complete once
+  // Wait has returned; null for every other collective.
+  Tensor* received() const { return received_.get(); }
 
  private:
   friend class Communicator;
   void Finish(std::exception_ptr error);
+  std::shared_ptr<Tensor> received_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -118,6 +122,26 @@ class Communicator {
                                    ReduceOp op, ReadyFn ready = nullptr,
                                    WireFormat wire = WireFormat::kNative);
   CommHandlePtr BarrierAsync();
+  // A tensor message on a ring of two ranks (a pipeline's send_v2 and
+  // recv_v2), one collective (one check, one flight recorder entry) that
+  // moves a header (dtype, shape, the count of sequence offsets; in the
+  // collective check's exchange), the offsets if any, then the values. The
+  // sender passes its tensor; the receiver learns the shape from the header,
+  // checks it with `accept` on the worker (which throws to refuse it: the
+  // handle's error), allocates the tensor at `place` there and receives into
+  // it; it is the handle's received() once Wait returns. `fence`, when given,
+  // makes the receiver's ready fence after that allocation (device memory: the
+  // kernels that used the memory before it was freed must be done). Both sides
+  // tag the message with the sender's rank as root, the value's dtype and the
+  // micro-batch; the ranks compare those, not the element count, which the
+  // receiver does not know beforehand. A ring of two ranks only.
+  using AcceptFn = std::function<void(DataType dtype, const Shape& shape)>;
+  using FenceFn = std::function<ReadyFn()>;
+  CommHandlePtr SendTensorAsync(const Tensor& x, ReadyFn ready,
+                                int32_t micro_batch);
+  CommHandlePtr RecvTensorAsync(int root, DataType dtype, Place place,
+                                AcceptFn accept, FenceFn fence,
+                                int32_t micro_batch);
   // Sparse rows summed (kSum) or averaged (kAvg) over the ranks into `out`
   // (c_sparse_allreduce; src/distributed/sparse_allreduce.h has the rule
   // and the dense fallback past `dense_ratio`). `in`'s rows and values are
@@ -215,11 +239,16 @@ class Communicator {
   // handed to the transport when only running it tells (a sparse
   // allreduce's rows choose its path); the recorder then keeps that.
   using Work = std::function<void(CommBackend* b, int64_t* bytes)>;
+  // Words that ride with the collective check's exchange (a tensor
+  // message's header): each rank's in, their maximum over the ranks out,
+  // before the work runs; exchanged alone when the check is off.
+  using Exchange = std::shared_ptr<std::vector<int64_t>>;
   struct Pending {
     Work work;
     CommHandlePtr handle;
     int64_t seq = 0;  // in recorder_
     CollectiveDesc desc;
+    Exchange exchange;
   };
   // One dense collective from `in` into `out` (the same tensor when it
   // works in place), both in one place, and the two calls that run it:
@@ -236,7 +265,8 @@ class Communicator {
   };
   // Records the collective `desc` moving `bytes` in the flight recorder
   // (and so the timeline), and queues `work` for the worker.
-  CommHandlePtr Enqueue(const CollectiveDesc& desc, int64_t bytes, Work work);
+  CommHandlePtr Enqueue(const CollectiveDesc& desc, int64_t bytes, Work work,
+                        Exchange exchange = nullptr);
   CommHandlePtr EnqueueDense(const CollectiveDesc& desc, int64_t bytes,
                              DenseCollective collective);
   // Worker-only: the recipe every dense collective shares (host memory,
@@ -255,6 +285,8 @@ class Communicator {
   // transport's device path.
   CollectiveDesc DescOf(CollectiveKind kind, const Tensor& t,
                         int32_t op = -1) const;
+  // A broadcast of `t` from `root`, in place.
+  static DenseCollective BroadcastOf(const Tensor& t, int root, ReadyFn ready);
   // Worker-only: ReduceScatterAsync's compressed form, on host memory.
   void CompressedReduceScatter(CommBackend* b, const float* send, float* recv,
                                int64_t n, ReduceOp op, WireFormat wire);

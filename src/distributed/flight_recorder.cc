@@ -170,6 +170,8 @@ std::string DescribeCollective(const CollectiveDesc& d) {
   if (const char* dtype = DtypeNameOf(d.dtype)) os << " " << dtype;
   if (d.kind == CollectiveKind::kSparseAllReduce) {
     os << " rows of a table of " << d.count;
+  } else if (d.count < 0) {
+    os << " message";  // a tensor message: its header gives the shape
   } else {
     os << " x " << d.count;
   }

@@ -43,7 +43,8 @@ struct CollectiveDesc {
   int32_t dtype = -1;  // DataType; -1: none
   // Elements of the tensor (allreduce, broadcast), of one rank's block
   // (allgather, reducescatter); rows of the table (sparse allreduce); the
-  // algorithm (set algorithm); the ring id (split).
+  // algorithm (set algorithm); the ring id (split); -1: a tensor message,
+  // whose header gives its shape (Communicator::SendTensorAsync).
   int64_t count = 0;
   int32_t op = -1;     // ReduceOp; -1: none
   int32_t root = -1;   // broadcast's root; -1: none
@@ -54,7 +55,8 @@ struct CollectiveDesc {
   int32_t micro_batch = -1;
 };
 // "allreduce(avg) float32 x 4096", "broadcast int64 x 3 from rank 0",
-// "allreduce(sum) float32 x 512 as bf16", "barrier".
+// "allreduce(sum) float32 x 512 as bf16", "barrier",
+// "broadcast float32 message from rank 0 (micro-batch 2)".
 std::string DescribeCollective(const CollectiveDesc& desc);
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC), the recorder's time base.

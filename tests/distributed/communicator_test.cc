@@ -670,5 +670,94 @@ TEST(CollectiveOps, AHandleReadAsATensorNamesTheTypesReadably) {
   });
 }
 
+// ---- tensor messages (a pipeline's send_v2 / recv_v2) ----
+
+// The receive is issued before the send, as the pipeline issues it; the
+// receiver learns dtype, shape and sequence offsets from the header, with
+// the collective check on and off (the header then travels alone): one
+// exchange per message, then the offsets and the values.
+TEST(TensorMessage, ArrivesWithItsShapeAndOffsetsWithTheCheckOnAndOff) {
+  for (const char* setting : {"1", "0"}) {
+    setenv("FLUID_COLLECTIVE_CHECK", setting, 1);
+    std::atomic<int> exchanges{0};
+    RunRanks(
+        2,
+        [](int rank, Communicator* comm) {
+          Tensor x = Filled(DataType::kInt64, 6, 40);
+          x.Resize(Shape{3, 2});
+          x.set_lod(LoD{0, 1, 3});
+          Tensor empty(DataType::kFloat32, Shape{0, 4});
+          empty.raw_mutable_data();
+          if (rank == 0) {
+            comm->SendTensorAsync(x, nullptr, 5)->Wait();
+            comm->SendTensorAsync(empty, nullptr, 6)->Wait();
+            return;
+          }
+          std::vector<std::pair<DataType, Shape>> seen;
+          auto accept = [&seen](DataType t, const Shape& s) {
+            seen.push_back({t, s});
+          };
+          CommHandlePtr first = comm->RecvTensorAsync(
+              0, DataType::kInt64, Place::CPU(), accept, nullptr, 5);
+          CommHandlePtr second = comm->RecvTensorAsync(
+              0, DataType::kFloat32, Place::CPU(), accept, nullptr, 6);
+          first->Wait();
+          second->Wait();
+          const Tensor& got = *first->received();
+          ASSERT_EQ(got.shape(), (Shape{3, 2}));
+          EXPECT_EQ(got.lod(), (LoD{0, 1, 3}));
+          for (int i = 0; i < 6; ++i) EXPECT_EQ(got.data<int64_t>()[i], 40 + i);
+          EXPECT_EQ(second->received()->shape(), (Shape{0, 4}));
+          ASSERT_EQ(seen.size(), 2u);
+          EXPECT_EQ(seen[1].first, DataType::kFloat32);
+        },
+        [&exchanges](std::unique_ptr<CommBackend> b) {
+          return std::make_unique<CountingBackend>(std::move(b), &exchanges);
+        });
+    EXPECT_EQ(exchanges.load(), 4) << "FLUID_COLLECTIVE_CHECK=" << setting;
+  }
+  unsetenv("FLUID_COLLECTIVE_CHECK");
+}
+
+// A receiver that refuses the header gets the error from its handle, and
+// the message is still received whole (the sender does not wait forever);
+// two ends at different micro-batches fail the collective check on both.
+TEST(TensorMessage, ARefusedHeaderAndAMicroBatchMismatchAreErrors) {
+  std::vector<std::string> refused(2), mismatch(2);
+  RunRanks(2, [&](int rank, Communicator* comm) {
+    Tensor x = Filled(DataType::kFloat32, 4, 0);
+    if (rank == 0) {
+      refused[0] =
+          ErrorOf([&] { comm->SendTensorAsync(x, nullptr, 0)->Wait(); });
+      mismatch[0] =
+          ErrorOf([&] { comm->SendTensorAsync(x, nullptr, 1)->Wait(); });
+      return;
+    }
+    refused[1] = ErrorOf([&] {
+      comm->RecvTensorAsync(
+              0, DataType::kFloat32, Place::CPU(),
+              [](DataType, const Shape& s) {
+                FLUID_ENFORCE(s.rank() == 2, "refused ", s);
+              },
+              nullptr, 0)
+          ->Wait();
+    });
+    mismatch[1] = ErrorOf([&] {
+      comm->RecvTensorAsync(0, DataType::kFloat32, Place::CPU(), nullptr,
+                            nullptr, 2)
+          ->Wait();
+    });
+  });
+  EXPECT_EQ(refused[0], "");
+  EXPECT_NE(refused[1].find("refused [4]"), std::string::npos) << refused[1];
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(mismatch[r].find("differs across ranks"), std::string::npos)
+        << "rank " << r << ": " << mismatch[r];
+  EXPECT_NE(mismatch[1].find("broadcast float32 message from rank 0 "
+                             "(micro-batch 1)"),
+            std::string::npos)
+      << mismatch[1];
+}
+
 }  // namespace
 }  // namespace fluid

@@ -189,12 +189,14 @@ echo "ok: the transformer at --pp 2 --recompute auto prints np 1's losses;" \
 # activations dominate (tensor parallelism of a doubled batch needs more),
 # so pipelines fit it; the MLP's parameters dominate, so tensor parallelism
 # fits it, and np 2 then trains np 2's global batch of 32 as one group.
+# (34304K, 33.5 MiB: between pp 4's plan, 33.07 MiB, and pp 2 x dp 2's,
+# 34.08.)
 auto() {  # auto LIMIT: the layout line of --plan-memory for 4 ranks
   timeout 300 "$TRAINER" "${text[@]}" --layout auto --memory-limit "$1" \
     --transpile-for 4 --plan-memory 2>&1 | grep -E "^layout|error"
 }
 for want in "1G:tp 1 x pp 1 x dp 4" "50M:tp 1 x pp 2 x dp 2" \
-    "33M:tp 1 x pp 4 x dp 1"; do
+    "34304K:tp 1 x pp 4 x dp 1"; do
   grep -q "^layout: ${want#*:}, batch" <<<"$(auto "${want%%:*}")" ||
     fail "--layout auto at ${want%%:*}: $(auto "${want%%:*}")"
 done

@@ -321,21 +321,105 @@ TEST(PipelineLint, RejectsAScheduleMismatch) {
   EXPECT_NE(error.find("schedule mismatch"), std::string::npos) << error;
 }
 
+bool Reads(const proto::OpDesc& op, const std::string& name) {
+  const std::vector<std::string> in = OpInputNames(op);
+  return std::find(in.begin(), in.end(), name) != in.end();
+}
+
+// The index of the first c_wait on `stage` for a receive (stage 0 of two:
+// a gradient; stage 1: activations).
+int FirstReceiveWait(const proto::TrainingJob& all, int stage) {
+  const auto& ops = all.main().blocks(0).ops();
+  for (int i = 0; i < ops.size(); ++i)
+    if (ops[i].type() == "c_wait" &&
+        GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) == stage &&
+        OpInput(ops[i], "Handle").at(0).find(kRecvHandleSuffix) !=
+            std::string::npos)
+      return i;
+  return -1;
+}
+
 TEST(PipelineLint, RejectsADeadlock) {
   proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
   // Stage 0 waits for micro-batch 0's gradient before sending its
   // activations.
   auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
-  const int recv = FirstOp(all, 0, "recv_v2");
+  const int wait = FirstReceiveWait(all, 0);
   const int send = FirstOp(all, 0, "send_v2");
-  ASSERT_LT(send, recv);
-  proto::OpDesc moved = (*ops)[recv];
-  ops->erase(ops->begin() + recv);
-  *ops->Add() = moved;
-  for (int i = ops->size() - 1; i > send; --i) ops->SwapElements(i, i - 1);
+  ASSERT_GE(wait, 0);
+  ASSERT_LT(send, wait);
+  for (int i = wait; i > send; --i) ops->SwapElements(i, i - 1);
   const std::string error = ErrorOf([&] { LintPipeline(all); });
   EXPECT_NE(error.find("deadlocks"), std::string::npos) << error;
-  EXPECT_NE(error.find("stage 0 waits in recv_v2"), std::string::npos) << error;
+  EXPECT_NE(error.find("stage 0 waits in c_wait for recv_v2 of '"),
+            std::string::npos)
+      << error;
+}
+
+TEST(PipelineLint, ReceivesAreIssuedAheadAndWaitedBeforeTheirReaders) {
+  const proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 4));
+  // Each stage issues micro-batch k + 1's receive of a value right after
+  // its wait for micro-batch k, and the first where its schedule begins.
+  const auto& ops = all.main().blocks(0).ops();
+  for (int stage : {0, 1}) {
+    std::vector<int> starts, waits;
+    for (int i = 0; i < ops.size(); ++i) {
+      if (GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) != stage) continue;
+      if (ops[i].type() == "recv_v2") starts.push_back(i);
+      if (ops[i].type() == "c_wait" &&
+          OpInput(ops[i], "Handle").at(0).find(kRecvHandleSuffix) !=
+              std::string::npos)
+        waits.push_back(i);
+    }
+    ASSERT_EQ(starts.size(), 4u) << "stage " << stage;
+    ASSERT_EQ(waits.size(), 4u) << "stage " << stage;
+    for (size_t k = 1; k < 4; ++k)
+      EXPECT_EQ(starts[k], waits[k - 1] + 1) << "stage " << stage;
+    EXPECT_LT(starts[0], FirstOp(all, stage, "mul")) << "stage " << stage;
+    if (stage == 0) {
+      EXPECT_LT(starts[0], FirstOp(all, 0, "send_v2"));
+    }
+  }
+  LintPipeline(all);
+}
+
+TEST(PipelineLint, RejectsAValueReadBeforeItsReceiveWaits) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
+  // Stage 1's first wait for activations, moved after their first reader.
+  const int wait = FirstReceiveWait(all, 1);
+  ASSERT_GE(wait, 0);
+  const std::string value = OpOutput((*ops)[wait], "Out").at(0);
+  int reader = wait + 1;
+  while (reader < ops->size() && !Reads((*ops)[reader], value)) ++reader;
+  ASSERT_LT(reader, ops->size());
+  for (int i = wait; i < reader; ++i) ops->SwapElements(i, i + 1);
+  std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("reads '" + value +
+                       "' before the c_wait of its "
+                       "recv_v2"),
+            std::string::npos)
+      << error;
+  // And with the wait gone.
+  ops->erase(ops->begin() + reader);
+  error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("reads '" + value + "'"), std::string::npos) << error;
+}
+
+TEST(PipelineLint, RejectsAReceiveNeverWaitedFor) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
+  // Stage 0's first wait for a gradient, and every reader of its value
+  // there.
+  const int wait = FirstReceiveWait(all, 0);
+  ASSERT_GE(wait, 0);
+  const std::string value = OpOutput((*ops)[wait], "Out").at(0);
+  for (int i = ops->size() - 1; i >= wait; --i)
+    if (i == wait || (Reads((*ops)[i], value) &&
+                      GetOpAttrAs<int32_t>((*ops)[i], kPipelineStageAttr) == 0))
+      ops->erase(ops->begin() + i);
+  const std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("is never waited for"), std::string::npos) << error;
 }
 
 TEST(PipelineTraining, MlpPp2MatchesOneProcess) {
