@@ -69,8 +69,8 @@ class InFlight {
              const std::string& what) {
     values_[handle] = {value, what};
   }
-  // Whether `handle` is a receive's; ends it.
-  bool Wait(const std::string& handle) { return values_.erase(handle) > 0; }
+  // Ends `handle`'s receive (nothing for a send's handle).
+  void Wait(const std::string& handle) { values_.erase(handle); }
   void CheckReads(const proto::OpDesc& op, int stage) const {
     for (const std::string& n : OpInputNames(op))
       for (const auto& [h, v] : values_)

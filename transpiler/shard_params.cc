@@ -269,13 +269,18 @@ void PlaceShardStartup(const std::vector<ParamShardBucket>& buckets, int nranks,
     if (op.type() != "coalesce_tensor" && op.type() != "c_split")
       for (const auto& n : OpOutputNames(op)) last_write[n] = i;
   }
-  for (int i = 0; i < old.size(); ++i) {
-    const proto::OpDesc& op = old.Get(i);
+  // The buckets op `i` reads or writes a parameter of.
+  auto buckets_of = [&](int i) {
     std::set<size_t> mine;
-    for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
+    for (const auto& names :
+         {OpInputNames(old.Get(i)), OpOutputNames(old.Get(i))})
       for (const auto& n : names)
         if (bucket_of.count(n)) mine.insert(bucket_of.at(n));
-    for (size_t k : mine) ++left[k];
+    return mine;
+  };
+  for (int i = 0; i < old.size(); ++i) {
+    const proto::OpDesc& op = old.Get(i);
+    for (size_t k : buckets_of(i)) ++left[k];
     if (op.type() != "c_broadcast") continue;
     auto w = last_write.find(OpInput(op, "X")[0]);
     if (w == last_write.end() || w->second > i) continue;
@@ -284,13 +289,8 @@ void PlaceShardStartup(const std::vector<ParamShardBucket>& buckets, int nranks,
   }
   std::vector<bool> placed(buckets.size(), false);
   auto emit = [&](int i) {
-    const proto::OpDesc& op = old.Get(i);
-    *startup->add_ops() = op;
-    std::set<size_t> mine;
-    for (const auto& names : {OpInputNames(op), OpOutputNames(op)})
-      for (const auto& n : names)
-        if (bucket_of.count(n)) mine.insert(bucket_of.at(n));
-    for (size_t k : mine) {
+    *startup->add_ops() = old.Get(i);
+    for (size_t k : buckets_of(i)) {
       if (--left[k] > 0 || placed[k]) continue;
       placed[k] = true;
       for (auto& s : ShardParamsStartup(buckets[k], nranks))
