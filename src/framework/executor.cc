@@ -109,12 +109,8 @@ void DropMemory(Variable* var) {
     return;
   }
   if (!var->IsTensor()) return;
-  Tensor* t = var->GetMutableTensor();
-  if (!t->initialized()) return;
-  // What a shape-only reader after the last use still asks for.
-  Tensor freed(t->dtype(), t->shape());
-  if (t->has_lod()) freed.set_all_lod(t->all_lod());
-  *t = std::move(freed);
+  // Keeps what a shape-only reader after the last use still asks for.
+  var->GetMutableTensor()->ReleaseBuffer();
 }
 
 // Where the user's code built `op`, for an error leaving it: the first

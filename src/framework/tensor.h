@@ -50,6 +50,13 @@ class Tensor {
   }
   // True once memory has been attached (by mutable_data or sharing).
   bool initialized() const { return buffer_ != nullptr; }
+  // Lets go of the memory (freed once no view shares it), keeping dtype,
+  // shape and LoD: what a reader of the shape alone still asks for (the
+  // executor's eager deletion). Allocates nothing.
+  void ReleaseBuffer() {
+    buffer_.reset();
+    offset_ = 0;
+  }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   size_t offset() const { return offset_; }
 

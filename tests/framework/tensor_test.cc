@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "tests/testing/gradient_checker.h"
@@ -156,6 +157,27 @@ TEST(ShapeArithmetic, TensorTooLargeToAllocateSaysSo) {
                      Shape{int64_t{1} << 31, int64_t{1} << 31});
   });
   EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+}
+
+// Eager deletion's release: the memory goes (once no view holds it), the
+// dtype, shape and every LoD level stay for a reader of the shape alone.
+TEST(Tensor, ReleaseBufferKeepsDtypeShapeAndLoD) {
+  Tensor t;
+  t.mutable_data<double>(Shape{3, 2});
+  t.set_all_lod({{0, 1, 2}, {0, 2, 3}});
+  Tensor view;
+  view.ShareDataWith(t);
+  const std::weak_ptr<Buffer> memory = t.buffer();
+  t.ReleaseBuffer();
+  EXPECT_FALSE(t.initialized());
+  EXPECT_EQ(t.dtype(), DataType::kFloat64);
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(t.all_lod(), (LoDLevels{{0, 1, 2}, {0, 2, 3}}));
+  EXPECT_FALSE(memory.expired()) << "a view still holds the memory";
+  view = Tensor();
+  EXPECT_TRUE(memory.expired());
+  t.mutable_data<double>();  // and takes memory again on the next write
+  EXPECT_TRUE(t.initialized());
 }
 
 }  // namespace
