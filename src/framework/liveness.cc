@@ -13,21 +13,14 @@ namespace fluid {
 
 namespace {
 
-// The vars op `op` uses: its inputs, outputs and op_skip_if variable.
-std::vector<std::string> UsedVars(const proto::OpDesc& op) {
-  std::vector<std::string> used = OpInputNames(op);
-  for (auto& n : OpOutputNames(op)) used.push_back(std::move(n));
-  if (HasOpAttr(op, kOpSkipIfAttr))
-    used.push_back(GetOpAttrAs<std::string>(op, kOpSkipIfAttr));
-  return used;
-}
-
-// The vars whose values op `op` needs: UsedVars but the inputs it reads
-// the shape of only (shape_only_inputs.h), which a freed var still has.
-std::vector<std::string> ValuesUsed(const proto::OpDesc& op) {
+// The vars op `op` uses: its inputs, outputs and op_skip_if variable;
+// with `values_only`, not the inputs it reads the shape of only
+// (shape_only_inputs.h), which a freed var still has.
+std::vector<std::string> UsedVars(const proto::OpDesc& op,
+                                  bool values_only = false) {
   std::vector<std::string> used;
   for (const auto& slot : op.inputs())
-    if (!IsShapeOnlyInput(op.type(), slot.parameter()))
+    if (!values_only || !IsShapeOnlyInput(op.type(), slot.parameter()))
       used.insert(used.end(), slot.arguments().begin(), slot.arguments().end());
   for (auto& n : OpOutputNames(op)) used.push_back(std::move(n));
   if (HasOpAttr(op, kOpSkipIfAttr))
@@ -119,7 +112,7 @@ std::vector<std::vector<std::string>> ReleaseSchedule(
   const std::set<std::string> candidates = Candidates(block, keep);
   std::map<std::string, int> last;
   for (int i = 0; i < block.ops_size(); ++i)
-    for (const auto& n : ValuesUsed(block.ops(i))) last[n] = i;
+    for (const auto& n : UsedVars(block.ops(i), true)) last[n] = i;
   std::set<std::string> never;
   ExtendOverWaits(block, &last, &never);
   // Twice: a view of a view settles in two rounds (views are rare and

@@ -326,15 +326,20 @@ bool Reads(const proto::OpDesc& op, const std::string& name) {
   return std::find(in.begin(), in.end(), name) != in.end();
 }
 
+// Whether `op` is a c_wait for a receive issued ahead.
+bool IsReceiveWait(const proto::OpDesc& op) {
+  return op.type() == "c_wait" &&
+         OpInput(op, "Handle").at(0).find(kRecvHandleSuffix) !=
+             std::string::npos;
+}
+
 // The index of the first c_wait on `stage` for a receive (stage 0 of two:
 // a gradient; stage 1: activations).
 int FirstReceiveWait(const proto::TrainingJob& all, int stage) {
   const auto& ops = all.main().blocks(0).ops();
   for (int i = 0; i < ops.size(); ++i)
-    if (ops[i].type() == "c_wait" &&
-        GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) == stage &&
-        OpInput(ops[i], "Handle").at(0).find(kRecvHandleSuffix) !=
-            std::string::npos)
+    if (IsReceiveWait(ops[i]) &&
+        GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) == stage)
       return i;
   return -1;
 }
@@ -366,10 +371,7 @@ TEST(PipelineLint, ReceivesAreIssuedAheadAndWaitedBeforeTheirReaders) {
     for (int i = 0; i < ops.size(); ++i) {
       if (GetOpAttrAs<int32_t>(ops[i], kPipelineStageAttr) != stage) continue;
       if (ops[i].type() == "recv_v2") starts.push_back(i);
-      if (ops[i].type() == "c_wait" &&
-          OpInput(ops[i], "Handle").at(0).find(kRecvHandleSuffix) !=
-              std::string::npos)
-        waits.push_back(i);
+      if (IsReceiveWait(ops[i])) waits.push_back(i);
     }
     ASSERT_EQ(starts.size(), 4u) << "stage " << stage;
     ASSERT_EQ(waits.size(), 4u) << "stage " << stage;
