@@ -21,7 +21,22 @@ timeline on. From the timeline of the steps after the first two:
 
 1F1B with equal stages and free communication idles each stage for p - 1
 micro-batch slots of m + p - 1, the formula. Prints a Markdown table:
-p, m, the formula, the measured bubble, their ratio. With more ranks
+p, m, the formula, the measured bubble, their ratio, and (at p = 2) two
+replays of the same steps that say where a gap to the formula comes
+from (see replay()):
+
+    messages free:             each rank's recorded ops back to back,
+                               each receive waiting only for its send's
+                               issue: what the run's own op times give
+                               with messages that take no time;
+    messages free, ops equal:  the same with every op taking its median
+                               time over ranks and steps: the schedule's
+                               own bubble.
+
+measured - "messages free" is what the messages cost; "messages free" -
+"ops equal" is what the op times' variation and any difference between
+the stages cost (in a 1F1B steady state with equal stages neither stage
+has slack, so every op that runs long delays the other stage). With more ranks
 than cores (p = 4 on a 2-core machine) the ranks share cores, so a stage
 computes faster while its neighbours wait: the measure is then not a
 pipeline's, and the table says so.
@@ -74,25 +89,117 @@ def worker(args):
     exe.close()
 
 
-def bubble(path, skip=2):
-    """The mean bubble over ranks and steps past the first `skip`."""
+def step_ops(path, skip=2):
+    """{step: {rank: [op events in time order]}} past the first `skip`."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
-    spans, busy = {}, {}
+    steps = {}
     for e in events:
         if e.get("ph") != "X" or e.get("cat") != "op":
             continue
         step = e.get("args", {}).get("step", 0)
-        if step <= skip:
-            continue
-        lo, hi = spans.get(step, (float("inf"), 0.0))
-        spans[step] = (min(lo, e["ts"]), max(hi, e["ts"] + e["dur"]))
-        if e["name"] not in WAITS:
-            key = (step, e["pid"])
-            busy[key] = busy.get(key, 0.0) + e["dur"]
-    fractions = [1 - b / (spans[s][1] - spans[s][0])
-                 for (s, _), b in busy.items()]
+        if step > skip:
+            steps.setdefault(step, {}).setdefault(e["pid"], []).append(e)
+    for ranks in steps.values():
+        for ops in ranks.values():
+            ops.sort(key=lambda e: e["ts"])
+    return steps
+
+
+def busy(ops):
+    """A rank's compute time in a step: every op but the waits."""
+    return sum(e["dur"] for e in ops if e["name"] not in WAITS)
+
+
+def bubble(steps):
+    """The mean bubble over ranks and steps."""
+    fractions = []
+    for ranks in steps.values():
+        lo = min(e["ts"] for ops in ranks.values() for e in ops)
+        hi = max(e["ts"] + e["dur"] for ops in ranks.values() for e in ops)
+        fractions += [1 - busy(ops) / (hi - lo) for ops in ranks.values()]
+    return sum(fractions) / len(fractions)
+
+
+def replay(ranks, m):
+    """The span of one step of two stages replayed with messages that take
+    no time: each rank runs its own recorded compute ops back to back,
+    except that its i-th receive (its first m c_waits: a stage of two
+    receives one kind of message, activations or gradients, and waits
+    for its sends only after its last backward) starts no earlier than
+    the other rank's i-th send_v2, and the loss broadcast joins both."""
+    seqs = {}
+    for pid, ops in ranks.items():
+        seq, waits = [], 0
+        for e in ops:
+            if e["name"] == "c_wait":
+                if waits < m:
+                    seq.append(("recv", 0.0))
+                waits += 1
+            elif e["name"] in ("send_v2", "c_broadcast"):
+                seq.append((e["name"], 0.0))
+            elif e["name"] not in WAITS:
+                seq.append(("op", e["dur"]))
+        seqs[pid] = seq
+    a, b = sorted(seqs)
+    other = {a: b, b: a}
+    clock = {a: 0.0, b: 0.0}
+    at = {a: 0, b: 0}
+    sent = {a: [], b: []}  # when each send was issued
+    joined = {a: [], b: []}  # when each broadcast was joined
+    received = {a: 0, b: 0}
+    moved = True
+    while moved:
+        moved = False
+        for pid in (a, b):
+            seq, o = seqs[pid], other[pid]
+            while at[pid] < len(seq):
+                kind, dur = seq[at[pid]]
+                if kind == "recv":
+                    i = received[pid]
+                    if i >= len(sent[o]):
+                        break
+                    clock[pid] = max(clock[pid], sent[o][i])
+                    received[pid] += 1
+                elif kind == "c_broadcast":
+                    i = sum(1 for k, _ in seq[:at[pid]] if k == kind)
+                    if len(joined[pid]) == i:
+                        joined[pid].append(clock[pid])
+                    if len(joined[o]) <= i:
+                        break
+                    clock[pid] = max(joined[pid][i], joined[o][i])
+                elif kind == "send_v2":
+                    sent[pid].append(clock[pid])
+                else:
+                    clock[pid] += dur
+                at[pid] += 1
+                moved = True
+    if any(at[pid] < len(seqs[pid]) for pid in (a, b)):
+        raise RuntimeError("the replay of a step did not finish: its "
+                           "receives and sends do not pair")
+    return max(clock.values())
+
+
+def free_bubble(steps, m, equal=False):
+    """The bubble of the same steps with messages that take no time; with
+    `equal`, also every op taking its median time over all ranks and steps
+    (the stages' work equal and steady: the schedule's own bubble)."""
+    if equal:
+        times = {}
+        for ranks in steps.values():
+            for ops in ranks.values():
+                for e in ops:
+                    key = (e["name"], str(e.get("args", {}).get("shapes")))
+                    times.setdefault(key, []).append(e["dur"])
+        median = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+        steps = {s: {pid: [dict(e, dur=median[(e["name"], str(
+            e.get("args", {}).get("shapes")))]) for e in ops]
+            for pid, ops in ranks.items()} for s, ranks in steps.items()}
+    fractions = []
+    for ranks in steps.values():
+        span = replay(ranks, m)
+        fractions += [1 - busy(ops) / span for ops in ranks.values()]
     return sum(fractions) / len(fractions)
 
 
@@ -111,8 +218,9 @@ def main():
         return worker(args)
     cores = os.cpu_count() or 1
     print("| stages p | micro-batches m | (p-1)/(m+p-1) | measured | "
-          "measured / formula |")
-    print("|---|---|---|---|---|")
+          "measured / formula | messages free / formula | "
+          "messages free, ops equal / formula |")
+    print("|---|---|---|---|---|---|---|")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for p in args.stages:
@@ -127,11 +235,16 @@ def main():
                        "--steps", str(args.steps), "--timeline", tl]
                 subprocess.run(cmd, check=True, env=env,
                                stdout=subprocess.DEVNULL)
-                got = bubble(tl)
+                steps = step_ops(tl)
+            got = bubble(steps)
             want = (p - 1) / (m + p - 1)
+            free = equal = "-"
+            if p == 2:
+                free = f"{free_bubble(steps, m) / want:.2f}"
+                equal = f"{free_bubble(steps, m, equal=True) / want:.2f}"
             note = "" if p <= cores else f" ({p} ranks on {cores} cores)"
             print(f"| {p} | {m} | {want:.3f} | {got:.3f} | "
-                  f"{got / want:.2f}{note} |")
+                  f"{got / want:.2f}{note} | {free} | {equal} |")
 
 
 if __name__ == "__main__":
