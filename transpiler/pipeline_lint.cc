@@ -71,8 +71,10 @@ class InFlight {
   }
   // Ends `handle`'s receive (nothing for a send's handle).
   void Wait(const std::string& handle) { values_.erase(handle); }
-  void CheckReads(const proto::OpDesc& op, int stage) const {
-    for (const std::string& n : OpInputNames(op))
+  // `reads`: what `op` reads, its blocks' ops included.
+  void CheckReads(const proto::OpDesc& op, const std::set<std::string>& reads,
+                  int stage) const {
+    for (const std::string& n : reads)
       for (const auto& [h, v] : values_)
         FLUID_ENFORCE(n != v.first, kPrefix, op.type(), " on stage ", stage,
                       " reads ", Quote(n), " before the c_wait of its ",
@@ -88,16 +90,32 @@ class InFlight {
   std::map<std::string, std::pair<std::string, std::string>> values_;
 };
 
-// The receives' in-flight check over `block` (see InFlight).
-void CheckReceivesWaited(const proto::BlockDesc& block, int stages) {
+// What `op` reads: its inputs, and those of the ops of its block (a loop's
+// or a conditional's body, which runs where `op` runs), nested blocks too.
+void AddReads(const proto::ProgramDesc& program, const proto::OpDesc& op,
+              std::set<std::string>* reads) {
+  for (const std::string& n : OpInputNames(op)) reads->insert(n);
+  if (!HasOpAttr(op, "sub_block")) return;
+  const int b = GetOpAttrAs<int32_t>(op, "sub_block");
+  FLUID_ENFORCE(b > 0 && b < program.blocks_size(), kPrefix, op.type(),
+                " names block ", b, " of ", program.blocks_size());
+  for (const auto& inner : program.blocks(b).ops())
+    AddReads(program, inner, reads);
+}
+
+// The receives' in-flight check over the first block of `program` (see
+// InFlight).
+void CheckReceivesWaited(const proto::ProgramDesc& program, int stages) {
   std::vector<InFlight> flight(stages);
-  for (const auto& op : block.ops()) {
+  for (const auto& op : program.blocks(0).ops()) {
     const int s = StageAttr(op);
     if (op.type() == "c_wait") {
       flight[s].Wait(OpInput(op, "Handle").at(0));
       continue;
     }
-    flight[s].CheckReads(op, s);
+    std::set<std::string> reads;
+    AddReads(program, op, &reads);
+    flight[s].CheckReads(op, reads, s);
     if (op.type() == "recv_v2" && !OpOutput(op, "Handle").empty())
       flight[s].Start(OpOutput(op, "Handle").at(0), OpOutput(op, "Out").at(0),
                       Describe(op));
@@ -106,7 +124,9 @@ void CheckReceivesWaited(const proto::BlockDesc& block, int stages) {
 }
 
 // Every stage's events, checking the pairing of sends and receives.
-std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
+std::vector<StageRun> CollectEvents(const proto::ProgramDesc& program,
+                                    int stages) {
+  const proto::BlockDesc& block = program.blocks(0);
   std::vector<StageRun> runs(stages);
   std::map<int, std::vector<std::pair<std::string, std::string>>> sends, recvs;
   // handle -> channel, index, and whether it is a send's
@@ -180,7 +200,7 @@ std::vector<StageRun> CollectEvents(const proto::BlockDesc& block, int stages) {
                   " runs ", collectives[s],
                   " collectives over the pipeline, stage 0 runs ",
                   collectives[0]);
-  CheckReceivesWaited(block, stages);
+  CheckReceivesWaited(program, stages);
   return runs;
 }
 
@@ -244,7 +264,7 @@ void AddNames(const proto::OpDesc& op, std::set<std::string>* names) {
 
 void LintPipeline(const proto::TrainingJob& job) {
   const int stages = PipelineStages(job.strategy());
-  Simulate(CollectEvents(job.main().blocks(0), stages));
+  Simulate(CollectEvents(job.main(), stages));
 }
 
 proto::TrainingJob PipelineStageJob(const proto::TrainingJob& job, int stage) {

@@ -408,6 +408,41 @@ TEST(PipelineLint, RejectsAValueReadBeforeItsReceiveWaits) {
   EXPECT_NE(error.find("reads '" + value + "'"), std::string::npos) << error;
 }
 
+TEST(PipelineLint, RejectsAValueReadInsideABlockBeforeItsReceiveWaits) {
+  proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
+  proto::ProgramDesc* main = all.mutable_main();
+  const int wait = FirstReceiveWait(all, 1);
+  ASSERT_GE(wait, 0);
+  const std::string value = OpOutput(main->blocks(0).ops(wait), "Out").at(0);
+  // A conditional on stage 1, just before the wait, whose block (two
+  // levels down) reads the value: the block runs where the op runs.
+  const int32_t outer = main->blocks_size(), inner = outer + 1;
+  proto::BlockDesc* block = main->add_blocks();
+  block->set_idx(outer);
+  block->set_parent_idx(0);
+  block = main->add_blocks();
+  block->set_idx(inner);
+  block->set_parent_idx(outer);
+  *main->mutable_blocks(outer)->add_ops() =
+      MakeOp("conditional_block", {}, {}, {{"sub_block", inner}});
+  *main->mutable_blocks(inner)->add_ops() =
+      MakeOp("scale", {{"X", {value}}}, {{"Out", {value + "@scaled"}}});
+  proto::OpDesc cond =
+      MakeOp("conditional_block", {}, {}, {{"sub_block", outer}});
+  SetOpAttr(&cond, kPipelineStageAttr, int32_t{1});
+  auto* ops = main->mutable_blocks(0)->mutable_ops();
+  *ops->Add() = cond;
+  for (int i = ops->size() - 1; i > wait; --i) ops->SwapElements(i, i - 1);
+  const std::string error = ErrorOf([&] { LintPipeline(all); });
+  EXPECT_NE(error.find("conditional_block on stage 1 reads '" + value +
+                       "' before the c_wait of its recv_v2"),
+            std::string::npos)
+      << error;
+  // After the wait it is fine.
+  ops->SwapElements(wait, wait + 1);
+  EXPECT_NO_THROW(LintPipeline(all));
+}
+
 TEST(PipelineLint, RejectsAReceiveNeverWaitedFor) {
   proto::TrainingJob all = AllStages(MlpJob(), Pp(2, 2));
   auto* ops = all.mutable_main()->mutable_blocks(0)->mutable_ops();
