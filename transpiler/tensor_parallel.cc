@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "src/framework/enforce.h"
 #include "src/framework/op_registry.h"
@@ -245,7 +248,44 @@ void RewriteMain(const TensorParallelPlan& plan,
   }
 }
 
-// Whole parameters from rank 0 everywhere, then each rank's slice.
+// Moves each state's broadcast and slicing right after the last op that
+// writes it (its initialiser), so that the startup holds one state whole at
+// a time: its peak is the slices and the largest whole state, not every
+// state whole (a model too big for one rank must start on one). Every
+// rank reorders the same program alike, so the collectives stay in step;
+// a state no op writes (loaded elsewhere) keeps its ops where they were.
+void InterleaveSlicing(proto::BlockDesc* block) {
+  auto slices = [](const proto::OpDesc& op) {
+    return (op.type() == "c_broadcast" || op.type() == "c_split") &&
+           OpInput(op, "X") == OpOutput(op, "Out");
+  };
+  std::map<std::string, int> last_writer;
+  for (int i = 0; i < block->ops_size(); ++i)
+    if (!slices(block->ops(i)))
+      for (const std::string& n : OpOutputNames(block->ops(i)))
+        last_writer[n] = i;
+  std::map<int, std::vector<proto::OpDesc>> after;  // writer -> its slicing
+  std::vector<proto::OpDesc> rest;
+  for (const auto& op : block->ops()) {
+    if (!slices(op)) continue;
+    auto w = last_writer.find(OpInput(op, "X").at(0));
+    (w == last_writer.end() ? rest : after[w->second]).push_back(op);
+  }
+  std::vector<proto::OpDesc> ops;
+  for (int i = 0; i < block->ops_size(); ++i) {
+    if (slices(block->ops(i))) continue;
+    ops.push_back(block->ops(i));
+    auto a = after.find(i);
+    if (a != after.end())
+      ops.insert(ops.end(), a->second.begin(), a->second.end());
+  }
+  ops.insert(ops.end(), rest.begin(), rest.end());
+  block->clear_ops();
+  for (auto& op : ops) *block->add_ops() = std::move(op);
+}
+
+// Whole parameters from rank 0 everywhere, then each rank's slice, one
+// state at a time.
 void RewriteStartup(const std::map<std::string, int>& state, int tp,
                     proto::ProgramDesc* startup) {
   *startup = StartupWithBroadcasts(*startup);
@@ -263,6 +303,7 @@ void RewriteStartup(const std::map<std::string, int>& state, int tp,
                          {"ring_id", kTensorParallelRing}}),
                  OpRole::kCollective);
   }
+  InterleaveSlicing(block);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "src/builder/models.h"
 #include "src/framework/enforce.h"
 #include "src/framework/executor.h"
+#include "src/framework/memory.h"
 #include "src/framework/program_desc.h"
 #include "src/runtime/mpi_executor.h"
 #include "tests/testing/gradient_checker.h"
@@ -223,6 +226,74 @@ TEST(TensorParallelRewrite, MlpOpsAndStartup) {
       EXPECT_EQ(GetOpAttrAs<int32_t>(op, "ring_id"), kDataParallelRing);
     }
   }
+}
+
+// The bytes of the persistable vars of `block` (float32 whole or sliced,
+// as declared), and the largest of them.
+std::pair<int64_t, int64_t> StateBytes(const proto::BlockDesc& block) {
+  int64_t total = 0, largest = 0;
+  for (const auto& v : block.vars()) {
+    if (!v.persistable()) continue;
+    const int64_t bytes =
+        VarShape(v).numel() * static_cast<int64_t>(SizeOf(VarDtype(v)));
+    total += bytes;
+    largest = std::max(largest, bytes);
+  }
+  return {total, largest};
+}
+
+// Each split state is broadcast and sliced right after its initialiser, so
+// the startup holds one state whole at a time: a model whose whole state
+// does not fit a rank still starts when its slices do.
+TEST(TensorParallelRewrite, StartupSlicesEachStateBeforeTheNextIsMade) {
+  SmallJob j;
+  std::string h = j.x;
+  for (int i = 0; i < 4; ++i) h = layers::Fc(j.b.get(), h, 512, "relu");
+  const std::string loss = layers::Mean(
+      j.b.get(), layers::SoftmaxWithCrossEntropy(
+                     j.b.get(), layers::Fc(j.b.get(), h, 4), j.label));
+  RenameVar(j.job.mutable_main(), loss, "loss");
+  OptimizerConfig opt;
+  opt.type = "momentum";
+  MakeOptimizer(opt)->Minimize(j.b.get(), "loss");
+  j.job.set_loss_name("loss");
+  const proto::TrainingJob out = CollectiveTranspile(j.job, Tp(2), 2);
+  const auto& ops = out.startup().blocks(0).ops();
+  int splits = 0;
+  for (int i = 0; i < ops.size(); ++i) {
+    if (ops[i].type() != "c_split") continue;
+    ++splits;
+    const std::string v = OpInput(ops[i], "X").at(0);
+    ASSERT_GE(i, 2) << v;
+    EXPECT_EQ(ops[i - 1].type(), "c_broadcast") << v;
+    EXPECT_EQ(OpInput(ops[i - 1], "X").at(0), v);
+    const std::vector<std::string> made = OpOutputNames(ops[i - 2]);
+    EXPECT_NE(std::find(made.begin(), made.end(), v), made.end())
+        << v << " is not made by " << ops[i - 2].type() << " before its split";
+  }
+  EXPECT_GE(splits, 8);  // four weights, some biases, their velocities
+  // Two in-process ranks start; the most either holds at once is its
+  // slices and one whole state (the biggest, 1 MiB), not every state
+  // whole, which is twice the slices here.
+  const auto whole = StateBytes(j.job.startup().blocks(0));
+  const auto sliced = StateBytes(out.startup().blocks(0));
+  ASSERT_GT(whole.first, sliced.first + 3 * whole.second / 2);
+  const int64_t before = GetMemoryUsage(Place::CPU()).in_use;
+  ResetPeakMemory(Place::CPU());
+  testing::RunRanks(2, [&](int, Communicator* comm) {
+    Scope scope;
+    MPIExecutor dist(Place::CPU(), 1, comm);
+    dist.Init(j.job, &scope, Tp(2));
+  });
+  const int64_t peak = GetMemoryUsage(Place::CPU()).peak - before;
+  std::printf(
+      "startup peak over 2 ranks %lld bytes; each rank's state "
+      "%lld whole, %lld sliced\n",
+      static_cast<long long>(peak), static_cast<long long>(whole.first),
+      static_cast<long long>(sliced.first));
+  EXPECT_LE(peak, 2 * (sliced.first + whole.second) + (256 << 10))
+      << "whole state " << whole.first << " bytes, sliced " << sliced.first
+      << ", largest " << whole.second;
 }
 
 TEST(TensorParallelRewrite, TransformerSumsInputGradientsAndClipNorms) {
