@@ -59,8 +59,10 @@ TEST(Liveness, AShapeOnlyReaderDoesNotKeepAVarAlive) {
   const auto s = ReleaseSchedule(b);
   ASSERT_EQ(s.size(), 6u);
   EXPECT_EQ(s[1], Names{"a"});  // after the forward add, its last value read
-  // A reader of values keeps it: the same with scale reading a instead.
-  b.mutable_ops(5)->set_type("elementwise_sub_grad");
+  b.mutable_ops(5)->set_type("elementwise_sub_grad");  // shapes only too
+  EXPECT_EQ(ReleaseSchedule(b)[1], Names{"a"});
+  // A reader of values keeps it: the product's gradient reads a.
+  b.mutable_ops(5)->set_type("elementwise_mul_grad");
   const auto t = ReleaseSchedule(b);
   EXPECT_EQ(t[1], Names{});
   EXPECT_EQ(t[5], (Names{"a", "a@GRAD", "b@GRAD"}));
