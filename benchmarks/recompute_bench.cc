@@ -8,7 +8,7 @@
 // bytes the program's liveness keeps across the end of the forward pass.
 //
 //   recompute_bench [--width 512] [--layers 8] [--seq 256] [--batch 4]
-//                   [--rounds 5] [--threads 1]
+//                   [--rounds 5] [--threads 1] [--dropout-percent 10]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,6 +69,7 @@ int Main(int argc, char** argv) {
     if (k == "--batch") batch = v;
     if (k == "--rounds") rounds = v;
     if (k == "--threads") threads = v;
+    if (k == "--dropout-percent") s.dropout = static_cast<float>(v) / 100;
   }
   std::vector<Config> configs(2);
   configs[0].name = "off";

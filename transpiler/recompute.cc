@@ -10,6 +10,7 @@
 #include "src/framework/op_registry.h"
 #include "src/framework/operator.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/shape_only_inputs.h"
 #include "transpiler/program_query.h"
 
 namespace fluid {
@@ -169,7 +170,10 @@ Segments Analyze(const proto::BlockDesc& block,
 }
 
 // The backward ops renamed to read the copies: for each segment, the
-// intermediates they read and the first op reading one.
+// intermediates they read and the first op reading one. A slot read for
+// its shape only (REGISTER_SHAPE_ONLY_INPUTS: elementwise_add_grad's X, a
+// product before its bias) keeps the forward variable, whose shape the
+// executor keeps after freeing its memory: nothing is replayed for it.
 struct BackwardReads {
   std::map<int, std::set<std::string>> needed;
   std::map<int, int> first_reader;
@@ -185,7 +189,8 @@ BackwardReads RenameBackwardReads(proto::BlockDesc* block,
       FLUID_ENFORCE(!seg.intermediates.count(n), "recompute: backward op ", j,
                     " '", op->type(), "' writes the forward variable ",
                     Quote(n));
-    for (auto& slot : *op->mutable_inputs())
+    for (auto& slot : *op->mutable_inputs()) {
+      if (IsShapeOnlyInput(op->type(), slot.parameter())) continue;
       for (auto& n : *slot.mutable_arguments()) {
         auto it = seg.intermediates.find(n);
         if (it == seg.intermediates.end()) continue;
@@ -194,6 +199,7 @@ BackwardReads RenameBackwardReads(proto::BlockDesc* block,
           reads.first_reader[it->second] = j;
         n = CopyOf(n);
       }
+    }
   }
   return reads;
 }
@@ -448,17 +454,21 @@ void LintRecompute(const proto::ProgramDesc& main,
   for (int i = 0; i < block.ops_size(); ++i) {
     const proto::OpDesc& op = block.ops(i);
     const bool replay = IsReplay(op);
-    for (const std::string& n : OpInputNames(op)) {
-      FLUID_ENFORCE(!IsCopy(n) || (i >= seg.forward_end && written.count(n)),
-                    "recompute: op ", i, " '", op.type(), "' reads ", Quote(n),
-                    " before a replay op writes it");
-      auto it = seg.intermediates.find(n);
-      FLUID_ENFORCE(i < seg.forward_end || it == seg.intermediates.end() ||
-                        !HasRole(op, OpRole::kBackward),
-                    "recompute: backward op ", i, " '", op.type(), "' reads ",
-                    Quote(n), ", an intermediate of segment ",
-                    it == seg.intermediates.end() ? -1 : it->second,
-                    ", instead of its copy ", Quote(CopyOf(n)));
+    for (const auto& slot : op.inputs()) {
+      // A shape-only slot may read the forward variable (its shape stays).
+      const bool values = !IsShapeOnlyInput(op.type(), slot.parameter());
+      for (const std::string& n : slot.arguments()) {
+        FLUID_ENFORCE(!IsCopy(n) || (i >= seg.forward_end && written.count(n)),
+                      "recompute: op ", i, " '", op.type(), "' reads ",
+                      Quote(n), " before a replay op writes it");
+        auto it = seg.intermediates.find(n);
+        FLUID_ENFORCE(i < seg.forward_end || it == seg.intermediates.end() ||
+                          !values || !HasRole(op, OpRole::kBackward),
+                      "recompute: backward op ", i, " '", op.type(), "' reads ",
+                      Quote(n), ", an intermediate of segment ",
+                      it == seg.intermediates.end() ? -1 : it->second,
+                      ", instead of its copy ", Quote(CopyOf(n)));
+      }
     }
     for (const std::string& n : OpOutputNames(op)) {
       if (n == kEmptyVarName) continue;
@@ -481,9 +491,12 @@ int64_t LiveBytesAfterForward(const proto::ProgramDesc& main, int64_t batch) {
   const int b = ForwardEnd(block);
   std::set<std::string> before, after;
   for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
     std::set<std::string>& into = i < b ? before : after;
-    for (const std::string& n : OpInputNames(block.ops(i))) into.insert(n);
-    for (const std::string& n : OpOutputNames(block.ops(i))) into.insert(n);
+    for (const auto& slot : op.inputs())  // a shape read keeps no values
+      if (i < b || !IsShapeOnlyInput(op.type(), slot.parameter()))
+        into.insert(slot.arguments().begin(), slot.arguments().end());
+    for (const std::string& n : OpOutputNames(op)) into.insert(n);
   }
   int64_t bytes = 0;
   for (const std::string& n : before) {

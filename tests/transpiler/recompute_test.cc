@@ -18,6 +18,7 @@
 #include "src/framework/enforce.h"
 #include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/shape_only_inputs.h"
 #include "src/runtime/mpi_executor.h"
 #include "tests/testing/in_process_ranks.h"
 #include "tests/transpiler/recompute_models.h"
@@ -392,6 +393,38 @@ TEST(Recompute, TransformerTrainsBitwiseLikeWithout) {
   EXPECT_EQ(CountReplays(out.main(), "dropout"), 3 * s.layers);
   const auto batch = [&](int step) { return TransformerBatch(s, 4, step); };
   ExpectBitwiseEqual(Train(job, batch, 10), Train(out, batch, 10));
+}
+
+// A backward read of an intermediate's shape alone (elementwise_add_grad's
+// X: a product before its bias) keeps the forward variable, whose shape the
+// executor keeps after freeing it: no op is replayed for a shape alone.
+// Without dropout (whose gradient reads the mask a replay draws) that
+// spares the transformer's attention output projection and second
+// feed-forward product; it still trains bitwise like without recompute.
+TEST(Recompute, NothingIsReplayedForItsShapeAlone) {
+  TransformerSize s;
+  s.layers = 2;
+  s.dropout = 0;
+  const proto::TrainingJob job = TransformerJob(s);
+  const proto::TrainingJob out = RecomputeRewrite(job, Checkpoints({"auto"}));
+  const proto::BlockDesc& block = out.main().blocks(0);
+  int replays = 0;
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    if (!IsReplayOp(op)) continue;
+    ++replays;
+    bool read = false;
+    for (const std::string& n : OpOutputNames(op))
+      for (int j = i + 1; j < block.ops_size() && !read; ++j)
+        for (const auto& slot : block.ops(j).inputs())
+          if (!IsShapeOnlyInput(block.ops(j).type(), slot.parameter()))
+            for (const std::string& a : slot.arguments()) read |= a == n;
+    EXPECT_TRUE(read) << op.type() << " " << OpOutputNames(op).at(0)
+                      << " is replayed for its shape alone";
+  }
+  EXPECT_GT(replays, 0);
+  const auto batch = [&](int step) { return TransformerBatch(s, 4, step); };
+  ExpectBitwiseEqual(Train(job, batch, 5), Train(out, batch, 5));
 }
 
 // After mixed precision (LocalRewrites' order) the casts are replayed too:
