@@ -89,9 +89,8 @@ void LintRecompute(const proto::ProgramDesc& main,
 // The bytes of the non-persistable variables live across the end of the
 // forward pass of training program `main` (used by a forward op and by an
 // op after it, other than for its shape alone), with `batch` for each
-// unknown (-1) dimension: what an
-// executor that frees a variable after its last use still holds when the
-// backward pass starts.
+// unknown (-1) dimension: what an executor that frees a variable after its
+// last use still holds when the backward pass starts.
 int64_t LiveBytesAfterForward(const proto::ProgramDesc& main, int64_t batch);
 
 }  // namespace fluid
