@@ -20,7 +20,10 @@
 // reads its Step counter as that op read it, one before the value the op
 // left there (Step - 1; attr replay_step, 0 in a pipeline whose replayed
 // micro-batch has not advanced the counter yet); it has no StepOut, so the
-// counter advances once per step whether or not the op is replayed.
+// counter advances once per step whether or not the op is replayed. A
+// replay that only the gradient's Mask needs has no Out either: it reads
+// X's shape alone (REGISTER_SHAPE_ONLY_INPUT_WITHOUT below), so nothing
+// before it is replayed for it.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -30,6 +33,7 @@
 #include "ops/op_helpers.h"
 #include "src/distributed/communicator.h"
 #include "src/framework/hash.h"
+#include "src/framework/shape_only_inputs.h"
 
 namespace fluid {
 namespace ops {
@@ -85,7 +89,11 @@ DropoutParams GetDropoutParams(const ExecutionContext& ctx, bool forward) {
 namespace {
 
 void DropoutInferShape(InferShapeContext* ctx) {
-  ctx->ShareShape("X", "Out");
+  FLUID_ENFORCE(
+      ctx->HasOutput("Out") || !ctx->Attr<std::string>("replay_of").empty(),
+      "dropout without Out draws a replayed op's mask alone (a "
+      "recompute replay): replay_of must name that op's Out");
+  if (ctx->HasOutput("Out")) ctx->ShareShape("X", "Out");
   ctx->ShareShape("X", "Mask");
   FLUID_ENFORCE(
       ctx->Attr<std::string>("replay_of").empty() || !ctx->HasOutput("StepOut"),
@@ -122,13 +130,34 @@ void ScaleElements(const ExecutionContext& ctx, const Tensor& x,
   }
 }
 
+// A replay's mask alone, from X's shape (dropout without Out).
+template <typename T>
+void DrawMask(const ExecutionContext& ctx, const DropoutParams& d,
+              const Shape& shape, Tensor* mask) {
+  T* mp = mask->mutable_data<T>(shape);
+  if (d.is_test) {
+    std::fill_n(mp, mask->numel(), T(1));
+    return;
+  }
+  const int64_t step =
+      ctx.HasInput("Step")
+          ? ctx.Input("Step").data<int64_t>()[0] + d.step_offset
+          : 0;
+  const uint64_t key = DropoutKey(d.base, step);
+  ParallelFor(ctx.device(), mask->numel(), 10, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      mp[i] = DropoutKeeps(key, i + d.index_offset, d.threshold) ? T(1) : T(0);
+  });
+}
+
 template <typename T>
 void DropoutKernel(const ExecutionContext& ctx) {
   const DropoutParams d = GetDropoutParams(ctx, true);
   const Tensor& x = ctx.Input("X");
+  Tensor* mask = ctx.Output("Mask");
+  if (!ctx.HasOutput("Out")) return DrawMask<T>(ctx, d, x.shape(), mask);
   Tensor* out = ctx.Output("Out");
   out->mutable_data<T>(x.shape());
-  Tensor* mask = ctx.Output("Mask");
   mask->mutable_data<T>(x.shape());
   using C = ComputeType<T>;
   if (d.is_test) {
@@ -187,7 +216,9 @@ REGISTER_OP(dropout)
         "scales X for inference, as dropout_implementation says.")
     .Input("X", "input")
     .OptionalInput("Step", "int64 [1] run counter varying the mask per run")
-    .Output("Out", "X with dropped elements zeroed, same shape")
+    .OptionalOutput("Out",
+                    "X with dropped elements zeroed, same shape; absent in a "
+                    "recompute replay that draws the mask alone")
     .Output("Mask", "1 where X was kept, 0 where dropped; all 1 in inference")
     .OptionalOutput("StepOut", "Step + 1 after a training run; normally Step")
     .Attr<float>("dropout_prob", 0.5f, "probability of dropping an element")
@@ -222,6 +253,9 @@ REGISTER_OP(dropout)
     .CPUKernel<double>(DropoutKernel<double>)
     .CPUKernel<bfloat16>(DropoutKernel<bfloat16>)
     .CPUKernel<float16>(DropoutKernel<float16>);
+
+// Without Out (a replay drawing the mask alone) X is read for its shape.
+REGISTER_SHAPE_ONLY_INPUT_WITHOUT(dropout, "X", "Out");
 
 REGISTER_GRAD_OP(dropout_grad)
     .Doc("Gradient of dropout: Out@GRAD times the forward pass's factor.")

@@ -31,6 +31,20 @@ struct DropoutMaskFn {
   }
 };
 
+// A replay's mask alone (dropout without Out).
+template <typename T>
+struct MaskOnlyFn {
+  T* mask;
+  const int64_t* step;
+  int64_t step_offset, index_offset;
+  uint64_t base, threshold;
+  __device__ void operator()(int64_t i) const {
+    const uint64_t key =
+        DropoutKey(base, step != nullptr ? *step + step_offset : 0);
+    mask[i] = DropoutKeeps(key, i + index_offset, threshold) ? T(1) : T(0);
+  }
+};
+
 struct AdvanceStep {
   const int64_t* step;
   int64_t* step_out;
@@ -61,8 +75,17 @@ void DropoutKernel(const ExecutionContext& ctx) {
   const DropoutParams d = GetDropoutParams(ctx, true);
   const auto& dev = cuda::Dev(ctx);
   const Tensor& x = ctx.Input("X");
-  T* out = cuda::OutputLike<T>(ctx, "Out", x);
   T* mask = cuda::OutputLike<T>(ctx, "Mask", x);
+  if (!ctx.HasOutput("Out")) {  // a replay's mask alone, from X's shape
+    if (d.is_test) return cuda::ForEach(dev, x.numel(), Ones<T>{mask});
+    const int64_t* step =
+        ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
+    cuda::ForEach(dev, x.numel(),
+                  MaskOnlyFn<T>{mask, step, d.step_offset, d.index_offset,
+                                d.base, d.threshold});
+    return;
+  }
+  T* out = cuda::OutputLike<T>(ctx, "Out", x);
   if (d.is_test) {
     cuda::ForEach(
         dev, x.numel(),

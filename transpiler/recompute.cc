@@ -28,6 +28,15 @@ bool IsReplay(const proto::OpDesc& op) {
 
 std::string CopyOf(const std::string& var) { return var + kRecomputeSuffix; }
 
+// Whether `op` reads its input `slot` for its shape alone
+// (shape_only_inputs.h): such a read keeps the forward variable, whose
+// shape the executor keeps after freeing its memory.
+bool ShapeRead(const proto::OpDesc& op, const std::string& slot) {
+  return ReadsShapeOnly(op.type(), slot, [&op](const char* output) {
+    return !OpOutput(op, output).empty();
+  });
+}
+
 bool IsCopy(const std::string& name) {
   const std::string suffix = kRecomputeSuffix;
   return name.size() > suffix.size() &&
@@ -190,7 +199,7 @@ BackwardReads RenameBackwardReads(proto::BlockDesc* block,
                     " '", op->type(), "' writes the forward variable ",
                     Quote(n));
     for (auto& slot : *op->mutable_inputs()) {
-      if (IsShapeOnlyInput(op->type(), slot.parameter())) continue;
+      if (ShapeRead(*op, slot.parameter())) continue;
       for (auto& n : *slot.mutable_arguments()) {
         auto it = seg.intermediates.find(n);
         if (it == seg.intermediates.end()) continue;
@@ -219,18 +228,26 @@ void DeclareCopy(proto::BlockDesc* block, const std::string& var,
 // The replay of forward op `op` of segment `s`: the segment's
 // intermediates read as copies, every output written as a copy; dropout
 // draws the replayed op's mask without advancing its counter.
+// A dropout whose mask alone is needed (its gradient reads Mask, nothing
+// reads its Out's copy) is replayed without Out: it reads X's shape alone,
+// from the forward variable, so nothing before it is replayed for it.
 proto::OpDesc MakeReplay(proto::BlockDesc* block, proto::OpDesc op, int s,
-                         const Segments& seg) {
-  for (auto& slot : *op.mutable_inputs())
+                         const Segments& seg, bool mask_only) {
+  const bool dropout = op.type() == "dropout";
+  for (auto& slot : *op.mutable_inputs()) {
+    if (mask_only && slot.parameter() == "X") continue;
     for (auto& n : *slot.mutable_arguments()) {
       auto it = seg.intermediates.find(n);
       if (it != seg.intermediates.end() && it->second == s) n = CopyOf(n);
     }
-  if (op.type() == "dropout") {
+  }
+  if (dropout) {
     SetOpAttr(&op, "replay_of", OpOutput(op, "Out").at(0));
     auto* outs = op.mutable_outputs();
     for (int k = outs->size() - 1; k >= 0; --k)
-      if (outs->Get(k).parameter() == "StepOut") outs->DeleteSubrange(k, 1);
+      if (outs->Get(k).parameter() == "StepOut" ||
+          (mask_only && outs->Get(k).parameter() == "Out"))
+        outs->DeleteSubrange(k, 1);
   }
   for (auto& slot : *op.mutable_outputs())
     for (auto& n : *slot.mutable_arguments()) {
@@ -248,22 +265,29 @@ proto::OpDesc MakeReplay(proto::BlockDesc* block, proto::OpDesc op, int s,
 std::vector<proto::OpDesc> ReplayOps(proto::BlockDesc* block,
                                      const Segments& seg, int s,
                                      std::set<std::string> needed) {
-  std::vector<int> picked;
+  std::vector<std::pair<int, bool>> picked;  // op, mask only
   for (int i = seg.ends[s]; i >= seg.Begin(s); --i) {
     const proto::OpDesc& op = block->ops(i);
     bool writes = false;
     for (const std::string& n : OpOutputNames(op))
       writes = writes || needed.count(n);
     if (!writes) continue;
-    picked.push_back(i);
-    for (const std::string& n : OpInputNames(op)) {
-      auto it = seg.intermediates.find(n);
-      if (it != seg.intermediates.end() && it->second == s) needed.insert(n);
+    const bool mask_only = op.type() == "dropout" &&
+                           !needed.count(OpOutput(op, "Out").at(0)) &&
+                           ShapeOnlyInputWithout("dropout", "X") != nullptr;
+    picked.emplace_back(i, mask_only);
+    for (const auto& slot : op.inputs()) {
+      if (mask_only && slot.parameter() == "X") continue;  // its shape
+      for (const std::string& n : slot.arguments()) {
+        auto it = seg.intermediates.find(n);
+        if (it != seg.intermediates.end() && it->second == s) needed.insert(n);
+      }
     }
   }
   std::reverse(picked.begin(), picked.end());
   std::vector<proto::OpDesc> ops;
-  for (int i : picked) ops.push_back(MakeReplay(block, block->ops(i), s, seg));
+  for (const auto& [i, mask_only] : picked)
+    ops.push_back(MakeReplay(block, block->ops(i), s, seg, mask_only));
   return ops;
 }
 
@@ -456,7 +480,7 @@ void LintRecompute(const proto::ProgramDesc& main,
     const bool replay = IsReplay(op);
     for (const auto& slot : op.inputs()) {
       // A shape-only slot may read the forward variable (its shape stays).
-      const bool values = !IsShapeOnlyInput(op.type(), slot.parameter());
+      const bool values = !ShapeRead(op, slot.parameter());
       for (const std::string& n : slot.arguments()) {
         FLUID_ENFORCE(!IsCopy(n) || (i >= seg.forward_end && written.count(n)),
                       "recompute: op ", i, " '", op.type(), "' reads ",
@@ -494,7 +518,7 @@ int64_t LiveBytesAfterForward(const proto::ProgramDesc& main, int64_t batch) {
     const proto::OpDesc& op = block.ops(i);
     std::set<std::string>& into = i < b ? before : after;
     for (const auto& slot : op.inputs())  // a shape read keeps no values
-      if (i < b || !IsShapeOnlyInput(op.type(), slot.parameter()))
+      if (i < b || !ShapeRead(op, slot.parameter()))
         into.insert(slot.arguments().begin(), slot.arguments().end());
     for (const std::string& n : OpOutputNames(op)) into.insert(n);
   }

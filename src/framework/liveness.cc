@@ -20,7 +20,10 @@ std::vector<std::string> UsedVars(const proto::OpDesc& op,
                                   bool values_only = false) {
   std::vector<std::string> used;
   for (const auto& slot : op.inputs())
-    if (!values_only || !IsShapeOnlyInput(op.type(), slot.parameter()))
+    if (!values_only ||
+        !ReadsShapeOnly(op.type(), slot.parameter(), [&op](const char* o) {
+          return !OpOutput(op, o).empty();
+        }))
       used.insert(used.end(), slot.arguments().begin(), slot.arguments().end());
   for (auto& n : OpOutputNames(op)) used.push_back(std::move(n));
   if (HasOpAttr(op, kOpSkipIfAttr))

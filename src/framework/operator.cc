@@ -172,10 +172,13 @@ const Tensor& RuntimeInferShapeContext::InputTensor(const std::string& slot,
       v->IsSelectedRows() ? v->Get<SelectedRows>().value() : v->GetTensor();
   // (A var freed after its last read of values keeps its shape for the
   // ops that read that alone.)
-  FLUID_ENFORCE(t.initialized() || v->IsSelectedRows() ||
-                    (t.shape().rank() > 0 && IsShapeOnlyInput(op_type(), slot)),
-                "variable ", Quote(InputName(slot, i)), " (input ", slot,
-                ") holds no value: feed it, or run the startup program first");
+  FLUID_ENFORCE(
+      t.initialized() || v->IsSelectedRows() ||
+          (t.shape().rank() > 0 &&
+           ReadsShapeOnly(op_type(), slot,
+                          [this](const char* o) { return HasOutput(o); })),
+      "variable ", Quote(InputName(slot, i)), " (input ", slot,
+      ") holds no value: feed it, or run the startup program first");
   return t;
 }
 
@@ -394,10 +397,13 @@ Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
 
 const Tensor& ExecutionContext::Input(const std::string& slot, size_t i) const {
   const Tensor& t = InputVar(slot, i)->GetTensor();
-  FLUID_ENFORCE(t.initialized() ||
-                    (t.shape().rank() > 0 && IsShapeOnlyInput(type(), slot)),
-                "variable ", Quote(InputName(slot, i)), " (input ", slot,
-                ") holds no value");
+  FLUID_ENFORCE(
+      t.initialized() ||
+          (t.shape().rank() > 0 &&
+           ReadsShapeOnly(type(), slot,
+                          [this](const char* o) { return HasOutput(o); })),
+      "variable ", Quote(InputName(slot, i)), " (input ", slot,
+      ") holds no value");
   return t;
 }
 

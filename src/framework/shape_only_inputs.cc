@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 namespace fluid {
 
@@ -14,12 +15,31 @@ std::map<std::string, std::set<std::string>>& Table() {
   return *table;
 }
 
+// (op type, slot) -> the output whose absence makes the slot shape-only.
+std::map<std::pair<std::string, std::string>, const char*>& WithoutTable() {
+  static auto* table =
+      new std::map<std::pair<std::string, std::string>, const char*>();
+  return *table;
+}
+
 }  // namespace
 
 bool RegisterShapeOnlyInputs(const std::string& op_type,
                              std::initializer_list<const char*> slots) {
   for (const char* s : slots) Table()[op_type].insert(s);
   return true;
+}
+
+bool RegisterShapeOnlyInputWithout(const std::string& op_type, const char* slot,
+                                   const char* output) {
+  WithoutTable()[{op_type, slot}] = output;
+  return true;
+}
+
+const char* ShapeOnlyInputWithout(const std::string& op_type,
+                                  const std::string& slot) {
+  auto it = WithoutTable().find({op_type, slot});
+  return it == WithoutTable().end() ? nullptr : it->second;
 }
 
 bool IsShapeOnlyInput(const std::string& op_type, const std::string& slot) {

@@ -43,5 +43,31 @@ TEST(DropoutOpCuda, SameMaskToTheBit) {
   }
 }
 
+// A recompute replay drawing the mask alone (no Out): the same mask too.
+TEST(DropoutOpCuda, AReplaysMaskAloneToTheBit) {
+  REQUIRE_GPU();
+  CudaCheckOptions exact;
+  exact.tolerance = 0;
+  exact.grad = false;  // the replay's gradient op reads the mask it draws
+  uint64_t seed = 500;
+  for (DataType dt : kFloatTypes) {
+    for (bool is_test : {false, true}) {
+      auto op = MakeOp("dropout", {{"X", {"x"}}, {"Step", {"step"}}},
+                       {{"Mask", {"mask"}}},
+                       {{"dropout_prob", 0.35f},
+                        {"seed", 17},
+                        {"is_test", is_test},
+                        {"replay_of", std::string("out")},
+                        {"replay_step", int32_t{-1}}});
+      EXPECT_TRUE(CudaMatchesCpu(
+          op,
+          {{"x", RandomTensor(dt, Shape({3, 70001}), -1, 1, seed++)},
+           {"step", MakeTensor<int64_t>(Shape({1}), {12345})}},
+          exact))
+          << DataTypeName(dt) << " is_test " << is_test;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fluid

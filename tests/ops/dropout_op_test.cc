@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "src/framework/executor.h"
 #include "src/framework/program_desc.h"
+#include "src/framework/shape_only_inputs.h"
 #include "tests/testing/gradient_checker.h"
 
 namespace fluid {
@@ -104,6 +106,43 @@ TEST(DropoutOp, MaskIsReproducibleAndVariesWithSeedAndStep) {
   EXPECT_EQ(mask(5, 0), mask(5, 0));
   EXPECT_NE(mask(5, 0), mask(6, 0));
   EXPECT_NE(mask(5, 0), mask(5, 1));
+}
+
+// A recompute replay that only its gradient's Mask needs has no Out: it
+// reads X's shape alone (so X may be freed), and draws the replayed op's
+// mask (its Out's name as replay_of, the step it read).
+TEST(DropoutOp, AReplayWithoutOutDrawsTheMaskFromXsShape) {
+  EXPECT_FALSE(IsShapeOnlyInput("dropout", "X"));
+  EXPECT_STREQ(ShapeOnlyInputWithout("dropout", "X"), "Out");
+  const Tensor x = RandomTensor<double>(Shape({64, 48}), 1, 2, 8);
+  for (const char* impl : {"downgrade_in_infer", "upscale_in_train"}) {
+    const AttributeMap attrs = {{"dropout_prob", 0.3f},
+                                {"dropout_implementation", std::string(impl)}};
+    const Tensor want =
+        RunOp(Dropout(attrs, true), {{"x", x}, {"step", Step(7)}})["mask"];
+    proto::OpDesc replay = MakeOp("dropout", {{"X", {"x"}}, {"Step", {"step"}}},
+                                  {{"Mask", {"mask"}}}, attrs);
+    SetOpAttr(&replay, "replay_of", std::string("out"));
+    proto::ProgramDesc program = NewProgram();
+    proto::BlockDesc* block = program.mutable_blocks(0);
+    AddVarDesc(block, "x", DataType::kFloat64, x.shape(), true);
+    AddVarDesc(block, "step", DataType::kInt64, Shape{1}, true);
+    *block->add_ops() = replay;
+    InferShapeAtCompileTime(replay, block);
+    Scope scope;
+    Tensor* held = scope.Var("x")->GetMutableTensor();
+    held->CopyFrom(x, Place::CPU());
+    held->ReleaseBuffer();  // as the executor leaves it: shape, no values
+    scope.Var("step")->GetMutableTensor()->CopyFrom(Step(8), Place::CPU());
+    Executor exe(Place::CPU(), 2);
+    std::vector<Tensor> got;
+    exe.RunOnce(program, &scope, {}, {"mask"}, &got);
+    EXPECT_EQ(ToVector<double>(got[0]), ToVector<double>(want)) << impl;
+  }
+  // Not a replay: an error naming replay_of.
+  const std::string msg = ErrorOf(
+      MakeOp("dropout", {{"X", {"x"}}}, {{"Mask", {"mask"}}}), {{"x", x}});
+  EXPECT_NE(msg.find("replay_of"), std::string::npos) << msg;
 }
 
 TEST(DropoutOp, AdvancesItsStepCounter) {

@@ -397,34 +397,46 @@ TEST(Recompute, TransformerTrainsBitwiseLikeWithout) {
 
 // A backward read of an intermediate's shape alone (elementwise_add_grad's
 // X: a product before its bias) keeps the forward variable, whose shape the
-// executor keeps after freeing it: no op is replayed for a shape alone.
-// Without dropout (whose gradient reads the mask a replay draws) that
-// spares the transformer's attention output projection and second
-// feed-forward product; it still trains bitwise like without recompute.
+// executor keeps after freeing it: no op is replayed for a shape alone. A
+// dropout whose gradient alone needs it is replayed without Out, reading
+// X's shape only, so nothing before it is replayed for it. The
+// transformer's attention output projection and second feed-forward
+// product are not replayed, with dropout or without; it still trains
+// bitwise like without recompute.
 TEST(Recompute, NothingIsReplayedForItsShapeAlone) {
-  TransformerSize s;
-  s.layers = 2;
-  s.dropout = 0;
-  const proto::TrainingJob job = TransformerJob(s);
-  const proto::TrainingJob out = RecomputeRewrite(job, Checkpoints({"auto"}));
-  const proto::BlockDesc& block = out.main().blocks(0);
-  int replays = 0;
-  for (int i = 0; i < block.ops_size(); ++i) {
-    const proto::OpDesc& op = block.ops(i);
-    if (!IsReplayOp(op)) continue;
-    ++replays;
-    bool read = false;
-    for (const std::string& n : OpOutputNames(op))
-      for (int j = i + 1; j < block.ops_size() && !read; ++j)
-        for (const auto& slot : block.ops(j).inputs())
-          if (!IsShapeOnlyInput(block.ops(j).type(), slot.parameter()))
-            for (const std::string& a : slot.arguments()) read |= a == n;
-    EXPECT_TRUE(read) << op.type() << " " << OpOutputNames(op).at(0)
-                      << " is replayed for its shape alone";
+  std::map<std::string, int> products;  // replayed mul + matmul, by dropout
+  for (float dropout : {0.0f, 0.1f}) {
+    TransformerSize s;
+    s.layers = 2;
+    s.dropout = dropout;
+    const proto::TrainingJob job = TransformerJob(s);
+    const proto::TrainingJob out = RecomputeRewrite(job, Checkpoints({"auto"}));
+    const proto::BlockDesc& block = out.main().blocks(0);
+    int replays = 0, masks_alone = 0;
+    for (int i = 0; i < block.ops_size(); ++i) {
+      const proto::OpDesc& op = block.ops(i);
+      if (!IsReplayOp(op)) continue;
+      ++replays;
+      masks_alone += op.type() == "dropout" && OpOutput(op, "Out").empty();
+      bool read = false;
+      for (const std::string& n : OpOutputNames(op))
+        for (int j = i + 1; j < block.ops_size() && !read; ++j)
+          for (const auto& slot : block.ops(j).inputs())
+            if (!IsShapeOnlyInput(block.ops(j).type(), slot.parameter()))
+              for (const std::string& a : slot.arguments()) read |= a == n;
+      EXPECT_TRUE(read) << op.type() << " " << OpOutputNames(op).at(0)
+                        << " is replayed for its shape alone";
+    }
+    EXPECT_GT(replays, 0);
+    // Each block's dropouts after the output projection and the second
+    // feed-forward product.
+    EXPECT_EQ(masks_alone, dropout > 0 ? 2 * s.layers : 0);
+    products[std::to_string(dropout)] =
+        CountReplays(out.main(), "mul") + CountReplays(out.main(), "matmul");
+    const auto batch = [&](int step) { return TransformerBatch(s, 4, step); };
+    ExpectBitwiseEqual(Train(job, batch, 5), Train(out, batch, 5));
   }
-  EXPECT_GT(replays, 0);
-  const auto batch = [&](int step) { return TransformerBatch(s, 4, step); };
-  ExpectBitwiseEqual(Train(job, batch, 5), Train(out, batch, 5));
+  EXPECT_EQ(products.begin()->second, products.rbegin()->second);
 }
 
 // After mixed precision (LocalRewrites' order) the casts are replayed too:
