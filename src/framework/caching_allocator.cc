@@ -26,8 +26,9 @@ void* CachingAllocator::Allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = free_.lower_bound(size);
   if (it != free_.end() && it->first <= 2 * size) {
-    void* p = it->second;
+    void* p = it->second.block;
     const size_t got = it->first;
+    age_.erase(it->second.since);
     free_.erase(it);
     in_use_[p] = got;
     stats_.cached_bytes -= got;
@@ -62,6 +63,11 @@ void CachingAllocator::Free(void* ptr) {
   const size_t size = it->second;
   in_use_.erase(it);
   stats_.in_use_bytes -= size;
+  // The block freed last is the likeliest to be taken again: the blocks
+  // cached longest make room for it.
+  while (bounded_ && !age_.empty() &&
+         stats_.cached_bytes + size > stats_.peak_in_use_bytes)
+    EvictOldestLocked();
   if (bounded_ && stats_.cached_bytes + size > stats_.peak_in_use_bytes) {
     backing_.free(ptr);
     ++stats_.backing_frees;
@@ -70,8 +76,19 @@ void CachingAllocator::Free(void* ptr) {
   // First among the blocks of its size: the block freed last is handed out
   // first (it is the one most likely still in cache, and a steady state
   // keeps reusing the same blocks).
-  free_.emplace_hint(free_.lower_bound(size), size, ptr);
+  const uint64_t since = frees_++;
+  age_[since] =
+      free_.emplace_hint(free_.lower_bound(size), size, Cached{ptr, since});
   stats_.cached_bytes += size;
+}
+
+void CachingAllocator::EvictOldestLocked() {
+  const FreeList::iterator oldest = age_.begin()->second;
+  backing_.free(oldest->second.block);
+  ++stats_.backing_frees;
+  stats_.cached_bytes -= oldest->first;
+  age_.erase(age_.begin());
+  free_.erase(oldest);
 }
 
 void CachingAllocator::EmptyCache() {
@@ -81,10 +98,11 @@ void CachingAllocator::EmptyCache() {
 
 void CachingAllocator::EmptyCacheLocked() {
   for (auto& kv : free_) {
-    backing_.free(kv.second);
+    backing_.free(kv.second.block);
     ++stats_.backing_frees;
   }
   free_.clear();
+  age_.clear();
   stats_.cached_bytes = 0;
 }
 

@@ -5,16 +5,19 @@
 // Sizes are rounded up to 512 bytes; a request takes the smallest cached
 // block that fits and is at most twice its size (best fit, bounded waste).
 // When the backing allocator fails, the cache is released and the request
-// retried once. With a bounded cache (set_bounded_cache), a freed block goes
-// back to the backing allocator when keeping it would make the cache hold
-// more than the most bytes ever in use at once, so that the memory held
-// stays under twice the peak in use (a one-off burst, such as an
-// evaluation over large batches, is not kept for ever). Thread-safe. The
+// retried once. With a bounded cache (set_bounded_cache), the cache holds
+// at most the most bytes ever in use at once, so that the memory held stays
+// under twice the peak in use: a freed block that would overflow it sends
+// the blocks cached longest back to the backing allocator first (a one-off
+// burst, such as an evaluation over large batches, is not kept for ever,
+// and a steady state that frees and takes again the same blocks keeps
+// them, whatever ran before it). Thread-safe. The
 // backing functions are the caller's; the allocator owns every block it got
 // from them until EmptyCache or destruction.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -61,9 +64,20 @@ class CachingAllocator {
  private:
   void EmptyCacheLocked();
 
+  struct Cached {
+    void* block;
+    uint64_t since;  // when it was cached (a count of frees)
+  };
+  using FreeList = std::multimap<size_t, Cached>;
+
+  // Returns the block cached longest to the backing allocator.
+  void EvictOldestLocked();
+
   Backing backing_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;         // size -> block
+  FreeList free_;                               // size -> block
+  std::map<uint64_t, FreeList::iterator> age_;  // since -> its entry
+  uint64_t frees_ = 0;
   std::unordered_map<void*, size_t> in_use_;  // block -> size
   Stats stats_;
   bool bounded_ = false;

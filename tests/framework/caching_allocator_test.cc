@@ -79,6 +79,35 @@ TEST(CachingAllocator, SteadyStateStepsDoNotReachTheBackingAllocator) {
   EXPECT_EQ(a.stats().cached_bytes, 0u);
 }
 
+// Bounded: the cache holds at most the peak in use. A burst that came
+// before (an evaluation of large batches) does not push a steady state's
+// blocks out to the backing allocator at every step: the blocks cached
+// longest go first.
+TEST(CachingAllocator, ABoundedCacheKeepsTheSteadyStateNotAnOldBurst) {
+  Counting c;
+  CachingAllocator a(c.backing());
+  a.set_bounded_cache(true);
+  std::vector<void*> burst;
+  for (int i = 0; i < 4; ++i) burst.push_back(a.Allocate(64 << 10));
+  for (void* p : burst) a.Free(p);
+  const size_t peak = a.stats().peak_in_use_bytes;
+  EXPECT_EQ(a.stats().cached_bytes, peak);
+  int after_first = 0;
+  for (int step = 0; step < 20; ++step) {
+    // Sizes the burst's blocks do not serve (more than twice as large).
+    void* x = a.Allocate(8 << 10);
+    void* y = a.Allocate(16 << 10);
+    a.Free(x);
+    a.Free(y);
+    EXPECT_LE(a.stats().cached_bytes, a.stats().peak_in_use_bytes);
+    if (step == 0) after_first = c.allocs;
+  }
+  EXPECT_EQ(c.allocs, after_first) << "the steady state kept its blocks";
+  EXPECT_EQ(a.stats().peak_in_use_bytes, peak);
+  // One 64 KiB block of the burst made room for both.
+  EXPECT_EQ(c.frees, 1);
+}
+
 TEST(CachingAllocator, BestFitWithBoundedWaste) {
   Counting c;
   CachingAllocator a(c.backing());
