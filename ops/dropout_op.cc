@@ -130,6 +130,14 @@ void ScaleElements(const ExecutionContext& ctx, const Tensor& x,
   }
 }
 
+// The step the mask is drawn at: the counter as the op reads it (0 without
+// one), offset for a replay.
+int64_t MaskStep(const ExecutionContext& ctx, const DropoutParams& d) {
+  return ctx.HasInput("Step")
+             ? ctx.Input("Step").data<int64_t>()[0] + d.step_offset
+             : 0;
+}
+
 // A replay's mask alone, from X's shape (dropout without Out).
 template <typename T>
 void DrawMask(const ExecutionContext& ctx, const DropoutParams& d,
@@ -139,11 +147,7 @@ void DrawMask(const ExecutionContext& ctx, const DropoutParams& d,
     std::fill_n(mp, mask->numel(), T(1));
     return;
   }
-  const int64_t step =
-      ctx.HasInput("Step")
-          ? ctx.Input("Step").data<int64_t>()[0] + d.step_offset
-          : 0;
-  const uint64_t key = DropoutKey(d.base, step);
+  const uint64_t key = DropoutKey(d.base, MaskStep(ctx, d));
   ParallelFor(ctx.device(), mask->numel(), 10, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       mp[i] = DropoutKeeps(key, i + d.index_offset, d.threshold) ? T(1) : T(0);
@@ -165,9 +169,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
     std::fill_n(mask->data<T>(), mask->numel(), T(1));
     return;
   }
-  const bool counted = ctx.HasInput("Step");
-  const int64_t step =
-      counted ? ctx.Input("Step").data<int64_t>()[0] + d.step_offset : 0;
+  const int64_t step = MaskStep(ctx, d);
   const uint64_t key = DropoutKey(d.base, step);
   const C scale = static_cast<C>(d.keep_scale);
   const T* xp = x.data<T>();
@@ -180,7 +182,7 @@ void DropoutKernel(const ExecutionContext& ctx) {
       op[i] = keep ? FromCompute<T>(ToCompute(xp[i]) * scale) : T(0);
     }
   });
-  if (counted && ctx.HasOutput("StepOut"))
+  if (ctx.HasInput("Step") && ctx.HasOutput("StepOut"))
     ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1})[0] = step + 1;
 }
 

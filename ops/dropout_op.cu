@@ -12,6 +12,7 @@ namespace fluid {
 namespace ops {
 namespace {
 
+// out null: a replay's mask alone (dropout without Out), X not read.
 template <typename T>
 struct DropoutMaskFn {
   const T* x;
@@ -27,21 +28,8 @@ struct DropoutMaskFn {
         DropoutKey(base, step != nullptr ? *step + step_offset : 0);
     const bool keep = DropoutKeeps(key, i + index_offset, threshold);
     mask[i] = keep ? T(1) : T(0);
-    out[i] = keep ? FromCompute<T>(ToCompute(x[i]) * scale) : T(0);
-  }
-};
-
-// A replay's mask alone (dropout without Out).
-template <typename T>
-struct MaskOnlyFn {
-  T* mask;
-  const int64_t* step;
-  int64_t step_offset, index_offset;
-  uint64_t base, threshold;
-  __device__ void operator()(int64_t i) const {
-    const uint64_t key =
-        DropoutKey(base, step != nullptr ? *step + step_offset : 0);
-    mask[i] = DropoutKeeps(key, i + index_offset, threshold) ? T(1) : T(0);
+    if (out != nullptr)
+      out[i] = keep ? FromCompute<T>(ToCompute(x[i]) * scale) : T(0);
   }
 };
 
@@ -76,30 +64,24 @@ void DropoutKernel(const ExecutionContext& ctx) {
   const auto& dev = cuda::Dev(ctx);
   const Tensor& x = ctx.Input("X");
   T* mask = cuda::OutputLike<T>(ctx, "Mask", x);
-  if (!ctx.HasOutput("Out")) {  // a replay's mask alone, from X's shape
-    if (d.is_test) return cuda::ForEach(dev, x.numel(), Ones<T>{mask});
-    const int64_t* step =
-        ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
-    cuda::ForEach(dev, x.numel(),
-                  MaskOnlyFn<T>{mask, step, d.step_offset, d.index_offset,
-                                d.base, d.threshold});
-    return;
-  }
-  T* out = cuda::OutputLike<T>(ctx, "Out", x);
+  // Without Out: a replay's mask alone, from X's shape.
+  T* out = ctx.HasOutput("Out") ? cuda::OutputLike<T>(ctx, "Out", x) : nullptr;
   if (d.is_test) {
-    cuda::ForEach(
-        dev, x.numel(),
-        ScaledProduct<T>{x.data<T>(), nullptr,
-                         static_cast<ComputeType<T>>(d.test_scale), out});
+    if (out != nullptr)
+      cuda::ForEach(
+          dev, x.numel(),
+          ScaledProduct<T>{x.data<T>(), nullptr,
+                           static_cast<ComputeType<T>>(d.test_scale), out});
     cuda::ForEach(dev, x.numel(), Ones<T>{mask});
     return;
   }
   const int64_t* step =
       ctx.HasInput("Step") ? ctx.Input("Step").data<int64_t>() : nullptr;
-  cuda::ForEach(dev, x.numel(),
-                DropoutMaskFn<T>{x.data<T>(), out, mask, step, d.step_offset,
-                                 d.index_offset, d.base, d.threshold,
-                                 static_cast<ComputeType<T>>(d.keep_scale)});
+  cuda::ForEach(
+      dev, x.numel(),
+      DropoutMaskFn<T>{out != nullptr ? x.data<T>() : nullptr, out, mask, step,
+                       d.step_offset, d.index_offset, d.base, d.threshold,
+                       static_cast<ComputeType<T>>(d.keep_scale)});
   if (step != nullptr && ctx.HasOutput("StepOut")) {
     int64_t* step_out =
         ctx.Output("StepOut")->mutable_data<int64_t>(Shape{1}, ctx.place());

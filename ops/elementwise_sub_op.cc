@@ -21,15 +21,15 @@ void ElementwiseSubGradKernel(const ExecutionContext& ctx) {
   Tensor* dy = ctx.Output(GradSlot("Y"));
   if (dy == nullptr) return;
   T* out = dy->mutable_data<T>();
-  if (d.same_shape()) {
-    CopyElements<T>(ctx.device(), dout.data<T>(), out, dout.numel());
-  } else {
+  // Equal shapes: dY = -dOut, in one pass.
+  const T* from = d.same_shape() ? dout.data<T>() : out;
+  if (!d.same_shape())
     ReduceToY<T, false>(ctx.device(), d, dout.data<T>(), nullptr, out);
-  }
-  ParallelFor(ctx.device(), dy->numel(), 1.0, [out](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out[i] = FromCompute<T>(-ToCompute(out[i]));
-  });
+  ParallelFor(ctx.device(), dy->numel(), 1.0,
+              [from, out](int64_t lo, int64_t hi) {
+                for (int64_t i = lo; i < hi; ++i)
+                  out[i] = FromCompute<T>(-ToCompute(from[i]));
+              });
 }
 
 }  // namespace

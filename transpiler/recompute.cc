@@ -28,15 +28,6 @@ bool IsReplay(const proto::OpDesc& op) {
 
 std::string CopyOf(const std::string& var) { return var + kRecomputeSuffix; }
 
-// Whether `op` reads its input `slot` for its shape alone
-// (shape_only_inputs.h): such a read keeps the forward variable, whose
-// shape the executor keeps after freeing its memory.
-bool ShapeRead(const proto::OpDesc& op, const std::string& slot) {
-  return ReadsShapeOnly(op.type(), slot, [&op](const char* output) {
-    return !OpOutput(op, output).empty();
-  });
-}
-
 bool IsCopy(const std::string& name) {
   const std::string suffix = kRecomputeSuffix;
   return name.size() > suffix.size() &&
@@ -199,7 +190,7 @@ BackwardReads RenameBackwardReads(proto::BlockDesc* block,
                     " '", op->type(), "' writes the forward variable ",
                     Quote(n));
     for (auto& slot : *op->mutable_inputs()) {
-      if (ShapeRead(*op, slot.parameter())) continue;
+      if (ReadsShapeOnly(*op, slot.parameter())) continue;
       for (auto& n : *slot.mutable_arguments()) {
         auto it = seg.intermediates.find(n);
         if (it == seg.intermediates.end()) continue;
@@ -233,7 +224,6 @@ void DeclareCopy(proto::BlockDesc* block, const std::string& var,
 // from the forward variable, so nothing before it is replayed for it.
 proto::OpDesc MakeReplay(proto::BlockDesc* block, proto::OpDesc op, int s,
                          const Segments& seg, bool mask_only) {
-  const bool dropout = op.type() == "dropout";
   for (auto& slot : *op.mutable_inputs()) {
     if (mask_only && slot.parameter() == "X") continue;
     for (auto& n : *slot.mutable_arguments()) {
@@ -241,7 +231,7 @@ proto::OpDesc MakeReplay(proto::BlockDesc* block, proto::OpDesc op, int s,
       if (it != seg.intermediates.end() && it->second == s) n = CopyOf(n);
     }
   }
-  if (dropout) {
+  if (op.type() == "dropout") {
     SetOpAttr(&op, "replay_of", OpOutput(op, "Out").at(0));
     auto* outs = op.mutable_outputs();
     for (int k = outs->size() - 1; k >= 0; --k)
@@ -480,7 +470,7 @@ void LintRecompute(const proto::ProgramDesc& main,
     const bool replay = IsReplay(op);
     for (const auto& slot : op.inputs()) {
       // A shape-only slot may read the forward variable (its shape stays).
-      const bool values = !ShapeRead(op, slot.parameter());
+      const bool values = !ReadsShapeOnly(op, slot.parameter());
       for (const std::string& n : slot.arguments()) {
         FLUID_ENFORCE(!IsCopy(n) || (i >= seg.forward_end && written.count(n)),
                       "recompute: op ", i, " '", op.type(), "' reads ",
@@ -518,7 +508,7 @@ int64_t LiveBytesAfterForward(const proto::ProgramDesc& main, int64_t batch) {
     const proto::OpDesc& op = block.ops(i);
     std::set<std::string>& into = i < b ? before : after;
     for (const auto& slot : op.inputs())  // a shape read keeps no values
-      if (i < b || !ShapeRead(op, slot.parameter()))
+      if (i < b || !ReadsShapeOnly(op, slot.parameter()))
         into.insert(slot.arguments().begin(), slot.arguments().end());
     for (const std::string& n : OpOutputNames(op)) into.insert(n);
   }

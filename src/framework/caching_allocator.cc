@@ -28,7 +28,6 @@ void* CachingAllocator::Allocate(size_t bytes) {
   if (it != free_.end() && it->first <= 2 * size) {
     void* p = it->second.block;
     const size_t got = it->first;
-    age_.erase(it->second.since);
     free_.erase(it);
     in_use_[p] = got;
     stats_.cached_bytes -= got;
@@ -65,7 +64,7 @@ void CachingAllocator::Free(void* ptr) {
   stats_.in_use_bytes -= size;
   // The block freed last is the likeliest to be taken again: the blocks
   // cached longest make room for it.
-  while (bounded_ && !age_.empty() &&
+  while (bounded_ && !free_.empty() &&
          stats_.cached_bytes + size > stats_.peak_in_use_bytes)
     EvictOldestLocked();
   if (bounded_ && stats_.cached_bytes + size > stats_.peak_in_use_bytes) {
@@ -76,18 +75,18 @@ void CachingAllocator::Free(void* ptr) {
   // First among the blocks of its size: the block freed last is handed out
   // first (it is the one most likely still in cache, and a steady state
   // keeps reusing the same blocks).
-  const uint64_t since = frees_++;
-  age_[since] =
-      free_.emplace_hint(free_.lower_bound(size), size, Cached{ptr, since});
+  free_.emplace_hint(free_.lower_bound(size), size, Cached{ptr, frees_++});
   stats_.cached_bytes += size;
 }
 
 void CachingAllocator::EvictOldestLocked() {
-  const FreeList::iterator oldest = age_.begin()->second;
+  auto oldest = std::min_element(free_.begin(), free_.end(),
+                                 [](const auto& a, const auto& b) {
+                                   return a.second.since < b.second.since;
+                                 });
   backing_.free(oldest->second.block);
   ++stats_.backing_frees;
   stats_.cached_bytes -= oldest->first;
-  age_.erase(age_.begin());
   free_.erase(oldest);
 }
 
@@ -102,7 +101,6 @@ void CachingAllocator::EmptyCacheLocked() {
     ++stats_.backing_frees;
   }
   free_.clear();
-  age_.clear();
   stats_.cached_bytes = 0;
 }
 

@@ -70,13 +70,13 @@ class CachingAllocator {
   };
   using FreeList = std::multimap<size_t, Cached>;
 
-  // Returns the block cached longest to the backing allocator.
+  // Returns the block cached longest to the backing allocator (a scan: it
+  // runs only when a bounded cache overflows).
   void EvictOldestLocked();
 
   Backing backing_;
   mutable std::mutex mu_;
-  FreeList free_;                               // size -> block
-  std::map<uint64_t, FreeList::iterator> age_;  // since -> its entry
+  FreeList free_;  // size -> block
   uint64_t frees_ = 0;
   std::unordered_map<void*, size_t> in_use_;  // block -> size
   Stats stats_;

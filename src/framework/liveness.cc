@@ -20,10 +20,7 @@ std::vector<std::string> UsedVars(const proto::OpDesc& op,
                                   bool values_only = false) {
   std::vector<std::string> used;
   for (const auto& slot : op.inputs())
-    if (!values_only ||
-        !ReadsShapeOnly(op.type(), slot.parameter(), [&op](const char* o) {
-          return !OpOutput(op, o).empty();
-        }))
+    if (!values_only || !ReadsShapeOnly(op, slot.parameter()))
       used.insert(used.end(), slot.arguments().begin(), slot.arguments().end());
   for (auto& n : OpOutputNames(op)) used.push_back(std::move(n));
   if (HasOpAttr(op, kOpSkipIfAttr))

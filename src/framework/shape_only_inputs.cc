@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "src/framework/program_desc.h"
+
 namespace fluid {
 
 namespace {
@@ -45,6 +47,12 @@ const char* ShapeOnlyInputWithout(const std::string& op_type,
 bool IsShapeOnlyInput(const std::string& op_type, const std::string& slot) {
   auto it = Table().find(op_type);
   return it != Table().end() && it->second.count(slot) > 0;
+}
+
+bool ReadsShapeOnly(const proto::OpDesc& op, const std::string& slot) {
+  return ReadsShapeOnly(op.type(), slot, [&op](const char* output) {
+    return !OpOutput(op, output).empty();
+  });
 }
 
 }  // namespace fluid

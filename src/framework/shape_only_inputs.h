@@ -20,6 +20,10 @@
 
 namespace fluid {
 
+namespace proto {
+class OpDesc;
+}
+
 bool RegisterShapeOnlyInputs(const std::string& op_type,
                              std::initializer_list<const char*> slots);
 
@@ -44,6 +48,9 @@ bool ReadsShapeOnly(const std::string& op_type, const std::string& slot,
   const char* output = ShapeOnlyInputWithout(op_type, slot);
   return output != nullptr && !writes(output);
 }
+
+// The same for an op of a program: it writes an output when it names it.
+bool ReadsShapeOnly(const proto::OpDesc& op, const std::string& slot);
 
 }  // namespace fluid
 

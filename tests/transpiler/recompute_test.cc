@@ -422,7 +422,7 @@ TEST(Recompute, NothingIsReplayedForItsShapeAlone) {
       for (const std::string& n : OpOutputNames(op))
         for (int j = i + 1; j < block.ops_size() && !read; ++j)
           for (const auto& slot : block.ops(j).inputs())
-            if (!IsShapeOnlyInput(block.ops(j).type(), slot.parameter()))
+            if (!ReadsShapeOnly(block.ops(j), slot.parameter()))
               for (const std::string& a : slot.arguments()) read |= a == n;
       EXPECT_TRUE(read) << op.type() << " " << OpOutputNames(op).at(0)
                         << " is replayed for its shape alone";
