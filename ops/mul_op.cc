@@ -1,5 +1,7 @@
 // mul: Out = flatten(X, x_num_col_dims) * flatten(Y, y_num_col_dims).
 // The fully connected layer's product; X's leading dims stay leading.
+#include <algorithm>
+
 #include "ops/half_matrix.h"
 #include "ops/op_helpers.h"
 #include "src/framework/math/blas.h"
@@ -8,6 +10,8 @@
 namespace fluid {
 namespace ops {
 namespace {
+
+constexpr char kYGradIn[] = "YGradIn";
 
 // X and Y as the product reads them, checked: both flattened to 2-D at their
 // num_col_dims, X's columns matching Y's rows. The gradient reads them the
@@ -63,37 +67,56 @@ void MulGradInferShape(InferShapeContext* ctx) {
       " has ", m, " x ", n);
   ctx->ShareShape("X", GradSlot("X"));
   ctx->ShareShape("Y", GradSlot("Y"));
+  if (ctx->HasInput(kYGradIn)) {
+    const Shape acc = ctx->GetInputShape(kYGradIn);
+    FLUID_ENFORCE(acc == y, ctx->op_type(), ": ", kYGradIn, " '",
+                  ctx->InputName(kYGradIn), "' ", acc,
+                  " must have the shape of Y '", ctx->InputName("Y"), "' ", y);
+    FLUID_ENFORCE(
+        ctx->GetInputDtype(kYGradIn) == ctx->GetInputDtype("Y"), ctx->op_type(),
+        ": ", kYGradIn, " '", ctx->InputName(kYGradIn), "' is ",
+        DataTypeName(ctx->GetInputDtype(kYGradIn)), ", Y '",
+        ctx->InputName("Y"), "' ", DataTypeName(ctx->GetInputDtype("Y")));
+  }
 }
 
-// C [m, n] = op(A) op(B) for 16-bit T: on oneDNN, or else in float32 (the
-// operands converted, math::Gemm<float> as the float32 kernel runs it, C
-// rounded once).
+// C [m, n] = op(A) op(B) (+ C when `accumulate`) for 16-bit T: on oneDNN,
+// or else in float32 (the operands converted, math::Gemm<float> as the
+// float32 kernel runs it, C rounded once). An accumulation always takes
+// the float32 path, so that C is rounded once.
 template <typename T>
 void HalfGemm(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
-              int64_t n, int64_t k, const T* a, const T* b, T* c) {
+              int64_t n, int64_t k, const T* a, const T* b, bool accumulate,
+              T* c) {
   math::GemmBatch g;
   g.trans_a = ta;
   g.trans_b = tb;
   g.m = m;
   g.n = n;
   g.k = k;
-  if (math::DnnlGemm<T>(dev, g, a, b, c)) return;
+  if (!accumulate && math::DnnlGemm<T>(dev, g, a, b, c)) return;
   const float* af = FloatCopy(dev, kHalfIn0, a, m * k);
   const float* bf = FloatCopy(dev, kHalfIn1, b, k * n);
   float* cf = HalfScratch(kHalfOut0, m * n);
-  math::Gemm<float>(dev, ta, tb, m, n, k, 1.0f, af, bf, 0.0f, cf);
+  if (accumulate)
+    ParallelFor(dev, m * n, kConvertCost, [&](int64_t lo, int64_t hi) {
+      ToFloats(c + lo, cf + lo, hi - lo);
+    });
+  math::Gemm<float>(dev, ta, tb, m, n, k, 1.0f, af, bf,
+                    accumulate ? 1.0f : 0.0f, cf);
   RoundInto(dev, cf, m * n, c);
 }
 
-// C [m, n] = op(A) op(B): math::Gemm for float32 and float64, HalfGemm
-// for the 16-bit types.
+// C [m, n] = op(A) op(B) (+ C when `accumulate`): math::Gemm for float32
+// and float64, HalfGemm for the 16-bit types.
 template <typename T>
 void Product(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
-             int64_t n, int64_t k, const T* a, const T* b, T* c) {
+             int64_t n, int64_t k, const T* a, const T* b, T* c,
+             bool accumulate = false) {
   if constexpr (IsHalfType<T>::value) {
-    HalfGemm<T>(dev, ta, tb, m, n, k, a, b, c);
+    HalfGemm<T>(dev, ta, tb, m, n, k, a, b, accumulate, c);
   } else {
-    math::Gemm<T>(dev, ta, tb, m, n, k, T(1), a, b, T(0), c);
+    math::Gemm<T>(dev, ta, tb, m, n, k, T(1), a, b, T(accumulate ? 1 : 0), c);
   }
 }
 
@@ -109,6 +132,18 @@ void MulKernel(const ExecutionContext& ctx) {
   int64_t n = y.shape().Product(yn, y.shape().rank());
   Product<T>(ctx.device(), false, false, m, n, k, x.data<T>(), y.data<T>(),
              out->mutable_data<T>());
+}
+
+// With YGradIn, dY starts from it (in place when it is dY's own var: the
+// pipeline's accumulation over micro-batches); nullptr without.
+template <typename T>
+const T* AccumulatedYGrad(const ExecutionContext& ctx, Tensor* dy) {
+  if (!ctx.HasInput(kYGradIn)) return nullptr;
+  const Tensor& acc = ctx.Input(kYGradIn);
+  T* d = dy->mutable_data<T>(acc.shape());
+  if (acc.data<T>() != d)
+    std::copy(acc.data<T>(), acc.data<T>() + acc.numel(), d);
+  return d;
 }
 
 template <typename T>
@@ -127,9 +162,10 @@ void MulGradKernel(const ExecutionContext& ctx) {
                dx->mutable_data<T>());
   }
   if (Tensor* dy = ctx.Output(GradSlot("Y"))) {
-    // dY[k,n] = X[m,k]^T * dOut[m,n]
+    // dY[k,n] = X[m,k]^T * dOut[m,n] (+ YGradIn)
+    const T* acc = AccumulatedYGrad<T>(ctx, dy);
     Product<T>(ctx.device(), true, false, k, n, m, x.data<T>(), dout.data<T>(),
-               dy->mutable_data<T>());
+               dy->mutable_data<T>(), acc != nullptr);
   }
 }
 
@@ -155,6 +191,10 @@ REGISTER_OP(mul)
     .CPUKernel<float16>(MulKernel<float16>);
 
 REGISTER_GRAD_OP(mul_grad)
+    .OptionalInput(kYGradIn,
+                   "the gradient of Y so far: given, Y@GRAD is it plus this "
+                   "product's, summed inside the product (the pipeline's "
+                   "accumulation over micro-batches; Y's shape and dtype)")
     .SetInferShape(MulGradInferShape)
     .CPUKernel<float>(MulGradKernel<float>)
     .CPUKernel<double>(MulGradKernel<double>)

@@ -21,14 +21,16 @@ MulDims GetMulDims(const ExecutionContext& ctx, const Tensor& x,
           y.shape().Product(yn, y.shape().rank())};
 }
 
-// C [m, n] = op(A) op(B).
+// C [m, n] = op(A) op(B) (+ C when `accumulate`: cuBLAS's beta).
 template <typename T>
 void Product(const CUDADeviceContext& dev, bool ta, bool tb, int64_t m,
-             int64_t n, int64_t k, const T* a, const T* b, T* c) {
+             int64_t n, int64_t k, const T* a, const T* b, T* c,
+             bool accumulate = false) {
   if constexpr (IsHalfType<T>::value) {
-    cuda::HalfGemm<T, T>(dev, ta, tb, m, n, k, 1.0f, a, b, 0.0f, c);
+    cuda::HalfGemm<T, T>(dev, ta, tb, m, n, k, 1.0f, a, b,
+                         accumulate ? 1.0f : 0.0f, c);
   } else {
-    cuda::GemmAnyK(dev, ta, tb, m, n, k, T(1), a, b, T(0), c);
+    cuda::GemmAnyK(dev, ta, tb, m, n, k, T(1), a, b, T(accumulate ? 1 : 0), c);
   }
 }
 
@@ -54,8 +56,18 @@ void MulGradKernel(const ExecutionContext& ctx) {
     Product(dev, false, true, d.m, d.k, d.n, dout.data<T>(), y.data<T>(), dx);
   }
   if (T* dy = cuda::OutputData<T>(ctx, GradSlot("Y"))) {
-    // dY[k,n] = X[m,k]^T * dOut[m,n]
-    Product(dev, true, false, d.k, d.n, d.m, x.data<T>(), dout.data<T>(), dy);
+    // dY[k,n] = X[m,k]^T * dOut[m,n] (+ YGradIn: in place when it is dY's
+    // own var, the pipeline's accumulation over micro-batches)
+    const bool accumulate = ctx.HasInput("YGradIn");
+    if (accumulate) {
+      const Tensor& acc = ctx.Input("YGradIn");
+      if (acc.data<T>() != dy)
+        FLUID_CUDA_CHECK(cudaMemcpyAsync(dy, acc.data<T>(), acc.bytes(),
+                                         cudaMemcpyDeviceToDevice,
+                                         dev.stream()));
+    }
+    Product(dev, true, false, d.k, d.n, d.m, x.data<T>(), dout.data<T>(), dy,
+            accumulate);
   }
 }
 

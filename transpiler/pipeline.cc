@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "src/framework/enforce.h"
+#include "src/framework/grad_op_maker.h"
 #include "src/framework/gradient_merge_state.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/op_registry.h"
@@ -70,6 +71,7 @@ class Rewriter {
     return v != nullptr && v->persistable();
   }
   void Classify();
+  void FindFusedAccumulations();
   void FindCrossings();
   void Declare(const std::string& name, const std::string& like);
   std::string Rename(const std::string& n, int k, bool keep_grads) const;
@@ -103,6 +105,10 @@ class Rewriter {
   // is_sparse): every micro-batch's are kept apart and concatenated after
   // the last backward (`sum`), since rows cannot be added in place.
   std::set<std::string> sparse_grads_;
+  // Parameters' gradients that one mul_grad alone writes (its Y@GRAD) and
+  // no other backward op reads: the micro-batches after the first add into
+  // them inside the product (its YGradIn), with no elementwise_add after.
+  std::set<std::string> fused_grads_;
   std::map<std::string, int> grad_stage_;  // gradient -> its writer's stage
   // Per cut b: the values stage b sends forward, the gradients stage b + 1
   // sends back.
@@ -178,6 +184,42 @@ void Rewriter::Classify() {
         ops_[s].forward.push_back(i);
       }
     }
+  }
+  FindFusedAccumulations();
+}
+
+// A float gradient of a weight whose one backward op is a mul_grad writing
+// it as Y@GRAD (an fc layer's weight, used once) accumulates over the
+// micro-batches inside that product: mul_grad's YGradIn, in place. That
+// saves an elementwise_add a micro-batch, which reads and writes the whole
+// gradient (about 5% of a stage's time in a stack of fc layers), and the
+// micro-batch's copy of the gradient. A gradient that other backward ops
+// touch (a weight used twice, summed) keeps the add.
+void Rewriter::FindFusedAccumulations() {
+  std::map<std::string, int> touched;
+  std::map<std::string, const proto::OpDesc*> writer;
+  for (const proto::OpDesc& op : src_.ops()) {
+    if (!HasRole(op, OpRole::kBackward) || IsMergeOp(op)) continue;
+    std::set<std::string> names;
+    for (const std::string& n : OpInputNames(op)) names.insert(n);
+    for (const std::string& n : OpOutputNames(op)) names.insert(n);
+    for (const std::string& n : names) {
+      if (!param_grads_.count(n) || sparse_grads_.count(n)) continue;
+      ++touched[n];
+      writer[n] = &op;
+    }
+  }
+  for (const auto& [g, count] : touched) {
+    const proto::OpDesc& op = *writer.at(g);
+    if (count != 1 || op.type() != "mul_grad" ||
+        OpOutput(op, GradSlot("Y")) != std::vector<std::string>{g} ||
+        OpOutput(op, GradSlot("X")) == std::vector<std::string>{g})
+      continue;
+    const proto::VarDesc* v = FindVarDesc(src_, g);
+    if (v == nullptr) continue;
+    const DataType t = VarDtype(*v);
+    if (t == DataType::kFloat32 || t == DataType::kFloat64)
+      fused_grads_.insert(g);
   }
 }
 
@@ -271,6 +313,7 @@ std::string Rewriter::Rename(const std::string& n, int k,
                              bool keep_grads) const {
   if (n == kEmptyVarName || Persistable(n)) return n;
   if (keep_grads && param_grads_.count(n) && !sparse_grads_.count(n)) return n;
+  if (fused_grads_.count(n)) return n;  // added into by every micro-batch
   return MbName(n, k);
 }
 
@@ -366,6 +409,11 @@ void Rewriter::EmitCopy(int i, int stage, int k, bool keep_grads) {
     SetOpAttr(&op, kSubBlockAttr,
               static_cast<int32_t>(
                   CloneBlock(GetOpAttrAs<int32_t>(op, kSubBlockAttr), k)));
+  if (!keep_grads && op.type() == "mul_grad") {
+    const std::vector<std::string> dy = OpOutput(op, GradSlot("Y"));
+    if (dy.size() == 1 && fused_grads_.count(dy[0]))
+      SetOpInput(&op, "YGradIn", dy);
+  }
   if (HasRole(op, OpRole::kLoss) && HasRole(op, OpRole::kBackward) &&
       op.type() == "fill_constant")
     SetOpAttr(&op, "value", GetOpAttrAs<float>(op, "value") / m_);
@@ -452,7 +500,9 @@ void Rewriter::EmitBackward(int s, int k, bool first) {
   for (int i : ops_[s].backward) {
     EmitCopy(i, s, k, first);
     for (const std::string& n : OpOutputNames(src_.ops(i)))
-      if (param_grads_.count(n) && !sparse_grads_.count(n)) written.insert(n);
+      if (param_grads_.count(n) && !sparse_grads_.count(n) &&
+          !fused_grads_.count(n))
+        written.insert(n);
   }
   if (s > 0)
     for (const std::string& g : bwd_cross_[s - 1])

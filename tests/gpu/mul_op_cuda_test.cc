@@ -5,9 +5,11 @@
 // test skips, saying why, without a CUDA build or a visible device.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "src/framework/grad_op_maker.h"
 #include "tests/testing/cuda_op_check.h"
 #include "tests/testing/half_cuda_check.h"
 
@@ -16,6 +18,7 @@ namespace {
 
 using testing::CudaMatchesCpu;
 using testing::RandomTensor;
+using testing::TensorMap;
 
 proto::OpDesc Mul(int xn, int yn) {
   return MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
@@ -84,6 +87,45 @@ TEST(MulOpCuda, BFloat16) {
 TEST(MulOpCuda, Float16) {
   REQUIRE_GPU();
   CheckMulHalf(DataType::kFloat16);
+}
+
+// mul_grad with YGradIn (the pipeline's accumulation over micro-batches:
+// cuBLAS's beta = 1), in place and into another var, every dtype.
+proto::OpDesc MulGradAccumulating(const std::string& dy) {
+  return MakeOp("mul_grad",
+                {{"X", {"x"}},
+                 {"Y", {"y"}},
+                 {GradSlot("Out"), {"dout"}},
+                 {"YGradIn", {"acc"}}},
+                {{GradSlot("X"), {"dx"}}, {GradSlot("Y"), {dy}}});
+}
+
+template <typename T>
+TensorMap AccumulationFeeds() {
+  return {{"x", RandomTensor<T>({17, 33}, -1, 1, 301)},
+          {"y", RandomTensor<T>({33, 9}, -1, 1, 302)},
+          {"dout", RandomTensor<T>({17, 9}, -1, 1, 303)},
+          {"acc", RandomTensor<T>({33, 9}, -1, 1, 304)}};
+}
+
+TEST(MulOpCuda, GradientAddsYGradIn) {
+  REQUIRE_GPU();
+  testing::CudaCheckOptions once;
+  once.grad = false;
+  for (const char* dy : {"acc", "dy"}) {
+    SCOPED_TRACE(dy);
+    EXPECT_TRUE(CudaMatchesCpu(MulGradAccumulating(dy),
+                               AccumulationFeeds<float>(), once));
+    EXPECT_TRUE(CudaMatchesCpu(MulGradAccumulating(dy),
+                               AccumulationFeeds<double>(), once));
+    for (DataType dt : {DataType::kBFloat16, DataType::kFloat16}) {
+      SCOPED_TRACE(DataTypeName(dt));
+      TensorMap feeds;
+      for (const auto& [name, t] : AccumulationFeeds<float>())
+        feeds[name] = testing::Converted(t, dt);
+      EXPECT_TRUE(CudaMatchesCpu(MulGradAccumulating(dy), feeds, once));
+    }
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "src/builder/embedding_layers.h"
 #include "src/builder/sequence_ops_layers.h"
 #include "src/framework/enforce.h"
+#include "src/framework/grad_op_maker.h"
 #include "src/framework/loss_scaling_state.h"
 #include "src/framework/program_desc.h"
 #include "tests/transpiler/parallel_training.h"
@@ -243,6 +244,43 @@ TEST(PipelineRewrite, SparseGradientsAreConcatenatedOncePerStep) {
     EXPECT_EQ(GetOpAttrAs<int32_t>(op, kPipelineStageAttr), 0);
   }
   EXPECT_EQ(sums, 1);
+}
+
+// An fc weight's gradient accumulates over the micro-batches inside its
+// mul_grad (YGradIn, in place) from the second micro-batch on; a bias's
+// still takes an elementwise_add per later micro-batch. Training equal to
+// one process: MlpPp2MatchesOneProcess and the rest.
+TEST(PipelineRewrite, FcWeightGradientsAccumulateInsideTheProduct) {
+  const proto::TrainingJob job = MlpJob();
+  const proto::TrainingJob all = AllStages(job, Pp(2, 4));
+  int weights = 0, biases = 0;
+  for (const auto& [param, grad] : OptimizedParams(job.main())) {
+    SCOPED_TRACE(grad);
+    int products = 0, accumulating = 0, adds = 0;
+    for (const auto& op : all.main().blocks(0).ops()) {
+      if (op.type() == "mul_grad" &&
+          OpOutput(op, GradSlot("Y")) == std::vector<std::string>{grad}) {
+        ++products;
+        if (!OpInput(op, "YGradIn").empty()) {
+          EXPECT_EQ(OpInput(op, "YGradIn"), std::vector<std::string>{grad});
+          ++accumulating;
+        }
+      }
+      adds += op.type() == "elementwise_add" &&
+              OpOutput(op, "Out") == std::vector<std::string>{grad};
+    }
+    if (products > 0) {
+      ++weights;
+      EXPECT_EQ(products, 4);
+      EXPECT_EQ(accumulating, 3);  // every micro-batch but the first
+      EXPECT_EQ(adds, 0);
+    } else {
+      ++biases;
+      EXPECT_EQ(adds, 3);
+    }
+  }
+  EXPECT_GT(weights, 0);
+  EXPECT_GT(biases, 0);
 }
 
 // fp16 loss scaling: each stage checks its own gradients, the pipeline
