@@ -21,9 +21,10 @@ timeline on. From the timeline of the steps after the first two:
 
 1F1B with equal stages and free communication idles each stage for p - 1
 micro-batch slots of m + p - 1, the formula. Prints a Markdown table:
-p, m, the formula, the measured bubble, their ratio, and (at p = 2) two
+p, m, the formula, the measured bubble, their ratio, (at p = 2) two
 replays of the same steps that say where a gap to the formula comes
-from (see replay()):
+from (see replay()), and the step's span, a rank's compute and its idle
+time in ms (means), which compare runs whose compute differs:
 
     messages free:             each rank's recorded ops back to back,
                                each receive waiting only for its send's
@@ -112,14 +113,32 @@ def busy(ops):
     return sum(e["dur"] for e in ops if e["name"] not in WAITS)
 
 
+def span(ranks):
+    """One step's span over every rank: last op end - first op start."""
+    lo = min(e["ts"] for ops in ranks.values() for e in ops)
+    hi = max(e["ts"] + e["dur"] for ops in ranks.values() for e in ops)
+    return hi - lo
+
+
 def bubble(steps):
     """The mean bubble over ranks and steps."""
     fractions = []
     for ranks in steps.values():
-        lo = min(e["ts"] for ops in ranks.values() for e in ops)
-        hi = max(e["ts"] + e["dur"] for ops in ranks.values() for e in ops)
-        fractions += [1 - busy(ops) / (hi - lo) for ops in ranks.values()]
+        fractions += [1 - busy(ops) / span(ranks) for ops in ranks.values()]
     return sum(fractions) / len(fractions)
+
+
+def times(steps):
+    """(step span, compute per rank, idle per rank), means over ranks and
+    steps, in the timeline's unit (us): what the bubble's fraction is
+    made of, so that runs whose compute differs compare in time."""
+    spans, computes = [], []
+    for ranks in steps.values():
+        spans.append(span(ranks))
+        computes += [busy(ops) for ops in ranks.values()]
+    step = sum(spans) / len(spans)
+    compute = sum(computes) / len(computes)
+    return step, compute, step - compute
 
 
 def replay(ranks, m):
@@ -219,8 +238,8 @@ def main():
     cores = os.cpu_count() or 1
     print("| stages p | micro-batches m | (p-1)/(m+p-1) | measured | "
           "measured / formula | messages free / formula | "
-          "messages free, ops equal / formula |")
-    print("|---|---|---|---|---|---|---|")
+          "messages free, ops equal / formula | step, compute, idle (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for p in args.stages:
@@ -243,8 +262,9 @@ def main():
                 free = f"{free_bubble(steps, m) / want:.2f}"
                 equal = f"{free_bubble(steps, m, equal=True) / want:.2f}"
             note = "" if p <= cores else f" ({p} ranks on {cores} cores)"
+            ms = ", ".join(f"{t / 1000:.0f}" for t in times(steps))
             print(f"| {p} | {m} | {want:.3f} | {got:.3f} | "
-                  f"{got / want:.2f}{note} | {free} | {equal} |")
+                  f"{got / want:.2f}{note} | {free} | {equal} | {ms} |")
 
 
 if __name__ == "__main__":

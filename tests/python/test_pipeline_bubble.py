@@ -61,6 +61,9 @@ def test_equal_stages_measure_the_formula_and_replay_exactly(m):
     assert pb.replay(steps[3], m) == pytest.approx(3.0 * (m + 1))
     assert pb.free_bubble(steps, m) == pytest.approx(want)
     assert pb.free_bubble(steps, m, equal=True) == pytest.approx(want)
+    # 1F1B's slots are 3 units (forward 1, backward 2): m + 1 of them a
+    # step, m of them computing on each stage, one idle.
+    assert pb.times(steps) == pytest.approx((3.0 * (m + 1), 3.0 * m, 3.0))
 
 
 def test_late_messages_show_in_the_measure_not_in_the_replay():
