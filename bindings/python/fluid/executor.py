@@ -424,13 +424,26 @@ def _training_run(executor, program, scope):
     return None, None
 
 
+def _made_by(startup):
+    """The names of the vars a startup program's ops write."""
+    return {n for op in startup.desc.ops()
+            for names in op["outputs"].values() for n in names}
+
+
 class MPIExecutor:
     """Same `run` as Executor, data-parallel across the ranks mpirun
     started (a world of one without mpirun).
 
     - `run(startup_program)` initialises the scope once, explicitly: every
       rank runs it, then every parameter and optimizer state takes rank 0's
-      value. No later run re-runs it.
+      value. No later run re-runs it. With the strategy's `defer_startup`
+      it only records the program, and the first training run on the scope
+      runs it transpiled for the training program: under tensor
+      parallelism, a pipeline or sharding stage 3 each state is made and
+      cut to this rank's part before the next one is made, so a model
+      whose whole state does not fit one rank starts. Until then the scope
+      holds none of the startup's vars, and a program without optimizer
+      ops is refused; values loaded into the scope in between are kept.
     - The first run of a training program (one with optimizer ops) on a
       scope transpiles it for the world size (allreduce-average of the
       gradients before the optimizer) unless it already is, checks that
@@ -497,6 +510,9 @@ class MPIExecutor:
         self._threads = int(threads)
         self._startup = None
         self._started = set()  # ids of scopes a startup program ran on
+        # ids of scopes whose startup waits for the first training run
+        # (DistributedStrategy.defer_startup)
+        self._deferred = set()
         self._local = _core.Executor(self._threads, self._device)
         self._runs = {}  # (program id, version, scope id) -> _core.MPIExecutor
         self._converted = {}  # (program id, version) -> collective pair
@@ -556,12 +572,15 @@ class MPIExecutor:
         with self._lock:
             self._scopes[id(scope)] = scope
             if program.is_startup:
+                self._startup = program
+                self._started.add(id(scope))
+                if self._strategy.defer_startup:
+                    self._deferred.add(id(scope))
+                    return []
                 # Sharded: the optimizer's accumulators are made as shards
                 # by the first training run, never whole.
                 self._probe.run_startup(program.desc, scope._core,
                                         bool(self._strategy.sharding))
-                self._startup = program
-                self._started.add(id(scope))
                 return []
             if id(scope) not in self._started:
                 raise ValueError(
@@ -571,6 +590,7 @@ class MPIExecutor:
             steps = _Steps.of(self._steps, pair[0] if pair else program,
                               scope)
             if not steps.training:
+                self._refuse_deferred(scope)
                 self._refuse_shards(program, scope)
                 _core.stall_heartbeat()  # evaluating is progress too
                 fetched = self._local.run(program.desc, scope._core,
@@ -623,14 +643,23 @@ class MPIExecutor:
         if run is not None:
             return run
         main, startup = pair or (program, self._startup)
-        if pair:
+        # A deferred startup runs now, transpiled, unless the scope holds
+        # some of its vars by now (loaded since): then the plain startup
+        # makes the rest whole, as without deferring, and the values held
+        # are kept.
+        deferred = id(scope) in self._deferred
+        self._deferred.discard(id(scope))
+        if deferred and any(scope._core.has(n) for n in _made_by(startup)):
+            deferred = False
+            self._init_missing_state(main, startup, scope)
+        elif pair and not deferred:
             self._init_missing_state(main, startup, scope)
         run = self._probe if not self._runs else _core.MPIExecutor(
             self._threads, self._device)
         strategy = _optimizer._merged_strategy(self._strategy, main)
         _reader._set_pipeline(strategy._pipeline()[0])
         run.init(main.desc, startup.desc, scope._core,
-                 strategy.serialize(), False)
+                 strategy.serialize(), deferred)
         self._runs[key] = run
         _TRAINING[(program.desc.id, id(scope))] = self
         return run
@@ -664,8 +693,7 @@ class MPIExecutor:
         servers) with `startup`, broadcast from rank 0, keeping the values
         the scope holds. Every rank lacks the same: they ran the same
         startup program."""
-        made = {n for op in startup.desc.ops()
-                for names in op["outputs"].values() for n in names}
+        made = _made_by(startup)
         if all(scope._core.has(v["name"]) for v in main.desc.vars()
                if v["persistable"] and v["name"] in made):
             return
@@ -688,6 +716,17 @@ class MPIExecutor:
             raise ValueError("state_bytes: run the training program with "
                              "this executor (and scope) first")
         return dict(run.state_bytes())
+
+    def _refuse_deferred(self, scope):
+        """A program without optimizer ops on a scope whose startup waits
+        for the first training run would find no parameter: refused,
+        saying what to do."""
+        if id(scope) in self._deferred:
+            raise ValueError(
+                "MPIExecutor.run: this scope's startup program waits for "
+                "the first training run (DistributedStrategy.defer_startup): "
+                "run a training step before programs without optimizer ops, "
+                "or leave defer_startup False")
 
     def _refuse_shards(self, program, scope):
         """An evaluation program on a scope whose training program keeps
