@@ -24,7 +24,8 @@ layer by classes, with a vocabulary-parallel loss):
    steps (without the field, above), with the same losses; in a pipeline
    of two stages each rank makes its own stage's state only (a lower
    peak, the same losses); values loaded into the scope after the
-   deferred startup are kept.
+   deferred startup are kept; the same through Fleet (a plain Executor
+   running the startup and fleet.main_program).
 Prints "all 5 checks passed on N rank(s)" on rank 0."""
 import os
 import sys
@@ -144,6 +145,47 @@ def startup_peak(defer, width=512, layers=6, stages=1):
     return fluid.memory.max_memory_allocated() - base, whole, losses
 
 
+def fleet_deferred(want_losses):
+    """Fleet's way (fleet.distributed_optimizer, a plain Executor running
+    the startup and fleet.main_program) with defer_startup: (ok, detail)."""
+    from fluid.incubate.fleet.base import role_maker
+    from fluid.incubate.fleet.collective import fleet, DistributedStrategy
+    fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
+    strategy = DistributedStrategy()
+    strategy.tensor_parallel_degree = 2
+    strategy.defer_startup = True
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data("x", [32])
+        y = fluid.layers.data("y", [1], dtype="int64")
+        h = fluid.layers.fc(x, 64, act="relu")
+        h = fluid.layers.fc(h, 48, act="relu")
+        logits = fluid.layers.fc(h, CLASSES)
+        loss = fluid.layers.mean(
+            fluid.layers.softmax_with_cross_entropy(logits, y))
+        test = main.clone(for_test=True)
+        fleet.distributed_optimizer(
+            fluid.optimizer.Adam(learning_rate=1e-2), strategy).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(fleet.startup_program, scope=scope)
+    made = scope.find_var("fc_0.w_0") is not None
+    bx, by = next(batches())
+    try:
+        exe.run(test, feed={"x": bx, "y": by}, fetch_list=[loss], scope=scope)
+        refused = False
+    except ValueError as e:
+        refused = "defer_startup" in str(e)
+    losses = []
+    for bx, by in batches():
+        out, = exe.run(fleet.main_program, feed={"x": bx, "y": by},
+                       fetch_list=[loss], scope=scope)
+        losses.append(float(np.asarray(out).ravel()[0]))
+    ok = not made and refused and close(losses, want_losses)
+    return ok, f"fleet: made {made}, refused {refused}, losses {losses}"
+
+
 def deferred_checks(want_losses):
     """Check 5 (see the docstring): (ok, detail)."""
     strategy = fluid.DistributedStrategy()
@@ -181,10 +223,13 @@ def deferred_checks(want_losses):
     stage_eager, _, pp_eager_losses = startup_peak(False, stages=2)
     # Deferred, the whole state never exists on a rank (its slices, one
     # state whole and the steps: 12.1 MiB of 18 MiB); without, it does.
+    fleet_ok, fleet_detail = fleet_deferred(want_losses)
     ok = (not made and refused and close(losses, want_losses) and kept_ok
           and deferred < whole < eager and stage < stage_eager
-          and tp_losses == eager_losses and pp_losses == pp_eager_losses)
-    return ok, (f"made {made}, refused {refused}, losses {losses}, kept "
+          and tp_losses == eager_losses and pp_losses == pp_eager_losses
+          and fleet_ok)
+    return ok, (f"{fleet_detail}; made {made}, refused {refused}, losses "
+                f"{losses}, kept "
                 f"{np.abs(kept).max()}, peak {deferred} deferred against "
                 f"{eager} (whole state {whole}), losses {tp_losses} and "
                 f"{eager_losses}; pipeline peak {stage} against "

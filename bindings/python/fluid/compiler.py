@@ -139,6 +139,33 @@ def _note_startup(program, scope):
     seen.append(program)
 
 
+# scope -> the startup Program whose run on it waits for the first step of
+# Fleet's main program (DistributedStrategy.defer_startup given to
+# fleet.distributed_optimizer marks the startup program); weakly keyed.
+_DEFERRED = weakref.WeakKeyDictionary()
+
+
+def _deferred_startup(program, scope):
+    """A plain Executor's run of `program` on `scope`: [] when it is a
+    startup program Fleet's defer_startup marked (recorded, not run); a
+    refusal, saying what to do, for any other program on a scope whose
+    startup waits; None otherwise (the Executor runs it)."""
+    if not isinstance(program, Program):
+        return None
+    scope = scope or global_scope()
+    if program.is_startup and getattr(program, "_defer_startup", False):
+        _note_startup(program, scope)
+        _DEFERRED[scope] = program
+        return []
+    if scope in _DEFERRED:
+        raise ValueError(
+            "Executor.run: this scope's startup program waits for the first "
+            "step of Fleet's main program (DistributedStrategy."
+            "defer_startup): run a step of fleet.main_program first, or "
+            "leave defer_startup False")
+    return None
+
+
 def _startup_for(program, scope, given):
     """The startup program whose values `scope` holds for `program`: the one
     given (Fleet's), else the one it was built with among those run on the
@@ -330,7 +357,13 @@ class CompiledProgram:
         mpi = self._runners[key]
         if id(scope) not in mpi._started:  # it keeps the scopes it started
             startup = _startup_for(self._program, scope, self._startup)
-            mpi.run(_broadcast_program(startup, scope), scope=scope)
+            if _DEFERRED.get(scope) is startup:
+                # Not run yet (defer_startup): the MPIExecutor runs it,
+                # transpiled, at its first training step.
+                del _DEFERRED[scope]
+                mpi.run(startup, scope=scope)
+            else:
+                mpi.run(_broadcast_program(startup, scope), scope=scope)
             # The job is prepared with the startup program that made the
             # scope's values (a sharded job makes its shards from it).
             mpi._startup = startup
@@ -380,6 +413,9 @@ def _dispatch(exe, program, feed, fetch_list, scope, check_finite,
     if isinstance(program, Program) and _runs_on_ranks(program):
         return _run_on_ranks(exe, program, feed, fetch_list, scope,
                              check_finite, return_numpy)
+    deferred = _deferred_startup(program, scope)
+    if deferred is not None:
+        return deferred
     _note_startup(program, scope)
     return None
 

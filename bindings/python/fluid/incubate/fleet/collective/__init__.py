@@ -202,6 +202,11 @@ class CollectiveOptimizer:
             loss_name=loss.name, build_strategy=self._strategy,
             exec_strategy=exec_strategy)
         compiled._startup = startup
+        if isinstance(self._strategy, DistributedStrategy) and \
+                self._strategy.defer_startup:
+            # exe.run(startup) then waits for the first training step,
+            # which runs it transpiled (fluid.compiler._deferred_startup).
+            startup._defer_startup = True
         fleet = self._fleet
         fleet._origin_program = main
         fleet._transpiled_program = main
