@@ -40,7 +40,8 @@ BATCH = 16
 CLASSES = 4
 
 
-def build():
+def build(wrap=lambda optimizer: optimizer):
+    """The MLP; `wrap` may wrap its optimizer (Fleet's)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = 3
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -52,7 +53,7 @@ def build():
         loss = fluid.layers.mean(
             fluid.layers.softmax_with_cross_entropy(logits, y))
         test = main.clone(for_test=True)
-        fluid.optimizer.Adam(learning_rate=1e-2).minimize(loss)
+        wrap(fluid.optimizer.Adam(learning_rate=1e-2)).minimize(loss)
     return main, startup, test, loss
 
 
@@ -145,6 +146,20 @@ def startup_peak(defer, width=512, layers=6, stages=1):
     return fluid.memory.max_memory_allocated() - base, whole, losses
 
 
+def deferred_start(exe, startup, test, loss, scope):
+    """Runs a deferred `startup` on `scope`, then `test`: (whether the
+    startup made a parameter, whether the evaluation was refused naming
+    defer_startup)."""
+    exe.run(startup, scope=scope)
+    made = scope.find_var("fc_0.w_0") is not None
+    x, y = next(batches())
+    try:
+        exe.run(test, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
+        return made, False
+    except ValueError as e:
+        return made, "defer_startup" in str(e)
+
+
 def fleet_deferred(want_losses):
     """Fleet's way (fleet.distributed_optimizer, a plain Executor running
     the startup and fleet.main_program) with defer_startup: (ok, detail)."""
@@ -154,29 +169,12 @@ def fleet_deferred(want_losses):
     strategy = DistributedStrategy()
     strategy.tensor_parallel_degree = 2
     strategy.defer_startup = True
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = 3
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data("x", [32])
-        y = fluid.layers.data("y", [1], dtype="int64")
-        h = fluid.layers.fc(x, 64, act="relu")
-        h = fluid.layers.fc(h, 48, act="relu")
-        logits = fluid.layers.fc(h, CLASSES)
-        loss = fluid.layers.mean(
-            fluid.layers.softmax_with_cross_entropy(logits, y))
-        test = main.clone(for_test=True)
-        fleet.distributed_optimizer(
-            fluid.optimizer.Adam(learning_rate=1e-2), strategy).minimize(loss)
+    _, _, test, loss = build(
+        lambda optimizer: fleet.distributed_optimizer(optimizer, strategy))
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
-    exe.run(fleet.startup_program, scope=scope)
-    made = scope.find_var("fc_0.w_0") is not None
-    bx, by = next(batches())
-    try:
-        exe.run(test, feed={"x": bx, "y": by}, fetch_list=[loss], scope=scope)
-        refused = False
-    except ValueError as e:
-        refused = "defer_startup" in str(e)
+    made, refused = deferred_start(exe, fleet.startup_program, test, loss,
+                                   scope)
     losses = []
     for bx, by in batches():
         out, = exe.run(fleet.main_program, feed={"x": bx, "y": by},
@@ -193,15 +191,8 @@ def deferred_checks(want_losses):
     strategy.defer_startup = True
     main, startup, test, loss = build()
     exe = fluid.MPIExecutor(fluid.CPUPlace(), strategy=strategy)
-    scope = fluid.Scope()
-    exe.run(startup, scope=scope)
-    made = scope.find_var("fc_0.w_0") is not None
+    made, refused = deferred_start(exe, startup, test, loss, fluid.Scope())
     x, y = next(batches())
-    try:
-        exe.run(test, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
-        refused = False
-    except ValueError as e:
-        refused = "defer_startup" in str(e)
     _, _, _, losses = split_run(strategy)
     # Loaded after the deferred startup: the first step starts from it.
     zero = np.zeros((48, CLASSES), "float32")
