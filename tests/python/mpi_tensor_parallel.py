@@ -147,17 +147,25 @@ def startup_peak(defer, width=512, layers=6, stages=1):
 
 
 def deferred_start(exe, startup, test, loss, scope):
-    """Runs a deferred `startup` on `scope`, then `test`: (whether the
-    startup made a parameter, whether the evaluation was refused naming
-    defer_startup)."""
+    """Runs a deferred `startup` on `scope`, then `test` (and, on an
+    MPIExecutor, enters gathered_parameters): (whether the startup made a
+    parameter, whether each was refused naming defer_startup)."""
     exe.run(startup, scope=scope)
     made = scope.find_var("fc_0.w_0") is not None
     x, y = next(batches())
+    refused = []
     try:
         exe.run(test, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
-        return made, False
     except ValueError as e:
-        return made, "defer_startup" in str(e)
+        refused.append("defer_startup" in str(e))
+    if isinstance(exe, fluid.MPIExecutor):  # and so is a gather
+        try:
+            with exe.gathered_parameters():
+                pass
+        except ValueError as e:
+            refused.append("defer_startup" in str(e))
+    want = 2 if isinstance(exe, fluid.MPIExecutor) else 1
+    return made, refused == [True] * want
 
 
 def fleet_deferred(want_losses):

@@ -717,16 +717,17 @@ class MPIExecutor:
                              "this executor (and scope) first")
         return dict(run.state_bytes())
 
-    def _refuse_deferred(self, scope):
+    def _refuse_deferred(self, scope, where="MPIExecutor.run"):
         """A program without optimizer ops on a scope whose startup waits
-        for the first training run would find no parameter: refused,
-        saying what to do."""
-        if id(scope) in self._deferred:
+        for the first training run (`scope` None: on any scope) would find
+        no parameter: refused, saying what to do."""
+        if (id(scope) in self._deferred) if scope is not None \
+                else self._deferred:
             raise ValueError(
-                "MPIExecutor.run: this scope's startup program waits for "
-                "the first training run (DistributedStrategy.defer_startup): "
-                "run a training step before programs without optimizer ops, "
-                "or leave defer_startup False")
+                f"{where}: a scope's startup program waits for the first "
+                "training run (DistributedStrategy.defer_startup), so no "
+                "parameter exists yet: run a training step first, or leave "
+                "defer_startup False")
 
     def _refuse_shards(self, program, scope):
         """An evaluation program on a scope whose training program keeps
@@ -761,6 +762,7 @@ class MPIExecutor:
                 if exe.rank == 0:
                     exe.run(test_program, feed=..., fetch_list=[loss])"""
         with self._lock:
+            self._refuse_deferred(None, "MPIExecutor.gathered_parameters")
             runs = [r for r in self._runs.values()
                     if r.keeps_parameter_shards()]
             for run in runs:
