@@ -58,10 +58,11 @@ inline float* HalfScratch(HalfSlot slot, int64_t count) {
 constexpr double kConvertCost = 4;
 
 // A float32 copy of src[0, count) in slot `slot` (ops/half_cpu.h's
-// conversions: float16 eight at a time with F16C).
+// conversions: float16 eight at a time with F16C), which the caller may
+// also write (an accumulation's starting values).
 template <typename T>
-const float* FloatCopy(const CPUDeviceContext& dev, HalfSlot slot, const T* src,
-                       int64_t count) {
+float* FloatCopy(const CPUDeviceContext& dev, HalfSlot slot, const T* src,
+                 int64_t count) {
   float* dst = HalfScratch(slot, count);
   ParallelFor(dev, count, kConvertCost, [&](int64_t lo, int64_t hi) {
     ToFloats(src + lo, dst + lo, hi - lo);

@@ -97,11 +97,8 @@ void HalfGemm(const CPUDeviceContext& dev, bool ta, bool tb, int64_t m,
   if (!accumulate && math::DnnlGemm<T>(dev, g, a, b, c)) return;
   const float* af = FloatCopy(dev, kHalfIn0, a, m * k);
   const float* bf = FloatCopy(dev, kHalfIn1, b, k * n);
-  float* cf = HalfScratch(kHalfOut0, m * n);
-  if (accumulate)
-    ParallelFor(dev, m * n, kConvertCost, [&](int64_t lo, int64_t hi) {
-      ToFloats(c + lo, cf + lo, hi - lo);
-    });
+  float* cf = accumulate ? FloatCopy(dev, kHalfOut0, c, m * n)
+                         : HalfScratch(kHalfOut0, m * n);
   math::Gemm<float>(dev, ta, tb, m, n, k, 1.0f, af, bf,
                     accumulate ? 1.0f : 0.0f, cf);
   RoundInto(dev, cf, m * n, c);
