@@ -77,7 +77,8 @@ def worker(args):
         fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
     strategy = fluid.DistributedStrategy()
     strategy.pipeline_stages = p
-    strategy.pipeline_configs = {"micro_batches": m, "schedule": "1F1B"}
+    strategy.pipeline_configs = {"micro_batches": m, "schedule": "1F1B",
+                                 "forwards_ahead": args.forwards_ahead[0]}
     exe = fluid.MPIExecutor(fluid.CPUPlace(), threads=1, strategy=strategy,
                             timeline=args.timeline)
     exe.run(startup)
@@ -229,6 +230,9 @@ def main():
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--micro-rows", type=int, default=32)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--forwards-ahead", type=int, nargs="+", default=[0],
+                    help="pipeline_configs.forwards_ahead values to run "
+                    "(each (p, m) runs once per value, in turn)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--timeline", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -236,36 +240,42 @@ def main():
         args.stages, args.micro = args.stages[0], args.micro[0]
         return worker(args)
     cores = os.cpu_count() or 1
-    print("| stages p | micro-batches m | (p-1)/(m+p-1) | measured | "
+    print("| stages p | micro-batches m | forwards ahead | (p-1)/(m+p-1) "
+          "| measured | "
           "measured / formula | messages free / formula | "
           "messages free, ops equal / formula | step, compute, idle (ms) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for p in args.stages:
         for m in args.micro:
-            with tempfile.TemporaryDirectory() as tmp:
-                tl = os.path.join(tmp, "timeline.json")
-                cmd = ["mpirun", "--oversubscribe", "-np", str(p),
-                       sys.executable, os.path.abspath(__file__), "--worker",
-                       "--stages", str(p), "--micro", str(m),
-                       "--width", str(args.width),
-                       "--micro-rows", str(args.micro_rows),
-                       "--steps", str(args.steps), "--timeline", tl]
-                subprocess.run(cmd, check=True, env=env,
-                               stdout=subprocess.DEVNULL)
-                steps = step_ops(tl)
-            got = bubble(steps)
-            want = (p - 1) / (m + p - 1)
-            free = equal = "-"
-            if p == 2:
-                free = f"{free_bubble(steps, m) / want:.2f}"
-                equal = f"{free_bubble(steps, m, equal=True) / want:.2f}"
-            note = "" if p <= cores else f" ({p} ranks on {cores} cores)"
-            ms = ", ".join(f"{t / 1000:.0f}" for t in times(steps))
-            print(f"| {p} | {m} | {want:.3f} | {got:.3f} | "
-                  f"{got / want:.2f}{note} | {free} | {equal} | {ms} |")
+            for ahead in args.forwards_ahead:
+                print(row(args, p, m, ahead, env, cores))
 
+
+def row(args, p, m, ahead, env, cores):
+    """The table's row of one run of p stages, m micro-batches."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tl = os.path.join(tmp, "timeline.json")
+        cmd = ["mpirun", "--oversubscribe", "-np", str(p),
+               sys.executable, os.path.abspath(__file__), "--worker",
+               "--stages", str(p), "--micro", str(m),
+               "--width", str(args.width),
+               "--micro-rows", str(args.micro_rows),
+               "--steps", str(args.steps), "--timeline", tl,
+               "--forwards-ahead", str(ahead)]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        steps = step_ops(tl)
+    got = bubble(steps)
+    want = (p - 1) / (m + p - 1)
+    free = equal = "-"
+    if p == 2:
+        free = f"{free_bubble(steps, m) / want:.2f}"
+        equal = f"{free_bubble(steps, m, equal=True) / want:.2f}"
+    note = "" if p <= cores else f" ({p} ranks on {cores} cores)"
+    ms = ", ".join(f"{t / 1000:.0f}" for t in times(steps))
+    return (f"| {p} | {m} | {ahead} | {want:.3f} | {got:.3f} | "
+            f"{got / want:.2f}{note} | {free} | {equal} | {ms} |")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -61,6 +61,7 @@ class Rewriter {
         stages_(stages),
         m_(MicroBatches(job.strategy())),
         schedule_(PipelineSchedule(job.strategy())),
+        ahead_(ForwardsAhead(job.strategy())),
         plan_(PlanPipeline(src_, stages)) {}
 
   proto::TrainingJob Run();
@@ -95,6 +96,7 @@ class Rewriter {
   const proto::BlockDesc& src_;
   const int stages_, m_;
   const std::string schedule_;
+  const int ahead_;
   const PipelinePlan plan_;
   // Whether the stage being emitted has run its last micro-batch's
   // forward, which advances the dropout counters.
@@ -587,7 +589,8 @@ void Rewriter::EmitStage(int s) {
   bool first = true;
   advanced_ = false;
   schedule_begin_ = out_->ops_size();
-  for (const PipelineStep& step : StageSchedule(s, stages_, m_, schedule_)) {
+  for (const PipelineStep& step :
+       StageSchedule(s, stages_, m_, schedule_, ahead_)) {
     if (step.forward) {
       EmitForward(s, step.micro_batch);
       advanced_ = advanced_ || step.micro_batch == m_ - 1;
@@ -760,17 +763,31 @@ int MicroBatches(const proto::DistributedStrategy& s) {
   return s.pipeline_configs().micro_batches();
 }
 
+int ForwardsAhead(const proto::DistributedStrategy& s) {
+  return s.pipeline_configs().forwards_ahead();
+}
+
 std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
-                                        const std::string& schedule) {
+                                        const std::string& schedule,
+                                        int ahead) {
   FLUID_ENFORCE(schedule == "1F1B" || schedule == "FThenB", kPrefix,
                 "unknown schedule ", Quote(schedule), " (1F1B or FThenB)");
+  FLUID_ENFORCE(ahead >= 0, kPrefix, "pipeline_configs.forwards_ahead must ",
+                "be >= 0, got ", ahead);
+  FLUID_ENFORCE(ahead == 0 || schedule == "1F1B", kPrefix,
+                "pipeline_configs.forwards_ahead = ", ahead,
+                " applies to the 1F1B schedule; ", schedule,
+                " already runs every forward first: set it to 0");
   std::vector<PipelineStep> out;
   if (schedule == "FThenB") {
     for (int k = 0; k < pieces; ++k) out.push_back({true, k});
     for (int k = 0; k < pieces; ++k) out.push_back({false, k});
     return out;
   }
-  const int warmup = std::min(stages - stage - 1, pieces);
+  // The last stage runs each backward right after its forward: a forward
+  // ahead there would only hold more activations.
+  const int extra = stage + 1 < stages ? ahead : 0;
+  const int warmup = std::min(stages - stage - 1 + extra, pieces);
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back({true, f});
   while (f < pieces) {

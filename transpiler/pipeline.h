@@ -87,6 +87,7 @@ int PipelineStages(const proto::DistributedStrategy& s, int nranks);
 int MicroBatches(const proto::DistributedStrategy& s);
 // "1F1B" or "FThenB".
 const std::string& PipelineSchedule(const proto::DistributedStrategy& s);
+int ForwardsAhead(const proto::DistributedStrategy& s);
 
 // Where rank `rank` of `nranks` sits: its stage, and its position in the
 // stage (the same position of every stage is one pipeline).
@@ -112,9 +113,12 @@ struct PipelineStep {
   bool forward;
   int micro_batch;
 };
-// Stage `stage`'s order of forwards and backwards (1F1B or FThenB).
+// Stage `stage`'s order of forwards and backwards (1F1B or FThenB). Under
+// 1F1B a stage but the last runs `ahead` more forwards before its first
+// backward (pipeline_configs.forwards_ahead); an error under FThenB.
 std::vector<PipelineStep> StageSchedule(int stage, int stages, int pieces,
-                                        const std::string& schedule);
+                                        const std::string& schedule,
+                                        int ahead = 0);
 
 // The job cut into pipeline_stages stages as described above: one program
 // holding every stage's ops, each with its pipeline_stage attr, in the

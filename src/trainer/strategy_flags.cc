@@ -122,6 +122,7 @@ constexpr char kTensorParallelDegree[] = "tensor_parallel_degree";
 constexpr char kPipelineStages[] = "pipeline_stages";
 constexpr char kMicroBatches[] = "pipeline_configs.micro_batches";
 constexpr char kSchedule[] = "pipeline_configs.schedule";
+constexpr char kForwardsAhead[] = "pipeline_configs.forwards_ahead";
 
 std::string ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path);
@@ -165,6 +166,14 @@ std::vector<StrategyFlag> ModelParallelFlags() {
        "every backward)",
        Arg::kValue,
        SetField<kSchedule>},
+      {"--forwards-ahead",
+       {kForwardsAhead},
+       "with --pp and 1F1B: N more forwards before each stage's first "
+       "backward (but the last stage's), N more micro-batches' activations "
+       "held, so that an op running long on one stage does not idle the "
+       "next (default 0)",
+       Arg::kValue,
+       SetField<kForwardsAhead>},
   };
 }
 

@@ -402,11 +402,13 @@ void LogBanner(const TrainerOptions& o, const proto::TrainingJob& job,
           << " data-parallel x " << tp
           << " tensor-parallel: each batch is split over " << tp
           << " ranks' layers)";
-    if (const int pp = PipelineStages(dist->job().strategy()); pp > 1)
-      log << " (pipeline of " << pp << " stages, "
-          << MicroBatches(dist->job().strategy()) << " micro-batches "
-          << PipelineSchedule(dist->job().strategy())
-          << "; this rank runs stage " << dist->pipeline_stage() << ")";
+    if (const int pp = PipelineStages(dist->job().strategy()); pp > 1) {
+      const proto::DistributedStrategy& s = dist->job().strategy();
+      log << " (pipeline of " << pp << " stages, " << MicroBatches(s)
+          << " micro-batches " << PipelineSchedule(s);
+      if (ForwardsAhead(s) > 0) log << " with " << ForwardsAhead(s) << " ahead";
+      log << "; this rank runs stage " << dist->pipeline_stage() << ")";
+    }
     const std::string launch = DetectLaunch().Describe();
     if (!launch.empty()) log << ", " << launch;
   }

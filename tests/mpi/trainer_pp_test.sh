@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pipeline parallelism through the trainer (--pp, --micro-batches,
-# --schedule): `mpirun -np 2 trainer --pp 2 --micro-batches 4` prints the
-# per-step losses of one process with the same seed and batch (to the
-# printed 4 decimals, rounding aside), with either schedule; np 4 --pp 2
+# --schedule, --forwards-ahead): `mpirun -np 2 trainer --pp 2
+# --micro-batches 4` prints the per-step losses of one process with the
+# same seed and batch (to the printed 4 decimals, rounding aside), with
+# either schedule and with a forward ahead; np 4 --pp 2
 # those of np 2 without it (each pipeline reads what one rank of np 2
 # reads), with the parameters equal within each stage's data-parallel
 # group (--check-consistency 1), also with --gradient-merge 2; resnet's
@@ -34,6 +35,14 @@ for schedule in 1F1B FThenB; do
   echo "ok: np 2 --pp 2 --schedule $schedule prints np 1's losses;" \
     "$(grep "^test accuracy" <<<"$pp2")"
 done
+# One forward more before stage 0's first backward: the same losses.
+ahead=$(timeout 300 "${MPI[@]}" -np 2 "$TRAINER" "${base[@]}" --pp 2 \
+  --micro-batches 4 --forwards-ahead 1 2>&1) ||
+  fail "np 2 --pp 2 --forwards-ahead 1: $ahead"
+grep -q "4 micro-batches 1F1B with 1 ahead" <<<"$ahead" ||
+  fail "np 2 --pp 2 --forwards-ahead 1: not in the banner: $ahead"
+same_losses "$one" "$ahead" "np 2 --pp 2 --forwards-ahead 1 against np 1"
+echo "ok: np 2 --pp 2 --forwards-ahead 1 prints np 1's losses"
 
 # fp16 loss scaling: each stage checks its own gradients and the stages
 # agree on the overflow flag (tests/transpiler/pipeline_test.cc checks the

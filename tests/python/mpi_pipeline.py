@@ -7,7 +7,9 @@ trained with momentum by fluid.MPIExecutor, one stage per rank:
    (Fleet's key accumulate_steps): each step's loss, fetched on both
    ranks, equals a plain fluid.Executor's on the same seed and global
    batches, to 1e-5 relative; both ranks read the same batches
-   (fluid.reader's data-parallel rank 0 of 1);
+   (fluid.reader's data-parallel rank 0 of 1); so do they with
+   pipeline_configs forwards_ahead = 1 (stage 0 runs one more forward
+   before its first backward);
 2. optimizer: the same model through fluid.optimizer.PipelineOptimizer
    (num_microbatches=4, stages from the program, a plain strategy) gives
    the same losses;
@@ -26,7 +28,7 @@ trained with momentum by fluid.MPIExecutor, one stage per rank:
    shared by the steps) and a DynamicRNN over sentences (a LoD feed) on
    stage 1 run once per micro-batch each, on their own copies of their
    blocks; the losses equal a plain fluid.Executor's.
-Prints "all 6 checks passed on N rank(s)" on rank 0."""
+Prints "all 7 checks passed on N rank(s)" on rank 0 (check 1 is two)."""
 import contextlib
 import os
 import sys
@@ -244,6 +246,16 @@ def main_():
     ok = close(losses, want_losses) and data_ranks == (0, 1)
     results.append(("strategy", ok, f"data ranks {data_ranks}, losses "
                     f"{losses} vs {want_losses}"))
+
+    # One forward ahead of 1F1B on stage 0: the same losses.
+    ahead = fluid.DistributedStrategy()
+    ahead.pipeline_stages = 2
+    ahead.pipeline_configs = {"micro_batches": MICRO, "forwards_ahead": 1}
+    a_main, a_startup, _, a_loss = build()
+    _, a_losses = train(fluid.MPIExecutor(fluid.CPUPlace(), strategy=ahead),
+                        a_main, a_startup, a_loss)
+    results.append(("forwards ahead", close(a_losses, want_losses),
+                    f"{a_losses} vs {want_losses}"))
 
     p_main, p_startup, _, p_loss = build(pipeline_optimizer=True)
     p_exe = fluid.MPIExecutor(fluid.CPUPlace())

@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_mpi_pipeline_script():
-    check_equivalence_script(os.path.join(HERE, "mpi_pipeline.py"), 6)
+    check_equivalence_script(os.path.join(HERE, "mpi_pipeline.py"), 7)
 
 
 def test_mpi_pipeline_loops_with_data_parallel():

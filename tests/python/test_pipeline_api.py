@@ -96,14 +96,18 @@ def test_bad_device_is_named(bad):
 def test_pipeline_configs_keys():
     s = fluid.DistributedStrategy()
     assert s.pipeline_stages == 1
-    assert s.pipeline_configs == {"micro_batches": 1, "schedule": "1F1B"}
+    assert s.pipeline_configs == {"micro_batches": 1, "schedule": "1F1B",
+                                  "forwards_ahead": 0}
     s.pipeline_stages = 2
     s.pipeline_configs = {"micro_batches": 8, "schedule": "FThenB"}
-    assert s.pipeline_configs == {"micro_batches": 8, "schedule": "FThenB"}
+    assert s.pipeline_configs == {"micro_batches": 8, "schedule": "FThenB",
+                                  "forwards_ahead": 0}
     s.pipeline_configs = {"accumulate_steps": 4, "schedule_mode": "F-then-B"}
-    assert s.pipeline_configs == {"micro_batches": 4, "schedule": "FThenB"}
-    s.pipeline_configs = {"schedule_mode": "1F1B"}
-    assert s.pipeline_configs == {"micro_batches": 4, "schedule": "1F1B"}
+    assert s.pipeline_configs == {"micro_batches": 4, "schedule": "FThenB",
+                                  "forwards_ahead": 0}
+    s.pipeline_configs = {"schedule_mode": "1F1B", "forwards_ahead": 1}
+    assert s.pipeline_configs == {"micro_batches": 4, "schedule": "1F1B",
+                                  "forwards_ahead": 1}
     back = fluid.DistributedStrategy.from_text(str(s))
     assert back == s
 
@@ -111,8 +115,8 @@ def test_pipeline_configs_keys():
 def test_bad_pipeline_configs_are_named():
     s = fluid.DistributedStrategy()
     with pytest.raises(ValueError, match=r"no key 'stages'; its keys: "
-                       r"micro_batches, schedule, accumulate_steps, "
-                       r"schedule_mode"):
+                       r"micro_batches, schedule, forwards_ahead, "
+                       r"accumulate_steps, schedule_mode"):
         s.pipeline_configs = {"stages": 2}
     with pytest.raises(ValueError, match="'micro_batch_size'.*give their "
                        "count"):
@@ -122,6 +126,8 @@ def test_bad_pipeline_configs_are_named():
         s.pipeline_configs = {"schedule_mode": "GPipe"}
     with pytest.raises(ValueError, match=r"micro_batches must be"):
         s.pipeline_configs = {"accumulate_steps": 0}
+    with pytest.raises(ValueError, match=r"forwards_ahead must be"):
+        s.pipeline_configs = {"forwards_ahead": -1}
     with pytest.raises(ValueError, match=r"pipeline_stages must be"):
         s.pipeline_stages = 0
 

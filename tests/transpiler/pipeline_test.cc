@@ -45,11 +45,13 @@ using testing::TransformerJob;
 using testing::TransformerSize;
 
 proto::DistributedStrategy Pp(int stages, int micro_batches,
-                              const std::string& schedule = "1F1B") {
+                              const std::string& schedule = "1F1B",
+                              int forwards_ahead = 0) {
   proto::DistributedStrategy s;
   s.set_pipeline_stages(stages);
   s.mutable_pipeline_configs()->set_micro_batches(micro_batches);
   s.mutable_pipeline_configs()->set_schedule(schedule);
+  s.mutable_pipeline_configs()->set_forwards_ahead(forwards_ahead);
   return s;
 }
 
@@ -94,6 +96,27 @@ TEST(PipelineSchedule, OneForwardOneBackward) {
   EXPECT_NE(
       ErrorOf([] { StageSchedule(0, 2, 2, "GPipe"); }).find("unknown schedule"),
       std::string::npos);
+}
+
+// forwards_ahead: every stage but the last runs that many more forwards
+// before its first backward (at most all of them); the last is unchanged.
+TEST(PipelineSchedule, ForwardsAheadDelayEachStagesFirstBackward) {
+  EXPECT_EQ(Steps(StageSchedule(0, 2, 8, "1F1B", 1)),
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7 ");
+  EXPECT_EQ(Steps(StageSchedule(1, 2, 8, "1F1B", 1)),
+            Steps(StageSchedule(1, 2, 8, "1F1B")));
+  EXPECT_EQ(Steps(StageSchedule(1, 4, 8, "1F1B", 2)),
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 B4 B5 B6 B7 ");
+  EXPECT_EQ(Steps(StageSchedule(0, 2, 3, "1F1B", 5)), "F0 F1 F2 B0 B1 B2 ");
+  const std::string fthenb =
+      ErrorOf([] { StageSchedule(0, 2, 4, "FThenB", 1); });
+  EXPECT_NE(fthenb.find("forwards_ahead = 1 applies to the 1F1B schedule"),
+            std::string::npos)
+      << fthenb;
+  EXPECT_NE(ErrorOf([] {
+              StageSchedule(0, 2, 4, "1F1B", -1);
+            }).find("forwards_ahead must be >= 0"),
+            std::string::npos);
 }
 
 TEST(PipelinePlan, BalancesTransformerLayersAcrossStages) {
@@ -505,6 +528,13 @@ TEST(PipelineTraining, MlpPp2MatchesOneProcess) {
     ExpectClose(one,
                 TrainParallel(job, 2, Pp(2, 4, schedule), MlpBatches(), 20));
   }
+  // Forwards ahead: one more, and more than the micro-batches (stage 0
+  // then runs every forward first).
+  for (int ahead : {1, 6}) {
+    SCOPED_TRACE("forwards_ahead " + std::to_string(ahead));
+    ExpectClose(
+        one, TrainParallel(job, 2, Pp(2, 4, "1F1B", ahead), MlpBatches(), 20));
+  }
 }
 
 TEST(PipelineTraining, MlpPp2Dp2WithClipMatchesOneProcess) {
@@ -720,6 +750,9 @@ TEST(PipelineTraining, TransformerPp4MatchesOneProcess) {
     ExpectClose(one, TrainParallel(job, 4, Pp(4, 8, schedule),
                                    TransformerBatches(s, 8), 20));
   }
+  SCOPED_TRACE("1F1B, forwards_ahead 1");
+  ExpectClose(one, TrainParallel(job, 4, Pp(4, 8, "1F1B", 1),
+                                 TransformerBatches(s, 8), 20));
 }
 
 TEST(PipelineTraining, TransformerTp2Pp2MatchesOneProcess) {
