@@ -1,8 +1,9 @@
 // GFLOP/s of the 16-bit matrix kernels against float32, through the ops
 // (mul, matmul, conv2d and conv2d_grad, one prepared program each), at one
 // and two threads; each line names what computed it (Eigen for float32,
-// oneDNN and its ISA for bfloat16, float32 compute for float16 where
-// oneDNN has no float16 kernels). Then the CPU's AMX bfloat16 peak, from a
+// oneDNN and its ISA or the float32 path for bfloat16, both timed and the
+// kernels' default marked, float32 compute for float16 where oneDNN has
+// no float16 kernels). Then the CPU's AMX bfloat16 peak, from a
 // loop of tile products, so that the rates can be read as a fraction of
 // it.
 //
@@ -88,16 +89,33 @@ std::string Engine(DataType dtype) {
                              : "float32 compute";
 }
 
+void Line(const std::string& what, int threads, DataType dtype, double flops,
+          double s, const std::string& note) {
+  std::printf("%-34s %d thr  %-9s %8.1f GFLOP/s  %8.3f ms  [%s%s]\n",
+              what.c_str(), threads, DataTypeName(dtype), flops / s / 1e9,
+              s * 1e3, Engine(dtype).c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
+// bfloat16 runs both ways where oneDNN is built in: on oneDNN and on the
+// float32 path, the one the kernels take by default marked.
 void Report(const std::string& what, double flops, const proto::OpDesc& op,
             const std::vector<Input>& inputs) {
+  const bool chosen = math::DnnlEnabled();
   for (int threads : {1, 2}) {
     for (DataType dtype :
          {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
-      const double s = TimeOp(op, inputs, dtype, threads);
-      std::printf("%-34s %d thr  %-9s %8.1f GFLOP/s  %8.3f ms  [%s]\n",
-                  what.c_str(), threads, DataTypeName(dtype), flops / s / 1e9,
-                  s * 1e3, Engine(dtype).c_str());
-      std::fflush(stdout);
+      if (dtype != DataType::kBFloat16 || !math::DnnlBuilt()) {
+        Line(what, threads, dtype, flops, TimeOp(op, inputs, dtype, threads),
+             "");
+        continue;
+      }
+      for (bool on : {true, false}) {
+        math::SetDnnlEnabled(on);
+        Line(what, threads, dtype, flops, TimeOp(op, inputs, dtype, threads),
+             on == chosen ? ", default" : "");
+      }
+      math::SetDnnlEnabled(chosen);
     }
   }
 }

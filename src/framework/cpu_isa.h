@@ -30,8 +30,9 @@ inline bool HasAvx512Bf16() { return HostCpuFeatures().avx512_bf16; }
 
 // The instruction set oneDNN dispatches to on this CPU (e.g.
 // "avx512_core_amx"), "none (built without oneDNN)", or, while the 16-bit
-// kernels are kept off oneDNN (math::SetDnnlEnabled(false) or FLUID_DNNL=0),
-// the ISA followed by " (off: float32 compute)".
+// kernels are kept off oneDNN (math::SetDnnlEnabled(false), FLUID_DNNL=0,
+// or by default on a CPU without AMX), the ISA followed by " (off: float32
+// compute)" and, without AMX, why.
 std::string DnnlIsaName();
 
 // One line for logs: the oneDNN ISA and the CPU's 16-bit features, e.g.

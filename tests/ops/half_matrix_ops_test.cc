@@ -25,6 +25,7 @@
 #include "src/framework/math/dnnl_context.h"
 #include "src/framework/math/dnnl_conv.h"
 #include "src/framework/math/dnnl_gemm.h"
+#include "tests/testing/gradient_checker.h"
 #include "tests/testing/half_tensors.h"
 
 namespace fluid {
@@ -337,13 +338,36 @@ TEST(HalfMatrixOps, OneDnnFollowsTheThreadCount) {
   }
 }
 
-// FLUID_DNNL=0 in the environment keeps the kernels off oneDNN (ctest runs
-// this test once more with it set).
+// FLUID_DNNL=0 in the environment keeps the kernels off oneDNN, =1 puts
+// them on it, and without it they are on it only where oneDNN has AMX
+// (ctest runs this test once more with each set).
 TEST(HalfMatrixOps, EnvironmentSwitch) {
   const char* v = std::getenv("FLUID_DNNL");
-  const bool off = v != nullptr && std::string(v) == "0";
-  EXPECT_EQ(math::DnnlEnabled(), math::DnnlBuilt() && !off)
-      << "FLUID_DNNL=" << (v ? v : "(unset)");
+  const std::string set = v != nullptr ? v : "";
+  const bool amx = math::DnnlCpuIsa() == "avx512_core_amx";
+  EXPECT_EQ(math::DnnlFasterHere(), amx);
+  const bool want = set == "1" || (set != "0" && amx);
+  EXPECT_EQ(math::DnnlEnabled(), math::DnnlBuilt() && want)
+      << "FLUID_DNNL=" << (v ? v : "(unset)") << ", oneDNN "
+      << math::DnnlCpuIsa();
+  if (math::DnnlBuilt() && !math::DnnlEnabled()) {
+    EXPECT_NE(DnnlIsaName().find(amx ? "(off: float32 compute)"
+                                     : "faster than oneDNN without AMX"),
+              std::string::npos)
+        << DnnlIsaName();
+  }
+}
+
+// Any other FLUID_DNNL is refused where it is read, naming it (ctest runs
+// this with FLUID_DNNL=yes; without it there is nothing to refuse).
+TEST(HalfMatrixOps, EnvironmentSwitchBad) {
+  const char* v = std::getenv("FLUID_DNNL");
+  if (v == nullptr || std::string(v) != "yes")
+    GTEST_SKIP() << "ctest runs this with FLUID_DNNL=yes";
+  if (!math::DnnlBuilt()) GTEST_SKIP() << "built without oneDNN";
+  const std::string error = testing::ErrorOf([] { math::DnnlEnabled(); });
+  EXPECT_NE(error.find("FLUID_DNNL=yes: expected 0"), std::string::npos)
+      << error;
 }
 
 // The same shape twice gives the same bits (the cached primitive reused).

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "src/framework/enforce.h"
 #include "src/framework/math/dnnl_internal.h"
 
 #ifdef FLUID_WITH_DNNL
@@ -19,10 +20,18 @@ namespace fluid {
 namespace math {
 namespace {
 
-// FLUID_DNNL=0 in the environment keeps the 16-bit kernels off oneDNN.
+// FLUID_DNNL in the environment: 0 keeps the 16-bit kernels off oneDNN, 1
+// puts them on it; unset, empty or "auto" puts them on it where it runs
+// them on AMX tiles (DnnlFasterHere).
 bool EnabledByEnvironment() {
   const char* v = std::getenv("FLUID_DNNL");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0)
+    return DnnlFasterHere();
+  FLUID_ENFORCE(std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0,
+                "FLUID_DNNL=", v,
+                ": expected 0 (the 16-bit products in float32), 1 (on "
+                "oneDNN) or auto (on oneDNN where it has AMX)");
+  return std::strcmp(v, "1") == 0;
 }
 
 std::atomic<bool>& EnabledFlag() {
@@ -31,6 +40,8 @@ std::atomic<bool>& EnabledFlag() {
 }
 
 }  // namespace
+
+bool DnnlFasterHere() { return DnnlCpuIsa() == "avx512_core_amx"; }
 
 bool DnnlBuilt() {
 #ifdef FLUID_WITH_DNNL

@@ -18,9 +18,19 @@ namespace math {
 // Whether this build links oneDNN (CMake option FLUID_WITH_DNNL).
 bool DnnlBuilt();
 
-// Whether the 16-bit kernels may use oneDNN: built in, not switched off by
-// the environment (FLUID_DNNL=0, read once) nor by SetDnnlEnabled(false).
+// Whether the 16-bit kernels may use oneDNN: built in, and as the
+// environment says (FLUID_DNNL, read once: 0 off, 1 on; unset or "auto",
+// DnnlFasterHere(); anything else is an error naming it) unless
+// SetDnnlEnabled has said otherwise since.
 bool DnnlEnabled();
+
+// Whether oneDNN runs the 16-bit products on AMX tiles on this CPU, the
+// only instruction set on which it measures faster than the float32 path.
+// On AVX512-BF16 without AMX (avx512_core_bf16) oneDNN 2.6's bfloat16
+// products ran at 0.6x and its forward convolution at 0.63x the float32
+// kernels' rate, its backward convolution at the same rate
+// (benchmarks/bf16_matrix_bench, docs/mixed_precision.md).
+bool DnnlFasterHere();
 
 // Switches oneDNN on or off for the 16-bit kernels (on is a no-op without
 // oneDNN).
